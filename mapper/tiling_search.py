@@ -1,0 +1,146 @@
+"""Search CBUF-legal tile plans for a convolution-pipeline layer, minimising simulated cycles.
+
+Candidates: every data/weight bank split (weights take all banks data does not), output-row tile sizes
+(whole height, halvings, and the largest sizes that fit one or two tiles in the data banks), kernel tile
+sizes (whole K and halvings in kernel-group units) and both loop orders. Candidates are visited in order
+of a roofline lower bound (atomic ops, SDP drain, traffic including the plan's re-fetches over the
+fastest port) and pruned once that bound cannot beat the best simulated plan: branch and bound, so the
+result equals exhaustive search (tested).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from nvdla_sim import cbuf, cdma, cmac
+from nvdla_sim.config import HwConfig
+from nvdla_sim.conv import drain_rate, output_bytes, simulate_conv
+from nvdla_sim.errors import ShapeError
+from nvdla_sim.layers import ConvLayer
+from nvdla_sim.stats import LayerStats
+from nvdla_sim.tiling import LoopOrder, TilePlan, bytes_per_kernel, footprint, illegal_reason
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    plan: TilePlan
+    stats: LayerStats
+    candidates: int  # legal candidates considered
+    simulated: int  # of which simulated (the rest pruned by the bound)
+
+
+def _halvings(n: int, unit: int = 1) -> list[int]:
+    out, v = [], n
+    while v >= unit:
+        out.append(v)
+        nxt = max(unit, math.ceil(v / 2 / unit) * unit)
+        if nxt == v:
+            break
+        v = nxt
+    return out
+
+
+def candidate_plans(layer: ConvLayer, hw: HwConfig) -> list[TilePlan]:
+    """All legal plans of the search space (deduplicated)."""
+    s = layer.shape
+    kpg = hw.kernels_per_atomic(layer.precision)
+    banks, epb = hw.cbuf.bank_count, hw.cbuf_entries_per_bank
+    eps = cbuf.entry_per_slice(s.in_w, s.in_c, layer.precision, hw)
+    k_opts = sorted(set(_halvings(s.out_k, kpg)) | {s.out_k})
+    plans: set[TilePlan] = set()
+    for data_banks in range(1, banks):
+        rows_fit = set(_halvings(s.out_h))
+        for tiles_in_buffer in (1, 2):
+            # largest row count whose input band fits data_banks / tiles_in_buffer
+            cap_rows = data_banks * epb // tiles_in_buffer // max(eps, 1)
+            r = (cap_rows - s.kernel_h_dilated) // s.stride_y + 1
+            if 1 <= r <= s.out_h:
+                rows_fit.add(r)
+        for rows in rows_fit:
+            for kt in k_opts:
+                for order in LoopOrder:
+                    plan = TilePlan(data_banks, banks - data_banks, rows, kt, order)
+                    if illegal_reason(layer, plan, hw) is None:
+                        plans.add(plan)
+    return sorted(plans, key=lambda p: (p.data_banks, p.rows_per_tile, p.kernels_per_tile, p.order.value))
+
+
+def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
+    """A floor on simulate_conv(layer, hw, plan).cycles from work and the plan's traffic."""
+    s, p = layer.shape, layer.precision
+    fp = footprint(layer, plan, hw)
+    atomics = cmac.atomic_ops(s.out_pixels, s.out_k, s.in_c, s.kernel_w * s.kernel_h, hw, p)
+    drain = math.ceil(s.out_pixels * s.out_k / drain_rate(layer, hw))
+    data = sum(
+        cdma.feature_bytes(s.in_w, b - a, s.in_c, p, hw)
+        for a, b in (
+            s.input_rows_for(r0, min(s.out_h, r0 + plan.rows_per_tile)) for r0 in range(0, s.out_h, plan.rows_per_tile)
+        )
+    )
+    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+    if ws and fp.n_data_tiles > 1:
+        data *= fp.n_weight_tiles
+    weights = cdma.weight_bytes(s.out_k, bytes_per_kernel(layer))
+    if layer.weight_bytes is not None:
+        weights = layer.weight_bytes
+    resident = ws or (fp.n_weight_tiles == 1 and fp.weight_capacity_groups >= fp.groups_per_weight_tile)
+    if not resident:
+        weights *= fp.n_data_tiles
+    traffic = data + weights + output_bytes(layer, s.out_h, s.out_k, hw)
+    fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
+    return max(atomics, drain, math.floor(traffic / fastest))
+
+
+@lru_cache(maxsize=4096)
+def search_plan(layer: ConvLayer, hw: HwConfig) -> SearchResult:
+    """Best plan by simulated cycles (ties: fewer DRAM bytes, then fewer data banks)."""
+    plans = candidate_plans(layer, hw)
+    if not plans:
+        raise ShapeError(
+            f"{layer.name}: no CBUF-legal tiling on {hw.name} ({hw.cbuf.bank_count} banks x "
+            f"{hw.cbuf_entries_per_bank} entries): one output row or one kernel group does not fit; "
+            "split the layer's input channels"
+        )
+    ranked = sorted(plans, key=lambda pl: plan_lower_bound(layer, pl, hw))
+    best: tuple[tuple[int, ...], TilePlan, LayerStats] | None = None
+    simulated = 0
+    for plan in ranked:
+        if best is not None and plan_lower_bound(layer, plan, hw) > best[0][0]:
+            break
+        st = simulate_conv(layer, hw, plan, record_events=False)
+        simulated += 1
+        traffic = st.traffic.dram_total + st.traffic.sram_read + st.traffic.sram_write
+        key = (st.cycles, traffic, plan.data_banks, -plan.rows_per_tile, -plan.kernels_per_tile)
+        if best is None or key < best[0]:
+            best = (key, plan, st)
+    assert best is not None
+    stats = simulate_conv(layer, hw, best[1], record_events=True)
+    return SearchResult(best[1], stats, len(plans), simulated)
+
+
+def exhaustive_plan(layer: ConvLayer, hw: HwConfig) -> tuple[TilePlan, int]:
+    """Reference for tests: simulate every candidate; return (best plan, its cycles)."""
+    best = None
+    for plan in candidate_plans(layer, hw):
+        c = simulate_conv(layer, hw, plan, record_events=False).cycles
+        if best is None or c < best[1]:
+            best = (plan, c)
+    if best is None:
+        raise ShapeError(f"{layer.name}: no legal tiling on {hw.name}")
+    return best
+
+
+def naive_plan(layer: ConvLayer, hw: HwConfig) -> TilePlan:
+    """A plan with no reuse thinking: CBUF split in half, one output row and one kernel group per tile,
+    weight-stationary (so data is re-fetched for every kernel group). Falls back to legal variants."""
+    s = layer.shape
+    kpg = hw.kernels_per_atomic(layer.precision)
+    half = hw.cbuf.bank_count // 2
+    for order in (LoopOrder.WEIGHT_STATIONARY, LoopOrder.DATA_STATIONARY):
+        for db in range(half, hw.cbuf.bank_count):
+            plan = TilePlan(db, hw.cbuf.bank_count - db, 1, min(kpg, s.out_k), order)
+            if illegal_reason(layer, plan, hw) is None:
+                return plan
+    return search_plan(layer, hw).plan

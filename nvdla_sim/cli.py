@@ -1,0 +1,228 @@
+"""The `nvdla` command line. Environment variables and argument parsing live here and nowhere else."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from .config import builtin_configs, load_config
+from .errors import NvdlaError
+from .layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
+from .precision import Precision
+from .simulate import simulate
+from .stats import LayerStats, Unit
+from .trace import write_trace
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def _command(name: str):
+    def deco(fn):
+        _COMMANDS[name] = fn
+        return fn
+
+    return deco
+
+
+def _precision(text: str) -> Precision:
+    try:
+        return Precision.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {v}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="nvdla", description="NVDLA v1 cycle-approximate simulator and transformer mapper"
+    )
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("configs", help="list hardware configs with peak MACs/cycle and CBUF size")
+    c.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    s = sub.add_parser("simulate", help="simulate one hardware layer")
+    s.add_argument("--hw", default="nv_full", help="config name or path to a .toml (see `nvdla configs`)")
+    s.add_argument("--op", choices=["matmul", "conv", "sdp", "pdp"], default="matmul")
+    s.add_argument("--m", type=_positive, help="matmul rows (tokens)")
+    s.add_argument("--k", type=_positive, help="matmul reduction dim (input channels)")
+    s.add_argument("--n", type=_positive, help="matmul columns (output channels)")
+    s.add_argument("--width", type=_positive, help="conv/sdp/pdp input width")
+    s.add_argument("--height", type=_positive, help="conv/sdp/pdp input height")
+    s.add_argument("--channels", type=_positive, help="conv/sdp/pdp input channels")
+    s.add_argument("--kernels", type=_positive, help="conv output channels")
+    s.add_argument("--kernel-size", type=_positive, default=1, help="conv/pdp square kernel size")
+    s.add_argument("--stride", type=_positive, default=1)
+    s.add_argument("--pad", type=int, default=0)
+    s.add_argument("--precision", type=_precision, default=Precision.INT8)
+    s.add_argument("--bias", action="store_true", help="fuse a per-channel bias in SDP")
+    s.add_argument("--relu", action="store_true", help="fuse ReLU in SDP")
+    s.add_argument("--lut", action="store_true", help="fuse an SDP LUT activation (e.g. GELU)")
+    s.add_argument("--eltwise", action="store_true", help="fuse an SDP per-element add (residual)")
+    s.add_argument("--plan", choices=["search", "default"], default="search", help="tiling: searched or heuristic")
+    s.add_argument("--trace", help="write the unit timeline as a Chrome/Perfetto trace JSON")
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    try:  # the mapper adds `map`, `zoo`; the RTL package adds `rtl`
+        from mapper.cli import add_commands as add_mapper
+    except ImportError:  # pragma: no cover - mapper is part of this repo
+        add_mapper = None
+    if add_mapper is not None:
+        add_mapper(sub, _COMMANDS)
+    try:
+        from rtl.cli import add_commands as add_rtl
+    except ImportError:
+        add_rtl = None
+    if add_rtl is not None:
+        add_rtl(sub, _COMMANDS)
+    return ap
+
+
+@_command("configs")
+def _configs(args: argparse.Namespace) -> int:
+    rows = []
+    for name, path in builtin_configs().items():
+        hw = load_config(path)
+        rows.append(
+            {
+                "name": name,
+                "fingerprint": hw.fingerprint,
+                "precisions": [p.value for p in hw.precisions],
+                "peak_macs_per_cycle": {p.value: hw.peak_macs_per_cycle(p) for p in hw.precisions},
+                "cbuf_kib": hw.cbuf_bytes // 1024,
+                "cbuf_banks": hw.cbuf.bank_count,
+                "dram_bytes_per_cycle": hw.dram_bytes_per_cycle,
+                "clock_mhz": hw.clock_mhz,
+                "file": str(path),
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'config':<16}{'MACs/cycle':<28}{'CBUF':>9}{'banks':>7}{'DRAM B/cyc':>12}{'clock':>10}")
+    for r in rows:
+        macs = " ".join(f"{k}:{v}" for k, v in r["peak_macs_per_cycle"].items())
+        print(
+            f"{r['name']:<16}{macs:<28}{r['cbuf_kib']:>7}Ki{r['cbuf_banks']:>7}"
+            f"{r['dram_bytes_per_cycle']:>12g}{r['clock_mhz']:>7g}MHz"
+        )
+    return 0
+
+
+def _need(args: argparse.Namespace, names: Sequence[str], op: str) -> None:
+    missing = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is None]
+    if missing:
+        raise NvdlaError(f"--op {op} needs {' '.join(missing)}")
+
+
+@_command("simulate")
+def _simulate(args: argparse.Namespace) -> int:
+    hw = load_config(args.hw)
+    prec = args.precision
+    hw.check_precision(prec)
+    spec = SdpSpec(
+        bias=OperandMode.PER_KERNEL if args.bias else OperandMode.NONE,
+        relu=args.relu,
+        lut=args.lut,
+        eltwise=OperandMode.PER_ELEMENT if args.eltwise else OperandMode.NONE,
+    )
+    if args.op in ("matmul", "conv"):
+        if args.op == "matmul":
+            _need(args, ["m", "k", "n"], "matmul")
+            shape = ConvShape.matmul(args.m, args.k, args.n)
+            name = f"matmul_{args.m}x{args.k}x{args.n}"
+        else:
+            _need(args, ["width", "height", "channels", "kernels"], "conv")
+            ks = args.kernel_size
+            shape = ConvShape(
+                in_w=args.width,
+                in_h=args.height,
+                in_c=args.channels,
+                out_k=args.kernels,
+                kernel_w=ks,
+                kernel_h=ks,
+                stride_x=args.stride,
+                stride_y=args.stride,
+                pad_left=args.pad,
+                pad_right=args.pad,
+                pad_top=args.pad,
+                pad_bottom=args.pad,
+            )
+            name = f"conv_{args.width}x{args.height}x{args.channels}_{ks}x{ks}x{args.kernels}"
+        layer = ConvLayer(name, shape, prec, spec)
+        plan = None
+        if args.plan == "search":
+            from mapper.tiling_search import search_plan
+
+            plan = search_plan(layer, hw).plan
+        stats = simulate(layer, hw, plan)
+    elif args.op == "sdp":
+        _need(args, ["width", "height", "channels"], "sdp")
+        stats = simulate(SdpLayer("sdp", args.width, args.height, args.channels, prec, spec), hw)
+    else:
+        _need(args, ["width", "height", "channels"], "pdp")
+        ks = args.kernel_size
+        pool = PoolSpec(PoolMode.MAX, ks, ks, args.stride, args.stride)
+        stats = simulate(PdpLayer("pdp", args.width, args.height, args.channels, prec, pool), hw)
+    if args.trace:
+        path = write_trace(
+            args.trace, stats.events, clock_mhz=hw.clock_mhz, process=f"{stats.name} on {hw.fingerprint}"
+        )
+        print(f"trace: {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"hw": hw.fingerprint, **stats.to_dict()}, indent=2))
+    else:
+        print(format_layer(stats, hw.clock_mhz, hw.fingerprint))
+    return 0
+
+
+def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:
+    us = stats.cycles / clock_mhz
+    t = stats.traffic
+    lines = [
+        f"{stats.name} on {fingerprint}",
+        f"  cycles            {stats.cycles:,}  ({us:,.2f} us at {clock_mhz:g} MHz)",
+        f"  roofline floor    {stats.lower_bound_cycles:,} cycles ({stats.lower_bound_cycles / max(stats.cycles, 1):.1%} of simulated)",
+        f"  MACs              {stats.macs:,}",
+        f"  MAC utilization   {stats.mac_utilization:.1%}",
+        f"  bound by          {stats.bound.value}",
+        f"  DRAM read/write   {t.dram_read:,} / {t.dram_write:,} bytes",
+    ]
+    if t.sram_read or t.sram_write:
+        lines.append(f"  SRAM read/write   {t.sram_read:,} / {t.sram_write:,} bytes")
+    lines.append("  unit              busy      stall   busy%")
+    for u in Unit:
+        s = stats.units.get(u)
+        if s is not None:
+            lines.append(f"  {u.value:<12}{s.busy:>10,} {s.stall:>10,}  {stats.unit_utilization(u):6.1%}")
+    plan = stats.detail.get("plan")
+    if plan:
+        lines.append("  tiling            " + ", ".join(f"{k}={v}" for k, v in plan.items()))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except NvdlaError as e:
+        print(f"nvdla: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # pragma: no cover
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

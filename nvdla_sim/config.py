@@ -1,0 +1,351 @@
+"""Hardware configuration: frozen dataclasses loaded from configs/*.toml with strict validation.
+
+Every value in configs/ cites the nvdla/hw spec macro it comes from; derived quantities (CBUF entry
+width, peak MACs per cycle, DRAM bytes per cycle) are computed properties, never stored twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .precision import Precision
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+def _is_pow2(v: int) -> bool:
+    return v > 0 and (v & (v - 1)) == 0
+
+
+def _check_int(section: str, name: str, value: Any, *, minimum: int = 1, pow2: bool = False) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{section}.{name} must be an integer, not {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{section}.{name} must be >= {minimum}, not {value}")
+    if pow2 and not _is_pow2(value):
+        raise ConfigError(f"{section}.{name} must be a power of two, not {value}")
+
+
+@dataclass(frozen=True)
+class MacConfig:
+    """CMAC array: atomic_c input channels x atomic_k kernels per cycle at INT8."""
+
+    atomic_c: int
+    atomic_k: int
+    pipeline_cycles: int = 7
+
+    def __post_init__(self) -> None:
+        _check_int("mac", "atomic_c", self.atomic_c, minimum=2, pow2=True)
+        _check_int("mac", "atomic_k", self.atomic_k, minimum=2, pow2=True)
+        _check_int("mac", "pipeline_cycles", self.pipeline_cycles, minimum=0)
+
+
+@dataclass(frozen=True)
+class CbufConfig:
+    """Convolution buffer: bank_count banks of bank_depth rows x bank_width_bytes."""
+
+    bank_count: int
+    bank_depth: int
+    bank_width_bytes: int
+
+    def __post_init__(self) -> None:
+        _check_int("cbuf", "bank_count", self.bank_count, minimum=2, pow2=True)
+        _check_int("cbuf", "bank_depth", self.bank_depth, pow2=True)
+        _check_int("cbuf", "bank_width_bytes", self.bank_width_bytes, pow2=True)
+
+    @property
+    def bank_bytes(self) -> int:
+        return self.bank_depth * self.bank_width_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return self.bank_count * self.bank_bytes
+
+
+@dataclass(frozen=True)
+class CaccConfig:
+    """Convolution accumulator timing."""
+
+    rmw_cycles: int = 11
+
+    def __post_init__(self) -> None:
+        _check_int("cacc", "rmw_cycles", self.rmw_cycles, minimum=0)
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """DRAM (primary MEMIF / DBBIF) and optional on-chip SRAM (secondary MEMIF / SRAMIF)."""
+
+    memory_atomic_bytes: int
+    dram_width_bits: int
+    dram_latency_cycles: int
+    sram_width_bits: int = 0
+    sram_latency_cycles: int = 0
+    dram_bandwidth_gbs: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("memory", "memory_atomic_bytes", self.memory_atomic_bytes, pow2=True)
+        _check_int("memory", "dram_width_bits", self.dram_width_bits, minimum=8, pow2=True)
+        _check_int("memory", "dram_latency_cycles", self.dram_latency_cycles, minimum=0)
+        _check_int("memory", "sram_width_bits", self.sram_width_bits, minimum=0)
+        if self.sram_width_bits and not _is_pow2(self.sram_width_bits):
+            raise ConfigError(
+                f"memory.sram_width_bits must be 0 (no SRAMIF) or a power of two, not {self.sram_width_bits}"
+            )
+        _check_int("memory", "sram_latency_cycles", self.sram_latency_cycles, minimum=0)
+        bw = self.dram_bandwidth_gbs
+        if bw is not None and (isinstance(bw, bool) or not isinstance(bw, int | float) or bw <= 0):
+            raise ConfigError(f"memory.dram_bandwidth_gbs must be a positive number of GB/s, not {bw!r}")
+
+    @property
+    def has_sram(self) -> bool:
+        return self.sram_width_bits > 0
+
+
+@dataclass(frozen=True)
+class SdpConfig:
+    """Single Data Point processor throughputs in elements/cycle (0 = sub-unit absent)."""
+
+    bs_throughput: int
+    bn_throughput: int
+    ew_throughput: int
+    lut: bool
+
+    def __post_init__(self) -> None:
+        _check_int("sdp", "bs_throughput", self.bs_throughput, pow2=True)
+        _check_int("sdp", "bn_throughput", self.bn_throughput, minimum=0)
+        _check_int("sdp", "ew_throughput", self.ew_throughput, minimum=0)
+        if not isinstance(self.lut, bool):
+            raise ConfigError(f"sdp.lut must be true or false, not {self.lut!r}")
+        if self.lut and self.ew_throughput == 0:
+            raise ConfigError("sdp.lut = true needs the EW sub-unit (sdp.ew_throughput > 0): the LUT lives in SDP_Y")
+
+    @property
+    def max_throughput(self) -> int:
+        """NVDLA_SDP_MAX_THROUGHPUT = max(EW, BN, BS): the CACC->SDP element rate."""
+        return max(self.bs_throughput, self.bn_throughput, self.ew_throughput)
+
+
+@dataclass(frozen=True)
+class PdpConfig:
+    throughput: int
+
+    def __post_init__(self) -> None:
+        _check_int("pdp", "throughput", self.throughput)
+
+
+@dataclass(frozen=True)
+class CdpConfig:
+    throughput: int
+
+    def __post_init__(self) -> None:
+        _check_int("cdp", "throughput", self.throughput)
+
+
+_SECTIONS: dict[str, type] = {
+    "mac": MacConfig,
+    "cbuf": CbufConfig,
+    "cacc": CaccConfig,
+    "memory": MemoryConfig,
+    "sdp": SdpConfig,
+    "pdp": PdpConfig,
+    "cdp": CdpConfig,
+}
+
+
+@dataclass(frozen=True)
+class HwConfig:
+    """One NVDLA build. Make variants with `dataclasses.replace` or `HwConfig.with_values`."""
+
+    name: str
+    clock_mhz: float
+    precisions: tuple[Precision, ...]
+    mac: MacConfig
+    cbuf: CbufConfig
+    memory: MemoryConfig
+    sdp: SdpConfig
+    pdp: PdpConfig
+    cdp: CdpConfig
+    cacc: CaccConfig = CaccConfig()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"name must be a non-empty string, not {self.name!r}")
+        c = self.clock_mhz
+        if isinstance(c, bool) or not isinstance(c, int | float) or c <= 0:
+            raise ConfigError(f"clock_mhz must be a positive number, not {c!r}")
+        if not self.precisions:
+            raise ConfigError("precisions must list at least one of int8, int16, fp16")
+        if self.cbuf.bank_bytes < self.cbuf_entry_bytes:
+            raise ConfigError(
+                f"cbuf bank of {self.cbuf.bank_bytes} B (bank_depth x bank_width_bytes) is too small for one "
+                f"CBUF entry of {self.cbuf_entry_bytes} B (mac.atomic_c x widest precision); enlarge the bank"
+            )
+        if self.memory.memory_atomic_bytes > self.cbuf_entry_bytes:
+            raise ConfigError(
+                f"memory.memory_atomic_bytes ({self.memory.memory_atomic_bytes}) must not exceed the CBUF entry "
+                f"({self.cbuf_entry_bytes} B)"
+            )
+
+    # ---- derived values -------------------------------------------------------------------------
+    @property
+    def max_element_bytes(self) -> int:
+        return max(p.bytes for p in self.precisions)
+
+    @property
+    def cbuf_entry_bytes(self) -> int:
+        """Logical CBUF entry = one atomic-C slice at the widest precision (projects.spec CBUF_ENTRY_WIDTH)."""
+        return self.mac.atomic_c * self.max_element_bytes
+
+    @property
+    def cbuf_entries_per_bank(self) -> int:
+        return self.cbuf.bank_bytes // self.cbuf_entry_bytes
+
+    @property
+    def cbuf_bytes(self) -> int:
+        return self.cbuf.total_bytes
+
+    def check_precision(self, precision: Precision) -> None:
+        if precision not in self.precisions:
+            valid = ", ".join(p.value for p in self.precisions)
+            raise ConfigError(f"{self.name} does not support {precision.value}; supported: {valid}")
+
+    def kernels_per_atomic(self, precision: Precision) -> int:
+        """Kernels computed per atomic op: atomic_k at int8, atomic_k/2 at int16/fp16 (the int8 split)."""
+        self.check_precision(precision)
+        return self.mac.atomic_k if precision is Precision.INT8 else self.mac.atomic_k // 2
+
+    def peak_macs_per_cycle(self, precision: Precision) -> int:
+        return self.mac.atomic_c * self.kernels_per_atomic(precision)
+
+    @property
+    def dram_bytes_per_cycle(self) -> float:
+        """Sustainable DRAM bytes/cycle: interface width, capped by dram_bandwidth_gbs when given."""
+        width = self.memory.dram_width_bits / 8
+        if self.memory.dram_bandwidth_gbs is None:
+            return width
+        return min(width, self.memory.dram_bandwidth_gbs * 1e3 / self.clock_mhz)
+
+    @property
+    def sram_bytes_per_cycle(self) -> float:
+        return self.memory.sram_width_bits / 8
+
+    @property
+    def fingerprint(self) -> str:
+        """Short stable identity for report headers and cache keys, e.g. nv_full_c64k32_cbuf512k."""
+        kib = self.cbuf_bytes // 1024
+        base = f"{self.name}_c{self.mac.atomic_c}k{self.mac.atomic_k}_cbuf{kib}k"
+        extra = []
+        if self.memory.dram_bandwidth_gbs is not None:
+            extra.append(f"bw{self.memory.dram_bandwidth_gbs:g}")
+        extra.append(f"{self.clock_mhz:g}mhz")
+        return base + "_" + "_".join(extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "clock_mhz": self.clock_mhz,
+            "precisions": [p.value for p in self.precisions],
+        }
+        for sec in _SECTIONS:
+            out[sec] = dataclasses.asdict(getattr(self, sec))
+        return out
+
+    def with_values(self, **changes: Any) -> HwConfig:
+        """Variant with dotted overrides, e.g. with_values(**{"mac.atomic_c": 32, "clock_mhz": 800})."""
+        data = self.to_dict()
+        for key, value in changes.items():
+            sec, _, leaf = key.partition(".")
+            if leaf:
+                if sec not in _SECTIONS or leaf not in {f.name for f in fields(_SECTIONS[sec])}:
+                    raise ConfigError(f"unknown config field {key!r}; sections: {', '.join(_SECTIONS)}")
+                data[sec][leaf] = value
+            elif key in data:
+                data[key] = value
+            else:
+                raise ConfigError(f"unknown config field {key!r}")
+        return config_from_dict(data, source=f"{self.name} (modified)")
+
+
+def config_from_dict(data: dict[str, Any], *, source: str) -> HwConfig:
+    """Build and validate an HwConfig; errors are prefixed with `source` (usually the file path)."""
+    try:
+        return _build(data)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from None
+
+
+def _build(data: dict[str, Any]) -> HwConfig:
+    top_allowed = {"name", "clock_mhz", "precisions", *_SECTIONS}
+    unknown = set(data) - top_allowed
+    if unknown:
+        raise ConfigError(f"unknown top-level key(s) {sorted(unknown)}; allowed: {sorted(top_allowed)}")
+    for key in ("name", "clock_mhz", "precisions", "mac", "cbuf", "memory", "sdp", "pdp", "cdp"):
+        if key not in data:
+            raise ConfigError(f"missing required field {key!r}")
+    precs = data["precisions"]
+    if not isinstance(precs, list | tuple):
+        raise ConfigError(f'precisions must be a list such as ["int8"], not {precs!r}')
+    parsed: list[Precision] = []
+    for p in precs:
+        try:
+            parsed.append(Precision.parse(str(p)))
+        except ValueError as e:
+            raise ConfigError(f"precisions: {e}") from None
+    sections: dict[str, Any] = {}
+    for sec, cls in _SECTIONS.items():
+        raw = data.get(sec, {})
+        if not isinstance(raw, dict):
+            raise ConfigError(f"[{sec}] must be a table, not {raw!r}")
+        names = {f.name for f in fields(cls)}
+        required = {
+            f.name for f in fields(cls) if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        }
+        extra = set(raw) - names
+        if extra:
+            raise ConfigError(f"unknown key(s) {sorted(extra)} in [{sec}]; allowed: {sorted(names)}")
+        missing = required - set(raw)
+        if missing:
+            raise ConfigError(f"missing field(s) {sorted(missing)} in [{sec}]")
+        sections[sec] = cls(**raw)
+    return HwConfig(
+        name=data["name"],
+        clock_mhz=data["clock_mhz"],
+        precisions=tuple(dict.fromkeys(parsed)),
+        **sections,
+    )
+
+
+def load_config_file(path: str | Path) -> HwConfig:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config file ({e.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    return config_from_dict(data, source=str(path))
+
+
+def builtin_configs() -> dict[str, Path]:
+    """Registry of the shipped configs: name -> file."""
+    return {p.stem: p for p in sorted(CONFIG_DIR.glob("*.toml"))}
+
+
+def load_config(name_or_path: str | Path) -> HwConfig:
+    """Load a shipped config by name (nv_small, nv_large, nv_full, ...) or any TOML file by path."""
+    registry = builtin_configs()
+    key = str(name_or_path)
+    if key in registry:
+        return load_config_file(registry[key])
+    path = Path(key)
+    if path.suffix == ".toml" or path.exists():
+        return load_config_file(path)
+    raise ConfigError(f"unknown hardware config {key!r}; built-in: {', '.join(registry)} (or pass a .toml path)")

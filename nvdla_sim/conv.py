@@ -1,0 +1,310 @@
+"""Convolution-pipeline hardware layer: timing (tiles through CDMA/CBUF/CSC/CMAC/CACC/SDP) and function.
+
+Timing: the plan's loop nest becomes pipeline Items, one per (data tile, kernel group), in the order
+CSC runs them (kernel group -> stripe -> channel block -> kernel position, hw cmod csc). Each item's
+blocks are its channel ops: a stripe of L output points over ceil(C/atomic_c) x R x S stripe ops costs
+max(L, weight_load) cycles per stripe op and drains L x kernels results to SDP.
+Function: the same loop nest over numpy arrays through cmac.atomic_op, cacc.accumulate and sdp_apply, so
+tests can check that tiling never changes the numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from . import cacc, cdma, cmac, csc, pdp, sdp
+from .config import HwConfig
+from .layers import ConvLayer, Memory
+from .pipeline import Fetch, Item, make_ports, run_items
+from .precision import Precision
+from .stats import Bound, LayerStats, Traffic, Unit, UnitStats
+from .tiling import LoopOrder, TilePlan, bytes_per_kernel, check_plan, footprint, kernel_tiles, row_tiles
+
+
+@lru_cache(maxsize=8192)
+def _blocks(pixels: int, kernels: int, channel_ops: int, ideal: int, load: int, rate: int) -> tuple:
+    """(compute, useful, drain) per stripe of one kernel group over `pixels` output points."""
+    return tuple(
+        (
+            channel_ops * csc.stripe_op_cycles(length, load),
+            channel_ops * length,
+            math.ceil(length * kernels / rate),
+        )
+        for length in csc.stripe_lengths(pixels, ideal)
+    )
+
+
+def drain_rate(layer: ConvLayer, hw: HwConfig) -> int:
+    rate = sdp.elements_per_cycle(layer.sdp, hw)
+    if layer.pool is not None:
+        rate = min(rate, hw.pdp.throughput)
+    return rate
+
+
+def output_bytes(layer: ConvLayer, rows: int, kernels: int, hw: HwConfig) -> int:
+    s = layer.shape
+    w, h = s.out_w, rows
+    if layer.pool is not None:
+        w, h = layer.pool.out_size(s.out_w, rows)
+    return cdma.feature_bytes(w, h, kernels, layer.out_precision, hw)
+
+
+def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True) -> LayerStats:
+    """Cycle-approximate run of one convolution-pipeline layer under `plan`."""
+    hw.check_precision(layer.precision)
+    check_plan(layer, plan, hw)
+    s, p = layer.shape, layer.precision
+    fp = footprint(layer, plan, hw)
+    kpg = hw.kernels_per_atomic(p)
+    rate = drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
+    load = csc.weight_load_cycles(hw, p)
+    ideal = csc.ideal_stripe(hw, p)
+    channel_ops = math.ceil(s.in_c / hw.mac.atomic_c) * s.kernel_w * s.kernel_h
+    bpk = bytes_per_kernel(layer)
+    dense_total = cdma.weight_bytes(s.out_k, bpk)
+    w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / dense_total
+    rtiles, ktiles = row_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
+    operand_bytes = 2 if p is Precision.INT8 else p.bytes
+
+    # Fetch keys: an operand is fetched again whenever its key is new. Data stays resident across the
+    # inner loop when data-stationary (or when there is one data tile); weights stay resident when
+    # weight-stationary, or when there is one weight tile that fits the weight ring whole.
+    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+    weights_resident = ws or (len(ktiles) == 1 and fp.weight_capacity_groups >= fp.groups_per_weight_tile)
+    if ws:
+        nest = [(d, k) for k in range(len(ktiles)) for d in range(len(rtiles))]
+    else:
+        nest = [(d, k) for d in range(len(rtiles)) for k in range(len(ktiles))]
+    items: list[Item] = []
+    seen: dict[tuple, int] = {}
+    extra_reads = 0
+    for d, k in nest:
+        r0, r1 = rtiles[d]
+        i0, i1 = s.input_rows_for(r0, r1)
+        k0, k1 = ktiles[k]
+        pixels = (r1 - r0) * s.out_w
+        data_key = ("d", d) if (not ws or len(rtiles) == 1) else ("d", d, k)
+        for g0 in range(k0, k1, kpg):
+            g1 = min(k1, g0 + kpg)
+            fetches: list[Fetch] = []
+            if data_key not in seen:
+                seen[data_key] = len(seen)
+                nbytes = cdma.feature_bytes(s.in_w, i1 - i0, s.in_c, p, hw)
+                fetches.append(
+                    Fetch(
+                        seen[data_key],
+                        "data",
+                        "cdma_dat",
+                        nbytes,
+                        layer.input_memory,
+                        f"data rows {i0}-{i1}",
+                        True,
+                    )
+                )
+            weight_key = ("w", g0) if weights_resident else ("w", g0, d)
+            if weight_key not in seen:
+                seen[weight_key] = len(seen)
+                nbytes = math.ceil(cdma.weight_bytes(g1 - g0, bpk) * w_ratio)
+                fetches.append(
+                    Fetch(
+                        seen[weight_key],
+                        "weight",
+                        "cdma_wt",
+                        nbytes,
+                        layer.weight_memory,
+                        f"weights k{g0}-{g1}",
+                    )
+                )
+            extra_reads += sdp.operand_read_bytes(
+                layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=operand_bytes
+            )
+            items.append(
+                Item(
+                    name=f"rows {r0}-{r1} k{g0}-{g1}",
+                    fetches=tuple(fetches),
+                    uses=(seen[data_key], seen[weight_key]),
+                    blocks=_blocks(pixels, g1 - g0, channel_ops, ideal, load, rate),
+                    write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
+                    write_memory=layer.output_memory,
+                )
+            )
+    # SDP operand streams (bias, eltwise) are read by the SDP RDMAs alongside; they share the port.
+    ports = make_ports(hw)
+    if extra_reads:
+        ports[layer.input_memory].reserve(0.0, extra_reads)
+    capacities = {"data": fp.data_capacity_tiles, "weight": fp.weight_capacity_groups}
+    res = run_items(
+        items,
+        capacities=capacities,
+        ports=ports,
+        fetch_unit=Unit.CDMA,
+        compute_unit=Unit.CMAC,
+        drain_unit=Unit.SDP,
+        record_events=record_events,
+    )
+    fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
+    cycles = math.ceil(res.end) + fill
+    traffic = _traffic(items, layer, extra_reads)
+    macs = layer.macs
+    peak = hw.peak_macs_per_cycle(p)
+    lower = _lower_bound(layer, hw, rate, traffic_min=_compulsory_bytes(layer, hw, w_ratio, extra_reads))
+    bound = _classify(res, cycles)
+    units = {
+        Unit.CDMA: UnitStats(math.ceil(res.fetch_busy), math.ceil(res.fetch_wait_port)),
+        Unit.CSC: UnitStats(res.compute_busy + res.compute_bubbles, math.ceil(res.wait_fetch + res.wait_drain)),
+        Unit.CMAC: UnitStats(res.compute_busy, math.ceil(res.compute_bubbles + res.wait_fetch + res.wait_drain)),
+        Unit.CACC: UnitStats(res.compute_busy, math.ceil(res.wait_drain)),  # assembly; delivery shows as SDP
+        Unit.SDP: UnitStats(res.drain_busy, 0),
+        Unit.DRAM: UnitStats(math.ceil(ports[Memory.DRAM].busy_cycles), 0),
+    }
+    if layer.pool is not None:
+        units[Unit.PDP] = UnitStats(res.drain_busy, 0)
+    if hw.memory.has_sram:
+        units[Unit.SRAM] = UnitStats(math.ceil(ports[Memory.SRAM].busy_cycles), 0)
+    return LayerStats(
+        name=layer.name,
+        cycles=cycles,
+        macs=macs,
+        peak_macs_per_cycle=peak,
+        traffic=traffic,
+        units=units,
+        bound=bound,
+        lower_bound_cycles=lower,
+        events=tuple(res.events),
+        detail={
+            "plan": plan.to_dict(),
+            "items": len(items),
+            "weight_load_bubbles": res.compute_bubbles,
+            "wait_fetch": math.ceil(res.wait_fetch),
+            "wait_sdp": math.ceil(res.wait_drain),
+            "sdp_elements_per_cycle": rate,
+            "data_tiles": fp.n_data_tiles,
+            "weight_tiles": fp.n_weight_tiles,
+            "data_prefetch": fp.data_capacity_tiles >= 2,
+            "weight_ring_groups": fp.weight_capacity_groups,
+        },
+    )
+
+
+def _traffic(items: list[Item], layer: ConvLayer, extra_reads: int) -> Traffic:
+    reads = {m: 0 for m in Memory}
+    writes = {m: 0 for m in Memory}
+    reads[layer.input_memory] += extra_reads
+    for it in items:
+        for f in it.fetches:
+            reads[f.memory] += f.nbytes
+        writes[it.write_memory] += it.write_bytes
+    return Traffic(reads[Memory.DRAM], writes[Memory.DRAM], reads[Memory.SRAM], writes[Memory.SRAM])
+
+
+def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int) -> int:
+    s = layer.shape
+    return (
+        cdma.feature_bytes(s.in_w, s.in_h, s.in_c, layer.precision, hw)
+        + math.ceil(cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)) * w_ratio)
+        + output_bytes(layer, s.out_h, s.out_k, hw)
+        + extra
+    )
+
+
+def _lower_bound(layer: ConvLayer, hw: HwConfig, rate: int, *, traffic_min: int) -> int:
+    """Roofline floor: no plan beats the atomic-op count, the SDP drain, or compulsory traffic over the
+    fastest memory port."""
+    s = layer.shape
+    atomics = cmac.atomic_ops(s.out_pixels, s.out_k, s.in_c, s.kernel_w * s.kernel_h, hw, layer.precision)
+    drain = math.ceil(s.out_pixels * s.out_k / rate)
+    fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
+    return max(atomics, drain, math.ceil(traffic_min / fastest))
+
+
+def _classify(res, cycles: int) -> Bound:
+    shares = {
+        Bound.COMPUTE: res.compute_busy,
+        Bound.CBUF: res.compute_bubbles,
+        Bound.SDP: res.wait_drain,
+        Bound.DRAM: res.wait_fetch,
+    }
+    return max(shares, key=lambda b: shares[b])
+
+
+# ---- functional -------------------------------------------------------------------------------------
+
+
+def run_conv(
+    layer: ConvLayer,
+    data: np.ndarray,
+    weights: np.ndarray,
+    hw: HwConfig,
+    plan: TilePlan,
+    *,
+    sdp_params: sdp.SdpParams | None = None,
+    truncate: int = 0,
+) -> tuple[np.ndarray, int]:
+    """Bit-exact result of the layer: data[H, W, C], weights[K, R, S, C] -> output[H', W', K'] and
+    saturation count. Computed tile by tile in the plan's order through CMAC/CACC/SDP (and PDP)."""
+    s, p = layer.shape, layer.precision
+    check_plan(layer, plan, hw)
+    if data.shape != (s.in_h, s.in_w, s.in_c):
+        raise ValueError(f"data shape {data.shape} != (H, W, C) = {(s.in_h, s.in_w, s.in_c)}")
+    if weights.shape != (s.out_k, s.kernel_h, s.kernel_w, s.in_c):
+        raise ValueError(f"weights shape {weights.shape} != (K, R, S, C) = {(s.out_k, s.kernel_h, s.kernel_w, s.in_c)}")
+    kpg = hw.kernels_per_atomic(p)
+    ac = hw.mac.atomic_c
+    pad_val = 0
+    padded = np.full(
+        (s.in_h + s.pad_top + s.pad_bottom, s.in_w + s.pad_left + s.pad_right, s.in_c), pad_val, data.dtype
+    )
+    padded[s.pad_top : s.pad_top + s.in_h, s.pad_left : s.pad_left + s.in_w] = data
+    acc_dtype = np.float32 if p.is_float else np.int32
+    out = np.zeros((s.out_h, s.out_w, s.out_k), acc_dtype)
+    saturations = 0
+    for r0, r1 in row_tiles(layer, plan.rows_per_tile):
+        for k0, k1 in kernel_tiles(layer, plan.kernels_per_tile):
+            for g0 in range(k0, k1, kpg):
+                g1 = min(k1, g0 + kpg)
+                partials = []
+                for cb in range(0, s.in_c, ac):
+                    for r in range(s.kernel_h):
+                        for q in range(s.kernel_w):
+                            ys = np.arange(r0, r1) * s.stride_y + r * s.dilation_y
+                            xs = np.arange(s.out_w) * s.stride_x + q * s.dilation_x
+                            atoms = padded[ys][:, xs, cb : cb + ac].reshape(-1, min(ac, s.in_c - cb))
+                            partials.append(cmac.atomic_op(atoms, weights[g0:g1, r, q, cb : cb + ac], p))
+                res = cacc.accumulate(partials, p, truncate=truncate)
+                saturations += res.acc_saturations + res.out_saturations
+                out[r0:r1, :, g0:g1] = res.values.reshape(r1 - r0, s.out_w, g1 - g0)
+    if sdp_params is None:
+        result = out
+    else:
+        flat = out.reshape(-1, s.out_k)
+        sres = sdp.sdp_apply(flat, _flatten_operands(sdp_params, s.out_h * s.out_w, s.out_k))
+        saturations += sres.saturations
+        result = sres.values.reshape(s.out_h, s.out_w, s.out_k)
+    if layer.pool is not None:
+        result = pdp.pool(result, layer.pool, layer.out_precision if sdp_params else p)
+    return result, saturations
+
+
+def _flatten_operands(params: sdp.SdpParams, pixels: int, k: int) -> sdp.SdpParams:
+    """Per-element operands given as [H', W', K] become [P, K]."""
+
+    def fix(v):
+        if isinstance(v, np.ndarray) and v.ndim == 3:
+            return v.reshape(pixels, k)
+        return v
+
+    y = params.y
+    if y is not None:
+        y = dataclasses.replace(y, alu_operand=fix(y.alu_operand), mul_operand=fix(y.mul_operand))
+    stages = []
+    for st in (params.x1, params.x2):
+        stages.append(
+            None
+            if st is None
+            else dataclasses.replace(st, alu_operand=fix(st.alu_operand), mul_operand=fix(st.mul_operand))
+        )
+    return dataclasses.replace(params, x1=stages[0], x2=stages[1], y=y)

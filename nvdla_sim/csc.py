@@ -1,0 +1,43 @@
+"""CSC: convolution sequence controller. Splits output pixels into stripes and sequences weight loads.
+
+Stripe rule (programming_guide.rst CSC.D_ATOMICS and the v1 cmod): stripes of `ideal` atomic ops, the
+remainder merged into the last stripe (so ideal..2*ideal-1), or the whole count when fewer than `ideal`.
+Weights for the next stripe op load from CBUF while the current stripe runs, one CBUF entry per cycle,
+so a stripe shorter than the load leaves a bubble (the FC-layer 6.25% efficiency in unit_description.rst).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from .config import HwConfig
+from .precision import Precision
+
+MIN_IDEAL_STRIPE = 16  # unit_description.rst: stripe lower limit 16 atomic ops (nv_full)
+
+
+def weight_load_cycles(hw: HwConfig, precision: Precision) -> int:
+    """Cycles to load one stripe's weights (atomic_c x kernels_per_atomic elements) from CBUF."""
+    bytes_per_stripe = hw.mac.atomic_c * hw.kernels_per_atomic(precision) * precision.bytes
+    return math.ceil(bytes_per_stripe / hw.cbuf_entry_bytes)
+
+
+def ideal_stripe(hw: HwConfig, precision: Precision) -> int:
+    return max(MIN_IDEAL_STRIPE, weight_load_cycles(hw, precision))
+
+
+@lru_cache(maxsize=4096)
+def stripe_lengths(pixels: int, ideal: int) -> tuple[int, ...]:
+    """Stripe lengths (atomic ops) covering `pixels` output points."""
+    if pixels <= ideal:
+        return (pixels,)
+    n, rem = divmod(pixels, ideal)
+    stripes = [ideal] * n
+    stripes[-1] += rem
+    return tuple(stripes)
+
+
+def stripe_op_cycles(length: int, load_cycles: int) -> int:
+    """Cycles of one stripe op: its atomic ops, or the next stripe's weight load if that is longer."""
+    return max(length, load_cycles)

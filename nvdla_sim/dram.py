@@ -1,0 +1,66 @@
+"""DRAM / SRAM interface timing: a bandwidth calendar with fixed read latency.
+
+Each memory is one port of `bytes_per_cycle`. A transfer occupies port time bytes/bytes_per_cycle and
+fills the earliest free gaps at or after its ready time (requests from different DMA clients interleave
+at burst granularity, so a fluid, pre-emptible model is the right level). Reads complete `latency`
+cycles after their last beat is issued; back-to-back reads overlap their latency, which is what the
+NVDLA RDMA latency FIFOs (sized from PRIMARY_MEMIF_LATENCY) are for. Writes are posted.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+
+@dataclass
+class MemoryPort:
+    bytes_per_cycle: float
+    latency: int
+    _starts: list[float] = field(default_factory=list)
+    _ends: list[float] = field(default_factory=list)
+    busy_cycles: float = 0.0
+    bytes_moved: int = 0
+
+    def reserve(self, ready: float, nbytes: int) -> tuple[float, float]:
+        """Book `nbytes` from `ready` on; return (first beat, last beat) in cycles."""
+        if nbytes <= 0:
+            return ready, ready
+        need = nbytes / self.bytes_per_cycle
+        self.busy_cycles += need
+        self.bytes_moved += nbytes
+        starts, ends = self._starts, self._ends
+        i = bisect.bisect_right(ends, ready)  # first interval ending after ready
+        t = ready
+        first: float | None = None
+        new: list[tuple[float, float]] = []
+        while need > 1e-12:
+            if i < len(starts) and starts[i] <= t:
+                t = max(t, ends[i])
+                i += 1
+                continue
+            gap_end = starts[i] if i < len(starts) else float("inf")
+            take = min(need, gap_end - t)
+            if take > 0:
+                new.append((t, t + take))
+                if first is None:
+                    first = t
+                need -= take
+                t += take
+        for s, e in new:
+            self._insert(s, e)
+        assert first is not None
+        return first, t
+
+    def _insert(self, s: float, e: float) -> None:
+        starts, ends = self._starts, self._ends
+        i = bisect.bisect_left(starts, s)
+        starts.insert(i, s)
+        ends.insert(i, e)
+        # merge with neighbours that touch
+        if i + 1 < len(starts) and abs(starts[i + 1] - e) < 1e-9:
+            ends[i] = ends[i + 1]
+            del starts[i + 1], ends[i + 1]
+        if i > 0 and abs(ends[i - 1] - starts[i]) < 1e-9:
+            ends[i - 1] = ends[i]
+            del starts[i], ends[i]

@@ -1,0 +1,255 @@
+"""Hardware-layer descriptions: what one NVDLA hardware layer computes (shapes, precision, fused ops).
+
+These carry no numbers, only shapes and modes, so the mapper can build thousands of them cheaply. The
+functional models take numpy operands separately.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .errors import ShapeError
+from .precision import Precision
+
+# Register field limits (hw spec/manual NVDLA_CDMA.rdl / NVDLA_CSC.rdl, minus-one encoded widths).
+MAX_DIM = 8192  # DATAIN_WIDTH/HEIGHT/CHANNEL, WEIGHT_KERNEL: 13 bits
+MAX_KERNEL_EXT = 32  # WEIGHT_WIDTH/HEIGHT_EXT: 5 bits
+MAX_STRIDE = 8  # CONV_X/Y_STRIDE: 3 bits
+MAX_DILATION = 32
+
+
+class Memory(enum.Enum):
+    """Where an operand lives: external DRAM (primary MEMIF) or on-chip SRAM (secondary MEMIF)."""
+
+    DRAM = "dram"
+    SRAM = "sram"
+
+
+class OperandMode(enum.Enum):
+    """Source of an SDP operand (SDP *_SRC and SDP_RDMA *_DATA_MODE)."""
+
+    NONE = "none"  # sub-operation bypassed
+    REG = "reg"  # one register value for the whole cube
+    PER_KERNEL = "per_kernel"  # one value per output channel, read by B/N-RDMA
+    PER_ELEMENT = "per_element"  # one value per output element, read by E-RDMA (or B/N-RDMA)
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    """Direct-convolution geometry. A matmul (M x K) @ (K x N) is in_w*in_h = M pixels, in_c = K, out_k = N."""
+
+    in_w: int
+    in_h: int
+    in_c: int
+    out_k: int
+    kernel_w: int = 1
+    kernel_h: int = 1
+    stride_x: int = 1
+    stride_y: int = 1
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    dilation_x: int = 1
+    dilation_y: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("in_w", "in_h", "in_c", "out_k"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
+                raise ShapeError(f"conv {name} must be an integer in 1..{MAX_DIM} (13-bit register field), not {v!r}")
+        for name in ("kernel_w", "kernel_h"):
+            v = getattr(self, name)
+            if not 1 <= v <= MAX_KERNEL_EXT:
+                raise ShapeError(f"conv {name} must be in 1..{MAX_KERNEL_EXT}, not {v}")
+        for name in ("stride_x", "stride_y"):
+            v = getattr(self, name)
+            if not 1 <= v <= MAX_STRIDE:
+                raise ShapeError(f"conv {name} must be in 1..{MAX_STRIDE}, not {v}")
+        for name in ("dilation_x", "dilation_y"):
+            v = getattr(self, name)
+            if not 1 <= v <= MAX_DILATION:
+                raise ShapeError(f"conv {name} must be in 1..{MAX_DILATION}, not {v}")
+        for name in ("pad_left", "pad_right", "pad_top", "pad_bottom"):
+            v = getattr(self, name)
+            if not 0 <= v <= 63:
+                raise ShapeError(f"conv {name} must be in 0..63, not {v}")
+        if self.out_w < 1 or self.out_h < 1:
+            raise ShapeError(
+                f"conv output would be {self.out_w}x{self.out_h}: kernel {self.kernel_w}x{self.kernel_h} "
+                f"(dilated {self.kernel_w_dilated}x{self.kernel_h_dilated}) exceeds padded input "
+                f"{self.in_w + self.pad_left + self.pad_right}x{self.in_h + self.pad_top + self.pad_bottom}"
+            )
+
+    @classmethod
+    def matmul(cls, m: int, k: int, n: int, *, row: int | None = None) -> ConvShape:
+        """(m x k) @ (k x n) as a 1x1 convolution; tokens laid out as rows of `row` pixels (default: all in one)."""
+        if row is None:
+            row = m
+        if m % row:
+            raise ShapeError(f"matmul m={m} is not a multiple of the row length {row}")
+        return cls(in_w=row, in_h=m // row, in_c=k, out_k=n)
+
+    @property
+    def kernel_w_dilated(self) -> int:
+        return (self.kernel_w - 1) * self.dilation_x + 1
+
+    @property
+    def kernel_h_dilated(self) -> int:
+        return (self.kernel_h - 1) * self.dilation_y + 1
+
+    @property
+    def out_w(self) -> int:
+        return (self.in_w + self.pad_left + self.pad_right - self.kernel_w_dilated) // self.stride_x + 1
+
+    @property
+    def out_h(self) -> int:
+        return (self.in_h + self.pad_top + self.pad_bottom - self.kernel_h_dilated) // self.stride_y + 1
+
+    @property
+    def out_pixels(self) -> int:
+        return self.out_w * self.out_h
+
+    @property
+    def macs(self) -> int:
+        return self.out_pixels * self.out_k * self.in_c * self.kernel_w * self.kernel_h
+
+    def input_rows_for(self, out_row_start: int, out_row_end: int) -> tuple[int, int]:
+        """Input rows [start, end) (clipped to the real input) feeding output rows [out_row_start, out_row_end)."""
+        start = out_row_start * self.stride_y - self.pad_top
+        end = (out_row_end - 1) * self.stride_y - self.pad_top + self.kernel_h_dilated
+        return max(0, start), min(self.in_h, end)
+
+
+@dataclass(frozen=True)
+class SdpSpec:
+    """Which SDP sub-units a layer uses (timing view; the numbers are in sdp.SdpParams)."""
+
+    bias: OperandMode = OperandMode.NONE  # X1 ALU
+    scale: OperandMode = OperandMode.NONE  # X2 MUL (batch-norm / per-channel scale)
+    relu: bool = False  # X1 ReLU
+    eltwise: OperandMode = OperandMode.NONE  # Y ALU/MUL second operand (residual add)
+    lut: bool = False  # Y LUT (exp, GELU, sigmoid, ...)
+    out_precision: Precision | None = None  # None: same as the layer precision
+
+    @property
+    def uses_y(self) -> bool:
+        return self.eltwise is not OperandMode.NONE or self.lut
+
+
+class PoolMode(enum.Enum):
+    MAX = "max"
+    MIN = "min"
+    AVG = "avg"
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """PDP pooling window (kernel 1..8, stride 1..16 per unit_description.rst)."""
+
+    mode: PoolMode
+    kernel_w: int
+    kernel_h: int
+    stride_x: int
+    stride_y: int
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("kernel_w", "kernel_h"):
+            if not 1 <= getattr(self, name) <= 8:
+                raise ShapeError(f"pool {name} must be in 1..8 (PDP limit), not {getattr(self, name)}")
+        for name in ("stride_x", "stride_y"):
+            if not 1 <= getattr(self, name) <= 16:
+                raise ShapeError(f"pool {name} must be in 1..16 (PDP limit), not {getattr(self, name)}")
+        for name in ("pad_left", "pad_right", "pad_top", "pad_bottom"):
+            if not 0 <= getattr(self, name) <= 7:
+                raise ShapeError(f"pool {name} must be in 0..7 (PDP limit), not {getattr(self, name)}")
+
+    def out_size(self, w: int, h: int) -> tuple[int, int]:
+        ow = (w + self.pad_left + self.pad_right - self.kernel_w) // self.stride_x + 1
+        oh = (h + self.pad_top + self.pad_bottom - self.kernel_h) // self.stride_y + 1
+        if ow < 1 or oh < 1:
+            raise ShapeError(f"pool window {self.kernel_w}x{self.kernel_h} does not fit a {w}x{h} input")
+        return ow, oh
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    """A convolution-pipeline hardware layer: CDMA -> CBUF -> CSC -> CMAC -> CACC -> SDP (-> PDP) -> memory.
+
+    `weight_bytes` overrides the dense weight size (e.g. compressed weights); None means dense.
+    """
+
+    name: str
+    shape: ConvShape
+    precision: Precision
+    sdp: SdpSpec = field(default_factory=SdpSpec)
+    pool: PoolSpec | None = None
+    input_memory: Memory = Memory.DRAM
+    weight_memory: Memory = Memory.DRAM
+    output_memory: Memory = Memory.DRAM
+    weight_bytes: int | None = None
+
+    @property
+    def out_precision(self) -> Precision:
+        return self.sdp.out_precision or self.precision
+
+    @property
+    def macs(self) -> int:
+        return self.shape.macs
+
+
+@dataclass(frozen=True)
+class SdpLayer:
+    """A standalone (offline) SDP layer: memory -> SDP_RDMA -> SDP -> memory over a W x H x C cube."""
+
+    name: str
+    width: int
+    height: int
+    channels: int
+    precision: Precision
+    sdp: SdpSpec
+    input_memory: Memory = Memory.DRAM
+    output_memory: Memory = Memory.DRAM
+
+    def __post_init__(self) -> None:
+        for n in ("width", "height", "channels"):
+            v = getattr(self, n)
+            if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
+                raise ShapeError(f"sdp layer {n} must be an integer in 1..{MAX_DIM}, not {v!r}")
+
+    @property
+    def elements(self) -> int:
+        return self.width * self.height * self.channels
+
+    @property
+    def out_precision(self) -> Precision:
+        return self.sdp.out_precision or self.precision
+
+
+@dataclass(frozen=True)
+class PdpLayer:
+    """A standalone (offline) PDP pooling layer: memory -> PDP_RDMA -> PDP -> memory."""
+
+    name: str
+    width: int
+    height: int
+    channels: int
+    precision: Precision
+    pool: PoolSpec
+    input_memory: Memory = Memory.DRAM
+    output_memory: Memory = Memory.DRAM
+
+    def __post_init__(self) -> None:
+        for n in ("width", "height", "channels"):
+            v = getattr(self, n)
+            if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
+                raise ShapeError(f"pdp layer {n} must be an integer in 1..{MAX_DIM}, not {v!r}")
+        self.pool.out_size(self.width, self.height)
+
+
+HwLayer = ConvLayer | SdpLayer | PdpLayer

@@ -1,0 +1,220 @@
+"""SDP: single data point processor (functional and cost).
+
+Pipeline (unit_description.rst SDP; spec/manual/NVDLA_SDP.rdl): X1 (BS: ALU, MUL, ReLU) -> X2 (BN: ALU,
+MUL, ReLU) -> Y (EW: ALU and MUL with a per-element operand through its convertor, then LUT) -> output
+convertor y = sat(round((x - offset) * scale >> shift)). Integer stages are 32-bit: each stage saturates
+to INT32 and the count is reported. FP16 mode runs the same stages in float32 and casts to float16 (no
+output convertor, as in NVDLA).
+
+Operands broadcast against the [pixels, channels] output: a scalar (REG), shape [K] (PER_KERNEL) or
+[P, K] (PER_ELEMENT).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import HwConfig
+from .errors import UnsupportedError
+from .layers import OperandMode, SdpSpec
+from .lut import LutParams, lut_apply
+from .precision import Precision, saturate, shift_round
+
+STAGE_BITS = 32
+
+
+class AluOp(enum.Enum):
+    ADD = "add"
+    MAX = "max"
+    MIN = "min"
+
+
+@dataclass(frozen=True, eq=False)
+class Stage:
+    """X1/X2: x = relu(((x alu (operand << alu_shift)) * mul) >> mul_shift). None operands bypass."""
+
+    alu_op: AluOp = AluOp.ADD
+    alu_operand: np.ndarray | int | None = None
+    alu_shift: int = 0
+    mul_operand: np.ndarray | int | None = None
+    mul_shift: int = 0
+    prelu: bool = False  # multiply only negative values (PReLU); ALU must then be bypassed
+    relu: bool = False
+
+    def __post_init__(self) -> None:
+        if self.prelu and self.alu_operand is not None:
+            raise ValueError("SDP stage: PReLU uses the multiplier alone; bypass the ALU (alu_operand=None)")
+        if not 0 <= self.alu_shift <= 63 or not 0 <= self.mul_shift <= 255:
+            raise ValueError("SDP stage shifts out of range: alu_shift 0..63, mul_shift 0..255")
+
+
+@dataclass(frozen=True, eq=False)
+class Convertor:
+    """y = round((x - offset) * scale >> shift): the SDP output and EW operand convertors."""
+
+    offset: int = 0
+    scale: int = 1
+    shift: int = 0
+
+    def __post_init__(self) -> None:
+        if not -(1 << 31) <= self.offset < (1 << 31):
+            raise ValueError(f"convertor offset must fit INT32, not {self.offset}")
+        if not -(1 << 15) <= self.scale < (1 << 15):
+            raise ValueError(f"convertor scale must fit INT16, not {self.scale}")
+        if not 0 <= self.shift <= 63:
+            raise ValueError(f"convertor shift must be in 0..63, not {self.shift}")
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        return shift_round((np.asarray(x, np.int64) - self.offset) * self.scale, self.shift)
+
+
+@dataclass(frozen=True, eq=False)
+class EwStage:
+    """Y: x = lut((x alu cvt(operand)) * mul), each piece optional."""
+
+    alu_op: AluOp = AluOp.ADD
+    alu_operand: np.ndarray | None = None
+    alu_cvt: Convertor = field(default_factory=Convertor)
+    mul_operand: np.ndarray | None = None
+    mul_cvt: Convertor = field(default_factory=Convertor)
+    lut: LutParams | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class SdpParams:
+    """Numbers for one SDP pass."""
+
+    x1: Stage | None = None
+    x2: Stage | None = None
+    y: EwStage | None = None
+    cvt: Convertor = field(default_factory=Convertor)
+    out_precision: Precision = Precision.INT8
+
+
+@dataclass(frozen=True)
+class SdpResult:
+    values: np.ndarray
+    saturations: int
+
+
+def _alu(op: AluOp, x, b):
+    if op is AluOp.ADD:
+        return x + b
+    return np.maximum(x, b) if op is AluOp.MAX else np.minimum(x, b)
+
+
+def _stage_int(x: np.ndarray, st: Stage) -> tuple[np.ndarray, int]:
+    sat = 0
+    if st.alu_operand is not None:
+        x, n = saturate(
+            _alu(st.alu_op, x, np.left_shift(np.asarray(st.alu_operand, np.int64), st.alu_shift)), STAGE_BITS
+        )
+        sat += n
+    if st.mul_operand is not None:
+        m = np.asarray(st.mul_operand, np.int64)
+        prod = shift_round(x * m, st.mul_shift)
+        x, n = saturate(np.where(x < 0, prod, x) if st.prelu else prod, STAGE_BITS)
+        sat += n
+    if st.relu:
+        x = np.maximum(x, 0)
+    return x, sat
+
+
+def _stage_float(x: np.ndarray, st: Stage) -> np.ndarray:
+    if st.alu_operand is not None:
+        x = _alu(st.alu_op, x, np.asarray(st.alu_operand, np.float32))
+    if st.mul_operand is not None:
+        prod = x * np.asarray(st.mul_operand, np.float32)
+        x = np.where(x < 0, prod, x) if st.prelu else prod
+    if st.relu:
+        x = np.maximum(x, np.float32(0))
+    return x.astype(np.float32)
+
+
+def sdp_apply(x: np.ndarray, params: SdpParams) -> SdpResult:
+    """Run SDP on CACC output x[P, K] (int32 or float32)."""
+    if np.issubdtype(np.asarray(x).dtype, np.floating):
+        return _sdp_float(np.asarray(x, np.float32), params)
+    x = np.asarray(x, np.int64)
+    sat = 0
+    for st in (params.x1, params.x2):
+        if st is not None:
+            x, n = _stage_int(x, st)
+            sat += n
+    if params.y is not None:
+        y = params.y
+        if y.alu_operand is not None:
+            x, n = saturate(_alu(y.alu_op, x, y.alu_cvt.apply(y.alu_operand)), STAGE_BITS)
+            sat += n
+        if y.mul_operand is not None:
+            x, n = saturate(x * y.mul_cvt.apply(y.mul_operand), STAGE_BITS)
+            sat += n
+        if y.lut is not None:
+            x, _ = lut_apply(x, y.lut)
+            x, n = saturate(x, STAGE_BITS)
+            sat += n
+    out_bits = 8 * params.out_precision.bytes
+    if params.out_precision.is_float:
+        raise ValueError("integer SDP input cannot produce fp16 output; use the fp16 datapath")
+    out, n = saturate(params.cvt.apply(x), out_bits)
+    return SdpResult(out.astype(params.out_precision.numpy_dtype), sat + n)
+
+
+def _sdp_float(x: np.ndarray, params: SdpParams) -> SdpResult:
+    for st in (params.x1, params.x2):
+        if st is not None:
+            x = _stage_float(x, st)
+    if params.y is not None:
+        y = params.y
+        if y.alu_operand is not None:
+            x = _alu(y.alu_op, x, np.asarray(y.alu_operand, np.float32)).astype(np.float32)
+        if y.mul_operand is not None:
+            x = (x * np.asarray(y.mul_operand, np.float32)).astype(np.float32)
+        if y.lut is not None:
+            v, _ = lut_apply(x.astype(np.float64), y.lut)
+            x = v.astype(np.float32)
+    with np.errstate(over="ignore"):
+        out = x.astype(np.float16)
+    return SdpResult(out, int(np.count_nonzero(np.isinf(out) & ~np.isinf(x))))
+
+
+# ---- cost -----------------------------------------------------------------------------------------
+
+
+def elements_per_cycle(spec: SdpSpec, hw: HwConfig) -> int:
+    """SDP element rate for a pass: the slowest sub-unit in use (bypassed ones do not limit)."""
+    rates = [hw.sdp.max_throughput]
+    if spec.bias is not OperandMode.NONE or spec.relu:
+        rates.append(hw.sdp.bs_throughput)
+    if spec.scale is not OperandMode.NONE:
+        if hw.sdp.bn_throughput == 0:
+            raise UnsupportedError(f"{hw.name} has no SDP BN sub-unit (sdp.bn_throughput = 0) for a per-channel scale")
+        rates.append(hw.sdp.bn_throughput)
+    if spec.uses_y:
+        if hw.sdp.ew_throughput == 0:
+            raise UnsupportedError(
+                f"{hw.name} has no SDP EW sub-unit (sdp.ew_throughput = 0): eltwise operands and the LUT are unavailable"
+            )
+        if spec.lut and not hw.sdp.lut:
+            raise UnsupportedError(f"{hw.name} has no SDP LUT (sdp.lut = false)")
+        rates.append(hw.sdp.ew_throughput)
+    return min(rates)
+
+
+def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_bytes: int) -> int:
+    """Bytes the B/N/E-RDMAs read for one pass over pixels x channels outputs."""
+    total = 0
+    for mode in (spec.bias, spec.scale, spec.eltwise):
+        if mode is OperandMode.PER_KERNEL:
+            total += channels * 2
+        elif mode is OperandMode.PER_ELEMENT:
+            total += pixels * channels * operand_bytes
+    return total
+
+
+def process_cycles(elements: int, spec: SdpSpec, hw: HwConfig) -> int:
+    return math.ceil(elements / elements_per_cycle(spec, hw))

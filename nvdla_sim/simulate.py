@@ -1,0 +1,119 @@
+"""Entry point: simulate any hardware layer (convolution pipeline, standalone SDP, standalone PDP).
+
+Standalone SDP/PDP layers stream the cube through their RDMA buffer in chunks (ping-pong halves of the
+4 KB M-RDMA / PDP_RDMA buffer, unit_description.rst "Buffer Size Estimation"), process at the unit's
+element rate and write back through the same memory ports as the convolution pipeline.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import cdma, sdp
+from .config import HwConfig
+from .conv import simulate_conv
+from .layers import ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
+from .pipeline import Fetch, Item, make_ports, run_items
+from .stats import Bound, LayerStats, Traffic, Unit, UnitStats
+from .tiling import TilePlan, default_plan
+
+RDMA_CHUNK_BYTES = 2048
+
+
+def simulate(layer: HwLayer, hw: HwConfig, plan: TilePlan | None = None, *, record_events: bool = True) -> LayerStats:
+    """Simulate one hardware layer. Convolution layers use `plan` (default: tiling.default_plan)."""
+    if isinstance(layer, ConvLayer):
+        return simulate_conv(layer, hw, plan or default_plan(layer, hw), record_events=record_events)
+    if isinstance(layer, SdpLayer):
+        return _simulate_stream(layer, hw, record_events=record_events)
+    if isinstance(layer, PdpLayer):
+        return _simulate_stream(layer, hw, record_events=record_events)
+    raise TypeError(f"cannot simulate {type(layer).__name__}; expected ConvLayer, SdpLayer or PdpLayer")
+
+
+def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events: bool) -> LayerStats:
+    hw.check_precision(layer.precision)
+    in_bytes = cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.precision, hw)
+    elements = layer.width * layer.height * layer.channels
+    if isinstance(layer, SdpLayer):
+        rate = sdp.elements_per_cycle(layer.sdp, hw)
+        operand = sdp.operand_read_bytes(
+            layer.sdp,
+            pixels=layer.width * layer.height,
+            channels=layer.channels,
+            operand_bytes=layer.precision.bytes,
+        )
+        out_bytes = cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.out_precision, hw)
+        unit, bound_unit = Unit.SDP, Bound.SDP
+    else:
+        rate = hw.pdp.throughput
+        operand = 0
+        ow, oh = layer.pool.out_size(layer.width, layer.height)
+        out_bytes = cdma.feature_bytes(ow, oh, layer.channels, layer.precision, hw)
+        unit, bound_unit = Unit.PDP, Bound.SDP
+    chunks = max(1, math.ceil(in_bytes / RDMA_CHUNK_BYTES))
+    items = []
+    for i in range(chunks):
+        share = (min(in_bytes, (i + 1) * RDMA_CHUNK_BYTES) - i * RDMA_CHUNK_BYTES) / in_bytes
+        fetches = [Fetch(2 * i, "rdma", "rdma", math.ceil(in_bytes * share), layer.input_memory, f"read {i}")]
+        uses = [2 * i]
+        if operand:
+            fetches.append(
+                Fetch(
+                    2 * i + 1,
+                    "erdma",
+                    "erdma",
+                    math.ceil(operand * share),
+                    layer.input_memory,
+                    f"operand {i}",
+                )
+            )
+            uses.append(2 * i + 1)
+        items.append(
+            Item(
+                name=f"chunk {i}",
+                fetches=tuple(fetches),
+                uses=tuple(uses),
+                blocks=((0, 0, math.ceil(elements * share / rate)),),
+                write_bytes=math.ceil(out_bytes * share),
+                write_memory=layer.output_memory,
+            )
+        )
+    ports = make_ports(hw)
+    res = run_items(
+        items,
+        capacities={"rdma": 2, "erdma": 2},
+        ports=ports,
+        fetch_unit=unit,
+        compute_unit=unit,
+        drain_unit=unit,
+        record_events=record_events,
+    )
+    cycles = math.ceil(res.end)
+    reads = {m: 0 for m in Memory}
+    writes = {m: 0 for m in Memory}
+    reads[layer.input_memory] += sum(f.nbytes for it in items for f in it.fetches)
+    writes[layer.output_memory] += sum(it.write_bytes for it in items)
+    traffic = Traffic(reads[Memory.DRAM], writes[Memory.DRAM], reads[Memory.SRAM], writes[Memory.SRAM])
+    fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
+    lower = max(
+        math.ceil(elements / rate),
+        math.ceil((traffic.dram_total + traffic.sram_read + traffic.sram_write) / fastest),
+    )
+    bound = bound_unit if res.drain_busy >= res.wait_fetch else Bound.DRAM
+    units = {
+        unit: UnitStats(res.drain_busy, math.ceil(res.wait_fetch)),
+        Unit.DRAM: UnitStats(math.ceil(ports[Memory.DRAM].busy_cycles)),
+    }
+    return LayerStats(
+        name=layer.name,
+        cycles=cycles,
+        macs=0,
+        peak_macs_per_cycle=0,
+        traffic=traffic,
+        units=units,
+        bound=bound,
+        lower_bound_cycles=lower,
+        events=tuple(res.events),
+        detail={"elements": elements, "elements_per_cycle": rate, "chunks": chunks},
+    )
