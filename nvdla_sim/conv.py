@@ -152,7 +152,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     macs = layer.macs
     peak = hw.peak_macs_per_cycle(p)
     lower = _lower_bound(layer, hw, rate, traffic_min=_compulsory_bytes(layer, hw, w_ratio, extra_reads))
-    bound = _classify(res, cycles)
+    bound = _classify(res, max(p.busy_cycles for p in ports.values()))
     units = {
         Unit.CDMA: UnitStats(math.ceil(res.fetch_busy), math.ceil(res.fetch_wait_port)),
         Unit.CSC: UnitStats(res.compute_busy + res.compute_bubbles, math.ceil(res.wait_fetch + res.wait_drain)),
@@ -221,14 +221,18 @@ def _lower_bound(layer: ConvLayer, hw: HwConfig, rate: int, *, traffic_min: int)
     return max(atomics, drain, math.ceil(traffic_min / fastest))
 
 
-def _classify(res, cycles: int) -> Bound:
-    shares = {
-        Bound.COMPUTE: res.compute_busy,
-        Bound.CBUF: res.compute_bubbles,
-        Bound.SDP: res.wait_drain,
-        Bound.DRAM: res.wait_fetch,
+def _classify(res, dram_busy: float) -> Bound:
+    """The bottleneck is the pipeline stage with the most time: MAC array (split into useful work and
+    CBUF weight-load bubbles), SDP drain, or memory (port time, or exposed fetch waits)."""
+    stages = {
+        Bound.COMPUTE: res.compute_busy + res.compute_bubbles,
+        Bound.SDP: res.drain_busy,
+        Bound.DRAM: max(dram_busy, res.wait_fetch),
     }
-    return max(shares, key=lambda b: shares[b])
+    bound = max(stages, key=lambda b: stages[b])
+    if bound is Bound.COMPUTE and res.compute_bubbles > res.compute_busy:
+        return Bound.CBUF
+    return bound
 
 
 # ---- functional -------------------------------------------------------------------------------------

@@ -84,9 +84,13 @@ class ConvShape:
 
     @classmethod
     def matmul(cls, m: int, k: int, n: int, *, row: int | None = None) -> ConvShape:
-        """(m x k) @ (k x n) as a 1x1 convolution; tokens laid out as rows of `row` pixels (default: all in one)."""
+        """(m x k) @ (k x n) as a 1x1 convolution; tokens laid out as H rows of `row` pixels.
+
+        The default row is the largest divisor of m up to 64, so the data can be tiled by rows (stripes
+        wrap rows, so the row length does not change compute cycles).
+        """
         if row is None:
-            row = m
+            row = max(d for d in range(1, min(m, 64) + 1) if m % d == 0)
         if m % row:
             raise ShapeError(f"matmul m={m} is not a multiple of the row length {row}")
         return cls(in_w=row, in_h=m // row, in_c=k, out_k=n)

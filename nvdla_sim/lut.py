@@ -145,7 +145,7 @@ def _lookup(t: LutTable, x: np.ndarray, is_float: bool) -> tuple[np.ndarray, np.
             interp = lo_e + _div_round(num, base)
         val = np.where(at_end, e[n], interp)
         under_v = e[0] + shift_round((x - t.first_x) * t.uflow_scale, t.uflow_shift)
-        over_v = e[n] + shift_round((x - t.last_x) * t.oflow_scale, t.oflow_shift)
+        over_v = e[n] + shift_round((x - min(t.last_x, 1 << 62)) * t.oflow_scale, t.oflow_shift)
     val = np.where(under, under_v, np.where(over, over_v, val))
     return val, hit, under
 

@@ -1,8 +1,9 @@
 """Entry point: simulate any hardware layer (convolution pipeline, standalone SDP, standalone PDP).
 
-Standalone SDP/PDP layers stream the cube through their RDMA buffer in chunks (ping-pong halves of the
-4 KB M-RDMA / PDP_RDMA buffer, unit_description.rst "Buffer Size Estimation"), process at the unit's
-element rate and write back through the same memory ports as the convolution pipeline.
+Standalone SDP/PDP layers stream the cube through their RDMA in 2 KB chunks, process at the unit's element
+rate and write back through the same memory ports as the convolution pipeline. Requests in flight are
+bounded by the RDMA latency FIFO, sized as in projects.spec: depth = clamp(ceil(latency x rate_bytes /
+memif_bytes), 4, 512) entries of one MEMIF beat.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from .stats import Bound, LayerStats, Traffic, Unit, UnitStats
 from .tiling import TilePlan, default_plan
 
 RDMA_CHUNK_BYTES = 2048
+
+
+def rdma_chunks_in_flight(hw: HwConfig, bytes_per_cycle: float) -> int:
+    """Chunks the RDMA can have outstanding: its latency FIFO (projects.spec *_LATENCY_FIFO_DEPTH) in chunks."""
+    beat = hw.memory.dram_width_bits / 8
+    depth = min(512, max(4, math.ceil(hw.memory.dram_latency_cycles * bytes_per_cycle / beat)))
+    return max(2, math.ceil(depth * beat / RDMA_CHUNK_BYTES))
 
 
 def simulate(layer: HwLayer, hw: HwConfig, plan: TilePlan | None = None, *, record_events: bool = True) -> LayerStats:
@@ -52,6 +60,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events:
         out_bytes = cdma.feature_bytes(ow, oh, layer.channels, layer.precision, hw)
         unit, bound_unit = Unit.PDP, Bound.SDP
     chunks = max(1, math.ceil(in_bytes / RDMA_CHUNK_BYTES))
+    in_flight = rdma_chunks_in_flight(hw, rate * layer.precision.bytes)
     items = []
     for i in range(chunks):
         share = (min(in_bytes, (i + 1) * RDMA_CHUNK_BYTES) - i * RDMA_CHUNK_BYTES) / in_bytes
@@ -82,7 +91,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events:
     ports = make_ports(hw)
     res = run_items(
         items,
-        capacities={"rdma": 2, "erdma": 2},
+        capacities={"rdma": in_flight, "erdma": in_flight},
         ports=ports,
         fetch_unit=unit,
         compute_unit=unit,

@@ -1,0 +1,73 @@
+"""End-to-end through the `nvdla` console entry point (in-process main() and one real subprocess)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nvdla_sim.cli import main
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_configs_table_and_json(capsys):
+    rc, out, _ = run(capsys, "configs")
+    assert rc == 0 and "nv_full" in out and "int8:2048" in out and "512Ki" in out
+    rc, out, _ = run(capsys, "configs", "--json")
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["nv_small"]["peak_macs_per_cycle"] == {"int8": 64}
+
+
+def test_simulate_matmul_prints_and_traces(capsys, tmp_path):
+    trace = tmp_path / "t.json"
+    rc, out, err = run(
+        capsys, "simulate", "--hw", "nv_full", "--op", "matmul", "--m", "128", "--k", "768", "--n", "768",
+        "--precision", "int8", "--trace", str(trace),
+    )
+    assert rc == 0
+    assert "cycles" in out and "MAC utilization" in out and "DRAM read/write" in out
+    doc = json.loads(trace.read_text())
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert xs and {"CDMA", "CMAC", "SDP"} <= {
+        e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"
+    }
+    assert all(e["dur"] >= 0 for e in xs)
+
+
+def test_simulate_json_matches_model(capsys):
+    rc, out, _ = run(capsys, "simulate", "--m", "64", "--k", "256", "--n", "128", "--json", "--hw", "nv_small")
+    d = json.loads(out)
+    assert rc == 0 and d["macs"] == 64 * 256 * 128 and d["cycles"] >= d["lower_bound_cycles"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["simulate", "--hw", "nv_small", "--m", "8", "--k", "8", "--n", "8", "--precision", "fp16"],
+         "nv_small does not support fp16"),
+        (["simulate", "--hw", "nope", "--m", "8", "--k", "8", "--n", "8"], "unknown hardware config 'nope'"),
+        (["simulate", "--m", "8", "--k", "8"], "--op matmul needs --n"),
+        (["simulate", "--m", "8", "--k", "9000", "--n", "8"], "in_c must be an integer in 1..8192"),
+        (["simulate", "--hw", "nv_small", "--m", "8", "--k", "8", "--n", "8", "--lut"], "nv_small has no SDP EW"),
+    ],
+)
+def test_bad_input_is_one_clear_line(capsys, argv, message):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2
+    assert message in err and "Traceback" not in err
+
+
+def test_console_script_subprocess(tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('name = "x"\nclock_mhz = 100\nprecisions = ["int8"]\n')
+    r = subprocess.run(
+        [sys.executable, "-m", "nvdla_sim.cli", "simulate", "--hw", str(cfg), "--m", "8", "--k", "8", "--n", "8"],
+        capture_output=True, text=True, check=False,
+    )
+    assert r.returncode == 2
+    assert "bad.toml: missing required field 'mac'" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,149 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nvdla_sim import PoolMode, PoolSpec, Precision, SdpSpec, UnsupportedError
+from nvdla_sim import pdp, sdp
+from nvdla_sim.layers import OperandMode
+from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table, function_lut, lut_apply
+
+
+def _round(x: int, s: int) -> int:
+    if s == 0:
+        return x
+    q, r = divmod(abs(x), 1 << s)
+    q += r >= (1 << (s - 1))
+    return q if x >= 0 else -q
+
+
+@given(
+    st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=30),
+    st.integers(-(2**20), 2**20),
+    st.integers(-(2**15), 2**15 - 1),
+    st.integers(0, 40),
+)
+def test_requantize_matches_python_ints(xs, offset, scale, shift):
+    params = sdp.SdpParams(cvt=sdp.Convertor(offset, scale, shift), out_precision=Precision.INT8)
+    got = sdp.sdp_apply(np.array(xs, np.int64).reshape(1, -1), params).values[0]
+    expect = [max(-128, min(127, _round((x - offset) * scale, shift))) for x in xs]
+    assert got.tolist() == expect
+
+
+@given(st.lists(st.integers(-(2**20), 2**20), min_size=2, max_size=16), st.integers(0, 2**31))
+def test_bias_scale_relu_eltwise(xs, seed):
+    rng = np.random.default_rng(seed)
+    x = np.array(xs, np.int64).reshape(1, -1)
+    k = x.shape[1]
+    bias = rng.integers(-500, 500, size=k)
+    mul = rng.integers(-300, 300, size=k)
+    ew = rng.integers(-128, 128, size=(1, k))
+    params = sdp.SdpParams(
+        x1=sdp.Stage(alu_operand=bias, alu_shift=2, relu=True),
+        x2=sdp.Stage(mul_operand=mul, mul_shift=4),
+        y=sdp.EwStage(alu_operand=ew, alu_cvt=sdp.Convertor(0, 1, 0)),
+        cvt=sdp.Convertor(0, 1, 6),
+        out_precision=Precision.INT16,
+    )
+    got = sdp.sdp_apply(x, params).values[0].tolist()
+    expect = []
+    for i, v in enumerate(xs):
+        v = max(v + (int(bias[i]) << 2), 0)
+        v = _round(v * int(mul[i]), 4)
+        v = v + int(ew[0, i])
+        expect.append(max(-32768, min(32767, _round(v, 6))))
+    assert got == expect
+
+
+def _ref_lut(x: int, t: LutTable) -> tuple[int, str]:
+    e = [int(v) for v in t.entries]
+    n = len(e) - 1
+    off = x - t.start
+    if off < 0:
+        return e[0] + _round(off * t.uflow_scale, t.uflow_shift), "under"
+    idx, frac = off >> t.index_shift, off & ((1 << t.index_shift) - 1)
+    if idx > n or (idx == n and frac):
+        return e[n] + _round((x - t.last_x) * t.oflow_scale, t.oflow_shift), "over"
+    if idx == n:
+        return e[n], "hit"
+    return e[idx] + _round((e[idx + 1] - e[idx]) * frac, t.index_shift), "hit"
+
+
+@given(st.lists(st.integers(-5000, 5000), min_size=1, max_size=50), st.integers(0, 2**31))
+def test_lut_interpolation_matches_scalar_reference(xs, seed):
+    rng = np.random.default_rng(seed)
+    le = LutTable(rng.integers(-30000, 30000, 65), IndexMode.LINEAR, -2048, 6, 300, 4, -200, 3)
+    lo = LutTable(rng.integers(-30000, 30000, 257), IndexMode.LINEAR, -512, 2, 100, 2, 50, 1)
+    params = LutParams(le, lo, priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LO)
+    got, stats = lut_apply(np.array(xs), params)
+    for x, g in zip(xs, got.tolist(), strict=True):
+        vle, kle = _ref_lut(x, le)
+        vlo, klo = _ref_lut(x, lo)
+        if kle == "hit" and klo == "hit":
+            expect = vlo
+        elif kle == "hit" or klo == "hit":
+            expect = vle if kle == "hit" else vlo
+        elif kle == "under" and klo == "under":
+            expect = vle
+        else:
+            expect = vlo
+        assert g == expect
+    assert stats.le_hits + stats.lo_hits + stats.underflow + stats.overflow == len(xs)
+
+
+def test_exponent_table():
+    e = np.arange(65) * 100
+    le = LutTable(e, IndexMode.EXPONENT, 2)  # entry i at 2**(2+i)
+    lo = LutTable(np.zeros(257, np.int64), IndexMode.LINEAR, -(10**9), 0)
+    y, _ = lut_apply(np.array([4, 6, 8, 12]), LutParams(le, lo, priority=Table.LE))
+    assert y.tolist() == [0, 50, 100, 150]
+
+
+def test_gelu_lut_accuracy():
+    gelu = lambda v: 0.5 * v * (1 + np.vectorize(math.erf)(v / math.sqrt(2)))  # noqa: E731
+    in_scale, out_scale = 1 / 256, 1 / 256
+    params = function_lut(gelu, q_min=-6 * 256, q_max=6 * 256, in_scale=in_scale, out_scale=out_scale)
+    q = np.arange(-8 * 256, 8 * 256)
+    y, _ = lut_apply(q, params)
+    err = np.abs(y * out_scale - gelu(q * in_scale))
+    assert err.max() < 0.03
+
+
+def test_sdp_rates_and_missing_units(nv_full, nv_small):
+    assert sdp.elements_per_cycle(SdpSpec(), nv_full) == 16
+    assert sdp.elements_per_cycle(SdpSpec(bias=OperandMode.PER_KERNEL, relu=True), nv_full) == 16
+    assert sdp.elements_per_cycle(SdpSpec(lut=True), nv_full) == 4
+    with pytest.raises(UnsupportedError, match="nv_small has no SDP EW sub-unit"):
+        sdp.elements_per_cycle(SdpSpec(eltwise=OperandMode.PER_ELEMENT), nv_small)
+
+
+@given(
+    st.integers(2, 9),
+    st.integers(2, 9),
+    st.integers(1, 5),
+    st.sampled_from(list(PoolMode)),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(0, 2**31),
+)
+def test_pooling_matches_reference(w, h, c, mode, k, stride, seed):
+    if k > min(w, h):
+        return
+    x = np.random.default_rng(seed).integers(-128, 128, size=(h, w, c)).astype(np.int8)
+    spec = PoolSpec(mode, k, k, stride, stride)
+    got = pdp.pool(x, spec, Precision.INT8)
+    ow, oh = spec.out_size(w, h)
+    for i in range(oh):
+        for j in range(ow):
+            win = x[i * stride : i * stride + k, j * stride : j * stride + k].astype(np.int64).reshape(-1, c)
+            if mode is PoolMode.MAX:
+                ref = win.max(0)
+            elif mode is PoolMode.MIN:
+                ref = win.min(0)
+            else:
+                s = win.sum(0) * pdp.recip(k) * pdp.recip(k)
+                ref = np.array([_round(int(v), 32) for v in s])
+                assert np.all(np.abs(ref - win.mean(0)) <= 1)
+            np.testing.assert_array_equal(got[i, j], ref)

@@ -1,0 +1,139 @@
+"""Timing sanity: analytic small cases, compute- and bandwidth-bound limits, and the roofline floor."""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mapper import search_plan
+from nvdla_sim import (
+    ConvLayer,
+    ConvShape,
+    Memory,
+    PdpLayer,
+    PoolMode,
+    PoolSpec,
+    Precision,
+    SdpLayer,
+    SdpSpec,
+    TilePlan,
+    Unit,
+    default_plan,
+    simulate,
+)
+from nvdla_sim.csc import stripe_lengths, weight_load_cycles
+from nvdla_sim.dram import MemoryPort
+from nvdla_sim.layers import OperandMode
+from nvdla_sim.tiling import LoopOrder
+
+
+def test_memory_port_fills_gaps():
+    p = MemoryPort(bytes_per_cycle=10, latency=5)
+    assert p.reserve(0, 100) == (0, 10)
+    assert p.reserve(20, 50) == (20, 25)
+    assert p.reserve(0, 150) == (10, 30)  # fills [10,20) then [25,30)
+    assert p.busy_cycles == 30
+
+
+def test_stripe_rule_and_weight_load(nv_full, nv_small):
+    assert stripe_lengths(128, 16) == (16,) * 8
+    assert stripe_lengths(40, 16) == (16, 24)
+    assert stripe_lengths(7, 16) == (7,)
+    assert weight_load_cycles(nv_full, Precision.INT8) == 16
+    assert weight_load_cycles(nv_full, Precision.INT16) == 16
+    assert weight_load_cycles(nv_small, Precision.INT8) == 8
+
+
+def test_analytic_small_matmul(nv_small):
+    """16x8x8 on nv_small: one kernel group, one channel block, one 16-long stripe.
+
+    Weights 64 B (fetched as 128 B: D_WEIGHT_BYTES is 128-B aligned) + data 128 B arrive over an 8 B/cycle
+    port with 50 cycles latency; the stripe computes in 16 cycles, drains 128 results at 1/cycle, writes
+    128 B, plus 7 + 11 pipeline fill.
+    """
+    layer = ConvLayer("mm", ConvShape.matmul(16, 8, 8), Precision.INT8)
+    st = simulate(layer, nv_small, TilePlan(16, 16, 1, 8, LoopOrder.DATA_STATIONARY))
+    # weights [0,16) then data [16,32) (equal sizes keep issue order); the one stripe needs all data
+    compute_start = 32 + 50
+    drain_end = compute_start + 16 + 128
+    assert st.cycles == drain_end + 7 + 11
+    assert st.macs == 16 * 8 * 8
+    assert st.traffic.dram_read == 128 + 128 and st.traffic.dram_write == 128
+
+
+def test_compute_bound_approaches_peak(hw):
+    layer = ConvLayer("ffn", ConvShape.matmul(512, 1024, 1024), Precision.INT8)
+    st = search_plan(layer, hw).stats
+    assert st.bound.value == "compute"
+    assert st.mac_utilization > 0.9
+
+
+def test_bandwidth_bound_approaches_dram(nv_full):
+    # A GEMV (one token): every weight byte is used once -> DRAM-bound at 64 B/cycle.
+    layer = ConvLayer("gemv", ConvShape.matmul(1, 4096, 4096), Precision.INT8)
+    st = search_plan(layer, nv_full).stats
+    bytes_ = st.traffic.dram_total
+    assert st.cycles >= bytes_ / nv_full.dram_bytes_per_cycle
+    assert st.cycles < 1.1 * bytes_ / nv_full.dram_bytes_per_cycle + nv_full.memory.dram_latency_cycles + 100
+
+
+def test_fc_weight_load_bubbles_on_sram(nv_full):
+    """FC from on-chip SRAM: one atomic op per 16-cycle weight load -> MAC efficiency 1/16 (unit_description)."""
+    layer = ConvLayer(
+        "fc", ConvShape.matmul(1, 4096, 1024), Precision.INT8, weight_memory=Memory.SRAM, input_memory=Memory.SRAM
+    )
+    st = simulate(layer, nv_full, default_plan(layer, nv_full))
+    atomics = math.ceil(4096 / 64) * (1024 // 32)
+    assert st.detail["weight_load_bubbles"] == atomics * 15
+    assert st.traffic.sram_read > 0 and st.traffic.dram_read == 0
+
+
+def test_sdp_bound_attention_scores(nv_full):
+    """QK^T with head dim 64: 2 atomic ops per 16-output stripe but 32 cycles to drain 16x32 results."""
+    layer = ConvLayer("qk", ConvShape.matmul(512, 64, 512), Precision.INT8)
+    st = search_plan(layer, nv_full).stats
+    assert st.bound.value == "sdp"
+    assert st.cycles >= 512 * 512 / 16
+
+
+@given(
+    st.sampled_from(["nv_small", "nv_large", "nv_full"]),
+    st.integers(1, 300),
+    st.integers(1, 1500),
+    st.integers(1, 600),
+    st.booleans(),
+)
+def test_never_faster_than_roofline(configs, name, m, k, n, lut):
+    hw = configs[name]
+    spec = SdpSpec(lut=lut and hw.sdp.lut, bias=OperandMode.PER_KERNEL)
+    layer = ConvLayer("mm", ConvShape.matmul(m, k, n), Precision.INT8, spec)
+    for plan in (default_plan(layer, hw), search_plan(layer, hw).plan):
+        st = simulate(layer, hw, plan, record_events=False)
+        assert st.cycles >= st.lower_bound_cycles
+        assert st.cycles >= st.macs / hw.peak_macs_per_cycle(Precision.INT8)
+        assert st.cycles >= st.traffic.dram_total / hw.dram_bytes_per_cycle
+        assert st.units[Unit.CMAC].busy <= st.cycles
+
+
+@pytest.fixture(scope="module")
+def configs():
+    from nvdla_sim import load_config
+
+    return {n: load_config(n) for n in ("nv_small", "nv_large", "nv_full")}
+
+
+def test_standalone_sdp_and_pdp(nv_full):
+    sd = simulate(SdpLayer("softmax_exp", 128, 12, 128, Precision.INT8, SdpSpec(lut=True)), nv_full)
+    elems = 128 * 12 * 128
+    assert sd.cycles >= elems / 4 and sd.cycles < elems / 4 * 1.1 + 2000
+    pd = simulate(PdpLayer("pool", 56, 56, 64, Precision.INT8, PoolSpec(PoolMode.MAX, 2, 2, 2, 2)), nv_full)
+    assert pd.cycles >= 56 * 56 * 64 / 8
+    assert pd.traffic.dram_write == 28 * 28 * 64
+
+
+def test_events_are_ordered_and_inside_run(nv_full):
+    st = simulate(ConvLayer("mm", ConvShape.matmul(128, 768, 768), Precision.INT8), nv_full)
+    assert st.events
+    for e in st.events:
+        assert 0 <= e.start <= e.end <= st.cycles
