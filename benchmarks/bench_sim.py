@@ -30,8 +30,12 @@ def main() -> None:
     stats = simulate_conv(layer, hw, plan)
     quiet = _time(lambda: simulate_conv(layer, hw, plan, record_events=False), 30)
     loud = _time(lambda: simulate_conv(layer, hw, plan, record_events=True), 30)
-    print(f"layer                 {layer.name} {layer.shape.in_w * layer.shape.in_h}x{layer.shape.in_c}x{layer.shape.out_k} on {hw.fingerprint}")
-    print(f"simulated cycles      {stats.cycles:,} (MAC utilization {stats.mac_utilization:.1%}, {stats.detail['items']} items)")
+    print(
+        f"layer                 {layer.name} {layer.shape.in_w * layer.shape.in_h}x{layer.shape.in_c}x{layer.shape.out_k} on {hw.fingerprint}"
+    )
+    print(
+        f"simulated cycles      {stats.cycles:,} (MAC utilization {stats.mac_utilization:.1%}, {stats.detail['items']} items)"
+    )
     print(f"wall per simulation   {quiet * 1e3:.2f} ms (events off), {loud * 1e3:.2f} ms (events on)")
     print(f"simulated cycles/s    {stats.cycles / quiet:,.0f} (events off)")
     print(f"events-on / off ratio {loud / quiet:.2f}x")

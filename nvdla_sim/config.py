@@ -172,8 +172,11 @@ class HwConfig:
     pdp: PdpConfig
     cdp: CdpConfig
     cacc: CaccConfig = CaccConfig()
+    bdma: bool = False  # bridge DMA present (memory-to-memory copies on the accelerator)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.bdma, bool):
+            raise ConfigError(f"bdma must be true or false, not {self.bdma!r}")
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"name must be a non-empty string, not {self.name!r}")
         c = self.clock_mhz
@@ -251,6 +254,7 @@ class HwConfig:
             "name": self.name,
             "clock_mhz": self.clock_mhz,
             "precisions": [p.value for p in self.precisions],
+            "bdma": self.bdma,
         }
         for sec in _SECTIONS:
             out[sec] = dataclasses.asdict(getattr(self, sec))
@@ -281,7 +285,7 @@ def config_from_dict(data: dict[str, Any], *, source: str) -> HwConfig:
 
 
 def _build(data: dict[str, Any]) -> HwConfig:
-    top_allowed = {"name", "clock_mhz", "precisions", *_SECTIONS}
+    top_allowed = {"name", "clock_mhz", "precisions", "bdma", *_SECTIONS}
     unknown = set(data) - top_allowed
     if unknown:
         raise ConfigError(f"unknown top-level key(s) {sorted(unknown)}; allowed: {sorted(top_allowed)}")
@@ -317,6 +321,7 @@ def _build(data: dict[str, Any]) -> HwConfig:
         name=data["name"],
         clock_mhz=data["clock_mhz"],
         precisions=tuple(dict.fromkeys(parsed)),
+        bdma=data.get("bdma", False),
         **sections,
     )
 

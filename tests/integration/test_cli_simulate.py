@@ -26,8 +26,22 @@ def test_configs_table_and_json(capsys):
 def test_simulate_matmul_prints_and_traces(capsys, tmp_path):
     trace = tmp_path / "t.json"
     rc, out, err = run(
-        capsys, "simulate", "--hw", "nv_full", "--op", "matmul", "--m", "128", "--k", "768", "--n", "768",
-        "--precision", "int8", "--trace", str(trace),
+        capsys,
+        "simulate",
+        "--hw",
+        "nv_full",
+        "--op",
+        "matmul",
+        "--m",
+        "128",
+        "--k",
+        "768",
+        "--n",
+        "768",
+        "--precision",
+        "int8",
+        "--trace",
+        str(trace),
     )
     assert rc == 0
     assert "cycles" in out and "MAC utilization" in out and "DRAM read/write" in out
@@ -48,8 +62,10 @@ def test_simulate_json_matches_model(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["simulate", "--hw", "nv_small", "--m", "8", "--k", "8", "--n", "8", "--precision", "fp16"],
-         "nv_small does not support fp16"),
+        (
+            ["simulate", "--hw", "nv_small", "--m", "8", "--k", "8", "--n", "8", "--precision", "fp16"],
+            "nv_small does not support fp16",
+        ),
         (["simulate", "--hw", "nope", "--m", "8", "--k", "8", "--n", "8"], "unknown hardware config 'nope'"),
         (["simulate", "--m", "8", "--k", "8"], "--op matmul needs --n"),
         (["simulate", "--m", "8", "--k", "9000", "--n", "8"], "in_c must be an integer in 1..8192"),
@@ -67,7 +83,9 @@ def test_console_script_subprocess(tmp_path):
     cfg.write_text('name = "x"\nclock_mhz = 100\nprecisions = ["int8"]\n')
     r = subprocess.run(
         [sys.executable, "-m", "nvdla_sim.cli", "simulate", "--hw", str(cfg), "--m", "8", "--k", "8", "--n", "8"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert r.returncode == 2
     assert "bad.toml: missing required field 'mac'" in r.stderr and "Traceback" not in r.stderr

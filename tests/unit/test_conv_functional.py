@@ -6,8 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mapper import candidate_plans
-from nvdla_sim import ConvLayer, ConvShape, Precision, default_plan, run_conv
-from nvdla_sim import cacc, cmac
+from nvdla_sim import ConvLayer, ConvShape, Precision, cacc, cmac, default_plan, run_conv
 from nvdla_sim.precision import saturate, shift_round
 from nvdla_sim.sdp import Convertor, SdpParams, Stage
 
@@ -73,8 +72,22 @@ def test_matmul_tilings_are_bit_exact(hw, m, k, n, seed):
     st.integers(0, 2**31),
 )
 def test_conv_with_stride_pad_dilation_is_bit_exact(nv_small, w_, h_, c, k, ks, stride, pad, dil, seed):
-    shape_kw = dict(in_w=w_, in_h=h_, in_c=c, out_k=k, kernel_w=ks, kernel_h=ks, stride_x=stride, stride_y=stride,
-                    pad_left=pad, pad_right=pad, pad_top=pad, pad_bottom=pad, dilation_x=dil, dilation_y=dil)
+    shape_kw = dict(
+        in_w=w_,
+        in_h=h_,
+        in_c=c,
+        out_k=k,
+        kernel_w=ks,
+        kernel_h=ks,
+        stride_x=stride,
+        stride_y=stride,
+        pad_left=pad,
+        pad_right=pad,
+        pad_top=pad,
+        pad_bottom=pad,
+        dilation_x=dil,
+        dilation_y=dil,
+    )
     try:
         shape = ConvShape(**shape_kw)
     except Exception:

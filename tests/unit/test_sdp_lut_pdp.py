@@ -5,8 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nvdla_sim import PoolMode, PoolSpec, Precision, SdpSpec, UnsupportedError
-from nvdla_sim import pdp, sdp
+from nvdla_sim import PoolMode, PoolSpec, Precision, SdpSpec, UnsupportedError, pdp, sdp
 from nvdla_sim.layers import OperandMode
 from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table, function_lut, lut_apply
 

@@ -1,0 +1,109 @@
+"""`nvdla map` and `nvdla zoo` subcommands (registered into the nvdla CLI)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from nvdla_sim.config import load_config
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.precision import Precision
+
+
+def add_commands(sub, registry: dict) -> None:
+    m = sub.add_parser("map", help="map a transformer onto NVDLA, simulate it and report")
+    m.add_argument("model", help="preset (see `nvdla zoo`), a Hugging Face config.json, or an .onnx file")
+    m.add_argument("--hw", default="nv_full", help="config name or .toml path")
+    m.add_argument("--seq", type=int, default=128, help="sequence length (ignored by vision models)")
+    m.add_argument("--dec-seq", type=int, default=None, help="decoder sequence length (T5); default --seq")
+    m.add_argument("--batch", type=int, default=1)
+    m.add_argument("--precision", default="int8", help="int8, int16 or fp16")
+    m.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
+    m.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
+    m.add_argument("--host-fallback", action="store_true", help="run unsupported ONNX ops on the host")
+    m.add_argument("--host-gflops", type=float, default=20.0)
+    m.add_argument("--host-gbs", type=float, default=10.0)
+    m.add_argument("--host-overhead-us", type=float, default=10.0)
+    m.add_argument("--report", help="directory for report.json and layers.csv")
+    m.add_argument("--top", type=int, default=15, help="rows of the per-layer table to print")
+    registry["map"] = _map
+    z = sub.add_parser("zoo", help="list model presets")
+    z.set_defaults()
+    registry["zoo"] = _zoo
+
+
+def _zoo(args: argparse.Namespace) -> int:
+    from .zoo import PRESETS
+
+    for name, spec in PRESETS.items():
+        layers = sum(s.layers for s in spec.stages) + spec.decoder_layers
+        print(
+            f"{name:<18}{spec.family:<12}{layers:>3} blocks  hidden {spec.stages[-1].hidden:<5} attention {spec.attention.value}"
+        )
+    return 0
+
+
+def _map(args: argparse.Namespace) -> int:
+    from .lowering import HostModel
+    from .pipeline import map_model, write_results
+    from .zoo import build_graph, resolve_model
+
+    try:
+        prec = Precision.parse(args.precision)
+    except ValueError as e:
+        raise NvdlaError(str(e)) from None
+    hw = load_config(args.hw)
+    hw.check_precision(prec)
+    src = resolve_model(args.model)
+    if isinstance(src, Path):
+        from .onnx_import import graph_from_onnx
+
+        g = graph_from_onnx(src, batch=args.batch, seq=args.seq, host_fallback=args.host_fallback)
+    else:
+        g = build_graph(src, batch=args.batch, seq=args.seq, dec_seq=args.dec_seq)
+    host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
+    res = map_model(
+        g, hw, precision=prec, batch=args.batch, seq=args.seq, host=host, softmax=args.softmax, layernorm=args.layernorm
+    )
+    print(format_summary(res, top=args.top))
+    if args.report:
+        paths = write_results(res, args.report)
+        try:
+            from .report import write_html
+
+            paths["html"] = write_html(res, args.report)
+        except ImportError:
+            pass
+        for kind, p in paths.items():
+            print(f"wrote {kind}: {p}", file=sys.stderr)
+    return 0
+
+
+def format_summary(res, *, top: int) -> str:
+    d = res.to_dict()
+    lines = [
+        f"{res.model} (batch {res.batch}, seq {res.seq}, {res.precision.value}) on {res.hw.fingerprint}",
+        f"  end-to-end        {res.total_cycles:,} cycles = {res.latency_ms:.3f} ms at {res.hw.clock_mhz:g} MHz"
+        f"  ({d['throughput_inferences_per_s']:,.1f} inferences/s)",
+        f"  MACs              {res.macs:,}  (MAC utilization over the run {res.mac_utilization:.1%})",
+    ]
+    groups = d["cycles_by_group"]
+    total = sum(groups.values()) or 1
+    lines.append(
+        "  time by group     "
+        + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(groups.items(), key=lambda kv: -kv[1]))
+    )
+    hf = d["host_fallback"]
+    if hf["tasks"]:
+        lines.append(f"  host fallback     {hf['tasks']} tasks, {hf['cycles']:,} cycles of host time:")
+        lines += [f"                    - {n}" for n in hf["ops"]]
+    else:
+        lines.append("  host fallback     none: every op runs on NVDLA")
+    rows = sorted(d["layers"], key=lambda r: -r["cycles"])[:top]
+    lines.append(f"  {'top layers by cycles':<34}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")
+    for r in rows:
+        lines.append(
+            f"  {r['name'][:34]:<34}{r['count']:>6}{r['cycles']:>14,}{r['mac_utilization']:>10.1%}  {r['bound']}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,337 @@
+"""Lower workload ops to NVDLA hardware layers (or host / copy tasks), one registered function per OpKind.
+
+Mapping choices (see docs/mapping.md):
+* linear layers: 1x1 convolutions with fused SDP (bias; GELU via LUT or ReLU; residual add via EW);
+* attention QK^T and PV: one 1x1 convolution per head/window with K (resp. V^T) loaded through the
+  CDMA weight path, after a re-layout copy into weight format (BDMA when present, else the host);
+* softmax on NVDLA (needs the SDP LUT): exp via LUT, row sums via a 1x1 convolution with ones,
+  reciprocal via LUT, normalisation as an SDP per-element multiply. Without a LUT: host;
+* layernorm on NVDLA (needs LUT + EW): squares via SDP, sums via ones-convolutions, rsqrt via LUT,
+  normalise + affine via SDP. Otherwise host. Embedding lookups always run on the host.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, SdpLayer, SdpSpec
+from nvdla_sim.precision import Precision
+
+from .workload import Op, OpKind
+
+MAX_DIM = 8192
+
+
+@dataclass(frozen=True)
+class HostModel:
+    """Host CPU cost model for fallback ops (defaults: a few-core embedded CPU with NEON)."""
+
+    gflops: float = 20.0
+    mem_gbs: float = 10.0
+    overhead_us: float = 10.0  # interrupt, cache maintenance, hand-off per fallback op
+
+    def __post_init__(self) -> None:
+        for f in ("gflops", "mem_gbs", "overhead_us"):
+            v = getattr(self, f)
+            if not isinstance(v, int | float) or v < 0 or (f != "overhead_us" and v == 0):
+                raise NvdlaError(f"host.{f} must be a positive number, not {v!r}")
+
+    def cycles(self, *, flops: float, nbytes: float, clock_mhz: float) -> int:
+        us = self.overhead_us + max(flops / (self.gflops * 1e3), nbytes / (self.mem_gbs * 1e3))
+        return math.ceil(us * clock_mhz)
+
+
+class Resource:
+    NVDLA = "nvdla"  # convolution pipeline / SDP / PDP (one hardware layer at a time)
+    BDMA = "bdma"
+    HOST = "host"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One schedulable step: a hardware layer, a copy, or a host computation, repeated `count` times."""
+
+    name: str
+    op: str
+    group: str
+    resource: str
+    count: int = 1
+    layer: HwLayer | None = None
+    copy_bytes: int = 0  # per instance (BDMA / host copies)
+    host_flops: float = 0.0  # per instance
+    host_bytes: float = 0.0  # per instance
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Fused:
+    """What the fusion pass folded into a matmul's SDP."""
+
+    activation: OpKind | None = None
+    residual: bool = False
+
+
+@dataclass
+class LoweringContext:
+    hw: HwConfig
+    precision: Precision
+    host: HostModel
+    softmax: str = "auto"  # auto | nvdla | host
+    layernorm: str = "auto"
+    fused: dict[str, Fused] = field(default_factory=dict)
+
+    @property
+    def has_lut(self) -> bool:
+        return self.hw.sdp.lut and self.hw.sdp.ew_throughput > 0
+
+    @property
+    def has_ew(self) -> bool:
+        return self.hw.sdp.ew_throughput > 0
+
+    def mode(self, which: str) -> str:
+        want = getattr(self, which)
+        ok = self.has_lut
+        if want == "nvdla" and not ok:
+            raise NvdlaError(f"--{which} nvdla needs the SDP LUT and EW units; {self.hw.name} has none (use host)")
+        if want == "auto":
+            return "nvdla" if ok else "host"
+        return want
+
+
+def _tokens(m: int) -> int:
+    if m > MAX_DIM * 64:
+        raise NvdlaError(f"{m} tokens exceed what one layer can address (8192 x 64)")
+    return m
+
+
+def _mm(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> list[ConvLayer]:
+    """m x k x n as one or more 1x1 convolutions (splitting n, then k, past the 8192 register limit)."""
+    if k > MAX_DIM:
+        raise NvdlaError(f"{name}: reduction dim {k} exceeds 8192 channels; split it in the model")
+    layers = []
+    for n0 in range(0, n, MAX_DIM):
+        nn = min(MAX_DIM, n - n0)
+        suffix = f"[{n0}:{n0 + nn}]" if n > MAX_DIM else ""
+        layers.append(ConvLayer(name + suffix, ConvShape.matmul(_tokens(m), k, nn), ctx.precision, spec))
+    return layers
+
+
+def _sdp_pass(name: str, m: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> SdpLayer:
+    w = max(d for d in range(1, min(m, 64) + 1) if m % d == 0)
+    h = m // w
+    if h > MAX_DIM or n > MAX_DIM:
+        raise NvdlaError(f"{name}: {m} x {n} elements exceed the SDP cube limits (8192 per dimension)")
+    return SdpLayer(name, w, h, n, ctx.precision, spec)
+
+
+def _hw(op: Op, layer: HwLayer, count: int | None = None, note: str = "") -> Task:
+    return Task(layer.name, op.name, op.group, Resource.NVDLA, count or op.count, layer=layer, note=note)
+
+
+def _host(op: Op, name: str, ctx: LoweringContext, *, flops_per_elem: float, note: str, count: int = 1) -> Task:
+    per = op.elements // max(count, 1)
+    bpe = ctx.precision.bytes
+    return Task(
+        name,
+        op.name,
+        "host",
+        Resource.HOST,
+        count,
+        host_flops=flops_per_elem * per,
+        host_bytes=2 * per * bpe,
+        note=note,
+    )
+
+
+def _relayout(op: Op, name: str, nbytes: int, ctx: LoweringContext, count: int, what: str) -> Task:
+    if ctx.hw.bdma:
+        return Task(name, op.name, op.group, Resource.BDMA, count, copy_bytes=nbytes, note=f"BDMA re-layout of {what}")
+    return Task(
+        name,
+        op.name,
+        "host",
+        Resource.HOST,
+        count,
+        host_bytes=2 * nbytes,
+        note=f"host re-layout of {what} into weight format (no BDMA on this config)",
+    )
+
+
+# ---- per-kind lowerings -----------------------------------------------------------------------------
+
+
+def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
+    f = ctx.fused.get(op.name, Fused())
+    residual_mode = OperandMode.NONE
+    bias_mode = OperandMode.PER_KERNEL
+    if f.residual:
+        if ctx.has_ew:
+            residual_mode = OperandMode.PER_ELEMENT
+        else:
+            bias_mode = OperandMode.PER_ELEMENT  # X1 ALU with a per-element operand (no EW unit)
+    spec = SdpSpec(
+        bias=bias_mode, relu=f.activation is OpKind.RELU, lut=f.activation is OpKind.GELU, eltwise=residual_mode
+    )
+    tasks = []
+    if op.attrs.get("im2col"):
+        tasks.append(
+            Task(
+                f"{op.name}.im2col",
+                op.name,
+                "host",
+                Resource.HOST,
+                host_bytes=2 * op.m * op.k * ctx.precision.bytes,
+                note="patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)",
+            )
+        )
+    tasks += [_hw(op, layer, 1) for layer in _mm(op.name, op.m, op.k, op.n, ctx, spec)]
+    return tasks
+
+
+def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
+    extra = OperandMode.PER_ELEMENT if (op.attrs.get("bias") or op.attrs.get("causal")) else OperandMode.NONE
+    if extra is not OperandMode.NONE and not ctx.has_ew:
+        spec = SdpSpec(bias=OperandMode.PER_ELEMENT, scale=OperandMode.REG)
+    else:
+        spec = SdpSpec(scale=OperandMode.REG, eltwise=extra)
+    bpe = ctx.precision.bytes
+    tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, op.count, "K")]
+    tasks += [_hw(op, layer) for layer in _mm(op.name, op.m, op.k, op.n, ctx, spec)]
+    if op.attrs.get("relative_shift"):
+        tasks.append(
+            _host(
+                op,
+                f"{op.name}.rel_shift",
+                ctx,
+                flops_per_elem=0,
+                count=op.count,
+                note="XLNet relative shift (a strided re-index)",
+            )
+        )
+    return tasks
+
+
+def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
+    bpe = ctx.precision.bytes
+    tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, op.count, "V^T")]
+    tasks += [_hw(op, layer) for layer in _mm(op.name, op.m, op.k, op.n, ctx, SdpSpec())]
+    if ctx.mode("softmax") == "nvdla":
+        norm = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
+        tasks.append(_hw(op, _sdp_pass(f"{op.name}.normalize", op.m, op.n, ctx, norm), note="softmax 1/sum"))
+    return tasks
+
+
+def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
+    if ctx.mode("softmax") == "host":
+        return [
+            _host(
+                op,
+                op.name,
+                ctx,
+                flops_per_elem=10,
+                count=op.count,
+                note="softmax on host" + ("" if ctx.has_lut else f" ({ctx.hw.name} has no SDP LUT)"),
+            )
+        ]
+    return [
+        _hw(
+            op,
+            _sdp_pass(f"{op.name}.exp", op.m, op.n, ctx, SdpSpec(lut=True)),
+            note="exp via SDP LUT (no max subtraction: LUT range covers the quantised scores)",
+        ),
+        *[_hw(op, layer) for layer in _mm(f"{op.name}.rowsum", op.m, op.n, 1, ctx, SdpSpec())],
+        _hw(op, _sdp_pass(f"{op.name}.recip", op.m, 1, ctx, SdpSpec(lut=True)), note="1/sum via SDP LUT"),
+    ]
+
+
+def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
+    if ctx.mode("layernorm") == "host":
+        return [_host(op, op.name, ctx, flops_per_elem=8, note="layernorm on host")]
+    rms = bool(op.attrs.get("rms"))
+    tasks = [_hw(op, _sdp_pass(f"{op.name}.square", op.m, op.n, ctx, SdpSpec(eltwise=OperandMode.PER_ELEMENT)))]
+    tasks += [_hw(op, layer) for layer in _mm(f"{op.name}.sumsq", op.m, op.n, 1, ctx, SdpSpec())]
+    if not rms:
+        tasks += [_hw(op, layer) for layer in _mm(f"{op.name}.sum", op.m, op.n, 1, ctx, SdpSpec())]
+    tasks.append(
+        _hw(op, _sdp_pass(f"{op.name}.rsqrt", op.m, 1, ctx, SdpSpec(lut=True, eltwise=OperandMode.PER_ELEMENT)))
+    )
+    norm = SdpSpec(bias=OperandMode.PER_KERNEL, scale=OperandMode.PER_KERNEL, eltwise=OperandMode.PER_ELEMENT)
+    tasks.append(_hw(op, _sdp_pass(f"{op.name}.normalize", op.m, op.n, ctx, norm)))
+    return tasks
+
+
+def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
+    if op.kind is OpKind.GELU:
+        if not ctx.has_lut:
+            return [_host(op, op.name, ctx, flops_per_elem=20, note=f"GELU on host ({ctx.hw.name} has no SDP LUT)")]
+        spec = SdpSpec(lut=True)
+    elif op.kind is OpKind.RELU:
+        spec = SdpSpec(relu=True)
+    elif op.kind is OpKind.SCALE:
+        spec = SdpSpec(scale=OperandMode.REG)
+    elif op.kind is OpKind.MUL:
+        if not ctx.has_ew:
+            return [_host(op, op.name, ctx, flops_per_elem=1, note="elementwise multiply on host (no SDP EW)")]
+        spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
+    else:  # ADD
+        spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
+    per = op.m * op.n
+    return [
+        Task(op.name, op.name, op.group, Resource.NVDLA, op.count, layer=_sdp_pass(op.name, op.m, op.n, ctx, spec))
+        if per
+        else Task(op.name, op.name, op.group, Resource.HOST)
+    ]
+
+
+def lower_gather(op: Op, ctx: LoweringContext) -> list[Task]:
+    return [_host(op, op.name, ctx, flops_per_elem=0, note="embedding lookup on host")]
+
+
+def lower_layout(op: Op, ctx: LoweringContext) -> list[Task]:
+    if op.kind is OpKind.RESHAPE:
+        return []  # a view: strides change, no data moves
+    return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "a transposed tensor")]
+
+
+def lower_host(op: Op, ctx: LoweringContext) -> list[Task]:
+    return [
+        _host(
+            op,
+            op.name,
+            ctx,
+            flops_per_elem=float(op.attrs.get("flops_per_elem", 4)),
+            note=f"unsupported op {op.attrs.get('op_type', '?')} on host (fallback requested)",
+        )
+    ]
+
+
+LOWERINGS: dict[OpKind, Callable[[Op, LoweringContext], list[Task]]] = {
+    OpKind.MATMUL: lower_matmul,
+    OpKind.ATTN_SCORES: lower_scores,
+    OpKind.ATTN_CONTEXT: lower_context,
+    OpKind.SOFTMAX: lower_softmax,
+    OpKind.LAYERNORM: lower_layernorm,
+    OpKind.GELU: lower_elementwise,
+    OpKind.RELU: lower_elementwise,
+    OpKind.ADD: lower_elementwise,
+    OpKind.MUL: lower_elementwise,
+    OpKind.SCALE: lower_elementwise,
+    OpKind.GATHER: lower_gather,
+    OpKind.TRANSPOSE: lower_layout,
+    OpKind.RESHAPE: lower_layout,
+    OpKind.HOST: lower_host,
+}
+
+
+def lower(op: Op, ctx: LoweringContext) -> list[Task]:
+    try:
+        fn = LOWERINGS[op.kind]
+    except KeyError:
+        raise NvdlaError(
+            f"no lowering for op kind {op.kind.value}; known: {', '.join(k.value for k in LOWERINGS)}"
+        ) from None
+    return fn(op, ctx)

@@ -1,0 +1,74 @@
+"""Workload graph: framework-level ops of a transformer, as a networkx DiGraph of `Op` nodes.
+
+Shapes are per op in token/feature terms (m tokens, k reduction, n outputs, `count` independent
+instances such as batch x heads). Edges are data dependencies.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+
+class OpKind(enum.Enum):
+    MATMUL = "matmul"  # activation [m, k] x weight [k, n] (+ bias)
+    ATTN_SCORES = "attn_scores"  # Q [m, k] x K^T [k, n] per head: both activations
+    ATTN_CONTEXT = "attn_context"  # P [m, k] x V [k, n] per head: both activations
+    SOFTMAX = "softmax"  # over rows of [m, n]
+    LAYERNORM = "layernorm"  # over rows of [m, n]; attrs["rms"] for RMSNorm
+    GELU = "gelu"
+    RELU = "relu"
+    ADD = "add"  # elementwise [m, n] + [m, n]
+    MUL = "mul"  # elementwise [m, n] * [m, n] (gated FFN)
+    SCALE = "scale"  # elementwise by a constant
+    TRANSPOSE = "transpose"
+    RESHAPE = "reshape"
+    GATHER = "gather"  # embedding lookup [m] -> [m, n]
+    HOST = "host"  # explicitly unsupported op run on the host (ONNX fallback)
+
+
+ELEMENTWISE = {OpKind.GELU, OpKind.RELU, OpKind.ADD, OpKind.MUL, OpKind.SCALE}
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    kind: OpKind
+    m: int  # rows (tokens)
+    n: int  # columns (features / keys)
+    k: int = 0  # reduction dim (matmuls)
+    count: int = 1  # independent instances (batch x heads, windows)
+    group: str = "other"  # report category: matmul, attention, softmax, layernorm, elementwise, host
+    attrs: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def elements(self) -> int:
+        return self.m * self.n * self.count
+
+    @property
+    def macs(self) -> int:
+        return self.m * self.k * self.n * self.count if self.k else 0
+
+
+class Graph:
+    """Builder over nx.DiGraph that keeps node order and names unique."""
+
+    def __init__(self, name: str) -> None:
+        self.g = nx.DiGraph(name=name)
+
+    def add(self, op: Op, *inputs: str) -> str:
+        if op.name in self.g:
+            raise ValueError(f"duplicate op name {op.name!r}")
+        self.g.add_node(op.name, op=op, idx=len(self.g))
+        for i in inputs:
+            if i not in self.g:
+                raise ValueError(f"op {op.name!r} depends on unknown op {i!r}")
+            self.g.add_edge(i, op.name)
+        return op.name
+
+
+def ops_in_order(g: nx.DiGraph) -> list[Op]:
+    """Dependency order, ties broken by insertion order (stable, readable reports)."""
+    return [g.nodes[n]["op"] for n in nx.lexicographical_topological_sort(g, key=lambda n: g.nodes[n].get("idx", 0))]

@@ -1,0 +1,363 @@
+"""Transformer model zoo: presets and Hugging Face config.json import, built into workload graphs.
+
+One builder covers the families through a few structural switches: encoder/decoder stacks, attention
+pattern (full, causal, local windows as in Swin, sliding band as in Longformer, relative positions as in
+XLNet/T5), norm (LayerNorm or RMSNorm), FFN activation (GELU or ReLU) and hierarchical stages (Swin).
+Shapes of the presets come from the models' papers / reference configs.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+
+from nvdla_sim.errors import NvdlaError
+
+from .workload import Graph, Op, OpKind
+
+
+class Attention(enum.Enum):
+    FULL = "full"
+    CAUSAL = "causal"
+    WINDOW = "window"  # non-overlapping local windows (Swin), `window` tokens each
+    SLIDING = "sliding"  # band of +-window/2 keys per query (Longformer)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stack of identical blocks at one width (Swin has four; others one)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    ffn: int
+    token_divisor: int = 1  # tokens = base tokens / token_divisor (Swin patch merging)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    family: str
+    stages: tuple[Stage, ...]
+    vocab: int = 0  # 0: no token embedding (vision)
+    attention: Attention = Attention.FULL
+    window: int = 0
+    relative: str = ""  # "bias" (T5, Swin): added scores; "xlnet": extra Q.R^T matmul
+    norm: str = "layer"  # layer | rms
+    activation: str = "gelu"  # gelu | relu
+    decoder_layers: int = 0  # T5 decoder blocks (with cross-attention)
+    head_dim: int = 0  # 0: hidden / heads
+    image_tokens: int = 0  # vision models: tokens fixed by the image (patch grid)
+    patch_embed: tuple[int, int, int] = (0, 0, 0)  # (image, patch, channels) for ViT/Swin
+
+    def __post_init__(self) -> None:
+        for st in self.stages:
+            if st.hidden % st.heads and not self.head_dim:
+                raise NvdlaError(f"{self.name}: hidden {st.hidden} is not divisible by heads {st.heads}")
+
+
+PRESETS: dict[str, ModelSpec] = {
+    "bert-base": ModelSpec("bert-base", "bert", (Stage(12, 768, 12, 3072),), vocab=30522),
+    "bert-large": ModelSpec("bert-large", "bert", (Stage(24, 1024, 16, 4096),), vocab=30522),
+    "gpt2": ModelSpec("gpt2", "gpt2", (Stage(12, 768, 12, 3072),), vocab=50257, attention=Attention.CAUSAL),
+    "t5-base": ModelSpec(
+        "t5-base",
+        "t5",
+        (Stage(12, 768, 12, 3072),),
+        vocab=32128,
+        relative="bias",
+        norm="rms",
+        activation="relu",
+        decoder_layers=12,
+    ),
+    "vit-b16": ModelSpec("vit-b16", "vit", (Stage(12, 768, 12, 3072),), image_tokens=197, patch_embed=(224, 16, 3)),
+    "swin-t": ModelSpec(
+        "swin-t",
+        "swin",
+        (Stage(2, 96, 3, 384, 1), Stage(2, 192, 6, 768, 4), Stage(6, 384, 12, 1536, 16), Stage(2, 768, 24, 3072, 64)),
+        attention=Attention.WINDOW,
+        window=49,
+        relative="bias",
+        image_tokens=3136,
+        patch_embed=(224, 4, 3),
+    ),
+    "longformer-base": ModelSpec(
+        "longformer-base",
+        "longformer",
+        (Stage(12, 768, 12, 3072),),
+        vocab=50265,
+        attention=Attention.SLIDING,
+        window=512,
+    ),
+    "xlnet-base": ModelSpec("xlnet-base", "xlnet", (Stage(12, 768, 12, 3072),), vocab=32000, relative="xlnet"),
+}
+
+
+def preset(name: str) -> ModelSpec:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise NvdlaError(
+            f"unknown model {name!r}; presets: {', '.join(PRESETS)} (or a config.json / .onnx path)"
+        ) from None
+
+
+# ---- Hugging Face config.json ---------------------------------------------------------------------
+
+_HF_FIELDS = {
+    # family: (hidden, layers, heads, ffn) candidate keys in order
+    "bert": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "roberta": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "vit": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "longformer": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "gpt2": (("n_embd",), ("n_layer",), ("n_head",), ("n_inner",)),
+    "t5": (("d_model",), ("num_layers",), ("num_heads",), ("d_ff",)),
+    "xlnet": (("d_model",), ("n_layer",), ("n_head",), ("d_inner",)),
+    "swin": (("embed_dim",), ("depths",), ("num_heads",), ("mlp_ratio",)),
+}
+
+
+def from_hf_config(path: str | Path) -> ModelSpec:
+    """Build a ModelSpec from a Hugging Face config.json on disk (no network)."""
+    path = Path(path)
+    try:
+        cfg = json.loads(path.read_text())
+    except OSError as e:
+        raise NvdlaError(f"{path}: cannot read ({e.strerror})") from None
+    except json.JSONDecodeError as e:
+        raise NvdlaError(f"{path}: not valid JSON ({e})") from None
+    mt = cfg.get("model_type")
+    if mt not in _HF_FIELDS:
+        raise NvdlaError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(_HF_FIELDS)}")
+
+    def need(keys: tuple[str, ...], default=None):
+        for k in keys:
+            if k in cfg and cfg[k] is not None:
+                return cfg[k]
+        if default is not None:
+            return default
+        raise NvdlaError(f"{path}: missing field {keys[0]!r} for model_type {mt!r}")
+
+    hk, lk, nk, fk = _HF_FIELDS[mt]
+    name = cfg.get("_name_or_path") or path.parent.name or mt
+    if mt == "swin":
+        embed, depths, heads = need(hk), need(lk), need(nk)
+        ratio = float(need(fk, 4.0))
+        if len(depths) != len(heads):
+            raise NvdlaError(f"{path}: depths and num_heads must have the same length")
+        stages = tuple(
+            Stage(d, embed * 2**i, h, int(embed * 2**i * ratio), 4**i)
+            for i, (d, h) in enumerate(zip(depths, heads, strict=True))
+        )
+        image, patch = int(need(("image_size",), 224)), int(need(("patch_size",), 4))
+        win = int(need(("window_size",), 7))
+        return ModelSpec(
+            str(name),
+            "swin",
+            stages,
+            attention=Attention.WINDOW,
+            window=win * win,
+            relative="bias",
+            image_tokens=(image // patch) ** 2,
+            patch_embed=(image, patch, int(need(("num_channels",), 3))),
+        )
+    hidden, layers, heads = int(need(hk)), int(need(lk)), int(need(nk))
+    ffn = cfg.get(fk[0]) or 4 * hidden
+    stage = Stage(layers, hidden, heads, int(ffn))
+    vocab = int(cfg.get("vocab_size", 0) or 0)
+    if mt in ("bert", "roberta"):
+        return ModelSpec(str(name), "bert", (stage,), vocab=vocab)
+    if mt == "gpt2":
+        return ModelSpec(str(name), "gpt2", (stage,), vocab=vocab, attention=Attention.CAUSAL)
+    if mt == "vit":
+        image, patch = int(need(("image_size",), 224)), int(need(("patch_size",), 16))
+        return ModelSpec(
+            str(name),
+            "vit",
+            (stage,),
+            image_tokens=(image // patch) ** 2 + 1,
+            patch_embed=(image, patch, int(need(("num_channels",), 3))),
+        )
+    if mt == "longformer":
+        win = cfg.get("attention_window", 512)
+        win = int(win[0] if isinstance(win, list) else win)
+        return ModelSpec(str(name), "longformer", (stage,), vocab=vocab, attention=Attention.SLIDING, window=win)
+    if mt == "t5":
+        act = str(cfg.get("feed_forward_proj", "relu"))
+        return ModelSpec(
+            str(name),
+            "t5",
+            (stage,),
+            vocab=vocab,
+            relative="bias",
+            norm="rms",
+            activation="gelu" if "gelu" in act else "relu",
+            decoder_layers=int(cfg.get("num_decoder_layers") or layers),
+            head_dim=int(cfg.get("d_kv") or 0),
+        )
+    return ModelSpec(str(name), "xlnet", (stage,), vocab=vocab, relative="xlnet")
+
+
+def resolve_model(name_or_path: str) -> ModelSpec | Path:
+    """A preset name, a config.json path (-> ModelSpec), or an .onnx path (returned as Path)."""
+    p = Path(name_or_path)
+    if p.suffix == ".onnx":
+        if not p.exists():
+            raise NvdlaError(f"{p}: ONNX file not found")
+        return p
+    if p.suffix == ".json" or p.is_dir():
+        return from_hf_config(p / "config.json" if p.is_dir() else p)
+    return preset(name_or_path)
+
+
+# ---- graph builder ----------------------------------------------------------------------------------
+
+
+def build_graph(spec: ModelSpec, *, batch: int = 1, seq: int = 128, dec_seq: int | None = None) -> nx.DiGraph:
+    """Workload graph of one forward pass (prefill) at the given batch and sequence length."""
+    if batch < 1 or seq < 1:
+        raise NvdlaError(f"batch and seq must be >= 1, got batch={batch} seq={seq}")
+    g = Graph(spec.name)
+    tokens = spec.image_tokens or seq
+    base = batch * tokens
+    s0 = spec.stages[0]
+    if spec.patch_embed[0]:
+        image, patch, ch = spec.patch_embed
+        grid = (image // patch) ** 2
+        last = g.add(
+            Op(
+                "patch_embed",
+                OpKind.MATMUL,
+                batch * grid,
+                s0.hidden,
+                k=patch * patch * ch,
+                group="matmul",
+                attrs={"im2col": True},
+            )
+        )
+    else:
+        last = g.add(Op("embed", OpKind.GATHER, base, s0.hidden, group="host"))
+    prefix = "enc" if spec.decoder_layers else "layer"
+    idx = 0
+    for si, st in enumerate(spec.stages):
+        m = base // st.token_divisor
+        if si > 0:
+            prev = spec.stages[si - 1]
+            last = g.add(Op(f"merge{si}", OpKind.MATMUL, m, st.hidden, k=4 * prev.hidden, group="matmul"), last)
+        for _ in range(st.layers):
+            last = _block(g, spec, st, f"{prefix}{idx}", last, m=m, batch=batch)
+            idx += 1
+    last = _norm(
+        g, spec, f"{prefix}_final_norm", last, m=base // spec.stages[-1].token_divisor, n=spec.stages[-1].hidden
+    )
+    if spec.decoder_layers:
+        enc_out = last
+        dseq = dec_seq or seq
+        dm = batch * dseq
+        last = g.add(Op("dec_embed", OpKind.GATHER, dm, s0.hidden, group="host"))
+        for i in range(spec.decoder_layers):
+            last = _block(g, spec, s0, f"dec{i}", last, m=dm, batch=batch, causal=True, cross=(enc_out, base))
+        last = _norm(g, spec, "dec_final_norm", last, m=dm, n=s0.hidden)
+    return g.g
+
+
+def _norm(g: Graph, spec: ModelSpec, name: str, src: str, *, m: int, n: int) -> str:
+    return g.add(Op(name, OpKind.LAYERNORM, m, n, group="layernorm", attrs={"rms": spec.norm == "rms"}), src)
+
+
+def _attention(
+    g: Graph,
+    spec: ModelSpec,
+    st: Stage,
+    p: str,
+    q_src: str,
+    kv_src: str,
+    *,
+    m_q: int,
+    m_kv: int,
+    batch: int,
+    causal: bool,
+) -> str:
+    hd = spec.head_dim or st.hidden // st.heads
+    inner = hd * st.heads
+    q = g.add(Op(f"{p}.q", OpKind.MATMUL, m_q, inner, k=st.hidden, group="matmul"), q_src)
+    k = g.add(Op(f"{p}.k", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul"), kv_src)
+    v = g.add(Op(f"{p}.v", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul"), kv_src)
+    sq, skv = m_q // batch, m_kv // batch
+    count = batch * st.heads
+    if spec.attention is Attention.WINDOW:
+        win = spec.window
+        n_win = max(1, sq // win)
+        rows, keys, count = win, win, count * n_win
+    elif spec.attention is Attention.SLIDING and spec.window < skv:
+        chunk = spec.window // 2
+        n_chunk = math.ceil(sq / chunk)
+        rows, keys, count = chunk, min(skv, chunk + spec.window), count * n_chunk
+    else:
+        rows, keys = sq, skv
+    attrs = {
+        "causal": causal or spec.attention is Attention.CAUSAL,
+        "scale": 1 / math.sqrt(hd),
+        "bias": spec.relative == "bias" or (spec.attention is Attention.WINDOW and bool(spec.relative)),
+    }
+    scores = g.add(
+        Op(f"{p}.qk", OpKind.ATTN_SCORES, rows, keys, k=hd, count=count, group="attention", attrs=attrs), q, k
+    )
+    if spec.relative == "xlnet":
+        pos = g.add(
+            Op(
+                f"{p}.qr",
+                OpKind.ATTN_SCORES,
+                rows,
+                2 * keys,
+                k=hd,
+                count=count,
+                group="attention",
+                attrs={"relative_shift": True},
+            ),
+            q,
+        )
+        scores = g.add(Op(f"{p}.rel_add", OpKind.ADD, rows, keys, count=count, group="attention"), scores, pos)
+    probs = g.add(Op(f"{p}.softmax", OpKind.SOFTMAX, rows, keys, count=count, group="softmax"), scores)
+    ctx = g.add(Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention"), probs, v)
+    return g.add(Op(f"{p}.o", OpKind.MATMUL, m_q, st.hidden, k=inner, group="matmul"), ctx)
+
+
+def _block(
+    g: Graph,
+    spec: ModelSpec,
+    st: Stage,
+    p: str,
+    src: str,
+    *,
+    m: int,
+    batch: int,
+    causal: bool = False,
+    cross: tuple[str, int] | None = None,
+) -> str:
+    pre_norm = spec.family in ("gpt2", "t5", "vit", "swin")
+    x = src
+    h = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden) if pre_norm else x
+    a = _attention(g, spec, st, f"{p}.attn", h, h, m_q=m, m_kv=m, batch=batch, causal=causal)
+    x = g.add(Op(f"{p}.res1", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
+    if not pre_norm:
+        x = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden)
+    if cross is not None:
+        enc, m_enc = cross
+        h = _norm(g, spec, f"{p}.lnx", x, m=m, n=st.hidden)
+        a = _attention(g, spec, st, f"{p}.xattn", h, enc, m_q=m, m_kv=m_enc, batch=batch, causal=False)
+        x = g.add(Op(f"{p}.resx", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
+    h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden) if pre_norm else x
+    f1 = g.add(Op(f"{p}.ffn1", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul"), h)
+    act_kind = OpKind.GELU if spec.activation == "gelu" else OpKind.RELU
+    act = g.add(Op(f"{p}.act", act_kind, m, st.ffn, group="elementwise"), f1)
+    f2 = g.add(Op(f"{p}.ffn2", OpKind.MATMUL, m, st.hidden, k=st.ffn, group="matmul"), act)
+    x = g.add(Op(f"{p}.res2", OpKind.ADD, m, st.hidden, group="elementwise"), f2, x)
+    if not pre_norm:
+        x = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)
+    return x
