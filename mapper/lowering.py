@@ -116,8 +116,17 @@ def _mm(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec: SdpSpec) 
     for n0 in range(0, n, MAX_DIM):
         nn = min(MAX_DIM, n - n0)
         suffix = f"[{n0}:{n0 + nn}]" if n > MAX_DIM else ""
-        layers.append(ConvLayer(name + suffix, ConvShape.matmul(_tokens(m), k, nn), ctx.precision, spec))
+        shape = ConvShape.matmul(_tokens(m), k, nn, row=_row_for(m, k, ctx))
+        layers.append(ConvLayer(name + suffix, shape, ctx.precision, spec))
     return layers
+
+
+def _row_for(m: int, k: int, ctx: LoweringContext) -> int:
+    """Tokens per CBUF row: the largest divisor of m up to 64 whose row of k channels uses at most a quarter
+    of the CBUF, so data can be tiled by rows while weights keep most banks."""
+    budget = ctx.hw.cbuf_bytes // 4
+    fits = [d for d in range(1, min(m, 64) + 1) if m % d == 0 and d * k * ctx.precision.bytes <= budget]
+    return max(fits, default=1)
 
 
 def _sdp_pass(name: str, m: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> SdpLayer:
@@ -265,9 +274,10 @@ def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
 
 
 def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
-    if op.kind is OpKind.GELU:
+    if op.kind in (OpKind.GELU, OpKind.LUT):
         if not ctx.has_lut:
-            return [_host(op, op.name, ctx, flops_per_elem=20, note=f"GELU on host ({ctx.hw.name} has no SDP LUT)")]
+            what = "GELU" if op.kind is OpKind.GELU else op.attrs.get("func", "nonlinearity")
+            return [_host(op, op.name, ctx, flops_per_elem=20, note=f"{what} on host ({ctx.hw.name} has no SDP LUT)")]
         spec = SdpSpec(lut=True)
     elif op.kind is OpKind.RELU:
         spec = SdpSpec(relu=True)
@@ -316,6 +326,7 @@ LOWERINGS: dict[OpKind, Callable[[Op, LoweringContext], list[Task]]] = {
     OpKind.SOFTMAX: lower_softmax,
     OpKind.LAYERNORM: lower_layernorm,
     OpKind.GELU: lower_elementwise,
+    OpKind.LUT: lower_elementwise,
     OpKind.RELU: lower_elementwise,
     OpKind.ADD: lower_elementwise,
     OpKind.MUL: lower_elementwise,

@@ -17,6 +17,7 @@ from typing import Any
 import networkx as nx
 
 from nvdla_sim.config import HwConfig
+from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
 from nvdla_sim.simulate import simulate
@@ -165,7 +166,10 @@ def simulate_tasks(tasks: list[Task], hw: HwConfig, host: HostModel) -> tuple[li
     stats: list[LayerStats | None] = []
     for t in tasks:
         if t.layer is not None:
-            st = _simulate_cached(dataclasses.replace(t.layer, name=""), hw)
+            try:
+                st = _simulate_cached(dataclasses.replace(t.layer, name=""), hw)
+            except NvdlaError as e:
+                raise type(e)(f"{t.name}: {e}".replace(": : ", ": ")) from None
             st = dataclasses.replace(st, name=t.name, events=())
             cycles.append(st.cycles)
             stats.append(st)

@@ -43,24 +43,34 @@ def _halvings(n: int, unit: int = 1) -> list[int]:
 
 
 def candidate_plans(layer: ConvLayer, hw: HwConfig) -> list[TilePlan]:
-    """All legal plans of the search space (deduplicated)."""
+    """Legal plans of the search space, without dominated ones.
+
+    For a row tiling, only the smallest data-bank counts that hold one or two data tiles matter: more
+    data banks with the same tile capacity only take banks from the weight ring. Data-stationary order
+    only needs kernels_per_tile = K (smaller weight tiles there just evict weights earlier).
+    """
     s = layer.shape
     kpg = hw.kernels_per_atomic(layer.precision)
     banks, epb = hw.cbuf.bank_count, hw.cbuf_entries_per_bank
-    eps = cbuf.entry_per_slice(s.in_w, s.in_c, layer.precision, hw)
-    k_opts = sorted(set(_halvings(s.out_k, kpg)) | {s.out_k})
-    plans: set[TilePlan] = set()
-    for data_banks in range(1, banks):
-        rows_fit = set(_halvings(s.out_h))
-        for tiles_in_buffer in (1, 2):
-            # largest row count whose input band fits data_banks / tiles_in_buffer
-            cap_rows = data_banks * epb // tiles_in_buffer // max(eps, 1)
+    eps = max(cbuf.entry_per_slice(s.in_w, s.in_c, layer.precision, hw), 1)
+    rows_opts = set(_halvings(s.out_h))
+    for tiles_in_buffer in (1, 2):
+        for data_banks in range(1, banks):
+            cap_rows = data_banks * epb // tiles_in_buffer // eps
             r = (cap_rows - s.kernel_h_dilated) // s.stride_y + 1
             if 1 <= r <= s.out_h:
-                rows_fit.add(r)
-        for rows in rows_fit:
-            for kt in k_opts:
-                for order in LoopOrder:
+                rows_opts.add(r)
+    k_opts = sorted(set(_halvings(s.out_k, kpg)) | {s.out_k})
+    plans: set[TilePlan] = set()
+    for rows in rows_opts:
+        probe = TilePlan(1, banks - 1, rows, s.out_k)
+        d_entries = footprint(layer, probe, hw).data_tile_entries
+        for tiles in (1, 2):
+            data_banks = cbuf.banks_for(d_entries * tiles, hw)
+            if data_banks >= banks:
+                continue
+            for order in LoopOrder:
+                for kt in k_opts if order is LoopOrder.WEIGHT_STATIONARY else [s.out_k]:
                     plan = TilePlan(data_banks, banks - data_banks, rows, kt, order)
                     if illegal_reason(layer, plan, hw) is None:
                         plans.add(plan)

@@ -19,6 +19,7 @@ class OpKind(enum.Enum):
     SOFTMAX = "softmax"  # over rows of [m, n]
     LAYERNORM = "layernorm"  # over rows of [m, n]; attrs["rms"] for RMSNorm
     GELU = "gelu"
+    LUT = "lut"  # other one-input nonlinearity (exp, erf, sqrt, reciprocal, tanh, sigmoid): SDP LUT
     RELU = "relu"
     ADD = "add"  # elementwise [m, n] + [m, n]
     MUL = "mul"  # elementwise [m, n] * [m, n] (gated FFN)

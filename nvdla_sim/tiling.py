@@ -143,14 +143,15 @@ def default_plan(layer: ConvLayer, hw: HwConfig) -> TilePlan:
     for rows in _row_candidates(s.out_h):
         fp_rows = max(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, rows)))
         d_entries = cbuf.data_entries(s.in_w, fp_rows, s.in_c, layer.precision, hw)
-        d_need = cbuf.banks_for(d_entries * (1 if rows == s.out_h else 2), hw)
-        if d_need + g_banks > banks:
-            continue
-        w_banks = banks - d_need
-        order = LoopOrder.WEIGHT_STATIONARY if rows < s.out_h and whole_w <= w_banks else LoopOrder.DATA_STATIONARY
-        plan = TilePlan(d_need, w_banks, rows, s.out_k, order)
-        if illegal_reason(layer, plan, hw) is None:
-            return plan
+        for tiles in (1,) if rows == s.out_h else (2, 1):  # prefer ping-pong when rows are split
+            d_need = cbuf.banks_for(d_entries * tiles, hw)
+            if d_need + g_banks > banks:
+                continue
+            w_banks = banks - d_need
+            order = LoopOrder.WEIGHT_STATIONARY if rows < s.out_h and whole_w <= w_banks else LoopOrder.DATA_STATIONARY
+            plan = TilePlan(d_need, w_banks, rows, s.out_k, order)
+            if illegal_reason(layer, plan, hw) is None:
+                return plan
     raise ShapeError(
         f"{layer.name}: no legal tiling on {hw.name}: one output row needs input of "
         f"{cbuf.data_entries(s.in_w, s.kernel_h_dilated, s.in_c, layer.precision, hw)} CBUF entries and one kernel "

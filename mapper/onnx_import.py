@@ -1,0 +1,168 @@
+"""ONNX import: a transformer graph (MatMul/Gemm, Add, Softmax, LayerNormalization or its decomposed form,
+Gelu/Erf, Transpose, Reshape, Gather, ...) into the workload graph.
+
+Symbolic dims are bound from `batch` and `seq` (names containing "batch" -> batch, any other symbol ->
+seq). An op outside the table is an error naming the node and op type, unless `host_fallback` is set,
+in which case it becomes an explicit host task in the report.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import networkx as nx
+
+from nvdla_sim.errors import NvdlaError
+
+from .workload import Graph, Op, OpKind
+
+_ELEMENTWISE = {
+    "Add": OpKind.ADD,
+    "Sub": OpKind.ADD,
+    "Mul": OpKind.MUL,
+    "Div": OpKind.MUL,
+    "Relu": OpKind.RELU,
+    "Gelu": OpKind.GELU,
+}
+_LUT = {"Erf", "Exp", "Sqrt", "Reciprocal", "Tanh", "Sigmoid", "Pow"}
+_VIEWS = {
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "Identity",
+    "Cast",
+    "Shape",
+    "Constant",
+    "ConstantOfShape",
+    "Slice",
+    "Concat",
+    "Expand",
+    "Where",
+    "Equal",
+    "Range",
+}
+SUPPORTED = sorted(
+    {
+        "MatMul",
+        "Gemm",
+        "Softmax",
+        "LayerNormalization",
+        "ReduceMean",
+        "Transpose",
+        "Gather",
+        *_ELEMENTWISE,
+        *_LUT,
+        *_VIEWS,
+    }
+)
+
+
+def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fallback: bool = False) -> nx.DiGraph:
+    import onnx
+    from onnx import shape_inference
+
+    path = Path(path)
+    try:
+        model = onnx.load(str(path))
+    except Exception as e:  # onnx raises DecodeError / OSError variants
+        raise NvdlaError(f"{path}: cannot load ONNX model ({e})") from None
+    _bind_dims(model, batch, seq)
+    try:
+        model = shape_inference.infer_shapes(model)
+    except Exception as e:
+        raise NvdlaError(f"{path}: ONNX shape inference failed ({e})") from None
+    g = model.graph
+    inits = {i.name for i in g.initializer}
+    shapes: dict[str, list[int]] = {}
+    for vi in [*g.input, *g.value_info, *g.output]:
+        dims = [d.dim_value if d.dim_value > 0 else 0 for d in vi.type.tensor_type.shape.dim]
+        shapes[vi.name] = dims
+    for i in g.initializer:
+        shapes[i.name] = list(i.dims)
+    out = Graph(path.stem)
+    producer: dict[str, str] = {}
+
+    def shape(name: str, node) -> list[int]:
+        s = shapes.get(name)
+        if not s or any(d == 0 for d in s):
+            raise NvdlaError(f"{path}: node {node.name or node.op_type!r} ({node.op_type}): unknown shape for {name!r}")
+        return s
+
+    for idx, node in enumerate(g.node):
+        name = node.name or f"{node.op_type}_{idx}"
+        act_inputs = [i for i in node.input if i and i not in inits]
+        deps = sorted({producer[i] for i in act_inputs if i in producer})
+        op_t = node.op_type
+        if op_t in _VIEWS:
+            for o in node.output:
+                if deps:
+                    producer[o] = (
+                        deps[0] if len(deps) == 1 else out.add(Op(name, OpKind.RESHAPE, 1, 1, group="other"), *deps)
+                    )
+            continue
+        y = shape(node.output[0], node)
+        rows = math.prod(y[:-1]) if len(y) > 1 else 1
+        cols = y[-1]
+        if op_t in ("MatMul", "Gemm"):
+            a = shape(node.input[0], node)
+            k = a[-1] if not (op_t == "Gemm" and _attr(node, "transA", 0)) else a[0]
+            if node.input[1] in inits:
+                op = Op(name, OpKind.MATMUL, rows, cols, k=k, group="matmul")
+            else:
+                lead = math.prod(y[:-2]) if len(y) > 2 else 1
+                op = Op(name, OpKind.ATTN_SCORES, y[-2], cols, k=k, count=lead, group="attention")
+        elif op_t == "Softmax":
+            lead = math.prod(y[:-2]) if len(y) > 2 else 1
+            op = Op(name, OpKind.SOFTMAX, y[-2] if len(y) > 1 else 1, cols, count=lead, group="softmax")
+        elif op_t == "LayerNormalization":
+            op = Op(name, OpKind.LAYERNORM, rows, cols, group="layernorm")
+        elif op_t == "ReduceMean":
+            x = shape(node.input[0], node)
+            op = Op(name, OpKind.MATMUL, math.prod(x[:-1]), 1, k=x[-1], group="layernorm", attrs={"reduction": True})
+        elif op_t in _ELEMENTWISE:
+            if op_t in ("Add", "Sub") and len(act_inputs) == 1 and deps and _is_matmul(out, deps[0]):
+                producer[node.output[0]] = deps[0]  # bias add: free in the producer's SDP
+                continue
+            kind = _ELEMENTWISE[op_t]
+            if kind is OpKind.MUL and len(act_inputs) == 1:
+                kind = OpKind.SCALE
+            op = Op(name, kind, rows, cols, group="elementwise")
+        elif op_t in _LUT:
+            op = Op(name, OpKind.LUT, rows, cols, group="elementwise", attrs={"func": op_t})
+        elif op_t == "Transpose":
+            op = Op(name, OpKind.TRANSPOSE, rows, cols, group="other")
+        elif op_t == "Gather":
+            op = Op(name, OpKind.GATHER, rows, cols, group="host")
+        elif host_fallback:
+            op = Op(name, OpKind.HOST, rows, cols, group="host", attrs={"op_type": op_t})
+        else:
+            raise NvdlaError(
+                f"{path}: node {name!r} has unsupported op type {op_t!r}; supported: {', '.join(SUPPORTED)} "
+                "(pass --host-fallback to run it on the host)"
+            )
+        out.add(op, *deps)
+        for o in node.output:
+            producer[o] = name
+    if len(out.g) == 0:
+        raise NvdlaError(f"{path}: the ONNX graph has no compute nodes")
+    return out.g
+
+
+def _is_matmul(out: Graph, name: str) -> bool:
+    return out.g.nodes[name]["op"].kind is OpKind.MATMUL
+
+
+def _attr(node, name: str, default):
+    for a in node.attribute:
+        if a.name == name:
+            return a.i
+    return default
+
+
+def _bind_dims(model, batch: int, seq: int) -> None:
+    for vi in model.graph.input:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param:
+                d.dim_value = batch if "batch" in d.dim_param.lower() else seq

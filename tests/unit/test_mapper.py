@@ -1,0 +1,153 @@
+"""Mapper: zoo graphs, HF config.json, ONNX import, tiling search vs exhaustive, CBUF legality."""
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from mapper import exhaustive_plan, naive_plan, search_plan
+from mapper.onnx_import import graph_from_onnx
+from mapper.pipeline import map_model
+from mapper.workload import OpKind, ops_in_order
+from mapper.zoo import PRESETS, build_graph, from_hf_config
+from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, cbuf, load_config, run_conv, simulate
+from nvdla_sim.tiling import footprint
+
+CONFIGS = ("nv_small", "nv_large", "nv_full")
+
+
+@pytest.mark.parametrize("model", list(PRESETS))
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_every_zoo_model_maps(model, cfg):
+    hw = load_config(cfg)
+    res = map_model(build_graph(PRESETS[model], seq=64), hw, precision=Precision.INT8, batch=1, seq=64)
+    assert res.total_cycles > 0 and 0 < res.mac_utilization <= 1
+    for r in res.results:
+        if r.stats is not None and "plan" in r.stats.detail:
+            plan = r.stats.detail["plan"]
+            assert plan["data_banks"] + plan["weight_banks"] <= hw.cbuf.bank_count
+        assert r.end >= r.start
+    d = res.to_dict()
+    if not hw.sdp.lut:
+        assert d["host_fallback"]["tasks"] > 0 and any("softmax on host" in n for n in d["host_fallback"]["ops"])
+
+
+def test_bert_base_structure():
+    g = build_graph(PRESETS["bert-base"], seq=128)
+    ops = ops_in_order(g)
+    mm = [o for o in ops if o.kind is OpKind.MATMUL]
+    assert len(mm) == 12 * 6
+    assert sum(o.macs for o in ops) == 12 * (4 * 128 * 768 * 768 + 2 * 128 * 768 * 3072 + 2 * 12 * 128 * 128 * 64)
+    assert sum(1 for o in ops if o.kind is OpKind.SOFTMAX) == 12
+
+
+def test_search_matches_exhaustive_on_small_spaces():
+    hw = load_config("nv_small")
+    for m, k, n in [(16, 64, 32), (40, 200, 24), (64, 512, 64), (128, 96, 200)]:
+        layer = ConvLayer("mm", ConvShape.matmul(m, k, n), Precision.INT8)
+        res = search_plan(layer, hw)
+        _, best = exhaustive_plan(layer, hw)
+        assert res.stats.cycles == best
+        assert res.stats.cycles <= simulate(layer, hw, naive_plan(layer, hw)).cycles
+
+
+def test_tiling_never_exceeds_cbuf_and_keeps_numbers():
+    hw = load_config("nv_small")
+    layer = ConvLayer("mm", ConvShape.matmul(96, 1000, 72, row=8), Precision.INT8)
+    plan = search_plan(layer, hw).plan
+    fp = footprint(layer, plan, hw)
+    epb = hw.cbuf_entries_per_bank
+    assert fp.data_tile_entries <= plan.data_banks * epb and fp.group_entries <= plan.weight_banks * epb
+    assert cbuf.banks_for(fp.data_tile_entries, hw) <= plan.data_banks
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, size=(12, 8, 1000)).astype(np.int8)
+    w = rng.integers(-128, 128, size=(72, 1, 1, 1000)).astype(np.int8)
+    out, _ = run_conv(layer, x, w, hw, plan)
+    ref = (x.reshape(-1, 1000).astype(np.int64) @ w.reshape(72, 1000).T.astype(np.int64)).reshape(12, 8, 72)
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_hf_config_json(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(
+        json.dumps(
+            {
+                "model_type": "bert",
+                "hidden_size": 256,
+                "num_hidden_layers": 4,
+                "num_attention_heads": 4,
+                "intermediate_size": 1024,
+                "vocab_size": 1000,
+            }
+        )
+    )
+    spec = from_hf_config(p)
+    assert spec.stages[0].hidden == 256 and spec.stages[0].layers == 4
+    p.write_text(json.dumps({"model_type": "bert", "hidden_size": 256}))
+    with pytest.raises(NvdlaError, match="missing field 'num_hidden_layers' for model_type 'bert'"):
+        from_hf_config(p)
+    p.write_text(json.dumps({"model_type": "mamba"}))
+    with pytest.raises(NvdlaError, match="model_type 'mamba' is not supported; supported: bert"):
+        from_hf_config(p)
+
+
+def _onnx_block(path, *, extra_op=None):
+    s, h = 16, 32
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((h, h)).astype(np.float32), f"W{i}") for i in range(3)]
+    inits.append(numpy_helper.from_array(np.zeros(h, np.float32), "b"))
+    inits += [
+        numpy_helper.from_array(np.ones(h, np.float32), "g"),
+        numpy_helper.from_array(np.zeros(h, np.float32), "be"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "W0"], ["q0"], name="q"),
+        helper.make_node("Add", ["q0", "b"], ["q"], name="q_bias"),
+        helper.make_node("MatMul", ["x", "W1"], ["k"], name="k"),
+        helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["sc"], name="scores"),
+        helper.make_node("Softmax", ["sc"], ["p"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["p", "x"], ["ctx"], name="context"),
+        helper.make_node("MatMul", ["ctx", "W2"], ["o"], name="out_proj"),
+        helper.make_node("Add", ["o", "x"], ["r"], name="residual"),
+        helper.make_node("LayerNormalization", ["r", "g", "be"], ["y0"], name="ln", axis=-1),
+    ]
+    last = "y0"
+    if extra_op:
+        nodes.append(helper.make_node(extra_op, [last], ["y1"], name="odd"))
+        last = "y1"
+    nodes.append(helper.make_node("Gelu", [last], ["y"], name="gelu", domain=""))
+    graph = helper.make_graph(
+        nodes,
+        "block",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", s, h])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", s, h])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    onnx.save(model, str(path))
+    return path
+
+
+def test_onnx_import(tmp_path):
+    g = graph_from_onnx(_onnx_block(tmp_path / "b.onnx"), batch=2)
+    kinds = {g.nodes[n]["op"].name: g.nodes[n]["op"].kind for n in g.nodes}
+    assert kinds["q"] is OpKind.MATMUL and "q_bias" not in kinds  # bias folded into the matmul
+    assert kinds["scores"] is OpKind.ATTN_SCORES and kinds["softmax"] is OpKind.SOFTMAX
+    assert kinds["ln"] is OpKind.LAYERNORM and kinds["gelu"] is OpKind.GELU
+    q = g.nodes["q"]["op"]
+    assert (q.m, q.k, q.n) == (32, 32, 32)
+    res = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=2, seq=16)
+    assert res.total_cycles > 0
+
+
+def test_onnx_unsupported_op(tmp_path):
+    path = _onnx_block(tmp_path / "odd.onnx", extra_op="Sin")
+    with pytest.raises(NvdlaError, match="node 'odd' has unsupported op type 'Sin'"):
+        graph_from_onnx(path)
+    g = graph_from_onnx(path, host_fallback=True)
+    res = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=1, seq=16)
+    notes = res.to_dict()["host_fallback"]["ops"]
+    assert any("unsupported op Sin on host" in n for n in notes)
