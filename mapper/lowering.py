@@ -289,12 +289,7 @@ def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
         spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
     else:  # ADD
         spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
-    per = op.m * op.n
-    return [
-        Task(op.name, op.name, op.group, Resource.NVDLA, op.count, layer=_sdp_pass(op.name, op.m, op.n, ctx, spec))
-        if per
-        else Task(op.name, op.name, op.group, Resource.HOST)
-    ]
+    return [_hw(op, _sdp_pass(op.name, op.m, op.n, ctx, spec))]
 
 
 def lower_gather(op: Op, ctx: LoweringContext) -> list[Task]:
