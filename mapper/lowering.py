@@ -141,33 +141,24 @@ def _hw(op: Op, layer: HwLayer, count: int | None = None, note: str = "") -> Tas
     return Task(layer.name, op.name, op.group, Resource.NVDLA, count or op.count, layer=layer, note=note)
 
 
+def _host_task(op: Op, name: str, *, count: int, flops: float, nbytes: float, note: str) -> Task:
+    return Task(name, op.name, "host", Resource.HOST, count, host_flops=flops, host_bytes=nbytes, note=note)
+
+
 def _host(op: Op, name: str, ctx: LoweringContext, *, flops_per_elem: float, note: str, count: int = 1) -> Task:
+    """Host computation over the op's elements: read and write each once."""
     per = op.elements // max(count, 1)
-    bpe = ctx.precision.bytes
-    return Task(
-        name,
-        op.name,
-        "host",
-        Resource.HOST,
-        count,
-        host_flops=flops_per_elem * per,
-        host_bytes=2 * per * bpe,
-        note=note,
+    return _host_task(
+        op, name, count=count, flops=flops_per_elem * per, nbytes=2 * per * ctx.precision.bytes, note=note
     )
 
 
 def _relayout(op: Op, name: str, nbytes: int, ctx: LoweringContext, count: int, what: str) -> Task:
+    """Copy into CDMA weight format: BDMA where present, else a host copy (read + write)."""
     if ctx.hw.bdma:
         return Task(name, op.name, op.group, Resource.BDMA, count, copy_bytes=nbytes, note=f"BDMA re-layout of {what}")
-    return Task(
-        name,
-        op.name,
-        "host",
-        Resource.HOST,
-        count,
-        host_bytes=2 * nbytes,
-        note=f"host re-layout of {what} into weight format (no BDMA on this config)",
-    )
+    note = f"host re-layout of {what} into weight format (no BDMA on this config)"
+    return _host_task(op, name, count=count, flops=0, nbytes=2 * nbytes, note=note)
 
 
 # ---- per-kind lowerings -----------------------------------------------------------------------------
@@ -187,16 +178,9 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     )
     tasks = []
     if op.attrs.get("im2col"):
-        tasks.append(
-            Task(
-                f"{op.name}.im2col",
-                op.name,
-                "host",
-                Resource.HOST,
-                host_bytes=2 * op.m * op.k * ctx.precision.bytes,
-                note="patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)",
-            )
-        )
+        note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
+        nbytes = 2 * op.m * op.k * ctx.precision.bytes
+        tasks.append(_host_task(op, f"{op.name}.im2col", count=1, flops=0, nbytes=nbytes, note=note))
     tasks += [_hw(op, layer, 1) for layer in _mm(op.name, op.m, op.k, op.n, ctx, spec)]
     return tasks
 

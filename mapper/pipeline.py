@@ -11,6 +11,7 @@ import csv
 import dataclasses
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -182,17 +183,12 @@ def simulate_tasks(tasks: list[Task], hw: HwConfig, host: HostModel) -> tuple[li
     return cycles, stats
 
 
-_CACHE: dict[tuple, LayerStats] = {}
-
-
+@lru_cache(maxsize=4096)
 def _simulate_cached(layer, hw: HwConfig) -> LayerStats:
-    key = (layer, hw)
-    if key not in _CACHE:
-        if isinstance(layer, ConvLayer):
-            _CACHE[key] = search_plan(layer, hw).stats
-        else:
-            _CACHE[key] = simulate(layer, hw, record_events=False)
-    return _CACHE[key]
+    """Stats of an unnamed layer: conv layers through the tiling search, others directly."""
+    if isinstance(layer, ConvLayer):
+        return search_plan(layer, hw).stats
+    return simulate(layer, hw, record_events=False)
 
 
 def map_model(

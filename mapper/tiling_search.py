@@ -26,7 +26,7 @@ from nvdla_sim.tiling import LoopOrder, TilePlan, bytes_per_kernel, footprint, i
 @dataclass(frozen=True)
 class SearchResult:
     plan: TilePlan
-    stats: LayerStats
+    stats: LayerStats  # of the best plan, without timeline events (simulate again to record them)
     candidates: int  # legal candidates considered
     simulated: int  # of which simulated (the rest pruned by the bound)
 
@@ -126,8 +126,7 @@ def search_plan(layer: ConvLayer, hw: HwConfig) -> SearchResult:
         if best is None or key < best[0]:
             best = (key, plan, st)
     assert best is not None
-    stats = simulate_conv(layer, hw, best[1], record_events=True)
-    return SearchResult(best[1], stats, len(plans), simulated)
+    return SearchResult(best[1], best[2], len(plans), simulated)
 
 
 def exhaustive_plan(layer: ConvLayer, hw: HwConfig) -> tuple[TilePlan, int]:

@@ -19,9 +19,9 @@ import numpy as np
 from . import cacc, cdma, cmac, csc, pdp, sdp
 from .config import HwConfig
 from .layers import ConvLayer, Memory
-from .pipeline import Fetch, Item, make_ports, run_items
+from .pipeline import Fetch, Item, item_traffic, make_ports, run_items
 from .precision import Precision
-from .stats import Bound, LayerStats, Traffic, Unit, UnitStats
+from .stats import Bound, LayerStats, Unit, UnitStats
 from .tiling import LoopOrder, TilePlan, bytes_per_kernel, check_plan, footprint, kernel_tiles, row_tiles
 
 
@@ -148,7 +148,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     )
     fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
     cycles = math.ceil(res.end) + fill
-    traffic = _traffic(items, layer, extra_reads)
+    traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
     macs = layer.macs
     peak = hw.peak_macs_per_cycle(p)
     lower = _lower_bound(layer, hw, rate, traffic_min=_compulsory_bytes(layer, hw, w_ratio, extra_reads))
@@ -188,17 +188,6 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             "weight_ring_groups": fp.weight_capacity_groups,
         },
     )
-
-
-def _traffic(items: list[Item], layer: ConvLayer, extra_reads: int) -> Traffic:
-    reads = {m: 0 for m in Memory}
-    writes = {m: 0 for m in Memory}
-    reads[layer.input_memory] += extra_reads
-    for it in items:
-        for f in it.fetches:
-            reads[f.memory] += f.nbytes
-        writes[it.write_memory] += it.write_bytes
-    return Traffic(reads[Memory.DRAM], writes[Memory.DRAM], reads[Memory.SRAM], writes[Memory.SRAM])
 
 
 def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .dram import MemoryPort
 from .layers import Memory
-from .stats import Event, Unit
+from .stats import Event, Traffic, Unit
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,18 @@ def run_items(
         events=events,
         ports=ports,
     )
+
+
+def item_traffic(items: Sequence[Item], *, extra_reads: int = 0, extra_memory: Memory = Memory.DRAM) -> Traffic:
+    """Bytes the items read (fetches, plus `extra_reads` from `extra_memory`) and write, per memory."""
+    reads = dict.fromkeys(Memory, 0)
+    writes = dict.fromkeys(Memory, 0)
+    reads[extra_memory] += extra_reads
+    for it in items:
+        for f in it.fetches:
+            reads[f.memory] += f.nbytes
+        writes[it.write_memory] += it.write_bytes
+    return Traffic(reads[Memory.DRAM], writes[Memory.DRAM], reads[Memory.SRAM], writes[Memory.SRAM])
 
 
 def _share(first: float, last: float, fraction: float) -> float:

@@ -14,8 +14,8 @@ from . import cdma, sdp
 from .config import HwConfig
 from .conv import simulate_conv
 from .layers import ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
-from .pipeline import Fetch, Item, make_ports, run_items
-from .stats import Bound, LayerStats, Traffic, Unit, UnitStats
+from .pipeline import Fetch, Item, item_traffic, make_ports, run_items
+from .stats import Bound, LayerStats, Unit, UnitStats
 from .tiling import TilePlan, default_plan
 
 RDMA_CHUNK_BYTES = 2048
@@ -58,7 +58,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events:
         operand = 0
         ow, oh = layer.pool.out_size(layer.width, layer.height)
         out_bytes = cdma.feature_bytes(ow, oh, layer.channels, layer.precision, hw)
-        unit, bound_unit = Unit.PDP, Bound.SDP
+        unit, bound_unit = Unit.PDP, Bound.PDP
     chunks = max(1, math.ceil(in_bytes / RDMA_CHUNK_BYTES))
     in_flight = rdma_chunks_in_flight(hw, rate * layer.precision.bytes)
     items = []
@@ -99,11 +99,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events:
         record_events=record_events,
     )
     cycles = math.ceil(res.end)
-    reads = {m: 0 for m in Memory}
-    writes = {m: 0 for m in Memory}
-    reads[layer.input_memory] += sum(f.nbytes for it in items for f in it.fetches)
-    writes[layer.output_memory] += sum(it.write_bytes for it in items)
-    traffic = Traffic(reads[Memory.DRAM], writes[Memory.DRAM], reads[Memory.SRAM], writes[Memory.SRAM])
+    traffic = item_traffic(items)
     fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
     lower = max(
         math.ceil(elements / rate),

@@ -30,6 +30,7 @@ class Bound(enum.Enum):
     COMPUTE = "compute"  # MAC array busy
     CBUF = "cbuf"  # weight-load bubbles between stripes (CBUF -> CMAC bandwidth)
     SDP = "sdp"  # CACC -> SDP output drain or SDP element rate
+    PDP = "pdp"  # PDP element rate (standalone pooling)
     DRAM = "dram"  # memory bandwidth or latency
     HOST = "host"  # runs on the host CPU
 
