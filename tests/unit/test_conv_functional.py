@@ -139,3 +139,10 @@ def test_shape_errors():
         ConvShape.matmul(4, 10000, 4)
     with pytest.raises(ShapeError, match="exceeds padded input"):
         ConvShape(in_w=2, in_h=2, in_c=1, out_k=1, kernel_w=3, kernel_h=3)
+
+
+def test_cacc_int16_accumulator_saturates_at_48_bits():
+    big = np.full((1, 1), (1 << 46), np.int64)
+    res = cacc.accumulate([big] * 3, Precision.INT16, truncate=16)
+    assert res.acc_saturations == 1
+    assert res.values[0, 0] == (2**31 - 1)  # (2**47 - 1) >> 16 rounds to 2**31, then saturates

@@ -1,0 +1,192 @@
+"""Golden model of the CMAC + CACC matmul datapath as built in rtl/ (functional and cycle-exact).
+
+The datapath takes a stream of data atoms, each tagged like a CSC->CMAC request: `pix` (position in the
+stripe, the CACC assembly-buffer index), `first` (start a fresh accumulation), `last` (emit after
+adding) and `swap` (switch to the weights loaded since the last swap, before this atom). Weights arrive
+on their own stream, one MAC cell's atom per beat, into shadow registers while the active set computes:
+NVDLA's "next stripe's weights load during this stripe". Results leave as one beat per output point with
+`cells` INT32 values, under valid/ready back-pressure.
+
+Functionally each atom goes through `cmac.atomic_op` and each output point through `cacc.accumulate`,
+the same functions the simulator uses. The timing model replays the RTL's handshake rules cycle by cycle
+(a stall-all pipeline of `pipeline` CMAC stages plus the CACC register), so the cocotb benches can check
+cycle counts exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cacc, cmac, csc
+from .config import HwConfig
+from .precision import Precision
+
+
+@dataclass(frozen=True)
+class DatapathParams:
+    atomic_c: int
+    cells: int  # kernels per atomic op at this precision
+    in_bits: int
+    acc_bits: int
+    stripe_max: int  # CACC assembly-buffer entries (max stripe length)
+    pipeline: int  # CMAC register stages from accepted atom to partial sum (>= 2)
+    precision: Precision
+
+    def __post_init__(self) -> None:
+        if self.pipeline < 2:
+            raise ValueError(f"pipeline must be >= 2 (products and adder tree are registered), not {self.pipeline}")
+        if self.cells < 1 or self.atomic_c < 1 or self.stripe_max < 1:
+            raise ValueError("atomic_c, cells and stripe_max must be >= 1")
+
+    @property
+    def latency(self) -> int:
+        """Cycles from an accepted `last` atom to its result being valid (CMAC stages + CACC register)."""
+        return self.pipeline + 1
+
+    @property
+    def tag(self) -> str:
+        return f"c{self.atomic_c}k{self.cells}_{self.precision.value}_s{self.stripe_max}_p{self.pipeline}"
+
+
+def datapath_params(hw: HwConfig, precision: Precision) -> DatapathParams:
+    """Datapath parameters from the same HwConfig the simulator uses."""
+    if precision.is_float:
+        raise ValueError("the RTL datapath is integer-only (int8/int16); fp16 is not built")
+    return DatapathParams(
+        atomic_c=hw.mac.atomic_c,
+        cells=hw.kernels_per_atomic(precision),
+        in_bits=8 * precision.bytes,
+        acc_bits=cacc.ACC_BITS[precision],
+        stripe_max=2 * csc.ideal_stripe(hw, precision),
+        pipeline=max(2, hw.mac.pipeline_cycles),
+        precision=precision,
+    )
+
+
+@dataclass(frozen=True)
+class Beat:
+    data: np.ndarray  # [atomic_c] signed ints
+    pix: int
+    first: bool
+    last: bool
+    swap: bool
+
+
+def stripe_beats(x: np.ndarray, weights: np.ndarray, p: DatapathParams) -> tuple[list[Beat], list[np.ndarray]]:
+    """Beats and weight sets for out = x @ weights.T tiled like CSC: x[P, C], weights[K, C], K <= cells.
+
+    Pixels are split into stripes of <= stripe_max; per stripe, channel blocks of atomic_c in order, each a
+    new weight set (swap on its first atom). Returns (beats, weight sets [cells, atomic_c] each).
+    """
+    pixels, channels = x.shape
+    k = weights.shape[0]
+    if k > p.cells:
+        raise ValueError(f"{k} kernels exceed the {p.cells} MAC cells")
+    beats: list[Beat] = []
+    sets: list[np.ndarray] = []
+    blocks = math.ceil(channels / p.atomic_c)
+    for s0 in range(0, pixels, p.stripe_max):
+        s1 = min(pixels, s0 + p.stripe_max)
+        for b in range(blocks):
+            c0, c1 = b * p.atomic_c, min(channels, (b + 1) * p.atomic_c)
+            w = np.zeros((p.cells, p.atomic_c), np.int64)
+            w[:k, : c1 - c0] = weights[:, c0:c1]
+            sets.append(w)
+            for i, px in enumerate(range(s0, s1)):
+                d = np.zeros(p.atomic_c, np.int64)
+                d[: c1 - c0] = x[px, c0:c1]
+                beats.append(Beat(d, px - s0, first=b == 0, last=b == blocks - 1, swap=i == 0))
+    return beats, sets
+
+
+def datapath_outputs(
+    beats: Sequence[Beat], weight_sets: Sequence[np.ndarray], p: DatapathParams, *, truncate: int = 0
+) -> list[tuple[int, np.ndarray]]:
+    """Expected (pix, int32[cells]) results in emission order, through cmac.atomic_op and cacc.accumulate."""
+    active = None
+    next_set = 0
+    partials: dict[int, list[np.ndarray]] = {}
+    out = []
+    for bt in beats:
+        if bt.swap:
+            active = weight_sets[next_set]
+            next_set += 1
+        if active is None:
+            raise ValueError("the first beat must swap in a weight set")
+        ps = cmac.atomic_op(bt.data[None, :], active, p.precision)[0]
+        if bt.first:
+            partials[bt.pix] = []
+        partials.setdefault(bt.pix, []).append(ps)
+        if bt.last:
+            res = cacc.accumulate(partials.pop(bt.pix), p.precision, truncate=truncate)
+            out.append((bt.pix, res.values.astype(np.int64)))
+    return out
+
+
+@dataclass(frozen=True)
+class DatapathTiming:
+    accept_cycles: tuple[int, ...]  # cycle each data beat was accepted
+    output_cycles: tuple[int, ...]  # cycle each result was taken (valid & ready)
+
+    @property
+    def first_in(self) -> int:
+        return self.accept_cycles[0]
+
+    @property
+    def last_out(self) -> int:
+        return self.output_cycles[-1]
+
+    @property
+    def cycles(self) -> int:
+        """Cycles from the first accepted input to the last output, inclusive."""
+        return self.last_out - self.first_in + 1
+
+
+def datapath_timing(
+    beats: Sequence[Beat], n_weight_beats: int, out_ready: Sequence[bool], p: DatapathParams, *, max_cycles: int = 10**7
+) -> DatapathTiming:
+    """Replay the RTL handshake cycle by cycle. The driver offers the next data beat and the next weight
+    beat every cycle; `out_ready[t]` is the sink's ready in cycle t (True beyond the list).
+
+    Rules (mirrored in rtl/datapath.py): wt.ready = shadow not full; advance = ~out.valid | out.ready;
+    dat.ready = advance & (~swap | shadow full); a swap empties the shadow; when advancing, the pipeline
+    shifts and out.valid takes the `last` flag of the atom leaving the last CMAC stage.
+    """
+    wt_count, wt_sent, i = 0, 0, 0
+    pipe = [False] * p.pipeline  # valid & last per stage (only `last` matters for outputs)
+    pipe_valid = [False] * p.pipeline
+    out_valid = False
+    accepts: list[int] = []
+    outs: list[int] = []
+    expected_outputs = sum(1 for b in beats if b.last)
+    t = 0
+    while len(outs) < expected_outputs:
+        if t > max_cycles:
+            raise RuntimeError("datapath model did not finish (deadlock?)")
+        ready = out_ready[t] if t < len(out_ready) else True
+        full = wt_count == p.cells
+        wt_fire = wt_sent < n_weight_beats and not full
+        advance = (not out_valid) or ready
+        dat_fire = i < len(beats) and advance and ((not beats[i].swap) or full)
+        if out_valid and ready:
+            outs.append(t)
+        # next state
+        if dat_fire:
+            accepts.append(t)
+        if wt_fire:
+            wt_count += 1
+            wt_sent += 1
+        if dat_fire and beats[i].swap:
+            wt_count = 0
+        if advance:
+            out_valid = pipe_valid[-1] and pipe[-1]
+            pipe = [dat_fire and beats[i].last, *pipe[:-1]]
+            pipe_valid = [dat_fire, *pipe_valid[:-1]]
+        if dat_fire:
+            i += 1
+        t += 1
+    return DatapathTiming(tuple(accepts), tuple(outs))

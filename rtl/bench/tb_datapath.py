@@ -1,0 +1,143 @@
+"""cocotb bench for MatmulDatapath: Driver, Monitor, Model, Checker (after cocotb's matrix_multiplier).
+
+The case (inputs only) comes from the JSON file named by $NVDLA_BENCH_CASE; expected values and cycle
+counts come from the golden model in nvdla_sim.datapath, imported like any other package. The result
+(pass/fail, cycles RTL vs model) is written to $NVDLA_BENCH_RESULT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from nvdla_sim.config import load_config
+from nvdla_sim.datapath import DatapathParams, datapath_outputs, datapath_params, datapath_timing, stripe_beats
+from nvdla_sim.precision import Precision
+from rtl.packing import pack_beat, pack_weights, unpack_out
+
+
+class Model:
+    """Expected outputs and handshake cycles from nvdla_sim."""
+
+    def __init__(self, case: dict, p: DatapathParams) -> None:
+        x, w = np.array(case["x"], np.int64), np.array(case["w"], np.int64)
+        self.beats, self.sets = stripe_beats(x, w, p)
+        self.weight_beats = [row for s in self.sets for row in s]
+        rng = np.random.default_rng(case["seed"])
+        n = 4 * (len(self.beats) + 64 + len(self.weight_beats))
+        self.ready = [bool(v) for v in rng.random(n) < case["ready_prob"]]
+        self.outputs = datapath_outputs(self.beats, self.sets, p, truncate=case["truncate"])
+        self.timing = datapath_timing(self.beats, len(self.weight_beats), self.ready, p)
+
+
+class Driver:
+    """Offers the next data and weight beat every cycle and drives the sink's ready pattern."""
+
+    def __init__(self, dut, model: Model, p: DatapathParams) -> None:
+        self.dut, self.model, self.p = dut, model, p
+        self.i = self.j = 0
+        self.accepts: list[int] = []
+
+    def drive(self, t: int) -> None:
+        d, m, p = self.dut, self.model, self.p
+        d.dat__valid.value = int(self.i < len(m.beats))
+        if self.i < len(m.beats):
+            d.dat__payload.value = pack_beat(m.beats[self.i], p)
+        d.wt__valid.value = int(self.j < len(m.weight_beats))
+        if self.j < len(m.weight_beats):
+            d.wt__payload.value = pack_weights(m.weight_beats[self.j], p)
+        d.out__ready.value = int(m.ready[t] if t < len(m.ready) else 1)
+
+    def sample(self, t: int) -> None:
+        d = self.dut
+        if int(d.dat__valid.value) and int(d.dat__ready.value):
+            self.accepts.append(t)
+            self.i += 1
+        if int(d.wt__valid.value) and int(d.wt__ready.value):
+            self.j += 1
+
+
+class Monitor:
+    """Collects (pix, values) and the cycle of every output handshake."""
+
+    def __init__(self, dut, p: DatapathParams) -> None:
+        self.dut, self.p = dut, p
+        self.values: list[tuple[int, list[int]]] = []
+        self.cycles: list[int] = []
+
+    def sample(self, t: int) -> None:
+        d = self.dut
+        if int(d.out__valid.value) and int(d.out__ready.value):
+            self.values.append(unpack_out(int(d.out__payload.value), self.p))
+            self.cycles.append(t)
+
+
+class Checker:
+    def __init__(self, model: Model, driver: Driver, monitor: Monitor) -> None:
+        self.model, self.driver, self.monitor = model, driver, monitor
+
+    def mismatches(self) -> list[str]:
+        errs = []
+        exp = self.model.outputs
+        got = self.monitor.values
+        if len(got) != len(exp):
+            errs.append(f"{len(got)} outputs, expected {len(exp)}")
+        for n, ((gp, gv), (ep, ev)) in enumerate(zip(got, exp, strict=False)):
+            if gp != ep or gv != [int(v) for v in ev]:
+                errs.append(f"output {n}: pix {gp} {gv[:4]}... != model pix {ep} {list(ev[:4])}...")
+                break
+        if tuple(self.driver.accepts) != self.model.timing.accept_cycles:
+            errs.append("input acceptance cycles differ from the model")
+        if tuple(self.monitor.cycles) != self.model.timing.output_cycles:
+            errs.append("output cycles differ from the model")
+        return errs
+
+
+@cocotb.test()
+async def matmul_tile(dut):
+    with open(os.environ["NVDLA_BENCH_CASE"]) as f:
+        case = json.load(f)
+    p = datapath_params(load_config(case["hw"]), Precision.parse(case["precision"]))
+    model = Model(case, p)
+    driver, monitor = Driver(dut, model, p), Monitor(dut, p)
+    Clock(dut.clk, 10, unit="ns").start()
+    dut.rst.value = 1
+    dut.truncate.value = case["truncate"]
+    dut.dat__valid.value = 0
+    dut.wt__valid.value = 0
+    dut.out__ready.value = 0
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    await RisingEdge(dut.clk)
+    limit = 4 * model.timing.last_out + 100
+    t0 = time.perf_counter()
+    t = 0
+    while len(monitor.values) < len(model.outputs) and t < limit:
+        driver.drive(t)
+        await ReadOnly()
+        driver.sample(t)
+        monitor.sample(t)
+        await RisingEdge(dut.clk)
+        t += 1
+    wall = time.perf_counter() - t0
+    errs = Checker(model, driver, monitor).mismatches()
+    rtl_cycles = monitor.cycles[-1] - driver.accepts[0] + 1 if monitor.cycles and driver.accepts else -1
+    result = {
+        "passed": not errs,
+        "errors": errs,
+        "outputs": len(monitor.values),
+        "rtl_cycles": rtl_cycles,
+        "model_cycles": model.timing.cycles,
+        "simulated_cycles": t,
+        "wall_s": wall,
+    }
+    with open(os.environ["NVDLA_BENCH_RESULT"], "w") as f:
+        json.dump(result, f)
+    assert not errs, "; ".join(errs)

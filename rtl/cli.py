@@ -1,0 +1,84 @@
+"""`nvdla rtl emit` and `nvdla rtl verify` (registered into the nvdla CLI)."""
+
+from __future__ import annotations
+
+import argparse
+
+from nvdla_sim.config import load_config
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.precision import Precision
+
+
+def add_commands(sub, registry: dict) -> None:
+    r = sub.add_parser("rtl", help="the Amaranth CMAC+CACC datapath: emit Verilog, verify against the model")
+    rsub = r.add_subparsers(dest="rtl_command", required=True)
+    e = rsub.add_parser("emit", help="write Verilog for a config")
+    e.add_argument("--hw", default="nv_small")
+    e.add_argument("--precision", default="int8")
+    e.add_argument("-o", "--out", default="build", help="output directory")
+    v = rsub.add_parser("verify", help="run a cocotb/Icarus bench on a tile of a real layer")
+    v.add_argument("--hw", default="nv_small")
+    v.add_argument("--precision", default="int8")
+    v.add_argument("--layer", default="bert-base.qkv", help="<model>.<layer>, layer in qkv, o, qk, pv, ffn1, ffn2")
+    v.add_argument("--seq", type=int, default=128)
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--corner", action="store_true", help="only the extreme values of the precision")
+    v.add_argument("--ready-prob", type=float, default=0.8, help="output back-pressure: P(ready) per cycle")
+    v.add_argument("--truncate", type=int, default=0, help="CACC clip_truncate (0..31)")
+    v.add_argument("--waves", action="store_true", help="dump an FST waveform")
+    v.add_argument("--work-dir", default=None, help="keep build and waves here")
+    registry["rtl"] = _rtl
+
+
+def _prec(text: str) -> Precision:
+    try:
+        return Precision.parse(text)
+    except ValueError as e:
+        raise NvdlaError(str(e)) from None
+
+
+def _rtl(args: argparse.Namespace) -> int:
+    hw = load_config(args.hw)
+    prec = _prec(args.precision)
+    hw.check_precision(prec)
+    if prec.is_float:
+        raise NvdlaError("the RTL datapath is integer-only; use --precision int8 or int16")
+    if args.rtl_command == "emit":
+        from .emit import emit
+
+        print(emit(hw, prec, args.out))
+        return 0
+    from .tiles import layer_tile
+    from .verify import run_bench
+
+    if not 0 <= args.truncate <= 31:
+        raise NvdlaError(f"--truncate must be in 0..31, not {args.truncate}")
+    if not 0 < args.ready_prob <= 1:
+        raise NvdlaError(f"--ready-prob must be in (0, 1], not {args.ready_prob}")
+    tile = layer_tile(args.layer, hw, prec, seq=args.seq, seed=args.seed, corner=args.corner)
+    res = run_bench(
+        hw,
+        prec,
+        tile.x,
+        tile.w,
+        truncate=args.truncate,
+        ready_prob=args.ready_prob,
+        seed=args.seed,
+        work_dir=args.work_dir,
+        waves=args.waves,
+    )
+    print(f"{tile.name} on {hw.fingerprint}")
+    print(
+        f"  result            {'PASS' if res.passed else 'FAIL'}: {res.outputs} outputs bit-exact vs nvdla_sim"
+        if res.passed
+        else f"  result            FAIL: {'; '.join(res.errors)}"
+    )
+    print(
+        f"  cycles            RTL {res.rtl_cycles:,}  model {res.model_cycles:,}  ({'equal' if res.rtl_cycles == res.model_cycles else 'DIFFER'})"
+    )
+    print(
+        f"  simulation        {res.simulated_cycles:,} cycles in {res.wall_s:.2f} s = {res.cycles_per_second:,.0f} cycles/s (Icarus via cocotb)"
+    )
+    if args.work_dir and args.waves:
+        print(f"  waves             {args.work_dir}/sim_build/*.fst")
+    return 0 if res.passed else 1

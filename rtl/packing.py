@@ -1,0 +1,57 @@
+"""Pack/unpack stream payloads to and from the flat bit vectors seen in Verilog (and amaranth.sim).
+
+Offsets come from the Amaranth layouts themselves, so the benches never hard-code a bit position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from amaranth.hdl import Shape
+from amaranth.lib import data
+
+from nvdla_sim.datapath import Beat, DatapathParams
+
+from .datapath import OUT_BITS, dat_layout, out_layout
+
+
+def _field(value: int, width: int) -> int:
+    lo, hi = -(1 << (width - 1)), (1 << width) - 1
+    if not lo <= value <= hi:
+        raise ValueError(f"value {value} does not fit {width} bits")
+    return value & ((1 << width) - 1)
+
+
+def _signed(raw: int, width: int) -> int:
+    return raw - (1 << width) if raw >> (width - 1) else raw
+
+
+def _offsets(layout: data.StructLayout) -> dict[str, tuple[int, int]]:
+    return {name: (f.offset, Shape.cast(f.shape).width) for name, f in layout}
+
+
+def pack_beat(beat: Beat, p: DatapathParams) -> int:
+    off = _offsets(dat_layout(p))
+    word = 0
+    base, _ = off["data"]
+    for c, v in enumerate(beat.data):
+        word |= _field(int(v), p.in_bits) << (base + c * p.in_bits)
+    for name, value in (("pix", beat.pix), ("first", beat.first), ("last", beat.last), ("swap", beat.swap)):
+        o, w = off[name]
+        word |= _field(int(value), w) << o
+    return word
+
+
+def pack_weights(atom: Sequence[int], p: DatapathParams) -> int:
+    word = 0
+    for c, v in enumerate(atom):
+        word |= _field(int(v), p.in_bits) << (c * p.in_bits)
+    return word
+
+
+def unpack_out(word: int, p: DatapathParams) -> tuple[int, list[int]]:
+    off = _offsets(out_layout(p))
+    base, _ = off["data"]
+    vals = [_signed((word >> (base + k * OUT_BITS)) & ((1 << OUT_BITS) - 1), OUT_BITS) for k in range(p.cells)]
+    o, w = off["pix"]
+    return (word >> o) & ((1 << w) - 1), vals

@@ -1,0 +1,1 @@
+"""RTL tier: amaranth.sim tests always run; cocotb/Icarus tests are marked `rtl` and need iverilog."""

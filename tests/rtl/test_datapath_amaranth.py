@@ -1,0 +1,70 @@
+"""The Amaranth datapath in amaranth.sim equals the nvdla_sim golden model, values and cycles."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nvdla_sim import Precision, load_config
+from nvdla_sim.datapath import datapath_outputs, datapath_params, datapath_timing, stripe_beats
+from rtl.amaranth_sim import run_amaranth
+
+
+def _check(p, x, w, ready, truncate=0):
+    beats, sets = stripe_beats(x, w, p)
+    run = run_amaranth(p, beats, sets, ready, truncate=truncate)
+    expect = datapath_outputs(beats, sets, p, truncate=truncate)
+    timing = datapath_timing(beats, sum(len(s) for s in sets), ready, p)
+    assert [(px, v) for px, v in run.values] == [(px, [int(a) for a in v]) for px, v in expect]
+    assert run.accept_cycles == timing.accept_cycles
+    assert run.output_cycles == timing.output_cycles
+    return timing
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.integers(1, 30),
+    st.integers(1, 8),
+    st.floats(0.3, 1.0),
+    st.integers(0, 6),
+    st.integers(0, 2**31),
+)
+def test_random_tiles_with_backpressure(nv_small, pixels, channels, kernels, ready_prob, truncate, seed):
+    p = datapath_params(nv_small, Precision.INT8)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, (pixels, channels))
+    w = rng.integers(-128, 128, (kernels, channels))
+    ready = [bool(v) for v in rng.random(4000) < ready_prob]
+    _check(p, x, w, ready, truncate)
+
+
+def test_no_backpressure_latency(nv_small):
+    """Back-to-back input, sink always ready: last output = last accept + CMAC stages + CACC register."""
+    p = datapath_params(nv_small, Precision.INT8)
+    rng = np.random.default_rng(0)
+    x, w = rng.integers(-128, 128, (16, 8)), rng.integers(-128, 128, (8, 8))
+    timing = _check(p, x, w, [True] * 100)
+    # the first swap waits for 8 weight beats (one cell per cycle)
+    assert timing.first_in == p.cells
+    assert timing.last_out == timing.accept_cycles[-1] + p.latency
+    assert timing.cycles == 16 + p.latency
+
+
+def test_int16_output_saturation():
+    hw = load_config("nv_small").with_values(precisions=["int8", "int16"])
+    p = datapath_params(hw, Precision.INT16)
+    x = np.full((3, 16), 32767)
+    w = np.full((p.cells, 16), 32767)
+    w[1] = -32768
+    _check(p, x, w, [True] * 200)
+    out = datapath_outputs(*stripe_beats(x, w, p), p)
+    assert out[0][1][0] == 2**31 - 1 and out[0][1][1] == -(2**31)
+
+
+def test_bad_params():
+    p = datapath_params(load_config("nv_small"), Precision.INT8)
+    with pytest.raises(ValueError, match="pipeline must be >= 2"):
+        type(p)(**{**p.__dict__, "pipeline": 1})
+    with pytest.raises(ValueError, match="integer-only"):
+        datapath_params(load_config("nv_full"), Precision.FP16)
