@@ -25,7 +25,7 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--host-gflops", type=float, default=20.0)
     m.add_argument("--host-gbs", type=float, default=10.0)
     m.add_argument("--host-overhead-us", type=float, default=10.0)
-    m.add_argument("--report", help="directory for report.json and layers.csv")
+    m.add_argument("--report", help="directory for report.html, report.json, layers.csv and trace.json")
     m.add_argument("--top", type=int, default=15, help="rows of the per-layer table to print")
     registry["map"] = _map
     z = sub.add_parser("zoo", help="list model presets")
@@ -68,13 +68,10 @@ def _map(args: argparse.Namespace) -> int:
     )
     print(format_summary(res, top=args.top))
     if args.report:
-        paths = write_results(res, args.report)
-        try:
-            from .report import write_html
+        from .report import write_html
 
-            paths["html"] = write_html(res, args.report)
-        except ImportError:
-            pass
+        paths = write_results(res, args.report)
+        paths["html"] = write_html(res, args.report)
         for kind, p in paths.items():
             print(f"wrote {kind}: {p}", file=sys.stderr)
     return 0

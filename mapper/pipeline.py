@@ -23,6 +23,7 @@ from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
 from nvdla_sim.simulate import simulate
 from nvdla_sim.stats import LayerStats, Unit, UnitStats
+from nvdla_sim.trace import span_events, write_trace_doc
 
 from .fusion import fuse
 from .lowering import HostModel, LoweringContext, Resource, Task, lower
@@ -60,6 +61,8 @@ class TaskResult:
             "bound": st.bound.value if st else ("host" if self.task.resource == Resource.HOST else "dram"),
             "dram_read": (st.traffic.dram_read * self.task.count) if st else self.task.copy_bytes * self.task.count,
             "dram_write": (st.traffic.dram_write * self.task.count) if st else self.task.copy_bytes * self.task.count,
+            "macs_per_cycle": round(st.macs / st.cycles, 3) if st and st.cycles else 0.0,
+            "macs_per_dram_byte": round(st.macs / max(st.traffic.dram_total, 1), 3) if st else 0.0,
             "tiling": json.dumps(st.detail.get("plan")) if st and st.detail.get("plan") else "",
             "note": self.task.note,
         }
@@ -110,8 +113,18 @@ class MapResult:
             out[r.task.group] = out.get(r.task.group, 0) + r.cycles
         return out
 
+    def by_block(self) -> dict[str, dict[str, int]]:
+        """Cycles per model block (op-name prefix, e.g. layer3) and op group, in model order."""
+        out: dict[str, dict[str, int]] = {}
+        for r in self.results:
+            block = r.task.op.split(".")[0]
+            groups = out.setdefault(block, {})
+            groups[r.task.group] = groups.get(r.task.group, 0) + r.cycles
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         host = self.host_tasks()
+        busy = self.unit_busy()
         return {
             "model": self.model,
             "hw": self.hw.fingerprint,
@@ -124,8 +137,14 @@ class MapResult:
             "throughput_inferences_per_s": round(1e3 / self.latency_ms, 3) if self.latency_ms else 0,
             "macs": self.macs,
             "mac_utilization": round(self.mac_utilization, 6),
+            "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
+            "dram_bytes_per_cycle": self.hw.dram_bytes_per_cycle,
             "cycles_by_group": self.by_group(),
-            "unit_busy": {u: s.to_dict() for u, s in self.unit_busy().items()},
+            "cycles_by_block": self.by_block(),
+            "unit_busy": {u: s.to_dict() for u, s in busy.items()},
+            "unit_utilization": {
+                u: round(s.busy / self.total_cycles, 6) if self.total_cycles else 0.0 for u, s in busy.items()
+            },
             "host_fallback": {
                 "tasks": len(host),
                 "cycles": sum(r.cycles for r in host),
@@ -220,12 +239,19 @@ def map_model(
     return MapResult(str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes)
 
 
+def trace_spans(result: MapResult) -> list[tuple[str, str, int, int]]:
+    """Timeline spans per resource (NVDLA core, BDMA, host) for the Perfetto trace."""
+    return [(r.task.resource.upper(), r.task.name, r.start, r.end) for r in result.results]
+
+
 def write_results(result: MapResult, out_dir: str | Path) -> dict[str, Path]:
-    """Write report.json and layers.csv (and return their paths)."""
+    """Write report.json, layers.csv and trace.json (and return their paths)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     d = result.to_dict()
-    paths = {"json": out / "report.json", "csv": out / "layers.csv"}
+    paths = {"json": out / "report.json", "csv": out / "layers.csv", "trace": out / "trace.json"}
+    process = f"{result.model} on {result.hw.fingerprint}"
+    write_trace_doc(paths["trace"], span_events(trace_spans(result), clock_mhz=result.hw.clock_mhz, process=process))
     tmp = paths["json"].with_suffix(".json.tmp")
     tmp.write_text(json.dumps(d, indent=2))
     tmp.replace(paths["json"])

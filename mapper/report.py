@@ -1,0 +1,187 @@
+"""Self-contained HTML report (tables + matplotlib PNGs embedded as data URIs, no scripts, opens offline).
+
+Everything shown is read from MapResult.to_dict(); the renderer only formats and draws.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+GROUP_COLOURS = {
+    "matmul": "#4472c4",
+    "attention": "#ed7d31",
+    "softmax": "#a5a5a5",
+    "layernorm": "#ffc000",
+    "elementwise": "#5b9bd5",
+    "host": "#c00000",
+    "other": "#70ad47",
+}
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def roofline_plot(d: dict[str, Any]) -> str:
+    peak, bw = d["peak_macs_per_cycle"], d["dram_bytes_per_cycle"]
+    rows = [r for r in d["layers"] if r["macs"] > 0]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    xs = [max(r["macs_per_dram_byte"], 1e-3) for r in rows]
+    lo, hi = min([*xs, 0.1]) / 2, max([*xs, peak / bw * 4]) * 2
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    ax.plot(grid, [min(peak, x * bw) for x in grid], "k-", lw=1.5, label=f"roof: {peak} MACs/cycle, {bw:g} B/cycle")
+    for group in sorted({r["group"] for r in rows}):
+        sel = [r for r in rows if r["group"] == group]
+        ax.scatter(
+            [max(r["macs_per_dram_byte"], 1e-3) for r in sel],
+            [r["macs_per_cycle"] for r in sel],
+            s=18,
+            color=GROUP_COLOURS.get(group, "#888"),
+            label=group,
+            alpha=0.8,
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (MACs per DRAM byte)")
+    ax.set_ylabel("achieved MACs per cycle")
+    ax.set_title("Roofline (hardware layers)")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, which="both", alpha=0.3)
+    return _png(fig)
+
+
+def breakdown_plot(d: dict[str, Any]) -> str:
+    blocks = d["cycles_by_block"]
+    names = list(blocks)
+    groups = sorted({g for b in blocks.values() for g in b})
+    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(names)), 4))
+    bottom = [0.0] * len(names)
+    for g in groups:
+        vals = [blocks[n].get(g, 0) / d["hw_config"]["clock_mhz"] for n in names]
+        ax.bar(names, vals, bottom=bottom, color=GROUP_COLOURS.get(g, "#888"), label=g)
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.set_ylabel("busy time (us, summed over resources)")
+    ax.set_title("Time by op type per block")
+    ax.tick_params(axis="x", rotation=90, labelsize=7)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def units_plot(d: dict[str, Any]) -> str:
+    util = d["unit_utilization"]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    names = list(util)
+    ax.barh(names, [100 * util[n] for n in names], color="#4472c4")
+    ax.set_xlabel("busy % of end-to-end cycles")
+    ax.set_xlim(0, 100)
+    ax.set_title("Per-unit utilization")
+    return _png(fig)
+
+
+def timeline_plot(d: dict[str, Any]) -> str:
+    rows = d["layers"]
+    resources = sorted({r["resource"] for r in rows})
+    fig, ax = plt.subplots(figsize=(9, 1 + 0.6 * len(resources)))
+    clock = d["hw_config"]["clock_mhz"]
+    for i, res in enumerate(resources):
+        for g in sorted({r["group"] for r in rows if r["resource"] == res}):
+            spans = [
+                (r["start"] / clock, (r["end"] - r["start"]) / clock)
+                for r in rows
+                if r["resource"] == res and r["group"] == g
+            ]
+            ax.broken_barh(spans, (i - 0.4, 0.8), color=GROUP_COLOURS.get(g, "#888"), label=f"{g}" if i == 0 else None)
+    ax.set_yticks(range(len(resources)), resources)
+    ax.set_xlabel("time (us)")
+    ax.set_title("Timeline by resource")
+    return _png(fig)
+
+
+def _table(headers: list[str], rows: list[list[Any]], *, table_id: str) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def render_html(d: dict[str, Any]) -> str:
+    hf = d["host_fallback"]
+    summary = [
+        ["model", d["model"]],
+        ["hardware", d["hw"]],
+        ["precision / batch / seq", f"{d['precision']} / {d['batch']} / {d['seq']}"],
+        ["end-to-end cycles", f"{d['total_cycles']:,}"],
+        ["latency", f"{d['latency_ms']:.3f} ms"],
+        ["throughput", f"{d['throughput_inferences_per_s']:,.1f} inferences/s"],
+        ["MACs", f"{d['macs']:,}"],
+        ["MAC utilization", f"{100 * d['mac_utilization']:.1f}%"],
+        ["host fallback", f"{hf['tasks']} tasks, {hf['cycles']:,} cycles"],
+    ]
+    layers = [
+        [
+            r["name"],
+            r["group"],
+            r["resource"],
+            r["count"],
+            f"{r['cycles']:,}",
+            f"{100 * r['mac_utilization']:.1f}%",
+            r["bound"],
+            r["start"],
+            r["end"],
+            r["note"],
+        ]
+        for r in d["layers"]
+    ]
+    units = [
+        [u, f"{s['busy']:,}", f"{s['stall']:,}", f"{100 * d['unit_utilization'][u]:.1f}%"]
+        for u, s in d["unit_busy"].items()
+    ]
+    groups = [[g, f"{c:,}"] for g, c in sorted(d["cycles_by_group"].items(), key=lambda kv: -kv[1])]
+    host = [[n] for n in hf["ops"]] or [["none: every op runs on NVDLA"]]
+    images = {
+        "roofline": roofline_plot(d),
+        "breakdown": breakdown_plot(d),
+        "units": units_plot(d),
+        "timeline": timeline_plot(d),
+    }
+    imgs = "".join(f'<figure><img id="plot-{k}" alt="{k}" src="{v}"></figure>' for k, v in images.items())
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in d["notes"])
+    css = (
+        "body{font-family:sans-serif;margin:1.5em;max-width:1400px}table{border-collapse:collapse;margin:.5em 0 1.5em}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;text-align:left}th{background:#eee}"
+        "figure{display:inline-block;margin:.5em}img{max-width:100%}"
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(d['model'])} on {html.escape(d['hw'])}</title>"
+        f"<style>{css}</style></head><body>"
+        f"<h1>{html.escape(d['model'])} on {html.escape(d['hw'])}</h1>"
+        f"<h2>Summary</h2>{_table(['metric', 'value'], summary, table_id='summary')}"
+        f"<h2>Plots</h2>{imgs}"
+        f"<h2>Time by op type</h2>{_table(['group', 'cycles (summed over resources)'], groups, table_id='groups')}"
+        f"<h2>Per-unit utilization</h2>{_table(['unit', 'busy', 'stall', 'busy %'], units, table_id='units')}"
+        f"<h2>Host fallback</h2>{_table(['op'], host, table_id='host')}"
+        f"<h2>Per-layer</h2>"
+        + _table(
+            ["name", "group", "resource", "count", "cycles", "MAC util", "bound", "start", "end", "note"],
+            layers,
+            table_id="layers",
+        )
+        + f"<h2>Notes</h2><ul>{notes}</ul></body></html>"
+    )
+
+
+def write_html(result, out_dir: str | Path) -> Path:
+    path = Path(out_dir) / "report.html"
+    path.write_text(render_html(result.to_dict()))
+    return path
