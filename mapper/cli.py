@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 
 from nvdla_sim.config import load_config
@@ -28,9 +30,50 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--report", help="directory for report.html, report.json, layers.csv and trace.json")
     m.add_argument("--top", type=int, default=15, help="rows of the per-layer table to print")
     registry["map"] = _map
+    sw = sub.add_parser("sweep", help="run a design-space sweep from a TOML file (resumable, SQLite)")
+    sw.add_argument("file", help="sweep TOML (see mapper/sweep.py and examples/sweep_bert.toml)")
+    sw.add_argument("--db", default=None, help="SQLite results file (default: <out>/sweep.sqlite)")
+    sw.add_argument("--out", default="out/sweep", help="directory for the database, pareto.csv and pareto.png")
+    sw.add_argument(
+        "--executor", choices=["serial", "local", "dask"], default=None, help="default: local, or dask with --scheduler"
+    )
+    sw.add_argument("--workers", type=int, default=2, help="local worker processes")
+    sw.add_argument("--scheduler", default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786")
+    registry["sweep"] = _sweep
     z = sub.add_parser("zoo", help="list model presets")
     z.set_defaults()
     registry["zoo"] = _zoo
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from .sweep import load_sweep, pareto_front, run_sweep, write_pareto
+
+    spec = load_sweep(args.file)
+    out = Path(args.out)
+    db = Path(args.db) if args.db else out / "sweep.sqlite"
+    executor = args.executor or ("dask" if args.scheduler else "local")
+    if args.workers < 1:
+        raise NvdlaError(f"--workers must be >= 1, not {args.workers}")
+    n = len(spec.points())
+    t0 = time.perf_counter()
+    rows = run_sweep(spec, db, executor=executor, workers=args.workers, scheduler=args.scheduler, progress=True)
+    wall = time.perf_counter() - t0
+    paths = write_pareto(rows, out)
+    errors = [r for r in rows if r["status"] != "ok"]
+    front = pareto_front(rows)
+    print(
+        f"sweep {spec.name}: {len(rows)}/{n} points in {db} ({wall:.1f} s this run), {len(errors)} errors, "
+        f"{len(front)} on the Pareto front"
+    )
+    for r in front[:10]:
+        print(
+            f"  {r['model']} s{r['seq']} b{r['batch']}  {r['latency_ms']:.3f} ms  {int(r['peak_macs_per_cycle'])} MACs  "
+            f"{int(r['cbuf_bytes']) // 1024} KiB  {json.dumps(r['params']['hw'], sort_keys=True)}"
+        )
+    for r in errors[:5]:
+        print(f"  error {r['id']}: {r['error']}", file=sys.stderr)
+    print(f"wrote {paths['csv']} and {paths['png']}", file=sys.stderr)
+    return 0
 
 
 def _zoo(args: argparse.Namespace) -> int:

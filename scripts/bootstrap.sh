@@ -31,3 +31,11 @@ if [ "${NVDLA_NEED_IVERILOG:-0}" = 1 ] && ! command -v iverilog >/dev/null 2>&1;
     exit 1
   fi
 fi
+
+# Headless Chromium for the report-rendering test: best effort (the test skips, saying why, without it).
+if [ "${NVDLA_WANT_CHROMIUM:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1 \
+   && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "bootstrap: installing chromium for the HTML report test (apt-get install -y chromium)" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 \
+    || echo "bootstrap: chromium install failed; the report-rendering test will be skipped" >&2
+fi

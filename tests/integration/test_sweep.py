@@ -1,0 +1,134 @@
+"""Sweeps: named errors for bad files, resume after a hard kill, identical results local vs Dask."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mapper.sweep import load_sweep, pareto_front, run_sweep, sweep_from_dict
+from nvdla_sim import NvdlaError
+
+SWEEP = """
+name = "t"
+base = "nv_full"
+[space]
+"mac.atomic_c" = [32, 64]
+"cbuf.bank_depth" = [256, 512]
+"memory.dram_bandwidth_gbs" = [12.8, 51.2]
+precision = ["int8"]
+[workloads]
+models = ["bert-base"]
+seq = [32]
+"""
+
+
+def _strip(rows):
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in rows]
+
+
+@pytest.fixture
+def sweep_file(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text(SWEEP)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"workloads": {"models": ["bert-base"]}, "colour": 1}, "unknown key(s) ['colour']"),
+        ({"base": "nv_mega", "workloads": {"models": ["bert-base"]}}, "base: unknown hardware config 'nv_mega'"),
+        (
+            {"space": {"mac.atomic_c": [3]}, "workloads": {"models": ["bert-base"]}},
+            "space.mac.atomic_c: nv_full (modified): mac.atomic_c must be a power of two, not 3",
+        ),
+        (
+            {"space": {"mac.rows": [3]}, "workloads": {"models": ["bert-base"]}},
+            "space.mac.rows: unknown config field 'mac.rows'",
+        ),
+        (
+            {"space": {"precision": ["int4"]}, "workloads": {"models": ["bert-base"]}},
+            "space.precision: unknown precision 'int4'",
+        ),
+        ({"workloads": {"models": ["bert-huge"]}}, "workloads.models: unknown model 'bert-huge'"),
+        (
+            {"workloads": {"models": ["gpt2"], "seq": [0]}},
+            "workloads.seq must be a non-empty list of positive integers",
+        ),
+        ({}, "missing [workloads] table"),
+    ],
+)
+def test_invalid_sweeps_name_the_key(data, message):
+    with pytest.raises(NvdlaError) as e:
+        sweep_from_dict(data, source="bad.toml")
+    assert str(e.value).startswith("bad.toml: ") and message in str(e.value)
+
+
+def test_resume_after_kill_loses_and_duplicates_nothing(sweep_file, tmp_path):
+    spec = load_sweep(sweep_file)
+    reference = _strip(run_sweep(spec, tmp_path / "ref.sqlite", executor="serial"))
+    assert len(reference) == 8 and all(r["status"] == "ok" for r in reference)
+    db = tmp_path / "out" / "sweep.sqlite"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nvdla_sim.cli",
+            "sweep",
+            str(sweep_file),
+            "--executor",
+            "serial",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 120
+    rows = 0
+    while time.time() < deadline and proc.poll() is None:
+        if db.exists():
+            try:
+                rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM points").fetchone()[0]
+            except sqlite3.OperationalError:
+                rows = 0
+            if rows >= 2:
+                break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = sqlite3.connect(db).execute("SELECT COUNT(*) FROM points").fetchone()[0]
+    assert 2 <= partial < 8, "the kill should land mid-sweep"
+    resumed = _strip(run_sweep(spec, db, executor="serial"))
+    assert resumed == reference
+    assert sqlite3.connect(db).execute("SELECT COUNT(DISTINCT id), COUNT(*) FROM points").fetchone() == (8, 8)
+
+
+def test_local_and_dask_executors_agree(sweep_file, tmp_path):
+    from distributed import Client, LocalCluster
+
+    spec = load_sweep(sweep_file)
+    local = _strip(run_sweep(spec, tmp_path / "local.sqlite", executor="local", workers=2))
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        dask_rows = _strip(run_sweep(spec, tmp_path / "dask.sqlite", executor="dask", scheduler=client))
+    assert dask_rows == local
+    front = pareto_front(local)
+    assert front and all(r["status"] == "ok" for r in front)
+    best = min(r["latency_ms"] for r in local)
+    assert any(r["latency_ms"] == best for r in front)
+
+
+def test_cli_sweep_writes_pareto(sweep_file, tmp_path, capsys):
+    from nvdla_sim.cli import main
+
+    assert main(["sweep", str(sweep_file), "--out", str(tmp_path), "--executor", "serial"]) == 0
+    out = capsys.readouterr().out
+    assert "8/8 points" in out and "Pareto front" in out
+    assert (tmp_path / "pareto.csv").read_text().count("\n") >= 2 and (tmp_path / "pareto.png").stat().st_size > 1000
