@@ -15,6 +15,7 @@ def test_map_bert_writes_json_and_csv(tmp_path, capsys):
     assert d["total_cycles"] == max(int(r["end"]) for r in rows)
     assert d["macs"] == 11_180_900_352
     assert d["host_fallback"]["tasks"] >= 1  # the embedding lookup
+    assert (tmp_path / "report.html").stat().st_size > 10_000 and (tmp_path / "trace.json").exists()
 
 
 def test_map_errors(capsys):
