@@ -27,15 +27,19 @@ from .tiling import LoopOrder, TilePlan, bytes_per_kernel, check_plan, footprint
 
 @lru_cache(maxsize=8192)
 def _blocks(pixels: int, kernels: int, channel_ops: int, ideal: int, load: int, rate: int) -> tuple:
-    """(compute, useful, drain) per stripe of one kernel group over `pixels` output points."""
-    return tuple(
-        (
+    """Runs of (count, compute, useful, drain) per stripe of one kernel group over `pixels` output points."""
+    runs: list[list[int]] = []
+    for length in csc.stripe_lengths(pixels, ideal):
+        block = [
             channel_ops * csc.stripe_op_cycles(length, load),
             channel_ops * length,
             math.ceil(length * kernels / rate),
-        )
-        for length in csc.stripe_lengths(pixels, ideal)
-    )
+        ]
+        if runs and runs[-1][1:] == block:
+            runs[-1][0] += 1
+        else:
+            runs.append([1, *block])
+    return tuple(tuple(r) for r in runs)
 
 
 def drain_rate(layer: ConvLayer, hw: HwConfig) -> int:

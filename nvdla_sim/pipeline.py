@@ -36,7 +36,7 @@ class Item:
     name: str
     fetches: tuple[Fetch, ...]  # fetches this item triggers
     uses: tuple[int, ...]  # fetch events whose data the item needs (including its own)
-    blocks: Sequence[tuple[int, int, int]]  # (compute cycles, of which useful atomic ops, drain cycles)
+    blocks: Sequence[tuple[int, int, int, int]]  # runs of (count, compute cycles, useful atomic ops, drain cycles)
     write_bytes: int
     write_memory: Memory
 
@@ -108,7 +108,7 @@ def run_items(
         whole = [e for e in it.uses if e not in streamed]
         partial = [e for e in it.uses if e in streamed]
         need = max((arrival[e] for e in whole), default=0.0)
-        n_blocks = max(len(it.blocks), 1)
+        n_blocks = max(sum(run[0] for run in it.blocks), 1)
         if partial:
             need = max(need, *(_share(first_beat[e], arrival[e], 1 / n_blocks) for e in partial))
         start_c = max(core_free, need)
@@ -116,22 +116,39 @@ def run_items(
         t = start_c
         first_drain = None
         c_end = start_c
-        for j, (c, useful, d) in enumerate(it.blocks):
-            if partial and j:
-                ready = max(_share(first_beat[e], arrival[e], (j + 1) / n_blocks) for e in partial)
-                if ready > t:
-                    wait_fetch += ready - t
-                    t = ready
-            c_end = t + c
-            compute_busy += useful
-            bubbles += c - useful
-            d_start = max(c_end, drain_end)
-            drain_end = d_start + d
-            drain_busy += d
-            wait_drain += d_start - c_end
-            if first_drain is None:
-                first_drain = d_start
-            t = d_start  # assembly buffer frees when the block moves to delivery
+        j = 0  # index of the next block in the item (for streamed data shares)
+        for count, c, useful, d in it.blocks:
+            compute_busy += count * useful
+            bubbles += count * (c - useful)
+            drain_busy += count * d
+            last_ready = max((_share(first_beat[e], arrival[e], (j + count) / n_blocks) for e in partial), default=0.0)
+            if last_ready <= t:
+                # Closed form for a run of identical blocks whose data has arrived: after the first block,
+                # each block starts max(c, d) after the previous one (compute- or drain-paced).
+                d_start = max(t + c, drain_end)
+                wait_drain += d_start - (t + c) + (count - 1) * (max(c, d) - c)
+                if first_drain is None:
+                    first_drain = d_start
+                pace = max(c, d)
+                c_end = d_start + (count - 2) * pace + c if count >= 2 else t + c
+                t = d_start + (count - 1) * pace
+                drain_end = t + d
+                j += count
+                continue
+            for _ in range(count):
+                if partial and j:
+                    ready = max(_share(first_beat[e], arrival[e], (j + 1) / n_blocks) for e in partial)
+                    if ready > t:
+                        wait_fetch += ready - t
+                        t = ready
+                c_end = t + c
+                d_start = max(c_end, drain_end)
+                drain_end = d_start + d
+                wait_drain += d_start - c_end
+                if first_drain is None:
+                    first_drain = d_start
+                t = d_start  # assembly buffer frees when the block moves to delivery
+                j += 1
         compute_end = c_end
         core_free = t
         if record_events and it.blocks:

@@ -83,7 +83,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events:
                 name=f"chunk {i}",
                 fetches=tuple(fetches),
                 uses=tuple(uses),
-                blocks=((0, 0, math.ceil(elements * share / rate)),),
+                blocks=((1, 0, 0, math.ceil(elements * share / rate)),),
                 write_bytes=math.ceil(out_bytes * share),
                 write_memory=layer.output_memory,
             )

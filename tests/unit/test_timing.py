@@ -137,3 +137,49 @@ def test_events_are_ordered_and_inside_run(nv_full):
     assert st.events
     for e in st.events:
         assert 0 <= e.start <= e.end <= st.cycles
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 20), st.integers(1, 40), st.integers(0, 40), st.integers(1, 60)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(1, 5),
+    st.integers(0, 5000),
+)
+def test_run_closed_form_equals_block_loop(runs, items, nbytes):
+    """Runs of identical blocks (closed form) schedule exactly like the same blocks one by one."""
+    from nvdla_sim.pipeline import Fetch, Item, run_items
+
+    runs = [(n, c, min(u, c), d) for n, c, u, d in runs]
+    expanded = [(1, c, u, d) for n, c, u, d in runs for _ in range(n)]
+
+    def go(blocks):
+        its = [
+            Item(
+                f"i{i}",
+                (Fetch(i, "data", "dma", nbytes, Memory.DRAM, "f", streamed=True),),
+                (i,),
+                blocks,
+                64,
+                Memory.DRAM,
+            )
+            for i in range(items)
+        ]
+        ports = {Memory.DRAM: MemoryPort(8.0, 50)}
+        return run_items(
+            its,
+            capacities={"data": 2},
+            ports=ports,
+            fetch_unit=Unit.CDMA,
+            compute_unit=Unit.CMAC,
+            drain_unit=Unit.SDP,
+            record_events=False,
+        )
+
+    a, b = go(tuple(runs)), go(tuple(expanded))
+    assert a.end == pytest.approx(b.end, abs=1e-6)
+    assert (a.compute_busy, a.compute_bubbles, a.drain_busy) == (b.compute_busy, b.compute_bubbles, b.drain_busy)
+    assert a.wait_drain == pytest.approx(b.wait_drain, abs=1e-6)
+    assert a.wait_fetch == pytest.approx(b.wait_fetch, abs=1e-6)
