@@ -15,7 +15,9 @@ from nvdla_sim.precision import Precision
 
 def add_commands(sub, registry: dict) -> None:
     m = sub.add_parser("map", help="map a transformer onto NVDLA, simulate it and report")
-    m.add_argument("model", help="preset (see `nvdla zoo`), a Hugging Face config.json, or an .onnx file")
+    m.add_argument(
+        "model", help="transformer or CNN preset (see `nvdla zoo`), a Hugging Face config.json, or an .onnx file"
+    )
     m.add_argument("--hw", default="nv_full", help="config name or .toml path")
     m.add_argument("--seq", type=int, default=128, help="sequence length (ignored by vision models)")
     m.add_argument("--dec-seq", type=int, default=None, help="decoder sequence length (T5); default --seq")
@@ -77,6 +79,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _zoo(args: argparse.Namespace) -> int:
+    from .cnn_zoo import CNN_PRESETS
+    from .workload import OpKind, ops_in_order
     from .zoo import PRESETS
 
     for name, spec in PRESETS.items():
@@ -84,13 +88,18 @@ def _zoo(args: argparse.Namespace) -> int:
         print(
             f"{name:<18}{spec.family:<12}{layers:>3} blocks  hidden {spec.stages[-1].hidden:<5} attention {spec.attention.value}"
         )
+    for name, build in CNN_PRESETS.items():
+        ops = ops_in_order(build(1))
+        convs = sum(1 for o in ops if o.kind is OpKind.CONV)
+        gmacs = sum(o.macs for o in ops) / 1e9
+        print(f"{name:<18}{'cnn':<12}{convs:>3} convs   {gmacs:.2f} GMACs per image")
     return 0
 
 
 def _map(args: argparse.Namespace) -> int:
     from .lowering import HostModel
     from .pipeline import map_model, write_results
-    from .zoo import build_graph, resolve_model
+    from .zoo import model_graph
 
     try:
         prec = Precision.parse(args.precision)
@@ -98,16 +107,13 @@ def _map(args: argparse.Namespace) -> int:
         raise NvdlaError(str(e)) from None
     hw = load_config(args.hw)
     hw.check_precision(prec)
-    src = resolve_model(args.model)
-    if isinstance(src, Path):
-        from .onnx_import import graph_from_onnx
-
-        g = graph_from_onnx(src, batch=args.batch, seq=args.seq, host_fallback=args.host_fallback)
-    else:
-        g = build_graph(src, batch=args.batch, seq=args.seq, dec_seq=args.dec_seq)
+    g = model_graph(args.model, batch=args.batch, seq=args.seq, dec_seq=args.dec_seq, host_fallback=args.host_fallback)
     host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
+    from .cnn_zoo import CNN_PRESETS
+
+    seq = 0 if args.model in CNN_PRESETS else args.seq  # CNN inputs have no sequence length
     res = map_model(
-        g, hw, precision=prec, batch=args.batch, seq=args.seq, host=host, softmax=args.softmax, layernorm=args.layernorm
+        g, hw, precision=prec, batch=args.batch, seq=seq, host=host, softmax=args.softmax, layernorm=args.layernorm
     )
     print(format_summary(res, top=args.top))
     if args.report:
@@ -123,7 +129,7 @@ def _map(args: argparse.Namespace) -> int:
 def format_summary(res, *, top: int) -> str:
     d = res.to_dict()
     lines = [
-        f"{res.model} (batch {res.batch}, seq {res.seq}, {res.precision.value}) on {res.hw.fingerprint}",
+        f"{res.model} (batch {res.batch}{f', seq {res.seq}' if res.seq else ''}, {res.precision.value}) on {res.hw.fingerprint}",
         f"  end-to-end        {res.total_cycles:,} cycles = {res.latency_ms:.3f} ms at {res.hw.clock_mhz:g} MHz"
         f"  ({d['throughput_inferences_per_s']:,.1f} inferences/s)",
         f"  MACs              {res.macs:,}  (MAC utilization over the run {res.mac_utilization:.1%})",

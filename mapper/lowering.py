@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, SdpLayer, SdpSpec
+from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 
 from .workload import Op, OpKind
@@ -69,10 +69,12 @@ class Task:
 
 @dataclass(frozen=True)
 class Fused:
-    """What the fusion pass folded into a matmul's SDP."""
+    """What the fusion pass folded into a matmul's or convolution's SDP (and PDP)."""
 
-    activation: OpKind | None = None
-    residual: bool = False
+    activation: OpKind | None = None  # ReLU, or a LUT activation (GELU, tanh, ...)
+    residual: bool = False  # per-element add of another tensor (EW, or X1 per-element without EW)
+    residual_input: str = ""  # the op producing the other operand
+    pool: PoolSpec | None = None  # on-the-fly pooling after SDP (convolutions)
 
 
 @dataclass
@@ -164,8 +166,8 @@ def _relayout(op: Op, name: str, nbytes: int, ctx: LoweringContext, count: int, 
 # ---- per-kind lowerings -----------------------------------------------------------------------------
 
 
-def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
-    f = ctx.fused.get(op.name, Fused())
+def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMode.NONE) -> SdpSpec:
+    """SDP pass of a linear layer or convolution: bias, optional scale (folded BN), activation, residual."""
     residual_mode = OperandMode.NONE
     bias_mode = OperandMode.PER_KERNEL
     if f.residual:
@@ -173,9 +175,26 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
             residual_mode = OperandMode.PER_ELEMENT
         else:
             bias_mode = OperandMode.PER_ELEMENT  # X1 ALU with a per-element operand (no EW unit)
-    spec = SdpSpec(
-        bias=bias_mode, relu=f.activation is OpKind.RELU, lut=f.activation is OpKind.GELU, eltwise=residual_mode
-    )
+    lut = f.activation in (OpKind.GELU, OpKind.LUT)
+    return SdpSpec(bias=bias_mode, scale=scale, relu=f.activation is OpKind.RELU, lut=lut, eltwise=residual_mode)
+
+
+def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
+    f = ctx.fused.get(op.name, Fused())
+    spec = _fused_sdp(f, ctx, scale=OperandMode.PER_KERNEL if op.attrs.get("bn") else OperandMode.NONE)
+    layer = ConvLayer(op.name, ConvShape(**op.attrs["conv"]), ctx.precision, spec, pool=f.pool)
+    note = f"groups={op.attrs['groups']}" if op.attrs.get("groups", 1) > 1 else ""
+    return [_hw(op, layer, note=note)]
+
+
+def lower_pool(op: Op, ctx: LoweringContext) -> list[Task]:
+    w, h, c = op.attrs["in"]
+    return [_hw(op, PdpLayer(op.name, w, h, c, ctx.precision, op.attrs["pool"]), note="PDP from memory")]
+
+
+def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
+    f = ctx.fused.get(op.name, Fused())
+    spec = _fused_sdp(f, ctx)
     tasks = []
     if op.attrs.get("im2col"):
         note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
@@ -300,6 +319,8 @@ def lower_host(op: Op, ctx: LoweringContext) -> list[Task]:
 
 LOWERINGS: dict[OpKind, Callable[[Op, LoweringContext], list[Task]]] = {
     OpKind.MATMUL: lower_matmul,
+    OpKind.CONV: lower_conv,
+    OpKind.POOL: lower_pool,
     OpKind.ATTN_SCORES: lower_scores,
     OpKind.ATTN_CONTEXT: lower_context,
     OpKind.SOFTMAX: lower_softmax,

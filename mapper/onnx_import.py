@@ -8,6 +8,7 @@ in which case it becomes an explicit host task in the report.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -43,6 +44,7 @@ _VIEWS = {
     "Equal",
     "Range",
 }
+_CNN = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization"}
 SUPPORTED = sorted(
     {
         "MatMul",
@@ -55,6 +57,7 @@ SUPPORTED = sorted(
         *_ELEMENTWISE,
         *_LUT,
         *_VIEWS,
+        *_CNN,
     }
 )
 
@@ -105,7 +108,14 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
         y = shape(node.output[0], node)
         rows = math.prod(y[:-1]) if len(y) > 1 else 1
         cols = y[-1]
-        if op_t in ("MatMul", "Gemm"):
+        if op_t == "BatchNormalization" and deps and out.g.nodes[deps[0]]["op"].kind is OpKind.CONV:
+            conv = out.g.nodes[deps[0]]["op"]  # BN folds into the convolution's SDP scale (X2)
+            out.g.nodes[deps[0]]["op"] = dataclasses.replace(conv, attrs={**conv.attrs, "bn": True})
+            producer[node.output[0]] = deps[0]
+            continue
+        if op_t in _CNN:
+            op = _cnn_op(node, name, shapes, shape, path, inits)
+        elif op_t in ("MatMul", "Gemm"):
             a = shape(node.input[0], node)
             k = a[-1] if not (op_t == "Gemm" and _attr(node, "transA", 0)) else a[0]
             if node.input[1] in inits:
@@ -151,7 +161,70 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
 
 
 def _is_matmul(out: Graph, name: str) -> bool:
-    return out.g.nodes[name]["op"].kind is OpKind.MATMUL
+    return out.g.nodes[name]["op"].kind in (OpKind.MATMUL, OpKind.CONV)
+
+
+def _ints(node, name: str, default: list[int]) -> list[int]:
+    for a in node.attribute:
+        if a.name == name:
+            return list(a.ints)
+    return default
+
+
+def _cnn_op(node, name: str, shapes, shape, path: Path, inits: set[str]) -> Op:
+    """Conv / pooling nodes (NCHW) as CONV / POOL ops with NVDLA geometry."""
+    from nvdla_sim.errors import ShapeError
+    from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
+
+    n, c, h, w = shape(node.input[0], node)
+    try:
+        if node.op_type == "Conv":
+            if node.input[1] not in inits:
+                raise NvdlaError(f"{path}: node {name!r} (Conv): weights must be an initializer")
+            k, cg, r, s_ = shape(node.input[1], node)
+            groups = _attr(node, "group", 1)
+            st = _ints(node, "strides", [1, 1])
+            pads = _ints(node, "pads", [0, 0, 0, 0])  # top, left, bottom, right
+            dil = _ints(node, "dilations", [1, 1])
+            geo = dict(
+                in_w=w,
+                in_h=h,
+                in_c=cg,
+                out_k=k // groups,
+                kernel_w=s_,
+                kernel_h=r,
+                stride_x=st[1],
+                stride_y=st[0],
+                pad_left=pads[1],
+                pad_right=pads[3],
+                pad_top=pads[0],
+                pad_bottom=pads[2],
+                dilation_x=dil[1],
+                dilation_y=dil[0],
+            )
+            cs = ConvShape(**geo)
+            return Op(
+                name,
+                OpKind.CONV,
+                cs.out_pixels,
+                k // groups,
+                k=cg * r * s_,
+                count=n * groups,
+                group="conv",
+                attrs={"conv": geo, "groups": groups},
+            )
+        if node.op_type == "GlobalAveragePool":
+            spec = PoolSpec(PoolMode.AVG, w, h, 1, 1)
+        else:
+            ks = _ints(node, "kernel_shape", [1, 1])
+            st = _ints(node, "strides", [1, 1])
+            pads = _ints(node, "pads", [0, 0, 0, 0])
+            mode = PoolMode.MAX if node.op_type == "MaxPool" else PoolMode.AVG
+            spec = PoolSpec(mode, ks[1], ks[0], st[1], st[0], pads[1], pads[3], pads[0], pads[2])
+        ow, oh = spec.out_size(w, h)
+        return Op(name, OpKind.POOL, ow * oh, c, count=n, group="pool", attrs={"pool": spec, "in": (w, h, c)})
+    except ShapeError as e:
+        raise NvdlaError(f"{path}: node {name!r} ({node.op_type}): {e}") from None
 
 
 def _attr(node, name: str, default):

@@ -171,6 +171,9 @@ def lower_graph(g: nx.DiGraph, ctx: LoweringContext) -> tuple[list[Task], list[l
             last_task[op.name] = pred_tasks  # its work happens inside the producer's SDP
             continue
         lowered = lower(op, ctx)
+        extra = ctx.fused.get(op.name)
+        if extra is not None and extra.residual_input:  # the residual operand is read by this layer's SDP
+            pred_tasks = sorted({*pred_tasks, *last_task.get(extra.residual_input, [])})
         prev = pred_tasks
         for t in lowered:
             tasks.append(t)

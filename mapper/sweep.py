@@ -140,11 +140,13 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
     models = wl.get("models")
     if not isinstance(models, list) or not models:
         raise err("workloads.models must be a non-empty list of presets or config.json paths")
+    from .cnn_zoo import CNN_PRESETS
     from .zoo import resolve_model
 
     for m in models:
         try:
-            resolve_model(str(m))
+            if str(m) not in CNN_PRESETS:
+                resolve_model(str(m))
         except NvdlaError as e:
             raise err(f"workloads.models: {e}") from None
     seqs, batches = wl.get("seq", [128]), wl.get("batch", [1])
@@ -164,7 +166,7 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
 def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
     """Map one workload on one config; returns a result row (status 'error' with the message on failure)."""
     from .pipeline import map_model
-    from .zoo import build_graph, resolve_model
+    from .zoo import model_graph
 
     t0 = time.perf_counter()
     row: dict[str, Any] = {"id": p["id"], "params": p}
@@ -172,10 +174,7 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
         hw_params = dict(p["hw"])
         prec = Precision.parse(str(hw_params.pop("precision", "int8")))
         hw = load_config(p["base"]).with_values(**hw_params) if hw_params else load_config(p["base"])
-        spec = resolve_model(p["model"])
-        if isinstance(spec, Path):
-            raise NvdlaError("ONNX workloads are not supported in sweeps yet; use a preset or config.json")
-        g = build_graph(spec, batch=p["batch"], seq=p["seq"])
+        g = model_graph(p["model"], batch=p["batch"], seq=p["seq"])
         opts = p.get("options", {})
         res = map_model(
             g,

@@ -14,6 +14,8 @@ import networkx as nx
 
 class OpKind(enum.Enum):
     MATMUL = "matmul"  # activation [m, k] x weight [k, n] (+ bias)
+    CONV = "conv"  # direct convolution; attrs["conv"] holds the per-group ConvShape fields, count = batch x groups
+    POOL = "pool"  # PDP pooling; attrs["pool"] is a PoolSpec, attrs["in"] = (w, h, c)
     ATTN_SCORES = "attn_scores"  # Q [m, k] x K^T [k, n] per head: both activations
     ATTN_CONTEXT = "attn_context"  # P [m, k] x V [k, n] per head: both activations
     SOFTMAX = "softmax"  # over rows of [m, n]

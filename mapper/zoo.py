@@ -102,9 +102,26 @@ def preset(name: str) -> ModelSpec:
     try:
         return PRESETS[name]
     except KeyError:
-        raise NvdlaError(
-            f"unknown model {name!r}; presets: {', '.join(PRESETS)} (or a config.json / .onnx path)"
-        ) from None
+        from .cnn_zoo import CNN_PRESETS
+
+        names = ", ".join([*PRESETS, *CNN_PRESETS])
+        raise NvdlaError(f"unknown model {name!r}; presets: {names} (or a config.json / .onnx path)") from None
+
+
+def model_graph(
+    name_or_path: str, *, batch: int = 1, seq: int = 128, dec_seq: int | None = None, host_fallback: bool = False
+) -> nx.DiGraph:
+    """Workload graph of any model source: a CNN or transformer preset, a config.json, or an .onnx file."""
+    from .cnn_zoo import CNN_PRESETS
+
+    if name_or_path in CNN_PRESETS:
+        return CNN_PRESETS[name_or_path](batch)
+    src = resolve_model(name_or_path)
+    if isinstance(src, Path):
+        from .onnx_import import graph_from_onnx
+
+        return graph_from_onnx(src, batch=batch, seq=seq, host_fallback=host_fallback)
+    return build_graph(src, batch=batch, seq=seq, dec_seq=dec_seq)
 
 
 # ---- Hugging Face config.json ---------------------------------------------------------------------

@@ -50,11 +50,13 @@ def drain_rate(layer: ConvLayer, hw: HwConfig) -> int:
 
 
 def output_bytes(layer: ConvLayer, rows: int, kernels: int, hw: HwConfig) -> int:
+    """Bytes written for `rows` output rows of `kernels` kernels; with fused pooling, that band's share
+    of the pooled cube (PDP keeps partial windows in its line buffer across row tiles)."""
     s = layer.shape
-    w, h = s.out_w, rows
-    if layer.pool is not None:
-        w, h = layer.pool.out_size(s.out_w, rows)
-    return cdma.feature_bytes(w, h, kernels, layer.out_precision, hw)
+    if layer.pool is None:
+        return cdma.feature_bytes(s.out_w, rows, kernels, layer.out_precision, hw)
+    pw, ph = layer.pool.out_size(s.out_w, s.out_h)
+    return math.ceil(cdma.feature_bytes(pw, ph, kernels, layer.out_precision, hw) * rows / s.out_h)
 
 
 def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True) -> LayerStats:
@@ -282,7 +284,10 @@ def run_conv(
         saturations += sres.saturations
         result = sres.values.reshape(s.out_h, s.out_w, s.out_k)
     if layer.pool is not None:
-        result = pdp.pool(result, layer.pool, layer.out_precision if sdp_params else p)
+        if sdp_params is None:
+            result = pdp.pool(result, layer.pool, p, bits=cacc.OUT_BITS)
+        else:
+            result = pdp.pool(result, layer.pool, layer.out_precision)
     return result, saturations
 
 

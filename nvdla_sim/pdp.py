@@ -23,8 +23,16 @@ def recip(k: int) -> int:
     return round((1 << RECIP_BITS) / k)
 
 
-def pool(x: np.ndarray, spec: PoolSpec, precision: Precision, *, pad_value: int | float | None = None) -> np.ndarray:
-    """Pool x[H, W, C]; returns [H', W', C] in the input precision."""
+def pool(
+    x: np.ndarray,
+    spec: PoolSpec,
+    precision: Precision,
+    *,
+    pad_value: int | float | None = None,
+    bits: int | None = None,
+) -> np.ndarray:
+    """Pool x[H, W, C]; returns [H', W', C] in the input precision, or saturated to `bits` (int64) when given
+    (pooling the raw INT32 CACC results of a layer without an SDP conversion)."""
     h, w, c = x.shape
     ow, oh = spec.out_size(w, h)
     is_float = precision.is_float
@@ -52,8 +60,8 @@ def pool(x: np.ndarray, spec: PoolSpec, precision: Precision, *, pad_value: int 
             out = shift_round(prod, 2 * RECIP_BITS)
     if is_float:
         return out.astype(np.float16)
-    clamped, _ = saturate(np.asarray(out, acc_t).astype(np.int64), 8 * precision.bytes)
-    return clamped.astype(precision.numpy_dtype)
+    clamped, _ = saturate(np.asarray(out, acc_t).astype(np.int64), bits or 8 * precision.bytes)
+    return clamped if bits else clamped.astype(precision.numpy_dtype)
 
 
 def process_cycles(in_w: int, in_h: int, channels: int, spec: PoolSpec, hw: HwConfig) -> int:

@@ -1,0 +1,169 @@
+"""CNN workloads: zoo on every config, paper MAC counts, fusion of BN/ReLU/pool/residual, ONNX CNN import."""
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+from mapper.cnn_zoo import CNN_PRESETS
+from mapper.onnx_import import graph_from_onnx
+from mapper.pipeline import map_model
+from mapper.workload import OpKind, ops_in_order
+from nvdla_sim import ConvLayer, ConvShape, Precision, load_config, run_conv
+from nvdla_sim.layers import PoolMode, PoolSpec
+from nvdla_sim.pdp import pool as pdp_pool
+from tests.unit.test_conv_functional import reference_conv
+
+# Multiply-accumulates per image of the paper architectures (conv + fc).
+PAPER_GMACS = {"alexnet": 0.72, "resnet18": 1.81, "resnet50": 3.86, "googlenet": 1.58}
+
+
+# resnet50 on nv_small is mapped by test_resnet50_nv_small_is_compute_bound
+CASES = [(m, c) for m in CNN_PRESETS for c in ("nv_small", "nv_large", "nv_full") if (m, c) != ("resnet50", "nv_small")]
+
+
+@pytest.mark.parametrize(("model", "cfg"), CASES)
+def test_cnn_zoo_maps(model, cfg):
+    hw = load_config(cfg)
+    res = map_model(CNN_PRESETS[model](1), hw, precision=Precision.INT8, batch=1, seq=0)
+    assert res.total_cycles > 0 and 0 < res.mac_utilization <= 1
+    assert res.to_dict()["host_fallback"]["tasks"] == (0 if hw.sdp.lut or model != "lenet5" else 4)  # 4 tanh
+
+
+def test_resnet50_nv_small_is_compute_bound():
+    res = map_model(CNN_PRESETS["resnet50"](1), load_config("nv_small"), precision=Precision.INT8, batch=1, seq=0)
+    assert res.mac_utilization > 0.8  # 64 MACs: almost every layer keeps the array busy
+
+
+@pytest.mark.parametrize(("model", "gmacs"), list(PAPER_GMACS.items()))
+def test_paper_mac_counts(model, gmacs):
+    total = sum(o.macs for o in ops_in_order(CNN_PRESETS[model](1)))
+    assert total / 1e9 == pytest.approx(gmacs, rel=0.02)
+
+
+def test_fusion_folds_bn_relu_residual_and_pool():
+    hw = load_config("nv_full")
+    res = map_model(CNN_PRESETS["resnet18"](1), hw, precision=Precision.INT8, batch=1, seq=0)
+    names = [r.task.name for r in res.results]
+    assert not any(n.endswith((".act", ".relu", ".add")) for n in names)  # all folded into conv SDP passes
+    conv1 = next(r for r in res.results if r.task.name == "conv1")
+    assert conv1.task.layer.pool is not None and "pool1" not in names  # max pool on the fly after SDP
+    block_b = next(r for r in res.results if r.task.name == "conv2_1.b")
+    assert block_b.task.layer.sdp.eltwise.value == "per_element" and block_b.task.layer.sdp.relu
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    st.integers(4, 12),
+    st.integers(4, 12),
+    st.integers(1, 80),
+    st.integers(1, 40),
+    st.integers(1, 3),
+    st.integers(1, 2),
+    st.integers(0, 1),
+    st.integers(0, 2**31),
+)
+def test_tiled_conv_bit_exact_on_nv_full(w_, h_, c, k, ks, stride, pad, seed):
+    shape = ConvShape(
+        in_w=w_,
+        in_h=h_,
+        in_c=c,
+        out_k=k,
+        kernel_w=ks,
+        kernel_h=ks,
+        stride_x=stride,
+        stride_y=stride,
+        pad_left=pad,
+        pad_right=pad,
+        pad_top=pad,
+        pad_bottom=pad,
+    )
+    hw = load_config("nv_full")
+    from mapper import candidate_plans
+
+    rng = np.random.default_rng(seed)
+    layer = ConvLayer("conv", shape, Precision.INT8)
+    x = rng.integers(-128, 128, size=(h_, w_, c)).astype(np.int8)
+    wt = rng.integers(-128, 128, size=(k, ks, ks, c)).astype(np.int8)
+    ref = reference_conv(x, wt, shape)
+    for plan in candidate_plans(layer, hw)[::5]:
+        out, _ = run_conv(layer, x, wt, hw, plan)
+        np.testing.assert_array_equal(out.astype(np.int64), ref)
+
+
+def test_conv_with_fused_pool_matches_reference():
+    from nvdla_sim import default_plan
+
+    hw = load_config("nv_small")
+    pool = PoolSpec(PoolMode.MAX, 2, 2, 2, 2)
+    shape = ConvShape(
+        in_w=8, in_h=8, in_c=5, out_k=6, kernel_w=3, kernel_h=3, pad_left=1, pad_right=1, pad_top=1, pad_bottom=1
+    )
+    layer = ConvLayer("cp", shape, Precision.INT8, pool=pool)
+    rng = np.random.default_rng(0)
+    x = rng.integers(-128, 128, size=(8, 8, 5)).astype(np.int8)
+    wt = rng.integers(-128, 128, size=(6, 3, 3, 5)).astype(np.int8)
+    out, _ = run_conv(layer, x, wt, hw, default_plan(layer, hw))
+    conv = reference_conv(x, wt, shape)
+    np.testing.assert_array_equal(out, conv.reshape(4, 2, 4, 2, 6).max(axis=(1, 3)))
+    np.testing.assert_array_equal(pdp_pool(conv, pool, Precision.INT8, bits=32), out)
+
+
+def _onnx_cnn(path):
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((16, 3, 3, 3)).astype(np.float32), "w1"),
+        numpy_helper.from_array(rng.standard_normal((16, 16, 3, 3)).astype(np.float32), "w2"),
+        numpy_helper.from_array(rng.standard_normal((16 * 8 * 8, 10)).astype(np.float32), "wf"),
+    ]
+    for n in ("s", "b", "m", "v"):
+        inits.append(numpy_helper.from_array(np.ones(16, np.float32), f"bn_{n}"))
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "bn_s", "bn_b", "bn_m", "bn_v"], ["b1"], name="bn1"),
+        helper.make_node("Relu", ["b1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "r1"], ["a"], name="residual"),
+        helper.make_node("Relu", ["a"], ["r2"], name="relu2"),
+        helper.make_node("MaxPool", ["r2"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("MatMul", ["f", "wf"], ["y"], name="fc"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
+        inits,
+    )
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_onnx_cnn_import(tmp_path):
+    g = graph_from_onnx(_onnx_cnn(tmp_path / "cnn.onnx"), batch=2)
+    ops = {o.name: o for o in ops_in_order(g)}
+    assert ops["conv1"].kind is OpKind.CONV and ops["conv1"].attrs["bn"] and "bn1" not in ops
+    assert ops["conv1"].macs == 2 * 16 * 16 * 16 * 27
+    assert ops["pool"].kind is OpKind.POOL and ops["pool"].attrs["in"] == (16, 16, 16)
+    res = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=2, seq=0)
+    names = [r.task.name for r in res.results]
+    assert "conv2" in names and "residual" not in names and "pool" not in names  # add+relu+pool fused
+
+
+def test_onnx_pool_too_large_is_named(tmp_path):
+    nodes = [helper.make_node("MaxPool", ["x"], ["y"], name="bigpool", kernel_shape=[9, 9])]
+    g = helper.make_graph(
+        nodes,
+        "p",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
+    )
+    path = tmp_path / "p.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    from nvdla_sim import NvdlaError
+
+    with pytest.raises(NvdlaError, match="node 'bigpool' \\(MaxPool\\): pool kernel_w must be in 1..8"):
+        graph_from_onnx(path)
