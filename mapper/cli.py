@@ -30,6 +30,23 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--host-gbs", type=float, default=10.0)
     m.add_argument("--host-overhead-us", type=float, default=10.0)
     m.add_argument("--report", help="directory for report.html, report.json, layers.csv and trace.json")
+    q = m.add_argument_group("quantization and sparsity")
+    q.add_argument(
+        "--quantize",
+        choices=["per-tensor", "per-channel"],
+        default=None,
+        help="run one block INT8-quantized through the bit-exact model and report its error",
+    )
+    q.add_argument("--calib", default="max", help="calibration: max or percentile:P (e.g. percentile:99.9)")
+    q.add_argument("--calib-data", default=None, help=".npy calibration activations [N, seq, hidden]; default seeded")
+    q.add_argument("--dynamic", action="store_true", help="dynamic (per-input) activation scales")
+    q.add_argument("--prune", default="", help="2:4 or magnitude:S (fraction S of weights zeroed)")
+    q.add_argument("--weight-compression", action="store_true", help="store weights NVDLA-compressed (nv_full)")
+    q.add_argument(
+        "--sparse-mac-whatif",
+        action="store_true",
+        help="what-if beyond NVDLA v1: a 2:4-sparse MAC array (needs --prune 2:4)",
+    )
     m.add_argument("--top", type=int, default=15, help="rows of the per-layer table to print")
     registry["map"] = _map
     sw = sub.add_parser("sweep", help="run a design-space sweep from a TOML file (resumable, SQLite)")
@@ -97,7 +114,7 @@ def _zoo(args: argparse.Namespace) -> int:
 
 
 def _map(args: argparse.Namespace) -> int:
-    from .lowering import HostModel
+    from .lowering import HostModel, WeightTreatment
     from .pipeline import map_model, write_results
     from .zoo import model_graph
 
@@ -109,12 +126,23 @@ def _map(args: argparse.Namespace) -> int:
     hw.check_precision(prec)
     g = model_graph(args.model, batch=args.batch, seq=args.seq, dec_seq=args.dec_seq, host_fallback=args.host_fallback)
     host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
+    weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
     from .cnn_zoo import CNN_PRESETS
 
     seq = 0 if args.model in CNN_PRESETS else args.seq  # CNN inputs have no sequence length
     res = map_model(
-        g, hw, precision=prec, batch=args.batch, seq=seq, host=host, softmax=args.softmax, layernorm=args.layernorm
+        g,
+        hw,
+        precision=prec,
+        batch=args.batch,
+        seq=seq,
+        host=host,
+        softmax=args.softmax,
+        layernorm=args.layernorm,
+        weights=weights,
     )
+    if args.quantize:
+        res.accuracy = _accuracy(args, hw, prec)
     print(format_summary(res, top=args.top))
     if args.report:
         from .report import write_html
@@ -124,6 +152,34 @@ def _map(args: argparse.Namespace) -> int:
         for kind, p in paths.items():
             print(f"wrote {kind}: {p}", file=sys.stderr)
     return 0
+
+
+def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
+    from nvdla_sim.quant import Calibration, Granularity
+
+    from .accuracy import QuantSettings, block_accuracy
+    from .zoo import ModelSpec, resolve_model
+
+    if prec is not Precision.INT8:
+        raise NvdlaError(f"--quantize produces INT8 layers; use --precision int8, not {prec.value}")
+    try:
+        cal = Calibration.parse(args.calib)
+    except ValueError as e:
+        raise NvdlaError(f"--calib: {e}") from None
+    spec = resolve_model(args.model)
+    if not isinstance(spec, ModelSpec):
+        raise NvdlaError("--quantize runs a transformer block: give a transformer preset or a config.json")
+    settings = QuantSettings(Granularity(args.quantize), cal, args.dynamic, args.prune)
+    errors = block_accuracy(spec, hw, settings, seq=args.seq, calib=args.calib_data)
+    return {
+        "granularity": args.quantize,
+        "calibration": args.calib,
+        "dynamic": args.dynamic,
+        "prune": args.prune or "none",
+        "calibration_data": args.calib_data or "seeded N(0,1) with outlier channels",
+        "reference": "float32 numpy, dense weights",
+        "layers": [e.to_dict() for e in errors],
+    }
 
 
 def format_summary(res, *, top: int) -> str:
@@ -146,6 +202,27 @@ def format_summary(res, *, top: int) -> str:
         lines += [f"                    - {n}" for n in hf["ops"]]
     else:
         lines.append("  host fallback     none: every op runs on NVDLA")
+    w = d["weights"]
+    if w["prune"] != "none" or w["compression"]:
+        saved = f", {w['cycles_saved']:,} cycles saved vs dense" if w["cycles_saved"] is not None else ""
+        lines.append(
+            f"  weights           {w['stored_weight_bytes']:,} of {w['dense_weight_bytes']:,} bytes stored "
+            f"(prune {w['prune']}, compression {'on' if w['compression'] else 'off'}){saved}"
+        )
+        if w["sparse_mac_label"]:
+            lines.append(f"                    {w['sparse_mac_label']}")
+        if w["note"]:
+            lines.append(f"                    note: {w['note']}")
+    acc = d["accuracy"]
+    if acc:
+        lines.append(
+            f"  INT8 accuracy     {acc['granularity']}, calib {acc['calibration']}"
+            f"{', dynamic' if acc['dynamic'] else ''}; relative error / cosine vs float32:"
+        )
+        lines += [
+            f"                    {e['name']:<10} rel {e['rel']:.4f}  cos {e['cosine']:.5f}  max|err| {e['max_abs']:.4f}"
+            for e in acc["layers"]
+        ]
     rows = sorted(d["layers"], key=lambda r: -r["cycles"])[:top]
     lines.append(f"  {'top layers by cycles':<34}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")
     for r in rows:

@@ -12,10 +12,12 @@ Mapping choices (see docs/mapping.md):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from nvdla_sim import cdma, sparsity
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, PoolSpec, SdpLayer, SdpSpec
@@ -77,6 +79,37 @@ class Fused:
     pool: PoolSpec | None = None  # on-the-fly pooling after SDP (convolutions)
 
 
+@dataclass(frozen=True)
+class WeightTreatment:
+    """How static weights are stored and computed: pruning density, NVDLA compression, sparse what-if."""
+
+    prune: str = ""  # "", "2:4", "magnitude:S"
+    compression: bool = False
+    sparse_mac: bool = False  # 2:4 sparse MAC array: beyond NVDLA v1
+
+    def __post_init__(self) -> None:
+        if self.prune and self.prune != "2:4":
+            name, _, value = self.prune.partition(":")
+            try:
+                ok = name == "magnitude" and 0 <= float(value) < 1
+            except ValueError:
+                ok = False
+            if not ok:
+                raise NvdlaError(f"--prune must be 2:4 or magnitude:S with 0 <= S < 1, not {self.prune!r}")
+        if self.sparse_mac and self.prune != "2:4":
+            raise NvdlaError("--sparse-mac-whatif models a 2:4-sparse MAC array; it needs --prune 2:4")
+
+    @property
+    def density(self) -> float:
+        if not self.prune:
+            return 1.0
+        return 0.5 if self.prune == "2:4" else 1.0 - float(self.prune.partition(":")[2])
+
+    @property
+    def active(self) -> bool:
+        return bool(self.prune or self.compression or self.sparse_mac)
+
+
 @dataclass
 class LoweringContext:
     hw: HwConfig
@@ -84,7 +117,25 @@ class LoweringContext:
     host: HostModel
     softmax: str = "auto"  # auto | nvdla | host
     layernorm: str = "auto"
+    weights: WeightTreatment = field(default_factory=WeightTreatment)
     fused: dict[str, Fused] = field(default_factory=dict)
+
+    def weighted(self, layer: ConvLayer) -> ConvLayer:
+        """Apply the weight treatment to a layer with static weights."""
+        w = self.weights
+        if not w.active:
+            return layer
+        if w.compression and not self.hw.weight_compression:
+            raise NvdlaError(f"{self.hw.name} has no weight compression (weight_compression = false in its config)")
+        stored = None
+        if w.compression:
+            s = layer.shape
+            dense = cdma.weight_bytes(s.out_k, s.kernel_w * s.kernel_h * s.in_c * layer.precision.bytes)
+            groups = math.ceil(s.out_k / self.hw.kernels_per_atomic(layer.precision))
+            stored = sparsity.compressed_bytes(
+                dense, density=w.density, element_bytes=layer.precision.bytes, kernel_groups=groups
+            )
+        return dataclasses.replace(layer, weight_bytes=stored, sparse_mac=w.sparse_mac)
 
     @property
     def has_lut(self) -> bool:
@@ -182,7 +233,7 @@ def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMo
 def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
     f = ctx.fused.get(op.name, Fused())
     spec = _fused_sdp(f, ctx, scale=OperandMode.PER_KERNEL if op.attrs.get("bn") else OperandMode.NONE)
-    layer = ConvLayer(op.name, ConvShape(**op.attrs["conv"]), ctx.precision, spec, pool=f.pool)
+    layer = ctx.weighted(ConvLayer(op.name, ConvShape(**op.attrs["conv"]), ctx.precision, spec, pool=f.pool))
     note = f"groups={op.attrs['groups']}" if op.attrs.get("groups", 1) > 1 else ""
     return [_hw(op, layer, note=note)]
 
@@ -200,7 +251,7 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
         note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
         nbytes = 2 * op.m * op.k * ctx.precision.bytes
         tasks.append(_host_task(op, f"{op.name}.im2col", count=1, flops=0, nbytes=nbytes, note=note))
-    tasks += [_hw(op, layer, 1) for layer in _mm(op.name, op.m, op.k, op.n, ctx, spec)]
+    tasks += [_hw(op, ctx.weighted(layer), 1) for layer in _mm(op.name, op.m, op.k, op.n, ctx, spec)]
     return tasks
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import networkx as nx
 
+from nvdla_sim import cdma
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer
@@ -26,7 +27,7 @@ from nvdla_sim.stats import LayerStats, Unit, UnitStats
 from nvdla_sim.trace import span_events, write_trace_doc
 
 from .fusion import fuse
-from .lowering import HostModel, LoweringContext, Resource, Task, lower
+from .lowering import HostModel, LoweringContext, Resource, Task, WeightTreatment, lower
 from .schedule import schedule
 from .tiling_search import search_plan
 from .workload import ops_in_order
@@ -77,6 +78,21 @@ class MapResult:
     seq: int
     results: list[TaskResult]
     notes: list[str] = field(default_factory=list)
+    weights: WeightTreatment = field(default_factory=WeightTreatment)
+    baseline_cycles: int | None = None  # the same model with dense, uncompressed weights
+    accuracy: dict[str, Any] | None = None  # filled by the quantization run (mapper.accuracy)
+
+    def weight_bytes(self) -> tuple[int, int]:
+        """(dense, stored) weight bytes of all layers with static weights."""
+        dense = stored = 0
+        for r in self.results:
+            lay = r.task.layer
+            if isinstance(lay, ConvLayer) and r.task.group in ("matmul", "conv"):
+                s = lay.shape
+                d = cdma.weight_bytes(s.out_k, s.kernel_w * s.kernel_h * s.in_c * lay.precision.bytes) * r.task.count
+                dense += d
+                stored += (lay.weight_bytes * r.task.count) if lay.weight_bytes is not None else d
+        return dense, stored
 
     @property
     def total_cycles(self) -> int:
@@ -112,6 +128,27 @@ class MapResult:
         for r in self.results:
             out[r.task.group] = out.get(r.task.group, 0) + r.cycles
         return out
+
+    def _weights_dict(self) -> dict[str, Any]:
+        dense, stored = self.weight_bytes()
+        w = self.weights
+        return {
+            "prune": w.prune or "none",
+            "density": w.density,
+            "compression": w.compression,
+            "sparse_mac_whatif": w.sparse_mac,
+            "sparse_mac_label": "what-if beyond NVDLA v1: a 2:4-sparse MAC array skips half the MACs"
+            if w.sparse_mac
+            else "",
+            "dense_weight_bytes": dense,
+            "stored_weight_bytes": stored,
+            "saved_weight_bytes": dense - stored,
+            "baseline_cycles": self.baseline_cycles,
+            "cycles_saved": (self.baseline_cycles - self.total_cycles) if self.baseline_cycles is not None else None,
+            "note": ""
+            if w.compression or w.sparse_mac or not w.prune
+            else "pruned zeros are still stored and multiplied: without --weight-compression NVDLA v1 gains nothing",
+        }
 
     def by_block(self) -> dict[str, dict[str, int]]:
         """Cycles per model block (op-name prefix, e.g. layer3) and op group, in model order."""
@@ -151,6 +188,8 @@ class MapResult:
                 "ops": sorted({r.task.note for r in host}),
             },
             "notes": self.notes,
+            "weights": self._weights_dict(),
+            "accuracy": self.accuracy,
             "layers": [r.to_row() for r in self.results],
         }
 
@@ -223,11 +262,13 @@ def map_model(
     host: HostModel | None = None,
     softmax: str = "auto",
     layernorm: str = "auto",
+    weights: WeightTreatment | None = None,
 ) -> MapResult:
     """Run the whole pass list on a workload graph."""
     hw.check_precision(precision)
     host = host or HostModel()
-    ctx = LoweringContext(hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm)
+    weights = weights or WeightTreatment()
+    ctx = LoweringContext(hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights)
     tasks, deps = lower_graph(g, ctx)  # fusion + lowering
     per_instance, stats = simulate_tasks(tasks, hw, host)  # tiling search + simulation
     durations = [c * t.count for c, t in zip(per_instance, tasks, strict=True)]
@@ -239,7 +280,12 @@ def map_model(
         "Concurrent resources (NVDLA core, BDMA, host) are scheduled without memory contention between them.",
         f"Host model: {host.gflops:g} GFLOP/s, {host.mem_gbs:g} GB/s, {host.overhead_us:g} us per fallback op.",
     ]
-    return MapResult(str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes)
+    baseline = None
+    if weights.active:  # the dense, uncompressed run, to report what the treatment saves
+        baseline = map_model(
+            g, hw, precision=precision, batch=batch, seq=seq, host=host, softmax=softmax, layernorm=layernorm
+        ).total_cycles
+    return MapResult(str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes, weights, baseline)
 
 
 def trace_spans(result: MapResult) -> list[tuple[str, str, int, int]]:

@@ -115,6 +115,30 @@ def _table(headers: list[str], rows: list[list[Any]], *, table_id: str) -> str:
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def _weights_section(d: dict[str, Any]) -> str:
+    w = d["weights"]
+    rows = [
+        [k, "" if v is None else (f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v)]
+        for k, v in w.items()
+        if v != ""
+    ]
+    return f"<h2>Weights and sparsity</h2>{_table(['item', 'value'], rows, table_id='weights')}"
+
+
+def _accuracy_section(d: dict[str, Any]) -> str:
+    acc = d.get("accuracy")
+    if not acc:
+        return ""
+    head = ", ".join(f"{k}: {v}" for k, v in acc.items() if k != "layers")
+    rows = [
+        [e["name"], f"{e['rel']:.5f}", f"{e['cosine']:.6f}", f"{e['max_abs']:.5f}", e["saturations"]]
+        for e in acc["layers"]
+    ]
+    return f"<h2>INT8 quantization accuracy</h2><p>{html.escape(head)}</p>" + _table(
+        ["layer", "relative error", "cosine", "max abs error", "saturations"], rows, table_id="accuracy"
+    )
+
+
 def render_html(d: dict[str, Any]) -> str:
     hf = d["host_fallback"]
     summary = [
@@ -171,7 +195,9 @@ def render_html(d: dict[str, Any]) -> str:
         f"<h2>Time by op type</h2>{_table(['group', 'cycles (summed over resources)'], groups, table_id='groups')}"
         f"<h2>Per-unit utilization</h2>{_table(['unit', 'busy', 'stall', 'busy %'], units, table_id='units')}"
         f"<h2>Host fallback</h2>{_table(['op'], host, table_id='host')}"
-        f"<h2>Per-layer</h2>"
+        + _weights_section(d)
+        + _accuracy_section(d)
+        + "<h2>Per-layer</h2>"
         + _table(
             ["name", "group", "resource", "count", "cycles", "MAC util", "bound", "start", "end", "note"],
             layers,

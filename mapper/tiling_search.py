@@ -81,7 +81,7 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     """A floor on simulate_conv(layer, hw, plan).cycles from work and the plan's traffic."""
     s, p = layer.shape, layer.precision
     fp = footprint(layer, plan, hw)
-    atomics = cmac.atomic_ops(s.out_pixels, s.out_k, s.in_c, s.kernel_w * s.kernel_h, hw, p)
+    atomics = cmac.atomic_ops(s.out_pixels, s.out_k, layer.mac_channels, s.kernel_w * s.kernel_h, hw, p)
     drain = math.ceil(s.out_pixels * s.out_k / drain_rate(layer, hw))
     data = sum(
         cdma.feature_bytes(s.in_w, b - a, s.in_c, p, hw)

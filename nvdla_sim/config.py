@@ -173,10 +173,12 @@ class HwConfig:
     cdp: CdpConfig
     cacc: CaccConfig = CaccConfig()
     bdma: bool = False  # bridge DMA present (memory-to-memory copies on the accelerator)
+    weight_compression: bool = False  # CDMA reads compressed weights (values + WMB + WGS)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.bdma, bool):
-            raise ConfigError(f"bdma must be true or false, not {self.bdma!r}")
+        for flag in ("bdma", "weight_compression"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"{flag} must be true or false, not {getattr(self, flag)!r}")
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"name must be a non-empty string, not {self.name!r}")
         c = self.clock_mhz
@@ -255,6 +257,7 @@ class HwConfig:
             "clock_mhz": self.clock_mhz,
             "precisions": [p.value for p in self.precisions],
             "bdma": self.bdma,
+            "weight_compression": self.weight_compression,
         }
         for sec in _SECTIONS:
             out[sec] = dataclasses.asdict(getattr(self, sec))
@@ -285,7 +288,7 @@ def config_from_dict(data: dict[str, Any], *, source: str) -> HwConfig:
 
 
 def _build(data: dict[str, Any]) -> HwConfig:
-    top_allowed = {"name", "clock_mhz", "precisions", "bdma", *_SECTIONS}
+    top_allowed = {"name", "clock_mhz", "precisions", "bdma", "weight_compression", *_SECTIONS}
     unknown = set(data) - top_allowed
     if unknown:
         raise ConfigError(f"unknown top-level key(s) {sorted(unknown)}; allowed: {sorted(top_allowed)}")
@@ -322,6 +325,7 @@ def _build(data: dict[str, Any]) -> HwConfig:
         clock_mhz=data["clock_mhz"],
         precisions=tuple(dict.fromkeys(parsed)),
         bdma=data.get("bdma", False),
+        weight_compression=data.get("weight_compression", False),
         **sections,
     )
 

@@ -69,7 +69,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     rate = drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
     load = csc.weight_load_cycles(hw, p)
     ideal = csc.ideal_stripe(hw, p)
-    channel_ops = math.ceil(s.in_c / hw.mac.atomic_c) * s.kernel_w * s.kernel_h
+    channel_ops = math.ceil(layer.mac_channels / hw.mac.atomic_c) * s.kernel_w * s.kernel_h
     bpk = bytes_per_kernel(layer)
     dense_total = cdma.weight_bytes(s.out_k, bpk)
     w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / dense_total
@@ -192,6 +192,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             "weight_tiles": fp.n_weight_tiles,
             "data_prefetch": fp.data_capacity_tiles >= 2,
             "weight_ring_groups": fp.weight_capacity_groups,
+            "weight_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer == "weight"),
+            "sparse_mac_whatif": layer.sparse_mac,
         },
     )
 
@@ -210,7 +212,7 @@ def _lower_bound(layer: ConvLayer, hw: HwConfig, rate: int, *, traffic_min: int)
     """Roofline floor: no plan beats the atomic-op count, the SDP drain, or compulsory traffic over the
     fastest memory port."""
     s = layer.shape
-    atomics = cmac.atomic_ops(s.out_pixels, s.out_k, s.in_c, s.kernel_w * s.kernel_h, hw, layer.precision)
+    atomics = cmac.atomic_ops(s.out_pixels, s.out_k, layer.mac_channels, s.kernel_w * s.kernel_h, hw, layer.precision)
     drain = math.ceil(s.out_pixels * s.out_k / rate)
     fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
     return max(atomics, drain, math.ceil(traffic_min / fastest))

@@ -197,6 +197,7 @@ class ConvLayer:
     weight_memory: Memory = Memory.DRAM
     output_memory: Memory = Memory.DRAM
     weight_bytes: int | None = None
+    sparse_mac: bool = False  # what-if beyond NVDLA v1: a 2:4-sparse MAC array skips half the channel work
 
     @property
     def out_precision(self) -> Precision:
@@ -205,6 +206,11 @@ class ConvLayer:
     @property
     def macs(self) -> int:
         return self.shape.macs
+
+    @property
+    def mac_channels(self) -> int:
+        """Input channels the MAC array iterates over (halved by the 2:4 sparse what-if)."""
+        return -(-self.shape.in_c // 2) if self.sparse_mac else self.shape.in_c
 
 
 @dataclass(frozen=True)

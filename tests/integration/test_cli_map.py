@@ -25,3 +25,32 @@ def test_map_errors(capsys):
     assert "needs the SDP LUT" in capsys.readouterr().err
     assert main(["map", "missing.onnx"]) == 2
     assert "missing.onnx: ONNX file not found" in capsys.readouterr().err
+
+
+def test_map_quantize_and_sparsity_sections(tmp_path, capsys):
+    rc = main(
+        [
+            "map",
+            "bert-base",
+            "--hw",
+            "nv_full",
+            "--seq",
+            "32",
+            "--quantize",
+            "per-channel",
+            "--calib",
+            "percentile:99.9",
+            "--prune",
+            "2:4",
+            "--weight-compression",
+            "--report",
+            str(tmp_path),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0 and "INT8 accuracy" in out and "cycles saved vs dense" in out
+    d = json.loads((tmp_path / "report.json").read_text())
+    assert d["accuracy"]["granularity"] == "per-channel" and len(d["accuracy"]["layers"]) == 9
+    assert d["weights"]["stored_weight_bytes"] < d["weights"]["dense_weight_bytes"]
+    html = (tmp_path / "report.html").read_text()
+    assert '<table id="accuracy">' in html and '<table id="weights">' in html
