@@ -184,6 +184,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
         detail={
             "plan": plan.to_dict(),
             "items": len(items),
+            "prologue_cycles": math.ceil(res.first_compute),
             "weight_load_bubbles": res.compute_bubbles,
             "wait_fetch": math.ceil(res.wait_fetch),
             "wait_sdp": math.ceil(res.wait_drain),

@@ -51,6 +51,7 @@ class PipelineResult:
     drain_busy: int
     fetch_busy: float
     fetch_wait_port: float
+    first_compute: float = 0.0  # when the core first had work: the layer's exposed fetch prologue
     events: list[Event] = field(default_factory=list)
     ports: dict[Memory, MemoryPort] = field(default_factory=dict)
 
@@ -79,6 +80,7 @@ def run_items(
     events: list[Event] = []
 
     core_free = 0.0  # when the assembly buffer can take the next block
+    first_compute: float | None = None
     drain_end = 0.0
     end = 0.0
     compute_busy = bubbles = drain_busy = 0
@@ -113,6 +115,8 @@ def run_items(
             need = max(need, *(_share(first_beat[e], arrival[e], 1 / n_blocks) for e in partial))
         start_c = max(core_free, need)
         wait_fetch += start_c - core_free
+        if first_compute is None:
+            first_compute = start_c
         t = start_c
         first_drain = None
         c_end = start_c
@@ -181,6 +185,7 @@ def run_items(
         drain_busy=drain_busy,
         fetch_busy=fetch_busy,
         fetch_wait_port=fetch_wait_port,
+        first_compute=first_compute or 0.0,
         events=events,
         ports=ports,
     )

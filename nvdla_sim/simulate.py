@@ -120,5 +120,10 @@ def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events:
         bound=bound,
         lower_bound_cycles=lower,
         events=tuple(res.events),
-        detail={"elements": elements, "elements_per_cycle": rate, "chunks": chunks},
+        detail={
+            "elements": elements,
+            "elements_per_cycle": rate,
+            "chunks": chunks,
+            "prologue_cycles": math.ceil(res.first_compute),
+        },
     )

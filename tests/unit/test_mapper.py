@@ -151,3 +151,16 @@ def test_onnx_unsupported_op(tmp_path):
     res = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=1, seq=16)
     notes = res.to_dict()["host_fallback"]["ops"]
     assert any("unsupported op Sin on host" in n for n in notes)
+
+
+def test_independent_instances_hide_their_prologue():
+    from mapper.pipeline import instances_duration
+
+    hw = load_config("nv_full")
+    st = simulate(ConvLayer("qk", ConvShape.matmul(128, 64, 128), Precision.INT8), hw)
+    c, p = st.cycles, st.detail["prologue_cycles"]
+    assert 0 < p < c
+    assert instances_duration(c, 1, st) == c
+    twelve = instances_duration(c, 12, st)
+    assert twelve == c + 11 * (c - min(p, c - p))
+    assert 12 * (c - p) <= twelve < 12 * c  # never better than pure compute, always better than serial
