@@ -21,7 +21,7 @@ from nvdla_sim.datapath import datapath_params
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
 
-from .emit import TOP, emit
+from .emit import TOP, emit, source_hash
 
 INSTALL_HINT = "install it with: sudo apt-get install -y iverilog  (Debian/Ubuntu; ./run-tests does this when root)"
 
@@ -73,9 +73,9 @@ def run_bench(
     root = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="nvdla_rtl_"))
     root.mkdir(parents=True, exist_ok=True)
     cache = Path(os.environ.get("NVDLA_RTL_CACHE", Path.home() / ".cache" / "nvdla-sim" / "verilog"))
-    vfile = cache / f"{TOP}_{hw.name}_{params.tag}.v"
-    if not vfile.exists() or vfile.stat().st_mtime < Path(__file__).with_name("datapath.py").stat().st_mtime:
-        emit(hw, precision, cache)
+    vfile = cache / f"{TOP}_{hw.name}_{params.tag}_{source_hash()}.v"
+    if not vfile.exists():
+        emit(hw, precision, cache, name=vfile.name)
     case = {
         "hw": str(_config_path(hw, root)),
         "precision": precision.value,
