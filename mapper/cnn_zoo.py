@@ -8,6 +8,7 @@ et al. 2014, Table 1; LRN and auxiliary classifiers omitted).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import networkx as nx
@@ -45,21 +46,8 @@ class CnnBuilder:
         src, w, h, c = x
         if c % groups or k % groups:
             raise NvdlaError(f"{name}: channels {c} and kernels {k} must divide into {groups} groups")
-        shape = dict(
-            in_w=w,
-            in_h=h,
-            in_c=c // groups,
-            out_k=k // groups,
-            kernel_w=size,
-            kernel_h=size,
-            stride_x=stride,
-            stride_y=stride,
-            pad_left=pad,
-            pad_right=pad,
-            pad_top=pad,
-            pad_bottom=pad,
-        )
-        cs = ConvShape(**shape)
+        cs = ConvShape.square(w, h, c // groups, k // groups, kernel=size, stride=stride, pad=pad)
+        shape = dataclasses.asdict(cs)
         op = Op(
             name,
             OpKind.CONV,

@@ -145,19 +145,8 @@ def _simulate(args: argparse.Namespace) -> int:
         else:
             _need(args, ["width", "height", "channels", "kernels"], "conv")
             ks = args.kernel_size
-            shape = ConvShape(
-                in_w=args.width,
-                in_h=args.height,
-                in_c=args.channels,
-                out_k=args.kernels,
-                kernel_w=ks,
-                kernel_h=ks,
-                stride_x=args.stride,
-                stride_y=args.stride,
-                pad_left=args.pad,
-                pad_right=args.pad,
-                pad_top=args.pad,
-                pad_bottom=args.pad,
+            shape = ConvShape.square(
+                args.width, args.height, args.channels, args.kernels, kernel=ks, stride=args.stride, pad=args.pad
             )
             name = f"conv_{args.width}x{args.height}x{args.channels}_{ks}x{ks}x{args.kernels}"
         layer = ConvLayer(name, shape, prec, spec)

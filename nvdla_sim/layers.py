@@ -83,6 +83,28 @@ class ConvShape:
             )
 
     @classmethod
+    def square(
+        cls, w: int, h: int, c: int, k: int, *, kernel: int = 1, stride: int = 1, pad: int = 0, dilation: int = 1
+    ) -> ConvShape:
+        """The common case: square kernel, equal strides, symmetric padding and dilation."""
+        return cls(
+            in_w=w,
+            in_h=h,
+            in_c=c,
+            out_k=k,
+            kernel_w=kernel,
+            kernel_h=kernel,
+            stride_x=stride,
+            stride_y=stride,
+            pad_left=pad,
+            pad_right=pad,
+            pad_top=pad,
+            pad_bottom=pad,
+            dilation_x=dilation,
+            dilation_y=dilation,
+        )
+
+    @classmethod
     def matmul(cls, m: int, k: int, n: int, *, row: int | None = None) -> ConvShape:
         """(m x k) @ (k x n) as a 1x1 convolution; tokens laid out as H rows of `row` pixels.
 

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mapper import candidate_plans
-from nvdla_sim import ConvLayer, ConvShape, Precision, cacc, cmac, default_plan, run_conv
+from nvdla_sim import ConvLayer, ConvShape, Precision, ShapeError, cacc, cmac, default_plan, load_config, run_conv
 from nvdla_sim.precision import saturate, shift_round
 from nvdla_sim.sdp import Convertor, SdpParams, Stage
 
@@ -60,45 +60,33 @@ def test_matmul_tilings_are_bit_exact(hw, m, k, n, seed):
         assert sat == 0
 
 
+@pytest.mark.parametrize("cfg", ["nv_small", "nv_full"])
+@settings(max_examples=12, deadline=None)
 @given(
     st.integers(3, 12),
     st.integers(3, 12),
-    st.integers(1, 20),
-    st.integers(1, 20),
+    st.integers(1, 80),
+    st.integers(1, 40),
     st.integers(1, 3),
     st.integers(1, 2),
     st.integers(0, 1),
     st.integers(1, 2),
     st.integers(0, 2**31),
 )
-def test_conv_with_stride_pad_dilation_is_bit_exact(nv_small, w_, h_, c, k, ks, stride, pad, dil, seed):
-    shape_kw = dict(
-        in_w=w_,
-        in_h=h_,
-        in_c=c,
-        out_k=k,
-        kernel_w=ks,
-        kernel_h=ks,
-        stride_x=stride,
-        stride_y=stride,
-        pad_left=pad,
-        pad_right=pad,
-        pad_top=pad,
-        pad_bottom=pad,
-        dilation_x=dil,
-        dilation_y=dil,
-    )
+def test_conv_with_stride_pad_dilation_is_bit_exact(cfg, w_, h_, c, k, ks, stride, pad, dil, seed):
+    """A sample of the legal tilings of a strided, padded, dilated convolution give the reference numbers."""
     try:
-        shape = ConvShape(**shape_kw)
-    except Exception:
-        return
+        shape = ConvShape.square(w_, h_, c, k, kernel=ks, stride=stride, pad=pad, dilation=dil)
+    except ShapeError:
+        return  # kernel larger than the padded input: not a layer
+    hw = load_config(cfg)
     rng = np.random.default_rng(seed)
     layer = ConvLayer("conv", shape, Precision.INT8)
     x = rng.integers(-128, 128, size=(h_, w_, c)).astype(np.int8)
     wt = rng.integers(-128, 128, size=(k, ks, ks, c)).astype(np.int8)
     ref = reference_conv(x, wt, shape)
-    for plan in candidate_plans(layer, nv_small)[::7]:
-        out, _ = run_conv(layer, x, wt, nv_small, plan)
+    for plan in candidate_plans(layer, hw)[::5]:
+        out, _ = run_conv(layer, x, wt, hw, plan)
         np.testing.assert_array_equal(out.astype(np.int64), ref)
 
 
