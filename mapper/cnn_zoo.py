@@ -56,7 +56,7 @@ class CnnBuilder:
             k=cs.in_c * size * size,
             count=self.batch * groups,
             group="conv",
-            attrs={"conv": shape, "bn": bn, "groups": groups},
+            attrs={"conv": shape, "bn": bn, "groups": groups, "image_input": src == self.input[0] and c <= 4},
         )
         out = self.g.add(op, src)
         if act is not None:

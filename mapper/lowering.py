@@ -233,7 +233,16 @@ def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMo
 def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
     f = ctx.fused.get(op.name, Fused())
     spec = _fused_sdp(f, ctx, scale=OperandMode.PER_KERNEL if op.attrs.get("bn") else OperandMode.NONE)
-    layer = ctx.weighted(ConvLayer(op.name, ConvShape(**op.attrs["conv"]), ctx.precision, spec, pool=f.pool))
+    layer = ctx.weighted(
+        ConvLayer(
+            op.name,
+            ConvShape(**op.attrs["conv"]),
+            ctx.precision,
+            spec,
+            pool=f.pool,
+            image_input=bool(op.attrs.get("image_input")),
+        )
+    )
     note = f"groups={op.attrs['groups']}" if op.attrs.get("groups", 1) > 1 else ""
     return [_hw(op, layer, note=note)]
 

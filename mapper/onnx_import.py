@@ -85,6 +85,7 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
     for i in g.initializer:
         shapes[i.name] = list(i.dims)
     out = Graph(path.stem)
+    graph_inputs = {i.name for i in g.input} - inits
     producer: dict[str, str] = {}
 
     def shape(name: str, node) -> list[int]:
@@ -114,7 +115,7 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
             producer[node.output[0]] = deps[0]
             continue
         if op_t in _CNN:
-            op = _cnn_op(node, name, shapes, shape, path, inits)
+            op = _cnn_op(node, name, shapes, shape, path, inits, image=node.input[0] in graph_inputs)
         elif op_t in ("MatMul", "Gemm"):
             a = shape(node.input[0], node)
             k = a[-1] if not (op_t == "Gemm" and _attr(node, "transA", 0)) else a[0]
@@ -171,7 +172,7 @@ def _ints(node, name: str, default: list[int]) -> list[int]:
     return default
 
 
-def _cnn_op(node, name: str, shapes, shape, path: Path, inits: set[str]) -> Op:
+def _cnn_op(node, name: str, shapes, shape, path: Path, inits: set[str], *, image: bool) -> Op:
     """Conv / pooling nodes (NCHW) as CONV / POOL ops with NVDLA geometry."""
     from nvdla_sim.errors import ShapeError
     from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
@@ -211,7 +212,7 @@ def _cnn_op(node, name: str, shapes, shape, path: Path, inits: set[str]) -> Op:
                 k=cg * r * s_,
                 count=n * groups,
                 group="conv",
-                attrs={"conv": geo, "groups": groups},
+                attrs={"conv": geo, "groups": groups, "image_input": image and cg <= 4 and groups == 1},
             )
         if node.op_type == "GlobalAveragePool":
             spec = PoolSpec(PoolMode.AVG, w, h, 1, 1)

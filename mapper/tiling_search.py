@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nvdla_sim import cbuf, cdma, cmac
+from nvdla_sim import cbuf, cdma
 from nvdla_sim.config import HwConfig
-from nvdla_sim.conv import drain_rate, output_bytes, simulate_conv
+from nvdla_sim.conv import channel_ops_per_stripe, drain_rate, output_bytes, simulate_conv
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.stats import LayerStats
@@ -81,10 +81,10 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     """A floor on simulate_conv(layer, hw, plan).cycles from work and the plan's traffic."""
     s, p = layer.shape, layer.precision
     fp = footprint(layer, plan, hw)
-    atomics = cmac.atomic_ops(s.out_pixels, s.out_k, layer.mac_channels, s.kernel_w * s.kernel_h, hw, p)
+    atomics = math.ceil(s.out_k / hw.kernels_per_atomic(p)) * s.out_pixels * channel_ops_per_stripe(layer, hw)
     drain = math.ceil(s.out_pixels * s.out_k / drain_rate(layer, hw))
     data = sum(
-        cdma.feature_bytes(s.in_w, b - a, s.in_c, p, hw)
+        cdma.input_bytes(layer, b - a, hw)
         for a, b in (
             s.input_rows_for(r0, min(s.out_h, r0 + plan.rows_per_tile)) for r0 in range(0, s.out_h, plan.rows_per_tile)
         )

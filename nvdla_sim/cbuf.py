@@ -36,6 +36,12 @@ def data_entries(width: int, rows: int, channels: int, precision: Precision, hw:
     return entry_per_slice(width, channels, precision, hw) * rows
 
 
+def image_entries(padded_width: int, rows: int, channels: int, precision: Precision, hw: HwConfig) -> int:
+    """CBUF entries of an image-mode input band: pixels packed compactly (C padded to 1/2/4)."""
+    packed = 1 << (channels - 1).bit_length()
+    return math.ceil(padded_width * packed * precision.bytes / hw.cbuf_entry_bytes) * rows
+
+
 def weight_entries(kernels: int, bytes_per_kernel: int, hw: HwConfig) -> int:
     return math.ceil(kernels * bytes_per_kernel / hw.cbuf_entry_bytes)
 

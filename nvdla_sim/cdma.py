@@ -23,6 +23,20 @@ def feature_bytes(width: int, rows: int, channels: int, precision: Precision, hw
     return width * rows * math.ceil(channels * precision.bytes / ab) * ab
 
 
+def image_bytes(width: int, rows: int, channels: int, precision: Precision) -> int:
+    """Bytes of a pitch-linear pixel image (channels padded to 1, 2 or 4, e.g. RGB as RGBX)."""
+    packed = 1 << (channels - 1).bit_length()
+    return width * rows * packed * precision.bytes
+
+
+def input_bytes(layer, rows: int, hw: HwConfig) -> int:
+    """Input bytes CDMA reads for `rows` input rows of a convolution layer (feature cube or image)."""
+    s = layer.shape
+    if layer.image_input:
+        return image_bytes(s.in_w, rows, s.in_c, layer.precision)
+    return feature_bytes(s.in_w, rows, s.in_c, layer.precision, hw)
+
+
 def weight_bytes(kernels: int, bytes_per_kernel: int) -> int:
     """Dense weight bytes for `kernels` kernels, 128-byte aligned as CDMA fetches them."""
     return math.ceil(kernels * bytes_per_kernel / WEIGHT_ALIGN_BYTES) * WEIGHT_ALIGN_BYTES

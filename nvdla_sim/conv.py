@@ -26,10 +26,10 @@ from .tiling import LoopOrder, TilePlan, bytes_per_kernel, check_plan, footprint
 
 
 @lru_cache(maxsize=8192)
-def _blocks(pixels: int, kernels: int, channel_ops: int, ideal: int, load: int, rate: int) -> tuple:
-    """Runs of (count, compute, useful, drain) per stripe of one kernel group over `pixels` output points."""
+def _blocks(stripes: tuple[int, ...], kernels: int, channel_ops: int, load: int, rate: int) -> tuple:
+    """Runs of (count, compute, useful, drain) per stripe of one kernel group."""
     runs: list[list[int]] = []
-    for length in csc.stripe_lengths(pixels, ideal):
+    for length in stripes:
         block = [
             channel_ops * csc.stripe_op_cycles(length, load),
             channel_ops * length,
@@ -40,6 +40,16 @@ def _blocks(pixels: int, kernels: int, channel_ops: int, ideal: int, load: int, 
         else:
             runs.append([1, *block])
     return tuple(tuple(r) for r in runs)
+
+
+def channel_ops_per_stripe(layer: ConvLayer, hw: HwConfig) -> int:
+    """Stripe ops per stripe of output points: channel blocks x kernel positions (direct convolution), or
+    the channel-extended equivalent in image-input mode."""
+    s = layer.shape
+    if layer.image_input:
+        channels, lines = csc.image_extension(s.in_c, s.kernel_w, s.stride_x)
+        return math.ceil(channels / hw.mac.atomic_c) * math.ceil(s.kernel_h / lines)
+    return math.ceil(layer.mac_channels / hw.mac.atomic_c) * s.kernel_w * s.kernel_h
 
 
 def drain_rate(layer: ConvLayer, hw: HwConfig) -> int:
@@ -69,7 +79,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     rate = drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
     load = csc.weight_load_cycles(hw, p)
     ideal = csc.ideal_stripe(hw, p)
-    channel_ops = math.ceil(layer.mac_channels / hw.mac.atomic_c) * s.kernel_w * s.kernel_h
+    channel_ops = channel_ops_per_stripe(layer, hw)
     bpk = bytes_per_kernel(layer)
     dense_total = cdma.weight_bytes(s.out_k, bpk)
     w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / dense_total
@@ -99,7 +109,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             fetches: list[Fetch] = []
             if data_key not in seen:
                 seen[data_key] = len(seen)
-                nbytes = cdma.feature_bytes(s.in_w, i1 - i0, s.in_c, p, hw)
+                nbytes = cdma.input_bytes(layer, i1 - i0, hw)
                 fetches.append(
                     Fetch(
                         seen[data_key],
@@ -133,7 +143,13 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
                     name=f"rows {r0}-{r1} k{g0}-{g1}",
                     fetches=tuple(fetches),
                     uses=(seen[data_key], seen[weight_key]),
-                    blocks=_blocks(pixels, g1 - g0, channel_ops, ideal, load, rate),
+                    blocks=_blocks(
+                        csc.image_stripes(s.out_w, r1 - r0) if layer.image_input else csc.stripe_lengths(pixels, ideal),
+                        g1 - g0,
+                        channel_ops,
+                        load,
+                        rate,
+                    ),
                     write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
                     write_memory=layer.output_memory,
                 )
@@ -202,7 +218,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
 def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int) -> int:
     s = layer.shape
     return (
-        cdma.feature_bytes(s.in_w, s.in_h, s.in_c, layer.precision, hw)
+        cdma.input_bytes(layer, s.in_h, hw)
         + math.ceil(cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)) * w_ratio)
         + output_bytes(layer, s.out_h, s.out_k, hw)
         + extra
@@ -213,7 +229,8 @@ def _lower_bound(layer: ConvLayer, hw: HwConfig, rate: int, *, traffic_min: int)
     """Roofline floor: no plan beats the atomic-op count, the SDP drain, or compulsory traffic over the
     fastest memory port."""
     s = layer.shape
-    atomics = cmac.atomic_ops(s.out_pixels, s.out_k, layer.mac_channels, s.kernel_w * s.kernel_h, hw, layer.precision)
+    groups = math.ceil(s.out_k / hw.kernels_per_atomic(layer.precision))
+    atomics = groups * s.out_pixels * channel_ops_per_stripe(layer, hw)
     drain = math.ceil(s.out_pixels * s.out_k / rate)
     fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
     return max(atomics, drain, math.ceil(traffic_min / fastest))

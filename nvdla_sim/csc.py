@@ -41,3 +41,27 @@ def stripe_lengths(pixels: int, ideal: int) -> tuple[int, ...]:
 def stripe_op_cycles(length: int, load_cycles: int) -> int:
     """Cycles of one stripe op: its atomic ops, or the next stripe's weight load if that is longer."""
     return max(length, load_cycles)
+
+
+IMAGE_STRIPE = 64  # unit_description.rst image mode: "stripe length fixed at 64", never crossing a line
+
+
+def image_extension(channels: int, kernel_w: int, stride_x: int) -> tuple[int, int]:
+    """(channels per atom group, lines merged) for image-input mode.
+
+    Weights are channel pre-extended, folding the kernel width into channels (C' = C x S); channel
+    post-extension merges 2 or 4 kernel lines into one atom when conv_x_stride x C' <= 32 / 16
+    (unit_description.rst "Channel post-extension"; its 4x4x4 example: C' = 16 is 25% efficient, 4-line
+    post-extension 100%). The limit is applied to the pre-extended C' (the conservative reading).
+    """
+    pre = channels * kernel_w
+    lines = 4 if stride_x * pre <= 16 else 2 if stride_x * pre <= 32 else 1
+    return pre * lines, lines
+
+
+@lru_cache(maxsize=4096)
+def image_stripes(out_w: int, rows: int) -> tuple[int, ...]:
+    """Stripes of up to 64 output points that never cross an output row."""
+    full, rem = divmod(out_w, IMAGE_STRIPE)
+    per_row = (IMAGE_STRIPE,) * full + ((rem,) if rem else ())
+    return per_row * rows

@@ -220,6 +220,13 @@ class ConvLayer:
     output_memory: Memory = Memory.DRAM
     weight_bytes: int | None = None
     sparse_mac: bool = False  # what-if beyond NVDLA v1: a 2:4-sparse MAC array skips half the channel work
+    image_input: bool = False  # first layer read as a pixel image (CDMA_IMG, channel extension), C <= 4
+
+    def __post_init__(self) -> None:
+        if self.image_input and self.shape.in_c > 4:
+            raise ShapeError(
+                f"{self.name}: image-input mode reads pixel formats of up to 4 channels, not {self.shape.in_c}"
+            )
 
     @property
     def out_precision(self) -> Precision:

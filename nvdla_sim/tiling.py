@@ -75,7 +75,7 @@ def footprint(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
     kpg = hw.kernels_per_atomic(p)
     epb = hw.cbuf_entries_per_bank
     in_rows = max(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, plan.rows_per_tile)))
-    d_entries = cbuf.data_entries(s.in_w, in_rows, s.in_c, p, hw)
+    d_entries = _data_entries(layer, in_rows, hw)
     g_entries = cbuf.weight_entries(min(kpg, s.out_k), bytes_per_kernel(layer), hw)
     w_entries = cbuf.weight_entries(min(plan.kernels_per_tile, s.out_k), bytes_per_kernel(layer), hw)
     return Footprint(
@@ -88,6 +88,13 @@ def footprint(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
         n_weight_tiles=math.ceil(s.out_k / plan.kernels_per_tile),
         groups_per_weight_tile=math.ceil(min(plan.kernels_per_tile, s.out_k) / kpg),
     )
+
+
+def _data_entries(layer: ConvLayer, rows: int, hw: HwConfig) -> int:
+    s = layer.shape
+    if layer.image_input:  # pixels packed compactly, padded width (compiler calculateEPS, image case)
+        return cbuf.image_entries(s.in_w + s.pad_left + s.pad_right, rows, s.in_c, layer.precision, hw)
+    return cbuf.data_entries(s.in_w, rows, s.in_c, layer.precision, hw)
 
 
 def illegal_reason(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> str | None:
@@ -142,7 +149,7 @@ def default_plan(layer: ConvLayer, hw: HwConfig) -> TilePlan:
     )
     for rows in _row_candidates(s.out_h):
         fp_rows = max(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, rows)))
-        d_entries = cbuf.data_entries(s.in_w, fp_rows, s.in_c, layer.precision, hw)
+        d_entries = _data_entries(layer, fp_rows, hw)
         for tiles in (1,) if rows == s.out_h else (2, 1):  # prefer ping-pong when rows are split
             d_need = cbuf.banks_for(d_entries * tiles, hw)
             if d_need + g_banks > banks:

@@ -9,7 +9,7 @@ from mapper.cnn_zoo import CNN_PRESETS
 from mapper.onnx_import import graph_from_onnx
 from mapper.pipeline import map_model
 from mapper.workload import OpKind, ops_in_order
-from nvdla_sim import ConvLayer, ConvShape, Precision, load_config, run_conv
+from nvdla_sim import ConvLayer, ConvShape, Precision, load_config, run_conv, simulate
 from nvdla_sim.layers import PoolMode, PoolSpec
 from nvdla_sim.pdp import pool as pdp_pool
 from tests.unit.test_conv_functional import reference_conv
@@ -124,3 +124,37 @@ def test_onnx_pool_too_large_is_named(tmp_path):
 
     with pytest.raises(NvdlaError, match="node 'bigpool' \\(MaxPool\\): pool kernel_w must be in 1..8"):
         graph_from_onnx(path)
+
+
+def test_image_mode_channel_extension_matches_doc_example():
+    """unit_description.rst: a 4x4x4 kernel pre-extended to C'=16 runs at 25% of atomic-C; 4-line
+    post-extension reaches 100% (one atomic op per output point and kernel group)."""
+    from nvdla_sim.conv import channel_ops_per_stripe
+    from nvdla_sim.csc import image_extension
+
+    assert image_extension(4, 4, 1) == (64, 4)
+    hw = load_config("nv_full")
+    doc = ConvLayer("img", ConvShape.square(64, 64, 4, 32, kernel=4), Precision.INT8, image_input=True)
+    assert channel_ops_per_stripe(doc, hw) == 1
+    direct = ConvLayer("dc", doc.shape, Precision.INT8)
+    assert channel_ops_per_stripe(direct, hw) == 16
+    a, b = simulate(doc, hw), simulate(direct, hw)
+    assert a.lower_bound_cycles == 61 * 61 * 32 // 16  # now bound by the SDP drain, not the MACs
+    assert a.cycles < 1.3 * a.lower_bound_cycles and b.cycles > 5 * a.cycles
+    assert a.traffic.dram_read < b.traffic.dram_read  # RGBA pixels, not 32-byte feature atoms
+
+
+def test_resnet_conv1_uses_image_mode_and_stripes_stay_in_rows():
+    from nvdla_sim.conv import channel_ops_per_stripe
+    from nvdla_sim.csc import image_stripes
+
+    g = CNN_PRESETS["resnet50"](1)
+    conv1 = next(o for o in ops_in_order(g) if o.name == "conv1")
+    assert conv1.attrs["image_input"]
+    others = [o for o in ops_in_order(g) if o.kind is OpKind.CONV and o.name != "conv1"]
+    assert not any(o.attrs["image_input"] for o in others)
+    layer = ConvLayer("conv1", ConvShape(**conv1.attrs["conv"]), Precision.INT8, image_input=True)
+    assert channel_ops_per_stripe(layer, load_config("nv_full")) == 7  # C' = 3 x 7 = 21, no post-extension
+    assert image_stripes(112, 2) == (64, 48, 64, 48)
+    with pytest.raises(Exception, match="up to 4 channels"):
+        ConvLayer("bad", ConvShape.square(8, 8, 16, 8, kernel=3), Precision.INT8, image_input=True)
