@@ -2,7 +2,8 @@
 
 The datapath takes a stream of data atoms, each tagged like a CSC->CMAC request: `pix` (position in the
 stripe, the CACC assembly-buffer index), `first` (start a fresh accumulation), `last` (emit after
-adding) and `swap` (switch to the weights loaded since the last swap, before this atom). Weights arrive
+adding), `swap` (switch to the weights loaded since the last swap, before this atom) and `end` (the
+stripe's final output point, whose result carries out.last). Weights arrive
 on their own stream, one MAC cell's atom per beat, into shadow registers while the active set computes:
 NVDLA's "next stripe's weights load during this stripe". Results leave as one beat per output point with
 `cells` INT32 values, under valid/ready back-pressure.
@@ -74,6 +75,7 @@ class Beat:
     first: bool
     last: bool
     swap: bool
+    end: bool = False  # last output point of the stripe: its result carries out.last
 
 
 def stripe_beats(x: np.ndarray, weights: np.ndarray, p: DatapathParams) -> tuple[list[Beat], list[np.ndarray]]:
@@ -99,14 +101,16 @@ def stripe_beats(x: np.ndarray, weights: np.ndarray, p: DatapathParams) -> tuple
             for i, px in enumerate(range(s0, s1)):
                 d = np.zeros(p.atomic_c, np.int64)
                 d[: c1 - c0] = x[px, c0:c1]
-                beats.append(Beat(d, px - s0, first=b == 0, last=b == blocks - 1, swap=i == 0))
+                final = b == blocks - 1
+                beats.append(Beat(d, px - s0, first=b == 0, last=final, swap=i == 0, end=final and px == s1 - 1))
     return beats, sets
 
 
 def datapath_outputs(
     beats: Sequence[Beat], weight_sets: Sequence[np.ndarray], p: DatapathParams, *, truncate: int = 0
-) -> list[tuple[int, np.ndarray]]:
-    """Expected (pix, int32[cells]) results in emission order, through cmac.atomic_op and cacc.accumulate."""
+) -> list[tuple[int, bool, np.ndarray]]:
+    """Expected (pix, last, int32[cells]) results in emission order, through cmac.atomic_op and
+    cacc.accumulate; `last` marks the final output point of each stripe."""
     active = None
     next_set = 0
     partials: dict[int, list[np.ndarray]] = {}
@@ -123,7 +127,7 @@ def datapath_outputs(
         partials.setdefault(bt.pix, []).append(ps)
         if bt.last:
             res = cacc.accumulate(partials.pop(bt.pix), p.precision, truncate=truncate)
-            out.append((bt.pix, res.values.astype(np.int64)))
+            out.append((bt.pix, bt.end, res.values.astype(np.int64)))
     return out
 
 

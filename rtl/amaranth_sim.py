@@ -16,7 +16,7 @@ from .packing import pack_beat, pack_weights, unpack_out
 
 @dataclass(frozen=True)
 class SimRun:
-    values: list[tuple[int, list[int]]]
+    values: list[tuple[int, bool, list[int]]]
     accept_cycles: tuple[int, ...]
     output_cycles: tuple[int, ...]
     cycles: int  # simulated clock cycles
@@ -34,7 +34,7 @@ def run_amaranth(
     dut = MatmulDatapath(p)
     wbeats = [row for s in weight_sets for row in s]
     n_out = sum(1 for b in beats if b.last)
-    values: list[tuple[int, list[int]]] = []
+    values: list[tuple[int, bool, list[int]]] = []
     accepts: list[int] = []
     outs: list[int] = []
     state = {"t": 0}

@@ -2,8 +2,9 @@
 
 Streams (amaranth.lib.stream, valid/ready):
   wt   in : one MAC cell's weight atom (atomic_c signed values) per beat, into shadow registers
-  dat  in : {data[atomic_c], pix, first, last, swap}; swap switches to the shadow weights first
-  out  out: {data[cells] INT32, pix} for each output point after its `last` atom
+  dat  in : {data[atomic_c], pix, first, last, swap, end}; swap switches to the shadow weights first
+  out  out: {data[cells] INT32, pix, last} for each output point after its `last` atom; `last` marks
+            the stripe's final output point (from the `end` tag of the data atom)
 Pipeline: stage 0 registers the atomic_c x cells products, stage 1 the per-cell adder trees, stages
 2..pipeline-1 are delay registers (NVDLA's CMAC is 7 deep), then the CACC stage: saturating add into
 the assembly buffer at `pix` (INT34 for int8, INT48 for int16), and on `last` round-half-away right
@@ -30,12 +31,15 @@ def dat_layout(p: DatapathParams) -> data.StructLayout:
             "first": 1,
             "last": 1,
             "swap": 1,
+            "end": 1,
         }
     )
 
 
 def out_layout(p: DatapathParams) -> data.StructLayout:
-    return data.StructLayout({"data": data.ArrayLayout(signed(OUT_BITS), p.cells), "pix": range(p.stripe_max)})
+    return data.StructLayout(
+        {"data": data.ArrayLayout(signed(OUT_BITS), p.cells), "pix": range(p.stripe_max), "last": 1}
+    )
 
 
 def _saturate(m: Module, value, bits: int, name: str):
@@ -91,7 +95,7 @@ class MatmulDatapath(wiring.Component):
         # ---- stage 0: products ----
         prod_bits = 2 * p.in_bits
         prod = [[Signal(signed(prod_bits), name=f"prod_{k}_{c}") for c in range(C)] for k in range(K)]
-        ctrl_layout = data.StructLayout({"valid": 1, "pix": range(p.stripe_max), "first": 1, "last": 1})
+        ctrl_layout = data.StructLayout({"valid": 1, "pix": range(p.stripe_max), "first": 1, "last": 1, "end": 1})
         ctrl = [Signal(ctrl_layout, name=f"ctrl{i}") for i in range(p.pipeline)]
         with m.If(advance):
             for k in range(K):
@@ -103,6 +107,7 @@ class MatmulDatapath(wiring.Component):
                 ctrl[0].pix.eq(dp.pix),
                 ctrl[0].first.eq(dp.first),
                 ctrl[0].last.eq(dp.last),
+                ctrl[0].end.eq(dp.end),
             ]
 
         # ---- stage 1: adder trees; stages 2.. : delay to the configured CMAC depth ----
@@ -145,5 +150,9 @@ class MatmulDatapath(wiring.Component):
                     with m.If(last_ctrl.last):
                         m.d.sync += self.out.payload.data[k].eq(_saturate(m, signed_r, OUT_BITS, f"outsat_{k}"))
                 with m.If(last_ctrl.last):
-                    m.d.sync += [self.out.valid.eq(1), self.out.payload.pix.eq(last_ctrl.pix)]
+                    m.d.sync += [
+                        self.out.valid.eq(1),
+                        self.out.payload.pix.eq(last_ctrl.pix),
+                        self.out.payload.last.eq(last_ctrl.end),
+                    ]
         return m

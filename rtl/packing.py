@@ -36,7 +36,8 @@ def pack_beat(beat: Beat, p: DatapathParams) -> int:
     base, _ = off["data"]
     for c, v in enumerate(beat.data):
         word |= _field(int(v), p.in_bits) << (base + c * p.in_bits)
-    for name, value in (("pix", beat.pix), ("first", beat.first), ("last", beat.last), ("swap", beat.swap)):
+    fields = (("pix", beat.pix), ("first", beat.first), ("last", beat.last), ("swap", beat.swap), ("end", beat.end))
+    for name, value in fields:
         o, w = off[name]
         word |= _field(int(value), w) << o
     return word
@@ -49,9 +50,11 @@ def pack_weights(atom: Sequence[int], p: DatapathParams) -> int:
     return word
 
 
-def unpack_out(word: int, p: DatapathParams) -> tuple[int, list[int]]:
+def unpack_out(word: int, p: DatapathParams) -> tuple[int, bool, list[int]]:
+    """(pix, last, values) of one output beat."""
     off = _offsets(out_layout(p))
     base, _ = off["data"]
     vals = [_signed((word >> (base + k * OUT_BITS)) & ((1 << OUT_BITS) - 1), OUT_BITS) for k in range(p.cells)]
     o, w = off["pix"]
-    return (word >> o) & ((1 << w) - 1), vals
+    lo, _ = off["last"]
+    return (word >> o) & ((1 << w) - 1), bool((word >> lo) & 1), vals

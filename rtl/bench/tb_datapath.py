@@ -68,7 +68,7 @@ class Monitor:
 
     def __init__(self, dut, p: DatapathParams) -> None:
         self.dut, self.p = dut, p
-        self.values: list[tuple[int, list[int]]] = []
+        self.values: list[tuple[int, bool, list[int]]] = []
         self.cycles: list[int] = []
 
     def sample(self, t: int) -> None:
@@ -88,9 +88,9 @@ class Checker:
         got = self.monitor.values
         if len(got) != len(exp):
             errs.append(f"{len(got)} outputs, expected {len(exp)}")
-        for n, ((gp, gv), (ep, ev)) in enumerate(zip(got, exp, strict=False)):
-            if gp != ep or gv != [int(v) for v in ev]:
-                errs.append(f"output {n}: pix {gp} {gv[:4]}... != model pix {ep} {list(ev[:4])}...")
+        for n, ((gp, gl, gv), (ep, el, ev)) in enumerate(zip(got, exp, strict=False)):
+            if gp != ep or gl != el or gv != [int(v) for v in ev]:
+                errs.append(f"output {n}: pix {gp} last {gl} {gv[:4]}... != model pix {ep} last {el} {list(ev[:4])}...")
                 break
         if tuple(self.driver.accepts) != self.model.timing.accept_cycles:
             errs.append("input acceptance cycles differ from the model")

@@ -24,3 +24,13 @@ def test_rtl_bad_input(capsys):
     assert "--layer must be <model>.<layer>" in capsys.readouterr().err
     assert main(["rtl", "emit", "--hw", "nv_full", "--precision", "fp16"]) == 2
     assert "integer-only" in capsys.readouterr().err
+
+
+def test_missing_iverilog_names_the_install_command(monkeypatch, capsys):
+    import shutil
+
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "iverilog" else real(name, *a, **k))
+    assert main(["rtl", "verify", "--hw", "nv_small", "--layer", "bert-base.qkv"]) == 2
+    err = capsys.readouterr().err
+    assert "Icarus Verilog (iverilog) is not on PATH" in err and "apt-get install -y iverilog" in err

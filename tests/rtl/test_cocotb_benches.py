@@ -59,3 +59,10 @@ def test_int16_accumulator_saturation(tmp_path):
     x = np.full((1, 8 * 17000), 32767)
     w = np.full((4, 8 * 17000), 32767)
     _ok(run_bench(hw, Precision.INT16, x, w, work_dir=tmp_path))
+
+
+def test_waves_on_request(tmp_path):
+    hw = load_config("nv_small")
+    tile = layer_tile("bert-base.qk", hw, Precision.INT8, seed=8)
+    _ok(run_bench(hw, Precision.INT8, tile.x[:8], tile.w, work_dir=tmp_path, waves=True))
+    assert list((tmp_path / "sim_build").glob("*.fst"))

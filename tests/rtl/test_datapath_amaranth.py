@@ -15,7 +15,9 @@ def _check(p, x, w, ready, truncate=0):
     run = run_amaranth(p, beats, sets, ready, truncate=truncate)
     expect = datapath_outputs(beats, sets, p, truncate=truncate)
     timing = datapath_timing(beats, sum(len(s) for s in sets), ready, p)
-    assert [(px, v) for px, v in run.values] == [(px, [int(a) for a in v]) for px, v in expect]
+    assert run.values == [(px, last, [int(a) for a in v]) for px, last, v in expect]
+    stripes = -(-x.shape[0] // p.stripe_max)
+    assert sum(1 for _, last, _ in run.values if last) == stripes  # out.last once per stripe
     assert run.accept_cycles == timing.accept_cycles
     assert run.output_cycles == timing.output_cycles
     return timing
@@ -59,7 +61,7 @@ def test_int16_output_saturation():
     w[1] = -32768
     _check(p, x, w, [True] * 200)
     out = datapath_outputs(*stripe_beats(x, w, p), p)
-    assert out[0][1][0] == 2**31 - 1 and out[0][1][1] == -(2**31)
+    assert out[0][2][0] == 2**31 - 1 and out[0][2][1] == -(2**31)
 
 
 def test_bad_params():
