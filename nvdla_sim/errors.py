@@ -15,3 +15,7 @@ class ShapeError(NvdlaError):
 
 class UnsupportedError(NvdlaError):
     """A feature the chosen hardware config does not have (e.g. LUT on nv_small)."""
+
+
+class TraceError(NvdlaError):
+    """An NVDLA register program (trace test) is malformed, or uses registers or modes the model lacks."""

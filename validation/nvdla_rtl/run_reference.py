@@ -1,0 +1,267 @@
+"""Run NVIDIA's nv_small trace tests on NVIDIA's RTL (Verilator) and record cycles and pass/fail.
+
+    python -m validation.nvdla_rtl.run_reference SRC [--work DIR] [--tests GLOB ...] [--out FILE]
+
+SRC is an nvdla/hw checkout or bare mirror (branch nv_small); the RTL is built in WORK by build.sh and
+nothing of NVIDIA's is written into this repository. Per test this writes one row: pass/fail and why,
+the layer decoded from its registers by nvdla_sim.regdecode, the core-clock cycles from the last
+D_OP_ENABLE write to the last rise of the interrupt line, the whole-trace cycles, and the AXI traffic
+the testbench saw. The rows go to validation/data/nvdla_rtl_nv_small.json with the command, the source
+commit and the date; tests/integration/test_nvdla_reference.py reads that file.
+
+The converter from .cfg to the testbench's binary trace is our own (the format is read by
+verif/verilator/nvdla.cpp): unlike NVIDIA's new_trace_to_verilator.py it accepts `pri_mem` as the
+memory name and `check_file` golden files (checked as the CRC of the golden bytes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import json
+import os
+import re
+import runpy
+import shutil
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.regdecode import decode_program
+from nvdla_sim.regprog import IntrNotify, MemInit, MemLoad, RegPoll, RegWrite, load_dat, parse_program
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUT = HERE.parent / "data" / "nvdla_rtl_nv_small.json"
+TESTS_PATH = "verif/tests/trace_tests/nv_small"
+
+# The testbench memory (verif/verilator/nvdla.cpp, class AXIResponder), recorded with every row set.
+TESTBENCH_MEMORY = {
+    "read_latency_cycles": 32,  # AXI_R_LATENCY: fixed 32-entry read-data pipeline
+    "read_request_every_cycles": 2,  # ar_arready drops for one cycle after each accepted request
+    "write_request_every_cycles": 2,  # aw_awready likewise
+    "beat_bytes": 8,  # 64-bit DBBIF on nv_small
+}
+
+# How each trace-test unit raises its done interrupt: GLB.S_INTR_STATUS field per intr_notify source.
+_OP_ENABLE = "D_OP_ENABLE_0"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src", help="nvdla/hw checkout or bare git mirror (branch nv_small)")
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "nvdla_rtl_ref"), help="build folder")
+    ap.add_argument("--tests", nargs="*", default=["*"], help="test name globs (default: all)")
+    ap.add_argument("--out", default=str(DEFAULT_OUT), help="result JSON (merged with existing rows)")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per test run")
+    args = ap.parse_args(argv)
+
+    src, work = Path(args.src).resolve(), Path(args.work).resolve()
+    binary = build(src, work)
+    hw = work / "hw"
+    regs = runpy.run_path(str(hw / "outdir/nv_small/spec/manual/opendla.py"))["registers"]
+    tests_root = extract_tests(src, work)
+    names = sorted(p.name for p in tests_root.iterdir() if p.is_dir())
+    chosen = [n for n in names if any(fnmatch.fnmatch(n, g) for g in args.tests)]
+    if not chosen:
+        print(f"run_reference: no test matches {args.tests}; tests: {', '.join(names)}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    doc = json.loads(out.read_text()) if out.exists() else {"rows": []}
+    rows = {r["name"]: r for r in doc.get("rows", [])}
+    for name in chosen:
+        t0 = time.monotonic()
+        row = run_one(tests_root / name, binary, regs, work / "runs" / name, timeout=args.timeout)
+        row["wall_s"] = round(time.monotonic() - t0, 2)
+        rows[name] = row
+        print(
+            f"{name:45s} {row['status']:8s} op {row.get('op_cycles')!s:>8} cycles  {row['wall_s']:6.1f} s"
+            + (f"  ({row['reason']})" if row.get("reason") else ""),
+            flush=True,
+        )
+    doc = {
+        "what": "NVIDIA nv_small RTL (Verilator) on NVIDIA's trace tests: cycles and pass/fail",
+        "command": "python -m validation.nvdla_rtl.run_reference SRC"
+        + ("" if args.tests == ["*"] else " --tests " + " ".join(args.tests)),
+        "source_commit": (hw / ".source_commit").read_text().strip() if (hw / ".source_commit").exists() else "",
+        "date": datetime.date.today().isoformat(),
+        "verilator": subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout.strip(),
+        "testbench_memory": TESTBENCH_MEMORY,
+        "cycle_definition": "op_cycles: core clocks from the last D_OP_ENABLE write issued on CSB to the last "
+        "rising edge of the interrupt line; trace_cycles: from the first CSB write to that edge",
+        "rows": [rows[k] for k in sorted(rows)],
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {out} ({len(doc['rows'])} rows)")
+    return 0
+
+
+def build(src: Path, work: Path) -> Path:
+    res = subprocess.run(["bash", str(HERE / "build.sh"), str(src), str(work)], stdout=subprocess.PIPE, text=True)
+    if res.returncode:
+        raise SystemExit(f"run_reference: build.sh failed (exit {res.returncode}); see the logs in {work}")
+    return Path(res.stdout.strip().splitlines()[-1])
+
+
+def extract_tests(src: Path, work: Path) -> Path:
+    """Trace-test folders: from a checkout's folder, or archived one by one from a git mirror (the stored
+    mirror lacks the objects of some tests, which are then left out with a note)."""
+    if (src / TESTS_PATH).is_dir():
+        return src / TESTS_PATH
+    dest = work / "tests"
+    if dest.is_dir() and any(dest.iterdir()):
+        return dest
+    dest.mkdir(parents=True, exist_ok=True)
+    listing = subprocess.run(
+        ["git", "-C", str(src), "ls-tree", "--name-only", f"nv_small:{TESTS_PATH}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    for name in listing:
+        with tempfile.TemporaryFile() as tmp:
+            r = subprocess.run(
+                ["git", "-C", str(src), "archive", "nv_small", f"{TESTS_PATH}/{name}"],
+                stdout=tmp,
+                stderr=subprocess.PIPE,
+            )
+            if r.returncode:
+                print(f"run_reference: {name}: not in this mirror ({r.stderr.decode().strip()[:80]})", file=sys.stderr)
+                continue
+            tmp.seek(0)
+            with tarfile.open(fileobj=tmp) as tf:
+                for m in tf.getmembers():
+                    if m.isfile():
+                        target = dest / name / Path(m.name).name
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(tf.extractfile(m).read())
+    return dest
+
+
+# ---- converter: .cfg -> nvdla.cpp binary trace ---------------------------------------------------
+
+
+def convert(test: Path, regs: dict) -> tuple[bytes, dict[int, str]]:
+    """Binary trace for nvdla.cpp (commands 2 write_reg, 3 read_reg, 5 load_mem, 6 syncpt mask,
+    7 interrupt registers, 8 syncpt CRC, 9 syncpt ignore, 0xFF end) and the op-enable register addresses."""
+    prog = parse_program(test)
+    out = bytearray()
+    # memory first (as NVIDIA's converter does): all mem_init/mem_load run before any register write
+    for c in prog.commands:
+        if isinstance(c, MemInit):
+            out += struct.pack("=BII", 5, c.base, c.size) + b"\0" * c.size
+        elif isinstance(c, MemLoad):
+            data = bytes(load_dat(c.path))
+            out += struct.pack("=BII", 5, c.base, len(data)) + data
+    syncpts: dict[str, int] = {}
+    status = regs["NVDLA_GLB"]["S_INTR_STATUS_0"]
+    for c in prog.commands:
+        if isinstance(c, IntrNotify):
+            syncpts[c.sync_id] = len(syncpts)
+            blk, gid = re.match(r"(.*)_(\d+)$", c.source.upper()).groups()
+            out += struct.pack("=BII", 6, syncpts[c.sync_id], status[f"{blk}_DONE_STATUS{gid}"]["field"])
+    for c in prog.checks:
+        if c.sync_id not in syncpts:
+            raise NvdlaError(f"{test.name}: check on unknown sync id {c.sync_id!r}")
+        if c.kind == "nothing":
+            out += struct.pack("=BI", 9, syncpts[c.sync_id])
+        else:
+            out += struct.pack("=BIIII", 8, syncpts[c.sync_id], c.base, c.size, c.crc)
+    enables: dict[int, str] = {}
+    for c in prog.commands:
+        if isinstance(c, RegWrite | RegPoll):
+            addr = regs[c.unit][c.reg]["addr"] >> 2
+            if isinstance(c, RegWrite):
+                out += struct.pack("=BII", 2, addr, c.value)
+                if c.reg == _OP_ENABLE:
+                    enables[addr] = c.unit
+            else:
+                out += struct.pack("=BIII", 3, addr, 0xFFFFFFFF, c.value)
+    if syncpts:
+        out += struct.pack("=BII", 7, status["addr"] >> 2, regs["NVDLA_GLB"]["S_INTR_MASK_0"]["addr"] >> 2)
+    out += struct.pack("=B", 0xFF)
+    return bytes(out), enables
+
+
+_TICK = re.compile(r"^\((\d+)\) (.*)$")
+
+
+def parse_log(log: str, enables: dict[int, str]) -> dict:
+    """Cycle marks from the testbench log (two ticks per core clock)."""
+    first_write = last_enable = None
+    intr_rises: list[int] = []
+    reads = writes = 0
+    first_read = last_write_data = None
+    for line in log.splitlines():
+        m = _TICK.match(line)
+        if not m:
+            continue
+        tick, msg = int(m.group(1)), m.group(2)
+        if msg.startswith("write to nvdla: addr "):
+            addr = int(msg.split()[4].rstrip(","), 16)
+            if first_write is None:
+                first_write = tick
+            if addr in enables and msg.endswith("data 00000001"):
+                last_enable = tick
+        elif msg == "nvdla-sim: dla_intr 1":
+            intr_rises.append(tick)
+        elif "read request from dla" in msg:
+            reads += 1
+            if first_read is None and last_enable is not None:
+                first_read = tick
+        elif "write data from dla" in msg:
+            writes += 1
+            last_write_data = tick
+    if last_enable is None or not intr_rises:
+        return {}
+    end = intr_rises[-1]
+    return {
+        "op_cycles": (end - last_enable) // 2,
+        "trace_cycles": (end - first_write) // 2,
+        "first_read_cycle": None if first_read is None else (first_read - last_enable) // 2,
+        "last_write_cycle": None if last_write_data is None else (last_write_data - last_enable) // 2,
+        "axi_read_requests": reads,
+        "axi_write_beats": writes,
+        "interrupts": len(intr_rises),
+    }
+
+
+def run_one(test: Path, binary: Path, regs: dict, rundir: Path, *, timeout: float) -> dict:
+    row: dict = {"name": test.name, "kind": test.name.split("_", 1)[0]}
+    try:
+        row["layers"] = [layer.describe() for layer in decode_program(parse_program(test)).operations]
+    except NvdlaError as e:
+        row["layers"] = []
+        row["decode_error"] = str(e)
+    try:
+        blob, enables = convert(test, regs)
+    except (NvdlaError, KeyError) as e:
+        row.update(status="error", reason=f"converter: {e}")
+        return row
+    if rundir.exists():
+        shutil.rmtree(rundir)
+    rundir.mkdir(parents=True)
+    (rundir / "trace.bin").write_bytes(blob)
+    try:
+        res = subprocess.run([str(binary), "trace.bin"], cwd=rundir, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        row.update(status="timeout", reason=f"no completion within {timeout:.0f} s")
+        return row
+    (rundir / "run.log").write_text(res.stdout)
+    row.update(parse_log(res.stdout, enables))
+    if "*** PASS" in res.stdout:
+        row["status"] = "pass"
+    else:
+        lines = [ln for ln in res.stdout.splitlines() if "FAIL" in ln]
+        row.update(status="fail", reason=(lines[0].strip() if lines else f"exit {res.returncode}")[:160])
+    return row
+
+
+if __name__ == "__main__":
+    sys.exit(main())
