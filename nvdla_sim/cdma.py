@@ -23,6 +23,12 @@ def feature_bytes(width: int, rows: int, channels: int, precision: Precision, hw
     return width * rows * math.ceil(channels * precision.bytes / ab) * ab
 
 
+def atom_channels(channels: int, precision: Precision, hw: HwConfig) -> int:
+    """Channels rounded up to whole memory atoms (the lanes a feature cube occupies)."""
+    per_atom = max(1, hw.memory.memory_atomic_bytes // precision.bytes)
+    return math.ceil(channels / per_atom) * per_atom
+
+
 def image_bytes(width: int, rows: int, channels: int, precision: Precision) -> int:
     """Bytes of a pitch-linear pixel image (channels padded to 1, 2 or 4, e.g. RGB as RGBX)."""
     packed = 1 << (channels - 1).bit_length()

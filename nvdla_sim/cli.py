@@ -52,8 +52,23 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("configs", help="list hardware configs with peak MACs/cycle and CBUF size")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
-    s = sub.add_parser("simulate", help="simulate one hardware layer")
-    s.add_argument("--hw", default="nv_full", help="config name or path to a .toml (see `nvdla configs`)")
+    s = sub.add_parser("simulate", help="simulate one hardware layer, or an NVDLA register program")
+    s.add_argument(
+        "--hw",
+        default=None,
+        help="config name or path to a .toml (see `nvdla configs`; default nv_full, or nv_small_rtl_tb "
+        "with --trace-test)",
+    )
+    s.add_argument(
+        "--trace-test",
+        metavar="DIR",
+        help="run an NVDLA register program (NVIDIA trace-test folder or .cfg) through the model",
+    )
+    s.add_argument(
+        "--allow-unknown-registers",
+        action="store_true",
+        help="with --trace-test: time the program even if it writes registers the model does not decode",
+    )
     s.add_argument("--op", choices=["matmul", "conv", "sdp", "pdp"], default="matmul")
     s.add_argument("--m", type=_positive, help="matmul rows (tokens)")
     s.add_argument("--k", type=_positive, help="matmul reduction dim (input channels)")
@@ -128,7 +143,9 @@ def _need(args: argparse.Namespace, names: Sequence[str], op: str) -> None:
 
 @_command("simulate")
 def _simulate(args: argparse.Namespace) -> int:
-    hw = load_config(args.hw)
+    if args.trace_test:
+        return _simulate_trace_test(args)
+    hw = load_config(args.hw or "nv_full")
     prec = args.precision
     hw.check_precision(prec)
     spec = SdpSpec(
@@ -173,6 +190,46 @@ def _simulate(args: argparse.Namespace) -> int:
         print(json.dumps({"hw": hw.fingerprint, **stats.to_dict()}, indent=2))
     else:
         print(format_layer(stats, hw.clock_mhz, hw.fingerprint))
+    return 0
+
+
+def _simulate_trace_test(args: argparse.Namespace) -> int:
+    from .regdecode import describe
+    from .regrun import run_program, unit_cycles
+
+    hw = load_config(args.hw or "nv_small_rtl_tb")
+    run = run_program(args.trace_test, hw, strict=not args.allow_unknown_registers)
+    if args.json:
+        doc = {
+            "test": run.name,
+            "hw": hw.fingerprint,
+            "cycles": run.cycles,
+            "operations": [
+                {"kind": o.kind, "cycles": o.cycles, "launch": o.launch, "pipeline": o.pipeline,
+                 "completion": o.completion, "stats": o.stats.to_dict()}
+                for o in run.operations
+            ],
+            "layers": [describe(op) for op in run.decoded.operations],
+            "unknown_registers": run.decoded.unknown,
+            "checks": run.checks,
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{run.name} on {hw.fingerprint}")
+    print(f"  cycles (op enable -> interrupt)  {run.cycles:,}")
+    for o in run.operations:
+        print(f"  {o.kind:<5} {o.cycles:>10,} = launch {o.launch} + stream {o.stats.cycles:,} + pipeline {o.pipeline}"
+              f" + completion {o.completion}   bound by {o.stats.bound.value}")
+    units = unit_cycles(run)
+    print("  unit busy cycles  " + ", ".join(f"{u} {c:,}" for u, c in units.items()))
+    t = sum((o.stats.traffic for o in run.operations[1:]), run.operations[0].stats.traffic)
+    print(f"  memory read/write {t.dram_read:,} / {t.dram_write:,} bytes")
+    if run.decoded.unknown:
+        print("  registers not understood (ignored): " + ", ".join(run.decoded.unknown))
+    for c in run.checks:
+        golden = "none" if c["golden_crc"] is None else f"0x{c['golden_crc']:08x}"
+        print(f"  check {c['kind']:<7} 0x{c['base']:08x} + 0x{c['size']:x}: golden CRC {golden}; the model's output "
+              "bytes for register programs are not computed yet")
     return 0
 
 

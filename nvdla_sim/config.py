@@ -87,8 +87,16 @@ class MemoryConfig:
     sram_width_bits: int = 0
     sram_latency_cycles: int = 0
     dram_bandwidth_gbs: float | None = None
+    # AXI has independent read (AR/R) and write (AW/W) channels; a DRAM shares its bandwidth between
+    # them, a testbench memory such as NVIDIA's AXIResponder (verif/verilator/nvdla.cpp) does not.
+    separate_write_channel: bool = False
+    # The build's PRIMARY_MEMIF_LATENCY, which sizes the RDMA latency FIFOs (projects.spec); None: the
+    # same as dram_latency_cycles. A testbench memory faster than the build assumed keeps the build's FIFOs.
+    fifo_latency_cycles: int | None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.separate_write_channel, bool):
+            raise ConfigError(f"memory.separate_write_channel must be true or false, not {self.separate_write_channel!r}")
         _check_int("memory", "memory_atomic_bytes", self.memory_atomic_bytes, pow2=True)
         _check_int("memory", "dram_width_bits", self.dram_width_bits, minimum=8, pow2=True)
         _check_int("memory", "dram_latency_cycles", self.dram_latency_cycles, minimum=0)
@@ -98,6 +106,8 @@ class MemoryConfig:
                 f"memory.sram_width_bits must be 0 (no SRAMIF) or a power of two, not {self.sram_width_bits}"
             )
         _check_int("memory", "sram_latency_cycles", self.sram_latency_cycles, minimum=0)
+        if self.fifo_latency_cycles is not None:
+            _check_int("memory", "fifo_latency_cycles", self.fifo_latency_cycles, minimum=0)
         bw = self.dram_bandwidth_gbs
         if bw is not None and (isinstance(bw, bool) or not isinstance(bw, int | float) or bw <= 0):
             raise ConfigError(f"memory.dram_bandwidth_gbs must be a positive number of GB/s, not {bw!r}")
@@ -147,6 +157,27 @@ class CdpConfig:
         _check_int("cdp", "throughput", self.throughput)
 
 
+@dataclass(frozen=True)
+class TimingConfig:
+    """Fixed latencies of one hardware operation around its streaming work, in core cycles.
+
+    Each is measured on NVIDIA's nv_small RTL (validation/data/nvdla_rtl_nv_small.json, see
+    docs/modelling.md "Operation latencies"); configs without a measurement keep the nv_small values.
+    """
+
+    launch_cycles: int = 20  # D_OP_ENABLE write -> first DMA read request (SDP/PDP/CDP RDMA)
+    conv_launch_cycles: int = 29  # D_OP_ENABLE of CDMA -> its first read request
+    completion_cycles: int = 11  # last output write beat -> rise of the interrupt line
+    conv_pipeline_cycles: int = 44  # CBUF data in -> first result written: CSC, CMAC, CACC, SDP, WDMA
+    sdp_pipeline_cycles: int = 27  # read data in -> result written (SDP_RDMA -> SDP -> WDMA)
+    pdp_pipeline_cycles: int = 35  # likewise through PDP_RDMA -> PDP
+    cdp_pipeline_cycles: int = 56  # likewise through CDP_RDMA -> CDP (the LRN window and LUT)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _check_int("timing", f.name, getattr(self, f.name), minimum=0)
+
+
 _SECTIONS: dict[str, type] = {
     "mac": MacConfig,
     "cbuf": CbufConfig,
@@ -155,6 +186,7 @@ _SECTIONS: dict[str, type] = {
     "sdp": SdpConfig,
     "pdp": PdpConfig,
     "cdp": CdpConfig,
+    "timing": TimingConfig,
 }
 
 
@@ -172,6 +204,7 @@ class HwConfig:
     pdp: PdpConfig
     cdp: CdpConfig
     cacc: CaccConfig = CaccConfig()
+    timing: TimingConfig = TimingConfig()
     bdma: bool = False  # bridge DMA present (memory-to-memory copies on the accelerator)
     weight_compression: bool = False  # CDMA reads compressed weights (values + WMB + WGS)
 

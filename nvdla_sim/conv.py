@@ -145,7 +145,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
                     uses=(seen[data_key], seen[weight_key]),
                     blocks=_blocks(
                         csc.image_stripes(s.out_w, r1 - r0) if layer.image_input else csc.stripe_lengths(pixels, ideal),
-                        g1 - g0,
+                        min(kpg, cdma.atom_channels(g1 - g0, layer.out_precision, hw)),  # CACC delivers whole atoms
                         channel_ops,
                         load,
                         rate,

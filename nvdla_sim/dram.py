@@ -21,6 +21,12 @@ class MemoryPort:
     _ends: list[float] = field(default_factory=list)
     busy_cycles: float = 0.0
     bytes_moved: int = 0
+    write_port: MemoryPort | None = None  # independent write channel, when the memory has one
+
+    @property
+    def writes(self) -> MemoryPort:
+        """The port that posted writes use: the write channel if separate, else this (shared) port."""
+        return self.write_port or self
 
     def reserve(self, ready: float, nbytes: int) -> tuple[float, float]:
         """Book `nbytes` from `ready` on; return (first beat, last beat) in cycles."""

@@ -291,4 +291,27 @@ class PdpLayer:
         self.pool.out_size(self.width, self.height)
 
 
-HwLayer = ConvLayer | SdpLayer | PdpLayer
+@dataclass(frozen=True)
+class CdpLayer:
+    """A channel data processor layer (local response normalisation over `window` channels):
+    memory -> CDP_RDMA -> CDP -> memory, one pass over a W x H x C cube."""
+
+    name: str
+    width: int
+    height: int
+    channels: int
+    precision: Precision
+    window: int = 3  # normalisation length: 3, 5, 7 or 9 channels
+    input_memory: Memory = Memory.DRAM
+    output_memory: Memory = Memory.DRAM
+
+    def __post_init__(self) -> None:
+        for n in ("width", "height", "channels"):
+            v = getattr(self, n)
+            if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
+                raise ShapeError(f"cdp layer {n} must be an integer in 1..{MAX_DIM}, not {v!r}")
+        if self.window not in (3, 5, 7, 9):
+            raise ShapeError(f"cdp window must be 3, 5, 7 or 9 channels (CDP.D_LRN_CFG NORMALZ_LEN), not {self.window}")
+
+
+HwLayer = ConvLayer | SdpLayer | PdpLayer | CdpLayer

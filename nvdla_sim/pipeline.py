@@ -163,7 +163,7 @@ def run_items(
                 released[e] = compute_end
         item_end = drain_end if it.blocks else start_c
         if it.write_bytes:
-            port = ports[it.write_memory]
+            port = ports[it.write_memory].writes
             w_start, w_end = port.reserve(first_drain if first_drain is not None else item_end, it.write_bytes)
             item_end = max(item_end, w_end)
             if record_events:
@@ -212,4 +212,7 @@ def make_ports(hw) -> dict[Memory, MemoryPort]:
     ports = {Memory.DRAM: MemoryPort(hw.dram_bytes_per_cycle, hw.memory.dram_latency_cycles)}
     if hw.memory.has_sram:
         ports[Memory.SRAM] = MemoryPort(hw.sram_bytes_per_cycle, hw.memory.sram_latency_cycles)
+    if hw.memory.separate_write_channel:
+        for port in ports.values():
+            port.write_port = MemoryPort(port.bytes_per_cycle, 0)
     return ports

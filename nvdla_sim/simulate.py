@@ -13,19 +13,29 @@ import math
 from . import cdma, sdp
 from .config import HwConfig
 from .conv import simulate_conv
-from .layers import ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
+from .layers import CdpLayer, ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
 from .pipeline import Fetch, Item, item_traffic, make_ports, run_items
 from .stats import Bound, LayerStats, Unit, UnitStats
 from .tiling import TilePlan, default_plan
 
-RDMA_CHUNK_BYTES = 2048
+RDMA_CHUNK_BYTES = 2048  # largest run of RDMA requests modelled as one pipeline item
+MIN_CHUNKS = 32  # a cube is cut into at least this many items (down to one memory atom each), so the
+# exposed first-chunk fetch is at most 1/32 of the stream: the RDMA requests atom by atom and the unit
+# starts on the first atom back (sdp_3x3x33_* on NVIDIA's nv_small RTL: 45 atoms, 4 surfaces)
 
 
-def rdma_chunks_in_flight(hw: HwConfig, bytes_per_cycle: float) -> int:
+def chunk_bytes(in_bytes: int, hw: HwConfig) -> int:
+    atom = hw.memory.memory_atomic_bytes
+    return max(atom, min(RDMA_CHUNK_BYTES, math.ceil(in_bytes / MIN_CHUNKS / atom) * atom))
+
+
+def rdma_chunks_in_flight(hw: HwConfig, bytes_per_cycle: float, chunk: int = RDMA_CHUNK_BYTES) -> int:
     """Chunks the RDMA can have outstanding: its latency FIFO (projects.spec *_LATENCY_FIFO_DEPTH) in chunks."""
     beat = hw.memory.dram_width_bits / 8
-    depth = min(512, max(4, math.ceil(hw.memory.dram_latency_cycles * bytes_per_cycle / beat)))
-    return max(2, math.ceil(depth * beat / RDMA_CHUNK_BYTES))
+    latency = hw.memory.fifo_latency_cycles
+    latency = hw.memory.dram_latency_cycles if latency is None else latency
+    depth = min(512, max(4, math.ceil(latency * bytes_per_cycle / beat)))
+    return max(2, math.ceil(depth * beat / chunk))
 
 
 def simulate(layer: HwLayer, hw: HwConfig, plan: TilePlan | None = None, *, record_events: bool = True) -> LayerStats:
@@ -34,15 +44,19 @@ def simulate(layer: HwLayer, hw: HwConfig, plan: TilePlan | None = None, *, reco
         return simulate_conv(layer, hw, plan or default_plan(layer, hw), record_events=record_events)
     if isinstance(layer, SdpLayer):
         return _simulate_stream(layer, hw, record_events=record_events)
-    if isinstance(layer, PdpLayer):
+    if isinstance(layer, PdpLayer | CdpLayer):
         return _simulate_stream(layer, hw, record_events=record_events)
-    raise TypeError(f"cannot simulate {type(layer).__name__}; expected ConvLayer, SdpLayer or PdpLayer")
+    raise TypeError(f"cannot simulate {type(layer).__name__}; expected ConvLayer, SdpLayer, PdpLayer or CdpLayer")
 
 
-def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events: bool) -> LayerStats:
+def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, record_events: bool) -> LayerStats:
     hw.check_precision(layer.precision)
     in_bytes = cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.precision, hw)
     elements = layer.width * layer.height * layer.channels
+    # The SDP/PDP/CDP datapaths take whole memory atoms: a cube's channels are padded to the atom
+    # (8 INT8 lanes on nv_small), and the padding lanes cost their cycles too. Measured on NVIDIA's
+    # nv_small RTL: sdp_8192x1x1_pass_through (1 channel) takes 8 cycles per pixel, as 8 channels do.
+    lane_elements = layer.width * layer.height * cdma.atom_channels(layer.channels, layer.precision, hw)
     if isinstance(layer, SdpLayer):
         rate = sdp.elements_per_cycle(layer.sdp, hw)
         operand = sdp.operand_read_bytes(
@@ -53,17 +67,23 @@ def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events:
         )
         out_bytes = cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.out_precision, hw)
         unit, bound_unit = Unit.SDP, Bound.SDP
+    elif isinstance(layer, CdpLayer):
+        rate = hw.cdp.throughput
+        operand = 0
+        out_bytes = in_bytes
+        unit, bound_unit = Unit.CDP, Bound.CDP
     else:
         rate = hw.pdp.throughput
         operand = 0
         ow, oh = layer.pool.out_size(layer.width, layer.height)
         out_bytes = cdma.feature_bytes(ow, oh, layer.channels, layer.precision, hw)
         unit, bound_unit = Unit.PDP, Bound.PDP
-    chunks = max(1, math.ceil(in_bytes / RDMA_CHUNK_BYTES))
-    in_flight = rdma_chunks_in_flight(hw, rate * layer.precision.bytes)
+    chunk = chunk_bytes(in_bytes, hw)
+    chunks = max(1, math.ceil(in_bytes / chunk))
+    in_flight = rdma_chunks_in_flight(hw, rate * layer.precision.bytes, chunk)
     items = []
     for i in range(chunks):
-        share = (min(in_bytes, (i + 1) * RDMA_CHUNK_BYTES) - i * RDMA_CHUNK_BYTES) / in_bytes
+        share = (min(in_bytes, (i + 1) * chunk) - i * chunk) / in_bytes
         fetches = [Fetch(2 * i, "rdma", "rdma", math.ceil(in_bytes * share), layer.input_memory, f"read {i}")]
         uses = [2 * i]
         if operand:
@@ -83,7 +103,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events:
                 name=f"chunk {i}",
                 fetches=tuple(fetches),
                 uses=tuple(uses),
-                blocks=((1, 0, 0, math.ceil(elements * share / rate)),),
+                blocks=((1, 0, 0, math.ceil(lane_elements * share / rate)),),
                 write_bytes=math.ceil(out_bytes * share),
                 write_memory=layer.output_memory,
             )
@@ -102,7 +122,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer, hw: HwConfig, *, record_events:
     traffic = item_traffic(items)
     fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
     lower = max(
-        math.ceil(elements / rate),
+        math.ceil(lane_elements / rate),
         math.ceil((traffic.dram_total + traffic.sram_read + traffic.sram_write) / fastest),
     )
     bound = bound_unit if res.drain_busy >= res.wait_fetch else Bound.DRAM

@@ -19,6 +19,7 @@ class Unit(enum.Enum):
     CACC = "cacc"
     SDP = "sdp"
     PDP = "pdp"
+    CDP = "cdp"
     DRAM = "dram"
     SRAM = "sram"
     HOST = "host"
@@ -31,6 +32,7 @@ class Bound(enum.Enum):
     CBUF = "cbuf"  # weight-load bubbles between stripes (CBUF -> CMAC bandwidth)
     SDP = "sdp"  # CACC -> SDP output drain or SDP element rate
     PDP = "pdp"  # PDP element rate (standalone pooling)
+    CDP = "cdp"  # CDP element rate (local response normalisation)
     DRAM = "dram"  # memory bandwidth or latency
     HOST = "host"  # runs on the host CPU
 

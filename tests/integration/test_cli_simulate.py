@@ -8,6 +8,8 @@ import pytest
 
 from nvdla_sim.cli import main
 
+NVDLA = [sys.executable, "-m", "nvdla_sim.cli"]
+
 
 def run(capsys, *argv):
     rc = main(list(argv))
@@ -89,3 +91,24 @@ def test_console_script_subprocess(tmp_path):
     )
     assert r.returncode == 2
     assert "bad.toml: missing required field 'mac'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_simulate_trace_test_end_to_end(tmp_path):
+    """`nvdla simulate --trace-test DIR` on a program of our own: cycles, units, checks, JSON."""
+    from tests.unit.test_regprog import sdp_program, write_test
+
+    d = write_test(tmp_path, sdp_program(8, 8, 32))
+    out = subprocess.run([*NVDLA, "simulate", "--trace-test", str(d)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "on nv_small_rtl_tb" in out.stdout and "sdp " in out.stdout and "golden CRC 0x12345678" in out.stdout
+    js = subprocess.run([*NVDLA, "simulate", "--trace-test", str(d), "--json"], capture_output=True, text=True)
+    doc = json.loads(js.stdout)
+    # 8x8 pixels x 4 atoms x 8 lanes at 1 lane/cycle, plus launch, memory latency, pipeline and completion
+    assert 2048 < doc["cycles"] < 2048 + 150
+    assert doc["layers"][0]["kind"] == "sdp" and doc["unknown_registers"] == []
+
+
+def test_simulate_trace_test_errors_are_one_line(tmp_path):
+    out = subprocess.run([*NVDLA, "simulate", "--trace-test", str(tmp_path / "missing")], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "not a trace-test folder" in out.stderr

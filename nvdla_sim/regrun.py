@@ -1,0 +1,138 @@
+"""Run an NVDLA register program (trace test) through the model: cycles per operation and unit.
+
+An operation's cycles run from its D_OP_ENABLE write to the interrupt, as measured on NVIDIA's RTL:
+
+    launch (op enable -> first DMA request)
+    + the layer's streaming time (tile pipeline: fetch, compute, drain, writes, memory latency)
+    + the unit's pipeline depth (data in -> result written)
+    + completion (last write -> interrupt)
+
+Each constant is a field of HwConfig.timing with its measurement in docs/modelling.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import HwConfig
+from .errors import TraceError
+from .layers import CdpLayer, SdpLayer
+from .regdecode import CdpOp, ConvOp, Decoded, Operation, PdpOp, SdpOp, decode_program, hw_layer
+from .regprog import parse_program
+from .simulate import simulate
+from .stats import LayerStats
+from .tiling import LoopOrder, TilePlan, illegal_reason
+
+
+@dataclass(frozen=True)
+class OperationTiming:
+    kind: str
+    cycles: int
+    stats: LayerStats
+    launch: int
+    pipeline: int
+    completion: int
+
+
+@dataclass
+class ProgramRun:
+    name: str
+    decoded: Decoded
+    operations: list[OperationTiming]
+    checks: list[dict] = field(default_factory=list)  # per check: kind, base, size, golden and model CRC
+
+    @property
+    def cycles(self) -> int:
+        """Cycles from the last op enable to the last interrupt (operations of one program run together)."""
+        return max((o.cycles for o in self.operations), default=0)
+
+
+def operation_timing(op: Operation, hw: HwConfig, *, name: str = "op") -> OperationTiming:
+    """Model cycles of one decoded operation, op enable to interrupt."""
+    t = hw.timing
+    if isinstance(op, ConvOp):
+        layer = hw_layer(op, name)
+        plan = TilePlan(op.data_banks, op.weight_banks, op.shape.out_h, op.shape.out_k, LoopOrder.DATA_STATIONARY)
+        reason = illegal_reason(layer, plan, hw)
+        if reason is not None:
+            raise TraceError(f"{name}: the program's CBUF split does not fit the model's {hw.name}: {reason}")
+        stats = simulate(layer, hw, plan, record_events=False)
+        launch, pipe, kind = t.conv_launch_cycles, t.conv_pipeline_cycles, "conv"
+    elif isinstance(op, SdpOp):
+        layer = hw_layer(op, name)
+        stats = simulate(layer, hw, record_events=False)
+        if op.to_pdp and hw.pdp.throughput < stats.detail["elements_per_cycle"]:
+            # SDP feeds PDP on the fly: the slower of the two paces the pass.
+            stats = simulate(SdpLayer(name, op.width, op.height, op.channels, op.in_precision, layer.sdp), hw)
+        launch, pipe, kind = t.launch_cycles, t.sdp_pipeline_cycles, "sdp"
+    elif isinstance(op, PdpOp):
+        layer = hw_layer(op, name)
+        if op.split_num > 1:
+            # Split-width mode (a line wider than the PDP line buffer): each part re-reads the
+            # kernel-overlap columns of its neighbour (pdp_16x6x16_4x2_split: 20 of 16 columns read).
+            read_w = op.in_w + (op.split_num - 1) * max(0, op.kernel_w - op.stride_x)
+            layer = dataclasses.replace(layer, width=read_w)
+        stats = simulate(layer, hw, record_events=False)
+        launch, pipe, kind = t.launch_cycles, t.pdp_pipeline_cycles, "pdp"
+    elif isinstance(op, CdpOp):
+        layer = CdpLayer(name, op.width, op.height, op.channels, op.precision, window=op.normalz_len)
+        stats = simulate(layer, hw, record_events=False)
+        launch, pipe, kind = t.launch_cycles, t.cdp_pipeline_cycles, "cdp"
+    else:  # pragma: no cover - Operation is closed
+        raise TraceError(f"{name}: cannot time {type(op).__name__}")
+    cycles = launch + stats.cycles + pipe + t.completion_cycles
+    return OperationTiming(kind, cycles, stats, launch, pipe, t.completion_cycles)
+
+
+def run_operations(ops: list[Operation], hw: HwConfig, *, name: str) -> list[OperationTiming]:
+    """Time a program's operations. An SDP pass feeding PDP on the fly is one pipelined operation
+    (the PDP op of the pair is not timed again)."""
+    out = []
+    for i, op in enumerate(ops):
+        if isinstance(op, PdpOp) and op.flying and i and isinstance(ops[i - 1], SdpOp):
+            continue
+        out.append(operation_timing(op, hw, name=f"{name}.{i}"))
+    return out
+
+
+def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True) -> ProgramRun:
+    """Decode and time a trace test. Its checks are listed with their golden CRCs; computing the output
+    bytes from the program's memory images is not done yet (docs/validation.md, "Status")."""
+    prog = parse_program(path)
+    decoded = decode_program(prog)
+    if strict and decoded.unknown:
+        raise TraceError(
+            f"{prog.name}: registers the model does not understand: {', '.join(decoded.unknown)} "
+            "(pass strict=False / --allow-unknown-registers to time it anyway)"
+        )
+    for op in decoded.operations:
+        _check_supported(op, hw, prog.name)
+    run = ProgramRun(prog.name, decoded, run_operations(decoded.operations, hw, name=prog.name))
+    run.checks = [
+        {"kind": c.kind, "base": c.base, "size": c.size, "golden_crc": c.crc, "model_crc": None}
+        for c in prog.checks
+    ]
+    return run
+
+
+def _check_supported(op: Operation, hw: HwConfig, name: str) -> None:
+    """Refuse what the chosen build lacks, as the RTL does (nv_small has no SDP EW/LUT)."""
+    sdp = op.sdp if isinstance(op, ConvOp) else op if isinstance(op, SdpOp) else None
+    if sdp is not None and sdp.ew_enabled and hw.sdp.ew_throughput == 0:
+        raise TraceError(
+            f"{name}: the program enables SDP's element-wise (Y) unit (SDP.D_DP_EW_CFG_0.EW_BYPASS=0), which "
+            f"{hw.name} does not have (sdp.ew_throughput = 0; nv_small is built with SDP_EW_DISABLE)"
+        )
+    if sdp is not None and sdp.lut_enabled and not hw.sdp.lut:
+        raise TraceError(f"{name}: the program enables the SDP LUT, which {hw.name} does not have (sdp.lut = false)")
+
+
+def unit_cycles(run: ProgramRun) -> dict[str, int]:
+    """Busy cycles per unit summed over the program's operations."""
+    out: dict[str, int] = {}
+    for o in run.operations:
+        for u, s in o.stats.units.items():
+            out[u.value] = out.get(u.value, 0) + s.busy
+    return out

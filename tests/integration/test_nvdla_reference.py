@@ -1,0 +1,94 @@
+"""The model against NVIDIA's nv_small RTL, from the committed measurements (no Verilator needed).
+
+validation/data/nvdla_rtl_nv_small.json holds one row per NVIDIA trace test, measured by
+`python -m validation.nvdla_rtl.run_reference SRC`. Each row's operations are rebuilt from their stored
+register-level description and timed with configs/nv_small_rtl_tb.toml. The distribution targets are
+issue 12's; the tests beyond 25% are listed with their cause (docs/validation.md) and marked xfail
+strict, so a fix that brings one inside the target makes this file fail until the list is updated.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from validation.nvdla_rtl.compare import DATA, TARGETS, compare, distribution, load_rows
+
+DOC = load_rows()
+ROWS = {r.name: r for r in compare(DOC)}
+
+# Beyond the 25% worst-case target today, each with what the RTL does that the model does not (yet).
+KNOWN_OUTLIERS = {
+    "dc_8192x1x1_2x3x1x41_int8_0": "one-channel input, stride 2 with dilation 22: the RTL takes 12 cycles per "
+    "output pixel and kernel group for 6 atomic ops; the model is drain-bound at 8",
+}
+
+
+def test_provenance_recorded():
+    assert DOC["command"].startswith("python -m validation.nvdla_rtl.run_reference")
+    assert len(DOC["source_commit"]) == 40 and DOC["date"]
+    assert DOC["testbench_memory"]["read_latency_cycles"] == 32
+    assert len(DOC["rows"]) == 74
+
+
+def test_rtl_pass_fail_is_what_the_build_supports():
+    """70 tests pass on the RTL; the 4 that fail are the SDP element-wise ones nv_small lacks, and the
+    model refuses exactly those, naming the register and the missing unit."""
+    failed = sorted(n for n, r in ROWS.items() if r.rtl_status != "pass")
+    assert len(failed) == 4 and all("_ew_" in n for n in failed)
+    refused = sorted(n for n, r in ROWS.items() if r.refused)
+    assert refused == failed
+    assert all("EW_BYPASS" in ROWS[n].refused and "SDP_EW_DISABLE" in ROWS[n].refused for n in refused)
+
+
+def test_distribution_meets_targets():
+    d = distribution(list(ROWS.values()))
+    assert d["n"] == 70
+    assert d["median"] <= TARGETS["median"], d
+    assert d["p90"] <= TARGETS["p90"], d
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_OUTLIERS[n])) if n in KNOWN_OUTLIERS else n
+        for n in sorted(ROWS)
+        if ROWS[n].rtl_status == "pass"
+    ],
+)
+def test_each_test_within_worst_case_target(name):
+    row = ROWS[name]
+    assert row.error <= TARGETS["worst"], f"{name}: model {row.model_cycles} vs RTL {row.rtl_cycles} ({row.ratio:.3f})"
+
+
+def test_thin_and_tiny_operations_no_longer_optimistic():
+    """What attention and decode consist of: one-channel and one-pixel cubes (2-3x optimistic before)."""
+    for name in ("sdp_8192x1x1_pass_through_int8_0", "sdp_1x8192x1_pass_through_int8_0",
+                 "sdp_1x1x1_pass_through_int8", "dc_1x1x8_1x1x8x1_int8_0", "pdp_1x1x1_3x3_ave_int8_0"):
+        assert 0.95 <= ROWS[name].ratio <= 1.10, (name, ROWS[name].ratio)
+
+
+@pytest.mark.nvdla_rtl
+def test_rerun_on_nvidia_rtl(tmp_path):
+    """Rerun a few trace tests on NVIDIA's RTL and require the committed cycles exactly (the RTL and
+    testbench are deterministic). Needs NVDLA_HW_SRC (an nvdla/hw checkout or mirror) and Verilator."""
+    src = os.environ.get("NVDLA_HW_SRC")
+    if not src:
+        pytest.skip("set NVDLA_HW_SRC to an nvdla/hw checkout or mirror to rerun NVIDIA's RTL")
+    work = os.environ.get("NVDLA_HW_WORK", str(tmp_path / "work"))
+    out = tmp_path / "rows.json"
+    names = ["sdp_1x1x1_pass_through_int8", "pdp_8x8x32_1x1_int8_0", "dc_1x1x8_1x1x8x1_int8_0", "cdp_1x1x1_lrn3_int8_0"]
+    subprocess.run([sys.executable, "-m", "validation.nvdla_rtl.run_reference", src, "--work", work, "--out",
+                    str(out), "--tests", *names], check=True, cwd=Path(DATA).parent.parent.parent)
+    import json
+
+    fresh = {r["name"]: r for r in json.loads(out.read_text())["rows"]}
+    committed = {r["name"]: r for r in DOC["rows"]}
+    for n in names:
+        assert fresh[n]["status"] == "pass"
+        assert fresh[n]["op_cycles"] == committed[n]["op_cycles"]
+        assert fresh[n]["layers"] == committed[n]["layers"]

@@ -1,0 +1,151 @@
+"""Model vs NVIDIA's nv_small RTL on the committed trace-test measurements.
+
+    python -m validation.nvdla_rtl.compare [--markdown] [--plot docs/img/nvdla_rtl_scatter.png]
+
+Reads validation/data/nvdla_rtl_nv_small.json (made by run_reference.py), rebuilds each test's
+operations from their stored register-level description (no NVIDIA files needed), times them with
+configs/nv_small_rtl_tb.toml and prints model/RTL per test, the residual per unit and the distribution
+against the targets of docs/validation.md. tests/integration/test_nvdla_reference.py uses the same code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from nvdla_sim import load_config
+from nvdla_sim.config import HwConfig
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.regdecode import from_description
+from nvdla_sim.regrun import _check_supported, run_operations
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_nv_small.json"
+CONFIG = "nv_small_rtl_tb"
+TARGETS = {"median": 0.05, "p90": 0.10, "worst": 0.25}  # |model/RTL - 1| over runnable tests (issue 12)
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    unit: str  # conv, sdp, pdp, cdp (the test family)
+    rtl_cycles: int
+    model_cycles: int | None
+    refused: str | None  # why the model refuses the program (as the RTL build fails it)
+    rtl_status: str
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.model_cycles is None else self.model_cycles / self.rtl_cycles
+
+    @property
+    def error(self) -> float | None:
+        r = self.ratio
+        return None if r is None else abs(r - 1)
+
+
+def load_rows(path: Path = DATA) -> dict:
+    return json.loads(path.read_text())
+
+
+def compare(doc: dict | None = None, hw: HwConfig | None = None) -> list[Row]:
+    doc = doc or load_rows()
+    hw = hw or load_config(CONFIG)
+    out = []
+    for r in doc["rows"]:
+        ops = [from_description(d) for d in r.get("layers", [])]
+        refused = None
+        model = None
+        try:
+            for op in ops:
+                _check_supported(op, hw, r["name"])
+            model = max(o.cycles for o in run_operations(ops, hw, name=r["name"]))
+        except NvdlaError as e:
+            refused = str(e)
+        unit = "conv" if r["kind"] == "dc" else r["kind"]
+        out.append(Row(r["name"], unit, r.get("op_cycles") or 0, model, refused, r["status"]))
+    return out
+
+
+def distribution(rows: list[Row]) -> dict[str, float]:
+    errs = sorted(r.error for r in rows if r.rtl_status == "pass" and r.error is not None)
+    if not errs:
+        return {"n": 0}
+    return {
+        "n": len(errs),
+        "median": statistics.median(errs),
+        "p90": errs[min(len(errs) - 1, int(0.9 * len(errs)))],
+        "worst": errs[-1],
+    }
+
+
+def per_unit(rows: list[Row]) -> dict[str, dict[str, float]]:
+    out = {}
+    for unit in ("conv", "sdp", "pdp", "cdp"):
+        sel = [r for r in rows if r.unit == unit and r.rtl_status == "pass" and r.ratio is not None]
+        if sel:
+            ratios = sorted(r.ratio for r in sel)
+            out[unit] = {"n": len(sel), "median_ratio": statistics.median(ratios), "min": ratios[0], "max": ratios[-1]}
+    return out
+
+
+def markdown(rows: list[Row]) -> str:
+    lines = ["| test | unit | RTL cycles | model cycles | model/RTL |", "|---|---|---:|---:|---:|"]
+    for r in rows:
+        if r.rtl_status != "pass":
+            lines.append(f"| {r.name} | {r.unit} | {r.rtl_cycles} (RTL fails its CRC) | refused | - |")
+            continue
+        lines.append(f"| {r.name} | {r.unit} | {r.rtl_cycles:,} | {r.model_cycles:,} | {r.ratio:.3f} |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[Row], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"conv": "tab:blue", "sdp": "tab:orange", "pdp": "tab:green", "cdp": "tab:red"}
+    fig, ax = plt.subplots(figsize=(6, 5.5))
+    lo, hi = 50, 2e6
+    ax.plot([lo, hi], [lo, hi], color="0.6", lw=1, label="model = RTL")
+    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="0.9", label="±10%")
+    for unit, c in colours.items():
+        sel = [r for r in rows if r.unit == unit and r.model_cycles is not None and r.rtl_status == "pass"]
+        ax.scatter([r.rtl_cycles for r in sel], [r.model_cycles for r in sel], s=18, color=c, label=unit)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="NVIDIA nv_small RTL cycles",
+           ylabel="model cycles", title="Trace tests: model vs RTL (op enable to interrupt)")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--markdown", action="store_true", help="print the per-test table as Markdown")
+    ap.add_argument("--plot", help="write the log-log scatter plot (PNG)")
+    args = ap.parse_args(argv)
+    rows = compare()
+    if args.markdown:
+        print(markdown(rows))
+    else:
+        for r in rows:
+            ratio = "refused" if r.ratio is None else f"{r.ratio:.3f}"
+            print(f"{r.name:42s} {r.unit:5s} rtl {r.rtl_cycles:>9,} model {r.model_cycles or 0:>9,} {ratio}")
+    d = distribution(rows)
+    print(f"\n{d['n']} runnable tests: median |model/RTL-1| {d['median']:.1%}, 90th percentile {d['p90']:.1%}, "
+          f"worst {d['worst']:.1%} (targets {TARGETS['median']:.0%} / {TARGETS['p90']:.0%} / {TARGETS['worst']:.0%})")
+    for unit, s in per_unit(rows).items():
+        print(f"  {unit}: {s['n']} tests, median model/RTL {s['median_ratio']:.3f} (range {s['min']:.3f}..{s['max']:.3f})")
+    if args.plot:
+        plot(rows, Path(args.plot))
+        print(f"plot: {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
