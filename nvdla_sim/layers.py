@@ -242,6 +242,14 @@ class ConvLayer:
         return -(-self.shape.in_c // 2) if self.sparse_mac else self.shape.in_c
 
 
+def _check_cube(layer: object, kind: str) -> None:
+    """A standalone layer's W x H x C cube must fit the 13-bit size registers."""
+    for n in ("width", "height", "channels"):
+        v = getattr(layer, n)
+        if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
+            raise ShapeError(f"{kind} layer {n} must be an integer in 1..{MAX_DIM}, not {v!r}")
+
+
 @dataclass(frozen=True)
 class SdpLayer:
     """A standalone (offline) SDP layer: memory -> SDP_RDMA -> SDP -> memory over a W x H x C cube."""
@@ -256,10 +264,7 @@ class SdpLayer:
     output_memory: Memory = Memory.DRAM
 
     def __post_init__(self) -> None:
-        for n in ("width", "height", "channels"):
-            v = getattr(self, n)
-            if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
-                raise ShapeError(f"sdp layer {n} must be an integer in 1..{MAX_DIM}, not {v!r}")
+        _check_cube(self, "sdp")
 
     @property
     def elements(self) -> int:
@@ -284,10 +289,7 @@ class PdpLayer:
     output_memory: Memory = Memory.DRAM
 
     def __post_init__(self) -> None:
-        for n in ("width", "height", "channels"):
-            v = getattr(self, n)
-            if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
-                raise ShapeError(f"pdp layer {n} must be an integer in 1..{MAX_DIM}, not {v!r}")
+        _check_cube(self, "pdp")
         self.pool.out_size(self.width, self.height)
 
 
@@ -306,10 +308,7 @@ class CdpLayer:
     output_memory: Memory = Memory.DRAM
 
     def __post_init__(self) -> None:
-        for n in ("width", "height", "channels"):
-            v = getattr(self, n)
-            if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
-                raise ShapeError(f"cdp layer {n} must be an integer in 1..{MAX_DIM}, not {v!r}")
+        _check_cube(self, "cdp")
         if self.window not in (3, 5, 7, 9):
             raise ShapeError(f"cdp window must be 3, 5, 7 or 9 channels (CDP.D_LRN_CFG NORMALZ_LEN), not {self.window}")
 
