@@ -19,7 +19,7 @@ import numpy as np
 from . import cacc, cdma, cmac, csc, pdp, sdp
 from .config import HwConfig
 from .layers import ConvLayer, Memory
-from .pipeline import Fetch, Item, item_traffic, make_ports, run_items
+from .pipeline import Fetch, Item, item_traffic, make_ports, run_items, transfer_floor
 from .precision import Precision
 from .stats import Bound, LayerStats, Unit, UnitStats
 from .tiling import LoopOrder, TilePlan, bytes_per_kernel, check_plan, footprint, kernel_tiles, row_tiles
@@ -173,20 +173,20 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
     macs = layer.macs
     peak = hw.peak_macs_per_cycle(p)
-    lower = _lower_bound(layer, hw, rate, traffic_min=_compulsory_bytes(layer, hw, w_ratio, extra_reads))
-    bound = _classify(res, max(p.busy_cycles for p in ports.values()))
+    lower = _lower_bound(layer, hw, rate, *_compulsory_bytes(layer, hw, w_ratio, extra_reads))
+    bound = _classify(res, max(p.channel_busy for p in ports.values()))
     units = {
         Unit.CDMA: UnitStats(math.ceil(res.fetch_busy), math.ceil(res.fetch_wait_port)),
         Unit.CSC: UnitStats(res.compute_busy + res.compute_bubbles, math.ceil(res.wait_fetch + res.wait_drain)),
         Unit.CMAC: UnitStats(res.compute_busy, math.ceil(res.compute_bubbles + res.wait_fetch + res.wait_drain)),
         Unit.CACC: UnitStats(res.compute_busy, math.ceil(res.wait_drain)),  # assembly; delivery shows as SDP
         Unit.SDP: UnitStats(res.drain_busy, 0),
-        Unit.DRAM: UnitStats(math.ceil(ports[Memory.DRAM].busy_cycles), 0),
+        Unit.DRAM: UnitStats(math.ceil(ports[Memory.DRAM].channel_busy), 0),
     }
     if layer.pool is not None:
         units[Unit.PDP] = UnitStats(res.drain_busy, 0)
     if hw.memory.has_sram:
-        units[Unit.SRAM] = UnitStats(math.ceil(ports[Memory.SRAM].busy_cycles), 0)
+        units[Unit.SRAM] = UnitStats(math.ceil(ports[Memory.SRAM].channel_busy), 0)
     return LayerStats(
         name=layer.name,
         cycles=cycles,
@@ -215,25 +215,25 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     )
 
 
-def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int) -> int:
+def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int) -> tuple[int, int]:
+    """(read, write) bytes no plan avoids: input, weights and SDP operands once, the output once."""
     s = layer.shape
-    return (
+    reads = (
         cdma.input_bytes(layer, s.in_h, hw)
         + math.ceil(cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)) * w_ratio)
-        + output_bytes(layer, s.out_h, s.out_k, hw)
         + extra
     )
+    return reads, output_bytes(layer, s.out_h, s.out_k, hw)
 
 
-def _lower_bound(layer: ConvLayer, hw: HwConfig, rate: int, *, traffic_min: int) -> int:
+def _lower_bound(layer: ConvLayer, hw: HwConfig, rate: int, read_bytes: int, write_bytes: int) -> int:
     """Roofline floor: no plan beats the atomic-op count, the SDP drain, or compulsory traffic over the
     fastest memory port."""
     s = layer.shape
     groups = math.ceil(s.out_k / hw.kernels_per_atomic(layer.precision))
     atomics = groups * s.out_pixels * channel_ops_per_stripe(layer, hw)
     drain = math.ceil(s.out_pixels * s.out_k / rate)
-    fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
-    return max(atomics, drain, math.ceil(traffic_min / fastest))
+    return max(atomics, drain, transfer_floor(read_bytes, write_bytes, hw))
 
 
 def _classify(res, dram_busy: float) -> Bound:

@@ -28,6 +28,11 @@ class MemoryPort:
         """The port that posted writes use: the write channel if separate, else this (shared) port."""
         return self.write_port or self
 
+    @property
+    def channel_busy(self) -> float:
+        """Busy cycles of the busier channel (a shared port already holds its writes)."""
+        return max(self.busy_cycles, self.write_port.busy_cycles if self.write_port else 0.0)
+
     def reserve(self, ready: float, nbytes: int) -> tuple[float, float]:
         """Book `nbytes` from `ready` on; return (first beat, last beat) in cycles."""
         if nbytes <= 0:

@@ -23,7 +23,7 @@ from .errors import TraceError
 from .layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from .precision import Precision
 from .regfields import field as get_field
-from .regfields import is_known
+from .regfields import is_known, signed
 from .regprog import Program, RegWrite
 
 _PRECISIONS = {0: Precision.INT8, 1: Precision.INT16, 2: Precision.FP16}
@@ -313,8 +313,7 @@ def _stage(sdp: _Regs, rdma: _Regs, tag: str, rdma_tag: str) -> SdpStageCfg | No
         c = f"D_DP_{tag}_{kind}_CFG_0"
         v = f"D_DP_{tag}_{kind}_SRC_VALUE_0"
         src = "mem" if sdp.f(c, "SRC") else "reg"
-        raw = sdp.f(v, "OPERAND")
-        value = raw - (1 << 16) if raw >> 15 else raw
+        value = signed(sdp.f(v, "OPERAND"), 16)
         return SdpOperand(src, value, sdp.f(c, "SHIFT"), stream_mode, stream_size)
 
     algo = {0: "max", 1: "min", 2: "sum"}.get(sdp.f(cfg, "ALU_ALGO"), "sum")
@@ -340,33 +339,22 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
     x1 = _stage(sdp, rdma, "BS", "B")
     x2 = _stage(sdp, rdma, "BN", "N")
     ew_enabled = not sdp.f("D_DP_EW_CFG_0", "BYPASS")
+    used = {
+        "B": x1 is not None and any(o is not None and o.source == "mem" for o in (x1.alu, x1.mul)),
+        "N": x2 is not None and any(o is not None and o.source == "mem" for o in (x2.alu, x2.mul)),
+        "E": ew_enabled,
+    }
     streams = []
-    for tag, stage in (("B", x1), ("N", x2)):
+    for tag, operand_regs in (("B", "BS"), ("N", "BN"), ("E", "EW")):  # B/N/E-RDMA and their base registers
         cfg = f"D_{tag}RDMA_CFG_0"
-        uses_mem = stage is not None and any(o is not None and o.source == "mem" for o in (stage.alu, stage.mul))
-        if uses_mem and not rdma.f(cfg, "DISABLE"):
-            streams.append(
-                (
-                    f"{tag.lower()}rdma",
-                    "per_element" if rdma.f(cfg, "DATA_MODE") else "per_kernel",
-                    2 if rdma.f(cfg, "DATA_SIZE") else 1,
-                    rdma.addr(
-                        f"D_{tag}S_BASE_ADDR_LOW_0" if tag == "B" else "D_BN_BASE_ADDR_LOW_0",
-                        f"D_{tag}S_BASE_ADDR_HIGH_0" if tag == "B" else "D_BN_BASE_ADDR_HIGH_0",
-                    ),
-                )
-            )
-    if ew_enabled and not rdma.f("D_ERDMA_CFG_0", "DISABLE"):
-        streams.append(
-            (
-                "erdma",
-                "per_element" if rdma.f("D_ERDMA_CFG_0", "DATA_MODE") else "per_kernel",
-                2 if rdma.f("D_ERDMA_CFG_0", "DATA_SIZE") else 1,
-                rdma.addr("D_EW_BASE_ADDR_LOW_0", "D_EW_BASE_ADDR_HIGH_0"),
-            )
-        )
+        if used[tag] and not rdma.f(cfg, "DISABLE"):
+            mode = "per_element" if rdma.f(cfg, "DATA_MODE") else "per_kernel"
+            size = 2 if rdma.f(cfg, "DATA_SIZE") else 1
+            addr = rdma.addr(f"D_{operand_regs}_BASE_ADDR_LOW_0", f"D_{operand_regs}_BASE_ADDR_HIGH_0")
+            streams.append((f"{tag.lower()}rdma", mode, size, addr))
+    proc_prec = _precision(sdp.f("D_DATA_FORMAT_0", "PROC_PRECISION"), "SDP.D_DATA_FORMAT_0.PROC_PRECISION")
     src = None
-    in_prec = _precision(sdp.f("D_DATA_FORMAT_0", "PROC_PRECISION"), "SDP.D_DATA_FORMAT_0.PROC_PRECISION")
+    in_prec = proc_prec  # on the fly, SDP takes CACC's output at its processing precision
     if not flying:
         src = Surface(
             rdma.addr("D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0"),
@@ -385,8 +373,6 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
             sdp.f("D_DST_SURFACE_STRIDE_0", "STRIDE"),
         )
     )
-    raw_off = sdp.f("D_CVT_OFFSET_0", "OFFSET")
-    raw_scale = sdp.f("D_CVT_SCALE_0", "SCALE")
     return SdpOp(
         width=sdp.f("D_DATA_CUBE_WIDTH_0", "WIDTH") + 1,
         height=sdp.f("D_DATA_CUBE_HEIGHT_0", "HEIGHT") + 1,
@@ -395,15 +381,15 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
         src=src,
         dst=dst,
         to_pdp=to_pdp,
-        proc_precision=_precision(sdp.f("D_DATA_FORMAT_0", "PROC_PRECISION"), "SDP.D_DATA_FORMAT_0.PROC_PRECISION"),
+        proc_precision=proc_prec,
         out_precision=_precision(sdp.f("D_DATA_FORMAT_0", "OUT_PRECISION"), "SDP.D_DATA_FORMAT_0.OUT_PRECISION"),
         in_precision=in_prec,
         x1=x1,
         x2=x2,
         ew_enabled=ew_enabled,
         lut_enabled=ew_enabled and not sdp.f("D_DP_EW_CFG_0", "LUT_BYPASS"),
-        cvt_offset=raw_off - (1 << 32) if raw_off >> 31 else raw_off,
-        cvt_scale=raw_scale - (1 << 16) if raw_scale >> 15 else raw_scale,
+        cvt_offset=signed(sdp.f("D_CVT_OFFSET_0", "OFFSET"), 32),
+        cvt_scale=signed(sdp.f("D_CVT_SCALE_0", "SCALE"), 16),
         cvt_shift=sdp.f("D_CVT_SHIFT_0", "SHIFT"),
         operand_streams=tuple(streams),
     )
@@ -458,7 +444,6 @@ def _pdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> PdpOp:
 
 def _cdp(name: str, snap: dict[str, dict[str, int]]) -> CdpOp:
     cdp, rdma = _regs(snap, "NVDLA_CDP"), _regs(snap, "NVDLA_CDP_RDMA")
-    raw_off = cdp.f("D_DATOUT_OFFSET_0", "OFFSET")
     return CdpOp(
         width=rdma.f("D_DATA_CUBE_WIDTH_0", "WIDTH") + 1,
         height=rdma.f("D_DATA_CUBE_HEIGHT_0", "HEIGHT") + 1,
@@ -469,7 +454,7 @@ def _cdp(name: str, snap: dict[str, dict[str, int]]) -> CdpOp:
         datin_offset=cdp.f("D_DATIN_OFFSET_0", "OFFSET"),
         datin_scale=cdp.f("D_DATIN_SCALE_0", "SCALE"),
         datin_shift=cdp.f("D_DATIN_SHIFTER_0", "SHIFT"),
-        datout_offset=raw_off - (1 << 32) if raw_off >> 31 else raw_off,
+        datout_offset=signed(cdp.f("D_DATOUT_OFFSET_0", "OFFSET"), 32),
         datout_scale=cdp.f("D_DATOUT_SCALE_0", "SCALE"),
         datout_shift=cdp.f("D_DATOUT_SHIFTER_0", "SHIFT"),
         src=Surface(
@@ -546,10 +531,6 @@ def _build(cls: type, d: dict[str, Any]) -> Any:
         else:
             kwargs[f.name] = v
     return cls(**kwargs)
-
-
-for _cls in (ConvOp, SdpOp, PdpOp, CdpOp):
-    _cls.describe = describe  # type: ignore[attr-defined]
 
 
 # ---- hardware layers for the timing model -----------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .config import HwConfig
 from .errors import TraceError
-from .layers import CdpLayer, SdpLayer
+from .layers import CdpLayer
 from .regdecode import CdpOp, ConvOp, Decoded, Operation, PdpOp, SdpOp, decode_program, hw_layer
 from .regprog import parse_program
 from .simulate import simulate
@@ -49,8 +49,11 @@ class ProgramRun:
         return max((o.cycles for o in self.operations), default=0)
 
 
-def operation_timing(op: Operation, hw: HwConfig, *, name: str = "op") -> OperationTiming:
-    """Model cycles of one decoded operation, op enable to interrupt."""
+def operation_timing(
+    op: Operation, hw: HwConfig, *, name: str = "op", flying_pdp: PdpOp | None = None
+) -> OperationTiming:
+    """Model cycles of one decoded operation, op enable to interrupt. `flying_pdp` is the PDP pass an SDP
+    operation feeds on the fly: the two run as one pipeline, paced by the slower."""
     t = hw.timing
     if isinstance(op, ConvOp):
         layer = hw_layer(op, name)
@@ -63,9 +66,9 @@ def operation_timing(op: Operation, hw: HwConfig, *, name: str = "op") -> Operat
     elif isinstance(op, SdpOp):
         layer = hw_layer(op, name)
         stats = simulate(layer, hw, record_events=False)
-        if op.to_pdp and hw.pdp.throughput < stats.detail["elements_per_cycle"]:
-            # SDP feeds PDP on the fly: the slower of the two paces the pass.
-            stats = simulate(SdpLayer(name, op.width, op.height, op.channels, op.in_precision, layer.sdp), hw)
+        if flying_pdp is not None:
+            pdp_stats = simulate(hw_layer(flying_pdp, name), hw, record_events=False)
+            stats = max(stats, pdp_stats, key=lambda s: s.cycles)
         launch, pipe, kind = t.launch_cycles, t.sdp_pipeline_cycles, "sdp"
     elif isinstance(op, PdpOp):
         layer = hw_layer(op, name)
@@ -93,7 +96,9 @@ def run_operations(ops: list[Operation], hw: HwConfig, *, name: str) -> list[Ope
     for i, op in enumerate(ops):
         if isinstance(op, PdpOp) and op.flying and i and isinstance(ops[i - 1], SdpOp):
             continue
-        out.append(operation_timing(op, hw, name=f"{name}.{i}"))
+        nxt = ops[i + 1] if i + 1 < len(ops) else None
+        fed = nxt if isinstance(op, SdpOp) and op.to_pdp and isinstance(nxt, PdpOp) else None
+        out.append(operation_timing(op, hw, name=f"{name}.{i}", flying_pdp=fed))
     return out
 
 
@@ -108,7 +113,7 @@ def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True) -> Progr
             "(pass strict=False / --allow-unknown-registers to time it anyway)"
         )
     for op in decoded.operations:
-        _check_supported(op, hw, prog.name)
+        check_supported(op, hw, prog.name)
     run = ProgramRun(prog.name, decoded, run_operations(decoded.operations, hw, name=prog.name))
     run.checks = [
         {"kind": c.kind, "base": c.base, "size": c.size, "golden_crc": c.crc, "model_crc": None}
@@ -117,7 +122,7 @@ def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True) -> Progr
     return run
 
 
-def _check_supported(op: Operation, hw: HwConfig, name: str) -> None:
+def check_supported(op: Operation, hw: HwConfig, name: str) -> None:
     """Refuse what the chosen build lacks, as the RTL does (nv_small has no SDP EW/LUT)."""
     sdp = op.sdp if isinstance(op, ConvOp) else op if isinstance(op, SdpOp) else None
     if sdp is not None and sdp.ew_enabled and hw.sdp.ew_throughput == 0:

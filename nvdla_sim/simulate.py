@@ -14,7 +14,7 @@ from . import cdma, sdp
 from .config import HwConfig
 from .conv import simulate_conv
 from .layers import CdpLayer, ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
-from .pipeline import Fetch, Item, item_traffic, make_ports, run_items
+from .pipeline import Fetch, Item, item_traffic, make_ports, run_items, transfer_floor
 from .stats import Bound, LayerStats, Unit, UnitStats
 from .tiling import TilePlan, default_plan
 
@@ -29,7 +29,7 @@ def chunk_bytes(in_bytes: int, hw: HwConfig) -> int:
     return max(atom, min(RDMA_CHUNK_BYTES, math.ceil(in_bytes / MIN_CHUNKS / atom) * atom))
 
 
-def rdma_chunks_in_flight(hw: HwConfig, bytes_per_cycle: float, chunk: int = RDMA_CHUNK_BYTES) -> int:
+def rdma_chunks_in_flight(hw: HwConfig, bytes_per_cycle: float, chunk: int) -> int:
     """Chunks the RDMA can have outstanding: its latency FIFO (projects.spec *_LATENCY_FIFO_DEPTH) in chunks."""
     beat = hw.memory.dram_width_bits / 8
     latency = hw.memory.fifo_latency_cycles
@@ -42,9 +42,7 @@ def simulate(layer: HwLayer, hw: HwConfig, plan: TilePlan | None = None, *, reco
     """Simulate one hardware layer. Convolution layers use `plan` (default: tiling.default_plan)."""
     if isinstance(layer, ConvLayer):
         return simulate_conv(layer, hw, plan or default_plan(layer, hw), record_events=record_events)
-    if isinstance(layer, SdpLayer):
-        return _simulate_stream(layer, hw, record_events=record_events)
-    if isinstance(layer, PdpLayer | CdpLayer):
+    if isinstance(layer, SdpLayer | PdpLayer | CdpLayer):
         return _simulate_stream(layer, hw, record_events=record_events)
     raise TypeError(f"cannot simulate {type(layer).__name__}; expected ConvLayer, SdpLayer, PdpLayer or CdpLayer")
 
@@ -120,15 +118,14 @@ def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, rec
     )
     cycles = math.ceil(res.end)
     traffic = item_traffic(items)
-    fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
     lower = max(
         math.ceil(lane_elements / rate),
-        math.ceil((traffic.dram_total + traffic.sram_read + traffic.sram_write) / fastest),
+        transfer_floor(traffic.dram_read + traffic.sram_read, traffic.dram_write + traffic.sram_write, hw),
     )
     bound = bound_unit if res.drain_busy >= res.wait_fetch else Bound.DRAM
     units = {
         unit: UnitStats(res.drain_busy, math.ceil(res.wait_fetch)),
-        Unit.DRAM: UnitStats(math.ceil(ports[Memory.DRAM].busy_cycles)),
+        Unit.DRAM: UnitStats(math.ceil(ports[Memory.DRAM].channel_busy)),
     }
     return LayerStats(
         name=layer.name,

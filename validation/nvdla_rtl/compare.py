@@ -20,7 +20,7 @@ from nvdla_sim import load_config
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.regdecode import from_description
-from nvdla_sim.regrun import _check_supported, run_operations
+from nvdla_sim.regrun import check_supported, run_operations
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_nv_small.json"
 CONFIG = "nv_small_rtl_tb"
@@ -60,7 +60,7 @@ def compare(doc: dict | None = None, hw: HwConfig | None = None) -> list[Row]:
         model = None
         try:
             for op in ops:
-                _check_supported(op, hw, r["name"])
+                check_supported(op, hw, r["name"])
             model = max(o.cycles for o in run_operations(ops, hw, name=r["name"]))
         except NvdlaError as e:
             refused = str(e)

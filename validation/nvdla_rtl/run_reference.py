@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.regdecode import decode_program
-from nvdla_sim.regprog import IntrNotify, MemInit, MemLoad, RegPoll, RegWrite, load_dat, parse_program
+from nvdla_sim.regdecode import decode_program, describe
+from nvdla_sim.regprog import IntrNotify, MemInit, MemLoad, Program, RegPoll, RegWrite, load_dat, parse_program
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE.parent / "data" / "nvdla_rtl_nv_small.json"
@@ -48,8 +48,7 @@ TESTBENCH_MEMORY = {
     "beat_bytes": 8,  # 64-bit DBBIF on nv_small
 }
 
-# How each trace-test unit raises its done interrupt: GLB.S_INTR_STATUS field per intr_notify source.
-_OP_ENABLE = "D_OP_ENABLE_0"
+_OP_ENABLE = "D_OP_ENABLE_0"  # the register whose write of 1 starts a unit's operation
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,10 +146,9 @@ def extract_tests(src: Path, work: Path) -> Path:
 # ---- converter: .cfg -> nvdla.cpp binary trace ---------------------------------------------------
 
 
-def convert(test: Path, regs: dict) -> tuple[bytes, dict[int, str]]:
+def convert(prog: Program, regs: dict) -> tuple[bytes, dict[int, str]]:
     """Binary trace for nvdla.cpp (commands 2 write_reg, 3 read_reg, 5 load_mem, 6 syncpt mask,
     7 interrupt registers, 8 syncpt CRC, 9 syncpt ignore, 0xFF end) and the op-enable register addresses."""
-    prog = parse_program(test)
     out = bytearray()
     # memory first (as NVIDIA's converter does): all mem_init/mem_load run before any register write
     for c in prog.commands:
@@ -168,7 +166,7 @@ def convert(test: Path, regs: dict) -> tuple[bytes, dict[int, str]]:
             out += struct.pack("=BII", 6, syncpts[c.sync_id], status[f"{blk}_DONE_STATUS{gid}"]["field"])
     for c in prog.checks:
         if c.sync_id not in syncpts:
-            raise NvdlaError(f"{test.name}: check on unknown sync id {c.sync_id!r}")
+            raise NvdlaError(f"{prog.name}: check on unknown sync id {c.sync_id!r}")
         if c.kind == "nothing":
             out += struct.pack("=BI", 9, syncpts[c.sync_id])
         else:
@@ -233,14 +231,18 @@ def parse_log(log: str, enables: dict[int, str]) -> dict:
 
 
 def run_one(test: Path, binary: Path, regs: dict, rundir: Path, *, timeout: float) -> dict:
-    row: dict = {"name": test.name, "kind": test.name.split("_", 1)[0]}
+    row: dict = {"name": test.name, "kind": test.name.split("_", 1)[0], "layers": []}
     try:
-        row["layers"] = [layer.describe() for layer in decode_program(parse_program(test)).operations]
+        prog = parse_program(test)
     except NvdlaError as e:
-        row["layers"] = []
+        row.update(status="error", reason=f"trace: {e}")
+        return row
+    try:
+        row["layers"] = [describe(op) for op in decode_program(prog).operations]
+    except NvdlaError as e:
         row["decode_error"] = str(e)
     try:
-        blob, enables = convert(test, regs)
+        blob, enables = convert(prog, regs)
     except (NvdlaError, KeyError) as e:
         row.update(status="error", reason=f"converter: {e}")
         return row
