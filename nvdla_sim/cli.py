@@ -227,10 +227,10 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
     if run.decoded.unknown:
         print("  registers not understood (ignored): " + ", ".join(run.decoded.unknown))
     for c in run.checks:
-        golden = "none" if c["golden_crc"] is None else f"0x{c['golden_crc']:08x}"
-        print(f"  check {c['kind']:<7} 0x{c['base']:08x} + 0x{c['size']:x}: golden CRC {golden}; the model's output "
-              "bytes for register programs are not computed yet")
-    return 0
+        verdict = "match" if c["match"] else "MISMATCH"
+        print(f"  check {c['kind']:<5} 0x{c['base']:08x} + 0x{c['size']:x}: golden CRC 0x{c['golden_crc']:08x}, "
+              f"model CRC 0x{c['model_crc']:08x}  {verdict}")
+    return 0 if all(c["match"] for c in run.checks) else 1
 
 
 def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:

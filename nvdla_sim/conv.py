@@ -262,9 +262,11 @@ def run_conv(
     *,
     sdp_params: sdp.SdpParams | None = None,
     truncate: int = 0,
+    pad_value: int = 0,
 ) -> tuple[np.ndarray, int]:
     """Bit-exact result of the layer: data[H, W, C], weights[K, R, S, C] -> output[H', W', K'] and
-    saturation count. Computed tile by tile in the plan's order through CMAC/CACC/SDP (and PDP)."""
+    saturation count. Computed tile by tile in the plan's order through CMAC/CACC/SDP (and PDP).
+    `pad_value` is the element CSC feeds for padded positions (D_ZERO_PADDING_VALUE)."""
     s, p = layer.shape, layer.precision
     check_plan(layer, plan, hw)
     if data.shape != (s.in_h, s.in_w, s.in_c):
@@ -273,7 +275,7 @@ def run_conv(
         raise ValueError(f"weights shape {weights.shape} != (K, R, S, C) = {(s.out_k, s.kernel_h, s.kernel_w, s.in_c)}")
     kpg = hw.kernels_per_atomic(p)
     ac = hw.mac.atomic_c
-    pad_val = 0
+    pad_val = pad_value
     padded = np.full(
         (s.in_h + s.pad_top + s.pad_bottom, s.in_w + s.pad_left + s.pad_right, s.in_c), pad_val, data.dtype
     )

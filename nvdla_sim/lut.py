@@ -2,9 +2,19 @@
 
 Follows doc/hw/v1/ias/lut-programming.rst: an "LE" table of 65 entries (linear or exponent index) and an
 "LO" table of 257 entries (linear index), 16-bit entries, linear interpolation between neighbours,
-out-of-range values extrapolated from the end entry with a programmable slope (scale, shift); a priority
-bit picks the table when both hit or both miss. Integer inputs use integer arithmetic with round-half-
-away-from-zero; float inputs (FP16 mode) the same formulas in float64.
+out-of-range values extrapolated from the end entry with a programmable slope (scale, shift); priority
+bits pick the table when both hit or both miss.
+
+The integer path is the hardware's, as NVIDIA's bit-accurate C model computes it for CDP
+(hw@master:cmod/cdp/NV_NVDLA_cdp.cpp lookup_lut_int8) and as checked on the nv_small RTL's cdp_* trace
+tests: a linear index is (x - start) >> index_select (a negative select shifts left and has no fraction);
+an exponent index is floor(log2(x - origin)) - index_offset; x at or below the start is an underflow and
+an index past the last entry an overflow; the fraction is scaled to 16 bits (truncating when the index
+step is wider than 2**16) and the interpolation rounded half away from zero; extrapolation multiplies the
+distance from the table end by the slope scale and divides by 2**shift (a 5-bit signed shift) with
+rounding; every result saturates to 16 bits. When one table hits and the other misses, the hit wins; both
+under (over) flowing pick the underflow (overflow) priority; otherwise the hybrid priority. Float inputs
+(FP16 mode) use the same formulas in float64.
 """
 
 from __future__ import annotations
@@ -44,6 +54,8 @@ class LutTable:
     uflow_shift: int = 0
     oflow_scale: int = 0  # slope above the table: y = e[-1] + (x - xN) * scale >> shift
     oflow_shift: int = 0
+    origin: int = 0  # EXPONENT: the x the exponent is taken from (LE_START register)
+    end: int | None = None  # the x overflow extrapolates from (LE/LO_END register); None: the last entry's x
 
     def __post_init__(self) -> None:
         e = np.asarray(self.entries)
@@ -51,19 +63,28 @@ class LutTable:
             raise ValueError("LUT table needs a 1-D array of at least 2 entries")
         if e.min() < ENTRY_MIN or e.max() > ENTRY_MAX:
             raise ValueError("LUT entries must fit in 16 bits (-32768..32767)")
-        if self.mode is IndexMode.EXPONENT and self.start < 0:
-            raise ValueError("exponent-mode LUT start (exp_start) must be >= 0 for integer inputs")
-        if not 0 <= self.index_shift <= 31:
-            raise ValueError(f"LUT index_shift must be in 0..31, not {self.index_shift}")
+        if self.mode is IndexMode.EXPONENT and not -128 <= self.start <= 127:
+            raise ValueError(f"exponent-mode LUT start (index offset) must fit 8 bits signed, not {self.start}")
+        if not -32 <= self.index_shift <= 31:
+            raise ValueError(f"LUT index_shift must be in -32..31 (6-bit signed index select), not {self.index_shift}")
+        for name in ("uflow_shift", "oflow_shift"):
+            if not -16 <= getattr(self, name) <= 31:
+                raise ValueError(f"LUT {name} must be in -16..31, not {getattr(self, name)}")
 
     @property
     def first_x(self) -> int:
-        return self.start if self.mode is IndexMode.LINEAR else 1 << self.start
+        if self.mode is IndexMode.LINEAR:
+            return self.start
+        return self.origin + (1 << self.start if self.start >= 0 else 0)
 
     @property
     def last_x(self) -> int:
+        if self.end is not None:
+            return self.end
         n = len(self.entries) - 1
-        return self.start + (n << self.index_shift) if self.mode is IndexMode.LINEAR else 1 << (self.start + n)
+        if self.mode is IndexMode.LINEAR:
+            return self.start + (n << self.index_shift if self.index_shift >= 0 else n >> -self.index_shift)
+        return self.origin + (1 << min(max(self.start + n, 0), 62))  # the END register is 38 bits anyway
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,65 +115,82 @@ class LutStats:
 
 def _lookup(t: LutTable, x: np.ndarray, is_float: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (value, hit, under) for every x; value already extrapolated outside the table."""
+    if not is_float:
+        return _lookup_int(t, x)
     e = np.asarray(t.entries, np.int64)
     n = len(e) - 1
     if t.mode is IndexMode.LINEAR:
-        if is_float:
-            pos = (x - t.start) / float(1 << t.index_shift)
-            idx = np.floor(pos)
-            frac_f = pos - idx
-        else:
-            off = x - t.start
-            idx = np.right_shift(off, t.index_shift)
-            frac = off - np.left_shift(idx, t.index_shift)
+        pos = (x - t.start) / 2.0**t.index_shift
+        idx = np.floor(pos)
+        frac_f = pos - idx
+        under = x <= t.start
     else:
-        if is_float:
-            safe = np.where(x > 0, x, 1.0)
-            k = np.floor(np.log2(safe))
-            idx = k - t.start
-            frac_f = safe / np.exp2(k) - 1.0
-        else:
-            safe = np.where(x > 0, x, 1)
-            k = np.floor(np.log2(safe.astype(np.float64))).astype(np.int64)
-            # Guard float rounding of log2 for large ints.
-            k = np.where(np.left_shift(np.int64(1), k + 1) <= safe, k + 1, k)
-            k = np.where(np.left_shift(np.int64(1), k) > safe, k - 1, k)
-            idx = k - t.start
-        idx = np.where(x > 0, idx, -1)
-    under = idx < 0
-    if is_float:
-        beyond_end = frac_f > 0
-    elif t.mode is IndexMode.LINEAR:
-        beyond_end = frac > 0
-    else:
-        beyond_end = safe > np.left_shift(np.int64(1), np.clip(idx + t.start, 0, 62))
-    over = (idx > n) | ((idx == n) & beyond_end)
+        rel = x - t.origin
+        safe = np.where(rel > 0, rel, 1.0)
+        k = np.floor(np.log2(safe))
+        idx = np.where(rel > 0, k - t.start, -1)
+        frac_f = safe / np.exp2(k) - 1.0
+        under = (rel <= 0) | (idx < 0)
+    over = ~under & (idx >= n)
     hit = ~under & ~over
     ci = np.clip(idx, 0, n - 1).astype(np.int64)
-    lo_e, hi_e = e[ci], e[ci + 1]
-    at_end = idx == n
-    if is_float:
-        val = np.where(at_end, e[n], lo_e + (hi_e - lo_e) * frac_f)
-        under_v = e[0] + (x - t.first_x) * (t.uflow_scale / float(1 << t.uflow_shift))
-        over_v = e[n] + (x - t.last_x) * (t.oflow_scale / float(1 << t.oflow_shift))
-    else:
-        if t.mode is IndexMode.LINEAR:
-            interp = lo_e + shift_round((hi_e - lo_e) * frac, t.index_shift)
+    val = e[ci] + (e[ci + 1] - e[ci]) * frac_f
+    under_v = e[0] + (x - t.first_x) * (t.uflow_scale / 2.0**t.uflow_shift)
+    over_v = e[n] + (x - t.last_x) * (t.oflow_scale / 2.0**t.oflow_shift)
+    return np.where(under, under_v, np.where(over, over_v, val)), hit, under
+
+
+INTERP_BITS = 16  # the interpolation fraction's width
+EXTRAP_BITS = 56  # saturation of the scaled extrapolation term (cmod INTERP_INTERMIDIATE_BITS_INT8)
+OUT_BITS = 16
+
+
+def _shift_div(v: np.ndarray, shift: int) -> np.ndarray:
+    """v / 2**shift rounded half away from zero (a negative shift multiplies), saturated to EXTRAP_BITS."""
+    out = shift_round(v, shift) if shift >= 0 else np.left_shift(v, -shift)
+    lim = 1 << (EXTRAP_BITS - 1)
+    return np.clip(out, -lim, lim - 1)
+
+
+def _lookup_int(t: LutTable, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    e = np.asarray(t.entries, np.int64)
+    n = len(e) - 1
+    if t.mode is IndexMode.LINEAR:
+        rel = x - t.start
+        if t.index_shift >= 0:
+            idx = np.right_shift(rel, t.index_shift)
+            frac = rel - np.left_shift(idx, t.index_shift)
+            frac16 = _scale_frac(frac, t.index_shift)
         else:
-            kk = np.clip(idx + t.start, 0, 62)
-            base = np.left_shift(np.int64(1), kk)
-            num = (hi_e - lo_e) * (safe - base)
-            interp = lo_e + _div_round(num, base)
-        val = np.where(at_end, e[n], interp)
-        under_v = e[0] + shift_round((x - t.first_x) * t.uflow_scale, t.uflow_shift)
-        over_v = e[n] + shift_round((x - min(t.last_x, 1 << 62)) * t.oflow_scale, t.oflow_shift)
-    val = np.where(under, under_v, np.where(over, over_v, val))
-    return val, hit, under
+            idx = np.left_shift(rel, -t.index_shift)
+            frac16 = np.zeros_like(rel)
+        under = (rel <= 0) | (idx < 0)
+    else:
+        rel = x - t.origin
+        safe = np.where(rel > 0, rel, 1)
+        k = np.floor(np.log2(safe.astype(np.float64))).astype(np.int64)
+        k = np.where(np.left_shift(np.int64(1), np.minimum(k + 1, 62)) <= safe, k + 1, k)  # guard log2 rounding
+        k = np.where(np.left_shift(np.int64(1), k) > safe, k - 1, k)
+        idx = k - t.start
+        frac16 = _scale_frac(safe - np.left_shift(np.int64(1), k), k)
+        under = (rel <= 0) | (idx < 0)
+    over = ~under & (idx >= n)
+    hit = ~under & ~over
+    ci = np.clip(idx, 0, n - 1).astype(np.int64)
+    interp = e[ci] + _shift_div((e[ci + 1] - e[ci]) * frac16, INTERP_BITS)
+    under_v = e[0] + _shift_div((x - t.first_x) * t.uflow_scale, t.uflow_shift)
+    over_v = e[n] + _shift_div((x - t.last_x) * t.oflow_scale, t.oflow_shift)
+    val = np.where(under, under_v, np.where(over, over_v, interp))
+    lim = 1 << (OUT_BITS - 1)
+    return np.clip(val, -lim, lim - 1), hit, under
 
 
-def _div_round(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    q = (np.abs(num) + den // 2) // den
-    return np.where(num < 0, -q, q)
+def _scale_frac(frac: np.ndarray, bits: int | np.ndarray) -> np.ndarray:
+    """A `bits`-wide fraction as a 16-bit one (the low bits truncated when wider)."""
+    b = np.asarray(bits, np.int64)
+    up = np.left_shift(frac, np.clip(INTERP_BITS - b, 0, 62))
+    down = np.right_shift(frac, np.clip(b - INTERP_BITS, 0, 62))
+    return np.where(b <= INTERP_BITS, up, down)
 
 
 def lut_apply(x: np.ndarray, params: LutParams) -> tuple[np.ndarray, LutStats]:
@@ -161,22 +199,26 @@ def lut_apply(x: np.ndarray, params: LutParams) -> tuple[np.ndarray, LutStats]:
     x = np.asarray(x, np.float64 if is_float else np.int64)
     le_v, le_hit, le_under = _lookup(params.le, x, is_float)
     lo_v, lo_hit, lo_under = _lookup(params.lo, x, is_float)
-    both = le_hit & lo_hit
-    pick_le_hit = np.where(both, params.priority is Table.LE, le_hit)
-    neither = ~le_hit & ~lo_hit
-    under_both = neither & le_under & lo_under
-    pick_le_miss = np.where(under_both, params.uflow_priority is Table.LE, params.oflow_priority is Table.LE)
-    pick_le = np.where(neither, pick_le_miss, pick_le_hit)
+    le_over, lo_over = ~le_hit & ~le_under, ~lo_hit & ~lo_under
+    under_both = le_under & lo_under
+    over_both = le_over & lo_over
+    one_hit = le_hit ^ lo_hit
+    pick_le = np.where(
+        under_both,
+        params.uflow_priority is Table.LE,
+        np.where(over_both, params.oflow_priority is Table.LE, np.where(one_hit, le_hit, params.priority is Table.LE)),
+    )
     y = np.where(pick_le, le_v, lo_v)
+    hybrid = ~under_both & ~over_both & ~one_hit
     stats = LutStats(
-        le_hits=int(np.count_nonzero(le_hit & pick_le & ~neither)),
-        lo_hits=int(np.count_nonzero(lo_hit & ~pick_le & ~neither)),
-        hybrid=int(np.count_nonzero(both)),
+        le_hits=int(np.count_nonzero(one_hit & le_hit)),
+        lo_hits=int(np.count_nonzero(one_hit & lo_hit)),
+        hybrid=int(np.count_nonzero(hybrid)),
         underflow=int(np.count_nonzero(under_both)),
-        overflow=int(np.count_nonzero(neither & ~under_both)),
+        overflow=int(np.count_nonzero(over_both)),
     )
     if not is_float:
-        y = np.round(y).astype(np.int64)
+        y = np.asarray(y, np.int64)
     return y, stats
 
 

@@ -1,14 +1,19 @@
 """PDP: planar data processor, max/min/average pooling over W x H (functional and cost).
 
-Average pooling multiplies the window sum by the reciprocal registers D_RECIP_KERNEL_WIDTH/HEIGHT
-(unit_description.rst PDP), modelled as 16-bit fractions round(2**16 / k) with one final rounding.
-Padded positions take D_POOLING_PADDING_VALUE (0 by default); for max/min pooling they are ignored
-unless a padding value is given explicitly.
+Integer average pooling is the hardware's (hw@master:cmod/pdp/NV_NVDLA_pdp.cpp, checked on the nv_small
+RTL's pdp_* trace tests): the window sum, plus the padding contribution, is multiplied by the reciprocal
+register D_RECIP_KERNEL_WIDTH (a 16-bit fraction) and rounded, then by D_RECIP_KERNEL_HEIGHT and rounded
+again (half away from zero). Padding enters the sum through D_POOLING_PADDING_VALUE_n, the registers that
+hold the contribution of n padded elements: each valid row of a window adds the value for its n padded
+columns (left and right), and each side's n padded rows add kernel_width times the value for n. Max/min
+pooling look at the valid elements only. With no registers given, the reciprocals are round(2**16 / k) and
+the n-element padding value n * pad_value.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -17,6 +22,7 @@ from .layers import PoolMode, PoolSpec
 from .precision import Precision, saturate, shift_round
 
 RECIP_BITS = 16
+MAX_PADDING = 7  # D_POOLING_PADDING_VALUE_1..7
 
 
 def recip(k: int) -> int:
@@ -30,13 +36,50 @@ def pool(
     *,
     pad_value: int | float | None = None,
     bits: int | None = None,
+    recips: tuple[int, int] | None = None,
+    pad_values: Sequence[int] | None = None,
 ) -> np.ndarray:
     """Pool x[H, W, C]; returns [H', W', C] in the input precision, or saturated to `bits` (int64) when given
-    (pooling the raw INT32 CACC results of a layer without an SDP conversion)."""
+    (pooling the raw INT32 CACC results of a layer without an SDP conversion). `recips` (width, height) and
+    `pad_values` (7 values: n = 1..7 padded elements) are the PDP registers; see the module doc."""
     h, w, c = x.shape
     ow, oh = spec.out_size(w, h)
-    is_float = precision.is_float
-    acc_t = np.float32 if is_float else np.int64
+    if precision.is_float or spec.mode is not PoolMode.AVG:
+        return _pool_window(x, spec, precision, pad_value=pad_value, bits=bits, out=(oh, ow))
+    if pad_values is None:
+        v = 0 if pad_value is None else int(pad_value)
+        pad_values = [n * v for n in range(1, MAX_PADDING + 1)]
+    pads = np.array([0, *pad_values], np.int64)
+    rw, rh = recips if recips is not None else (recip(spec.kernel_w), recip(spec.kernel_h))
+    padded = np.zeros((h + spec.pad_top + spec.pad_bottom, w + spec.pad_left + spec.pad_right, c), np.int64)
+    padded[spec.pad_top : spec.pad_top + h, spec.pad_left : spec.pad_left + w] = x
+    win = np.lib.stride_tricks.sliding_window_view(padded, (spec.kernel_h, spec.kernel_w), axis=(0, 1))
+    total = win[:: spec.stride_y, :: spec.stride_x][:oh, :ow].sum(axis=(3, 4))  # valid elements only
+    nl, nr = _padded_counts(ow, spec.stride_x, spec.kernel_w, spec.pad_left, w)
+    nt, nb = _padded_counts(oh, spec.stride_y, spec.kernel_h, spec.pad_top, h)
+    rows_valid = spec.kernel_h - nt - nb
+    total = total + (rows_valid[:, None] * (pads[nl] + pads[nr])[None, :])[..., None]
+    total = total + (spec.kernel_w * (pads[nt] + pads[nb]))[:, None, None]
+    out = shift_round(shift_round(total * rw, RECIP_BITS) * rh, RECIP_BITS)
+    if bits:
+        return saturate(out, bits)[0]
+    return saturate(out, 8 * precision.bytes)[0].astype(precision.numpy_dtype)
+
+
+def _padded_counts(n_out: int, stride: int, kernel: int, pad_before: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Padded positions before and after the input in each output window along one axis."""
+    start = np.arange(n_out) * stride - pad_before
+    before = np.clip(-start, 0, kernel)
+    after = np.clip(start + kernel - size, 0, kernel)
+    return before, after
+
+
+def _pool_window(
+    x: np.ndarray, spec: PoolSpec, precision: Precision, *, pad_value, bits: int | None, out: tuple[int, int]
+) -> np.ndarray:
+    """Max/min (any precision) and float average pooling."""
+    h, w, c = x.shape
+    oh, ow = out
     if spec.mode is PoolMode.AVG:
         fill = 0 if pad_value is None else pad_value
     elif pad_value is not None:
@@ -48,19 +91,14 @@ def pool(
     win = np.lib.stride_tricks.sliding_window_view(padded, (spec.kernel_h, spec.kernel_w), axis=(0, 1))
     win = win[:: spec.stride_y, :: spec.stride_x][:oh, :ow]  # [oh, ow, C, kh, kw]
     if spec.mode is PoolMode.MAX:
-        out = win.max(axis=(3, 4))
+        res = win.max(axis=(3, 4))
     elif spec.mode is PoolMode.MIN:
-        out = win.min(axis=(3, 4))
+        res = win.min(axis=(3, 4))
     else:
-        s = win.sum(axis=(3, 4))
-        if is_float:
-            out = s / (spec.kernel_w * spec.kernel_h)
-        else:
-            prod = s.astype(np.int64) * recip(spec.kernel_w) * recip(spec.kernel_h)
-            out = shift_round(prod, 2 * RECIP_BITS)
-    if is_float:
-        return out.astype(np.float16)
-    clamped, _ = saturate(np.asarray(out, acc_t).astype(np.int64), bits or 8 * precision.bytes)
+        res = win.sum(axis=(3, 4)) / (spec.kernel_w * spec.kernel_h)
+    if precision.is_float:
+        return res.astype(np.float16)
+    clamped, _ = saturate(res.astype(np.int64), bits or 8 * precision.bytes)
     return clamped if bits else clamped.astype(precision.numpy_dtype)
 
 

@@ -19,14 +19,18 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .errors import TraceError
 from .layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
+from .lut import LE_ENTRIES, LO_ENTRIES, IndexMode, LutParams, LutTable, Table
 from .precision import Precision
 from .regfields import field as get_field
 from .regfields import is_known, signed
 from .regprog import Program, RegWrite
 
 _PRECISIONS = {0: Precision.INT8, 1: Precision.INT16, 2: Precision.FP16}
+_STREAM_USE = {0: "mul", 1: "alu", 2: "both"}  # D_BRDMA_CFG_0.BRDMA_DATA_USE (NVDLA_SDP_RDMA.rdl)
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,20 @@ class SdpOperand:
 
 
 @dataclass(frozen=True)
+class SdpStream:
+    """An operand stream of B/N/E-RDMA: per-kernel (1x1xC) or per-element (a W x H x C cube) operands, one
+    or two components (ALU and/or MUL, packed in pairs when both) of 1 or 2 bytes (doc/hw/format.rst)."""
+
+    rdma: str  # "brdma", "nrdma", "erdma"
+    mode: str  # "per_kernel" or "per_element"
+    size_bytes: int
+    addr: int
+    line_stride: int = 0
+    surface_stride: int = 0
+    use: str = "alu"  # "alu", "mul" or "both"
+
+
+@dataclass(frozen=True)
 class SdpStageCfg:
     """X1 (BS) or X2 (BN) stage registers."""
 
@@ -58,6 +76,7 @@ class SdpStageCfg:
     mul: SdpOperand | None
     prelu: bool
     relu: bool
+    mul_shift: int = 0  # MUL_CFG.SHIFT: the truncation after the multiplier, applied even when it is bypassed
 
 
 @dataclass(frozen=True)
@@ -81,7 +100,7 @@ class SdpOp:
     cvt_offset: int
     cvt_scale: int
     cvt_shift: int
-    operand_streams: tuple[tuple[str, str, int, int], ...] = ()  # (rdma, mode, bytes/element, addr)
+    operand_streams: tuple[SdpStream, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -323,6 +342,7 @@ def _stage(sdp: _Regs, rdma: _Regs, tag: str, rdma_tag: str) -> SdpStageCfg | No
         mul=None if sdp.f(cfg, "MUL_BYPASS") else operand("MUL"),
         prelu=bool(sdp.f(cfg, "MUL_PRELU")),
         relu=not sdp.f(cfg, "RELU_BYPASS"),
+        mul_shift=sdp.f(f"D_DP_{tag}_MUL_CFG_0", "SHIFT"),
     )
 
 
@@ -345,13 +365,20 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
         "E": ew_enabled,
     }
     streams = []
-    for tag, operand_regs in (("B", "BS"), ("N", "BN"), ("E", "EW")):  # B/N/E-RDMA and their base registers
+    for tag, regs in (("B", "BS"), ("N", "BN"), ("E", "EW")):  # B/N/E-RDMA and their base registers
         cfg = f"D_{tag}RDMA_CFG_0"
         if used[tag] and not rdma.f(cfg, "DISABLE"):
-            mode = "per_element" if rdma.f(cfg, "DATA_MODE") else "per_kernel"
-            size = 2 if rdma.f(cfg, "DATA_SIZE") else 1
-            addr = rdma.addr(f"D_{operand_regs}_BASE_ADDR_LOW_0", f"D_{operand_regs}_BASE_ADDR_HIGH_0")
-            streams.append((f"{tag.lower()}rdma", mode, size, addr))
+            streams.append(
+                SdpStream(
+                    rdma=f"{tag.lower()}rdma",
+                    mode="per_element" if rdma.f(cfg, "DATA_MODE") else "per_kernel",
+                    size_bytes=2 if rdma.f(cfg, "DATA_SIZE") else 1,
+                    addr=rdma.addr(f"D_{regs}_BASE_ADDR_LOW_0", f"D_{regs}_BASE_ADDR_HIGH_0"),
+                    line_stride=rdma.f(f"D_{regs}_LINE_STRIDE_0", "STRIDE"),
+                    surface_stride=rdma.f(f"D_{regs}_SURFACE_STRIDE_0", "STRIDE"),
+                    use=_STREAM_USE.get(rdma.f(cfg, "DATA_USE"), "alu"),
+                )
+            )
     proc_prec = _precision(sdp.f("D_DATA_FORMAT_0", "PROC_PRECISION"), "SDP.D_DATA_FORMAT_0.PROC_PRECISION")
     src = None
     in_prec = proc_prec  # on the fly, SDP takes CACC's output at its processing precision
@@ -526,11 +553,18 @@ def _build(cls: type, d: dict[str, Any]) -> Any:
             kwargs[f.name] = _build(_NESTED[f.name], v)
         elif f.name.endswith("precision") or f.name == "precision":
             kwargs[f.name] = Precision(v)
+        elif f.name == "operand_streams":
+            kwargs[f.name] = tuple(_stream(x) for x in v)
         elif isinstance(v, list):
             kwargs[f.name] = tuple(tuple(x) if isinstance(x, list) else x for x in v)
         else:
             kwargs[f.name] = v
     return cls(**kwargs)
+
+
+def _stream(v: dict | list) -> SdpStream:
+    """An SdpStream from its description (a dict; older data rows store [rdma, mode, bytes, addr])."""
+    return SdpStream(**v) if isinstance(v, dict) else SdpStream(*v)
 
 
 # ---- hardware layers for the timing model -----------------------------------------------------------
@@ -560,7 +594,7 @@ def sdp_spec(op: SdpOp) -> SdpSpec:
         scale=scale,
         relu=bool(op.x1 and op.x1.relu),
         eltwise=OperandMode.PER_ELEMENT
-        if op.ew_enabled and any(s[0] == "erdma" for s in op.operand_streams)
+        if op.ew_enabled and any(s.rdma == "erdma" for s in op.operand_streams)
         else OperandMode.REG
         if op.ew_enabled
         else OperandMode.NONE,
@@ -599,3 +633,64 @@ def hw_layer(op: Operation, name: str) -> ConvLayer | SdpLayer | PdpLayer:
     if isinstance(op, PdpOp):
         return PdpLayer(name, op.in_w, op.in_h, op.channels, op.precision, pool_spec(op))
     raise TraceError(f"{name}: no hardware-layer view for {type(op).__name__}")
+
+
+# ---- LUT (CDP and SDP S_LUT_* registers) ----------------------------------------------------------
+
+
+def decode_lut(prog: Program, unit: str = "NVDLA_CDP") -> LutParams:
+    """The LUT a unit's first operation uses: the tables written through S_LUT_ACCESS_CFG / _DATA (the
+    address auto-increments per data write) and the S_LUT_* registers, as they stand at its op enable."""
+    tables = {0: [0] * LE_ENTRIES, 1: [0] * LO_ENTRIES}  # TABLE_ID 0 = LE (raw), 1 = LO (density)
+    regs: dict[str, int] = {}
+    addr = table = 0
+    writing = False
+    for c in prog.commands:
+        if not isinstance(c, RegWrite) or c.unit != unit:
+            continue
+        if c.reg == "D_OP_ENABLE_0" and c.value & 1:
+            break
+        regs[c.reg] = c.value
+        if c.reg == "S_LUT_ACCESS_CFG_0":
+            addr = get_field(c.value, unit, c.reg, "ADDR")
+            table = get_field(c.value, unit, c.reg, "TABLE_ID")
+            writing = bool(get_field(c.value, unit, c.reg, "ACCESS_TYPE"))
+        elif c.reg == "S_LUT_ACCESS_DATA_0" and writing:
+            if addr >= len(tables[table]):
+                raise TraceError(f"{prog.name}:{c.line}: LUT write past the end of the {('LE', 'LO')[table]} table")
+            tables[table][addr] = signed(get_field(c.value, unit, c.reg, "DATA"), 16)
+            addr += 1
+    r = _Regs(unit, regs)
+    le_e, lo_e = np.array(tables[0], np.int64), np.array(tables[1], np.int64)
+
+    def wide(name: str) -> int:  # 38-bit signed start/end: LOW[31:0], HIGH[5:0]
+        return signed((r.f(f"S_LUT_{name}_HIGH_0", "VALUE") << 32) | r.f(f"S_LUT_{name}_LOW_0", "VALUE"), 38)
+
+    def slopes(t: str) -> dict[str, int]:
+        sc, sh = f"S_LUT_{t}_SLOPE_SCALE_0", f"S_LUT_{t}_SLOPE_SHIFT_0"
+        return {
+            "uflow_scale": signed(r.f(sc, "UFLOW_SCALE"), 16),
+            "oflow_scale": signed(r.f(sc, "OFLOW_SCALE"), 16),
+            "uflow_shift": signed(r.f(sh, "UFLOW_SHIFT"), 5),  # sc_int<5> in cmod lookup_lut_int8
+            "oflow_shift": signed(r.f(sh, "OFLOW_SHIFT"), 5),
+        }
+
+    info = "S_LUT_INFO_0"
+    le_select = signed(r.f(info, "LE_INDEX_SELECT") & 0x3F, 6)
+    lo_select = signed(r.f(info, "LO_INDEX_SELECT") & 0x3F, 6)
+    if r.f("S_LUT_CFG_0", "LE_FUNCTION"):  # 1 = LINEAR
+        le = LutTable(le_e, IndexMode.LINEAR, wide("LE_START"), le_select, **slopes("LE"), end=wide("LE_END"))
+    else:
+        offset = signed(r.f(info, "LE_INDEX_OFFSET"), 8)
+        le = LutTable(
+            le_e, IndexMode.EXPONENT, offset, 0, **slopes("LE"), origin=wide("LE_START"), end=wide("LE_END")
+        )
+    lo = LutTable(lo_e, IndexMode.LINEAR, wide("LO_START"), lo_select, **slopes("LO"), end=wide("LO_END"))
+    prio = {0: Table.LE, 1: Table.LO}
+    return LutParams(
+        le=le,
+        lo=lo,
+        priority=prio[r.f("S_LUT_CFG_0", "HYBRID_PRIORITY")],
+        uflow_priority=prio[r.f("S_LUT_CFG_0", "UFLOW_PRIORITY")],
+        oflow_priority=prio[r.f("S_LUT_CFG_0", "OFLOW_PRIORITY")],
+    )

@@ -20,6 +20,7 @@ from .config import HwConfig
 from .errors import TraceError
 from .layers import CdpLayer
 from .regdecode import CdpOp, ConvOp, Decoded, Operation, PdpOp, SdpOp, decode_program, hw_layer
+from .regexec import execute_program
 from .regprog import parse_program
 from .simulate import simulate
 from .stats import LayerStats
@@ -41,7 +42,7 @@ class ProgramRun:
     name: str
     decoded: Decoded
     operations: list[OperationTiming]
-    checks: list[dict] = field(default_factory=list)  # per check: kind, base, size, golden and model CRC
+    checks: list[dict] = field(default_factory=list)  # per check: kind, base, size, golden/model CRC, match
 
     @property
     def cycles(self) -> int:
@@ -102,9 +103,9 @@ def run_operations(ops: list[Operation], hw: HwConfig, *, name: str) -> list[Ope
     return out
 
 
-def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True) -> ProgramRun:
-    """Decode and time a trace test. Its checks are listed with their golden CRCs; computing the output
-    bytes from the program's memory images is not done yet (docs/validation.md, "Status")."""
+def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True, outputs: bool = True) -> ProgramRun:
+    """Decode and time a trace test and, with `outputs`, compute its output bytes bit-exactly from the
+    program's memory images and recompute each CRC/file check on them (ProgramRun.checks)."""
     prog = parse_program(path)
     decoded = decode_program(prog)
     if strict and decoded.unknown:
@@ -115,10 +116,14 @@ def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True) -> Progr
     for op in decoded.operations:
         check_supported(op, hw, prog.name)
     run = ProgramRun(prog.name, decoded, run_operations(decoded.operations, hw, name=prog.name))
-    run.checks = [
-        {"kind": c.kind, "base": c.base, "size": c.size, "golden_crc": c.crc, "model_crc": None}
-        for c in prog.checks
-    ]
+    if outputs:
+        _, run.checks = execute_program(prog, decoded, hw)
+    else:
+        run.checks = [
+            {"kind": c.kind, "base": c.base, "size": c.size, "golden_crc": c.crc, "model_crc": None, "match": None}
+            for c in prog.checks
+            if c.kind != "nothing"
+        ]
     return run
 
 

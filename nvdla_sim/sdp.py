@@ -2,12 +2,15 @@
 
 Pipeline (unit_description.rst SDP; spec/manual/NVDLA_SDP.rdl): X1 (BS: ALU, MUL, ReLU) -> X2 (BN: ALU,
 MUL, ReLU) -> Y (EW: ALU and MUL with a per-element operand through its convertor, then LUT) -> output
-convertor y = sat(round((x - offset) * scale >> shift)). Integer stages are 32-bit: each stage saturates
-to INT32 and the count is reported. FP16 mode runs the same stages in float32 and casts to float16 (no
-output convertor, as in NVDLA).
+convertor y = sat(round((x - offset) * scale >> shift)). FP16 mode runs the same stages in float32 and casts
+to float16 (no output convertor, as in NVDLA).
 
-Operands broadcast against the [pixels, channels] output: a scalar (REG), shape [K] (PER_KERNEL) or
-[P, K] (PER_ELEMENT).
+Integer X stage widths follow NVIDIA's bit-accurate C model (hw@master:cmod/hls/sdp/sdp_x.cpp, sdp.h) and
+are checked against the nv_small RTL's trace tests: the ALU operand is saturated to 32 bits after its left
+shift, the ALU result is 33 bits (not saturated), the multiplier 33 x 16 -> 49 bits, and the truncation
+(a rounding right shift by the MUL shift, applied even when the multiplier is bypassed: the golden CRCs
+of sdp_3x3x33_bn_int8_reg_1, _bn_int8_mem_0 and sdp_5x24x18_bs_int8_mem_0 need it) saturates to 32 bits;
+PReLU passes non-negative values through untruncated (kept to 32 bits).
 """
 
 from __future__ import annotations
@@ -42,14 +45,13 @@ class Stage:
     alu_shift: int = 0
     mul_operand: np.ndarray | int | None = None
     mul_shift: int = 0
-    prelu: bool = False  # multiply only negative values (PReLU); ALU must then be bypassed
+    prelu: bool = False  # multiply only values the ALU left negative (PReLU)
     relu: bool = False
 
     def __post_init__(self) -> None:
-        if self.prelu and self.alu_operand is not None:
-            raise ValueError("SDP stage: PReLU uses the multiplier alone; bypass the ALU (alu_operand=None)")
-        if not 0 <= self.alu_shift <= 63 or not 0 <= self.mul_shift <= 255:
-            raise ValueError("SDP stage shifts out of range: alu_shift 0..63, mul_shift 0..255")
+        if not 0 <= self.alu_shift <= 63 or not 0 <= self.mul_shift <= 63:
+            # 6-bit shifters in the datapath (cmod sdp_x.cpp X_alu/X_trt; the MUL register field is wider)
+            raise ValueError("SDP stage shifts out of range: alu_shift 0..63, mul_shift 0..63")
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,18 +112,29 @@ def _alu(op: AluOp, x, b):
 def _stage_int(x: np.ndarray, st: Stage) -> tuple[np.ndarray, int]:
     sat = 0
     if st.alu_operand is not None:
-        x, n = saturate(
-            _alu(st.alu_op, x, np.left_shift(np.asarray(st.alu_operand, np.int64), st.alu_shift)), STAGE_BITS
-        )
+        operand, n = saturate(np.left_shift(np.asarray(st.alu_operand, np.int64), st.alu_shift), STAGE_BITS)
         sat += n
-    if st.mul_operand is not None:
-        m = np.asarray(st.mul_operand, np.int64)
-        prod = shift_round(x * m, st.mul_shift)
-        x, n = saturate(np.where(x < 0, prod, x) if st.prelu else prod, STAGE_BITS)
-        sat += n
+        x = _alu(st.alu_op, x, operand)  # 33-bit result, not saturated (cmod X_alu)
+    prod = x * np.asarray(st.mul_operand, np.int64) if st.mul_operand is not None else x
+    rounded = shift_round(prod, st.mul_shift)  # X_trt: applied also when the multiplier is bypassed
+    lo, hi = -(1 << (STAGE_BITS - 1)), (1 << (STAGE_BITS - 1)) - 1
+    over = (rounded < lo) | (rounded > hi)
+    out = np.clip(rounded, lo, hi)
+    if st.prelu and st.mul_operand is not None:
+        keep = x >= 0  # PReLU: non-negative inputs skip the multiplier and the truncation
+        out = np.where(keep, _wrap(x, STAGE_BITS), out)
+        over &= ~keep
+    n = int(np.count_nonzero(over))
+    sat += n
     if st.relu:
-        x = np.maximum(x, 0)
-    return x, sat
+        out = np.maximum(out, 0)
+    return out, sat
+
+
+def _wrap(x: np.ndarray, bits: int) -> np.ndarray:
+    """Two's-complement wrap to `bits` (a wider value assigned to a narrower register)."""
+    m = np.asarray(x, np.int64) & ((1 << bits) - 1)
+    return np.where(m >= 1 << (bits - 1), m - (1 << bits), m)
 
 
 def _stage_float(x: np.ndarray, st: Stage) -> np.ndarray:

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import zlib
 
 import pytest
 
@@ -97,10 +98,18 @@ def test_simulate_trace_test_end_to_end(tmp_path):
     """`nvdla simulate --trace-test DIR` on a program of our own: cycles, units, checks, JSON."""
     from tests.unit.test_regprog import sdp_program, write_test
 
-    d = write_test(tmp_path, sdp_program(8, 8, 32))
+    # pass-through SDP with zero strides: every line lands on the first, so the output's first atom is the
+    # input's first atom (1 2 3 4 0 0 0 0)
+    good = zlib.crc32(bytes([1, 2, 3, 4, 0, 0, 0, 0]))
+    d = write_test(tmp_path, sdp_program(8, 8, 32, crc=good))
     out = subprocess.run([*NVDLA, "simulate", "--trace-test", str(d)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "on nv_small_rtl_tb" in out.stdout and "sdp " in out.stdout and "golden CRC 0x12345678" in out.stdout
+    assert "on nv_small_rtl_tb" in out.stdout and "sdp " in out.stdout
+    assert f"golden CRC 0x{good:08x}, model CRC 0x{good:08x}  match" in out.stdout
+    (tmp_path / "bad").mkdir()
+    bad = write_test(tmp_path / "bad", sdp_program(8, 8, 32, crc=good ^ 1))
+    wrong = subprocess.run([*NVDLA, "simulate", "--trace-test", str(bad)], capture_output=True, text=True)
+    assert wrong.returncode == 1 and "MISMATCH" in wrong.stdout
     js = subprocess.run([*NVDLA, "simulate", "--trace-test", str(d), "--json"], capture_output=True, text=True)
     doc = json.loads(js.stdout)
     # 8x8 pixels x 4 atoms x 8 lanes at 1 lane/cycle, plus launch, memory latency, pipeline and completion

@@ -17,7 +17,7 @@ from nvdla_sim.regprog import crc32, initial_memory, load_dat, parse_program
 from nvdla_sim.regrun import run_program
 
 
-def sdp_program(w: int, h: int, c: int, *, extra: str = "", ew_bypass: int = 1) -> str:
+def sdp_program(w: int, h: int, c: int, *, extra: str = "", ew_bypass: int = 1, crc: int = 0x12345678) -> str:
     """A pass-through SDP program of our own, in the trace-test syntax."""
     return f"""// our own test program
 mem_init(pri_mem, 0x80000000, 0x1000, ALL_ZERO);
@@ -41,7 +41,7 @@ reg_write(NVDLA_SDP.D_CVT_SCALE_0, 0x1);
 {extra}reg_write(NVDLA_SDP_RDMA.D_OP_ENABLE_0, 0x1);
 reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);
 intr_notify(SDP_0, sync_id_0);
-check_crc(sync_id_0, 1, 0x80080000, 0x8, 0x12345678);
+check_crc(sync_id_0, 1, 0x80080000, 0x8, {crc:#x});
 """
 
 

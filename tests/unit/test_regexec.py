@@ -1,0 +1,123 @@
+"""Register-program execution: memory formats, the hardware's SDP/LUT/CDP arithmetic, LUT programming."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nvdla_sim import Precision, sdp
+from nvdla_sim.cdp import LrnParams, lrn
+from nvdla_sim.config import load_config
+from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table
+from nvdla_sim.regdecode import Surface, decode_lut
+from nvdla_sim.regexec import read_cube, read_dc_weights, write_cube
+from nvdla_sim.regprog import Program, RegWrite, SparseMemory
+from tests.unit.test_precision import _ref_round as _round
+
+NV_SMALL = load_config("nv_small")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 5), st.integers(1, 20), st.integers(0, 3), st.integers(0, 2**31))
+def test_feature_cube_round_trip_and_addressing(w, h, c, gap, seed):
+    nv_small = NV_SMALL
+    """Element (x, y, ch) sits at addr + (ch // 8) * surface_stride + y * line_stride + x * 8 + ch % 8."""
+    atom = nv_small.memory.memory_atomic_bytes
+    surf = Surface(0x1000, (w + gap) * atom, (w + gap) * atom * (h + 1))
+    cp = -(-c // atom) * atom
+    cube = np.random.default_rng(seed).integers(-128, 128, (h, w, cp)).astype(np.int8)
+    mem = SparseMemory()
+    write_cube(mem, surf, cube, Precision.INT8, nv_small)
+    np.testing.assert_array_equal(read_cube(mem, surf, w, h, c, Precision.INT8, nv_small), cube)
+    y, x, ch = h - 1, w - 1, c - 1
+    addr = surf.addr + (ch // atom) * surf.surface_stride + y * surf.line_stride + x * atom + ch % atom
+    assert mem.read(addr, 1).view(np.int8)[0] == cube[y, x, ch]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 20), st.integers(1, 3), st.integers(1, 3), st.integers(1, 19), st.integers(0, 2**31))
+def test_dc_weight_format(k, kh, kw, c, seed):
+    nv_small = NV_SMALL
+    """format.rst: groups of 8 kernels (nv_small INT8), 1x1x8 channel blocks, C' -> K -> W -> H -> C."""
+    wts = np.random.default_rng(seed).integers(-128, 128, (k, kh, kw, c)).astype(np.int8)
+    flat = []
+    for g0 in range(0, k, 8):
+        for c0 in range(0, c, 8):
+            for r in range(kh):
+                for s in range(kw):
+                    for kk in range(g0, min(k, g0 + 8)):
+                        flat.extend(wts[kk, r, s, c0 : c0 + 8].tolist())
+    mem = SparseMemory()
+    mem.write(0x2000, np.array(flat, np.int8).view(np.uint8))
+    np.testing.assert_array_equal(read_dc_weights(mem, 0x2000, k, kh, kw, c, Precision.INT8, nv_small), wts)
+
+
+def test_sdp_stage_widths_are_the_hardwares():
+    """ALU result is 33 bits (no saturation before the multiplier); the MUL shift truncates even when the
+    multiplier is bypassed; the output saturates to 32 bits."""
+    wide = sdp.Stage(alu_operand=1, alu_shift=20, mul_operand=-1)  # (INT32_MAX + 2**20) * -1, then saturate
+    cvt = sdp.Convertor(offset=-(2**31), scale=1, shift=0)
+    assert sdp.sdp_apply(np.array([[2**31 - 1]]), sdp.SdpParams(x1=wide, cvt=cvt)).values[0, 0] == 0
+    bypass = sdp.Stage(alu_op=sdp.AluOp.MAX, alu_operand=2, mul_shift=1)
+    got = sdp.sdp_apply(np.array([[5, -7]]), sdp.SdpParams(x1=bypass)).values
+    assert got.tolist() == [[3, 1]]  # round(max(5, 2) / 2), round(max(-7, 2) / 2)
+    prelu = sdp.Stage(alu_operand=-10, mul_operand=3, mul_shift=1, prelu=True)  # PReLU on the ALU's output
+    assert sdp.sdp_apply(np.array([[25, 4]]), sdp.SdpParams(x1=prelu)).values.tolist() == [[15, -9]]
+
+
+def _linear_lut(entries_le, entries_lo, start=0, le_shift=0, lo_shift=0) -> LutParams:
+    le = LutTable(np.array(entries_le), IndexMode.LINEAR, start, le_shift, end=start + (64 << le_shift))
+    lo = LutTable(np.array(entries_lo), IndexMode.LINEAR, start, lo_shift, end=start + (256 << lo_shift))
+    return LutParams(le, lo, priority=Table.LE, uflow_priority=Table.LE, oflow_priority=Table.LE)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(-128, 127), min_size=1, max_size=20),
+    st.sampled_from([3, 5, 7, 9]),
+    st.integers(-128, 127),
+    st.integers(1, 300),
+    st.integers(0, 6),
+    st.integers(0, 2**31),
+)
+def test_lrn_matches_scalar_reference(xs, window, offset, scale, shift, seed):
+    rng = np.random.default_rng(seed)
+    le = rng.integers(-3000, 3000, 65)
+    lut = _linear_lut(le, np.zeros(257, np.int64), le_shift=14)
+    p = LrnParams(window, lut, in_offset=offset, in_scale=scale, in_shift=shift, out_offset=3, out_scale=5, out_shift=9)
+    got = lrn(np.array(xs), p).tolist()
+    a = [max(-256, min(255, _round((x - offset) * scale, shift))) for x in xs]
+    for i in range(len(xs)):
+        s = sum(a[j] ** 2 for j in range(i - window // 2, i + window // 2 + 1) if 0 <= j < len(xs))
+        idx = s >> 14
+        if s <= 0:
+            v = int(le[0])
+        elif idx >= 64:
+            v = int(le[64])
+        else:
+            frac16 = (s - (idx << 14)) << 2
+            v = int(le[idx]) + _round((int(le[idx + 1]) - int(le[idx])) * frac16, 16)
+        y = max(-128, min(127, _round((v * a[i] - 3) * 5, 9)))
+        assert got[i] == y, (i, xs, s)
+
+
+def test_decode_lut_programs_tables_with_auto_increment():
+    w = [RegWrite("NVDLA_CDP", "S_LUT_ACCESS_CFG_0", 0x30000 | 2, 1)]  # write, LO table, address 2
+    w += [RegWrite("NVDLA_CDP", "S_LUT_ACCESS_DATA_0", v, 2) for v in (7, 0xFFFF, 9)]
+    w += [RegWrite("NVDLA_CDP", "S_LUT_ACCESS_CFG_0", 0x20000, 3)]  # write, LE table, address 0
+    w += [RegWrite("NVDLA_CDP", "S_LUT_ACCESS_DATA_0", 5, 4)]
+    w += [
+        RegWrite("NVDLA_CDP", "S_LUT_CFG_0", 0x1 | 0x40, 5),  # LE linear, hybrid priority LO
+        RegWrite("NVDLA_CDP", "S_LUT_INFO_0", (0x3E << 16) | (3 << 8), 6),  # LO select -2, LE select 3
+        RegWrite("NVDLA_CDP", "S_LUT_LE_START_HIGH_0", 0x3F, 7),  # 38-bit signed: -2**32 + low
+        RegWrite("NVDLA_CDP", "S_LUT_LE_SLOPE_SHIFT_0", 0x1F, 8),  # 5-bit signed uflow shift -1
+        RegWrite("NVDLA_CDP", "D_OP_ENABLE_0", 1, 9),
+        RegWrite("NVDLA_CDP", "S_LUT_ACCESS_DATA_0", 99, 10),  # after the enable: not this operation's
+    ]
+    lut = decode_lut(Program("t", None, w))
+    assert lut.lo.entries[2:5].tolist() == [7, -1, 9] and lut.lo.entries[5] == 0
+    assert lut.le.entries[0] == 5 and lut.le.mode is IndexMode.LINEAR
+    assert (lut.le.index_shift, lut.lo.index_shift) == (3, -2)
+    assert lut.le.start == -(2**32) and lut.le.uflow_shift == -1
+    assert lut.priority is Table.LO and lut.uflow_priority is Table.LE
