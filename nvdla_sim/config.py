@@ -172,10 +172,19 @@ class TimingConfig:
     sdp_pipeline_cycles: int = 27  # read data in -> result written (SDP_RDMA -> SDP -> WDMA)
     pdp_pipeline_cycles: int = 35  # likewise through PDP_RDMA -> PDP
     cdp_pipeline_cycles: int = 56  # likewise through CDP_RDMA -> CDP (the LRN window and LUT)
+    # Convolution sequencing measured on the nv_small RTL with our own programs (docs/modelling.md
+    # "Convolution delivery"); neutral by default because no RTL of the other builds was measured:
+    cacc_atom_gap_cycles: int = 0  # idle cycles per output atom: CACC reads a delivery-buffer entry only when sent
+    cacc_stripe_gap_cycles: int = 0  # idle delivery between two stripes of output atoms
+    conv_input_before_compute: bool = False  # CSC's first atomic op waits for CDMA's whole input fetch
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _check_int("timing", f.name, getattr(self, f.name), minimum=0)
+            if f.type in (bool, "bool"):
+                if not isinstance(getattr(self, f.name), bool):
+                    raise ConfigError(f"timing.{f.name} must be true or false, not {getattr(self, f.name)!r}")
+            else:
+                _check_int("timing", f.name, getattr(self, f.name), minimum=0)
 
 
 _SECTIONS: dict[str, type] = {

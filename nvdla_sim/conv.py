@@ -26,14 +26,18 @@ from .tiling import LoopOrder, TilePlan, bytes_per_kernel, check_plan, footprint
 
 
 @lru_cache(maxsize=8192)
-def _blocks(stripes: tuple[int, ...], kernels: int, channel_ops: int, load: int, rate: int) -> tuple:
-    """Runs of (count, compute, useful, drain) per stripe of one kernel group."""
+def _blocks(
+    stripes: tuple[int, ...], kernels: int, channel_ops: int, load: int, rate: int, atom_gap: int, stripe_gap: int
+) -> tuple:
+    """Runs of (count, compute, useful, drain) per stripe of one kernel group. CACC delivers a stripe's
+    output atoms (`kernels` elements each) at the SDP rate, with `atom_gap` idle cycles per atom and
+    `stripe_gap` per stripe (TimingConfig, measured on the nv_small RTL)."""
     runs: list[list[int]] = []
     for length in stripes:
         block = [
             channel_ops * csc.stripe_op_cycles(length, load),
             channel_ops * length,
-            math.ceil(length * kernels / rate),
+            length * (math.ceil(kernels / rate) + atom_gap) + stripe_gap,
         ]
         if runs and runs[-1][1:] == block:
             runs[-1][0] += 1
@@ -118,7 +122,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
                         nbytes,
                         layer.input_memory,
                         f"data rows {i0}-{i1}",
-                        True,
+                        not hw.timing.conv_input_before_compute,
                     )
                 )
             weight_key = ("w", g0) if weights_resident else ("w", g0, d)
@@ -149,11 +153,15 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
                         channel_ops,
                         load,
                         rate,
+                        hw.timing.cacc_atom_gap_cycles,
+                        hw.timing.cacc_stripe_gap_cycles,
                     ),
                     write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
                     write_memory=layer.output_memory,
                 )
             )
+    if hw.timing.conv_input_before_compute:
+        items = _prefetch_weights(items, fp.weight_capacity_groups)
     # SDP operand streams (bias, eltwise) are read by the SDP RDMAs alongside; they share the port.
     ports = make_ports(hw)
     if extra_reads:
@@ -169,7 +177,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
         record_events=record_events,
     )
     fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
-    cycles = math.ceil(res.end) + fill
+    # each stripe's delivery block ends with the inter-stripe gap; the layer ends at the last atom instead
+    cycles = math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles
     traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
     macs = layer.macs
     peak = hw.peak_macs_per_cycle(p)
@@ -213,6 +222,28 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             "sparse_mac_whatif": layer.sparse_mac,
         },
     )
+
+
+def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
+    """While CSC waits for the whole input, CDMA's weight channel fetches every kernel group the weight
+    ring holds, interleaved with the data (nv_small RTL: the data of own_mm_m64_k64_n32 completes after
+    its 768 data and weight atoms, not its 512 data atoms). The first item issues those weight fetches."""
+    first = list(items[0].fetches)
+    moved = sum(f.buffer == "weight" for f in first)
+    out = [items[0]]
+    for it in items[1:]:
+        if any(f.buffer == "data" for f in it.fetches):
+            out.extend(items[len(out) :])
+            break
+        take = [f for f in it.fetches if f.buffer == "weight"]
+        if moved + len(take) > capacity:
+            out.extend(items[len(out) :])
+            break
+        moved += len(take)
+        first.extend(take)
+        out.append(dataclasses.replace(it, fetches=tuple(f for f in it.fetches if f.buffer != "weight")))
+    out[0] = dataclasses.replace(items[0], fetches=tuple(first))
+    return out
 
 
 def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int) -> tuple[int, int]:

@@ -102,6 +102,28 @@ def _pool_window(
     return clamped if bits else clamped.astype(precision.numpy_dtype)
 
 
+def line_positions(in_w: int, in_h: int, spec: PoolSpec) -> tuple[int, int]:
+    """Positions (one atom each) PDP steps through per surface, measured on NVIDIA's nv_small RTL with our
+    own pdp programs (validation/nvdla_rtl/own_programs.py, docs/modelling.md):
+
+    - each input line takes max(input width, output width) steps: left and right padding that widens the
+      output costs its extra columns (stride 1; strided windows over heavy padding take 1-3 more);
+    - after the last line, every output row with at least stride_y padded lines at the bottom of its
+      window is emitted in a pass of its own (output width steps); top padding costs nothing.
+
+    Returns (steps per surface, flush steps): the flush of one surface mostly overlaps the next
+    surface's lines, so only the last surface's is charged (8 surfaces of a 2x2 window cost one flush;
+    two surfaces of a 16x16 cube with two flush rows each cost both, which this undercounts by 5%).
+    """
+    ow, oh = spec.out_size(in_w, in_h)
+    flush = 0
+    for oy in range(oh):
+        padded_below = oy * spec.stride_y - spec.pad_top + spec.kernel_h - in_h
+        if padded_below >= spec.stride_y:
+            flush += 1
+    return in_h * max(in_w, ow), flush * ow
+
+
 def process_cycles(in_w: int, in_h: int, channels: int, spec: PoolSpec, hw: HwConfig) -> int:
     """PDP consumes input elements at pdp.throughput per cycle (each input read once; line buffer reuse)."""
     return math.ceil(in_w * in_h * channels / hw.pdp.throughput)

@@ -87,9 +87,14 @@ def run_items(
     wait_fetch = wait_drain = fetch_busy = fetch_wait_port = 0.0
 
     for idx, it in enumerate(items):
-        # Parallel DMA channels share the port; booking the smaller transfer first approximates their
-        # round-robin arbitration (the small one finishes early, the large one barely moves).
-        for f in sorted(it.fetches, key=lambda f: f.nbytes):
+        # Parallel DMA channels share the port; booking the channel with less to move first approximates
+        # their round-robin arbitration (it finishes at twice its size, the other at the sum of both).
+        per_channel: dict[str, int] = {}
+        for f in it.fetches:
+            per_channel[f.channel] = per_channel.get(f.channel, 0) + f.nbytes
+        largest = max(per_channel, key=lambda c: per_channel[c], default=None)
+        shared_from: float | None = None  # when the item's first transfer started on the shared port
+        for f in sorted(it.fetches, key=lambda f: (f.channel == largest, per_channel[f.channel])):
             ring = per_buffer.setdefault(f.buffer, [])
             cap = capacities[f.buffer]
             ready = channel_free.get(f.channel, 0.0)
@@ -100,6 +105,11 @@ def run_items(
             fetch_wait_port += start - ready
             fetch_busy += last_beat - start
             channel_free[f.channel] = last_beat
+            if shared_from is None:
+                shared_from = start
+            if f.channel != largest and len(per_channel) > 1 and f.nbytes:
+                # round-robin with a larger transfer alongside: half the port until this channel is done
+                last_beat = shared_from + 2 * (last_beat - shared_from)
             arrival[f.event] = last_beat + port.latency
             first_beat[f.event] = start + port.latency
             if f.streamed:

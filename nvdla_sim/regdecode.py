@@ -331,9 +331,9 @@ def _stage(sdp: _Regs, rdma: _Regs, tag: str, rdma_tag: str) -> SdpStageCfg | No
     def operand(kind: str) -> SdpOperand:
         c = f"D_DP_{tag}_{kind}_CFG_0"
         v = f"D_DP_{tag}_{kind}_SRC_VALUE_0"
-        src = "mem" if sdp.f(c, "SRC") else "reg"
-        value = signed(sdp.f(v, "OPERAND"), 16)
-        return SdpOperand(src, value, sdp.f(c, "SHIFT"), stream_mode, stream_size)
+        if not sdp.f(c, "SRC"):  # a register operand: one 16-bit value for the whole layer
+            return SdpOperand("reg", signed(sdp.f(v, "OPERAND"), 16), sdp.f(c, "SHIFT"), "per_kernel", 2)
+        return SdpOperand("mem", signed(sdp.f(v, "OPERAND"), 16), sdp.f(c, "SHIFT"), stream_mode, stream_size)
 
     algo = {0: "max", 1: "min", 2: "sum"}.get(sdp.f(cfg, "ALU_ALGO"), "sum")
     return SdpStageCfg(

@@ -241,6 +241,8 @@ def _conv(op: ConvOp, st: ExecState, name: str) -> None:
     cube = np.zeros((s.out_h, s.out_w, math.ceil(s.out_k / epa) * epa), np.int64)
     cube[:, :, : s.out_k] = acc  # kernels past K in the last group compute 0
     _after_sdp(op.sdp, _apply_sdp(op.sdp, cube, st.mem, hw), st)
+    if op.pdp is not None:  # pooling on the fly, fed by the SDP pass
+        _pdp(op.pdp, st)
 
 
 def _sdp(op: SdpOp, st: ExecState) -> None:

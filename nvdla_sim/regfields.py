@@ -291,3 +291,21 @@ def signed(value: int, bits: int) -> int:
     """Two's-complement value of a `bits`-wide register field."""
     value &= (1 << bits) - 1
     return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def pack(unit: str, reg: str, **values: int) -> int:
+    """A register value from named fields (the inverse of field()); each value must fit its field."""
+    try:
+        spec = FIELDS[(unit, reg)]
+    except KeyError:
+        raise TraceError(f"internal: no register {unit}.{reg} in the register table") from None
+    word = 0
+    for name, v in values.items():
+        if name not in spec:
+            raise TraceError(f"internal: {unit}.{reg} has no field {name}; fields: {', '.join(spec)}")
+        msb, lsb = spec[name]
+        width = msb - lsb + 1
+        if not -(1 << (width - 1)) <= v < (1 << width):
+            raise TraceError(f"{unit}.{reg}.{name} = {v} does not fit its {width}-bit field")
+        word |= (v & ((1 << width) - 1)) << lsb
+    return word

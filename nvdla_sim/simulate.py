@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from . import cdma, sdp
+from . import cdma, pdp, sdp
 from .config import HwConfig
 from .conv import simulate_conv
 from .layers import CdpLayer, ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
@@ -74,6 +74,9 @@ def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, rec
         rate = hw.pdp.throughput
         operand = 0
         ow, oh = layer.pool.out_size(layer.width, layer.height)
+        steps, flush = pdp.line_positions(layer.width, layer.height, layer.pool)
+        lanes = hw.memory.memory_atomic_bytes // layer.precision.bytes
+        lane_elements = steps * cdma.atom_channels(layer.channels, layer.precision, hw) + flush * lanes
         out_bytes = cdma.feature_bytes(ow, oh, layer.channels, layer.precision, hw)
         unit, bound_unit = Unit.PDP, Bound.PDP
     chunk = chunk_bytes(in_bytes, hw)

@@ -21,11 +21,9 @@ from validation.nvdla_rtl.compare import DATA, TARGETS, compare, distribution, l
 DOC = load_rows()
 ROWS = {r.name: r for r in compare(DOC)}
 
-# Beyond the 25% worst-case target today, each with what the RTL does that the model does not (yet).
-KNOWN_OUTLIERS = {
-    "dc_8192x1x1_2x3x1x41_int8_0": "one-channel input, stride 2 with dilation 22: the RTL takes 12 cycles per "
-    "output pixel and kernel group for 6 atomic ops; the model is drain-bound at 8",
-}
+# Beyond the 25% worst-case target, each with what the RTL does that the model does not (none today:
+# the last one, dc_8192x1x1_2x3x1x41 at 0.67, was CACC's delivery rate, now modelled).
+KNOWN_OUTLIERS: dict[str, str] = {}
 
 
 def test_provenance_recorded():
@@ -50,6 +48,9 @@ def test_distribution_meets_targets():
     assert d["n"] == 70
     assert d["median"] <= TARGETS["median"], d
     assert d["p90"] <= TARGETS["p90"], d
+    assert d["worst"] <= TARGETS["worst"], d
+    # and no regression from what the model reaches today (median 0.8%, p90 2.9%, worst 7.0%)
+    assert d["median"] <= 0.015 and d["p90"] <= 0.04 and d["worst"] <= 0.08, d
 
 
 @pytest.mark.parametrize(

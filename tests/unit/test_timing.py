@@ -49,14 +49,15 @@ def test_analytic_small_matmul(nv_small):
     """16x8x8 on nv_small: one kernel group, one channel block, one 16-long stripe.
 
     Weights 64 B (fetched as 128 B: D_WEIGHT_BYTES is 128-B aligned) + data 128 B arrive over an 8 B/cycle
-    port with 50 cycles latency; the stripe computes in 16 cycles, drains 128 results at 1/cycle, writes
-    128 B, plus 7 + 11 pipeline fill.
+    port with 50 cycles latency; the stripe computes in 16 cycles, delivers its 16 output atoms at 8 + 1
+    cycles each (nv_small's CACC reads the next delivery entry only after the last left), writes 128 B,
+    plus 7 + 11 pipeline fill; the 38-cycle gap after a stripe does not follow the last one.
     """
     layer = ConvLayer("mm", ConvShape.matmul(16, 8, 8), Precision.INT8)
     st = simulate(layer, nv_small, TilePlan(16, 16, 1, 8, LoopOrder.DATA_STATIONARY))
-    # weights [0,16) then data [16,32) (equal sizes keep issue order); the one stripe needs all data
+    # weights and data, 16 cycles each on the port, interleaved round-robin: both in at 32, +50 latency
     compute_start = 32 + 50
-    drain_end = compute_start + 16 + 128
+    drain_end = compute_start + 16 + 16 * 9
     assert st.cycles == drain_end + 7 + 11
     assert st.macs == 16 * 8 * 8
     assert st.traffic.dram_read == 128 + 128 and st.traffic.dram_write == 128
@@ -183,3 +184,51 @@ def test_run_closed_form_equals_block_loop(runs, items, nbytes):
     assert (a.compute_busy, a.compute_bubbles, a.drain_busy) == (b.compute_busy, b.compute_bubbles, b.drain_busy)
     assert a.wait_drain == pytest.approx(b.wait_drain, abs=1e-6)
     assert a.wait_fetch == pytest.approx(b.wait_fetch, abs=1e-6)
+
+
+# ---- convolution delivery and PDP steps measured on the nv_small RTL (docs/modelling.md) ----------
+
+
+def test_pdp_steps_follow_the_rtl_probes():
+    """Per surface: lines x max(in, out width), plus one output-width pass per output row with at least
+    stride_y padded lines below its window (own_pdp_* and the b/c/e probes of docs/modelling.md)."""
+    from nvdla_sim.layers import PoolMode, PoolSpec
+    from nvdla_sim.pdp import line_positions
+
+    def steps(w, h, k, s, pads):
+        return line_positions(w, h, PoolSpec(PoolMode.AVG, k, k, 1, s, *pads))
+
+    assert steps(16, 16, 8, 1, (0, 0, 0, 7)) == (16 * 16, 7 * 9)  # 7 flush rows of 9 columns
+    assert steps(16, 16, 8, 3, (0, 0, 0, 7)) == (16 * 16, 2 * 9)  # the row with 1 padded line is not one
+    assert steps(16, 16, 8, 7, (0, 0, 0, 7)) == (16 * 16, 0)
+    assert steps(16, 16, 8, 1, (0, 0, 6, 0)) == (16 * 16, 0)  # top padding costs nothing
+    assert line_positions(16, 16, PoolSpec(PoolMode.AVG, 8, 1, 1, 1, 7, 7, 0, 0)) == (16 * 23, 0)  # wider output
+
+
+def test_timing_flags_are_validated():
+    import dataclasses
+
+    from nvdla_sim.config import TimingConfig
+    from nvdla_sim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="timing.conv_input_before_compute must be true or false"):
+        TimingConfig(conv_input_before_compute=1)
+    with pytest.raises(ConfigError, match="cacc_stripe_gap_cycles"):
+        dataclasses.replace(TimingConfig(), cacc_stripe_gap_cycles=-1)
+
+
+def test_matmul_delivery_closed_form():
+    """A delivery-bound 1x1 layer on nv_small: the whole input, then stripes of 16 output atoms at 9
+    cycles each plus 38 between stripes (own_mm_m64_k8_n8 on the RTL: 1004 cycles, model 1000)."""
+    from nvdla_sim import ConvLayer, ConvShape, Precision, load_config, simulate
+    from nvdla_sim.tiling import LoopOrder, TilePlan
+
+    hw = load_config("nv_small_rtl_tb")
+    layer = ConvLayer("mm", ConvShape.matmul(256, 8, 8, row=16), Precision.INT8)
+    stats = simulate(layer, hw, TilePlan(1, 31, 16, 8, LoopOrder.DATA_STATIONARY), record_events=False)
+    stripes = 256 // 16
+    delivery = stripes * (16 * 9 + 38) - 38
+    fetch = (256 * 8 + 128) / 4  # input then (interleaved) weights at 4 B/cycle
+    assert abs(stats.cycles - (fetch + 32 + 16 + delivery)) <= 40
+    base = simulate(layer, load_config("nv_small"), TilePlan(1, 31, 16, 8, LoopOrder.DATA_STATIONARY))
+    assert base.cycles > delivery  # nv_small.toml carries the same measured delivery parameters

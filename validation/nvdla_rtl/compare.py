@@ -1,8 +1,9 @@
 """Model vs NVIDIA's nv_small RTL on the committed trace-test measurements.
 
-    python -m validation.nvdla_rtl.compare [--markdown] [--plot docs/img/nvdla_rtl_scatter.png]
+    python -m validation.nvdla_rtl.compare [--data FILE] [--markdown] [--plot docs/img/nvdla_rtl_scatter.png]
 
-Reads validation/data/nvdla_rtl_nv_small.json (made by run_reference.py), rebuilds each test's
+Reads validation/data/nvdla_rtl_nv_small.json (made by run_reference.py; --data
+validation/data/nvdla_rtl_own.json for the programs of our own), rebuilds each test's
 operations from their stored register-level description (no NVIDIA files needed), times them with
 configs/nv_small_rtl_tb.toml and prints model/RTL per test, the residual per unit and the distribution
 against the targets of docs/validation.md. tests/integration/test_nvdla_reference.py uses the same code.
@@ -23,6 +24,7 @@ from nvdla_sim.regdecode import from_description
 from nvdla_sim.regrun import check_supported, run_operations
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_nv_small.json"
+OWN_DATA = DATA.with_name("nvdla_rtl_own.json")  # validation/nvdla_rtl/own_programs.py on the same RTL
 CONFIG = "nv_small_rtl_tb"
 TARGETS = {"median": 0.05, "p90": 0.10, "worst": 0.25}  # |model/RTL - 1| over runnable tests (issue 12)
 
@@ -64,7 +66,8 @@ def compare(doc: dict | None = None, hw: HwConfig | None = None) -> list[Row]:
             model = max(o.cycles for o in run_operations(ops, hw, name=r["name"]))
         except NvdlaError as e:
             refused = str(e)
-        unit = "conv" if r["kind"] == "dc" else r["kind"]
+        layers = r.get("layers") or [{"kind": r["kind"]}]
+        unit = "conv" if r["kind"] == "dc" else layers[0]["kind"]
         out.append(Row(r["name"], unit, r.get("op_cycles") or 0, model, refused, r["status"]))
     return out
 
@@ -101,7 +104,7 @@ def markdown(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[Row], path: Path) -> None:
+def plot(rows: list[Row], path: Path, own: list[Row] | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,8 +118,12 @@ def plot(rows: list[Row], path: Path) -> None:
     for unit, c in colours.items():
         sel = [r for r in rows if r.unit == unit and r.model_cycles is not None and r.rtl_status == "pass"]
         ax.scatter([r.rtl_cycles for r in sel], [r.model_cycles for r in sel], s=18, color=c, label=unit)
+        mine = [r for r in own or [] if r.unit == unit and r.model_cycles is not None and r.rtl_status == "pass"]
+        if mine:
+            ax.scatter([r.rtl_cycles for r in mine], [r.model_cycles for r in mine], s=26, color=c, marker="x",
+                       label=f"{unit} (our programs)")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="NVIDIA nv_small RTL cycles",
-           ylabel="model cycles", title="Trace tests: model vs RTL (op enable to interrupt)")
+           ylabel="model cycles", title="Register programs: model vs RTL (op enable to interrupt)")
     ax.legend(loc="upper left")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,9 +134,10 @@ def plot(rows: list[Row], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", action="store_true", help="print the per-test table as Markdown")
-    ap.add_argument("--plot", help="write the log-log scatter plot (PNG)")
+    ap.add_argument("--plot", help="write the log-log scatter plot (PNG) of both data files")
+    ap.add_argument("--data", default=str(DATA), help="measurements (default: NVIDIA's trace tests)")
     args = ap.parse_args(argv)
-    rows = compare()
+    rows = compare(load_rows(Path(args.data)))
     if args.markdown:
         print(markdown(rows))
     else:
@@ -137,12 +145,12 @@ def main(argv: list[str] | None = None) -> int:
             ratio = "refused" if r.ratio is None else f"{r.ratio:.3f}"
             print(f"{r.name:42s} {r.unit:5s} rtl {r.rtl_cycles:>9,} model {r.model_cycles or 0:>9,} {ratio}")
     d = distribution(rows)
-    print(f"\n{d['n']} runnable tests: median |model/RTL-1| {d['median']:.1%}, 90th percentile {d['p90']:.1%}, "
+    print(f"\n{d['n']} runnable programs: median |model/RTL-1| {d['median']:.1%}, 90th percentile {d['p90']:.1%}, "
           f"worst {d['worst']:.1%} (targets {TARGETS['median']:.0%} / {TARGETS['p90']:.0%} / {TARGETS['worst']:.0%})")
     for unit, s in per_unit(rows).items():
         print(f"  {unit}: {s['n']} tests, median model/RTL {s['median_ratio']:.3f} (range {s['min']:.3f}..{s['max']:.3f})")
     if args.plot:
-        plot(rows, Path(args.plot))
+        plot(compare(load_rows(DATA)), Path(args.plot), compare(load_rows(OWN_DATA)) if OWN_DATA.exists() else None)
         print(f"plot: {args.plot}")
     return 0
 

@@ -58,13 +58,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tests", nargs="*", default=["*"], help="test name globs (default: all)")
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="result JSON (merged with existing rows)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per test run")
+    ap.add_argument(
+        "--tests-dir",
+        help="run the trace tests in this folder (programs of our own, e.g. from validation.nvdla_rtl.own_programs) "
+        "instead of NVIDIA's",
+    )
     args = ap.parse_args(argv)
 
     src, work = Path(args.src).resolve(), Path(args.work).resolve()
     binary = build(src, work)
     hw = work / "hw"
     regs = runpy.run_path(str(hw / "outdir/nv_small/spec/manual/opendla.py"))["registers"]
-    tests_root = extract_tests(src, work)
+    tests_root = Path(args.tests_dir).resolve() if args.tests_dir else extract_tests(src, work)
     names = sorted(p.name for p in tests_root.iterdir() if p.is_dir())
     chosen = [n for n in names if any(fnmatch.fnmatch(n, g) for g in args.tests)]
     if not chosen:
@@ -84,8 +89,12 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     doc = {
-        "what": "NVIDIA nv_small RTL (Verilator) on NVIDIA's trace tests: cycles and pass/fail",
+        "what": "NVIDIA nv_small RTL (Verilator) on "
+        + ("register programs of our own" if args.tests_dir else "NVIDIA's trace tests")
+        + ": cycles and pass/fail",
         "command": "python -m validation.nvdla_rtl.run_reference SRC"
+        + (f" --tests-dir {args.tests_dir}" if args.tests_dir else "")
+        + ("" if args.out == str(DEFAULT_OUT) else f" --out {args.out}")
         + ("" if args.tests == ["*"] else " --tests " + " ".join(args.tests)),
         "source_commit": (hw / ".source_commit").read_text().strip() if (hw / ".source_commit").exists() else "",
         "date": datetime.date.today().isoformat(),

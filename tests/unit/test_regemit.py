@@ -1,0 +1,171 @@
+"""Register-program back end: emit -> parse -> decode gives back the operation (random legal layers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nvdla_sim.config import load_config
+from nvdla_sim.errors import ShapeError
+from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
+from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table
+from nvdla_sim.pdp import recip
+from nvdla_sim.precision import Precision
+from nvdla_sim.regdecode import CdpOp, PdpOp, SdpOperand, SdpStageCfg, SdpStream, decode_lut, decode_program
+from nvdla_sim.regemit import (
+    Alloc,
+    conv_layer,
+    cube_size,
+    dc_weight_bytes,
+    emit_program,
+    feature_bytes,
+    packed_surface,
+    sdp_pass,
+)
+from nvdla_sim.regexec import execute_program
+from nvdla_sim.regprog import parse_program
+
+HW = load_config("nv_small_rtl_tb")
+P = Precision.INT8
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _round_trip(prog, tmp_path):
+    d = prog.write(tmp_path)
+    parsed = parse_program(d)
+    decoded = decode_program(parsed)
+    assert decoded.unknown == []
+    _, checks = execute_program(parsed, decoded, HW)
+    assert [c["model_crc"] for c in checks] == [crc for _, _, crc in prog.expected]
+    return parsed, decoded.operations
+
+
+@st.composite
+def stages(draw, mode: str):
+    def operand(source):  # register operands (per layer); memory operands are tested with their streams
+        return SdpOperand(source, draw(st.integers(-(2**15), 2**15 - 1)), draw(st.integers(0, 20)), mode, 2)
+
+    if draw(st.booleans()):
+        return None
+    alu = operand("reg") if draw(st.booleans()) else None
+    mul = operand("reg") if draw(st.booleans()) else None
+    return SdpStageCfg(
+        alu, draw(st.sampled_from(["max", "min", "sum"])), mul, draw(st.booleans()) and mul is not None,
+        draw(st.booleans()), mul_shift=mul.shift if mul else draw(st.integers(0, 8)),
+    )  # fmt: skip
+
+
+@SETTINGS
+@given(
+    st.integers(1, 12), st.integers(1, 6), st.integers(1, 20), st.integers(1, 20), st.integers(1, 3),
+    st.integers(1, 2), st.integers(0, 1), stages("per_kernel"), stages("per_kernel"),
+    st.tuples(st.integers(-1000, 1000), st.integers(-300, 300), st.integers(0, 20)),
+    st.integers(0, 2**31),
+)  # fmt: skip
+def test_conv_round_trip(tmp_path_factory, w, h, c, k, kernel, stride, pad, x1, x2, cvt, seed):
+    if kernel > w + 2 * pad or kernel > h + 2 * pad:
+        return
+    shape = ConvShape.square(w, h, c, k, kernel=kernel, stride=stride, pad=pad)
+    rng = np.random.default_rng(seed)
+    op, din, waddr, oaddr = conv_layer(shape, P, HW, Alloc(), x1=x1, x2=x2, cvt=cvt, clip=int(rng.integers(0, 12)))
+    x = rng.integers(-128, 128, (h, w, c)).astype(np.int8)
+    wts = rng.integers(-128, 128, (k, kernel, kernel, c)).astype(np.int8)
+    prog = emit_program(
+        "t", op, [(din.addr, feature_bytes(x, din, P, HW)), (waddr, dc_weight_bytes(wts, P, HW))],
+        [(oaddr, cube_size(op.out, k, P, HW))], HW,
+    )  # fmt: skip
+    _, ops = _round_trip(prog, tmp_path_factory.mktemp("conv"))
+    assert ops == [op]
+
+
+@SETTINGS
+@given(st.integers(1, 12), st.integers(1, 8), st.integers(1, 24), stages("per_kernel"), st.integers(0, 2**31))
+def test_offline_sdp_round_trip_with_a_memory_operand(tmp_path_factory, w, h, c, x2, seed):
+    a = Alloc()
+    src = packed_surface(a.take(0), w, h, P, HW)
+    a.take(cube_size(src, c, P, HW))
+    opnd = packed_surface(a.take(0), w, h, P, HW)
+    a.take(cube_size(opnd, c, P, HW))
+    dst = packed_surface(a.take(0), w, h, P, HW)
+    a.take(cube_size(dst, c, P, HW))
+    stream = SdpStream("brdma", "per_element", 1, opnd.addr, opnd.line_stride, opnd.surface_stride, "mul")
+    x1 = SdpStageCfg(None, "sum", SdpOperand("mem", 0, 3, "per_element", 1), False, True, mul_shift=3)
+    op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, x2=x2, cvt=(5, 77, 9), streams=(stream,))
+    rng = np.random.default_rng(seed)
+    cube = lambda: rng.integers(-128, 128, (h, w, c)).astype(np.int8)  # noqa: E731
+    prog = emit_program(
+        "s", op, [(src.addr, feature_bytes(cube(), src, P, HW)), (opnd.addr, feature_bytes(cube(), opnd, P, HW))],
+        [(dst.addr, cube_size(dst, c, P, HW))], HW,
+    )  # fmt: skip
+    _, ops = _round_trip(prog, tmp_path_factory.mktemp("sdp"))
+    assert ops == [op]
+
+
+@SETTINGS
+@given(
+    st.integers(1, 16), st.integers(1, 12), st.integers(1, 24), st.sampled_from(list(PoolMode)),
+    st.integers(1, 4), st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.integers(0, 3),
+    st.integers(0, 3), st.integers(0, 2**31),
+)  # fmt: skip
+def test_pdp_round_trip(tmp_path_factory, w, h, c, mode, kw, kh, sx, sy, pad_w, pad_h, seed):
+    pad_w, pad_h = min(pad_w, kw - 1), min(pad_h, kh - 1)
+    try:
+        spec = PoolSpec(mode, kw, kh, sx, sy, pad_w, pad_w, pad_h, pad_h)
+        ow, oh = spec.out_size(w, h)
+    except ShapeError:
+        return
+    a = Alloc()
+    src = packed_surface(a.take(0), w, h, P, HW)
+    a.take(cube_size(src, c, P, HW))
+    dst = packed_surface(a.take(0), ow, oh, P, HW)
+    a.take(cube_size(dst, c, P, HW))
+    rng = np.random.default_rng(seed)
+    pads = tuple(int(v) for v in rng.integers(-100, 100, 7))
+    op = PdpOp(
+        w, h, c, ow, oh, mode.value, kw, kh, sx, sy, pad_w, pad_w, pad_h, pad_h, tuple(v & 0x7FFFF for v in pads),
+        recip(kw), recip(kh), 1, (0, 0, 0), (0, 0, 0), False, src, dst, P,
+    )  # fmt: skip
+    x = rng.integers(-128, 128, (h, w, c)).astype(np.int8)
+    prog = emit_program("p", op, [(src.addr, feature_bytes(x, src, P, HW))], [(dst.addr, cube_size(dst, c, P, HW))], HW)
+    _, ops = _round_trip(prog, tmp_path_factory.mktemp("pdp"))
+    assert ops == [op]
+
+
+@SETTINGS
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(1, 40), st.sampled_from([3, 5, 7, 9]), st.booleans(),
+       st.integers(0, 2**31))  # fmt: skip
+def test_cdp_round_trip_with_its_lut(tmp_path_factory, w, h, c, window, exponent, seed):
+    rng = np.random.default_rng(seed)
+    le_e = rng.integers(-30000, 30000, 65)
+    if exponent:
+        le = LutTable(le_e, IndexMode.EXPONENT, 3, 0, 100, -2, -50, 3, origin=-5, end=1 << 36)
+    else:
+        le = LutTable(le_e, IndexMode.LINEAR, -100, 7, 100, 2, -50, 3, end=-100 + (64 << 7))
+    lo = LutTable(rng.integers(-30000, 30000, 257), IndexMode.LINEAR, 16, -1, 7, 4, 9, 0, end=16 + 128)
+    lut = LutParams(le, lo, priority=Table.LE, uflow_priority=Table.LO, oflow_priority=Table.LE)
+    a = Alloc()
+    src = packed_surface(a.take(0), w, h, P, HW)
+    a.take(cube_size(src, c, P, HW))
+    dst = packed_surface(a.take(0), w, h, P, HW)
+    a.take(cube_size(dst, c, P, HW))
+    op = CdpOp(w, h, c, window, False, False, 7, 300, 6, -9, 11, 12, src, dst, P)
+    x = rng.integers(-128, 128, (h, w, c)).astype(np.int8)
+    prog = emit_program("c", op, [(src.addr, feature_bytes(x, src, P, HW))], [(dst.addr, cube_size(dst, c, P, HW))],
+                        HW, lut=lut)  # fmt: skip
+    parsed, ops = _round_trip(prog, tmp_path_factory.mktemp("cdp"))
+    assert ops == [op]
+    got = decode_lut(parsed)
+    for t, u in ((got.le, le), (got.lo, lo)):
+        np.testing.assert_array_equal(t.entries, u.entries)
+        assert (t.mode, t.start, t.index_shift, t.origin, t.last_x) == (u.mode, u.start, u.index_shift, u.origin, u.last_x)
+        assert (t.uflow_scale, t.uflow_shift, t.oflow_scale, t.oflow_shift) == (
+            u.uflow_scale, u.uflow_shift, u.oflow_scale, u.oflow_shift,
+        )  # fmt: skip
+    assert (got.priority, got.uflow_priority, got.oflow_priority) == (Table.LE, Table.LO, Table.LE)
+
+
+def test_layer_too_big_for_one_cbuf_load_is_refused():
+    with pytest.raises(ShapeError, match="CBUF banks"):
+        conv_layer(ConvShape.matmul(64, 768, 768), P, HW, Alloc())

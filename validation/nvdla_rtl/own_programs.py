@@ -1,0 +1,220 @@
+"""Register programs of our own, for NVIDIA's nv_small RTL: transformer-shaped layers and timing probes.
+
+Each program is generated deterministically (fixed seeds) by nvdla_sim.regemit, with random INT8 data
+and the model's output CRC in its check. Run on the RTL by the reference runner, a pass means the RTL
+produced the model's bytes; the cycles it measured are the reference for the model's timing:
+
+    python -m validation.nvdla_rtl.own_programs build/own            # write the programs
+    python -m validation.nvdla_rtl.run_reference SRC --tests-dir build/own \\
+        --out validation/data/nvdla_rtl_own.json                     # run them on the RTL
+
+CI regenerates the programs (no RTL, no NVIDIA files) and requires the model's CRCs to equal the ones
+the RTL met, and the model's cycles to stay within the targets (tests/integration/test_nvdla_own.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from nvdla_sim.config import HwConfig, load_config
+from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
+from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table
+from nvdla_sim.pdp import recip
+from nvdla_sim.precision import Precision
+from nvdla_sim.regdecode import CdpOp, PdpOp, SdpOperand, SdpStageCfg, SdpStream
+from nvdla_sim.regemit import (
+    Alloc,
+    TraceProgram,
+    conv_layer,
+    cube_size,
+    dc_weight_bytes,
+    emit_program,
+    feature_bytes,
+    packed_surface,
+    sdp_pass,
+)
+
+HW = "nv_small_rtl_tb"
+P = Precision.INT8
+Maker = Callable[[str, HwConfig, np.random.Generator], TraceProgram]
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    kind: str  # conv, sdp, pdp, cdp
+    make: Maker
+    seed: int
+
+
+def _i8(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def _conv(shape: ConvShape, *, clip: int, bias: bool = False) -> Maker:
+    """A convolution; with `bias`, the projection a quantized transformer runs: INT32 accumulators plus a
+    per-kernel INT16 bias from memory (X1 ALU), a per-tensor multiplier (X2 MUL) and the output
+    convertor's rounding shift to INT8."""
+
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        alloc = Alloc()
+        kw: dict = {}
+        inputs = []
+        if bias:
+            baddr = alloc.take(shape.out_k * 2 + 64)
+            b = rng.integers(-(2**12), 2**12, shape.out_k).astype("<i2")
+            inputs.append((baddr, b.view(np.uint8)))
+            kw = dict(
+                x1=SdpStageCfg(SdpOperand("mem", 0, 4, "per_kernel", 2), "sum", None, False, False),
+                x2=SdpStageCfg(None, "sum", SdpOperand("reg", 19371, 0, "per_kernel", 2), False, False, mul_shift=8),
+                cvt=(0, 1, 14),
+                streams=(SdpStream("brdma", "per_kernel", 2, baddr, use="alu"),),
+            )
+        op, din, waddr, oaddr = conv_layer(shape, P, hw, alloc, clip=clip, **kw)
+        x = _i8(rng, (shape.in_h, shape.in_w, shape.in_c))
+        w = _i8(rng, (shape.out_k, shape.kernel_h, shape.kernel_w, shape.in_c))
+        inputs += [(din.addr, feature_bytes(x, din, P, hw)), (waddr, dc_weight_bytes(w, P, hw))]
+        return emit_program(name, op, inputs, [(oaddr, cube_size(op.out, shape.out_k, P, hw))], hw)
+
+    return make
+
+
+def _pool(w: int, h: int, c: int, spec: PoolSpec) -> Maker:
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        ow, oh = spec.out_size(w, h)
+        a = Alloc()
+        src = packed_surface(a.take(0), w, h, P, hw)
+        a.take(cube_size(src, c, P, hw))
+        dst = packed_surface(a.take(0), ow, oh, P, hw)
+        a.take(cube_size(dst, c, P, hw))
+        pads = tuple(int(v) for v in rng.integers(-60, 60, 7))
+        method = {PoolMode.AVG: "avg", PoolMode.MAX: "max", PoolMode.MIN: "min"}[spec.mode]
+        op = PdpOp(
+            w, h, c, ow, oh, method, spec.kernel_w, spec.kernel_h, spec.stride_x, spec.stride_y,
+            spec.pad_left, spec.pad_right, spec.pad_top, spec.pad_bottom, pads,
+            recip(spec.kernel_w), recip(spec.kernel_h), 1, (0, 0, 0), (0, 0, 0), False, src, dst, P,
+        )  # fmt: skip
+        inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, P, hw))]
+        return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw)
+
+    return make
+
+
+def _sdp(w: int, h: int, c: int) -> Maker:
+    """Offline SDP: per-element residual add from memory (X1 ALU, INT8 operand) and ReLU, requantized."""
+
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        a = Alloc()
+        src = packed_surface(a.take(0), w, h, P, hw)
+        a.take(cube_size(src, c, P, hw))
+        opnd = packed_surface(a.take(0), w, h, P, hw)
+        a.take(cube_size(opnd, c, P, hw))
+        dst = packed_surface(a.take(0), w, h, P, hw)
+        a.take(cube_size(dst, c, P, hw))
+        stream = SdpStream("brdma", "per_element", 1, opnd.addr, opnd.line_stride, opnd.surface_stride, "alu")
+        x1 = SdpStageCfg(SdpOperand("mem", 0, 0, "per_element", 1), "sum", None, False, True)
+        op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, cvt=(3, 181, 8), streams=(stream,))
+        inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, P, hw))]
+        inputs.append((opnd.addr, feature_bytes(_i8(rng, (h, w, c)), opnd, P, hw)))
+        return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw)
+
+    return make
+
+
+def _lrn(w: int, h: int, c: int, window: int) -> Maker:
+    """CDP LRN with a linear LE table over the square sums and a denser LO table at the low end."""
+
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        a = Alloc()
+        src = packed_surface(a.take(0), w, h, P, hw)
+        a.take(cube_size(src, c, P, hw))
+        dst = packed_surface(a.take(0), w, h, P, hw)
+        a.take(cube_size(dst, c, P, hw))
+        le_e = np.round(4096 / np.sqrt(1 + np.arange(65) / 4)).astype(np.int64)
+        lo_e = np.round(4096 / np.sqrt(1 + np.arange(257) / 64)).astype(np.int64)
+        le = LutTable(le_e, IndexMode.LINEAR, 0, 12, -3, 2, -1, 4, end=64 << 12)
+        lo = LutTable(lo_e, IndexMode.LINEAR, 0, 8, -5, 3, -2, 5, end=256 << 8)
+        lut = LutParams(le, lo, priority=Table.LO, uflow_priority=Table.LO, oflow_priority=Table.LE)
+        op = CdpOp(w, h, c, window, False, False, 2, 3, 1, 0, 7, 13, src, dst, P)
+        inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, P, hw))]
+        return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw, lut=lut)
+
+    return make
+
+
+def _clip(k: int) -> int:
+    """CACC truncation keeping a K-term sum of INT8 products mostly inside INT8 after the convertor."""
+    return max(0, k.bit_length() + 7)
+
+
+def _suite() -> Iterator[Spec]:
+    # 1x1 convolutions as matmuls, M tokens along the width: what attention and decode consist of
+    mm = [
+        (64, 64, 32), (8, 64, 32), (16, 64, 32), (32, 64, 32), (128, 64, 32), (40, 8, 8),
+        (64, 8, 32), (64, 16, 32), (64, 32, 32), (64, 128, 32), (64, 256, 8),
+        (64, 64, 8), (64, 64, 16), (64, 64, 64), (64, 8, 64),
+        (1, 64, 64), (1, 256, 64), (1, 64, 8),
+    ]  # fmt: skip
+    for m, k, n in mm:
+        yield Spec(f"own_mm_m{m}_k{k}_n{n}", "conv", _conv(ConvShape.matmul(m, k, n), clip=_clip(k)), m * 7919 + k * 31 + n)
+    # projections with bias and requantization to INT8 (BERT-style shapes that fit one CBUF load)
+    for m, k, n in [(64, 256, 64), (128, 256, 64), (64, 128, 128), (1, 256, 128)]:
+        name = f"own_proj_m{m}_k{k}_n{n}"
+        yield Spec(name, "conv", _conv(ConvShape.matmul(m, k, n), clip=_clip(k) - 8, bias=True), m + k + n)
+    # a 3x3 convolution with padding, and a strided one
+    yield Spec("own_conv_16x16x16_3x3x16", "conv", _conv(ConvShape.square(16, 16, 16, 16, kernel=3, pad=1), clip=10), 11)
+    yield Spec("own_conv_17x13x24_3x3x8_s2", "conv", _conv(ConvShape.square(17, 13, 24, 8, kernel=3, stride=2), clip=10), 12)
+    # PDP: bottom and side padding (timing) across strides
+    pools = [
+        ("avg_k8s1_b7", 16, 16, 8, PoolSpec(PoolMode.AVG, 8, 8, 1, 1, 0, 0, 0, 7)),
+        ("avg_k8s3_b7", 16, 16, 8, PoolSpec(PoolMode.AVG, 8, 8, 1, 3, 0, 0, 0, 7)),
+        ("avg_k8s7_b7", 16, 16, 8, PoolSpec(PoolMode.AVG, 8, 8, 1, 7, 0, 0, 0, 7)),
+        ("avg_k3s1_b2", 16, 16, 16, PoolSpec(PoolMode.AVG, 3, 3, 1, 1, 0, 0, 0, 2)),
+        ("avg_k8x1_l7r7", 16, 16, 8, PoolSpec(PoolMode.AVG, 8, 1, 1, 1, 7, 7, 0, 0)),
+        ("avg_k2_r1b1_c64", 8, 8, 64, PoolSpec(PoolMode.AVG, 2, 2, 1, 1, 0, 1, 0, 1)),
+        ("max_k3s2_p1", 15, 15, 24, PoolSpec(PoolMode.MAX, 3, 3, 2, 2, 1, 1, 1, 1)),
+    ]
+    for i, (tag, w, h, c, spec) in enumerate(pools):
+        yield Spec(f"own_pdp_{w}x{h}x{c}_{tag}", "pdp", _pool(w, h, c, spec), 100 + i)
+    yield Spec("own_sdp_16x8x24_residual_relu", "sdp", _sdp(16, 8, 24), 200)
+    yield Spec("own_cdp_8x8x24_lrn5", "cdp", _lrn(8, 8, 24, 5), 300)
+
+
+SUITE: list[Spec] = list(_suite())
+
+
+def generate(folder: str | Path, *, names: list[str] | None = None, hw: HwConfig | None = None) -> list[Path]:
+    hw = hw or load_config(HW)
+    unknown = sorted(set(names or []) - {s.name for s in SUITE})
+    if unknown:
+        raise SystemExit(f"own_programs: unknown program(s) {', '.join(unknown)}; see --list")
+    return [
+        s.make(s.name, hw, np.random.default_rng(s.seed)).write(folder)
+        for s in SUITE
+        if not names or s.name in names
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", nargs="?", help="where to write the trace-test folders")
+    ap.add_argument("--only", nargs="*", help="program names (default: all)")
+    ap.add_argument("--list", action="store_true", help="list the programs")
+    args = ap.parse_args(argv)
+    if args.list or not args.folder:
+        for s in SUITE:
+            print(f"{s.name:40s} {s.kind}")
+        return 0
+    paths = generate(args.folder, names=args.only)
+    print(f"wrote {len(paths)} programs to {args.folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
