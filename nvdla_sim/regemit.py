@@ -406,6 +406,13 @@ def packed_surface(addr: int, w: int, h: int, p: Precision, hw: HwConfig) -> Sur
     return Surface(addr, line, line * h)
 
 
+def place(alloc: Alloc, w: int, h: int, c: int, p: Precision, hw: HwConfig) -> Surface:
+    """A packed w x h x c feature cube at the allocator's next address (its bytes reserved)."""
+    surf = packed_surface(alloc.take(0), w, h, p, hw)
+    alloc.take(cube_size(surf, c, p, hw))
+    return surf
+
+
 def cube_size(surf: Surface, c: int, p: Precision, hw: HwConfig) -> int:
     """Bytes a cube with `c` channels spans from its base address."""
     epa = hw.memory.memory_atomic_bytes // p.bytes

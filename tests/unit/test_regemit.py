@@ -21,7 +21,7 @@ from nvdla_sim.regemit import (
     dc_weight_bytes,
     emit_program,
     feature_bytes,
-    packed_surface,
+    place,
     sdp_pass,
 )
 from nvdla_sim.regexec import execute_program
@@ -84,12 +84,9 @@ def test_conv_round_trip(tmp_path_factory, w, h, c, k, kernel, stride, pad, x1, 
 @given(st.integers(1, 12), st.integers(1, 8), st.integers(1, 24), stages("per_kernel"), st.integers(0, 2**31))
 def test_offline_sdp_round_trip_with_a_memory_operand(tmp_path_factory, w, h, c, x2, seed):
     a = Alloc()
-    src = packed_surface(a.take(0), w, h, P, HW)
-    a.take(cube_size(src, c, P, HW))
-    opnd = packed_surface(a.take(0), w, h, P, HW)
-    a.take(cube_size(opnd, c, P, HW))
-    dst = packed_surface(a.take(0), w, h, P, HW)
-    a.take(cube_size(dst, c, P, HW))
+    src = place(a, w, h, c, P, HW)
+    opnd = place(a, w, h, c, P, HW)
+    dst = place(a, w, h, c, P, HW)
     stream = SdpStream("brdma", "per_element", 1, opnd.addr, opnd.line_stride, opnd.surface_stride, "mul")
     x1 = SdpStageCfg(None, "sum", SdpOperand("mem", 0, 3, "per_element", 1), False, True, mul_shift=3)
     op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, x2=x2, cvt=(5, 77, 9), streams=(stream,))
@@ -117,10 +114,8 @@ def test_pdp_round_trip(tmp_path_factory, w, h, c, mode, kw, kh, sx, sy, pad_w, 
     except ShapeError:
         return
     a = Alloc()
-    src = packed_surface(a.take(0), w, h, P, HW)
-    a.take(cube_size(src, c, P, HW))
-    dst = packed_surface(a.take(0), ow, oh, P, HW)
-    a.take(cube_size(dst, c, P, HW))
+    src = place(a, w, h, c, P, HW)
+    dst = place(a, ow, oh, c, P, HW)
     rng = np.random.default_rng(seed)
     pads = tuple(int(v) for v in rng.integers(-100, 100, 7))
     op = PdpOp(
@@ -146,10 +141,8 @@ def test_cdp_round_trip_with_its_lut(tmp_path_factory, w, h, c, window, exponent
     lo = LutTable(rng.integers(-30000, 30000, 257), IndexMode.LINEAR, 16, -1, 7, 4, 9, 0, end=16 + 128)
     lut = LutParams(le, lo, priority=Table.LE, uflow_priority=Table.LO, oflow_priority=Table.LE)
     a = Alloc()
-    src = packed_surface(a.take(0), w, h, P, HW)
-    a.take(cube_size(src, c, P, HW))
-    dst = packed_surface(a.take(0), w, h, P, HW)
-    a.take(cube_size(dst, c, P, HW))
+    src = place(a, w, h, c, P, HW)
+    dst = place(a, w, h, c, P, HW)
     op = CdpOp(w, h, c, window, False, False, 7, 300, 6, -9, 11, 12, src, dst, P)
     x = rng.integers(-128, 128, (h, w, c)).astype(np.int8)
     prog = emit_program("c", op, [(src.addr, feature_bytes(x, src, P, HW))], [(dst.addr, cube_size(dst, c, P, HW))],

@@ -36,7 +36,7 @@ from nvdla_sim.regemit import (
     dc_weight_bytes,
     emit_program,
     feature_bytes,
-    packed_surface,
+    place,
     sdp_pass,
 )
 
@@ -89,10 +89,8 @@ def _pool(w: int, h: int, c: int, spec: PoolSpec) -> Maker:
     def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
         ow, oh = spec.out_size(w, h)
         a = Alloc()
-        src = packed_surface(a.take(0), w, h, P, hw)
-        a.take(cube_size(src, c, P, hw))
-        dst = packed_surface(a.take(0), ow, oh, P, hw)
-        a.take(cube_size(dst, c, P, hw))
+        src = place(a, w, h, c, P, hw)
+        dst = place(a, ow, oh, c, P, hw)
         pads = tuple(int(v) for v in rng.integers(-60, 60, 7))
         method = {PoolMode.AVG: "avg", PoolMode.MAX: "max", PoolMode.MIN: "min"}[spec.mode]
         op = PdpOp(
@@ -111,12 +109,9 @@ def _sdp(w: int, h: int, c: int) -> Maker:
 
     def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
         a = Alloc()
-        src = packed_surface(a.take(0), w, h, P, hw)
-        a.take(cube_size(src, c, P, hw))
-        opnd = packed_surface(a.take(0), w, h, P, hw)
-        a.take(cube_size(opnd, c, P, hw))
-        dst = packed_surface(a.take(0), w, h, P, hw)
-        a.take(cube_size(dst, c, P, hw))
+        src = place(a, w, h, c, P, hw)
+        opnd = place(a, w, h, c, P, hw)
+        dst = place(a, w, h, c, P, hw)
         stream = SdpStream("brdma", "per_element", 1, opnd.addr, opnd.line_stride, opnd.surface_stride, "alu")
         x1 = SdpStageCfg(SdpOperand("mem", 0, 0, "per_element", 1), "sum", None, False, True)
         op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, cvt=(3, 181, 8), streams=(stream,))
@@ -132,10 +127,8 @@ def _lrn(w: int, h: int, c: int, window: int) -> Maker:
 
     def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
         a = Alloc()
-        src = packed_surface(a.take(0), w, h, P, hw)
-        a.take(cube_size(src, c, P, hw))
-        dst = packed_surface(a.take(0), w, h, P, hw)
-        a.take(cube_size(dst, c, P, hw))
+        src = place(a, w, h, c, P, hw)
+        dst = place(a, w, h, c, P, hw)
         le_e = np.round(4096 / np.sqrt(1 + np.arange(65) / 4)).astype(np.int64)
         lo_e = np.round(4096 / np.sqrt(1 + np.arange(257) / 64)).astype(np.int64)
         le = LutTable(le_e, IndexMode.LINEAR, 0, 12, -3, 2, -1, 4, end=64 << 12)
