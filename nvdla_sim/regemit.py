@@ -82,6 +82,18 @@ class _Builder:
         self.reg(unit, low, ADDR=value & 0xFFFFFFFF)
         self.reg(unit, high, ADDR=value >> 32)
 
+    def surface(self, unit: str, side: str, surf: Surface) -> None:
+        """D_<side>_BASE_ADDR_LOW/HIGH, D_<side>_LINE_STRIDE and D_<side>_SURFACE_STRIDE of a unit."""
+        self.addr(unit, f"D_{side}_BASE_ADDR_LOW_0", f"D_{side}_BASE_ADDR_HIGH_0", surf.addr)
+        self.reg(unit, f"D_{side}_LINE_STRIDE_0", STRIDE=surf.line_stride)
+        self.reg(unit, f"D_{side}_SURFACE_STRIDE_0", STRIDE=surf.surface_stride)
+
+    def cube(self, unit: str, w: int, h: int, c: int, suffix: str = "") -> None:
+        """D_DATA_CUBE_<suffix>WIDTH/HEIGHT/CHANNEL (minus-one encoded)."""
+        self.reg(unit, f"D_DATA_CUBE_{suffix}WIDTH_0", WIDTH=w - 1)
+        self.reg(unit, f"D_DATA_CUBE_{suffix}HEIGHT_0", HEIGHT=h - 1)
+        self.reg(unit, f"D_DATA_CUBE_{suffix}CHANNEL_0", CHANNEL=c - 1)
+
 
 # ---- per-unit register blocks ------------------------------------------------------------------------
 
@@ -132,14 +144,10 @@ def _sdp_regs(b: _Builder, op: SdpOp) -> bool:
     if op.ew_enabled or op.lut_enabled:
         raise TraceError("emitting SDP element-wise (Y) or LUT programs is not supported (nv_small has no EW unit)")
     uses_rdma = not op.flying or bool(op.operand_streams)
-    cube = {"WIDTH": op.width - 1}, {"HEIGHT": op.height - 1}, {"CHANNEL": op.channels - 1}
     if uses_rdma:
-        for reg, f in zip(("D_DATA_CUBE_WIDTH_0", "D_DATA_CUBE_HEIGHT_0", "D_DATA_CUBE_CHANNEL_0"), cube, strict=True):
-            b.reg("SDP_RDMA", reg, **f)
+        b.cube("SDP_RDMA", op.width, op.height, op.channels)
         if op.src is not None:
-            b.addr("SDP_RDMA", "D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0", op.src.addr)
-            b.reg("SDP_RDMA", "D_SRC_LINE_STRIDE_0", STRIDE=op.src.line_stride)
-            b.reg("SDP_RDMA", "D_SRC_SURFACE_STRIDE_0", STRIDE=op.src.surface_stride)
+            b.surface("SDP_RDMA", "SRC", op.src)
             b.reg("SDP_RDMA", "D_SRC_DMA_CFG_0", RAM_TYPE=RAM_MC)
         _rdma_cfg(b, op, "B", "BS", op.x1)
         _rdma_cfg(b, op, "N", "BN", op.x2)
@@ -152,12 +160,9 @@ def _sdp_regs(b: _Builder, op: SdpOp) -> bool:
             PROC_PRECISION=_PREC[op.proc_precision],
             OUT_PRECISION=_PREC[op.out_precision],
         )
-    for reg, f in zip(("D_DATA_CUBE_WIDTH_0", "D_DATA_CUBE_HEIGHT_0", "D_DATA_CUBE_CHANNEL_0"), cube, strict=True):
-        b.reg("SDP", reg, **f)
+    b.cube("SDP", op.width, op.height, op.channels)
     if op.dst is not None:
-        b.addr("SDP", "D_DST_BASE_ADDR_LOW_0", "D_DST_BASE_ADDR_HIGH_0", op.dst.addr)
-        b.reg("SDP", "D_DST_LINE_STRIDE_0", STRIDE=op.dst.line_stride)
-        b.reg("SDP", "D_DST_SURFACE_STRIDE_0", STRIDE=op.dst.surface_stride)
+        b.surface("SDP", "DST", op.dst)
         b.reg("SDP", "D_DST_DMA_CFG_0", RAM_TYPE=RAM_MC)
     _stage_regs(b, "BS", op.x1)
     _stage_regs(b, "BN", op.x2)
@@ -228,13 +233,9 @@ def _conv_regs(b: _Builder, op: ConvOp, hw: HwConfig) -> None:
 def _pdp_regs(b: _Builder, op: PdpOp) -> None:
     p = _PREC[op.precision]
     if not op.flying:
-        b.reg("PDP_RDMA", "D_DATA_CUBE_IN_WIDTH_0", WIDTH=op.in_w - 1)
-        b.reg("PDP_RDMA", "D_DATA_CUBE_IN_HEIGHT_0", HEIGHT=op.in_h - 1)
-        b.reg("PDP_RDMA", "D_DATA_CUBE_IN_CHANNEL_0", CHANNEL=op.channels - 1)
+        b.cube("PDP_RDMA", op.in_w, op.in_h, op.channels, suffix="IN_")
         b.reg("PDP_RDMA", "D_FLYING_MODE_0", OFF_FLYING=1)
-        b.addr("PDP_RDMA", "D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0", op.src.addr)
-        b.reg("PDP_RDMA", "D_SRC_LINE_STRIDE_0", STRIDE=op.src.line_stride)
-        b.reg("PDP_RDMA", "D_SRC_SURFACE_STRIDE_0", STRIDE=op.src.surface_stride)
+        b.surface("PDP_RDMA", "SRC", op.src)
         b.reg("PDP_RDMA", "D_SRC_RAM_CFG_0", RAM_TYPE=RAM_MC)
         b.reg("PDP_RDMA", "D_DATA_FORMAT_0", INPUT_DATA=p)
         b.reg("PDP_RDMA", "D_OPERATION_MODE_CFG_0", SPLIT_NUM=op.split_num - 1)
@@ -242,12 +243,8 @@ def _pdp_regs(b: _Builder, op: PdpOp) -> None:
         b.reg("PDP_RDMA", "D_POOLING_PADDING_CFG_0", PAD_WIDTH=op.pad_left)
         first, mid, last = op.partial_in
         b.reg("PDP_RDMA", "D_PARTIAL_WIDTH_IN_0", FIRST=first, MID=mid, LAST=last)
-        b.addr("PDP", "D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0", op.src.addr)
-        b.reg("PDP", "D_SRC_LINE_STRIDE_0", STRIDE=op.src.line_stride)
-        b.reg("PDP", "D_SRC_SURFACE_STRIDE_0", STRIDE=op.src.surface_stride)
-    b.reg("PDP", "D_DATA_CUBE_IN_WIDTH_0", WIDTH=op.in_w - 1)
-    b.reg("PDP", "D_DATA_CUBE_IN_HEIGHT_0", HEIGHT=op.in_h - 1)
-    b.reg("PDP", "D_DATA_CUBE_IN_CHANNEL_0", CHANNEL=op.channels - 1)
+        b.surface("PDP", "SRC", op.src)
+    b.cube("PDP", op.in_w, op.in_h, op.channels, suffix="IN_")
     b.reg("PDP", "D_DATA_CUBE_OUT_WIDTH_0", WIDTH=op.out_w - 1)
     b.reg("PDP", "D_DATA_CUBE_OUT_HEIGHT_0", HEIGHT=op.out_h - 1)
     b.reg("PDP", "D_DATA_CUBE_OUT_CHANNEL_0", CHANNEL=op.channels - 1)
@@ -269,9 +266,7 @@ def _pdp_regs(b: _Builder, op: PdpOp) -> None:
     b.reg("PDP", "D_POOLING_PADDING_CFG_0", LEFT=op.pad_left, TOP=op.pad_top, RIGHT=op.pad_right, BOTTOM=op.pad_bottom)
     for i, v in enumerate(op.pad_values, 1):
         b.reg("PDP", f"D_POOLING_PADDING_VALUE_{i}_CFG_0", VALUE=v & 0x7FFFF)
-    b.addr("PDP", "D_DST_BASE_ADDR_LOW_0", "D_DST_BASE_ADDR_HIGH_0", op.dst.addr)
-    b.reg("PDP", "D_DST_LINE_STRIDE_0", STRIDE=op.dst.line_stride)
-    b.reg("PDP", "D_DST_SURFACE_STRIDE_0", STRIDE=op.dst.surface_stride)
+    b.surface("PDP", "DST", op.dst)
     b.reg("PDP", "D_DST_RAM_CFG_0", RAM_TYPE=RAM_MC)
     b.reg("PDP", "D_DATA_FORMAT_0", INPUT_DATA=p)
 
@@ -316,15 +311,11 @@ def _cdp_regs(b: _Builder, op: CdpOp, lut: LutParams) -> None:
     b.reg("CDP_RDMA", "D_DATA_CUBE_WIDTH_0", WIDTH=op.width - 1)
     b.reg("CDP_RDMA", "D_DATA_CUBE_HEIGHT_0", HEIGHT=op.height - 1)
     b.reg("CDP_RDMA", "D_DATA_CUBE_CHANNEL_0", CHANNEL=op.channels - 1)
-    b.addr("CDP_RDMA", "D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0", op.src.addr)
-    b.reg("CDP_RDMA", "D_SRC_LINE_STRIDE_0", STRIDE=op.src.line_stride)
-    b.reg("CDP_RDMA", "D_SRC_SURFACE_STRIDE_0", STRIDE=op.src.surface_stride)
+    b.surface("CDP_RDMA", "SRC", op.src)
     b.reg("CDP_RDMA", "D_SRC_DMA_CFG_0", RAM_TYPE=RAM_MC)
     b.reg("CDP_RDMA", "D_DATA_FORMAT_0", INPUT_DATA=p)
     b.reg("CDP", "D_FUNC_BYPASS_0", SQSUM_BYPASS=int(op.sqsum_bypass), MUL_BYPASS=int(op.mul_bypass))
-    b.addr("CDP", "D_DST_BASE_ADDR_LOW_0", "D_DST_BASE_ADDR_HIGH_0", op.dst.addr)
-    b.reg("CDP", "D_DST_LINE_STRIDE_0", STRIDE=op.dst.line_stride)
-    b.reg("CDP", "D_DST_SURFACE_STRIDE_0", STRIDE=op.dst.surface_stride)
+    b.surface("CDP", "DST", op.dst)
     b.reg("CDP", "D_DST_DMA_CFG_0", RAM_TYPE=RAM_MC)
     b.reg("CDP", "D_DATA_FORMAT_0", INPUT_DATA=p)
     b.reg("CDP", "D_LRN_CFG_0", NORMALZ_LEN=(op.normalz_len - 3) // 2)
