@@ -22,7 +22,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
-from nvdla_sim.simulate import simulate
+from nvdla_sim.simulate import fixed_latency, simulate
 from nvdla_sim.stats import LayerStats, Unit, UnitStats
 from nvdla_sim.trace import span_events, write_trace_doc
 
@@ -234,7 +234,8 @@ def simulate_tasks(tasks: list[Task], hw: HwConfig, host: HostModel) -> tuple[li
             except NvdlaError as e:
                 raise type(e)(f"{t.name}: {e}".replace(": : ", ": ")) from None
             st = dataclasses.replace(st, name=t.name, events=())
-            cycles.append(st.cycles)
+            # op enable -> interrupt, as on the RTL: launch, streaming, pipeline depth, completion
+            cycles.append(st.cycles + sum(fixed_latency(t.layer, hw)))
             stats.append(st)
         elif t.resource == Resource.BDMA:
             cycles.append(hw.memory.dram_latency_cycles + int(2 * t.copy_bytes / hw.dram_bytes_per_cycle))

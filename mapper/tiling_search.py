@@ -20,7 +20,7 @@ from nvdla_sim.conv import channel_ops_per_stripe, drain_rate, output_bytes, sim
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.stats import LayerStats
-from nvdla_sim.tiling import LoopOrder, TilePlan, bytes_per_kernel, footprint, illegal_reason
+from nvdla_sim.tiling import LoopOrder, TilePlan, bytes_per_kernel, footprint, illegal_reason, layer_gap_cycles
 
 
 @dataclass(frozen=True)
@@ -43,37 +43,30 @@ def _halvings(n: int, unit: int = 1) -> list[int]:
 
 
 def candidate_plans(layer: ConvLayer, hw: HwConfig) -> list[TilePlan]:
-    """Legal plans of the search space, without dominated ones.
+    """Legal plans of the search space, without dominated ones: one hardware layer per band of output
+    rows (full-input mode), all kernels through the weight ring.
 
-    For a row tiling, only the smallest data-bank counts that hold one or two data tiles matter: more
-    data banks with the same tile capacity only take banks from the weight ring. Data-stationary order
-    only needs kernels_per_tile = K (smaller weight tiles there just evict weights earlier).
+    For a row tiling, only the smallest data-bank count that holds its band matters: more data banks only
+    take banks from the weight ring, and bands are separate hardware layers, so a second band buffered
+    beside the first would never be used. Weight-stationary order across bands (DATA/WEIGHT_REUSE between
+    hardware layers) is left out of the search until it is measured on the RTL.
     """
     s = layer.shape
-    kpg = hw.kernels_per_atomic(layer.precision)
     banks, epb = hw.cbuf.bank_count, hw.cbuf_entries_per_bank
     eps = max(cbuf.entry_per_slice(s.in_w, s.in_c, layer.precision, hw), 1)
     rows_opts = set(_halvings(s.out_h))
-    for tiles_in_buffer in (1, 2):
-        for data_banks in range(1, banks):
-            cap_rows = data_banks * epb // tiles_in_buffer // eps
-            r = (cap_rows - s.kernel_h_dilated) // s.stride_y + 1
-            if 1 <= r <= s.out_h:
-                rows_opts.add(r)
-    k_opts = sorted(set(_halvings(s.out_k, kpg)) | {s.out_k})
+    for data_banks in range(1, banks):
+        r = (data_banks * epb // eps - s.kernel_h_dilated) // s.stride_y + 1
+        if 1 <= r <= s.out_h:
+            rows_opts.add(r)
     plans: set[TilePlan] = set()
     for rows in rows_opts:
         probe = TilePlan(1, banks - 1, rows, s.out_k)
-        d_entries = footprint(layer, probe, hw).data_tile_entries
-        for tiles in (1, 2):
-            data_banks = cbuf.banks_for(d_entries * tiles, hw)
-            if data_banks >= banks:
-                continue
-            for order in LoopOrder:
-                for kt in k_opts if order is LoopOrder.WEIGHT_STATIONARY else [s.out_k]:
-                    plan = TilePlan(data_banks, banks - data_banks, rows, kt, order)
-                    if illegal_reason(layer, plan, hw) is None:
-                        plans.add(plan)
+        data_banks = cbuf.banks_for(footprint(layer, probe, hw).data_tile_entries, hw)
+        if data_banks < banks:
+            plan = TilePlan(data_banks, banks - data_banks, rows, s.out_k, LoopOrder.DATA_STATIONARY)
+            if illegal_reason(layer, plan, hw) is None:
+                plans.add(plan)
     return sorted(plans, key=lambda p: (p.data_banks, p.rows_per_tile, p.kernels_per_tile, p.order.value))
 
 
@@ -95,12 +88,12 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     weights = cdma.weight_bytes(s.out_k, bytes_per_kernel(layer))
     if layer.weight_bytes is not None:
         weights = layer.weight_bytes
-    resident = ws or (fp.n_weight_tiles == 1 and fp.weight_capacity_groups >= fp.groups_per_weight_tile)
-    if not resident:
-        weights *= fp.n_data_tiles
+    if not ws:
+        weights *= fp.n_data_tiles  # every band is a hardware layer that fetches its weights
     traffic = data + weights + output_bytes(layer, s.out_h, s.out_k, hw)
     fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
-    return max(atomics, drain, math.floor(traffic / fastest))
+    layers = fp.n_data_tiles * (fp.n_weight_tiles if ws else 1)
+    return max(atomics, drain, math.floor(traffic / fastest)) + (layers - 1) * layer_gap_cycles(hw)
 
 
 @lru_cache(maxsize=4096)

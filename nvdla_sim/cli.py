@@ -205,8 +205,14 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
             "hw": hw.fingerprint,
             "cycles": run.cycles,
             "operations": [
-                {"kind": o.kind, "cycles": o.cycles, "launch": o.launch, "pipeline": o.pipeline,
-                 "completion": o.completion, "stats": o.stats.to_dict()}
+                {
+                    "kind": o.kind,
+                    "cycles": o.cycles,
+                    "launch": o.launch,
+                    "pipeline": o.pipeline,
+                    "completion": o.completion,
+                    "stats": o.stats.to_dict(),
+                }
                 for o in run.operations
             ],
             "layers": [describe(op) for op in run.decoded.operations],
@@ -218,8 +224,10 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
     print(f"{run.name} on {hw.fingerprint}")
     print(f"  cycles (op enable -> interrupt)  {run.cycles:,}")
     for o in run.operations:
-        print(f"  {o.kind:<5} {o.cycles:>10,} = launch {o.launch} + stream {o.stats.cycles:,} + pipeline {o.pipeline}"
-              f" + completion {o.completion}   bound by {o.stats.bound.value}")
+        print(
+            f"  {o.kind:<5} {o.cycles:>10,} = launch {o.launch} + stream {o.stats.cycles:,} + pipeline {o.pipeline}"
+            f" + completion {o.completion}   bound by {o.stats.bound.value}"
+        )
     units = unit_cycles(run)
     print("  unit busy cycles  " + ", ".join(f"{u} {c:,}" for u, c in units.items()))
     t = sum((o.stats.traffic for o in run.operations[1:]), run.operations[0].stats.traffic)
@@ -228,8 +236,10 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
         print("  registers not understood (ignored): " + ", ".join(run.decoded.unknown))
     for c in run.checks:
         verdict = "match" if c["match"] else "MISMATCH"
-        print(f"  check {c['kind']:<5} 0x{c['base']:08x} + 0x{c['size']:x}: golden CRC 0x{c['golden_crc']:08x}, "
-              f"model CRC 0x{c['model_crc']:08x}  {verdict}")
+        print(
+            f"  check {c['kind']:<5} 0x{c['base']:08x} + 0x{c['size']:x}: golden CRC 0x{c['golden_crc']:08x}, "
+            f"model CRC 0x{c['model_crc']:08x}  {verdict}"
+        )
     return 0 if all(c["match"] for c in run.checks) else 1
 
 

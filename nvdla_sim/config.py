@@ -96,7 +96,9 @@ class MemoryConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.separate_write_channel, bool):
-            raise ConfigError(f"memory.separate_write_channel must be true or false, not {self.separate_write_channel!r}")
+            raise ConfigError(
+                f"memory.separate_write_channel must be true or false, not {self.separate_write_channel!r}"
+            )
         _check_int("memory", "memory_atomic_bytes", self.memory_atomic_bytes, pow2=True)
         _check_int("memory", "dram_width_bits", self.dram_width_bits, minimum=8, pow2=True)
         _check_int("memory", "dram_latency_cycles", self.dram_latency_cycles, minimum=0)

@@ -19,10 +19,19 @@ import numpy as np
 from . import cacc, cdma, cmac, csc, pdp, sdp
 from .config import HwConfig
 from .layers import ConvLayer, Memory
-from .pipeline import Fetch, Item, item_traffic, make_ports, run_items, transfer_floor
+from .pipeline import Fetch, Item, PipelineResult, item_traffic, make_ports, run_items, transfer_floor
 from .precision import Precision
 from .stats import Bound, LayerStats, Unit, UnitStats
-from .tiling import LoopOrder, TilePlan, bytes_per_kernel, check_plan, footprint, kernel_tiles, row_tiles
+from .tiling import (
+    LoopOrder,
+    TilePlan,
+    bytes_per_kernel,
+    check_plan,
+    footprint,
+    kernel_tiles,
+    layer_gap_cycles,
+    row_tiles,
+)
 
 
 @lru_cache(maxsize=8192)
@@ -90,18 +99,20 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     rtiles, ktiles = row_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
     operand_bytes = 2 if p is Precision.INT8 else p.bytes
 
-    # Fetch keys: an operand is fetched again whenever its key is new. Data stays resident across the
-    # inner loop when data-stationary (or when there is one data tile); weights stay resident when
-    # weight-stationary, or when there is one weight tile that fits the weight ring whole.
+    # Fetch keys: an operand is fetched again whenever its key is new. Every band of rows is a hardware
+    # layer of its own (full-input mode), so in data-stationary order each band fetches all its weights
+    # again; weight-stationary order keeps a weight tile resident across bands and re-fetches the data
+    # per weight tile (DATA/WEIGHT_REUSE between hardware layers: not measured on the RTL).
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
-    weights_resident = ws or (len(ktiles) == 1 and fp.weight_capacity_groups >= fp.groups_per_weight_tile)
+    weights_resident = ws or len(rtiles) == 1
     if ws:
         nest = [(d, k) for k in range(len(ktiles)) for d in range(len(rtiles))]
     else:
         nest = [(d, k) for d in range(len(rtiles)) for k in range(len(ktiles))]
     items: list[Item] = []
+    item_layer: list[int] = []  # the hardware layer of each item (see _hardware_layer)
+    item_extra: list[int] = []  # SDP operand bytes each item's pixels read
     seen: dict[tuple, int] = {}
-    extra_reads = 0
     for d, k in nest:
         r0, r1 = rtiles[d]
         i0, i1 = s.input_rows_for(r0, r1)
@@ -139,9 +150,10 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
                         f"weights k{g0}-{g1}",
                     )
                 )
-            extra_reads += sdp.operand_read_bytes(
-                layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=operand_bytes
+            item_extra.append(
+                sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=operand_bytes)
             )
+            item_layer.append(_hardware_layer(plan, d, k, len(rtiles)))
             items.append(
                 Item(
                     name=f"rows {r0}-{r1} k{g0}-{g1}",
@@ -160,42 +172,26 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
                     write_memory=layer.output_memory,
                 )
             )
-    if hw.timing.conv_input_before_compute:
-        items = _prefetch_weights(items, fp.weight_capacity_groups)
-    # SDP operand streams (bias, eltwise) are read by the SDP RDMAs alongside; they share the port.
-    ports = make_ports(hw)
-    if extra_reads:
-        ports[layer.input_memory].reserve(0.0, extra_reads)
-    capacities = {"data": fp.data_capacity_tiles, "weight": fp.weight_capacity_groups}
-    res = run_items(
-        items,
-        capacities=capacities,
-        ports=ports,
-        fetch_unit=Unit.CDMA,
-        compute_unit=Unit.CMAC,
-        drain_unit=Unit.SDP,
-        record_events=record_events,
-    )
-    fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
-    # each stripe's delivery block ends with the inter-stripe gap; the layer ends at the last atom instead
-    cycles = math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles
+    extra_reads = sum(item_extra)
+    res, dram_busy, hw_layers = _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_events)
+    cycles = math.ceil(res.end)
     traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
     macs = layer.macs
     peak = hw.peak_macs_per_cycle(p)
     lower = _lower_bound(layer, hw, rate, *_compulsory_bytes(layer, hw, w_ratio, extra_reads))
-    bound = _classify(res, max(p.channel_busy for p in ports.values()))
+    bound = _classify(res, max(dram_busy.values()))
     units = {
         Unit.CDMA: UnitStats(math.ceil(res.fetch_busy), math.ceil(res.fetch_wait_port)),
         Unit.CSC: UnitStats(res.compute_busy + res.compute_bubbles, math.ceil(res.wait_fetch + res.wait_drain)),
         Unit.CMAC: UnitStats(res.compute_busy, math.ceil(res.compute_bubbles + res.wait_fetch + res.wait_drain)),
         Unit.CACC: UnitStats(res.compute_busy, math.ceil(res.wait_drain)),  # assembly; delivery shows as SDP
         Unit.SDP: UnitStats(res.drain_busy, 0),
-        Unit.DRAM: UnitStats(math.ceil(ports[Memory.DRAM].channel_busy), 0),
+        Unit.DRAM: UnitStats(math.ceil(dram_busy[Memory.DRAM]), 0),
     }
     if layer.pool is not None:
         units[Unit.PDP] = UnitStats(res.drain_busy, 0)
     if hw.memory.has_sram:
-        units[Unit.SRAM] = UnitStats(math.ceil(ports[Memory.SRAM].channel_busy), 0)
+        units[Unit.SRAM] = UnitStats(math.ceil(dram_busy[Memory.SRAM]), 0)
     return LayerStats(
         name=layer.name,
         cycles=cycles,
@@ -216,12 +212,77 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             "sdp_elements_per_cycle": rate,
             "data_tiles": fp.n_data_tiles,
             "weight_tiles": fp.n_weight_tiles,
-            "data_prefetch": fp.data_capacity_tiles >= 2,
+            "hardware_layers": hw_layers,
             "weight_ring_groups": fp.weight_capacity_groups,
             "weight_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer == "weight"),
             "sparse_mac_whatif": layer.sparse_mac,
         },
     )
+
+
+def _hardware_layer(plan: TilePlan, d: int, k: int, n_bands: int) -> int:
+    """Which hardware layer runs data tile `d` with weight tile `k`. The convolution pipeline only runs
+    in full-input mode (programming_guide.rst), so every band of output rows is a hardware layer of its
+    own ("split H"); weight-stationary order also makes every weight tile one (for k: for band)."""
+    return k * n_bands + d if plan.order is LoopOrder.WEIGHT_STATIONARY else d
+
+
+def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_events):
+    """Run the items hardware layer by hardware layer, one after another: a layer's CDMA starts after
+    the previous layer's interrupt, so no fetch of the next band overlaps this band's compute. Operands
+    that stay resident (DATA/WEIGHT_REUSE) have no fetch in the later layers' items. Returns the summed
+    pipeline result (end = the whole run, from the first layer's start to the last layer's last atom),
+    the busy time per memory port, and the number of hardware layers."""
+    fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
+    groups: dict[int, list[int]] = {}
+    for i, g in enumerate(item_layer):
+        groups.setdefault(g, []).append(i)
+    total: PipelineResult | None = None
+    busy: dict[Memory, float] = {}
+    offset = 0.0
+    events = []
+    for n, idxs in enumerate(groups.values()):
+        group = [items[i] for i in idxs]
+        fetched = {f.event for it in group for f in it.fetches}  # the rest stayed resident from a layer before
+        group = [dataclasses.replace(it, uses=tuple(e for e in it.uses if e in fetched)) for it in group]
+        if hw.timing.conv_input_before_compute:
+            group = _prefetch_weights(group, fp.weight_capacity_groups)
+        ports = make_ports(hw)
+        extra = sum(item_extra[i] for i in idxs)
+        if extra:  # SDP operand streams (bias, eltwise) are read by the SDP RDMAs alongside
+            ports[layer.input_memory].reserve(0.0, extra)
+        res = run_items(
+            group,
+            capacities={"data": fp.data_capacity_tiles, "weight": fp.weight_capacity_groups},
+            ports=ports,
+            fetch_unit=Unit.CDMA,
+            compute_unit=Unit.CMAC,
+            drain_unit=Unit.SDP,
+            record_events=record_events,
+        )
+        if n:
+            offset += layer_gap_cycles(hw)
+        shift = math.ceil(offset)
+        events += [e.shifted(shift) for e in res.events]
+        # each stripe's delivery block ends with the inter-stripe gap; a layer ends at its last atom
+        offset = shift + math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles
+        for mem, port in ports.items():
+            busy[mem] = busy.get(mem, 0.0) + port.channel_busy
+        if total is None:
+            total = dataclasses.replace(res, events=[])
+        else:
+            total = dataclasses.replace(
+                total,
+                compute_busy=total.compute_busy + res.compute_busy,
+                compute_bubbles=total.compute_bubbles + res.compute_bubbles,
+                wait_fetch=total.wait_fetch + res.wait_fetch,
+                wait_drain=total.wait_drain + res.wait_drain,
+                drain_busy=total.drain_busy + res.drain_busy,
+                fetch_busy=total.fetch_busy + res.fetch_busy,
+                fetch_wait_port=total.fetch_wait_port + res.fetch_wait_port,
+            )
+    assert total is not None
+    return dataclasses.replace(total, end=offset, events=events), busy, len(groups)
 
 
 def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:

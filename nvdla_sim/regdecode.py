@@ -682,9 +682,7 @@ def decode_lut(prog: Program, unit: str = "NVDLA_CDP") -> LutParams:
         le = LutTable(le_e, IndexMode.LINEAR, wide("LE_START"), le_select, **slopes("LE"), end=wide("LE_END"))
     else:
         offset = signed(r.f(info, "LE_INDEX_OFFSET"), 8)
-        le = LutTable(
-            le_e, IndexMode.EXPONENT, offset, 0, **slopes("LE"), origin=wide("LE_START"), end=wide("LE_END")
-        )
+        le = LutTable(le_e, IndexMode.EXPONENT, offset, 0, **slopes("LE"), origin=wide("LE_START"), end=wide("LE_END"))
     lo = LutTable(lo_e, IndexMode.LINEAR, wide("LO_START"), lo_select, **slopes("LO"), end=wide("LO_END"))
     prio = {0: Table.LE, 1: Table.LO}
     return LutParams(

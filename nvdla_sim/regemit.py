@@ -113,7 +113,9 @@ def _stage_regs(b: _Builder, tag: str, st: SdpStageCfg | None) -> None:
         RELU_BYPASS=int(not st.relu),
     )
     alu, mul = st.alu, st.mul
-    b.reg("SDP", f"D_DP_{tag}_ALU_CFG_0", SRC=int(alu is not None and alu.source == "mem"), SHIFT=alu.shift if alu else 0)
+    b.reg(
+        "SDP", f"D_DP_{tag}_ALU_CFG_0", SRC=int(alu is not None and alu.source == "mem"), SHIFT=alu.shift if alu else 0
+    )
     b.reg("SDP", f"D_DP_{tag}_ALU_SRC_VALUE_0", OPERAND=(alu.value if alu else 0) & 0xFFFF)
     b.reg("SDP", f"D_DP_{tag}_MUL_CFG_0", SRC=int(mul is not None and mul.source == "mem"), SHIFT=st.mul_shift)
     b.reg("SDP", f"D_DP_{tag}_MUL_SRC_VALUE_0", OPERAND=(mul.value if mul else 0) & 0xFFFF)
@@ -248,7 +250,13 @@ def _pdp_regs(b: _Builder, op: PdpOp) -> None:
     b.reg("PDP", "D_DATA_CUBE_OUT_WIDTH_0", WIDTH=op.out_w - 1)
     b.reg("PDP", "D_DATA_CUBE_OUT_HEIGHT_0", HEIGHT=op.out_h - 1)
     b.reg("PDP", "D_DATA_CUBE_OUT_CHANNEL_0", CHANNEL=op.channels - 1)
-    b.reg("PDP", "D_OPERATION_MODE_CFG_0", METHOD=_METHOD[op.method], OFF_FLYING=int(not op.flying), SPLIT_NUM=op.split_num - 1)
+    b.reg(
+        "PDP",
+        "D_OPERATION_MODE_CFG_0",
+        METHOD=_METHOD[op.method],
+        OFF_FLYING=int(not op.flying),
+        SPLIT_NUM=op.split_num - 1,
+    )
     first, mid, last = op.partial_in
     b.reg("PDP", "D_PARTIAL_WIDTH_IN_0", FIRST=first, MID=mid, LAST=last)
     first, mid, last = op.partial_out
@@ -301,7 +309,9 @@ def _lut_regs(b: _Builder, lut: LutParams) -> None:
         b.reg("CDP", f"S_LUT_{name}_LOW_0", VALUE=v & 0xFFFFFFFF)
         b.reg("CDP", f"S_LUT_{name}_HIGH_0", VALUE=(v >> 32) & 0x3F)
     for tag, t in (("LE", le), ("LO", lo)):
-        b.reg("CDP", f"S_LUT_{tag}_SLOPE_SCALE_0", UFLOW_SCALE=t.uflow_scale & 0xFFFF, OFLOW_SCALE=t.oflow_scale & 0xFFFF)
+        b.reg(
+            "CDP", f"S_LUT_{tag}_SLOPE_SCALE_0", UFLOW_SCALE=t.uflow_scale & 0xFFFF, OFLOW_SCALE=t.oflow_scale & 0xFFFF
+        )
         b.reg("CDP", f"S_LUT_{tag}_SLOPE_SHIFT_0", UFLOW_SHIFT=t.uflow_shift & 0x1F, OFLOW_SHIFT=t.oflow_shift & 0x1F)
 
 

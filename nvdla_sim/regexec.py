@@ -89,7 +89,10 @@ def write_cube(mem: SparseMemory, surf: Surface, cube: np.ndarray, p: Precision,
     data = np.ascontiguousarray(cube.astype(_dtype(p)))
     for s in range(cp // epa):
         for y in range(h):
-            mem.write(surf.addr + s * surf.surface_stride + y * surf.line_stride, data[y, :, s * epa : (s + 1) * epa].view(np.uint8).ravel())
+            mem.write(
+                surf.addr + s * surf.surface_stride + y * surf.line_stride,
+                data[y, :, s * epa : (s + 1) * epa].view(np.uint8).ravel(),
+            )
 
 
 def read_dc_weights(
@@ -311,6 +314,13 @@ def check_results(checks: list[Check], mem: SparseMemory) -> list[dict]:
             continue
         got = crc32(mem.read(c.base, c.size))
         rows.append(
-            {"kind": c.kind, "base": c.base, "size": c.size, "golden_crc": c.crc, "model_crc": got, "match": got == c.crc}
+            {
+                "kind": c.kind,
+                "base": c.base,
+                "size": c.size,
+                "golden_crc": c.crc,
+                "model_crc": got,
+                "match": got == c.crc,
+            }
         )
     return rows

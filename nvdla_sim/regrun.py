@@ -22,7 +22,7 @@ from .layers import CdpLayer
 from .regdecode import CdpOp, ConvOp, Decoded, Operation, PdpOp, SdpOp, decode_program, hw_layer
 from .regexec import execute_program
 from .regprog import parse_program
-from .simulate import simulate
+from .simulate import fixed_latency, simulate
 from .stats import LayerStats
 from .tiling import LoopOrder, TilePlan, illegal_reason
 
@@ -55,7 +55,6 @@ def operation_timing(
 ) -> OperationTiming:
     """Model cycles of one decoded operation, op enable to interrupt. `flying_pdp` is the PDP pass an SDP
     operation feeds on the fly: the two run as one pipeline, paced by the slower."""
-    t = hw.timing
     if isinstance(op, ConvOp):
         layer = hw_layer(op, name)
         plan = TilePlan(op.data_banks, op.weight_banks, op.shape.out_h, op.shape.out_k, LoopOrder.DATA_STATIONARY)
@@ -63,14 +62,14 @@ def operation_timing(
         if reason is not None:
             raise TraceError(f"{name}: the program's CBUF split does not fit the model's {hw.name}: {reason}")
         stats = simulate(layer, hw, plan, record_events=False)
-        launch, pipe, kind = t.conv_launch_cycles, t.conv_pipeline_cycles, "conv"
+        kind = "conv"
     elif isinstance(op, SdpOp):
         layer = hw_layer(op, name)
         stats = simulate(layer, hw, record_events=False)
         if flying_pdp is not None:
             pdp_stats = simulate(hw_layer(flying_pdp, name), hw, record_events=False)
             stats = max(stats, pdp_stats, key=lambda s: s.cycles)
-        launch, pipe, kind = t.launch_cycles, t.sdp_pipeline_cycles, "sdp"
+        kind = "sdp"
     elif isinstance(op, PdpOp):
         layer = hw_layer(op, name)
         if op.split_num > 1:
@@ -79,15 +78,16 @@ def operation_timing(
             read_w = op.in_w + (op.split_num - 1) * max(0, op.kernel_w - op.stride_x)
             layer = dataclasses.replace(layer, width=read_w)
         stats = simulate(layer, hw, record_events=False)
-        launch, pipe, kind = t.launch_cycles, t.pdp_pipeline_cycles, "pdp"
+        kind = "pdp"
     elif isinstance(op, CdpOp):
         layer = CdpLayer(name, op.width, op.height, op.channels, op.precision, window=op.normalz_len)
         stats = simulate(layer, hw, record_events=False)
-        launch, pipe, kind = t.launch_cycles, t.cdp_pipeline_cycles, "cdp"
+        kind = "cdp"
     else:  # pragma: no cover - Operation is closed
         raise TraceError(f"{name}: cannot time {type(op).__name__}")
-    cycles = launch + stats.cycles + pipe + t.completion_cycles
-    return OperationTiming(kind, cycles, stats, launch, pipe, t.completion_cycles)
+    launch, pipe, done = fixed_latency(layer, hw)
+    cycles = launch + stats.cycles + pipe + done
+    return OperationTiming(kind, cycles, stats, launch, pipe, done)
 
 
 def run_operations(ops: list[Operation], hw: HwConfig, *, name: str) -> list[OperationTiming]:

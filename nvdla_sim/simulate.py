@@ -47,6 +47,16 @@ def simulate(layer: HwLayer, hw: HwConfig, plan: TilePlan | None = None, *, reco
     raise TypeError(f"cannot simulate {type(layer).__name__}; expected ConvLayer, SdpLayer, PdpLayer or CdpLayer")
 
 
+def fixed_latency(layer: HwLayer, hw: HwConfig) -> tuple[int, int, int]:
+    """(launch, pipeline, completion) cycles a hardware layer adds to its streaming time, from its
+    D_OP_ENABLE write to its interrupt (TimingConfig, measured on the nv_small RTL)."""
+    t = hw.timing
+    if isinstance(layer, ConvLayer):
+        return t.conv_launch_cycles, t.conv_pipeline_cycles, t.completion_cycles
+    pipe = {SdpLayer: t.sdp_pipeline_cycles, PdpLayer: t.pdp_pipeline_cycles, CdpLayer: t.cdp_pipeline_cycles}
+    return t.launch_cycles, pipe[type(layer)], t.completion_cycles
+
+
 def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, record_events: bool) -> LayerStats:
     hw.check_precision(layer.precision)
     in_bytes = cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.precision, hw)

@@ -1,9 +1,11 @@
 """Tile plans for a convolution-pipeline layer: CBUF bank split, data/weight tile sizes and loop order.
 
-A data tile is a band of output rows (the "split H" working mode of programming_guide.rst, with the
-input-row halo re-fetched); a weight tile is a run of kernel groups. Both tiles keep the full input
-channel depth, because CACC accumulates a whole channel op. A plan is legal when one data tile and the
-weights that must stay resident fit their banks; when two fit, the next one is prefetched (ping-pong).
+A data tile is a band of output rows with its input-row halo. The convolution pipeline only runs in
+full-input mode (programming_guide.rst "Split H": software splits the input into strips), so every band
+is a hardware layer of its own, run after the previous one; inside a hardware layer the weights stream
+through the CBUF weight ring ("full input, partial weight"). Both tiles keep the full input channel
+depth, because CACC accumulates a whole channel op. A plan is legal when one data tile and one kernel
+group fit their banks (and, in weight-stationary order, the resident weight tile).
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ class Footprint:
     n_data_tiles: int
     n_weight_tiles: int
     groups_per_weight_tile: int
+
+
+def layer_gap_cycles(hw: HwConfig) -> int:
+    """Cycles between two hardware layers of one split convolution: the first layer's pipeline drain and
+    interrupt, then the next layer's launch (TimingConfig, measured on the nv_small RTL)."""
+    t = hw.timing
+    return t.conv_pipeline_cycles + t.completion_cycles + t.conv_launch_cycles
 
 
 def bytes_per_kernel(layer: ConvLayer) -> int:
@@ -137,12 +146,11 @@ def check_plan(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> None:
 
 
 def default_plan(layer: ConvLayer, hw: HwConfig) -> TilePlan:
-    """A reasonable legal plan without search: keep data resident and stream weights when possible,
-    else split rows so two data tiles fit (ping-pong) and keep what weights fit resident."""
+    """A reasonable legal plan without search: the whole input resident and the weights streamed when it
+    fits (one hardware layer), else the fewest bands of rows that do (split H)."""
     s = layer.shape
     banks = hw.cbuf.bank_count
     epb = hw.cbuf_entries_per_bank
-    whole_w = cbuf.banks_for(cbuf.weight_entries(s.out_k, bytes_per_kernel(layer), hw), hw)
     g_banks = cbuf.banks_for(
         cbuf.weight_entries(min(hw.kernels_per_atomic(layer.precision), s.out_k), bytes_per_kernel(layer), hw),
         hw,
@@ -150,15 +158,12 @@ def default_plan(layer: ConvLayer, hw: HwConfig) -> TilePlan:
     for rows in _row_candidates(s.out_h):
         fp_rows = max(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, rows)))
         d_entries = _data_entries(layer, fp_rows, hw)
-        for tiles in (1,) if rows == s.out_h else (2, 1):  # prefer ping-pong when rows are split
-            d_need = cbuf.banks_for(d_entries * tiles, hw)
-            if d_need + g_banks > banks:
-                continue
-            w_banks = banks - d_need
-            order = LoopOrder.WEIGHT_STATIONARY if rows < s.out_h and whole_w <= w_banks else LoopOrder.DATA_STATIONARY
-            plan = TilePlan(d_need, w_banks, rows, s.out_k, order)
-            if illegal_reason(layer, plan, hw) is None:
-                return plan
+        d_need = cbuf.banks_for(d_entries, hw)
+        if d_need + g_banks > banks:
+            continue
+        plan = TilePlan(d_need, banks - d_need, rows, s.out_k, LoopOrder.DATA_STATIONARY)
+        if illegal_reason(layer, plan, hw) is None:
+            return plan
     raise ShapeError(
         f"{layer.name}: no legal tiling on {hw.name}: one output row needs input of "
         f"{cbuf.data_entries(s.in_w, s.kernel_h_dilated, s.in_c, layer.precision, hw)} CBUF entries and one kernel "
