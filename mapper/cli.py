@@ -48,6 +48,12 @@ def add_commands(sub, registry: dict) -> None:
         help="what-if beyond NVDLA v1: a 2:4-sparse MAC array (needs --prune 2:4)",
     )
     m.add_argument("--top", type=int, default=15, help="rows of the per-layer table to print")
+    m.add_argument(
+        "--emit-program",
+        metavar="DIR",
+        help="write every hardware layer as an NVDLA register program (trace test) with its expected CRC",
+    )
+    m.add_argument("--layer", metavar="NAME", help="with --emit-program: only this task (e.g. layer0.attn.q)")
     registry["map"] = _map
     sw = sub.add_parser("sweep", help="run a design-space sweep from a TOML file (resumable, SQLite)")
     sw.add_argument("file", help="sweep TOML (see mapper/sweep.py and examples/sweep_bert.toml)")
@@ -144,6 +150,12 @@ def _map(args: argparse.Namespace) -> int:
     if args.quantize:
         res.accuracy = _accuracy(args, hw, prec)
     print(format_summary(res, top=args.top))
+    if args.emit_program:
+        from .programs import emit_programs, summary
+
+        print(summary(emit_programs(res, args.emit_program, layer=args.layer)))
+    elif args.layer:
+        raise NvdlaError("--layer chooses the layer --emit-program writes; give --emit-program DIR too")
     if args.report:
         from .report import write_html
 

@@ -20,7 +20,6 @@ from . import cacc, cdma, cmac, csc, pdp, sdp
 from .config import HwConfig
 from .layers import ConvLayer, Memory
 from .pipeline import Fetch, Item, PipelineResult, item_traffic, make_ports, run_items, transfer_floor
-from .precision import Precision
 from .stats import Bound, LayerStats, Unit, UnitStats
 from .tiling import (
     LoopOrder,
@@ -97,7 +96,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     dense_total = cdma.weight_bytes(s.out_k, bpk)
     w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / dense_total
     rtiles, ktiles = row_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
-    operand_bytes = 2 if p is Precision.INT8 else p.bytes
+    operand_bytes = p.bytes  # a per-element operand (the residual) is a feature cube of the layer's precision
 
     # Fetch keys: an operand is fetched again whenever its key is new. Every band of rows is a hardware
     # layer of its own (full-input mode), so in data-stationary order each band fetches all its weights
@@ -248,9 +247,21 @@ def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_ev
         if hw.timing.conv_input_before_compute:
             group = _prefetch_weights(group, fp.weight_capacity_groups)
         ports = make_ports(hw)
+        # SDP operand streams (bias, residual) are read by the SDP RDMAs alongside: at once until the
+        # RDMA's latency FIFO is full, then paced by the drain of the items that use them
         extra = sum(item_extra[i] for i in idxs)
-        if extra:  # SDP operand streams (bias, eltwise) are read by the SDP RDMAs alongside
-            ports[layer.input_memory].reserve(0.0, extra)
+        prefetch = min(extra, sdp.operand_prefetch_bytes(hw))
+        if prefetch:
+            ports[layer.input_memory].reserve(0.0, prefetch)
+        left = prefetch
+        paced = []
+        for it, i in zip(group, idxs, strict=True):
+            covered = min(left, item_extra[i])
+            left -= covered
+            paced.append(
+                dataclasses.replace(it, drain_reads=item_extra[i] - covered, drain_read_memory=layer.input_memory)
+            )
+        group = paced
         res = run_items(
             group,
             capacities={"data": fp.data_capacity_tiles, "weight": fp.weight_capacity_groups},

@@ -39,6 +39,8 @@ class Item:
     blocks: Sequence[tuple[int, int, int, int]]  # runs of (count, compute cycles, useful atomic ops, drain cycles)
     write_bytes: int
     write_memory: Memory
+    drain_reads: int = 0  # bytes SDP's RDMAs read as the item drains (operand streams), on the input memory
+    drain_read_memory: Memory = Memory.DRAM
 
 
 @dataclass
@@ -172,6 +174,8 @@ def run_items(
             if last_user[e] == idx:
                 released[e] = compute_end
         item_end = drain_end if it.blocks else start_c
+        if it.drain_reads:  # paced by the drain: the RDMA refills its latency FIFO as SDP consumes
+            ports[it.drain_read_memory].reserve(first_drain if first_drain is not None else item_end, it.drain_reads)
         if it.write_bytes:
             port = ports[it.write_memory].writes
             w_start, w_end = port.reserve(first_drain if first_drain is not None else item_end, it.write_bytes)

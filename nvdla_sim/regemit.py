@@ -492,8 +492,9 @@ def conv_layer(
     """A direct convolution with packed input, weights and output placed by `alloc`, followed on the fly
     by SDP stages `x1`, `x2` (operands from `streams`) and the output convertor `cvt` (offset, scale,
     shift). Returns (op, input surface, weight address, output address); the CBUF split holds the whole
-    input and all weights (the programming guide's "full input & weight" mode), or raises ShapeError
-    naming what does not fit."""
+    input and at least one kernel group of weights (the programming guide's "full input, partial weight"
+    mode: CDMA refills the weight ring as CSC releases kernel groups), or raises ShapeError naming what
+    does not fit."""
     s = shape
     data = packed_surface(alloc.take(0), s.in_w, s.in_h, precision, hw)
     alloc.take(cube_size(data, s.in_c, precision, hw))
@@ -504,12 +505,13 @@ def conv_layer(
     alloc.take(cube_size(out, s.out_k, precision, hw))
     eps = cbuf.entry_per_slice(s.in_w, s.in_c, precision, hw)
     need_d = cbuf.banks_for(eps * s.in_h, hw)
-    need_w = cbuf.banks_for(cbuf.weight_entries(s.out_k, bpk, hw), hw)
+    # the weights stream through the weight ring ("full input, partial weight"): one kernel group must fit
+    need_w = cbuf.banks_for(cbuf.weight_entries(min(s.out_k, hw.kernels_per_atomic(precision)), bpk, hw), hw)
     db = data_banks or need_d
     if db < need_d or db + need_w > hw.cbuf.bank_count:
         raise ShapeError(
-            f"convolution needs {need_d} CBUF banks for its input and {need_w} for its weights; {hw.name} has "
-            f"{hw.cbuf.bank_count} (split the layer)"
+            f"convolution needs {need_d} CBUF banks for its input and {need_w} for a kernel group of its "
+            f"weights; {hw.name} has {hw.cbuf.bank_count} (split the layer into bands of rows)"
         )
     sdp = sdp_pass(
         s.out_w, s.out_h, s.out_k, flying=True, dst=out, precision=precision, x1=x1, x2=x2, cvt=cvt, streams=streams

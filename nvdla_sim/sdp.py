@@ -218,6 +218,18 @@ def elements_per_cycle(spec: SdpSpec, hw: HwConfig) -> int:
     return min(rates)
 
 
+# Entries of the SDP B/N-RDMA latency FIFOs: one memory beat each (hw@nv_small
+# vmod/nvdla/sdp/NV_NVDLA_SDP_BRDMA_lat_fifo.v instantiates nv_ram_rwsp_160x514). On the nv_small RTL a
+# fused per-element operand stream reads 168 beats at once, then keeps pace with the output
+# (docs/modelling.md "SDP operand streams").
+OPERAND_FIFO_ENTRIES = 160
+
+
+def operand_prefetch_bytes(hw: HwConfig) -> int:
+    """Operand bytes an SDP RDMA requests before it waits for SDP to consume: its latency FIFO."""
+    return OPERAND_FIFO_ENTRIES * hw.memory.dram_width_bits // 8
+
+
 def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_bytes: int) -> int:
     """Bytes the B/N/E-RDMAs read for one pass over pixels x channels outputs."""
     total = 0

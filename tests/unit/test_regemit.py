@@ -159,6 +159,10 @@ def test_cdp_round_trip_with_its_lut(tmp_path_factory, w, h, c, window, exponent
     assert (got.priority, got.uflow_priority, got.oflow_priority) == (Table.LE, Table.LO, Table.LE)
 
 
-def test_layer_too_big_for_one_cbuf_load_is_refused():
-    with pytest.raises(ShapeError, match="CBUF banks"):
-        conv_layer(ConvShape.matmul(64, 768, 768), P, HW, Alloc())
+def test_weights_stream_but_the_input_must_fit_one_cbuf_load():
+    """Full input, partial weight: 576 KB of weights through a 128 KB CBUF is one layer; an input of
+    192 KB (64 x 3072) is not (it is split into bands of rows, one program each)."""
+    op, *_ = conv_layer(ConvShape.matmul(64, 768, 768), P, HW, Alloc())
+    assert op.data_banks == 12 and op.weight_banks == 20
+    with pytest.raises(ShapeError, match="CBUF banks for its input"):
+        conv_layer(ConvShape.matmul(64, 3072, 64, row=64), P, HW, Alloc())

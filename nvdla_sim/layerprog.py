@@ -1,0 +1,276 @@
+"""Register programs for the mapper's hardware layers: ConvLayer / SdpLayer / PdpLayer -> trace tests.
+
+A hardware layer names shapes and SDP modes only; a program also needs numbers. This module picks them
+the way a quantized transformer uses each mode, with seeded random INT8 operands:
+
+* convolution / matmul: INT8 data and weights (the weights in the direct-convolution format, which is
+  also where attention's K and V^T land after their re-layout), 32-bit accumulators (no CACC
+  truncation), then SDP on the fly;
+* bias PER_KERNEL: an INT16 bias per output channel from memory (B-RDMA, X1 ALU, left-shifted to the
+  accumulator scale); bias PER_ELEMENT: the residual, an INT8 cube from memory added by the X1 ALU (the
+  residual add of configs without SDP's EW unit);
+* scale REG: a per-tensor multiplier in X2 MUL (attention's 1/sqrt(d) folded into QK^T); PER_KERNEL: a
+  per-channel INT16 multiplier from memory (N-RDMA);
+* relu: X1 ReLU; requantization to INT8 by the output convertor (CVT scale and shift), chosen from the
+  reduction depth so that the outputs spread over the INT8 range instead of saturating.
+
+Every band of output rows of the plan is one hardware layer (full-input mode, tiling.py), so a split
+layer becomes one program per band, each with its band of the input. The expected output CRC of each
+program is the bit-exact model's (regemit.emit_program), and `model_cycles` is what the model predicts
+for it from op enable to interrupt (regrun.operation_timing): the numbers the RTL run is compared with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import HwConfig
+from .errors import TraceError
+from .layers import ConvLayer, HwLayer, OperandMode, PdpLayer, PoolMode, SdpLayer, SdpSpec
+from .pdp import recip
+from .precision import Precision
+from .regdecode import Operation, PdpOp, SdpOperand, SdpStageCfg, SdpStream, Surface
+from .regemit import (
+    Alloc,
+    TraceProgram,
+    conv_layer,
+    cube_size,
+    dc_weight_bytes,
+    emit_program,
+    feature_bytes,
+    place,
+    sdp_pass,
+)
+from .regrun import operation_timing
+from .tiling import TilePlan, default_plan, row_tiles
+
+UNIFORM_INT8_STD = 73.9  # standard deviation of integers uniform on [-128, 127]
+TARGET_STD = 32.0  # requantized outputs: about a quarter of the INT8 range per standard deviation
+SCORE_SCALE = 181  # a per-tensor X2 multiplier over an 8-bit MUL shift (0.707: the scale folded into QK^T)
+
+
+@dataclass(frozen=True)
+class LayerProgram:
+    """One hardware layer's program, the layer it runs (a band of the mapped layer when split) and the
+    model's prediction for it."""
+
+    program: TraceProgram
+    layer: HwLayer
+    op: Operation
+    model_cycles: int  # op enable -> interrupt (regrun.operation_timing)
+    band: tuple[int, int] | None = None  # output rows [r0, r1) of the mapped layer (convolutions)
+
+
+def program_name(name: str) -> str:
+    """A layer name as a trace-test name (letters, digits, '_' and '-')."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "layer"
+
+
+def layer_programs(
+    layer: HwLayer,
+    hw: HwConfig,
+    *,
+    plan: TilePlan | None = None,
+    name: str | None = None,
+    seed: int | None = None,
+) -> list[LayerProgram]:
+    """Programs for one mapped hardware layer (one per band of a split convolution). `seed` defaults to
+    a hash of the name, so a layer's programs are the same in every run."""
+    base = program_name(name or layer.name)
+    rng = np.random.default_rng(zlib.crc32(base.encode()) if seed is None else seed)
+    if layer.precision is not Precision.INT8:
+        raise TraceError(
+            f"{base}: programs are emitted for INT8 layers, not {layer.precision.value} "
+            "(the INT16 path is emitted by own_programs; FP16 needs nv_full's RTL)"
+        )
+    if isinstance(layer, ConvLayer):
+        return _conv_programs(layer, plan or default_plan(layer, hw), hw, base, rng)
+    if isinstance(layer, SdpLayer):
+        return [_sdp_program(layer, hw, base, rng)]
+    if isinstance(layer, PdpLayer):
+        return [_pdp_program(layer, hw, base, rng)]
+    raise TraceError(f"{base}: emitting {type(layer).__name__} programs from the mapper is not supported")
+
+
+# ---- quantization choices ----------------------------------------------------------------------------
+
+
+def _i8(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def requant(acc_std: float) -> tuple[int, int]:
+    """(CVT scale, CVT shift) mapping an accumulator spread `acc_std` to TARGET_STD: the largest shift
+    keeping the 16-bit signed scale in range."""
+    ratio = TARGET_STD / max(acc_std, 1.0)
+    shift = min(31, max(0, math.floor(math.log2(32767 / ratio))))
+    return max(1, round(ratio * 2**shift)), shift
+
+
+def _acc_shift(acc_std: float, operand_std: float) -> int:
+    """ALU left shift that lifts an operand of spread `operand_std` to about the accumulator's spread."""
+    return max(0, min(31, round(math.log2(max(acc_std, 1.0) / operand_std))))
+
+
+# ---- SDP stages ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _SdpParts:
+    x1: SdpStageCfg | None
+    x2: SdpStageCfg | None
+    streams: tuple[SdpStream, ...]
+    inputs: list[tuple[int, np.ndarray]]
+    out_std: float  # spread of the value reaching the convertor
+
+
+def _sdp_parts(
+    spec: SdpSpec, w: int, h: int, k: int, acc_std: float, hw: HwConfig, alloc: Alloc, rng: np.random.Generator
+) -> _SdpParts:
+    if spec.uses_y:
+        what = "a LUT activation" if spec.lut else "an element-wise (EW) operand"
+        raise TraceError(
+            f"the layer uses {what} on SDP's Y unit; emitting Y-unit programs is not supported "
+            f"({hw.name} {'has' if hw.sdp.lut else 'has no'} SDP LUT)"
+        )
+    inputs: list[tuple[int, np.ndarray]] = []
+    streams: list[SdpStream] = []
+    x1 = x2 = None
+    std = acc_std
+    if spec.bias is OperandMode.PER_KERNEL:
+        addr = alloc.take(2 * k)
+        b = rng.integers(-(2**12), 2**12, k).astype("<i2")
+        inputs.append((addr, b.view(np.uint8)))
+        streams.append(SdpStream("brdma", "per_kernel", 2, addr, use="alu"))
+        shift = _acc_shift(acc_std, 2**12 / math.sqrt(3))
+        x1 = SdpStageCfg(SdpOperand("mem", 0, shift, "per_kernel", 2), "sum", None, False, spec.relu)
+    elif spec.bias is OperandMode.PER_ELEMENT:
+        surf = place(alloc, w, h, k, Precision.INT8, hw)
+        inputs.append((surf.addr, feature_bytes(_i8(rng, (h, w, k)), surf, Precision.INT8, hw)))
+        streams.append(
+            SdpStream("brdma", "per_element", 1, surf.addr, surf.line_stride, surf.surface_stride, use="alu")
+        )
+        shift = _acc_shift(acc_std, UNIFORM_INT8_STD)
+        x1 = SdpStageCfg(SdpOperand("mem", 0, shift, "per_element", 1), "sum", None, False, spec.relu)
+    elif spec.bias is OperandMode.REG:
+        x1 = SdpStageCfg(SdpOperand("reg", int(rng.integers(-512, 512)), 0), "sum", None, False, spec.relu)
+    elif spec.relu:
+        x1 = SdpStageCfg(None, "sum", None, False, True)
+    if spec.scale is OperandMode.REG:
+        x2 = SdpStageCfg(None, "sum", SdpOperand("reg", SCORE_SCALE, 0), False, False, mul_shift=8)
+        std = std * SCORE_SCALE / 256
+    elif spec.scale is OperandMode.PER_KERNEL:
+        addr = alloc.take(2 * k)
+        m = rng.integers(2**14, 2**15, k).astype("<i2")
+        inputs.append((addr, m.view(np.uint8)))
+        streams.append(SdpStream("nrdma", "per_kernel", 2, addr, use="mul"))
+        x2 = SdpStageCfg(None, "sum", SdpOperand("mem", 0, 0, "per_kernel", 2), False, False, mul_shift=15)
+        std = std * 0.75
+    elif spec.scale is OperandMode.PER_ELEMENT:
+        raise TraceError("a per-element SDP multiplier (X2 from memory, per element) is not emitted")
+    return _SdpParts(x1, x2, tuple(streams), inputs, std)
+
+
+# ---- convolutions --------------------------------------------------------------------------------------
+
+
+def _band_shape(layer: ConvLayer, r0: int, r1: int):
+    s = layer.shape
+    i0, i1 = s.input_rows_for(r0, r1)
+    sub = dataclasses.replace(
+        s,
+        in_h=i1 - i0,
+        pad_top=s.pad_top if r0 == 0 else 0,
+        pad_bottom=s.pad_bottom if r1 == s.out_h else 0,
+    )
+    if sub.out_h != r1 - r0:  # pragma: no cover - input_rows_for gives exactly the band's rows
+        raise TraceError(f"{layer.name}: rows {r0}-{r1} need input rows {i0}-{i1}, which give {sub.out_h} rows")
+    return sub, i0, i1
+
+
+def _conv_programs(
+    layer: ConvLayer, plan: TilePlan, hw: HwConfig, base: str, rng: np.random.Generator
+) -> list[LayerProgram]:
+    if layer.image_input or layer.pool is not None or layer.weight_bytes is not None or layer.sparse_mac:
+        raise TraceError(
+            f"{base}: emitting image-input, fused-pooling, compressed-weight or sparse-MAC convolutions "
+            "is not supported"
+        )
+    s = layer.shape
+    x = _i8(rng, (s.in_h, s.in_w, s.in_c))
+    wt = _i8(rng, (s.out_k, s.kernel_h, s.kernel_w, s.in_c))
+    acc_std = UNIFORM_INT8_STD**2 * math.sqrt(s.in_c * s.kernel_w * s.kernel_h)
+    bands = row_tiles(layer, plan.rows_per_tile)
+    out = []
+    for i, (r0, r1) in enumerate(bands):
+        sub, i0, i1 = _band_shape(layer, r0, r1)
+        alloc = Alloc()
+        parts = _sdp_parts(layer.sdp, sub.out_w, sub.out_h, s.out_k, acc_std, hw, alloc, rng)
+        scale, shift = requant(parts.out_std)
+        op, din, waddr, oaddr = conv_layer(
+            sub,
+            layer.precision,
+            hw,
+            alloc,
+            x1=parts.x1,
+            x2=parts.x2,
+            cvt=(0, scale, shift),
+            streams=parts.streams,
+            data_banks=plan.data_banks,
+        )
+        inputs = [
+            *parts.inputs,
+            (din.addr, feature_bytes(x[i0:i1], din, layer.precision, hw)),
+            (waddr, dc_weight_bytes(wt, layer.precision, hw)),
+        ]
+        name = base if len(bands) == 1 else f"{base}_band{i}"
+        prog = emit_program(name, op, inputs, [(oaddr, cube_size(op.out, s.out_k, layer.precision, hw))], hw)
+        sub_layer = dataclasses.replace(layer, name=name, shape=sub)
+        timing = operation_timing(op, hw, name=name)
+        out.append(LayerProgram(prog, sub_layer, op, timing.cycles, (r0, r1)))
+    return out
+
+
+# ---- standalone SDP and PDP ------------------------------------------------------------------------------
+
+
+def _sdp_program(layer: SdpLayer, hw: HwConfig, base: str, rng: np.random.Generator) -> LayerProgram:
+    p = layer.precision
+    w, h, c = layer.width, layer.height, layer.channels
+    alloc = Alloc()
+    src = place(alloc, w, h, c, p, hw)
+    dst = place(alloc, w, h, c, p, hw)
+    parts = _sdp_parts(layer.sdp, w, h, c, UNIFORM_INT8_STD, hw, alloc, rng)
+    # the sum of input and operand, back to INT8: scale ~ TARGET_STD / its spread
+    scale, shift = requant(parts.out_std * (math.sqrt(2) if parts.x1 and parts.x1.alu else 1.0))
+    op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=parts.x1, x2=parts.x2, cvt=(0, scale, shift),
+                  streams=parts.streams)  # fmt: skip
+    inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, p, hw)), *parts.inputs]
+    prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
+    return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)
+
+
+def _pdp_program(layer: PdpLayer, hw: HwConfig, base: str, rng: np.random.Generator) -> LayerProgram:
+    p, spec = layer.precision, layer.pool
+    w, h, c = layer.width, layer.height, layer.channels
+    ow, oh = spec.out_size(w, h)
+    alloc = Alloc()
+    src = place(alloc, w, h, c, p, hw)
+    dst: Surface = place(alloc, ow, oh, c, p, hw)
+    method = {PoolMode.AVG: "avg", PoolMode.MAX: "max", PoolMode.MIN: "min"}[spec.mode]
+    # padded positions add zero to an average (max and min pooling skip them, as the hardware does)
+    pad = 0
+    op = PdpOp(
+        w, h, c, ow, oh, method, spec.kernel_w, spec.kernel_h, spec.stride_x, spec.stride_y,
+        spec.pad_left, spec.pad_right, spec.pad_top, spec.pad_bottom, (pad,) * 7,
+        recip(spec.kernel_w), recip(spec.kernel_h), 1, (0, 0, 0), (0, 0, 0), False, src, dst, p,
+    )  # fmt: skip
+    inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, p, hw))]
+    prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
+    return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)
