@@ -57,6 +57,8 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
             raise NvdlaError(
                 f"--layer {layer!r} runs on the {rows[0].task.resource} ({rows[0].task.note}); it has no NVDLA program"
             )
+    if out.folder.exists() and not out.folder.is_dir():
+        raise NvdlaError(f"--emit-program {out.folder}: exists and is not a folder")
     out.folder.mkdir(parents=True, exist_ok=True)
     for r in rows:
         t = r.task

@@ -136,8 +136,8 @@ def _sdp_parts(
     if spec.uses_y:
         what = "a LUT activation" if spec.lut else "an element-wise (EW) operand"
         raise TraceError(
-            f"the layer uses {what} on SDP's Y unit; emitting Y-unit programs is not supported "
-            f"({hw.name} {'has' if hw.sdp.lut else 'has no'} SDP LUT)"
+            f"the layer uses {what} on SDP's Y unit; programs with the Y unit are not emitted yet (the nv_small "
+            "RTL they are validated on has none)"
         )
     inputs: list[tuple[int, np.ndarray]] = []
     streams: list[SdpStream] = []

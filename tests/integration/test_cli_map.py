@@ -54,3 +54,30 @@ def test_map_quantize_and_sparsity_sections(tmp_path, capsys):
     assert d["weights"]["stored_weight_bytes"] < d["weights"]["dense_weight_bytes"]
     html = (tmp_path / "report.html").read_text()
     assert '<table id="accuracy">' in html and '<table id="weights">' in html
+
+
+def test_map_emit_program_writes_runnable_programs(tmp_path, capsys):
+    """One chosen layer of a mapped model as a trace test whose model run meets its own CRC and cycles."""
+    from nvdla_sim.config import load_config
+    from nvdla_sim.regrun import run_program
+
+    out = tmp_path / "progs"
+    args = ["map", "bert-base", "--hw", "nv_small_rtl_tb", "--seq", "64", "--top", "1"]
+    assert main([*args, "--emit-program", str(out), "--layer", "layer0.attn.qk"]) == 0
+    assert "wrote 1 NVDLA register programs" in capsys.readouterr().out
+    doc = json.loads((out / "programs.json").read_text())
+    (p,) = doc["programs"]
+    assert p["task"] == "layer0.attn.qk" and p["model_cycles"] == p["mapper_cycles_per_instance"]
+    run = run_program(out / p["name"], load_config("nv_small_rtl_tb"))
+    assert run.cycles == p["model_cycles"] and [c["match"] for c in run.checks] == [True]
+    assert [f"0x{c['golden_crc']:08x}" for c in run.checks] == [c["crc"] for c in p["checks"]]
+
+
+def test_map_emit_program_errors(tmp_path, capsys):
+    base = ["map", "bert-base", "--hw", "nv_small", "--seq", "64", "--top", "1"]
+    assert main([*base, "--layer", "layer0.attn.q"]) == 2
+    assert "give --emit-program DIR too" in capsys.readouterr().err
+    assert main([*base, "--emit-program", str(tmp_path), "--layer", "nope"]) == 2
+    assert "--layer 'nope': no such task in bert-base; hardware layers: layer0.attn.q" in capsys.readouterr().err
+    assert main([*base, "--emit-program", str(tmp_path), "--layer", "layer0.attn.softmax"]) == 2
+    assert "runs on the host" in capsys.readouterr().err

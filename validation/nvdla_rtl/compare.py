@@ -120,10 +120,23 @@ def plot(rows: list[Row], path: Path, own: list[Row] | None = None) -> None:
         ax.scatter([r.rtl_cycles for r in sel], [r.model_cycles for r in sel], s=18, color=c, label=unit)
         mine = [r for r in own or [] if r.unit == unit and r.model_cycles is not None and r.rtl_status == "pass"]
         if mine:
-            ax.scatter([r.rtl_cycles for r in mine], [r.model_cycles for r in mine], s=26, color=c, marker="x",
-                       label=f"{unit} (our programs)")
-    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="NVIDIA nv_small RTL cycles",
-           ylabel="model cycles", title="Register programs: model vs RTL (op enable to interrupt)")
+            ax.scatter(
+                [r.rtl_cycles for r in mine],
+                [r.model_cycles for r in mine],
+                s=26,
+                color=c,
+                marker="x",
+                label=f"{unit} (our programs)",
+            )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlim=(lo, hi),
+        ylim=(lo, hi),
+        xlabel="NVIDIA nv_small RTL cycles",
+        ylabel="model cycles",
+        title="Register programs: model vs RTL (op enable to interrupt)",
+    )
     ax.legend(loc="upper left")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -145,10 +158,14 @@ def main(argv: list[str] | None = None) -> int:
             ratio = "refused" if r.ratio is None else f"{r.ratio:.3f}"
             print(f"{r.name:42s} {r.unit:5s} rtl {r.rtl_cycles:>9,} model {r.model_cycles or 0:>9,} {ratio}")
     d = distribution(rows)
-    print(f"\n{d['n']} runnable programs: median |model/RTL-1| {d['median']:.1%}, 90th percentile {d['p90']:.1%}, "
-          f"worst {d['worst']:.1%} (targets {TARGETS['median']:.0%} / {TARGETS['p90']:.0%} / {TARGETS['worst']:.0%})")
+    print(
+        f"\n{d['n']} runnable programs: median |model/RTL-1| {d['median']:.1%}, 90th percentile {d['p90']:.1%}, "
+        f"worst {d['worst']:.1%} (targets {TARGETS['median']:.0%} / {TARGETS['p90']:.0%} / {TARGETS['worst']:.0%})"
+    )
     for unit, s in per_unit(rows).items():
-        print(f"  {unit}: {s['n']} tests, median model/RTL {s['median_ratio']:.3f} (range {s['min']:.3f}..{s['max']:.3f})")
+        print(
+            f"  {unit}: {s['n']} tests, median model/RTL {s['median_ratio']:.3f} (range {s['min']:.3f}..{s['max']:.3f})"
+        )
     if args.plot:
         plot(compare(load_rows(DATA)), Path(args.plot), compare(load_rows(OWN_DATA)) if OWN_DATA.exists() else None)
         print(f"plot: {args.plot}")

@@ -155,14 +155,20 @@ def _suite() -> Iterator[Spec]:
         (1, 64, 64), (1, 256, 64), (1, 64, 8),
     ]  # fmt: skip
     for m, k, n in mm:
-        yield Spec(f"own_mm_m{m}_k{k}_n{n}", "conv", _conv(ConvShape.matmul(m, k, n), clip=_clip(k)), m * 7919 + k * 31 + n)
+        yield Spec(
+            f"own_mm_m{m}_k{k}_n{n}", "conv", _conv(ConvShape.matmul(m, k, n), clip=_clip(k)), m * 7919 + k * 31 + n
+        )
     # projections with bias and requantization to INT8 (BERT-style shapes that fit one CBUF load)
     for m, k, n in [(64, 256, 64), (128, 256, 64), (64, 128, 128), (1, 256, 128)]:
         name = f"own_proj_m{m}_k{k}_n{n}"
         yield Spec(name, "conv", _conv(ConvShape.matmul(m, k, n), clip=_clip(k) - 8, bias=True), m + k + n)
     # a 3x3 convolution with padding, and a strided one
-    yield Spec("own_conv_16x16x16_3x3x16", "conv", _conv(ConvShape.square(16, 16, 16, 16, kernel=3, pad=1), clip=10), 11)
-    yield Spec("own_conv_17x13x24_3x3x8_s2", "conv", _conv(ConvShape.square(17, 13, 24, 8, kernel=3, stride=2), clip=10), 12)
+    yield Spec(
+        "own_conv_16x16x16_3x3x16", "conv", _conv(ConvShape.square(16, 16, 16, 16, kernel=3, pad=1), clip=10), 11
+    )
+    yield Spec(
+        "own_conv_17x13x24_3x3x8_s2", "conv", _conv(ConvShape.square(17, 13, 24, 8, kernel=3, stride=2), clip=10), 12
+    )
     # PDP: bottom and side padding (timing) across strides
     pools = [
         ("avg_k8s1_b7", 16, 16, 8, PoolSpec(PoolMode.AVG, 8, 8, 1, 1, 0, 0, 0, 7)),
@@ -188,9 +194,7 @@ def generate(folder: str | Path, *, names: list[str] | None = None, hw: HwConfig
     if unknown:
         raise SystemExit(f"own_programs: unknown program(s) {', '.join(unknown)}; see --list")
     return [
-        s.make(s.name, hw, np.random.default_rng(s.seed)).write(folder)
-        for s in SUITE
-        if not names or s.name in names
+        s.make(s.name, hw, np.random.default_rng(s.seed)).write(folder) for s in SUITE if not names or s.name in names
     ]
 
 

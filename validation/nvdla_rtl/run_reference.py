@@ -247,7 +247,9 @@ def run_one(test: Path, binary: Path, regs: dict, rundir: Path, *, timeout: floa
         row.update(status="error", reason=f"trace: {e}")
         return row
     row["checks"] = [  # NVIDIA's golden CRCs (check_file: of the golden file); a pass means the RTL met them
-        {"kind": c.kind, "base": c.base, "size": c.size, "golden_crc": c.crc} for c in prog.checks if c.kind != "nothing"
+        {"kind": c.kind, "base": c.base, "size": c.size, "golden_crc": c.crc}
+        for c in prog.checks
+        if c.kind != "nothing"
     ]
     try:
         row["layers"] = [describe(op) for op in decode_program(prog).operations]

@@ -1,0 +1,117 @@
+"""Mapper hardware layers -> register programs: the program runs the same layer, the model's CRC and cycles."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nvdla_sim.config import load_config
+from nvdla_sim.errors import TraceError
+from nvdla_sim.layerprog import layer_programs, program_name, requant
+from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
+from nvdla_sim.precision import Precision
+from nvdla_sim.regdecode import decode_program, hw_layer
+from nvdla_sim.regprog import parse_program
+from nvdla_sim.regrun import run_program
+from nvdla_sim.simulate import fixed_latency, simulate
+
+HW = load_config("nv_small_rtl_tb")
+P = Precision.INT8
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+specs = st.builds(
+    SdpSpec,
+    bias=st.sampled_from([OperandMode.NONE, OperandMode.PER_KERNEL, OperandMode.PER_ELEMENT, OperandMode.REG]),
+    scale=st.sampled_from([OperandMode.NONE, OperandMode.REG, OperandMode.PER_KERNEL]),
+    relu=st.booleans(),
+)
+
+
+@st.composite
+def conv_layers(draw):
+    if draw(st.booleans()):
+        m = draw(st.integers(1, 96))
+        shape = ConvShape.matmul(m, draw(st.integers(1, 200)), draw(st.integers(1, 40)))
+    else:
+        k = draw(st.sampled_from([1, 3]))
+        shape = ConvShape.square(
+            draw(st.integers(k, 12)), draw(st.integers(k, 12)), draw(st.integers(1, 24)), draw(st.integers(1, 24)),
+            kernel=k, stride=draw(st.integers(1, 2)), pad=draw(st.integers(0, k // 2)),
+        )  # fmt: skip
+    return ConvLayer("t", shape, P, draw(specs))
+
+
+def _check(lp, tmp_path, layer):
+    """The written program decodes to `layer` (its band), its CRC is recomputed, its cycles are the model's."""
+    d = lp.program.write(tmp_path)
+    ops = decode_program(parse_program(d)).operations
+    assert len(ops) == 1
+    got = hw_layer(ops[0], layer.name)
+    if isinstance(layer, ConvLayer):
+        assert got.shape == layer.shape
+        assert got.sdp == dataclasses.replace(layer.sdp, out_precision=P)
+    run = run_program(d, HW)
+    assert [c["match"] for c in run.checks] == [True]
+    assert run.cycles == lp.model_cycles
+    return got
+
+
+@SETTINGS
+@given(layer=conv_layers())
+def test_conv_programs_give_back_the_layer_with_the_models_cycles(tmp_path_factory, layer):
+    tmp = tmp_path_factory.mktemp("lp")
+    progs = layer_programs(layer, HW, seed=1)
+    assert len(progs) == 1
+    _check(progs[0], tmp, progs[0].layer)
+    st_ = simulate(layer, HW, record_events=False)
+    assert progs[0].model_cycles == st_.cycles + sum(fixed_latency(layer, HW))
+
+
+def test_a_split_layer_is_one_program_per_band_and_the_bands_add_up(tmp_path):
+    """64 x 3072 input (192 KB) in a 128 KB CBUF: bands of rows, each a hardware layer; the mapped
+    layer's cycles are the bands' op-enable-to-interrupt times back to back."""
+    from mapper.tiling_search import search_plan
+
+    layer = ConvLayer("ffn2", ConvShape.matmul(64, 3072, 64, row=8), P, SdpSpec(bias=OperandMode.PER_KERNEL))
+    plan = search_plan(layer, HW).plan
+    progs = layer_programs(layer, HW, plan=plan)
+    bands = [p.band for p in progs]
+    assert len(bands) > 1 and bands[0][0] == 0 and bands[-1][1] == layer.shape.out_h
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(bands))  # contiguous, in order
+    for lp in progs:
+        _check(lp, tmp_path, lp.layer)
+    whole = simulate(layer, HW, plan, record_events=False).cycles + sum(fixed_latency(layer, HW))
+    assert whole == sum(p.model_cycles for p in progs)
+
+
+def test_sdp_and_pdp_layers(tmp_path):
+    sdp = SdpLayer("res", 16, 4, 24, P, SdpSpec(bias=OperandMode.PER_ELEMENT, relu=True))
+    pdp = PdpLayer("pool", 15, 9, 16, P, PoolSpec(PoolMode.MAX, 3, 3, 2, 2, 1, 1, 1, 1))
+    (lp,) = layer_programs(sdp, HW)
+    got = _check(lp, tmp_path, sdp)
+    assert (got.width, got.height, got.channels) == (16, 4, 24)
+    assert got.sdp == dataclasses.replace(sdp.sdp, out_precision=P)
+    (lp,) = layer_programs(pdp, HW)
+    assert _check(lp, tmp_path, pdp) == pdp
+
+
+def test_refusals_name_what_is_missing():
+    with pytest.raises(TraceError, match="INT8 layers, not int16"):
+        layer_programs(ConvLayer("x", ConvShape.matmul(8, 8, 8), Precision.INT16), HW)
+    with pytest.raises(TraceError, match="LUT activation"):
+        layer_programs(ConvLayer("x", ConvShape.matmul(8, 8, 8), P, SdpSpec(lut=True)), HW)
+    pool = PoolSpec(PoolMode.MAX, 2, 2, 2, 2)
+    with pytest.raises(TraceError, match="fused-pooling"):
+        layer_programs(ConvLayer("x", ConvShape.square(8, 8, 8, 8), P, pool=pool), HW)
+
+
+def test_requantization_keeps_the_scale_in_16_bits():
+    for std in (1.0, 50.0, 1e4, 1e7):
+        scale, shift = requant(std)
+        assert 1 <= scale <= 32767 and 0 <= shift <= 31
+        assert abs(scale / 2**shift * std - 32) < 1 or std < 32
+    assert program_name("layer0.attn.q") == "layer0_attn_q"

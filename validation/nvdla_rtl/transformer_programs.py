@@ -1,0 +1,181 @@
+"""The mapper's own transformer layers as register programs for NVIDIA's nv_small RTL (issue 13).
+
+Every program here comes out of the mapper: a workload graph is lowered, tiled and simulated by
+`mapper.map_model` on configs/nv_small_rtl_tb.toml, and `mapper.programs.emit_programs` writes the
+chosen hardware layers with the layout, CBUF split and band split the mapper chose. The set:
+
+* BERT-style projections: M (tokens) 64 and 128 x K 256 and 768 x N 64 and 768, INT8, SDP bias +
+  requantization to INT8;
+* a projection whose input does not fit one CBUF load (M 64, K 3072), split into bands of rows: one
+  hardware layer each;
+* attention QK^T and PV of one head (head dim 64) at sequence 64 and 128: Q (resp. P) read as the
+  feature cube the previous layer wrote, K (resp. V^T) re-laid out into the weight format by the host
+  (nv_small has no BDMA), the scores written with one channel per key;
+* a whole BERT encoder block at hidden 128, 2 heads, FFN 512, sequence 64: every NVDLA layer of it
+  (softmax, GELU and layernorm run on the host on nv_small, which has no SDP LUT).
+
+    python -m validation.nvdla_rtl.transformer_programs build/tf        # write the programs
+    python -m validation.nvdla_rtl.run_reference SRC --tests-dir build/tf \\
+        --out validation/data/nvdla_rtl_transformer.json                # run them on the RTL
+
+tests/integration/test_nvdla_transformer.py regenerates the programs in CI (no RTL) and checks the CRCs
+the RTL met and the model's cycles against the committed measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mapper.pipeline import MapResult, map_model
+from mapper.programs import MANIFEST, emit_programs
+from mapper.workload import Graph, Op, OpKind
+from mapper.zoo import ModelSpec, Stage, build_graph
+from nvdla_sim.config import load_config
+from nvdla_sim.precision import Precision
+
+HW = "nv_small_rtl_tb"
+DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_transformer.json"
+BLOCK = ModelSpec("bert-h128", "bert", (Stage(1, 128, 2, 512),), vocab=30522)  # BERT-tiny's block width
+BASE = ModelSpec("bert-base-1layer", "bert", (Stage(1, 768, 12, 3072),), vocab=30522)
+BLOCK_SEQ = 64
+
+
+@dataclass(frozen=True)
+class Case:
+    """One mapped workload and the tasks of it to emit, written as `<prefix><task>` programs."""
+
+    prefix: str
+    kind: str  # projection, split, attention, block
+    graph: object
+    seq: int
+    tasks: tuple[str, ...] | None  # None: every hardware layer
+
+
+def _projection(m: int, k: int, n: int):
+    g = Graph(f"proj_m{m}_k{k}_n{n}")
+    x = g.add(Op("x", OpKind.GATHER, m, k, group="host"))
+    g.add(Op("proj", OpKind.MATMUL, m, n, k=k, group="matmul"), x)
+    return g.g
+
+
+def cases() -> list[Case]:
+    out = []
+    for m in (64, 128):
+        for k in (256, 768):
+            for n in (64, 768):
+                out.append(Case(f"tf_proj_m{m}_k{k}_n{n}_", "projection", _projection(m, k, n), m, ("proj",)))
+    out.append(Case("tf_split_m64_k3072_n64_", "split", _projection(64, 3072, 64), 64, ("proj",)))
+    for seq in (64, 128):
+        g = build_graph(BASE, seq=seq)
+        out.append(Case(f"tf_attn_s{seq}_", "attention", g, seq, ("layer0.attn.qk", "layer0.attn.pv")))
+    out.append(Case("tf_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ), BLOCK_SEQ, None))
+    return out
+
+
+def map_case(case: Case) -> MapResult:
+    return map_model(case.graph, load_config(HW), precision=Precision.INT8, batch=1, seq=case.seq)
+
+
+def generate(folder: str | Path) -> list[dict]:
+    """Write every case's programs into `folder` (flat, one trace-test folder each) and return the
+    manifest rows: program name, case kind, task, band, model and mapper cycles, expected CRCs."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for case in cases():
+        res = map_case(case)
+        with tempfile.TemporaryDirectory() as tmp:
+            emitted = []
+            for task in case.tasks or (None,):
+                emitted += emit_programs(res, tmp, layer=task).programs
+            for p in emitted:
+                name = case.prefix + p["name"]
+                src, dst = Path(tmp) / p["name"], folder / name
+                if dst.exists():
+                    shutil.rmtree(dst)
+                dst.mkdir()
+                for f in src.iterdir():  # the trace test's files carry its name
+                    text = f.read_text().replace(p["name"], name)
+                    (dst / f.name.replace(p["name"], name)).write_text(text)
+                rows.append({**p, "name": name, "case": case.prefix, "kind": case.kind, "model": res.model})
+        if case.kind == "block":
+            rows.append(_host_row(res))
+    (folder / MANIFEST).write_text(json.dumps({"hw": HW, "programs": rows}, indent=1) + "\n")
+    return rows
+
+
+def _host_row(res: MapResult) -> dict:
+    """The block's host steps, named with the mapper's cycles for them (no program)."""
+    host = [
+        {
+            "task": r.task.name,
+            "resource": r.task.resource,
+            "cycles": r.cycles,
+            "count": r.task.count,
+            "note": r.task.note,
+        }
+        for r in res.results
+        if r.task.layer is None
+    ]
+    return {"name": "", "kind": "block_host", "host_tasks": host, "total_cycles": res.total_cycles}
+
+
+def markdown(rows: list[dict], measured: dict) -> str:
+    """Tables for docs/validation.md: every program (model vs RTL, Verilator wall time), then the block
+    layer by layer with its host steps and totals."""
+    rtl = {r["name"]: r for r in measured["rows"]}
+    out = [
+        "| program | kind | model cycles | RTL cycles | model/RTL | output | Verilator s |",
+        "|---|---|---:|---:|---:|---|---:|",
+    ]
+    progs = [r for r in rows if r["name"]]
+    for r in progs:
+        m = rtl[r["name"]]
+        out.append(
+            f"| {r['name']} | {r['kind']} | {r['model_cycles']:,} | {m['op_cycles']:,} | "
+            f"{r['model_cycles'] / m['op_cycles']:.3f} | {'bit-exact' if m['status'] == 'pass' else m['status']} | "
+            f"{m['wall_s']:.1f} |"
+        )
+    block = [r for r in progs if r["kind"] == "block"]
+    host = next(r for r in rows if r["kind"] == "block_host")
+    out += ["", "| block step | runs on | instances | model cycles | RTL cycles |", "|---|---|---:|---:|---:|"]
+    model_nvdla = rtl_nvdla = 0
+    for r in block:
+        m = rtl[r["name"]]["op_cycles"]
+        model_nvdla += r["model_cycles"] * r["count"]
+        rtl_nvdla += m * r["count"]
+        out.append(f"| {r['task']} | NVDLA | {r['count']} | {r['model_cycles']:,} | {m:,} |")
+    for h in host["host_tasks"]:
+        out.append(f"| {h['task']} | {h['resource']} ({h['note']}) | {h['count']} | {h['cycles']:,} (all) | - |")
+    out += [
+        "",
+        f"NVDLA layers, instances back to back: model {model_nvdla:,} cycles, RTL {rtl_nvdla:,} "
+        f"(model/RTL {model_nvdla / rtl_nvdla:.4f}). The mapper's whole block with its host steps and "
+        f"overlap: {host['total_cycles']:,} cycles.",
+    ]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", help="where to write the trace-test folders and programs.json")
+    ap.add_argument("--markdown", action="store_true", help="print the tables of docs/validation.md (committed data)")
+    args = ap.parse_args(argv)
+    if args.markdown:
+        print(markdown(generate(args.folder), json.loads(DATA.read_text())))
+        return 0
+    rows = [r for r in generate(args.folder) if r["name"]]
+    for r in rows:
+        print(f"{r['name']:44s} {r['kind']:10s} model {r['model_cycles']:>9,} cycles")
+    print(f"wrote {len(rows)} programs to {args.folder}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
