@@ -3,15 +3,15 @@
 A hardware layer names shapes and SDP modes only; a program also needs numbers. This module picks them
 the way a quantized transformer uses each mode, with seeded random INT8 operands:
 
-* convolution / matmul: INT8 data and weights (the weights in the direct-convolution format, which is
+* convolution / matmul: INT8 (or INT16, 12-bit values) data and weights (the weights in the direct-convolution format, which is
   also where attention's K and V^T land after their re-layout), 32-bit accumulators (no CACC
   truncation), then SDP on the fly;
 * bias PER_KERNEL: an INT16 bias per output channel from memory (B-RDMA, X1 ALU, left-shifted to the
-  accumulator scale); bias PER_ELEMENT: the residual, an INT8 cube from memory added by the X1 ALU (the
+  accumulator scale); bias PER_ELEMENT: the residual, a cube of the layer's precision from memory added by the X1 ALU (the
   residual add of configs without SDP's EW unit);
 * scale REG: a per-tensor multiplier in X2 MUL (attention's 1/sqrt(d) folded into QK^T); PER_KERNEL: a
   per-channel INT16 multiplier from memory (N-RDMA);
-* relu: X1 ReLU; requantization to INT8 by the output convertor (CVT scale and shift), chosen from the
+* relu: X1 ReLU; requantization to the layer's precision by the output convertor (CVT scale and shift), chosen from the
   reduction depth so that the outputs spread over the INT8 range instead of saturating.
 
 Every band of output rows of the plan is one hardware layer (full-input mode, tiling.py), so a split
@@ -50,8 +50,20 @@ from .regemit import (
 from .regrun import operation_timing
 from .tiling import TilePlan, default_plan, row_tiles
 
-UNIFORM_INT8_STD = 73.9  # standard deviation of integers uniform on [-128, 127]
-TARGET_STD = 32.0  # requantized outputs: about a quarter of the INT8 range per standard deviation
+
+@dataclass(frozen=True)
+class _Range:
+    """Seeded operands of one precision: integers uniform on [-bound, bound), requantized outputs aimed
+    at `target` per standard deviation (about a quarter of the range). INT16 operands use 12 bits so
+    that K-deep sums stay inside the 32 bits CACC hands to SDP."""
+
+    bound: int
+    std: float  # bound / sqrt(3), rounded: the programs' scales and shifts are computed from it
+    target: float
+    dtype: str
+
+
+RANGES = {Precision.INT8: _Range(128, 73.9, 32.0, "i1"), Precision.INT16: _Range(2048, 1182.4, 8192.0, "<i2")}
 SCORE_SCALE = 181  # a per-tensor X2 multiplier over an 8-bit MUL shift (0.707: the scale folded into QK^T)
 
 
@@ -84,11 +96,9 @@ def layer_programs(
     a hash of the name, so a layer's programs are the same in every run."""
     base = program_name(name or layer.name)
     rng = np.random.default_rng(zlib.crc32(base.encode()) if seed is None else seed)
-    if layer.precision is not Precision.INT8:
-        raise TraceError(
-            f"{base}: programs are emitted for INT8 layers, not {layer.precision.value} "
-            "(the INT16 path is emitted by own_programs; FP16 needs nv_full's RTL)"
-        )
+    if layer.precision not in RANGES:
+        raise TraceError(f"{base}: programs are emitted for INT8 and INT16 layers, not {layer.precision.value}")
+    hw.check_precision(layer.precision)
     if isinstance(layer, ConvLayer):
         return _conv_programs(layer, plan or default_plan(layer, hw), hw, base, rng)
     if isinstance(layer, SdpLayer):
@@ -101,14 +111,15 @@ def layer_programs(
 # ---- quantization choices ----------------------------------------------------------------------------
 
 
-def _i8(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    return rng.integers(-128, 128, shape).astype(np.int8)
+def _rand(rng: np.random.Generator, shape: tuple[int, ...], p: Precision) -> np.ndarray:
+    r = RANGES[p]
+    return rng.integers(-r.bound, r.bound, shape).astype(r.dtype)
 
 
-def requant(acc_std: float) -> tuple[int, int]:
-    """(CVT scale, CVT shift) mapping an accumulator spread `acc_std` to TARGET_STD: the largest shift
-    keeping the 16-bit signed scale in range."""
-    ratio = TARGET_STD / max(acc_std, 1.0)
+def requant(acc_std: float, p: Precision = Precision.INT8) -> tuple[int, int]:
+    """(CVT scale, CVT shift) mapping an accumulator spread `acc_std` to the precision's target spread:
+    the largest shift keeping the 16-bit signed scale in range."""
+    ratio = RANGES[p].target / max(acc_std, 1.0)
     shift = min(31, max(0, math.floor(math.log2(32767 / ratio))))
     return max(1, round(ratio * 2**shift)), shift
 
@@ -131,7 +142,15 @@ class _SdpParts:
 
 
 def _sdp_parts(
-    spec: SdpSpec, w: int, h: int, k: int, acc_std: float, hw: HwConfig, alloc: Alloc, rng: np.random.Generator
+    spec: SdpSpec,
+    w: int,
+    h: int,
+    k: int,
+    acc_std: float,
+    p: Precision,
+    hw: HwConfig,
+    alloc: Alloc,
+    rng: np.random.Generator,
 ) -> _SdpParts:
     if spec.uses_y:
         what = "a LUT activation" if spec.lut else "an element-wise (EW) operand"
@@ -151,13 +170,13 @@ def _sdp_parts(
         shift = _acc_shift(acc_std, 2**12 / math.sqrt(3))
         x1 = SdpStageCfg(SdpOperand("mem", 0, shift, "per_kernel", 2), "sum", None, False, spec.relu)
     elif spec.bias is OperandMode.PER_ELEMENT:
-        surf = place(alloc, w, h, k, Precision.INT8, hw)
-        inputs.append((surf.addr, feature_bytes(_i8(rng, (h, w, k)), surf, Precision.INT8, hw)))
+        surf = place(alloc, w, h, k, p, hw)
+        inputs.append((surf.addr, feature_bytes(_rand(rng, (h, w, k), p), surf, p, hw)))
         streams.append(
-            SdpStream("brdma", "per_element", 1, surf.addr, surf.line_stride, surf.surface_stride, use="alu")
+            SdpStream("brdma", "per_element", p.bytes, surf.addr, surf.line_stride, surf.surface_stride, use="alu")
         )
-        shift = _acc_shift(acc_std, UNIFORM_INT8_STD)
-        x1 = SdpStageCfg(SdpOperand("mem", 0, shift, "per_element", 1), "sum", None, False, spec.relu)
+        shift = _acc_shift(acc_std, RANGES[p].std)
+        x1 = SdpStageCfg(SdpOperand("mem", 0, shift, "per_element", p.bytes), "sum", None, False, spec.relu)
     elif spec.bias is OperandMode.REG:
         x1 = SdpStageCfg(SdpOperand("reg", int(rng.integers(-512, 512)), 0), "sum", None, False, spec.relu)
     elif spec.relu:
@@ -203,16 +222,17 @@ def _conv_programs(
             "is not supported"
         )
     s = layer.shape
-    x = _i8(rng, (s.in_h, s.in_w, s.in_c))
-    wt = _i8(rng, (s.out_k, s.kernel_h, s.kernel_w, s.in_c))
-    acc_std = UNIFORM_INT8_STD**2 * math.sqrt(s.in_c * s.kernel_w * s.kernel_h)
+    p = layer.precision
+    x = _rand(rng, (s.in_h, s.in_w, s.in_c), p)
+    wt = _rand(rng, (s.out_k, s.kernel_h, s.kernel_w, s.in_c), p)
+    acc_std = RANGES[p].std ** 2 * math.sqrt(s.in_c * s.kernel_w * s.kernel_h)
     bands = row_tiles(layer, plan.rows_per_tile)
     out = []
     for i, (r0, r1) in enumerate(bands):
         sub, i0, i1 = _band_shape(layer, r0, r1)
         alloc = Alloc()
-        parts = _sdp_parts(layer.sdp, sub.out_w, sub.out_h, s.out_k, acc_std, hw, alloc, rng)
-        scale, shift = requant(parts.out_std)
+        parts = _sdp_parts(layer.sdp, sub.out_w, sub.out_h, s.out_k, acc_std, p, hw, alloc, rng)
+        scale, shift = requant(parts.out_std, p)
         op, din, waddr, oaddr = conv_layer(
             sub,
             layer.precision,
@@ -246,12 +266,12 @@ def _sdp_program(layer: SdpLayer, hw: HwConfig, base: str, rng: np.random.Genera
     alloc = Alloc()
     src = place(alloc, w, h, c, p, hw)
     dst = place(alloc, w, h, c, p, hw)
-    parts = _sdp_parts(layer.sdp, w, h, c, UNIFORM_INT8_STD, hw, alloc, rng)
-    # the sum of input and operand, back to INT8: scale ~ TARGET_STD / its spread
-    scale, shift = requant(parts.out_std * (math.sqrt(2) if parts.x1 and parts.x1.alu else 1.0))
+    parts = _sdp_parts(layer.sdp, w, h, c, RANGES[p].std, p, hw, alloc, rng)
+    # the sum of input and operand, back to the layer's precision
+    scale, shift = requant(parts.out_std * (math.sqrt(2) if parts.x1 and parts.x1.alu else 1.0), p)
     op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=parts.x1, x2=parts.x2, cvt=(0, scale, shift),
                   streams=parts.streams)  # fmt: skip
-    inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, p, hw)), *parts.inputs]
+    inputs = [(src.addr, feature_bytes(_rand(rng, (h, w, c), p), src, p, hw)), *parts.inputs]
     prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
     return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)
 
@@ -271,6 +291,6 @@ def _pdp_program(layer: PdpLayer, hw: HwConfig, base: str, rng: np.random.Genera
         spec.pad_left, spec.pad_right, spec.pad_top, spec.pad_bottom, (pad,) * 7,
         recip(spec.kernel_w), recip(spec.kernel_h), 1, (0, 0, 0), (0, 0, 0), False, src, dst, p,
     )  # fmt: skip
-    inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, p, hw))]
+    inputs = [(src.addr, feature_bytes(_rand(rng, (h, w, c), p), src, p, hw))]
     prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
     return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nvdla_sim.config import load_config
-from nvdla_sim.errors import TraceError
+from nvdla_sim.errors import NvdlaError, TraceError
 from nvdla_sim.layerprog import layer_programs, program_name, requant
 from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
@@ -100,8 +100,10 @@ def test_sdp_and_pdp_layers(tmp_path):
 
 
 def test_refusals_name_what_is_missing():
-    with pytest.raises(TraceError, match="INT8 layers, not int16"):
+    with pytest.raises(NvdlaError, match="int16"):  # the nv_small build is INT8-only
         layer_programs(ConvLayer("x", ConvShape.matmul(8, 8, 8), Precision.INT16), HW)
+    with pytest.raises(TraceError, match="INT8 and INT16 layers, not fp16"):
+        layer_programs(ConvLayer("x", ConvShape.matmul(8, 8, 8), Precision.FP16), load_config("nv_full"))
     with pytest.raises(TraceError, match="LUT activation"):
         layer_programs(ConvLayer("x", ConvShape.matmul(8, 8, 8), P, SdpSpec(lut=True)), HW)
     pool = PoolSpec(PoolMode.MAX, 2, 2, 2, 2)
@@ -115,3 +117,16 @@ def test_requantization_keeps_the_scale_in_16_bits():
         assert 1 <= scale <= 32767 and 0 <= shift <= 31
         assert abs(scale / 2**shift * std - 32) < 1 or std < 32
     assert program_name("layer0.attn.q") == "layer0_attn_q"
+
+
+@pytest.mark.parametrize("bias", [OperandMode.PER_KERNEL, OperandMode.PER_ELEMENT])
+def test_int16_programs_on_a_build_with_int16(tmp_path, bias):
+    """nv_full has INT16 (no RTL of it runs here): the program decodes to the layer and meets its CRC."""
+    nv_full = load_config("nv_full")
+    layer = ConvLayer("t16", ConvShape.matmul(40, 96, 48), Precision.INT16, SdpSpec(bias=bias, relu=True))
+    (lp,) = layer_programs(layer, nv_full)
+    d = lp.program.write(tmp_path)
+    got = hw_layer(decode_program(parse_program(d)).operations[0], "t16")
+    assert got.precision is Precision.INT16 and got.shape == layer.shape
+    run = run_program(d, nv_full)
+    assert [c["match"] for c in run.checks] == [True] and run.cycles == lp.model_cycles
