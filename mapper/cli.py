@@ -21,6 +21,9 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--hw", default="nv_full", help="config name or .toml path")
     m.add_argument("--seq", type=int, default=128, help="sequence length (ignored by vision models)")
     m.add_argument("--dec-seq", type=int, default=None, help="decoder sequence length (T5); default --seq")
+    m.add_argument(
+        "--extend-positions", action="store_true", help="map a --seq beyond the model's learned positions (what-if)"
+    )
     m.add_argument("--batch", type=int, default=1)
     m.add_argument("--precision", default="int8", help="int8, int16 or fp16")
     m.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
@@ -130,7 +133,14 @@ def _map(args: argparse.Namespace) -> int:
         raise NvdlaError(str(e)) from None
     hw = load_config(args.hw)
     hw.check_precision(prec)
-    g = model_graph(args.model, batch=args.batch, seq=args.seq, dec_seq=args.dec_seq, host_fallback=args.host_fallback)
+    g = model_graph(
+        args.model,
+        batch=args.batch,
+        seq=args.seq,
+        dec_seq=args.dec_seq,
+        host_fallback=args.host_fallback,
+        extend_positions=args.extend_positions,
+    )
     host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
     from .cnn_zoo import CNN_PRESETS

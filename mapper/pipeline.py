@@ -308,10 +308,21 @@ def instances_duration(cycles: int, count: int, stats: LayerStats | None) -> int
     return cycles + (count - 1) * (cycles - max(hidden, 0))
 
 
+def output_folder(path: str | Path, flag: str) -> Path:
+    """The folder a command writes into, created if missing; a one-line error if it cannot be."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise NvdlaError(f"{flag} {out}: exists and is not a folder; give a folder path")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise NvdlaError(f"{flag} {out}: cannot create the folder ({e.strerror})") from None
+    return out
+
+
 def write_results(result: MapResult, out_dir: str | Path) -> dict[str, Path]:
     """Write report.json, layers.csv and trace.json (and return their paths)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_folder(out_dir, "--report")
     d = result.to_dict()
     paths = {"json": out / "report.json", "csv": out / "layers.csv", "trace": out / "trace.json"}
     process = f"{result.model} on {result.hw.fingerprint}"

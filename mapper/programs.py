@@ -23,7 +23,7 @@ from nvdla_sim.layerprog import layer_programs
 from nvdla_sim.tiling import LoopOrder, TilePlan
 
 from .lowering import Resource
-from .pipeline import MapResult, TaskResult
+from .pipeline import MapResult, TaskResult, output_folder
 
 MANIFEST = "programs.json"
 
@@ -57,9 +57,7 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
             raise NvdlaError(
                 f"--layer {layer!r} runs on the {rows[0].task.resource} ({rows[0].task.note}); it has no NVDLA program"
             )
-    if out.folder.exists() and not out.folder.is_dir():
-        raise NvdlaError(f"--emit-program {out.folder}: exists and is not a folder")
-    out.folder.mkdir(parents=True, exist_ok=True)
+    output_folder(out.folder, "--emit-program")
     for r in rows:
         t = r.task
         if t.layer is None:

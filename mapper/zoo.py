@@ -54,6 +54,7 @@ class ModelSpec:
     head_dim: int = 0  # 0: hidden / heads
     image_tokens: int = 0  # vision models: tokens fixed by the image (patch grid)
     patch_embed: tuple[int, int, int] = (0, 0, 0)  # (image, patch, channels) for ViT/Swin
+    max_positions: int = 0  # learned absolute positions (max_position_embeddings); 0: relative or none
 
     def __post_init__(self) -> None:
         for st in self.stages:
@@ -62,9 +63,11 @@ class ModelSpec:
 
 
 PRESETS: dict[str, ModelSpec] = {
-    "bert-base": ModelSpec("bert-base", "bert", (Stage(12, 768, 12, 3072),), vocab=30522),
-    "bert-large": ModelSpec("bert-large", "bert", (Stage(24, 1024, 16, 4096),), vocab=30522),
-    "gpt2": ModelSpec("gpt2", "gpt2", (Stage(12, 768, 12, 3072),), vocab=50257, attention=Attention.CAUSAL),
+    "bert-base": ModelSpec("bert-base", "bert", (Stage(12, 768, 12, 3072),), vocab=30522, max_positions=512),
+    "bert-large": ModelSpec("bert-large", "bert", (Stage(24, 1024, 16, 4096),), vocab=30522, max_positions=512),
+    "gpt2": ModelSpec(
+        "gpt2", "gpt2", (Stage(12, 768, 12, 3072),), vocab=50257, attention=Attention.CAUSAL, max_positions=1024
+    ),
     "t5-base": ModelSpec(
         "t5-base",
         "t5",
@@ -93,6 +96,7 @@ PRESETS: dict[str, ModelSpec] = {
         vocab=50265,
         attention=Attention.SLIDING,
         window=512,
+        max_positions=4096,
     ),
     "xlnet-base": ModelSpec("xlnet-base", "xlnet", (Stage(12, 768, 12, 3072),), vocab=32000, relative="xlnet"),
 }
@@ -109,7 +113,13 @@ def preset(name: str) -> ModelSpec:
 
 
 def model_graph(
-    name_or_path: str, *, batch: int = 1, seq: int = 128, dec_seq: int | None = None, host_fallback: bool = False
+    name_or_path: str,
+    *,
+    batch: int = 1,
+    seq: int = 128,
+    dec_seq: int | None = None,
+    host_fallback: bool = False,
+    extend_positions: bool = False,
 ) -> nx.DiGraph:
     """Workload graph of any model source: a CNN or transformer preset, a config.json, or an .onnx file."""
     from .cnn_zoo import CNN_PRESETS
@@ -121,7 +131,7 @@ def model_graph(
         from .onnx_import import graph_from_onnx
 
         return graph_from_onnx(src, batch=batch, seq=seq, host_fallback=host_fallback)
-    return build_graph(src, batch=batch, seq=seq, dec_seq=dec_seq)
+    return build_graph(src, batch=batch, seq=seq, dec_seq=dec_seq, extend_positions=extend_positions)
 
 
 # ---- Hugging Face config.json ---------------------------------------------------------------------
@@ -139,6 +149,20 @@ _HF_FIELDS = {
 }
 
 
+def _typed(path: Path, cfg: dict, key: str, kind: type, value):
+    """A config.json value converted to `kind`, or a one-line error naming the field."""
+    if kind is list:
+        if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+            return value
+        raise NvdlaError(f"{path}: field {key!r} must be a list of positive integers, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and value != int(value)):
+        what = "an integer" if kind is int else "a number"
+        raise NvdlaError(f"{path}: field {key!r} must be {what}, not {value!r}")
+    if value <= 0:
+        raise NvdlaError(f"{path}: field {key!r} must be positive, not {value!r}")
+    return kind(value)
+
+
 def from_hf_config(path: str | Path) -> ModelSpec:
     """Build a ModelSpec from a Hugging Face config.json on disk (no network)."""
     path = Path(path)
@@ -146,33 +170,38 @@ def from_hf_config(path: str | Path) -> ModelSpec:
         cfg = json.loads(path.read_text())
     except OSError as e:
         raise NvdlaError(f"{path}: cannot read ({e.strerror})") from None
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise NvdlaError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(cfg, dict):
+        raise NvdlaError(f"{path}: a config.json holds a JSON object of fields, not a {type(cfg).__name__}")
     mt = cfg.get("model_type")
     if mt not in _HF_FIELDS:
         raise NvdlaError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(_HF_FIELDS)}")
 
-    def need(keys: tuple[str, ...], default=None):
+    def need(keys: tuple[str, ...], default=None, kind: type = int):
         for k in keys:
             if k in cfg and cfg[k] is not None:
-                return cfg[k]
+                return _typed(path, cfg, k, kind, cfg[k])
         if default is not None:
             return default
         raise NvdlaError(f"{path}: missing field {keys[0]!r} for model_type {mt!r}")
 
+    def opt(key: str, default: int = 0) -> int:
+        return need((key,), default) if cfg.get(key) is not None else default
+
     hk, lk, nk, fk = _HF_FIELDS[mt]
     name = cfg.get("_name_or_path") or path.parent.name or mt
     if mt == "swin":
-        embed, depths, heads = need(hk), need(lk), need(nk)
-        ratio = float(need(fk, 4.0))
+        embed, depths, heads = need(hk), need(lk, kind=list), need(nk, kind=list)
+        ratio = need(fk, 4.0, kind=float)
         if len(depths) != len(heads):
             raise NvdlaError(f"{path}: depths and num_heads must have the same length")
         stages = tuple(
             Stage(d, embed * 2**i, h, int(embed * 2**i * ratio), 4**i)
             for i, (d, h) in enumerate(zip(depths, heads, strict=True))
         )
-        image, patch = int(need(("image_size",), 224)), int(need(("patch_size",), 4))
-        win = int(need(("window_size",), 7))
+        image, patch = need(("image_size",), 224), need(("patch_size",), 4)
+        win = need(("window_size",), 7)
         return ModelSpec(
             str(name),
             "swin",
@@ -181,29 +210,36 @@ def from_hf_config(path: str | Path) -> ModelSpec:
             window=win * win,
             relative="bias",
             image_tokens=(image // patch) ** 2,
-            patch_embed=(image, patch, int(need(("num_channels",), 3))),
+            patch_embed=(image, patch, need(("num_channels",), 3)),
         )
-    hidden, layers, heads = int(need(hk)), int(need(lk)), int(need(nk))
-    ffn = cfg.get(fk[0]) or 4 * hidden
-    stage = Stage(layers, hidden, heads, int(ffn))
-    vocab = int(cfg.get("vocab_size", 0) or 0)
+    hidden, layers, heads = need(hk), need(lk), need(nk)
+    ffn = opt(fk[0]) or 4 * hidden
+    stage = Stage(layers, hidden, heads, ffn)
+    vocab = opt("vocab_size")
+    # learned absolute positions; RoBERTa-style embeddings (roberta, longformer) reserve two
+    positions = opt("n_positions" if mt == "gpt2" else "max_position_embeddings")
+    if mt in ("roberta", "longformer") and positions > 2:
+        positions -= 2
     if mt in ("bert", "roberta"):
-        return ModelSpec(str(name), "bert", (stage,), vocab=vocab)
+        return ModelSpec(str(name), "bert", (stage,), vocab=vocab, max_positions=positions)
     if mt == "gpt2":
-        return ModelSpec(str(name), "gpt2", (stage,), vocab=vocab, attention=Attention.CAUSAL)
+        return ModelSpec(str(name), "gpt2", (stage,), vocab=vocab, attention=Attention.CAUSAL, max_positions=positions)
     if mt == "vit":
-        image, patch = int(need(("image_size",), 224)), int(need(("patch_size",), 16))
+        image, patch = need(("image_size",), 224), need(("patch_size",), 16)
         return ModelSpec(
             str(name),
             "vit",
             (stage,),
             image_tokens=(image // patch) ** 2 + 1,
-            patch_embed=(image, patch, int(need(("num_channels",), 3))),
+            patch_embed=(image, patch, need(("num_channels",), 3)),
         )
     if mt == "longformer":
         win = cfg.get("attention_window", 512)
-        win = int(win[0] if isinstance(win, list) else win)
-        return ModelSpec(str(name), "longformer", (stage,), vocab=vocab, attention=Attention.SLIDING, window=win)
+        win = _typed(path, cfg, "attention_window", int, win[0] if isinstance(win, list) and win else win)
+        return ModelSpec(
+            str(name), "longformer", (stage,), vocab=vocab, attention=Attention.SLIDING, window=win,
+            max_positions=positions,
+        )  # fmt: skip
     if mt == "t5":
         act = str(cfg.get("feed_forward_proj", "relu"))
         return ModelSpec(
@@ -214,8 +250,8 @@ def from_hf_config(path: str | Path) -> ModelSpec:
             relative="bias",
             norm="rms",
             activation="gelu" if "gelu" in act else "relu",
-            decoder_layers=int(cfg.get("num_decoder_layers") or layers),
-            head_dim=int(cfg.get("d_kv") or 0),
+            decoder_layers=opt("num_decoder_layers") or layers,
+            head_dim=opt("d_kv"),
         )
     return ModelSpec(str(name), "xlnet", (stage,), vocab=vocab, relative="xlnet")
 
@@ -235,10 +271,18 @@ def resolve_model(name_or_path: str) -> ModelSpec | Path:
 # ---- graph builder ----------------------------------------------------------------------------------
 
 
-def build_graph(spec: ModelSpec, *, batch: int = 1, seq: int = 128, dec_seq: int | None = None) -> nx.DiGraph:
-    """Workload graph of one forward pass (prefill) at the given batch and sequence length."""
+def build_graph(
+    spec: ModelSpec, *, batch: int = 1, seq: int = 128, dec_seq: int | None = None, extend_positions: bool = False
+) -> nx.DiGraph:
+    """Workload graph of one forward pass (prefill) at the given batch and sequence length. A sequence
+    beyond a model's learned positions is refused unless `extend_positions` (a what-if)."""
     if batch < 1 or seq < 1:
         raise NvdlaError(f"batch and seq must be >= 1, got batch={batch} seq={seq}")
+    if spec.max_positions and not spec.image_tokens and seq > spec.max_positions and not extend_positions:
+        raise NvdlaError(
+            f"--seq {seq}: {spec.name} has {spec.max_positions} learned positions (max_position_embeddings); "
+            "use --seq <= that, or --extend-positions to map it anyway as a what-if"
+        )
     g = Graph(spec.name)
     tokens = spec.image_tokens or seq
     base = batch * tokens

@@ -377,9 +377,11 @@ def _build(data: dict[str, Any]) -> HwConfig:
 def load_config_file(path: str | Path) -> HwConfig:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{path}: cannot read config file ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file; a config is TOML (see configs/nv_small.toml)") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
