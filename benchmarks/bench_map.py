@@ -1,12 +1,15 @@
-"""Benchmark: map + simulate BERT-base s128 INT8 on nv_full end to end.
+"""Benchmark: map + simulate BERT-base s128 INT8 on nv_full end to end, then every zoo preset.
 
 Prints wall time of a cold run (empty caches) and a warm run in the same process, the tiling-search time
-per unique conv layer, and the speedup of each searched tiling over the naive one (mapper.naive_plan).
-Run: .venv/bin/python benchmarks/bench_map.py
+per unique conv layer, the speedup of each searched tiling over the naive one (mapper.naive_plan), and
+the cold mapping time of every `nvdla zoo` preset on nv_small, nv_large and nv_full (issue 15: each
+under 5 s) with the total.
+Run: .venv/bin/python benchmarks/bench_map.py [--zoo-only]
 """
 
 from __future__ import annotations
 
+import sys
 import time
 
 from mapper import naive_plan, search_plan
@@ -16,7 +19,39 @@ from mapper.zoo import PRESETS, build_graph
 from nvdla_sim import ConvLayer, Precision, load_config, simulate
 
 
+def clear_caches() -> None:
+    search_plan.cache_clear()
+    mp._simulate_cached.cache_clear()
+
+
+def zoo_times() -> None:
+    """Cold mapping time of every preset on the three shipped builds."""
+    from mapper.cnn_zoo import CNN_PRESETS
+    from mapper.zoo import model_graph
+
+    names = [*PRESETS, *CNN_PRESETS]
+    configs = ("nv_small", "nv_large", "nv_full")
+    print(f"\n{'preset':<18}" + "".join(f"{c:>11}" for c in configs))
+    total, worst = 0.0, (0.0, "")
+    for name in names:
+        row = []
+        for c in configs:
+            hw = load_config(c)
+            clear_caches()
+            t0 = time.perf_counter()
+            mp.map_model(model_graph(name, seq=128), hw, precision=Precision.INT8, batch=1, seq=128)
+            dt = time.perf_counter() - t0
+            total += dt
+            worst = max(worst, (dt, f"{name} on {c}"))
+            row.append(dt)
+        print(f"{name:<18}" + "".join(f"{t:>10.2f}s" for t in row))
+    print(f"total {total:.1f} s for {len(names) * len(configs)} mappings; slowest {worst[1]} {worst[0]:.2f} s")
+
+
 def main() -> None:
+    if "--zoo-only" in sys.argv:
+        zoo_times()
+        return
     hw = load_config("nv_full")
     g = build_graph(PRESETS["bert-base"], seq=128)
     t0 = time.perf_counter()
@@ -45,6 +80,7 @@ def main() -> None:
         print(
             f"{label:<32}{dt:>9.3f}{r.candidates:>7}{r.simulated:>6}{naive:>12,}{r.stats.cycles:>12,}{naive / r.stats.cycles:>8.2f}x"
         )
+    zoo_times()
 
 
 if __name__ == "__main__":

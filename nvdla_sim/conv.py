@@ -112,7 +112,14 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     item_layer: list[int] = []  # the hardware layer of each item (see _hardware_layer)
     item_extra: list[int] = []  # SDP operand bytes each item's pixels read
     seen: dict[tuple, int] = {}
+    fetched_here: set[int] = set()  # fetch events of the current hardware layer (the rest stay resident)
+    prefetch_left = 0  # operand bytes the current layer's SDP RDMA latency FIFO still takes up front
+    current = -1
     for d, k in nest:
+        if _hardware_layer(plan, d, k, len(rtiles)) != current:
+            current = _hardware_layer(plan, d, k, len(rtiles))
+            fetched_here = set()
+            prefetch_left = sdp.operand_prefetch_bytes(hw)
         r0, r1 = rtiles[d]
         i0, i1 = s.input_rows_for(r0, r1)
         k0, k1 = ktiles[k]
@@ -149,15 +156,17 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
                         f"weights k{g0}-{g1}",
                     )
                 )
-            item_extra.append(
-                sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=operand_bytes)
-            )
-            item_layer.append(_hardware_layer(plan, d, k, len(rtiles)))
+            extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=operand_bytes)
+            item_extra.append(extra)
+            covered = min(prefetch_left, extra)
+            prefetch_left -= covered
+            item_layer.append(current)
+            fetched_here.update(f.event for f in fetches)
             items.append(
                 Item(
                     name=f"rows {r0}-{r1} k{g0}-{g1}",
                     fetches=tuple(fetches),
-                    uses=(seen[data_key], seen[weight_key]),
+                    uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e in fetched_here),
                     blocks=_blocks(
                         csc.image_stripes(s.out_w, r1 - r0) if layer.image_input else csc.stripe_lengths(pixels, ideal),
                         min(kpg, cdma.atom_channels(g1 - g0, layer.out_precision, hw)),  # CACC delivers whole atoms
@@ -169,6 +178,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
                     ),
                     write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
                     write_memory=layer.output_memory,
+                    drain_reads=extra - covered,
+                    drain_read_memory=layer.input_memory,
                 )
             )
     extra_reads = sum(item_extra)
@@ -242,26 +253,14 @@ def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_ev
     events = []
     for n, idxs in enumerate(groups.values()):
         group = [items[i] for i in idxs]
-        fetched = {f.event for it in group for f in it.fetches}  # the rest stayed resident from a layer before
-        group = [dataclasses.replace(it, uses=tuple(e for e in it.uses if e in fetched)) for it in group]
         if hw.timing.conv_input_before_compute:
             group = _prefetch_weights(group, fp.weight_capacity_groups)
         ports = make_ports(hw)
         # SDP operand streams (bias, residual) are read by the SDP RDMAs alongside: at once until the
-        # RDMA's latency FIFO is full, then paced by the drain of the items that use them
-        extra = sum(item_extra[i] for i in idxs)
-        prefetch = min(extra, sdp.operand_prefetch_bytes(hw))
+        # RDMA's latency FIFO is full (booked here), then paced by the drain (Item.drain_reads)
+        prefetch = min(sum(item_extra[i] for i in idxs), sdp.operand_prefetch_bytes(hw))
         if prefetch:
             ports[layer.input_memory].reserve(0.0, prefetch)
-        left = prefetch
-        paced = []
-        for it, i in zip(group, idxs, strict=True):
-            covered = min(left, item_extra[i])
-            left -= covered
-            paced.append(
-                dataclasses.replace(it, drain_reads=item_extra[i] - covered, drain_read_memory=layer.input_memory)
-            )
-        group = paced
         res = run_items(
             group,
             capacities={"data": fp.data_capacity_tiles, "weight": fp.weight_capacity_groups},
