@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -245,10 +246,52 @@ def format_summary(res, *, top: int) -> str:
             f"                    {e['name']:<10} rel {e['rel']:.4f}  cos {e['cosine']:.5f}  max|err| {e['max_abs']:.4f}"
             for e in acc["layers"]
         ]
-    rows = sorted(d["layers"], key=lambda r: -r["cycles"])[:top]
-    lines.append(f"  {'top layers by cycles':<34}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")
+    rows = sorted(group_layers(d["layers"]), key=lambda r: -r["cycles"])[:top]
+    lines.append(f"  {'top layers by cycles (all blocks)':<38}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")
     for r in rows:
         lines.append(
-            f"  {r['name'][:34]:<34}{r['count']:>6}{r['cycles']:>14,}{r['mac_utilization']:>10.1%}  {r['bound']}"
+            f"  {r['name'][:38]:<38}{r['count']:>6}{r['cycles']:>14,}{r['mac_utilization']:>10.1%}  {r['bound']}"
         )
     return "\n".join(lines)
+
+
+_BLOCK = re.compile(r"^([A-Za-z_]+?)(\d+)(\..+)$")
+
+
+def group_layers(layers: list[dict]) -> list[dict]:
+    """Rows of identical layers in numbered blocks merged: `layer{0-11}.ffn2 x12` with summed cycles and
+    instances, when the per-instance cycles, count and bound agree; other rows as they are."""
+    groups: dict[tuple, list[tuple[int, dict]]] = {}
+    for r in layers:
+        m = _BLOCK.match(r["name"])
+        if m is None:
+            groups[(r["name"],)] = [(-1, r)]
+            continue
+        key = (m.group(1), m.group(3), r["cycles_per_instance"], r["count"], r["bound"])
+        groups.setdefault(key, []).append((int(m.group(2)), r))
+    out = []
+    for key, members in groups.items():
+        if len(members) == 1:
+            out.append(members[0][1])
+            continue
+        first = members[0][1]
+        blocks = _ranges(sorted(i for i, _ in members))
+        out.append(
+            {
+                **first,
+                "name": f"{key[0]}{{{blocks}}}{key[1]} x{len(members)}",
+                "count": sum(r["count"] for _, r in members),
+                "cycles": sum(r["cycles"] for _, r in members),
+            }
+        )
+    return out
+
+
+def _ranges(ids: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'."""
+    parts, start = [], ids[0]
+    for a, b in zip(ids, [*ids[1:], None], strict=True):
+        if b != a + 1:
+            parts.append(f"{start}-{a}" if a > start else f"{a}")
+            start = b
+    return ",".join(parts)

@@ -81,3 +81,17 @@ def test_map_emit_program_errors(tmp_path, capsys):
     assert "--layer 'nope': no such task in bert-base; hardware layers: layer0.attn.q" in capsys.readouterr().err
     assert main([*base, "--emit-program", str(tmp_path), "--layer", "layer0.attn.softmax"]) == 2
     assert "runs on the host" in capsys.readouterr().err
+
+
+def test_identical_blocks_print_as_one_row(capsys):
+    from mapper.cli import group_layers
+
+    assert main(["map", "bert-base", "--hw", "nv_full", "--seq", "64", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "layer{0-11}.ffn2 x12" in out and "layer0.ffn2 " not in out
+    rows = [
+        {"name": f"layer{i}.x", "cycles_per_instance": 5, "count": 1, "bound": "dram", "cycles": 5} for i in (0, 1, 2, 5)
+    ]
+    rows.append({"name": "layer3.x", "cycles_per_instance": 7, "count": 1, "bound": "dram", "cycles": 7})
+    merged = {r["name"]: r for r in group_layers(rows)}
+    assert merged["layer{0-2,5}.x x4"]["cycles"] == 20 and "layer3.x" in merged
