@@ -7,6 +7,7 @@ width, peak MACs per cycle, DRAM bytes per cycle) are computed properties, never
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -15,7 +16,9 @@ from typing import Any
 from .errors import ConfigError
 from .precision import Precision
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+# The shipped configs: the repository's configs/ folder, installed as the package data nvdla_sim.configs
+# (pyproject.toml maps the folder), so a wheel carries them and an editable checkout reads them in place.
+CONFIG_PACKAGE = "nvdla_sim.configs"
 
 
 def _is_pow2(v: int) -> bool:
@@ -391,7 +394,8 @@ def load_config_file(path: str | Path) -> HwConfig:
 
 def builtin_configs() -> dict[str, Path]:
     """Registry of the shipped configs: name -> file."""
-    return {p.stem: p for p in sorted(CONFIG_DIR.glob("*.toml"))}
+    found = importlib.resources.files(CONFIG_PACKAGE)
+    return {Path(str(p)).stem: Path(str(p)) for p in sorted(found.iterdir(), key=str) if p.name.endswith(".toml")}
 
 
 def load_config(name_or_path: str | Path) -> HwConfig:
