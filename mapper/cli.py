@@ -23,6 +23,12 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--seq", type=int, default=128, help="sequence length (ignored by vision models)")
     m.add_argument("--dec-seq", type=int, default=None, help="decoder sequence length (T5); default --seq")
     m.add_argument(
+        "--head",
+        choices=["auto", "none", "lm", "cls"],
+        default="auto",
+        help="model head: LM head (vocabulary projection), classifier, or none (auto: lm for GPT-2/T5/XLNet, cls else)",
+    )
+    m.add_argument(
         "--extend-positions", action="store_true", help="map a --seq beyond the model's learned positions (what-if)"
     )
     m.add_argument("--batch", type=int, default=1)
@@ -141,6 +147,7 @@ def _map(args: argparse.Namespace) -> int:
         dec_seq=args.dec_seq,
         host_fallback=args.host_fallback,
         extend_positions=args.extend_positions,
+        head=args.head,
     )
     host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
@@ -211,7 +218,8 @@ def format_summary(res, *, top: int) -> str:
         f"{res.model} (batch {res.batch}{f', seq {res.seq}' if res.seq else ''}, {res.precision.value}) on {res.hw.fingerprint}",
         f"  end-to-end        {res.total_cycles:,} cycles = {res.latency_ms:.3f} ms at {res.hw.clock_mhz:g} MHz"
         f"  ({d['throughput_inferences_per_s']:,.1f} inferences/s)",
-        f"  MACs              {res.macs:,}  (MAC utilization over the run {res.mac_utilization:.1%})",
+        f"  MACs              {res.macs:,} on the hardware, {res.model_macs:,} of the model"
+        f"  (MAC utilization over the run {res.mac_utilization:.1%})",
     ]
     groups = d["cycles_by_group"]
     total = sum(groups.values()) or 1

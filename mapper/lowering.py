@@ -190,6 +190,23 @@ def _sdp_pass(name: str, m: int, n: int, ctx: LoweringContext, spec: SdpSpec) ->
     return SdpLayer(name, w, h, n, ctx.precision, spec)
 
 
+CAUSAL_BAND = 64  # queries per band of a causal attention: keys past the band's last query are skipped
+
+
+def causal_bands(op: Op) -> list[tuple[int, int, int]]:
+    """(first query, queries, keys) per band of rows. A causal self-attention (as many queries as keys)
+    computes, for each band of CAUSAL_BAND queries, only the keys up to its last query: the tiles above
+    the diagonal are fully masked and never run. Anything else is one band of all keys."""
+    keys = op.k if op.kind is OpKind.ATTN_CONTEXT else op.n
+    if not op.attrs.get("causal") or op.m != keys or op.m <= CAUSAL_BAND:
+        return [(0, op.m, keys)]
+    return [(r, min(CAUSAL_BAND, op.m - r), min(op.m, r + CAUSAL_BAND)) for r in range(0, op.m, CAUSAL_BAND)]
+
+
+def _banded(name: str, i: int, n_bands: int) -> str:
+    return name if n_bands == 1 else f"{name}.band{i}"
+
+
 def _hw(op: Op, layer: HwLayer, count: int | None = None, note: str = "") -> Task:
     return Task(layer.name, op.name, op.group, Resource.NVDLA, count or op.count, layer=layer, note=note)
 
@@ -255,6 +272,8 @@ def lower_pool(op: Op, ctx: LoweringContext) -> list[Task]:
 def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     f = ctx.fused.get(op.name, Fused())
     spec = _fused_sdp(f, ctx)
+    if op.attrs.get("bias") is False and spec.bias is OperandMode.PER_KERNEL:  # a projection without bias
+        spec = dataclasses.replace(spec, bias=OperandMode.NONE)
     tasks = []
     if op.attrs.get("im2col"):
         note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
@@ -266,22 +285,27 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
 
 def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
     extra = OperandMode.PER_ELEMENT if (op.attrs.get("bias") or op.attrs.get("causal")) else OperandMode.NONE
+    scale = OperandMode.NONE if op.attrs.get("scale", 1.0) == 1.0 else OperandMode.REG  # T5: unscaled
     if extra is not OperandMode.NONE and not ctx.has_ew:
-        spec = SdpSpec(bias=OperandMode.PER_ELEMENT, scale=OperandMode.REG)
+        spec = SdpSpec(bias=OperandMode.PER_ELEMENT, scale=scale)
     else:
-        spec = SdpSpec(scale=OperandMode.REG, eltwise=extra)
+        spec = SdpSpec(scale=scale, eltwise=extra)
     bpe = ctx.precision.bytes
     tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, op.count, "K")]
-    tasks += [_hw(op, layer) for layer in _mm(op.name, op.m, op.k, op.n, ctx, spec)]
+    bands = causal_bands(op)
+    for i, (_, rows, keys) in enumerate(bands):
+        note = "causal: keys past the band's last query skipped" if len(bands) > 1 else ""
+        name = _banded(op.name, i, len(bands))
+        tasks += [_hw(op, layer, note=note) for layer in _mm(name, rows, op.k, keys, ctx, spec)]
     if op.attrs.get("relative_shift"):
-        tasks.append(
+        tasks.append(  # one hand-off per layer for all heads (the shift is the same strided re-index)
             _host(
                 op,
                 f"{op.name}.rel_shift",
                 ctx,
                 flops_per_elem=0,
-                count=op.count,
-                note="XLNet relative shift (a strided re-index)",
+                count=1,
+                note="XLNet relative shift (a strided re-index), all heads at once",
             )
         )
     return tasks
@@ -290,7 +314,10 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
 def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
     bpe = ctx.precision.bytes
     tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, op.count, "V^T")]
-    tasks += [_hw(op, layer) for layer in _mm(op.name, op.m, op.k, op.n, ctx, SdpSpec())]
+    bands = causal_bands(op)
+    for i, (_, rows, keys) in enumerate(bands):
+        name = _banded(op.name, i, len(bands))
+        tasks += [_hw(op, layer) for layer in _mm(name, rows, keys, op.n, ctx, SdpSpec())]
     if ctx.mode("softmax") == "nvdla":
         norm = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
         tasks.append(_hw(op, _sdp_pass(f"{op.name}.normalize", op.m, op.n, ctx, norm), note="softmax 1/sum"))
@@ -298,26 +325,32 @@ def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
 
 
 def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
+    bands = causal_bands(op)
     if ctx.mode("softmax") == "host":
+        computed = sum(rows * keys for _, rows, keys in bands) / (op.m * op.n)  # only the unmasked scores
         return [
             _host(
                 op,
                 op.name,
                 ctx,
-                flops_per_elem=10,
+                flops_per_elem=10 * computed,
                 count=op.count,
                 note="softmax on host" + ("" if ctx.has_lut else f" ({ctx.hw.name} has no SDP LUT)"),
             )
         ]
-    return [
-        _hw(
-            op,
-            _sdp_pass(f"{op.name}.exp", op.m, op.n, ctx, SdpSpec(lut=True)),
-            note="exp via SDP LUT (no max subtraction: LUT range covers the quantised scores)",
-        ),
-        *[_hw(op, layer) for layer in _mm(f"{op.name}.rowsum", op.m, op.n, 1, ctx, SdpSpec())],
-        _hw(op, _sdp_pass(f"{op.name}.recip", op.m, 1, ctx, SdpSpec(lut=True)), note="1/sum via SDP LUT"),
-    ]
+    tasks = []
+    for i, (_, rows, keys) in enumerate(bands):
+        name = _banded(op.name, i, len(bands))
+        tasks.append(
+            _hw(
+                op,
+                _sdp_pass(f"{name}.exp", rows, keys, ctx, SdpSpec(lut=True)),
+                note="exp via SDP LUT (no max subtraction: LUT range covers the quantised scores)",
+            )
+        )
+        tasks += [_hw(op, layer) for layer in _mm(f"{name}.rowsum", rows, keys, 1, ctx, SdpSpec())]
+    tasks.append(_hw(op, _sdp_pass(f"{op.name}.recip", op.m, 1, ctx, SdpSpec(lut=True)), note="1/sum via SDP LUT"))
+    return tasks
 
 
 def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:

@@ -82,6 +82,7 @@ class MapResult:
     weights: WeightTreatment = field(default_factory=WeightTreatment)
     baseline_cycles: int | None = None  # the same model with dense, uncompressed weights
     accuracy: dict[str, Any] | None = None  # filled by the quantization run (mapper.accuracy)
+    model_macs: int = 0  # the model's own multiply-accumulates (no tile padding or ones-convolution sums)
 
     def weight_bytes(self) -> tuple[int, int]:
         """(dense, stored) weight bytes of all layers with static weights."""
@@ -174,6 +175,7 @@ class MapResult:
             "latency_ms": round(self.latency_ms, 6),
             "throughput_inferences_per_s": round(1e3 / self.latency_ms, 3) if self.latency_ms else 0,
             "macs": self.macs,
+            "model_macs": self.model_macs,
             "mac_utilization": round(self.mac_utilization, 6),
             "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
             "dram_bytes_per_cycle": self.hw.dram_bytes_per_cycle,
@@ -288,7 +290,11 @@ def map_model(
         baseline = map_model(
             g, hw, precision=precision, batch=batch, seq=seq, host=host, softmax=softmax, layernorm=layernorm
         ).total_cycles
-    return MapResult(str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes, weights, baseline)
+    model_macs = sum(int(op.attrs.get("model_macs", op.macs)) for op in ops_in_order(g))
+    return MapResult(
+        str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes, weights, baseline,
+        model_macs=model_macs,
+    )  # fmt: skip
 
 
 def trace_spans(result: MapResult) -> list[tuple[str, str, int, int]]:

@@ -40,7 +40,9 @@ def _plan(r: TaskResult) -> TilePlan | None:
     d = r.stats.detail.get("plan") if r.stats else None
     if not d:
         return None
-    return TilePlan(d["data_banks"], d["weight_banks"], d["rows_per_tile"], d["kernels_per_tile"], LoopOrder(d["order"]))
+    return TilePlan(
+        d["data_banks"], d["weight_banks"], d["rows_per_tile"], d["kernels_per_tile"], LoopOrder(d["order"])
+    )
 
 
 def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = None) -> EmitResult:

@@ -55,6 +55,11 @@ class ModelSpec:
     image_tokens: int = 0  # vision models: tokens fixed by the image (patch grid)
     patch_embed: tuple[int, int, int] = (0, 0, 0)  # (image, patch, channels) for ViT/Swin
     max_positions: int = 0  # learned absolute positions (max_position_embeddings); 0: relative or none
+    num_labels: int = 0  # classifier outputs; 0: 1000 for vision models, 2 otherwise
+
+    @property
+    def labels(self) -> int:
+        return self.num_labels or (1000 if self.image_tokens else 2)
 
     def __post_init__(self) -> None:
         for st in self.stages:
@@ -120,6 +125,7 @@ def model_graph(
     dec_seq: int | None = None,
     host_fallback: bool = False,
     extend_positions: bool = False,
+    head: str = "auto",
 ) -> nx.DiGraph:
     """Workload graph of any model source: a CNN or transformer preset, a config.json, or an .onnx file."""
     from .cnn_zoo import CNN_PRESETS
@@ -131,7 +137,7 @@ def model_graph(
         from .onnx_import import graph_from_onnx
 
         return graph_from_onnx(src, batch=batch, seq=seq, host_fallback=host_fallback)
-    return build_graph(src, batch=batch, seq=seq, dec_seq=dec_seq, extend_positions=extend_positions)
+    return build_graph(src, batch=batch, seq=seq, dec_seq=dec_seq, extend_positions=extend_positions, head=head)
 
 
 # ---- Hugging Face config.json ---------------------------------------------------------------------
@@ -263,16 +269,36 @@ def resolve_model(name_or_path: str) -> ModelSpec | Path:
         if not p.exists():
             raise NvdlaError(f"{p}: ONNX file not found")
         return p
-    if p.suffix == ".json" or p.is_dir():
-        return from_hf_config(p / "config.json" if p.is_dir() else p)
+    if p.suffix == ".json":
+        return from_hf_config(p)
+    if name_or_path in PRESETS:  # a preset name never resolves to a folder of that name
+        return PRESETS[name_or_path]
+    if "/" in name_or_path or "\\" in name_or_path:  # a path to a Hugging Face model folder
+        if not p.is_dir():
+            raise NvdlaError(f"{p}: no such folder (a model folder holds config.json)")
+        return from_hf_config(p / "config.json")
     return preset(name_or_path)
 
 
 # ---- graph builder ----------------------------------------------------------------------------------
 
 
+HEADS = ("auto", "none", "lm", "cls")
+
+
+def default_head(spec: ModelSpec) -> str:
+    """The head a model family is used with: generative models their LM head, encoders a classifier."""
+    return "lm" if spec.family in ("gpt2", "t5", "xlnet") else "cls"
+
+
 def build_graph(
-    spec: ModelSpec, *, batch: int = 1, seq: int = 128, dec_seq: int | None = None, extend_positions: bool = False
+    spec: ModelSpec,
+    *,
+    batch: int = 1,
+    seq: int = 128,
+    dec_seq: int | None = None,
+    extend_positions: bool = False,
+    head: str = "auto",
 ) -> nx.DiGraph:
     """Workload graph of one forward pass (prefill) at the given batch and sequence length. A sequence
     beyond a model's learned positions is refused unless `extend_positions` (a what-if)."""
@@ -301,6 +327,8 @@ def build_graph(
                 attrs={"im2col": True},
             )
         )
+        if spec.family == "swin":  # Swin normalises the patch embeddings
+            last = _norm(g, spec, "patch_embed.norm", last, m=batch * grid, n=s0.hidden)
     else:
         last = g.add(Op("embed", OpKind.GATHER, base, s0.hidden, group="host"))
     prefix = "enc" if spec.decoder_layers else "layer"
@@ -309,13 +337,19 @@ def build_graph(
         m = base // st.token_divisor
         if si > 0:
             prev = spec.stages[si - 1]
-            last = g.add(Op(f"merge{si}", OpKind.MATMUL, m, st.hidden, k=4 * prev.hidden, group="matmul"), last)
+            # patch merging: 2x2 neighbours concatenated (4C), layernorm, then a bias-free reduction to 2C
+            last = _norm(g, spec, f"merge{si}.norm", last, m=m, n=4 * prev.hidden)
+            last = g.add(
+                Op(f"merge{si}", OpKind.MATMUL, m, st.hidden, k=4 * prev.hidden, group="matmul", attrs={"bias": False}),
+                last,
+            )
         for _ in range(st.layers):
             last = _block(g, spec, st, f"{prefix}{idx}", last, m=m, batch=batch)
             idx += 1
-    last = _norm(
-        g, spec, f"{prefix}_final_norm", last, m=base // spec.stages[-1].token_divisor, n=spec.stages[-1].hidden
-    )
+    if spec.family != "xlnet":  # XLNet's blocks end with their own layernorm; there is no final one
+        last = _norm(
+            g, spec, f"{prefix}_final_norm", last, m=base // spec.stages[-1].token_divisor, n=spec.stages[-1].hidden
+        )
     if spec.decoder_layers:
         enc_out = last
         dseq = dec_seq or seq
@@ -324,7 +358,31 @@ def build_graph(
         for i in range(spec.decoder_layers):
             last = _block(g, spec, s0, f"dec{i}", last, m=dm, batch=batch, causal=True, cross=(enc_out, base))
         last = _norm(g, spec, "dec_final_norm", last, m=dm, n=s0.hidden)
+    m_out = batch * (dec_seq or seq) if spec.decoder_layers else base // spec.stages[-1].token_divisor
+    _head(g, spec, last, head, m=m_out, batch=batch)
     return g.g
+
+
+def _head(g: Graph, spec: ModelSpec, src: str, head: str, *, m: int, batch: int) -> None:
+    """The model's head on the last hidden states [m, hidden]."""
+    if head not in HEADS:
+        raise NvdlaError(f"--head {head!r}: choose one of {', '.join(HEADS)}")
+    head = default_head(spec) if head == "auto" else head
+    hidden = spec.stages[-1].hidden
+    if head == "lm":
+        if not spec.vocab:
+            raise NvdlaError(f"--head lm: {spec.name} has no vocabulary (vision model); use --head cls or none")
+        # the vocabulary projection of every position, tied to the token embeddings (no bias)
+        g.add(Op("lm_head", OpKind.MATMUL, m, spec.vocab, k=hidden, group="head", attrs={"bias": False}), src)
+    elif head == "cls":
+        x = src
+        if spec.family == "swin":  # mean over the final tokens, then the classifier
+            x = g.add(Op("head.pool", OpKind.HOST, batch, hidden, group="head",
+                         attrs={"flops_per_elem": m // batch, "op_type": "token mean"}), x)  # fmt: skip
+        elif spec.family in ("bert", "longformer"):  # pooler: dense + tanh on the first token
+            x = g.add(Op("pooler", OpKind.MATMUL, batch, hidden, k=hidden, group="head"), x)
+            x = g.add(Op("pooler.tanh", OpKind.LUT, batch, hidden, group="head", attrs={"func": "tanh"}), x)
+        g.add(Op("classifier", OpKind.MATMUL, batch, spec.labels, k=hidden, group="head"), x)
 
 
 def _norm(g: Graph, spec: ModelSpec, name: str, src: str, *, m: int, n: int) -> str:
@@ -343,33 +401,45 @@ def _attention(
     m_kv: int,
     batch: int,
     causal: bool,
+    cross: bool = False,
 ) -> str:
     hd = spec.head_dim or st.hidden // st.heads
     inner = hd * st.heads
-    q = g.add(Op(f"{p}.q", OpKind.MATMUL, m_q, inner, k=st.hidden, group="matmul"), q_src)
-    k = g.add(Op(f"{p}.k", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul"), kv_src)
-    v = g.add(Op(f"{p}.v", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul"), kv_src)
+    # T5 has no biases; XLNet's attention projections have none (its FFN has)
+    proj = {"bias": False} if spec.family in ("t5", "xlnet") else {}
+    q = g.add(Op(f"{p}.q", OpKind.MATMUL, m_q, inner, k=st.hidden, group="matmul", attrs=proj), q_src)
+    k = g.add(Op(f"{p}.k", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul", attrs=proj), kv_src)
+    v = g.add(Op(f"{p}.v", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul", attrs=proj), kv_src)
     sq, skv = m_q // batch, m_kv // batch
     count = batch * st.heads
+    band = None
     if spec.attention is Attention.WINDOW:
         win = spec.window
         n_win = max(1, sq // win)
         rows, keys, count = win, win, count * n_win
     elif spec.attention is Attention.SLIDING and spec.window < skv:
+        # hardware tiles: chunks of window/2 queries against their window + chunk keys; the model's work
+        # is the band of +-window/2 keys around each query (model_macs)
         chunk = spec.window // 2
         n_chunk = math.ceil(sq / chunk)
         rows, keys, count = chunk, min(skv, chunk + spec.window), count * n_chunk
+        band = batch * st.heads * band_pairs(sq, spec.window // 2) * hd
     else:
         rows, keys = sq, skv
     attrs = {
         "causal": causal or spec.attention is Attention.CAUSAL,
-        "scale": 1 / math.sqrt(hd),
-        "bias": spec.relative == "bias" or (spec.attention is Attention.WINDOW and bool(spec.relative)),
+        "scale": 1.0 if spec.family == "t5" else 1 / math.sqrt(hd),  # T5 folds the scale into its init
+        "bias": not cross and (spec.relative == "bias" or (spec.attention is Attention.WINDOW and bool(spec.relative))),
     }
+    if band is not None:
+        attrs["model_macs"] = band
     scores = g.add(
         Op(f"{p}.qk", OpKind.ATTN_SCORES, rows, keys, k=hd, count=count, group="attention", attrs=attrs), q, k
     )
     if spec.relative == "xlnet":
+        # k_r = R W_r: the relative positional embeddings of 2 x seq positions (klen + qlen, no memory),
+        # shared by the batch; then q . k_r per head and the relative shift
+        kr = g.add(Op(f"{p}.kr", OpKind.MATMUL, 2 * skv, inner, k=st.hidden, group="matmul", attrs=proj))
         pos = g.add(
             Op(
                 f"{p}.qr",
@@ -382,11 +452,23 @@ def _attention(
                 attrs={"relative_shift": True},
             ),
             q,
+            kr,
         )
         scores = g.add(Op(f"{p}.rel_add", OpKind.ADD, rows, keys, count=count, group="attention"), scores, pos)
-    probs = g.add(Op(f"{p}.softmax", OpKind.SOFTMAX, rows, keys, count=count, group="softmax"), scores)
-    ctx = g.add(Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention"), probs, v)
-    return g.add(Op(f"{p}.o", OpKind.MATMUL, m_q, st.hidden, k=inner, group="matmul"), ctx)
+    probs = g.add(
+        Op(f"{p}.softmax", OpKind.SOFTMAX, rows, keys, count=count, group="softmax", attrs={"causal": attrs["causal"]}),
+        scores,
+    )
+    pv_attrs = {"model_macs": band} if band is not None else {"causal": attrs["causal"]}
+    ctx = g.add(
+        Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=pv_attrs), probs, v
+    )
+    return g.add(Op(f"{p}.o", OpKind.MATMUL, m_q, st.hidden, k=inner, group="matmul", attrs=proj), ctx)
+
+
+def band_pairs(seq: int, half: int) -> int:
+    """(query, key) pairs of a sequence with each query attending to keys within +-half positions."""
+    return sum(min(seq, q + half + 1) - max(0, q - half) for q in range(seq))
 
 
 def _block(
@@ -411,13 +493,14 @@ def _block(
     if cross is not None:
         enc, m_enc = cross
         h = _norm(g, spec, f"{p}.lnx", x, m=m, n=st.hidden)
-        a = _attention(g, spec, st, f"{p}.xattn", h, enc, m_q=m, m_kv=m_enc, batch=batch, causal=False)
+        a = _attention(g, spec, st, f"{p}.xattn", h, enc, m_q=m, m_kv=m_enc, batch=batch, causal=False, cross=True)
         x = g.add(Op(f"{p}.resx", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
     h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden) if pre_norm else x
-    f1 = g.add(Op(f"{p}.ffn1", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul"), h)
+    ffn = {"bias": False} if spec.family == "t5" else {}
+    f1 = g.add(Op(f"{p}.ffn1", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
     act_kind = OpKind.GELU if spec.activation == "gelu" else OpKind.RELU
     act = g.add(Op(f"{p}.act", act_kind, m, st.ffn, group="elementwise"), f1)
-    f2 = g.add(Op(f"{p}.ffn2", OpKind.MATMUL, m, st.hidden, k=st.ffn, group="matmul"), act)
+    f2 = g.add(Op(f"{p}.ffn2", OpKind.MATMUL, m, st.hidden, k=st.ffn, group="matmul", attrs=ffn), act)
     x = g.add(Op(f"{p}.res2", OpKind.ADD, m, st.hidden, group="elementwise"), f2, x)
     if not pre_norm:
         x = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)

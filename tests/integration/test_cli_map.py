@@ -13,7 +13,7 @@ def test_map_bert_writes_json_and_csv(tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert len(rows) == len(d["layers"]) > 100
     assert d["total_cycles"] == max(int(r["end"]) for r in rows)
-    assert d["macs"] == 11_180_900_352
+    assert d["macs"] == 11_181_491_712 and d["model_macs"] == 11_174_217_216  # with the pooler and classifier
     assert d["host_fallback"]["tasks"] >= 1  # the embedding lookup
     assert (tmp_path / "report.html").stat().st_size > 10_000 and (tmp_path / "trace.json").exists()
 
@@ -90,7 +90,8 @@ def test_identical_blocks_print_as_one_row(capsys):
     out = capsys.readouterr().out
     assert "layer{0-11}.ffn2 x12" in out and "layer0.ffn2 " not in out
     rows = [
-        {"name": f"layer{i}.x", "cycles_per_instance": 5, "count": 1, "bound": "dram", "cycles": 5} for i in (0, 1, 2, 5)
+        {"name": f"layer{i}.x", "cycles_per_instance": 5, "count": 1, "bound": "dram", "cycles": 5}
+        for i in (0, 1, 2, 5)
     ]
     rows.append({"name": "layer3.x", "cycles_per_instance": 7, "count": 1, "bound": "dram", "cycles": 7})
     merged = {r["name"]: r for r in group_layers(rows)}

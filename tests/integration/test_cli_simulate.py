@@ -118,6 +118,8 @@ def test_simulate_trace_test_end_to_end(tmp_path):
 
 
 def test_simulate_trace_test_errors_are_one_line(tmp_path):
-    out = subprocess.run([*NVDLA, "simulate", "--trace-test", str(tmp_path / "missing")], capture_output=True, text=True)
+    out = subprocess.run(
+        [*NVDLA, "simulate", "--trace-test", str(tmp_path / "missing")], capture_output=True, text=True
+    )
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "not a trace-test folder" in out.stderr

@@ -68,8 +68,13 @@ def test_each_test_within_worst_case_target(name):
 
 def test_thin_and_tiny_operations_no_longer_optimistic():
     """What attention and decode consist of: one-channel and one-pixel cubes (2-3x optimistic before)."""
-    for name in ("sdp_8192x1x1_pass_through_int8_0", "sdp_1x8192x1_pass_through_int8_0",
-                 "sdp_1x1x1_pass_through_int8", "dc_1x1x8_1x1x8x1_int8_0", "pdp_1x1x1_3x3_ave_int8_0"):
+    for name in (
+        "sdp_8192x1x1_pass_through_int8_0",
+        "sdp_1x8192x1_pass_through_int8_0",
+        "sdp_1x1x1_pass_through_int8",
+        "dc_1x1x8_1x1x8x1_int8_0",
+        "pdp_1x1x1_3x3_ave_int8_0",
+    ):
         assert 0.95 <= ROWS[name].ratio <= 1.10, (name, ROWS[name].ratio)
 
 
@@ -124,8 +129,22 @@ def test_rerun_on_nvidia_rtl(tmp_path):
     work = os.environ.get("NVDLA_HW_WORK", str(tmp_path / "work"))
     out = tmp_path / "rows.json"
     names = ["sdp_1x1x1_pass_through_int8", "pdp_8x8x32_1x1_int8_0", "dc_1x1x8_1x1x8x1_int8_0", "cdp_1x1x1_lrn3_int8_0"]
-    subprocess.run([sys.executable, "-m", "validation.nvdla_rtl.run_reference", src, "--work", work, "--out",
-                    str(out), "--tests", *names], check=True, cwd=Path(DATA).parent.parent.parent)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "validation.nvdla_rtl.run_reference",
+            src,
+            "--work",
+            work,
+            "--out",
+            str(out),
+            "--tests",
+            *names,
+        ],
+        check=True,
+        cwd=Path(DATA).parent.parent.parent,
+    )
     import json
 
     fresh = {r["name"]: r for r in json.loads(out.read_text())["rows"]}

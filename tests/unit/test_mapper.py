@@ -35,7 +35,7 @@ def test_every_zoo_model_maps(model, cfg):
 
 
 def test_bert_base_structure():
-    g = build_graph(PRESETS["bert-base"], seq=128)
+    g = build_graph(PRESETS["bert-base"], seq=128, head="none")
     ops = ops_in_order(g)
     mm = [o for o in ops if o.kind is OpKind.MATMUL]
     assert len(mm) == 12 * 6

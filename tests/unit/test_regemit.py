@@ -152,7 +152,13 @@ def test_cdp_round_trip_with_its_lut(tmp_path_factory, w, h, c, window, exponent
     got = decode_lut(parsed)
     for t, u in ((got.le, le), (got.lo, lo)):
         np.testing.assert_array_equal(t.entries, u.entries)
-        assert (t.mode, t.start, t.index_shift, t.origin, t.last_x) == (u.mode, u.start, u.index_shift, u.origin, u.last_x)
+        assert (t.mode, t.start, t.index_shift, t.origin, t.last_x) == (
+            u.mode,
+            u.start,
+            u.index_shift,
+            u.origin,
+            u.last_x,
+        )
         assert (t.uflow_scale, t.uflow_shift, t.oflow_scale, t.oflow_shift) == (
             u.uflow_scale, u.uflow_shift, u.oflow_scale, u.oflow_shift,
         )  # fmt: skip

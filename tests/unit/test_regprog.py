@@ -102,8 +102,15 @@ def test_decode_sdp_cube(tmp_path):
     dec = decode_program(parse_program(write_test(tmp_path, sdp_program(3, 2, 9))))
     (op,) = dec.operations
     assert isinstance(op, SdpOp)
-    assert (op.width, op.height, op.channels, op.flying, op.x1, op.x2, op.ew_enabled) == (3, 2, 9, False, None, None,
-                                                                                        False)
+    assert (op.width, op.height, op.channels, op.flying, op.x1, op.x2, op.ew_enabled) == (
+        3,
+        2,
+        9,
+        False,
+        None,
+        None,
+        False,
+    )
     assert op.src.addr == 0x80000000 and op.dst.addr == 0x80080000
     assert dec.unknown == []
 

@@ -153,5 +153,7 @@ def test_pooling_matches_reference(w, h, c, mode, k, stride, pad, pad_value, see
             else:
                 padded = k * k - len(ys) * len(xs)
                 s = win.sum(0) + pad_value * padded
-                ref = np.array([max(-128, min(127, _round(_round(int(v) * pdp.recip(k), 16) * pdp.recip(k), 16))) for v in s])
+                ref = np.array(
+                    [max(-128, min(127, _round(_round(int(v) * pdp.recip(k), 16) * pdp.recip(k), 16))) for v in s]
+                )
             np.testing.assert_array_equal(got[i, j], ref)

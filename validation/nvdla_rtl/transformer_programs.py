@@ -11,7 +11,7 @@ chosen hardware layers with the layout, CBUF split and band split the mapper cho
 * attention QK^T and PV of one head (head dim 64) at sequence 64 and 128: Q (resp. P) read as the
   feature cube the previous layer wrote, K (resp. V^T) re-laid out into the weight format by the host
   (nv_small has no BDMA), the scores written with one channel per key;
-* a whole BERT encoder block at hidden 128, 2 heads, FFN 512, sequence 64: every NVDLA layer of it
+* a whole BERT encoder block at hidden 128, 2 heads, FFN 512, sequence 64 (no head): every NVDLA layer of it
   (softmax, GELU and layernorm run on the host on nv_small, which has no SDP LUT).
 
     python -m validation.nvdla_rtl.transformer_programs build/tf        # write the programs
@@ -72,9 +72,9 @@ def cases() -> list[Case]:
                 out.append(Case(f"tf_proj_m{m}_k{k}_n{n}_", "projection", _projection(m, k, n), m, ("proj",)))
     out.append(Case("tf_split_m64_k3072_n64_", "split", _projection(64, 3072, 64), 64, ("proj",)))
     for seq in (64, 128):
-        g = build_graph(BASE, seq=seq)
+        g = build_graph(BASE, seq=seq, head="none")
         out.append(Case(f"tf_attn_s{seq}_", "attention", g, seq, ("layer0.attn.qk", "layer0.attn.pv")))
-    out.append(Case("tf_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ), BLOCK_SEQ, None))
+    out.append(Case("tf_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ, head="none"), BLOCK_SEQ, None))
     return out
 
 

@@ -1,0 +1,111 @@
+"""Model MACs of each preset against an analytical count written from the published architecture.
+
+Each formula counts the multiply-accumulates of the model as its paper / Hugging Face implementation
+defines it (projections, attention scores and context, FFN, the head), independently of the mapper's
+graph. A regression in the lowering (a missing projection, a head, a wrong attention span) moves the
+mapped count away from it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mapper.pipeline import map_model
+from mapper.zoo import build_graph, preset
+from nvdla_sim import Precision, load_config
+
+HW = load_config("nv_full")
+
+
+def encoder_layer(s: int, h: int, f: int, keys: int | None = None) -> int:
+    """q, k, v, o projections, scores and context over `keys` keys per query (all heads), FFN."""
+    keys = s if keys is None else keys
+    return 4 * s * h * h + 2 * s * keys * h + 2 * s * h * f
+
+
+def bert(s: int, L: int = 12, h: int = 768, f: int = 3072, labels: int = 2) -> int:
+    return L * encoder_layer(s, h, f) + h * h + h * labels  # pooler (first token) + classifier
+
+
+def gpt2(s: int, L: int = 12, h: int = 768, f: int = 3072, vocab: int = 50257) -> int:
+    return L * encoder_layer(s, h, f) + s * h * vocab  # LM head over every position, tied to wte
+
+
+def t5(s: int, L: int = 12, h: int = 768, f: int = 3072, vocab: int = 32128) -> int:
+    enc = L * encoder_layer(s, h, f)
+    self_attn = 4 * s * h * h + 2 * s * s * h
+    cross = 2 * s * h * h + 2 * s * h * h + 2 * s * s * h  # q, o on the decoder; k, v on the encoder output
+    dec = L * (self_attn + cross + 2 * s * h * f)
+    return enc + dec + s * h * vocab
+
+
+def vit(L: int = 12, h: int = 768, f: int = 3072, patch: int = 16, image: int = 224, labels: int = 1000) -> int:
+    grid = (image // patch) ** 2
+    s = grid + 1  # patches + CLS
+    return grid * (patch * patch * 3) * h + L * encoder_layer(s, h, f) + h * labels
+
+
+def swin_t(labels: int = 1000) -> int:
+    stages = [(2, 96, 3136), (2, 192, 784), (6, 384, 196), (2, 768, 49)]
+    total = 3136 * (4 * 4 * 3) * 96  # patch embedding
+    prev = None
+    for depth, c, tokens in stages:
+        if prev is not None:
+            total += tokens * 4 * prev * c  # patch merging reduction 4C -> 2C
+        total += depth * encoder_layer(tokens, c, 4 * c, keys=49)  # 7x7 windows
+        prev = c
+    return total + 768 * labels
+
+
+def longformer(s: int, L: int = 12, h: int = 768, f: int = 3072, window: int = 512, labels: int = 2) -> int:
+    half = window // 2
+    pairs = sum(min(s, q + half + 1) - max(0, q - half) for q in range(s))  # +-256 band, clipped at the ends
+    layer = 4 * s * h * h + 2 * pairs * h + 2 * s * h * f
+    return L * layer + h * h + h * labels
+
+
+def xlnet(s: int, L: int = 12, h: int = 768, f: int = 3072, vocab: int = 32000) -> int:
+    # q, k, v, o; k_r over 2s relative positions; content, position (2s keys) scores and context; FFN
+    layer = 4 * s * h * h + 2 * s * h * h + s * s * h + s * 2 * s * h + s * s * h + 2 * s * h * f
+    return L * layer + s * h * vocab
+
+
+CASES = [
+    ("bert-base", 128, bert(128)),
+    ("gpt2", 128, gpt2(128)),
+    ("t5-base", 128, t5(128)),
+    ("vit-b16", 128, vit()),
+    ("swin-t", 128, swin_t()),
+    ("longformer-base", 128, longformer(128)),
+    ("longformer-base", 1024, longformer(1024)),
+    ("longformer-base", 4096, longformer(4096)),
+    ("xlnet-base", 128, xlnet(128)),
+]
+
+
+@pytest.mark.parametrize(("name", "seq", "expected"), CASES, ids=[f"{n}-s{s}" for n, s, _ in CASES])
+def test_model_macs_match_the_published_architecture(name, seq, expected):
+    res = map_model(build_graph(preset(name), seq=seq), HW, precision=Precision.INT8, batch=1, seq=seq)
+    assert abs(res.model_macs / expected - 1) <= 0.005, (res.model_macs, expected)
+    if name in ("gpt2", "t5-base"):  # causal (self-)attention: the tiles above the diagonal are skipped
+        assert res.macs < res.model_macs
+    else:  # the hardware also does tile padding and the ones-convolution sums
+        assert res.macs >= res.model_macs
+
+
+def test_causal_attention_skips_fully_masked_tiles():
+    """Bands of 64 queries: at seq 1024 the scores and context run 8.5/16 of the full square."""
+    res = map_model(build_graph(preset("gpt2"), seq=1024), HW, precision=Precision.INT8, batch=1, seq=1024)
+    qk = [r for r in res.results if r.task.op == "layer0.attn.qk" and r.stats]
+    assert len(qk) == 16 and "keys past the band" in qk[0].task.note
+    computed = sum(r.stats.macs for r in qk)
+    assert computed == sum(64 * (i + 1) * 64 * 64 for i in range(16))  # rows x keys x head dim, per head
+
+
+def test_head_choice():
+    g_none = build_graph(preset("gpt2"), seq=64, head="none")
+    g_cls = build_graph(preset("gpt2"), seq=64, head="cls")
+    assert "lm_head" not in g_none and "classifier" in g_cls
+    assert "lm_head" in build_graph(preset("gpt2"), seq=64)
+    with pytest.raises(Exception, match="no vocabulary"):
+        build_graph(preset("vit-b16"), head="lm")
