@@ -275,6 +275,15 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     if op.attrs.get("bias") is False and spec.bias is OperandMode.PER_KERNEL:  # a projection without bias
         spec = dataclasses.replace(spec, bias=OperandMode.NONE)
     tasks = []
+    if op.attrs.get("feeds_context") and ctx.hw.bdma:
+        # V for P V: computed transposed, V^T = W_v^T X^T (W_v^T as the data cube, X as the kernels), so
+        # that V^T lands in feature format with keys as channels and BDMA's 32-byte strided copy puts it
+        # in weight format (an element transpose of V is beyond BDMA). X reaches weight format the same
+        # way. V's bias moves to PV's per-kernel SDP bias (softmax rows sum to 1).
+        return [
+            _relayout(op, f"{op.name}.x_relayout", op.m * op.k * ctx.precision.bytes, ctx, 1, "X (tokens as kernels)"),
+            *[_hw(op, layer, 1, note="V^T = W_v^T X^T") for layer in _mm(op.name, op.n, op.k, op.m, ctx, SdpSpec())],
+        ]
     if op.attrs.get("im2col"):
         note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
         nbytes = 2 * op.m * op.k * ctx.precision.bytes
@@ -313,12 +322,20 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
 
 def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
     bpe = ctx.precision.bytes
-    tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, op.count, "V^T")]
+    what = "V^T (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "V^T (an element transpose)"
+    tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, op.count, what)]
+    spec = SdpSpec(bias=OperandMode.PER_KERNEL) if ctx.hw.bdma else SdpSpec()  # V's bias, moved here
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))
-        tasks += [_hw(op, layer) for layer in _mm(name, rows, keys, op.n, ctx, SdpSpec())]
+        tasks += [_hw(op, layer) for layer in _mm(name, rows, keys, op.n, ctx, spec)]
     if ctx.mode("softmax") == "nvdla":
+        # SDP operands are per layer, per channel or per element, never per pixel: 1/sum [m, 1] is
+        # broadcast to [m, n] by a 1x1 conv with one input channel and n all-ones kernels
+        tasks += [
+            _hw(op, layer, note="broadcast 1/sum over the row (ones kernels)")
+            for layer in _mm(f"{op.name}.broadcast", op.m, 1, op.n, ctx, SdpSpec())
+        ]
         norm = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
         tasks.append(_hw(op, _sdp_pass(f"{op.name}.normalize", op.m, op.n, ctx, norm), note="softmax 1/sum"))
     return tasks
@@ -364,6 +381,14 @@ def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
     tasks.append(
         _hw(op, _sdp_pass(f"{op.name}.rsqrt", op.m, 1, ctx, SdpSpec(lut=True, eltwise=OperandMode.PER_ELEMENT)))
     )
+    # mean and rstd are per row [m, 1]; SDP has no per-pixel operand, so each is broadcast to [m, n] by a
+    # 1x1 conv with one input channel and n all-ones kernels, then read as the two components (ALU:
+    # -mean, MUL: rstd) of one per-element E-RDMA stream; gamma and beta are per-kernel X operands
+    for what in ("rstd",) if rms else ("mean", "rstd"):
+        tasks += [
+            _hw(op, layer, note=f"broadcast {what} over the row (ones kernels)")
+            for layer in _mm(f"{op.name}.broadcast_{what}", op.m, 1, op.n, ctx, SdpSpec())
+        ]
     norm = SdpSpec(bias=OperandMode.PER_KERNEL, scale=OperandMode.PER_KERNEL, eltwise=OperandMode.PER_ELEMENT)
     tasks.append(_hw(op, _sdp_pass(f"{op.name}.normalize", op.m, op.n, ctx, norm)))
     return tasks

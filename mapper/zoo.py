@@ -409,7 +409,10 @@ def _attention(
     proj = {"bias": False} if spec.family in ("t5", "xlnet") else {}
     q = g.add(Op(f"{p}.q", OpKind.MATMUL, m_q, inner, k=st.hidden, group="matmul", attrs=proj), q_src)
     k = g.add(Op(f"{p}.k", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul", attrs=proj), kv_src)
-    v = g.add(Op(f"{p}.v", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul", attrs=proj), kv_src)
+    v = g.add(
+        Op(f"{p}.v", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul", attrs={**proj, "feeds_context": True}),
+        kv_src,
+    )
     sq, skv = m_q // batch, m_kv // batch
     count = batch * st.heads
     band = None
