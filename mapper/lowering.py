@@ -227,7 +227,7 @@ def _relayout(op: Op, name: str, nbytes: int, ctx: LoweringContext, count: int, 
     """Copy into CDMA weight format: BDMA where present, else a host copy (read + write)."""
     if ctx.hw.bdma:
         return Task(name, op.name, op.group, Resource.BDMA, count, copy_bytes=nbytes, note=f"BDMA re-layout of {what}")
-    note = f"host re-layout of {what} into weight format (no BDMA on this config)"
+    note = f"host re-layout of {what} (no BDMA on this config)"
     return _host_task(op, name, count=count, flops=0, nbytes=2 * nbytes, note=note)
 
 
@@ -281,7 +281,14 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
         # in weight format (an element transpose of V is beyond BDMA). X reaches weight format the same
         # way. V's bias moves to PV's per-kernel SDP bias (softmax rows sum to 1).
         return [
-            _relayout(op, f"{op.name}.x_relayout", op.m * op.k * ctx.precision.bytes, ctx, 1, "X (tokens as kernels)"),
+            _relayout(
+                op,
+                f"{op.name}.x_relayout",
+                op.m * op.k * ctx.precision.bytes,
+                ctx,
+                1,
+                "X into weight format (tokens as kernels)",
+            ),
             *[_hw(op, layer, 1, note="V^T = W_v^T X^T") for layer in _mm(op.name, op.n, op.k, op.m, ctx, SdpSpec())],
         ]
     if op.attrs.get("im2col"):
@@ -300,7 +307,7 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
     else:
         spec = SdpSpec(scale=scale, eltwise=extra)
     bpe = ctx.precision.bytes
-    tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, op.count, "K")]
+    tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, op.count, "K into weight format")]
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         note = "causal: keys past the band's last query skipped" if len(bands) > 1 else ""
@@ -322,7 +329,7 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
 
 def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
     bpe = ctx.precision.bytes
-    what = "V^T (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "V^T (an element transpose)"
+    what = "V^T into weight format" + (" (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "")
     tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, op.count, what)]
     spec = SdpSpec(bias=OperandMode.PER_KERNEL) if ctx.hw.bdma else SdpSpec()  # V's bias, moved here
     bands = causal_bands(op)
@@ -420,6 +427,8 @@ def lower_gather(op: Op, ctx: LoweringContext) -> list[Task]:
 def lower_layout(op: Op, ctx: LoweringContext) -> list[Task]:
     if op.kind is OpKind.RESHAPE:
         return []  # a view: strides change, no data moves
+    if op.attrs.get("what") == "roll":  # whole pixels move (all channels of an atom together): a BDMA copy
+        return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "cyclic shift of the window grid")]
     return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "a transposed tensor")]
 
 
@@ -430,7 +439,7 @@ def lower_host(op: Op, ctx: LoweringContext) -> list[Task]:
             op.name,
             ctx,
             flops_per_elem=float(op.attrs.get("flops_per_elem", 4)),
-            note=f"unsupported op {op.attrs.get('op_type', '?')} on host (fallback requested)",
+            note=op.attrs.get("note") or f"unsupported op {op.attrs.get('op_type', '?')} on host (fallback requested)",
         )
     ]
 

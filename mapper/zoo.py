@@ -50,6 +50,7 @@ class ModelSpec:
     relative: str = ""  # "bias" (T5, Swin): added scores; "xlnet": extra Q.R^T matmul
     norm: str = "layer"  # layer | rms
     activation: str = "gelu"  # gelu | relu
+    gated_ffn: bool = False  # T5 v1.1: two input projections, the activation of one gating the other
     decoder_layers: int = 0  # T5 decoder blocks (with cross-attention)
     head_dim: int = 0  # 0: hidden / heads
     image_tokens: int = 0  # vision models: tokens fixed by the image (patch grid)
@@ -256,6 +257,7 @@ def from_hf_config(path: str | Path) -> ModelSpec:
             relative="bias",
             norm="rms",
             activation="gelu" if "gelu" in act else "relu",
+            gated_ffn=act.startswith("gated"),
             decoder_layers=opt("num_decoder_layers") or layers,
             head_dim=opt("d_kv"),
         )
@@ -378,7 +380,7 @@ def _head(g: Graph, spec: ModelSpec, src: str, head: str, *, m: int, batch: int)
         x = src
         if spec.family == "swin":  # mean over the final tokens, then the classifier
             x = g.add(Op("head.pool", OpKind.HOST, batch, hidden, group="head",
-                         attrs={"flops_per_elem": m // batch, "op_type": "token mean"}), x)  # fmt: skip
+                         attrs={"flops_per_elem": m // batch, "note": "Swin head: mean over the final tokens on the host"}), x)  # fmt: skip
         elif spec.family in ("bert", "longformer"):  # pooler: dense + tanh on the first token
             x = g.add(Op("pooler", OpKind.MATMUL, batch, hidden, k=hidden, group="head"), x)
             x = g.add(Op("pooler.tanh", OpKind.LUT, batch, hidden, group="head", attrs={"func": "tanh"}), x)
@@ -489,7 +491,12 @@ def _block(
     pre_norm = spec.family in ("gpt2", "t5", "vit", "swin")
     x = src
     h = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden) if pre_norm else x
+    shifted = spec.family == "swin" and int(p.rsplit("layer", 1)[-1] or 0) % 2 == 1
+    if shifted:  # Swin's shifted windows: a cyclic roll of whole pixels before attention, and back after
+        h = g.add(Op(f"{p}.shift", OpKind.TRANSPOSE, m, st.hidden, group="attention", attrs={"what": "roll"}), h)
     a = _attention(g, spec, st, f"{p}.attn", h, h, m_q=m, m_kv=m, batch=batch, causal=causal)
+    if shifted:
+        a = g.add(Op(f"{p}.unshift", OpKind.TRANSPOSE, m, st.hidden, group="attention", attrs={"what": "roll"}), a)
     x = g.add(Op(f"{p}.res1", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
     if not pre_norm:
         x = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden)
@@ -503,6 +510,9 @@ def _block(
     f1 = g.add(Op(f"{p}.ffn1", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
     act_kind = OpKind.GELU if spec.activation == "gelu" else OpKind.RELU
     act = g.add(Op(f"{p}.act", act_kind, m, st.ffn, group="elementwise"), f1)
+    if spec.gated_ffn:  # T5 v1.1 (feed_forward_proj "gated-gelu"): act(x W_i0) * (x W_i1)
+        lin = g.add(Op(f"{p}.ffn1_gate", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
+        act = g.add(Op(f"{p}.gate", OpKind.MUL, m, st.ffn, group="elementwise"), act, lin)
     f2 = g.add(Op(f"{p}.ffn2", OpKind.MATMUL, m, st.hidden, k=st.ffn, group="matmul", attrs=ffn), act)
     x = g.add(Op(f"{p}.res2", OpKind.ADD, m, st.hidden, group="elementwise"), f2, x)
     if not pre_norm:

@@ -109,3 +109,30 @@ def test_head_choice():
     assert "lm_head" in build_graph(preset("gpt2"), seq=64)
     with pytest.raises(Exception, match="no vocabulary"):
         build_graph(preset("vit-b16"), head="lm")
+
+
+def test_t5_v1_1_gated_gelu_ffn_from_its_config(tmp_path):
+    """feed_forward_proj 'gated-gelu' (T5 v1.1): two input projections; d_kv sets the attention width."""
+    import json
+
+    from mapper.zoo import from_hf_config
+
+    cfg = {"model_type": "t5", "d_model": 512, "num_layers": 8, "num_heads": 6, "d_ff": 1024, "d_kv": 64,
+           "feed_forward_proj": "gated-gelu", "vocab_size": 32128}  # fmt: skip
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    s, h, inner, f, L = 64, 512, 384, 1024, 8
+    enc = L * (4 * s * h * inner + 2 * s * s * inner + 3 * s * h * f)
+    dec = L * (8 * s * h * inner + 4 * s * s * inner + 3 * s * h * f)
+    res = map_model(build_graph(from_hf_config(p), seq=s), HW, precision=Precision.INT8, batch=1, seq=s)
+    assert res.model_macs == enc + dec + s * h * 32128
+
+
+def test_a_preset_name_never_resolves_to_a_folder(tmp_path, monkeypatch):
+    from mapper.zoo import resolve_model
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpt2").mkdir()  # e.g. left by --report gpt2
+    assert resolve_model("gpt2").name == "gpt2"
+    with pytest.raises(Exception, match="no such folder"):
+        resolve_model("./missing")
