@@ -300,7 +300,10 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
 
 
 def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
-    extra = OperandMode.PER_ELEMENT if (op.attrs.get("bias") or op.attrs.get("causal")) else OperandMode.NONE
+    # the causal mask: a per-element operand when SDP's LUT computes the softmax; a host softmax knows
+    # the positions and masks as it goes, so the scores need no mask cube at all
+    mask = bool(op.attrs.get("causal")) and ctx.mode("softmax") == "nvdla"
+    extra = OperandMode.PER_ELEMENT if (op.attrs.get("bias") or mask) else OperandMode.NONE
     scale = OperandMode.NONE if op.attrs.get("scale", 1.0) == 1.0 else OperandMode.REG  # T5: unscaled
     if extra is not OperandMode.NONE and not ctx.has_ew:
         spec = SdpSpec(bias=OperandMode.PER_ELEMENT, scale=scale)
