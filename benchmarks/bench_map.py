@@ -13,7 +13,7 @@ import sys
 import time
 
 from mapper import naive_plan, search_plan
-from mapper import pipeline as mp
+from mapper import passes as mp
 from mapper.lowering import LoweringContext
 from mapper.zoo import PRESETS, build_graph
 from nvdla_sim import ConvLayer, Precision, load_config, simulate

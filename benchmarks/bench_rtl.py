@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from nvdla_sim import Precision, load_config
-from nvdla_sim.datapath import datapath_params, stripe_beats
+from nvdla_sim.datapath_model import datapath_params, stripe_beats
 from rtl.amaranth_sim import run_amaranth
 from rtl.verify import run_bench
 

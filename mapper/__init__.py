@@ -7,7 +7,7 @@ Python API for exploration scripts:
 """
 
 from .lowering import HostModel
-from .pipeline import MapResult, map_model, write_results
+from .passes import MapResult, map_model, write_results
 from .report import write_html
 from .sweep import load_sweep, pareto_front, run_sweep, sweep_from_dict
 from .tiling_search import SearchResult, candidate_plans, exhaustive_plan, naive_plan, search_plan

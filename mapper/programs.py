@@ -23,7 +23,7 @@ from nvdla_sim.layerprog import layer_programs
 from nvdla_sim.tiling import LoopOrder, TilePlan
 
 from .lowering import Resource
-from .pipeline import MapResult, TaskResult, output_folder
+from .passes import MapResult, TaskResult, output_folder
 
 MANIFEST = "programs.json"
 

@@ -165,7 +165,7 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
 
 def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
     """Map one workload on one config; returns a result row (status 'error' with the message on failure)."""
-    from .pipeline import map_model
+    from .passes import map_model
     from .zoo import model_graph
 
     t0 = time.perf_counter()

@@ -19,8 +19,8 @@ import numpy as np
 from . import cacc, cdma, cmac, csc, pdp, sdp
 from .config import HwConfig
 from .layers import ConvLayer, Memory
-from .pipeline import Fetch, Item, PipelineResult, item_traffic, make_ports, run_items, transfer_floor
 from .stats import Bound, LayerStats, Unit, UnitStats
+from .tile_pipeline import Fetch, Item, PipelineResult, item_traffic, make_ports, run_items, transfer_floor
 from .tiling import (
     LoopOrder,
     TilePlan,

@@ -14,8 +14,8 @@ from . import cdma, pdp, sdp
 from .config import HwConfig
 from .conv import simulate_conv
 from .layers import CdpLayer, ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
-from .pipeline import Fetch, Item, item_traffic, make_ports, run_items, transfer_floor
 from .stats import Bound, LayerStats, Unit, UnitStats
+from .tile_pipeline import Fetch, Item, item_traffic, make_ports, run_items, transfer_floor
 from .tiling import TilePlan, default_plan
 
 RDMA_CHUNK_BYTES = 2048  # largest run of RDMA requests modelled as one pipeline item

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from amaranth.sim import Simulator
 
-from nvdla_sim.datapath import Beat, DatapathParams
+from nvdla_sim.datapath_model import Beat, DatapathParams
 
 from .datapath import MatmulDatapath
 from .packing import pack_beat, pack_weights, unpack_out

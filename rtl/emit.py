@@ -9,7 +9,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.datapath import DatapathParams, datapath_params
+from nvdla_sim.datapath_model import DatapathParams, datapath_params
 from nvdla_sim.precision import Precision
 
 from .datapath import MatmulDatapath

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from amaranth.hdl import Shape
 from amaranth.lib import data
 
-from nvdla_sim.datapath import Beat, DatapathParams
+from nvdla_sim.datapath_model import Beat, DatapathParams
 
 from .datapath import OUT_BITS, dat_layout, out_layout
 

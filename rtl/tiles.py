@@ -14,7 +14,7 @@ import numpy as np
 from mapper.workload import OpKind, ops_in_order
 from mapper.zoo import PRESETS, build_graph, preset
 from nvdla_sim.config import HwConfig
-from nvdla_sim.datapath import datapath_params
+from nvdla_sim.datapath_model import datapath_params
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
 

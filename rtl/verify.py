@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.datapath import datapath_params
+from nvdla_sim.datapath_model import datapath_params
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
 

@@ -1,7 +1,7 @@
 """cocotb bench for MatmulDatapath: Driver, Monitor, Model, Checker (after cocotb's matrix_multiplier).
 
 The case (inputs only) comes from the JSON file named by $NVDLA_BENCH_CASE; expected values and cycle
-counts come from the golden model in nvdla_sim.datapath, imported like any other package. The result
+counts come from the golden model in nvdla_sim.datapath_model, imported like any other package. The result
 (pass/fail, cycles RTL vs model) is written to $NVDLA_BENCH_RESULT.
 """
 
@@ -17,7 +17,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from nvdla_sim.config import load_config
-from nvdla_sim.datapath import DatapathParams, datapath_outputs, datapath_params, datapath_timing, stripe_beats
+from nvdla_sim.datapath_model import DatapathParams, datapath_outputs, datapath_params, datapath_timing, stripe_beats
 from nvdla_sim.precision import Precision
 from rtl.packing import pack_beat, pack_weights, unpack_out
 

@@ -1,7 +1,7 @@
 import csv
 import json
 
-from nvdla_sim.cli import main
+from nvdla_cli.main import main
 
 
 def test_map_bert_writes_json_and_csv(tmp_path, capsys):
@@ -85,7 +85,7 @@ def test_map_emit_program_errors(tmp_path, capsys):
 
 
 def test_identical_blocks_print_as_one_row(capsys):
-    from mapper.cli import group_layers
+    from nvdla_cli.map_commands import group_layers
 
     assert main(["map", "bert-base", "--hw", "nv_full", "--seq", "64", "--top", "3"]) == 0
     out = capsys.readouterr().out

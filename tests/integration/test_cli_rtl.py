@@ -1,6 +1,6 @@
 import pytest
 
-from nvdla_sim.cli import main
+from nvdla_cli.main import main
 
 
 def test_rtl_emit_writes_verilog(tmp_path, capsys):

@@ -7,9 +7,9 @@ import zlib
 
 import pytest
 
-from nvdla_sim.cli import main
+from nvdla_cli.main import main
 
-NVDLA = [sys.executable, "-m", "nvdla_sim.cli"]
+NVDLA = [sys.executable, "-m", "nvdla_cli.main"]
 
 
 def run(capsys, *argv):
@@ -85,7 +85,7 @@ def test_console_script_subprocess(tmp_path):
     cfg = tmp_path / "bad.toml"
     cfg.write_text('name = "x"\nclock_mhz = 100\nprecisions = ["int8"]\n')
     r = subprocess.run(
-        [sys.executable, "-m", "nvdla_sim.cli", "simulate", "--hw", str(cfg), "--m", "8", "--k", "8", "--n", "8"],
+        [sys.executable, "-m", "nvdla_cli.main", "simulate", "--hw", str(cfg), "--m", "8", "--k", "8", "--n", "8"],
         capture_output=True,
         text=True,
         check=False,

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 from PIL import Image
 
-from nvdla_sim.cli import main
+from nvdla_cli.main import main
 
 
 class _Doc(HTMLParser):

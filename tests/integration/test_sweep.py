@@ -77,7 +77,7 @@ def test_resume_after_kill_loses_and_duplicates_nothing(sweep_file, tmp_path):
         [
             sys.executable,
             "-m",
-            "nvdla_sim.cli",
+            "nvdla_cli.main",
             "sweep",
             str(sweep_file),
             "--executor",
@@ -126,7 +126,7 @@ def test_local_and_dask_executors_agree(sweep_file, tmp_path):
 
 
 def test_cli_sweep_writes_pareto(sweep_file, tmp_path, capsys):
-    from nvdla_sim.cli import main
+    from nvdla_cli.main import main
 
     assert main(["sweep", str(sweep_file), "--out", str(tmp_path), "--executor", "serial"]) == 0
     out = capsys.readouterr().out

@@ -3,7 +3,7 @@
 import pytest
 
 from mapper.cnn_zoo import resnet50
-from mapper.pipeline import map_model
+from mapper.passes import map_model
 from nvdla_sim import Precision
 from validation.primer_resnet50 import PRIMER_ROWS, config_for
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nvdla_sim import Precision, load_config
-from nvdla_sim.datapath import datapath_outputs, datapath_params, datapath_timing, stripe_beats
+from nvdla_sim.datapath_model import datapath_outputs, datapath_params, datapath_timing, stripe_beats
 from rtl.amaranth_sim import run_amaranth
 
 

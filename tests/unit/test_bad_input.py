@@ -87,7 +87,7 @@ def test_the_four_inputs_of_issue_15(tmp_path):
 
 
 def test_report_into_an_existing_file(tmp_path, capsys):
-    from nvdla_sim.cli import main
+    from nvdla_cli.main import main
 
     f = tmp_path / "file"
     f.write_text("")

@@ -7,7 +7,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from mapper.cnn_zoo import CNN_PRESETS
 from mapper.onnx_import import graph_from_onnx
-from mapper.pipeline import map_model
+from mapper.passes import map_model
 from mapper.workload import OpKind, ops_in_order
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config, run_conv, simulate
 from nvdla_sim.layers import PoolMode, PoolSpec

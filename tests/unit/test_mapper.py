@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from mapper import exhaustive_plan, naive_plan, search_plan
 from mapper.onnx_import import graph_from_onnx
-from mapper.pipeline import map_model
+from mapper.passes import map_model
 from mapper.workload import OpKind, ops_in_order
 from mapper.zoo import PRESETS, build_graph, from_hf_config
 from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, cbuf, load_config, run_conv, simulate
@@ -154,7 +154,7 @@ def test_onnx_unsupported_op(tmp_path):
 
 
 def test_independent_instances_hide_their_prologue():
-    from mapper.pipeline import instances_duration
+    from mapper.passes import instances_duration
 
     hw = load_config("nv_full")
     st = simulate(ConvLayer("qk", ConvShape.matmul(128, 64, 128), Precision.INT8), hw)

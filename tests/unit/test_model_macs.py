@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from mapper.pipeline import map_model
+from mapper.passes import map_model
 from mapper.zoo import build_graph, preset
 from nvdla_sim import Precision, load_config
 

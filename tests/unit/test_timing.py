@@ -151,7 +151,7 @@ def test_events_are_ordered_and_inside_run(nv_full):
 )
 def test_run_closed_form_equals_block_loop(runs, items, nbytes):
     """Runs of identical blocks (closed form) schedule exactly like the same blocks one by one."""
-    from nvdla_sim.pipeline import Fetch, Item, run_items
+    from nvdla_sim.tile_pipeline import Fetch, Item, run_items
 
     runs = [(n, c, min(u, c), d) for n, c, u, d in runs]
     expanded = [(1, c, u, d) for n, c, u, d in runs for _ in range(n)]

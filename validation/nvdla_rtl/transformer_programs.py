@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from mapper.pipeline import MapResult, map_model
+from mapper.passes import MapResult, map_model
 from mapper.programs import MANIFEST, emit_programs
 from mapper.workload import Graph, Op, OpKind
 from mapper.zoo import ModelSpec, Stage, build_graph

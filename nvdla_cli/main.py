@@ -7,13 +7,15 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from .config import builtin_configs, load_config
-from .errors import NvdlaError
-from .layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
-from .precision import Precision
-from .simulate import simulate
-from .stats import LayerStats, Unit
-from .trace import write_trace
+from nvdla_cli.map_commands import add_commands as add_mapper
+from nvdla_cli.rtl_commands import add_commands as add_rtl
+from nvdla_sim.config import builtin_configs, load_config
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
+from nvdla_sim.precision import Precision
+from nvdla_sim.simulate import simulate
+from nvdla_sim.stats import LayerStats, Unit
+from nvdla_sim.trace import write_trace
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -89,18 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--trace", help="write the unit timeline as a Chrome/Perfetto trace JSON")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    try:  # the mapper adds `map`, `zoo`; the RTL package adds `rtl`
-        from mapper.cli import add_commands as add_mapper
-    except ImportError:  # pragma: no cover - mapper is part of this repo
-        add_mapper = None
-    if add_mapper is not None:
-        add_mapper(sub, _COMMANDS)
-    try:
-        from rtl.cli import add_commands as add_rtl
-    except ImportError:
-        add_rtl = None
-    if add_rtl is not None:
-        add_rtl(sub, _COMMANDS)
+    add_mapper(sub, _COMMANDS)  # map, zoo, sweep
+    add_rtl(sub, _COMMANDS)  # rtl emit / verify / bench
     return ap
 
 
@@ -194,8 +186,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _simulate_trace_test(args: argparse.Namespace) -> int:
-    from .regdecode import describe
-    from .regrun import run_program, unit_cycles
+    from nvdla_sim.regdecode import describe
+    from nvdla_sim.regrun import run_program, unit_cycles
 
     hw = load_config(args.hw or "nv_small_rtl_tb")
     run = run_program(args.trace_test, hw, strict=not args.allow_unknown_registers)
