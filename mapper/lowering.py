@@ -155,22 +155,52 @@ class LoweringContext:
         return want
 
 
-def _tokens(m: int) -> int:
-    if m > MAX_DIM * 64:
-        raise NvdlaError(f"{m} tokens exceed what one layer can address (8192 x 64)")
-    return m
+def _row_pieces(m: int, width_for) -> list[tuple[int, int, int]]:
+    """(first row, rows, row length) pieces of m rows such that each piece is `rows / row length` <= 8192
+    lines of at most 64 (the 13-bit height field): one hardware layer each. `width_for(rows)` gives the
+    row length a piece would use; pieces past 8192 rows take the largest multiple of it that fits."""
+    out, m0 = [], 0
+    while m0 < m:
+        rest = m - m0
+        if rest <= MAX_DIM:
+            out.append((m0, rest, width_for(rest)))
+            break
+        r = width_for(64 * (rest // 64)) if rest >= 64 else 1
+        size = min(rest, MAX_DIM * r) // r * r
+        out.append((m0, size, width_for(size)))
+        m0 += size
+    return out
 
 
-def _mm(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> list[ConvLayer]:
-    """m x k x n as one or more 1x1 convolutions (splitting n, then k, past the 8192 register limit)."""
-    if k > MAX_DIM:
-        raise NvdlaError(f"{name}: reduction dim {k} exceeds 8192 channels; split it in the model")
-    layers = []
-    for n0 in range(0, n, MAX_DIM):
-        nn = min(MAX_DIM, n - n0)
-        suffix = f"[{n0}:{n0 + nn}]" if n > MAX_DIM else ""
-        shape = ConvShape.matmul(_tokens(m), k, nn, row=_row_for(m, k, ctx))
-        layers.append(ConvLayer(name + suffix, shape, ctx.precision, spec))
+def matmul_layers(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> list[HwLayer]:
+    """m x k x n as one or more 1x1 convolutions. Past the 13-bit register fields (8192) the op is split:
+    tokens into row pieces, outputs into kernel groups of <= 8192, and the reduction into channel pieces
+    whose partial results SDP adds up (EW, or the X1 ALU with a per-element operand), one hardware layer
+    each. The partials are written at the layer's precision (as NVDLA writes any output)."""
+    k_pieces = [(k0, min(MAX_DIM, k - k0)) for k0 in range(0, k, MAX_DIM)]
+    m_pieces = _row_pieces(m, lambda rows: _row_for(rows, min(k, MAX_DIM), ctx))
+    layers: list[HwLayer] = []
+    for m0, mm, row in m_pieces:
+        for n0 in range(0, n, MAX_DIM):
+            nn = min(MAX_DIM, n - n0)
+            for i, (k0, kk) in enumerate(k_pieces):
+                parts = [f"rows {m0}:{m0 + mm}" if len(m_pieces) > 1 else "", f"{n0}:{n0 + nn}" if n > MAX_DIM else ""]
+                parts.append(f"k {k0}:{k0 + kk}" if len(k_pieces) > 1 else "")
+                tag = ", ".join(x for x in parts if x)
+                shape = ConvShape.matmul(mm, kk, nn, row=row)
+                # bias and residual ride on the first partial; the activation waits for the last add
+                if len(k_pieces) == 1:
+                    piece_spec = spec
+                else:
+                    piece_spec = dataclasses.replace(spec, relu=False, lut=False) if i == 0 else SdpSpec()
+                layers.append(ConvLayer(f"{name}[{tag}]" if tag else name, shape, ctx.precision, piece_spec))
+            for i in range(1, len(k_pieces)):
+                add = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
+                last = i == len(k_pieces) - 1
+                add = dataclasses.replace(add, relu=spec.relu, lut=spec.lut) if last else add
+                where = [f"rows {m0}:{m0 + mm}" if len(m_pieces) > 1 else "", f"{n0}:{n0 + nn}" if n > MAX_DIM else ""]
+                tag = ", ".join([*(x for x in where if x), f"+ partial {i}"])
+                layers += _sdp_passes(f"{name}[{tag}]", mm, nn, ctx, add)
     return layers
 
 
@@ -182,12 +212,17 @@ def _row_for(m: int, k: int, ctx: LoweringContext) -> int:
     return max(fits, default=1)
 
 
-def _sdp_pass(name: str, m: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> SdpLayer:
-    w = max(d for d in range(1, min(m, 64) + 1) if m % d == 0)
-    h = m // w
-    if h > MAX_DIM or n > MAX_DIM:
-        raise NvdlaError(f"{name}: {m} x {n} elements exceed the SDP cube limits (8192 per dimension)")
-    return SdpLayer(name, w, h, n, ctx.precision, spec)
+def _sdp_passes(name: str, m: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> list[SdpLayer]:
+    """An m x n SDP pass as W x H x C cubes within the 8192 register limits: one hardware layer each."""
+    rows = _row_pieces(m, lambda r: max(d for d in range(1, min(r, 64) + 1) if r % d == 0))
+    out = []
+    for m0, mm, w in rows:
+        for n0 in range(0, n, MAX_DIM):
+            nn = min(MAX_DIM, n - n0)
+            parts = [f"rows {m0}:{m0 + mm}" if len(rows) > 1 else "", f"{n0}:{n0 + nn}" if n > MAX_DIM else ""]
+            tag = ", ".join(x for x in parts if x)
+            out.append(SdpLayer(f"{name}[{tag}]" if tag else name, w, mm // w, nn, ctx.precision, spec))
+    return out
 
 
 CAUSAL_BAND = 64  # queries per band of a causal attention: keys past the band's last query are skipped
@@ -289,13 +324,16 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
                 1,
                 "X into weight format (tokens as kernels)",
             ),
-            *[_hw(op, layer, 1, note="V^T = W_v^T X^T") for layer in _mm(op.name, op.n, op.k, op.m, ctx, SdpSpec())],
+            *[
+                _hw(op, layer, 1, note="V^T = W_v^T X^T")
+                for layer in matmul_layers(op.name, op.n, op.k, op.m, ctx, SdpSpec())
+            ],
         ]
     if op.attrs.get("im2col"):
         note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
         nbytes = 2 * op.m * op.k * ctx.precision.bytes
         tasks.append(_host_task(op, f"{op.name}.im2col", count=1, flops=0, nbytes=nbytes, note=note))
-    tasks += [_hw(op, ctx.weighted(layer), 1) for layer in _mm(op.name, op.m, op.k, op.n, ctx, spec)]
+    tasks += [_hw(op, ctx.weighted(layer), 1) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, spec)]
     return tasks
 
 
@@ -315,7 +353,7 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
     for i, (_, rows, keys) in enumerate(bands):
         note = "causal: keys past the band's last query skipped" if len(bands) > 1 else ""
         name = _banded(op.name, i, len(bands))
-        tasks += [_hw(op, layer, note=note) for layer in _mm(name, rows, op.k, keys, ctx, spec)]
+        tasks += [_hw(op, layer, note=note) for layer in matmul_layers(name, rows, op.k, keys, ctx, spec)]
     if op.attrs.get("relative_shift"):
         tasks.append(  # one hand-off per layer for all heads (the shift is the same strided re-index)
             _host(
@@ -338,16 +376,18 @@ def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))
-        tasks += [_hw(op, layer) for layer in _mm(name, rows, keys, op.n, ctx, spec)]
+        tasks += [_hw(op, layer) for layer in matmul_layers(name, rows, keys, op.n, ctx, spec)]
     if ctx.mode("softmax") == "nvdla":
         # SDP operands are per layer, per channel or per element, never per pixel: 1/sum [m, 1] is
         # broadcast to [m, n] by a 1x1 conv with one input channel and n all-ones kernels
         tasks += [
             _hw(op, layer, note="broadcast 1/sum over the row (ones kernels)")
-            for layer in _mm(f"{op.name}.broadcast", op.m, 1, op.n, ctx, SdpSpec())
+            for layer in matmul_layers(f"{op.name}.broadcast", op.m, 1, op.n, ctx, SdpSpec())
         ]
         norm = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
-        tasks.append(_hw(op, _sdp_pass(f"{op.name}.normalize", op.m, op.n, ctx, norm), note="softmax 1/sum"))
+        tasks += [
+            _hw(op, lay, note="softmax 1/sum") for lay in _sdp_passes(f"{op.name}.normalize", op.m, op.n, ctx, norm)
+        ]
     return tasks
 
 
@@ -368,15 +408,15 @@ def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
     tasks = []
     for i, (_, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))
-        tasks.append(
-            _hw(
-                op,
-                _sdp_pass(f"{name}.exp", rows, keys, ctx, SdpSpec(lut=True)),
-                note="exp via SDP LUT (no max subtraction: LUT range covers the quantised scores)",
-            )
-        )
-        tasks += [_hw(op, layer) for layer in _mm(f"{name}.rowsum", rows, keys, 1, ctx, SdpSpec())]
-    tasks.append(_hw(op, _sdp_pass(f"{op.name}.recip", op.m, 1, ctx, SdpSpec(lut=True)), note="1/sum via SDP LUT"))
+        tasks += [
+            _hw(op, lay, note="exp via SDP LUT (no max subtraction: LUT range covers the quantised scores)")
+            for lay in _sdp_passes(f"{name}.exp", rows, keys, ctx, SdpSpec(lut=True))
+        ]
+        tasks += [_hw(op, layer) for layer in matmul_layers(f"{name}.rowsum", rows, keys, 1, ctx, SdpSpec())]
+    tasks += [
+        _hw(op, lay, note="1/sum via SDP LUT")
+        for lay in _sdp_passes(f"{op.name}.recip", op.m, 1, ctx, SdpSpec(lut=True))
+    ]
     return tasks
 
 
@@ -384,23 +424,23 @@ def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
     if ctx.mode("layernorm") == "host":
         return [_host(op, op.name, ctx, flops_per_elem=8, note="layernorm on host")]
     rms = bool(op.attrs.get("rms"))
-    tasks = [_hw(op, _sdp_pass(f"{op.name}.square", op.m, op.n, ctx, SdpSpec(eltwise=OperandMode.PER_ELEMENT)))]
-    tasks += [_hw(op, layer) for layer in _mm(f"{op.name}.sumsq", op.m, op.n, 1, ctx, SdpSpec())]
+    square = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
+    tasks = [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.square", op.m, op.n, ctx, square)]
+    tasks += [_hw(op, layer) for layer in matmul_layers(f"{op.name}.sumsq", op.m, op.n, 1, ctx, SdpSpec())]
     if not rms:
-        tasks += [_hw(op, layer) for layer in _mm(f"{op.name}.sum", op.m, op.n, 1, ctx, SdpSpec())]
-    tasks.append(
-        _hw(op, _sdp_pass(f"{op.name}.rsqrt", op.m, 1, ctx, SdpSpec(lut=True, eltwise=OperandMode.PER_ELEMENT)))
-    )
+        tasks += [_hw(op, layer) for layer in matmul_layers(f"{op.name}.sum", op.m, op.n, 1, ctx, SdpSpec())]
+    rsqrt = SdpSpec(lut=True, eltwise=OperandMode.PER_ELEMENT)
+    tasks += [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.rsqrt", op.m, 1, ctx, rsqrt)]
     # mean and rstd are per row [m, 1]; SDP has no per-pixel operand, so each is broadcast to [m, n] by a
     # 1x1 conv with one input channel and n all-ones kernels, then read as the two components (ALU:
     # -mean, MUL: rstd) of one per-element E-RDMA stream; gamma and beta are per-kernel X operands
     for what in ("rstd",) if rms else ("mean", "rstd"):
         tasks += [
             _hw(op, layer, note=f"broadcast {what} over the row (ones kernels)")
-            for layer in _mm(f"{op.name}.broadcast_{what}", op.m, 1, op.n, ctx, SdpSpec())
+            for layer in matmul_layers(f"{op.name}.broadcast_{what}", op.m, 1, op.n, ctx, SdpSpec())
         ]
     norm = SdpSpec(bias=OperandMode.PER_KERNEL, scale=OperandMode.PER_KERNEL, eltwise=OperandMode.PER_ELEMENT)
-    tasks.append(_hw(op, _sdp_pass(f"{op.name}.normalize", op.m, op.n, ctx, norm)))
+    tasks += [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.normalize", op.m, op.n, ctx, norm)]
     return tasks
 
 
@@ -420,7 +460,7 @@ def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
         spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
     else:  # ADD
         spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
-    return [_hw(op, _sdp_pass(op.name, op.m, op.n, ctx, spec))]
+    return [_hw(op, lay) for lay in _sdp_passes(op.name, op.m, op.n, ctx, spec)]
 
 
 def lower_gather(op: Op, ctx: LoweringContext) -> list[Task]:

@@ -11,9 +11,9 @@ from nvdla_cli.map_commands import add_commands as add_mapper
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import builtin_configs, load_config
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
+from nvdla_sim.layers import MAX_DIM, ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.simulate import simulate
+from nvdla_sim.simulate import fixed_latency, simulate
 from nvdla_sim.stats import LayerStats, Unit
 from nvdla_sim.trace import write_trace
 
@@ -149,8 +149,10 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.op in ("matmul", "conv"):
         if args.op == "matmul":
             _need(args, ["m", "k", "n"], "matmul")
-            shape = ConvShape.matmul(args.m, args.k, args.n)
             name = f"matmul_{args.m}x{args.k}x{args.n}"
+            if max(args.m, args.k, args.n) > MAX_DIM:
+                return _simulate_split_matmul(args, hw, spec, name)
+            shape = ConvShape.matmul(args.m, args.k, args.n)
         else:
             _need(args, ["width", "height", "channels", "kernels"], "conv")
             ks = args.kernel_size
@@ -182,6 +184,34 @@ def _simulate(args: argparse.Namespace) -> int:
         print(json.dumps({"hw": hw.fingerprint, **stats.to_dict()}, indent=2))
     else:
         print(format_layer(stats, hw.clock_mhz, hw.fingerprint))
+    return 0
+
+
+def _simulate_split_matmul(args: argparse.Namespace, hw, spec: SdpSpec, name: str) -> int:
+    """A matmul past the 8192 register fields: the mapper's split into hardware layers, each simulated
+    with its searched plan and charged its launch, pipeline and completion; they run one after another."""
+    from mapper.lowering import HostModel, LoweringContext, matmul_layers
+    from mapper.tiling_search import search_plan
+
+    ctx = LoweringContext(hw=hw, precision=args.precision, host=HostModel())
+    rows = []
+    for layer in matmul_layers(name, args.m, args.k, args.n, ctx, spec):
+        st = search_plan(layer, hw).stats if isinstance(layer, ConvLayer) else simulate(layer, hw, record_events=False)
+        rows.append((layer.name, st.cycles + sum(fixed_latency(layer, hw)), st.macs))
+    total = sum(c for _, c, _ in rows)
+    if args.json:
+        layers = [{"name": n, "cycles": c, "macs": m} for n, c, m in rows]
+        print(json.dumps({"hw": hw.fingerprint, "name": name, "cycles": total, "layers": layers}, indent=2))
+        return 0
+    print(f"{name} on {hw.fingerprint}: split into {len(rows)} hardware layers (8192-per-dimension register fields)")
+    print(
+        f"  cycles            {total:,}  ({total / hw.clock_mhz:,.2f} us at {hw.clock_mhz:g} MHz), op enable to interrupt, in sequence"
+    )
+    print(f"  MACs              {sum(m for _, _, m in rows):,}")
+    for n, c, _ in rows[:12]:
+        print(f"    {n:<52}{c:>14,}")
+    if len(rows) > 12:
+        print(f"    ... {len(rows) - 12} more")
     return 0
 
 

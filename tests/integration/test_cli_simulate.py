@@ -71,7 +71,10 @@ def test_simulate_json_matches_model(capsys):
         ),
         (["simulate", "--hw", "nope", "--m", "8", "--k", "8", "--n", "8"], "unknown hardware config 'nope'"),
         (["simulate", "--m", "8", "--k", "8"], "--op matmul needs --n"),
-        (["simulate", "--m", "8", "--k", "9000", "--n", "8"], "in_c must be an integer in 1..8192"),
+        (
+            ["simulate", "--op", "conv", "--width", "8", "--height", "8", "--channels", "9000", "--kernels", "8"],
+            "in_c must be an integer in 1..8192",
+        ),
         (["simulate", "--hw", "nv_small", "--m", "8", "--k", "8", "--n", "8", "--lut"], "nv_small has no SDP EW"),
     ],
 )
@@ -123,3 +126,13 @@ def test_simulate_trace_test_errors_are_one_line(tmp_path):
     )
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "not a trace-test folder" in out.stderr
+
+
+def test_a_matmul_past_the_register_fields_is_split(capsys):
+    from nvdla_cli.main import main
+
+    assert main(["simulate", "--hw", "nv_small", "--m", "8", "--k", "9000", "--n", "8", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    names = [lay["name"] for lay in d["layers"]]
+    assert names == ["matmul_8x9000x8[k 0:8192]", "matmul_8x9000x8[k 8192:9000]", "matmul_8x9000x8[+ partial 1]"]
+    assert d["cycles"] == sum(lay["cycles"] for lay in d["layers"])

@@ -164,3 +164,34 @@ def test_independent_instances_hide_their_prologue():
     twelve = instances_duration(c, 12, st)
     assert twelve == c + 11 * (c - min(p, c - p))
     assert 12 * (c - p) <= twelve < 12 * c  # never better than pure compute, always better than serial
+
+
+def test_ops_past_the_register_fields_split_into_hardware_layers():
+    """Rows past 8192 x 64, outputs past 8192 kernels, reductions past 8192 channels (partials added by
+    SDP): every piece a legal hardware layer, the MACs those of the op."""
+    from mapper.lowering import HostModel, LoweringContext, matmul_layers
+    from nvdla_sim.layers import OperandMode, SdpLayer, SdpSpec
+
+    hw = load_config("nv_small")
+    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+    for m, k, n in [(1_000_000, 768, 768), (1000, 10_000, 100), (9000, 64, 20_000), (8209, 16, 8)]:
+        layers = matmul_layers("mm", m, k, n, ctx, SdpSpec(bias=OperandMode.PER_KERNEL, relu=True))
+        convs = [lay for lay in layers if isinstance(lay, ConvLayer)]
+        assert sum(lay.macs for lay in convs) == m * k * n
+        adds = [lay for lay in layers if isinstance(lay, SdpLayer)]
+        assert len(adds) == (1 if k > 8192 else 0)  # two channel pieces: one partial-sum add
+        if k > 8192:  # the activation waits for the last partial sum
+            assert not any(c.sdp.relu for c in convs) and adds[-1].sdp.relu
+        else:
+            assert all(c.sdp.relu for c in convs) and not adds
+
+
+@pytest.mark.slow  # about 30 s: 144 x 16 attention tiles per layer
+def test_long_sequences_map():
+    from mapper.passes import map_model
+
+    hw = load_config("nv_full")
+    for name in ("bert-base", "longformer-base"):
+        g = build_graph(PRESETS[name], seq=32768, extend_positions=True)  # beyond 512 / 4096 positions
+        res = map_model(g, hw, precision=Precision.INT8, batch=1, seq=32768)
+        assert res.total_cycles > 0
