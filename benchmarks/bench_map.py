@@ -1,7 +1,7 @@
 """Benchmark: map + simulate BERT-base s128 INT8 on nv_full end to end, then every zoo preset.
 
 Prints wall time of a cold run (empty caches) and a warm run in the same process, the tiling-search time
-per unique conv layer, the speedup of each searched tiling over the naive one (mapper.naive_plan), and
+per unique conv layer, the speedup of each searched tiling over the naive one (nvdla_mapper.naive_plan), and
 the cold mapping time of every `nvdla zoo` preset on nv_small, nv_large and nv_full (issue 15: each
 under 5 s) with the total.
 Run: .venv/bin/python benchmarks/bench_map.py [--zoo-only]
@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 import time
 
-from mapper import naive_plan, search_plan
-from mapper import passes as mp
-from mapper.lowering import LoweringContext
-from mapper.zoo import PRESETS, build_graph
+from nvdla_mapper import naive_plan, search_plan
+from nvdla_mapper import passes as mp
+from nvdla_mapper.lowering import LoweringContext
+from nvdla_mapper.zoo import PRESETS, build_graph
 from nvdla_sim import ConvLayer, Precision, load_config, simulate
 
 
@@ -26,8 +26,8 @@ def clear_caches() -> None:
 
 def zoo_times() -> None:
     """Cold mapping time of every preset on the three shipped builds."""
-    from mapper.cnn_zoo import CNN_PRESETS
-    from mapper.zoo import model_graph
+    from nvdla_mapper.cnn_zoo import CNN_PRESETS
+    from nvdla_mapper.zoo import model_graph
 
     names = [*PRESETS, *CNN_PRESETS]
     configs = ("nv_small", "nv_large", "nv_full")

@@ -12,10 +12,10 @@ import time
 
 import numpy as np
 
+from nvdla_rtl.amaranth_sim import run_amaranth
+from nvdla_rtl.verify import run_bench
 from nvdla_sim import Precision, load_config
 from nvdla_sim.datapath_model import datapath_params, stripe_beats
-from rtl.amaranth_sim import run_amaranth
-from rtl.verify import run_bench
 
 
 def main() -> None:

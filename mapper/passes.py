@@ -81,7 +81,7 @@ class MapResult:
     notes: list[str] = field(default_factory=list)
     weights: WeightTreatment = field(default_factory=WeightTreatment)
     baseline_cycles: int | None = None  # the same model with dense, uncompressed weights
-    accuracy: dict[str, Any] | None = None  # filled by the quantization run (mapper.accuracy)
+    accuracy: dict[str, Any] | None = None  # filled by the quantization run (nvdla_mapper.accuracy)
     model_macs: int = 0  # the model's own multiply-accumulates (no tile padding or ones-convolution sums)
 
     def weight_bytes(self) -> tuple[int, int]:

@@ -5,7 +5,7 @@ plus DIR/programs.json: for each program the task it belongs to, the model's cyc
 interrupt), the mapper's cycles for one instance of the task, and the expected output CRCs (the
 bit-exact model's). Run the folder on NVIDIA's RTL with
 
-    python -m validation.nvdla_rtl.run_reference SRC --tests-dir DIR --out results.json
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir DIR --out results.json
 
 and every program whose check passes wrote exactly the model's bytes. Tasks run on the host (softmax,
 layernorm, GELU without the SDP LUT, re-layouts without BDMA) have no program; programs.json names them.

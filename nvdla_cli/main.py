@@ -163,7 +163,7 @@ def _simulate(args: argparse.Namespace) -> int:
         layer = ConvLayer(name, shape, prec, spec)
         plan = None
         if args.plan == "search":
-            from mapper.tiling_search import search_plan
+            from nvdla_mapper.tiling_search import search_plan
 
             plan = search_plan(layer, hw).plan
         stats = simulate(layer, hw, plan)
@@ -190,8 +190,8 @@ def _simulate(args: argparse.Namespace) -> int:
 def _simulate_split_matmul(args: argparse.Namespace, hw, spec: SdpSpec, name: str) -> int:
     """A matmul past the 8192 register fields: the mapper's split into hardware layers, each simulated
     with its searched plan and charged its launch, pipeline and completion; they run one after another."""
-    from mapper.lowering import HostModel, LoweringContext, matmul_layers
-    from mapper.tiling_search import search_plan
+    from nvdla_mapper.lowering import HostModel, LoweringContext, matmul_layers
+    from nvdla_mapper.tiling_search import search_plan
 
     ctx = LoweringContext(hw=hw, precision=args.precision, host=HostModel())
     rows = []

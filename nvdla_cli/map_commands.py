@@ -81,7 +81,7 @@ def add_commands(sub, registry: dict) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from mapper.sweep import load_sweep, pareto_front, run_sweep, write_pareto
+    from nvdla_mapper.sweep import load_sweep, pareto_front, run_sweep, write_pareto
 
     spec = load_sweep(args.file)
     out = Path(args.out)
@@ -112,9 +112,9 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _zoo(args: argparse.Namespace) -> int:
-    from mapper.cnn_zoo import CNN_PRESETS
-    from mapper.workload import OpKind, ops_in_order
-    from mapper.zoo import PRESETS
+    from nvdla_mapper.cnn_zoo import CNN_PRESETS
+    from nvdla_mapper.workload import OpKind, ops_in_order
+    from nvdla_mapper.zoo import PRESETS
 
     for name, spec in PRESETS.items():
         layers = sum(s.layers for s in spec.stages) + spec.decoder_layers
@@ -130,9 +130,9 @@ def _zoo(args: argparse.Namespace) -> int:
 
 
 def _map(args: argparse.Namespace) -> int:
-    from mapper.lowering import HostModel, WeightTreatment
-    from mapper.passes import map_model, write_results
-    from mapper.zoo import model_graph
+    from nvdla_mapper.lowering import HostModel, WeightTreatment
+    from nvdla_mapper.passes import map_model, write_results
+    from nvdla_mapper.zoo import model_graph
 
     try:
         prec = Precision.parse(args.precision)
@@ -151,7 +151,7 @@ def _map(args: argparse.Namespace) -> int:
     )
     host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
-    from mapper.cnn_zoo import CNN_PRESETS
+    from nvdla_mapper.cnn_zoo import CNN_PRESETS
 
     seq = 0 if args.model in CNN_PRESETS else args.seq  # CNN inputs have no sequence length
     res = map_model(
@@ -169,13 +169,13 @@ def _map(args: argparse.Namespace) -> int:
         res.accuracy = _accuracy(args, hw, prec)
     print(format_summary(res, top=args.top))
     if args.emit_program:
-        from mapper.programs import emit_programs, summary
+        from nvdla_mapper.programs import emit_programs, summary
 
         print(summary(emit_programs(res, args.emit_program, layer=args.layer)))
     elif args.layer:
         raise NvdlaError("--layer chooses the layer --emit-program writes; give --emit-program DIR too")
     if args.report:
-        from mapper.report import write_html
+        from nvdla_mapper.report import write_html
 
         paths = write_results(res, args.report)
         paths["html"] = write_html(res, args.report)
@@ -185,8 +185,8 @@ def _map(args: argparse.Namespace) -> int:
 
 
 def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
-    from mapper.accuracy import QuantSettings, block_accuracy
-    from mapper.zoo import ModelSpec, resolve_model
+    from nvdla_mapper.accuracy import QuantSettings, block_accuracy
+    from nvdla_mapper.zoo import ModelSpec, resolve_model
     from nvdla_sim.quant import Calibration, Granularity
 
     if prec is not Precision.INT8:

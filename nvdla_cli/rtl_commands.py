@@ -44,12 +44,12 @@ def _rtl(args: argparse.Namespace) -> int:
     if prec.is_float:
         raise NvdlaError("the RTL datapath is integer-only; use --precision int8 or int16")
     if args.rtl_command == "emit":
-        from rtl.emit import emit
+        from nvdla_rtl.emit import emit
 
         print(emit(hw, prec, args.out))
         return 0
-    from rtl.tiles import layer_tile
-    from rtl.verify import run_bench
+    from nvdla_rtl.tiles import layer_tile
+    from nvdla_rtl.verify import run_bench
 
     if not 0 <= args.truncate <= 31:
         raise NvdlaError(f"--truncate must be in 0..31, not {args.truncate}")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mapper.workload import OpKind, ops_in_order
-from mapper.zoo import PRESETS, build_graph, preset
+from nvdla_mapper.workload import OpKind, ops_in_order
+from nvdla_mapper.zoo import PRESETS, build_graph, preset
 from nvdla_sim.config import HwConfig
 from nvdla_sim.datapath_model import datapath_params
 from nvdla_sim.errors import NvdlaError

@@ -95,7 +95,7 @@ def run_bench(
     )
     runner.test(
         hdl_toplevel=TOP,
-        test_module="rtl.bench.tb_datapath",
+        test_module="nvdla_rtl.bench.tb_datapath",
         build_dir=build_dir,
         test_dir=root,
         extra_env={

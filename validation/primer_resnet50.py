@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 
-from mapper.cnn_zoo import resnet50
-from mapper.passes import map_model
+from nvdla_mapper.cnn_zoo import resnet50
+from nvdla_mapper.passes import map_model
 from nvdla_sim import Precision, load_config
 
 # (MACs, (atomic_c, atomic_k), CBUF KB, SDRAM GB/s, primer frames/s)

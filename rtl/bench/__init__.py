@@ -1,1 +1,1 @@
-"""cocotb benches for the RTL (run through rtl.verify, which pytest and `nvdla rtl verify` call)."""
+"""cocotb benches for the RTL (run through nvdla_rtl.verify, which pytest and `nvdla rtl verify` call)."""

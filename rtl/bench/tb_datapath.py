@@ -16,10 +16,10 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from nvdla_rtl.packing import pack_beat, pack_weights, unpack_out
 from nvdla_sim.config import load_config
 from nvdla_sim.datapath_model import DatapathParams, datapath_outputs, datapath_params, datapath_timing, stripe_beats
 from nvdla_sim.precision import Precision
-from rtl.packing import pack_beat, pack_weights, unpack_out
 
 
 class Model:

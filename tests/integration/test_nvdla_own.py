@@ -12,15 +12,15 @@ import pytest
 
 from nvdla_sim.config import load_config
 from nvdla_sim.regrun import run_program
-from validation.nvdla_rtl.compare import OWN_DATA, compare, distribution, load_rows
-from validation.nvdla_rtl.own_programs import HW, SUITE, generate
+from nvdla_validation.nvdla_rtl.compare import OWN_DATA, compare, distribution, load_rows
+from nvdla_validation.nvdla_rtl.own_programs import HW, SUITE, generate
 
 DOC = load_rows(OWN_DATA)
 ROWS = {r["name"]: r for r in DOC["rows"]}
 
 
 def test_provenance_and_every_program_passed_on_the_rtl():
-    assert DOC["command"].startswith("python -m validation.nvdla_rtl.run_reference SRC --tests-dir")
+    assert DOC["command"].startswith("python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir")
     assert len(DOC["source_commit"]) == 40 and DOC["date"]
     assert sorted(ROWS) == sorted(s.name for s in SUITE), "regenerate the data: the suite changed"
     assert all(r["status"] == "pass" for r in ROWS.values()), [n for n, r in ROWS.items() if r["status"] != "pass"]

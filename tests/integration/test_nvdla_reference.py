@@ -1,7 +1,7 @@
 """The model against NVIDIA's nv_small RTL, from the committed measurements (no Verilator needed).
 
 validation/data/nvdla_rtl_nv_small.json holds one row per NVIDIA trace test, measured by
-`python -m validation.nvdla_rtl.run_reference SRC`. Each row's operations are rebuilt from their stored
+`python -m nvdla_validation.nvdla_rtl.run_reference SRC`. Each row's operations are rebuilt from their stored
 register-level description and timed with configs/nv_small_rtl_tb.toml. The distribution targets are
 issue 12's; the tests beyond 25% are listed with their cause (docs/validation.md) and marked xfail
 strict, so a fix that brings one inside the target makes this file fail until the list is updated.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from validation.nvdla_rtl.compare import DATA, TARGETS, compare, distribution, load_rows
+from nvdla_validation.nvdla_rtl.compare import DATA, TARGETS, compare, distribution, load_rows
 
 DOC = load_rows()
 ROWS = {r.name: r for r in compare(DOC)}
@@ -27,7 +27,7 @@ KNOWN_OUTLIERS: dict[str, str] = {}
 
 
 def test_provenance_recorded():
-    assert DOC["command"].startswith("python -m validation.nvdla_rtl.run_reference")
+    assert DOC["command"].startswith("python -m nvdla_validation.nvdla_rtl.run_reference")
     assert len(DOC["source_commit"]) == 40 and DOC["date"]
     assert DOC["testbench_memory"]["read_latency_cycles"] == 32
     assert len(DOC["rows"]) == 74
@@ -84,7 +84,7 @@ def _trace_tests(tmp_path_factory) -> Path | None:
     if folder := os.environ.get("NVDLA_TRACE_TESTS"):
         return Path(folder)
     if src := os.environ.get("NVDLA_HW_SRC"):
-        from validation.nvdla_rtl.run_reference import extract_tests
+        from nvdla_validation.nvdla_rtl.run_reference import extract_tests
 
         return extract_tests(Path(src), Path(os.environ.get("NVDLA_HW_WORK", tmp_path_factory.mktemp("hw"))))
     return None
@@ -133,7 +133,7 @@ def test_rerun_on_nvidia_rtl(tmp_path):
         [
             sys.executable,
             "-m",
-            "validation.nvdla_rtl.run_reference",
+            "nvdla_validation.nvdla_rtl.run_reference",
             src,
             "--work",
             work,

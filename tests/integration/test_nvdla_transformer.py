@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import pytest
 
-from validation.nvdla_rtl.compare import TARGETS, compare, distribution, load_rows
-from validation.nvdla_rtl.transformer_programs import DATA, generate
+from nvdla_validation.nvdla_rtl.compare import TARGETS, compare, distribution, load_rows
+from nvdla_validation.nvdla_rtl.transformer_programs import DATA, generate
 
 DOC = load_rows(DATA)
 ROWS = {r["name"]: r for r in DOC["rows"]}
 
 
 def test_provenance_and_every_program_passed_on_the_rtl():
-    assert DOC["command"].startswith("python -m validation.nvdla_rtl.run_reference SRC --tests-dir")
+    assert DOC["command"].startswith("python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir")
     assert len(DOC["source_commit"]) == 40 and DOC["date"]
     assert all(r["status"] == "pass" for r in ROWS.values()), [n for n, r in ROWS.items() if r["status"] != "pass"]
     for m in (64, 128):  # the projection grid, attention at two lengths, the block, a split layer

@@ -2,10 +2,10 @@
 
 import pytest
 
-from mapper.cnn_zoo import resnet50
-from mapper.passes import map_model
+from nvdla_mapper.cnn_zoo import resnet50
+from nvdla_mapper.passes import map_model
 from nvdla_sim import Precision
-from validation.primer_resnet50 import PRIMER_ROWS, config_for
+from nvdla_validation.primer_resnet50 import PRIMER_ROWS, config_for
 
 
 @pytest.mark.parametrize("row", [PRIMER_ROWS[0], PRIMER_ROWS[3]], ids=lambda r: f"{r[0]}macs")

@@ -27,7 +27,9 @@ def test_wheel_in_a_clean_venv(tmp_path):
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(ROOT)], tmp_path)
     (wheel,) = dist.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "nvdla_sim/configs/nv_small.toml" in names and "validation/nvdla_rtl/run_reference.py" in names
+    assert "nvdla_sim/configs/nv_small.toml" in names and "nvdla_validation/nvdla_rtl/run_reference.py" in names
+    tops = {n.split("/")[0] for n in names if "/" in n and ".dist-info" not in n}
+    assert tops == {"nvdla_cli", "nvdla_sim", "nvdla_mapper", "nvdla_rtl", "nvdla_validation"}, tops
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], tmp_path)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]

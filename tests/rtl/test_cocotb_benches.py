@@ -7,9 +7,9 @@ Tiles come from mapped transformer layers. Without iverilog these tests fail wit
 import numpy as np
 import pytest
 
+from nvdla_rtl.tiles import layer_tile
+from nvdla_rtl.verify import BenchResult, require_iverilog, run_bench
 from nvdla_sim import Precision, load_config
-from rtl.tiles import layer_tile
-from rtl.verify import BenchResult, require_iverilog, run_bench
 
 pytestmark = pytest.mark.rtl
 

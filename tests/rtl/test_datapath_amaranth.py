@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nvdla_rtl.amaranth_sim import run_amaranth
 from nvdla_sim import Precision, load_config
 from nvdla_sim.datapath_model import datapath_outputs, datapath_params, datapath_timing, stripe_beats
-from rtl.amaranth_sim import run_amaranth
 
 
 def _check(p, x, w, ready, truncate=0):

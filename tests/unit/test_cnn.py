@@ -5,10 +5,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mapper.cnn_zoo import CNN_PRESETS
-from mapper.onnx_import import graph_from_onnx
-from mapper.passes import map_model
-from mapper.workload import OpKind, ops_in_order
+from nvdla_mapper.cnn_zoo import CNN_PRESETS
+from nvdla_mapper.onnx_import import graph_from_onnx
+from nvdla_mapper.passes import map_model
+from nvdla_mapper.workload import OpKind, ops_in_order
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config, run_conv, simulate
 from nvdla_sim.layers import PoolMode, PoolSpec
 from nvdla_sim.pdp import pool as pdp_pool

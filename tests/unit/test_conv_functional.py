@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mapper import candidate_plans
+from nvdla_mapper import candidate_plans
 from nvdla_sim import ConvLayer, ConvShape, Precision, ShapeError, cacc, cmac, default_plan, load_config, run_conv
 from nvdla_sim.precision import saturate, shift_round
 from nvdla_sim.sdp import Convertor, SdpParams, Stage

@@ -24,12 +24,14 @@ def test_the_tree_keeps_its_layers():
 
 
 def test_a_simulator_module_importing_the_mapper_breaks_the_contract(tmp_path):
-    """The same contract on a copy of the package skeleton in which nvdla_sim imports mapper."""
-    for pkg in ("nvdla_cli", "rtl", "mapper", "nvdla_sim", "validation"):
+    """The same contract on a copy of the package skeleton in which nvdla_sim imports the mapper."""
+    for pkg in ("nvdla_cli", "nvdla_rtl", "nvdla_mapper", "nvdla_sim", "nvdla_validation"):
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
-    (tmp_path / "mapper" / "lowering.py").write_text("import nvdla_sim\n")
-    (tmp_path / "nvdla_sim" / "conv.py").write_text("from mapper import lowering\n")  # upward: forbidden
+    (tmp_path / "nvdla_mapper" / "lowering.py").write_text("import nvdla_sim\n")
+    (tmp_path / "nvdla_sim" / "conv.py").write_text("from nvdla_mapper import lowering\n")  # upward: forbidden
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     p = _lint(tmp_path, tmp_path)
-    assert p.returncode != 0 and "BROKEN" in p.stdout and "nvdla_sim.conv -> mapper.lowering" in p.stdout, p.stdout
+    assert p.returncode != 0 and "BROKEN" in p.stdout and "nvdla_sim.conv -> nvdla_mapper.lowering" in p.stdout, (
+        p.stdout
+    )

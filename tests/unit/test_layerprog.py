@@ -74,7 +74,7 @@ def test_conv_programs_give_back_the_layer_with_the_models_cycles(tmp_path_facto
 def test_a_split_layer_is_one_program_per_band_and_the_bands_add_up(tmp_path):
     """64 x 3072 input (192 KB) in a 128 KB CBUF: bands of rows, each a hardware layer; the mapped
     layer's cycles are the bands' op-enable-to-interrupt times back to back."""
-    from mapper.tiling_search import search_plan
+    from nvdla_mapper.tiling_search import search_plan
 
     layer = ConvLayer("ffn2", ConvShape.matmul(64, 3072, 64, row=8), P, SdpSpec(bias=OperandMode.PER_KERNEL))
     plan = search_plan(layer, HW).plan

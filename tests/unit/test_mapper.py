@@ -7,11 +7,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mapper import exhaustive_plan, naive_plan, search_plan
-from mapper.onnx_import import graph_from_onnx
-from mapper.passes import map_model
-from mapper.workload import OpKind, ops_in_order
-from mapper.zoo import PRESETS, build_graph, from_hf_config
+from nvdla_mapper import exhaustive_plan, naive_plan, search_plan
+from nvdla_mapper.onnx_import import graph_from_onnx
+from nvdla_mapper.passes import map_model
+from nvdla_mapper.workload import OpKind, ops_in_order
+from nvdla_mapper.zoo import PRESETS, build_graph, from_hf_config
 from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, cbuf, load_config, run_conv, simulate
 from nvdla_sim.tiling import footprint
 
@@ -154,7 +154,7 @@ def test_onnx_unsupported_op(tmp_path):
 
 
 def test_independent_instances_hide_their_prologue():
-    from mapper.passes import instances_duration
+    from nvdla_mapper.passes import instances_duration
 
     hw = load_config("nv_full")
     st = simulate(ConvLayer("qk", ConvShape.matmul(128, 64, 128), Precision.INT8), hw)
@@ -169,7 +169,7 @@ def test_independent_instances_hide_their_prologue():
 def test_ops_past_the_register_fields_split_into_hardware_layers():
     """Rows past 8192 x 64, outputs past 8192 kernels, reductions past 8192 channels (partials added by
     SDP): every piece a legal hardware layer, the MACs those of the op."""
-    from mapper.lowering import HostModel, LoweringContext, matmul_layers
+    from nvdla_mapper.lowering import HostModel, LoweringContext, matmul_layers
     from nvdla_sim.layers import OperandMode, SdpLayer, SdpSpec
 
     hw = load_config("nv_small")
@@ -188,7 +188,7 @@ def test_ops_past_the_register_fields_split_into_hardware_layers():
 
 @pytest.mark.slow  # about 30 s: 144 x 16 attention tiles per layer
 def test_long_sequences_map():
-    from mapper.passes import map_model
+    from nvdla_mapper.passes import map_model
 
     hw = load_config("nv_full")
     for name in ("bert-base", "longformer-base"):

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mapper import PRESETS, build_graph, map_model
-from mapper.accuracy import QuantSettings, block_accuracy
-from mapper.lowering import WeightTreatment
+from nvdla_mapper import PRESETS, build_graph, map_model
+from nvdla_mapper.accuracy import QuantSettings, block_accuracy
+from nvdla_mapper.lowering import WeightTreatment
 from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, default_plan, load_config, run_conv, sdp, simulate
 from nvdla_sim.quant import (
     Calibration,

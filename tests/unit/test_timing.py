@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mapper import search_plan
+from nvdla_mapper import search_plan
 from nvdla_sim import (
     ConvLayer,
     ConvShape,

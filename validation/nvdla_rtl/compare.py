@@ -1,6 +1,6 @@
 """Model vs NVIDIA's nv_small RTL on the committed trace-test measurements.
 
-    python -m validation.nvdla_rtl.compare [--data FILE] [--markdown] [--plot docs/img/nvdla_rtl_scatter.png]
+    python -m nvdla_validation.nvdla_rtl.compare [--data FILE] [--markdown] [--plot docs/img/nvdla_rtl_scatter.png]
 
 Reads validation/data/nvdla_rtl_nv_small.json (made by run_reference.py; --data
 validation/data/nvdla_rtl_own.json for the programs of our own), rebuilds each test's

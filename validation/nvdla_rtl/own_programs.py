@@ -4,8 +4,8 @@ Each program is generated deterministically (fixed seeds) by nvdla_sim.regemit, 
 and the model's output CRC in its check. Run on the RTL by the reference runner, a pass means the RTL
 produced the model's bytes; the cycles it measured are the reference for the model's timing:
 
-    python -m validation.nvdla_rtl.own_programs build/own            # write the programs
-    python -m validation.nvdla_rtl.run_reference SRC --tests-dir build/own \\
+    python -m nvdla_validation.nvdla_rtl.own_programs build/own            # write the programs
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir build/own \\
         --out validation/data/nvdla_rtl_own.json                     # run them on the RTL
 
 CI regenerates the programs (no RTL, no NVIDIA files) and requires the model's CRCs to equal the ones

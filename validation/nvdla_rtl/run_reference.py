@@ -1,6 +1,6 @@
 """Run NVIDIA's nv_small trace tests on NVIDIA's RTL (Verilator) and record cycles and pass/fail.
 
-    python -m validation.nvdla_rtl.run_reference SRC [--work DIR] [--tests GLOB ...] [--out FILE]
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC [--work DIR] [--tests GLOB ...] [--out FILE]
 
 SRC is an nvdla/hw checkout or bare mirror (branch nv_small); the RTL is built in WORK by build.sh and
 nothing of NVIDIA's is written into this repository. Per test this writes one row: pass/fail and why,
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per test run")
     ap.add_argument(
         "--tests-dir",
-        help="run the trace tests in this folder (programs of our own, e.g. from validation.nvdla_rtl.own_programs) "
+        help="run the trace tests in this folder (programs of our own, e.g. from nvdla_validation.nvdla_rtl.own_programs) "
         "instead of NVIDIA's",
     )
     args = ap.parse_args(argv)
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         "what": "NVIDIA nv_small RTL (Verilator) on "
         + ("register programs of our own" if args.tests_dir else "NVIDIA's trace tests")
         + ": cycles and pass/fail",
-        "command": "python -m validation.nvdla_rtl.run_reference SRC"
+        "command": "python -m nvdla_validation.nvdla_rtl.run_reference SRC"
         + (f" --tests-dir {args.tests_dir}" if args.tests_dir else "")
         + ("" if args.out == str(DEFAULT_OUT) else f" --out {args.out}")
         + ("" if args.tests == ["*"] else " --tests " + " ".join(args.tests)),

@@ -1,7 +1,7 @@
 """The mapper's own transformer layers as register programs for NVIDIA's nv_small RTL (issue 13).
 
 Every program here comes out of the mapper: a workload graph is lowered, tiled and simulated by
-`mapper.map_model` on configs/nv_small_rtl_tb.toml, and `mapper.programs.emit_programs` writes the
+`nvdla_mapper.map_model` on configs/nv_small_rtl_tb.toml, and `nvdla_mapper.programs.emit_programs` writes the
 chosen hardware layers with the layout, CBUF split and band split the mapper chose. The set:
 
 * BERT-style projections: M (tokens) 64 and 128 x K 256 and 768 x N 64 and 768, INT8, SDP bias +
@@ -14,8 +14,8 @@ chosen hardware layers with the layout, CBUF split and band split the mapper cho
 * a whole BERT encoder block at hidden 128, 2 heads, FFN 512, sequence 64 (no head): every NVDLA layer of it
   (softmax, GELU and layernorm run on the host on nv_small, which has no SDP LUT).
 
-    python -m validation.nvdla_rtl.transformer_programs build/tf        # write the programs
-    python -m validation.nvdla_rtl.run_reference SRC --tests-dir build/tf \\
+    python -m nvdla_validation.nvdla_rtl.transformer_programs build/tf        # write the programs
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir build/tf \\
         --out validation/data/nvdla_rtl_transformer.json                # run them on the RTL
 
 tests/integration/test_nvdla_transformer.py regenerates the programs in CI (no RTL) and checks the CRCs
@@ -32,10 +32,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from mapper.passes import MapResult, map_model
-from mapper.programs import MANIFEST, emit_programs
-from mapper.workload import Graph, Op, OpKind
-from mapper.zoo import ModelSpec, Stage, build_graph
+from nvdla_mapper.passes import MapResult, map_model
+from nvdla_mapper.programs import MANIFEST, emit_programs
+from nvdla_mapper.workload import Graph, Op, OpKind
+from nvdla_mapper.zoo import ModelSpec, Stage, build_graph
 from nvdla_sim.config import load_config
 from nvdla_sim.precision import Precision
 
