@@ -348,7 +348,9 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
     else:
         spec = SdpSpec(scale=scale, eltwise=extra)
     bpe = ctx.precision.bytes
-    tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, op.count, "K into weight format")]
+    # one re-layout per K head: grouped-query heads share theirs
+    kv_count = op.count // int(op.attrs.get("kv_share", 1))
+    tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, kv_count, "K into weight format")]
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         note = "causal: keys past the band's last query skipped" if len(bands) > 1 else ""
@@ -371,7 +373,8 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
 def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
     bpe = ctx.precision.bytes
     what = "V^T into weight format" + (" (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "")
-    tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, op.count, what)]
+    kv_count = op.count // int(op.attrs.get("kv_share", 1))
+    tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
     spec = SdpSpec(bias=OperandMode.PER_KERNEL) if ctx.hw.bdma else SdpSpec()  # V's bias, moved here
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
@@ -463,6 +466,26 @@ def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
     return [_hw(op, lay) for lay in _sdp_passes(op.name, op.m, op.n, ctx, spec)]
 
 
+def lower_rotary(op: Op, ctx: LoweringContext) -> list[Task]:
+    """x cos + rotate_half(x) sin per head. rotate_half swaps each head's two halves (the sign folds into
+    the sin table): whole memory atoms when head_dim / 2 fills atoms, so a BDMA copy (the host without
+    BDMA); then two SDP passes with per-element cos / sin operands (X stages from B/N-RDMA)."""
+    hd = int(op.attrs.get("head_dim", 64))
+    atom = ctx.hw.memory.memory_atomic_bytes // ctx.precision.bytes
+    if (hd // 2) % atom:
+        return [
+            _host(
+                op, op.name, ctx, flops_per_elem=3, note=f"rotary on host (head_dim/2 = {hd // 2} is not whole atoms)"
+            )
+        ]
+    swap = _relayout(op, f"{op.name}.rotate_half", op.elements * ctx.precision.bytes, ctx, 1, "rotate_half (atoms)")
+    sin = _sdp_passes(f"{op.name}.sin", op.m, op.n, ctx, SdpSpec(scale=OperandMode.PER_ELEMENT))
+    cos = _sdp_passes(
+        f"{op.name}.cos_add", op.m, op.n, ctx, SdpSpec(bias=OperandMode.PER_ELEMENT, scale=OperandMode.PER_ELEMENT)
+    )
+    return [swap, *[_hw(op, lay) for lay in sin], *[_hw(op, lay, note="x cos + rotate_half(x) sin") for lay in cos]]
+
+
 def lower_gather(op: Op, ctx: LoweringContext) -> list[Task]:
     return [_host(op, op.name, ctx, flops_per_elem=0, note="embedding lookup on host")]
 
@@ -502,6 +525,7 @@ LOWERINGS: dict[OpKind, Callable[[Op, LoweringContext], list[Task]]] = {
     OpKind.MUL: lower_elementwise,
     OpKind.SCALE: lower_elementwise,
     OpKind.GATHER: lower_gather,
+    OpKind.ROTARY: lower_rotary,
     OpKind.TRANSPOSE: lower_layout,
     OpKind.RESHAPE: lower_layout,
     OpKind.HOST: lower_host,

@@ -26,6 +26,7 @@ class OpKind(enum.Enum):
     ADD = "add"  # elementwise [m, n] + [m, n]
     MUL = "mul"  # elementwise [m, n] * [m, n] (gated FFN)
     SCALE = "scale"  # elementwise by a constant
+    ROTARY = "rotary"  # rotary position embedding of [m, n] (n = heads x head dim)
     TRANSPOSE = "transpose"
     RESHAPE = "reshape"
     GATHER = "gather"  # embedding lookup [m] -> [m, n]

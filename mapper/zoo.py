@@ -51,6 +51,8 @@ class ModelSpec:
     norm: str = "layer"  # layer | rms
     activation: str = "gelu"  # gelu | relu
     gated_ffn: bool = False  # T5 v1.1: two input projections, the activation of one gating the other
+    kv_heads: int = 0  # grouped-query attention: heads of K and V (0: as many as query heads)
+    qkv_bias: bool = True  # biases on the q, k, v projections (LLaMA/Mistral: none; Qwen2: yes)
     decoder_layers: int = 0  # T5 decoder blocks (with cross-attention)
     head_dim: int = 0  # 0: hidden / heads
     image_tokens: int = 0  # vision models: tokens fixed by the image (patch grid)
@@ -153,6 +155,9 @@ _HF_FIELDS = {
     "t5": (("d_model",), ("num_layers",), ("num_heads",), ("d_ff",)),
     "xlnet": (("d_model",), ("n_layer",), ("n_head",), ("d_inner",)),
     "swin": (("embed_dim",), ("depths",), ("num_heads",), ("mlp_ratio",)),
+    "llama": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "mistral": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "qwen2": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
 }
 
 
@@ -227,6 +232,17 @@ def from_hf_config(path: str | Path) -> ModelSpec:
     positions = opt("n_positions" if mt == "gpt2" else "max_position_embeddings")
     if mt in ("roberta", "longformer") and positions > 2:
         positions -= 2
+    if mt in ("llama", "mistral", "qwen2"):
+        heads_kv = opt("num_key_value_heads") or heads
+        if heads % heads_kv:
+            raise NvdlaError(f"{path}: num_attention_heads {heads} is not a multiple of num_key_value_heads {heads_kv}")
+        bias = cfg.get("attention_bias")
+        bias = mt == "qwen2" if bias is None else bias  # Qwen2 always has q/k/v biases
+        return ModelSpec(
+            str(name), "llama", (stage,), vocab=vocab, attention=Attention.CAUSAL, norm="rms", activation="silu",
+            gated_ffn=True, head_dim=opt("head_dim"), max_positions=positions, relative="rotary",
+            kv_heads=heads_kv, qkv_bias=bool(bias),
+        )  # fmt: skip
     if mt in ("bert", "roberta"):
         return ModelSpec(str(name), "bert", (stage,), vocab=vocab, max_positions=positions)
     if mt == "gpt2":
@@ -290,7 +306,7 @@ HEADS = ("auto", "none", "lm", "cls")
 
 def default_head(spec: ModelSpec) -> str:
     """The head a model family is used with: generative models their LM head, encoders a classifier."""
-    return "lm" if spec.family in ("gpt2", "t5", "xlnet") else "cls"
+    return "lm" if spec.family in ("gpt2", "t5", "xlnet", "llama") else "cls"
 
 
 def build_graph(
@@ -407,14 +423,19 @@ def _attention(
 ) -> str:
     hd = spec.head_dim or st.hidden // st.heads
     inner = hd * st.heads
-    # T5 has no biases; XLNet's attention projections have none (its FFN has)
-    proj = {"bias": False} if spec.family in ("t5", "xlnet") else {}
+    kv_inner = hd * (spec.kv_heads or st.heads)  # grouped-query attention shares K and V across a group
+    # T5 has no biases; XLNet's attention projections have none (its FFN has); LLaMA none, Qwen2 on q/k/v
+    proj = {"bias": False} if spec.family in ("t5", "xlnet") or not spec.qkv_bias else {}
+    out_proj = {"bias": False} if spec.family in ("t5", "xlnet", "llama") else {}
     q = g.add(Op(f"{p}.q", OpKind.MATMUL, m_q, inner, k=st.hidden, group="matmul", attrs=proj), q_src)
-    k = g.add(Op(f"{p}.k", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul", attrs=proj), kv_src)
+    k = g.add(Op(f"{p}.k", OpKind.MATMUL, m_kv, kv_inner, k=st.hidden, group="matmul", attrs=proj), kv_src)
     v = g.add(
-        Op(f"{p}.v", OpKind.MATMUL, m_kv, inner, k=st.hidden, group="matmul", attrs={**proj, "feeds_context": True}),
+        Op(f"{p}.v", OpKind.MATMUL, m_kv, kv_inner, k=st.hidden, group="matmul", attrs={**proj, "feeds_context": True}),
         kv_src,
     )
+    if spec.relative == "rotary":  # rotary position embedding of q and k (position-dependent rotation)
+        q = g.add(Op(f"{p}.q_rope", OpKind.ROTARY, m_q, inner, group="attention", attrs={"head_dim": hd}), q)
+        k = g.add(Op(f"{p}.k_rope", OpKind.ROTARY, m_kv, kv_inner, group="attention", attrs={"head_dim": hd}), k)
     sq, skv = m_q // batch, m_kv // batch
     count = batch * st.heads
     band = None
@@ -431,7 +452,9 @@ def _attention(
         band = batch * st.heads * band_pairs(sq, spec.window // 2) * hd
     else:
         rows, keys = sq, skv
+    share = st.heads // (spec.kv_heads or st.heads)  # query heads per K/V head (grouped-query attention)
     attrs = {
+        "kv_share": share,
         "causal": causal or spec.attention is Attention.CAUSAL,
         "scale": 1.0 if spec.family == "t5" else 1 / math.sqrt(hd),  # T5 folds the scale into its init
         "bias": not cross and (spec.relative == "bias" or (spec.attention is Attention.WINDOW and bool(spec.relative))),
@@ -465,10 +488,11 @@ def _attention(
         scores,
     )
     pv_attrs = {"model_macs": band} if band is not None else {"causal": attrs["causal"]}
+    pv_attrs["kv_share"] = share
     ctx = g.add(
         Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=pv_attrs), probs, v
     )
-    return g.add(Op(f"{p}.o", OpKind.MATMUL, m_q, st.hidden, k=inner, group="matmul", attrs=proj), ctx)
+    return g.add(Op(f"{p}.o", OpKind.MATMUL, m_q, st.hidden, k=inner, group="matmul", attrs=out_proj), ctx)
 
 
 def band_pairs(seq: int, half: int) -> int:
@@ -488,7 +512,7 @@ def _block(
     causal: bool = False,
     cross: tuple[str, int] | None = None,
 ) -> str:
-    pre_norm = spec.family in ("gpt2", "t5", "vit", "swin")
+    pre_norm = spec.family in ("gpt2", "t5", "vit", "swin", "llama")
     x = src
     h = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden) if pre_norm else x
     shifted = spec.family == "swin" and int(p.rsplit("layer", 1)[-1] or 0) % 2 == 1
@@ -506,11 +530,12 @@ def _block(
         a = _attention(g, spec, st, f"{p}.xattn", h, enc, m_q=m, m_kv=m_enc, batch=batch, causal=False, cross=True)
         x = g.add(Op(f"{p}.resx", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
     h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden) if pre_norm else x
-    ffn = {"bias": False} if spec.family == "t5" else {}
+    ffn = {"bias": False} if spec.family in ("t5", "llama") else {}
     f1 = g.add(Op(f"{p}.ffn1", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
-    act_kind = OpKind.GELU if spec.activation == "gelu" else OpKind.RELU
-    act = g.add(Op(f"{p}.act", act_kind, m, st.ffn, group="elementwise"), f1)
-    if spec.gated_ffn:  # T5 v1.1 (feed_forward_proj "gated-gelu"): act(x W_i0) * (x W_i1)
+    act_kind = {"gelu": OpKind.GELU, "relu": OpKind.RELU, "silu": OpKind.LUT}[spec.activation]
+    act_attrs = {"func": "SiLU"} if spec.activation == "silu" else {}
+    act = g.add(Op(f"{p}.act", act_kind, m, st.ffn, group="elementwise", attrs=act_attrs), f1)
+    if spec.gated_ffn:  # T5 v1.1 "gated-gelu", LLaMA SwiGLU: act(x W_gate) * (x W_up)
         lin = g.add(Op(f"{p}.ffn1_gate", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
         act = g.add(Op(f"{p}.gate", OpKind.MUL, m, st.ffn, group="elementwise"), act, lin)
     f2 = g.add(Op(f"{p}.ffn2", OpKind.MATMUL, m, st.hidden, k=st.ffn, group="matmul", attrs=ffn), act)

@@ -20,7 +20,8 @@ json_values = st.recursive(
 )
 HF_KEYS = ["model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "n_embd",
            "n_layer", "n_head", "d_model", "num_layers", "num_heads", "d_ff", "embed_dim", "depths", "mlp_ratio",
-           "image_size", "patch_size", "window_size", "vocab_size", "max_position_embeddings", "attention_window"]  # fmt: skip
+           "image_size", "patch_size", "window_size", "vocab_size", "max_position_embeddings", "attention_window",
+           "num_key_value_heads", "head_dim", "attention_bias"]  # fmt: skip
 
 
 def _one_line(e: Exception, name: str) -> None:
@@ -51,7 +52,7 @@ def test_random_json_as_a_hf_config(tmp_path_factory, doc):
 
 @SETTINGS
 @given(
-    mt=st.sampled_from(["bert", "roberta", "gpt2", "t5", "vit", "swin", "longformer", "xlnet"]),
+    mt=st.sampled_from(["bert", "roberta", "gpt2", "t5", "vit", "swin", "longformer", "xlnet", "llama", "qwen2"]),
     fields=st.dictionaries(st.sampled_from(HF_KEYS), json_values, max_size=8),
 )
 def test_random_fields_of_a_supported_model_type(tmp_path_factory, mt, fields):

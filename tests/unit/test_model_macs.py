@@ -136,3 +136,44 @@ def test_a_preset_name_never_resolves_to_a_folder(tmp_path, monkeypatch):
     assert resolve_model("gpt2").name == "gpt2"
     with pytest.raises(Exception, match="no such folder"):
         resolve_model("./missing")
+
+
+TINYLLAMA = {  # TinyLlama-1.1B's config.json (the fields the mapper reads)
+    "model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
+    "num_hidden_layers": 22, "num_key_value_heads": 4, "max_position_embeddings": 2048, "vocab_size": 32000,
+    "attention_bias": False, "tie_word_embeddings": False, "hidden_act": "silu",
+}  # fmt: skip
+
+
+def _hf(tmp_path, cfg):
+    import json
+
+    from mapper.zoo import from_hf_config
+
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    return from_hf_config(p)
+
+
+def test_tinyllama_gqa_swiglu_rotary(tmp_path):
+    """Grouped-query attention (4 K/V heads for 32 query heads), SwiGLU's three FFN matmuls, LM head."""
+    s, h, f, kv, L, vocab = 128, 2048, 5632, 4 * 64, 22, 32000
+    layer = 2 * s * h * h + 2 * s * h * kv + 2 * s * s * h + 3 * s * h * f
+    spec = _hf(tmp_path, TINYLLAMA)
+    res = map_model(build_graph(spec, seq=s), HW, precision=Precision.INT8, batch=1, seq=s)
+    assert res.model_macs == L * layer + s * h * vocab
+    names = [r.task.name for r in res.results]
+    assert "layer0.attn.q_rope.rotate_half" in names and "layer0.ffn1_gate" in names
+    k_relayout = next(r for r in res.results if r.task.name == "layer0.attn.qk.k_relayout")
+    assert k_relayout.task.count == 4  # once per K head, not per query head
+    with pytest.raises(Exception, match="2048 learned positions"):
+        build_graph(spec, seq=4096)
+
+
+def test_qwen2_has_qkv_biases_and_a_bad_group_is_refused(tmp_path):
+    from nvdla_sim.errors import NvdlaError
+
+    spec = _hf(tmp_path, {**TINYLLAMA, "model_type": "qwen2", "attention_bias": None})
+    assert spec.qkv_bias and spec.kv_heads == 4
+    with pytest.raises(NvdlaError, match="not a multiple of num_key_value_heads 5"):
+        _hf(tmp_path, {**TINYLLAMA, "num_key_value_heads": 5})
