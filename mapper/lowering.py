@@ -350,7 +350,9 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
     bpe = ctx.precision.bytes
     # one re-layout per K head: grouped-query heads share theirs
     kv_count = op.count // int(op.attrs.get("kv_share", 1))
-    tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, kv_count, "K into weight format")]
+    tasks = []
+    if not op.attrs.get("cached"):  # a decode step reads the K cache, kept in weight format
+        tasks.append(_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, kv_count, "K into weight format"))
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         note = "causal: keys past the band's last query skipped" if len(bands) > 1 else ""
@@ -374,8 +376,13 @@ def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
     bpe = ctx.precision.bytes
     what = "V^T into weight format" + (" (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "")
     kv_count = op.count // int(op.attrs.get("kv_share", 1))
-    tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
-    spec = SdpSpec(bias=OperandMode.PER_KERNEL) if ctx.hw.bdma else SdpSpec()  # V's bias, moved here
+    tasks = (
+        []
+        if op.attrs.get("cached")
+        else [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
+    )
+    moved = ctx.hw.bdma and not op.attrs.get("cached")
+    spec = SdpSpec(bias=OperandMode.PER_KERNEL) if moved else SdpSpec()  # V's bias, moved here
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))
@@ -493,6 +500,12 @@ def lower_gather(op: Op, ctx: LoweringContext) -> list[Task]:
 def lower_layout(op: Op, ctx: LoweringContext) -> list[Task]:
     if op.kind is OpKind.RESHAPE:
         return []  # a view: strides change, no data moves
+    nbytes = op.elements * ctx.precision.bytes
+    if op.attrs.get("what") == "k_append":  # one kernel more in the weight-format K cache: whole atoms
+        return [_relayout(op, op.name, nbytes, ctx, 1, "the new K into the weight-format cache")]
+    if op.attrs.get("what") == "v_append":  # keys are the channels of the cached V^T: an element scatter
+        note = "V^T cache append: an element scatter (keys are channels of the cached V^T)"
+        return [_host_task(op, op.name, count=1, flops=0, nbytes=2 * nbytes, note=note)]
     if op.attrs.get("what") == "roll":  # whole pixels move (all channels of an atom together): a BDMA copy
         return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "cyclic shift of the window grid")]
     return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "a transposed tensor")]

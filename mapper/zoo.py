@@ -301,7 +301,7 @@ def resolve_model(name_or_path: str) -> ModelSpec | Path:
 # ---- graph builder ----------------------------------------------------------------------------------
 
 
-HEADS = ("auto", "none", "lm", "cls")
+HEADS = ("auto", "none", "lm", "lm_last", "cls")
 
 
 def default_head(spec: ModelSpec) -> str:
@@ -387,6 +387,8 @@ def _head(g: Graph, spec: ModelSpec, src: str, head: str, *, m: int, batch: int)
         raise NvdlaError(f"--head {head!r}: choose one of {', '.join(HEADS)}")
     head = default_head(spec) if head == "auto" else head
     hidden = spec.stages[-1].hidden
+    if head == "lm_last":  # generation: the next token comes from the last position of each sequence
+        m, head = batch, "lm"
     if head == "lm":
         if not spec.vocab:
             raise NvdlaError(f"--head lm: {spec.name} has no vocabulary (vision model); use --head cls or none")
@@ -530,6 +532,14 @@ def _block(
         a = _attention(g, spec, st, f"{p}.xattn", h, enc, m_q=m, m_kv=m_enc, batch=batch, causal=False, cross=True)
         x = g.add(Op(f"{p}.resx", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
     h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden) if pre_norm else x
+    x = _ffn(g, spec, st, p, h, x, m=m)
+    if not pre_norm:
+        x = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)
+    return x
+
+
+def _ffn(g: Graph, spec: ModelSpec, st: Stage, p: str, h: str, x: str, *, m: int) -> str:
+    """The FFN of a block on `h` with the residual `x` added."""
     ffn = {"bias": False} if spec.family in ("t5", "llama") else {}
     f1 = g.add(Op(f"{p}.ffn1", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
     act_kind = {"gelu": OpKind.GELU, "relu": OpKind.RELU, "silu": OpKind.LUT}[spec.activation]
@@ -539,7 +549,76 @@ def _block(
         lin = g.add(Op(f"{p}.ffn1_gate", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
         act = g.add(Op(f"{p}.gate", OpKind.MUL, m, st.ffn, group="elementwise"), act, lin)
     f2 = g.add(Op(f"{p}.ffn2", OpKind.MATMUL, m, st.hidden, k=st.ffn, group="matmul", attrs=ffn), act)
-    x = g.add(Op(f"{p}.res2", OpKind.ADD, m, st.hidden, group="elementwise"), f2, x)
-    if not pre_norm:
-        x = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)
-    return x
+    return g.add(Op(f"{p}.res2", OpKind.ADD, m, st.hidden, group="elementwise"), f2, x)
+
+
+# ---- one decode step (autoregressive generation) -----------------------------------------------------
+
+
+def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int) -> nx.DiGraph:
+    """Workload graph of one decode step: each of `batch` sequences has `kv_len` cached tokens and adds one.
+
+    Projections and the FFN are M = batch matmuls (GEMV at batch 1). The K and V of the new token are
+    appended to the caches, which are kept in the layouts QK^T and PV read as kernels: K in the
+    direct-convolution weight format (keys as kernels: the append is whole atoms), V^T likewise (keys as
+    channels: the append is an element scatter, done by the host). Attention runs against kv_len + 1 keys;
+    the LM head projects every sequence's new position.
+    """
+    if spec.decoder_layers or spec.family not in ("gpt2", "llama"):
+        raise NvdlaError(
+            f"{spec.name}: generation is modelled for decoder-only models (gpt2, llama family); "
+            f"{spec.family} is {'an encoder-decoder (T5 decoding is not modelled yet)' if spec.decoder_layers else 'an encoder'}"
+        )
+    if batch < 1 or kv_len < 1:
+        raise NvdlaError(f"batch and kv_len must be >= 1, got batch={batch} kv_len={kv_len}")
+    g = Graph(f"{spec.name}.decode")
+    st = spec.stages[0]
+    last = g.add(Op("embed", OpKind.GATHER, batch, st.hidden, group="host"))
+    for i in range(st.layers):
+        p = f"layer{i}"
+        h = _norm(g, spec, f"{p}.ln1", last, m=batch, n=st.hidden)
+        a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=batch, kv_len=kv_len)
+        x = g.add(Op(f"{p}.res1", OpKind.ADD, batch, st.hidden, group="elementwise"), a, last)
+        h = _norm(g, spec, f"{p}.ln2", x, m=batch, n=st.hidden)
+        last = _ffn(g, spec, st, p, h, x, m=batch)
+    last = _norm(g, spec, "layer_final_norm", last, m=batch, n=st.hidden)
+    _head(g, spec, last, "lm", m=batch, batch=batch)
+    return g.g
+
+
+def _decode_attention(g: Graph, spec: ModelSpec, st: Stage, p: str, src: str, *, batch: int, kv_len: int) -> str:
+    hd = spec.head_dim or st.hidden // st.heads
+    inner, kv_inner = hd * st.heads, hd * (spec.kv_heads or st.heads)
+    share = st.heads // (spec.kv_heads or st.heads)
+    proj = {"bias": False} if spec.family in ("t5", "xlnet") or not spec.qkv_bias else {}
+    q = g.add(Op(f"{p}.q", OpKind.MATMUL, batch, inner, k=st.hidden, group="matmul", attrs=proj), src)
+    k = g.add(Op(f"{p}.k", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
+    v = g.add(Op(f"{p}.v", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
+    if spec.relative == "rotary":
+        q = g.add(Op(f"{p}.q_rope", OpKind.ROTARY, batch, inner, group="attention", attrs={"head_dim": hd}), q)
+        k = g.add(Op(f"{p}.k_rope", OpKind.ROTARY, batch, kv_inner, group="attention", attrs={"head_dim": hd}), k)
+    k = g.add(Op(f"{p}.k_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "k_append"}), k)
+    v = g.add(Op(f"{p}.v_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "v_append"}), v)
+    keys, count = kv_len + 1, batch * st.heads
+    cached = {"kv_share": share, "cached": True, "causal": False}
+    scale = 1.0 if spec.family == "t5" else 1 / math.sqrt(hd)
+    scores = g.add(
+        Op(
+            f"{p}.qk",
+            OpKind.ATTN_SCORES,
+            1,
+            keys,
+            k=hd,
+            count=count,
+            group="attention",
+            attrs={**cached, "scale": scale},
+        ),
+        q,
+        k,
+    )
+    probs = g.add(Op(f"{p}.softmax", OpKind.SOFTMAX, 1, keys, count=count, group="softmax"), scores)
+    ctx = g.add(
+        Op(f"{p}.pv", OpKind.ATTN_CONTEXT, 1, hd, k=keys, count=count, group="attention", attrs=cached), probs, v
+    )
+    out = {"bias": False} if spec.family == "llama" else {}
+    return g.add(Op(f"{p}.o", OpKind.MATMUL, batch, st.hidden, k=inner, group="matmul", attrs=out), ctx)

@@ -24,7 +24,7 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--dec-seq", type=int, default=None, help="decoder sequence length (T5); default --seq")
     m.add_argument(
         "--head",
-        choices=["auto", "none", "lm", "cls"],
+        choices=["auto", "none", "lm", "lm_last", "cls"],
         default="auto",
         help="model head: LM head (vocabulary projection), classifier, or none (auto: lm for GPT-2/T5/XLNet, cls else)",
     )
@@ -75,6 +75,19 @@ def add_commands(sub, registry: dict) -> None:
     sw.add_argument("--workers", type=int, default=2, help="local worker processes")
     sw.add_argument("--scheduler", default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786")
     registry["sweep"] = _sweep
+    ge = sub.add_parser("generate", help="autoregressive generation: prefill, then decode steps with a KV cache")
+    ge.add_argument(
+        "model", help="decoder preset (gpt2, ...) or a Hugging Face config.json (gpt2, llama, mistral, qwen2)"
+    )
+    ge.add_argument("--hw", default="nv_full", help="config name or .toml path")
+    ge.add_argument("--prompt", type=int, default=128, help="prompt tokens per sequence")
+    ge.add_argument("--new-tokens", type=int, default=128, help="tokens to generate per sequence")
+    ge.add_argument("--batch", default="1", help="sequences decoded together, or a list (1,2,4,8) for a batch sweep")
+    ge.add_argument("--precision", default="int8", help="int8, int16 or fp16")
+    ge.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
+    ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
+    ge.add_argument("--report", help="directory for generate.json and tokens.csv")
+    registry["generate"] = _generate
     z = sub.add_parser("zoo", help="list model presets")
     z.set_defaults()
     registry["zoo"] = _zoo
@@ -111,6 +124,82 @@ def _sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _precision(text: str) -> Precision:
+    try:
+        return Precision.parse(text)
+    except ValueError as e:
+        raise NvdlaError(str(e)) from None
+
+
+def _batches(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or any(b < 1 for b in out):
+        raise NvdlaError(f"--batch {text!r}: give a positive integer or a comma-separated list such as 1,2,4,8")
+    return out
+
+
+def _generate(args: argparse.Namespace) -> int:
+    import csv
+
+    from nvdla_mapper.generate import generate
+    from nvdla_mapper.passes import output_folder
+    from nvdla_mapper.zoo import resolve_model
+
+    prec = _precision(args.precision)
+    hw = load_config(args.hw)
+    spec = resolve_model(args.model)
+    if not hasattr(spec, "stages"):
+        raise NvdlaError(f"{args.model}: generation needs a preset or a config.json, not an ONNX graph")
+    results = [
+        generate(spec, hw, prompt=args.prompt, new_tokens=args.new_tokens, batch=b, precision=prec,
+                 softmax=args.softmax, layernorm=args.layernorm)
+        for b in _batches(args.batch)
+    ]  # fmt: skip
+    for r in results:
+        d = r.to_dict()
+        pt = d["per_token_ms"]
+        print(
+            f"{r.model} on {r.hw.fingerprint}, batch {r.batch}, prompt {r.prompt}, {r.new_tokens} new tokens ({prec.value})"
+        )
+        print(
+            f"  time to first token  {d['ttft_ms']:.3f} ms (prefill, {d['prefill']['bound']}-bound, MAC util {d['prefill']['mac_utilization']:.1%})"
+        )
+        if pt["median_step"] is not None:
+            print(
+                f"  per token            {pt['first_step']:.3f} / {pt['median_step']:.3f} / {pt['last_step']:.3f} ms (first / median / last step)"
+            )
+        print(
+            f"  total                {d['total_ms']:.3f} ms: {d['tokens_per_s_per_sequence']:,.1f} tokens/s per sequence, {d['tokens_per_s_aggregate']:,.1f} aggregate"
+        )
+        print(
+            f"  decode               {d['decode']['bound']}-bound, DRAM {d['decode']['dram_utilization']:.1%} busy, MAC util {d['decode']['mac_utilization']:.1%}, {d['dram_bytes_per_token']:,} DRAM bytes per token"
+        )
+        print(f"  KV cache at the end  {d['kv_cache_bytes_end']:,} bytes")
+    if len(results) > 1:
+        print("  batch  ms/step  tokens/s  decode bound")
+        for r in results:
+            d = r.to_dict()
+            print(
+                f"  {r.batch:>5}  {d['per_token_ms']['median_step'] or 0:>7.3f}  {d['decode_tokens_per_s_aggregate'] or 0:>8,.1f}  {d['decode']['bound']}"
+            )
+    if args.report:
+        out = output_folder(args.report, "--report")
+        (out / "generate.json").write_text(json.dumps([r.to_dict() for r in results], indent=1) + "\n")
+        with (out / "tokens.csv").open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["batch", "token", "kv_len", "cycles", "ms"])
+            for r in results:
+                for i, c in enumerate(r.token_cycles):
+                    w.writerow(
+                        [r.batch, i + 1, r.prompt + max(i - 1, 0) if i else 0, c, round(c / r.hw.clock_mhz / 1e3, 6)]
+                    )
+        print(f"wrote {out / 'generate.json'} and {out / 'tokens.csv'}", file=sys.stderr)
+    return 0
+
+
 def _zoo(args: argparse.Namespace) -> int:
     from nvdla_mapper.cnn_zoo import CNN_PRESETS
     from nvdla_mapper.workload import OpKind, ops_in_order
@@ -134,10 +223,7 @@ def _map(args: argparse.Namespace) -> int:
     from nvdla_mapper.passes import map_model, write_results
     from nvdla_mapper.zoo import model_graph
 
-    try:
-        prec = Precision.parse(args.precision)
-    except ValueError as e:
-        raise NvdlaError(str(e)) from None
+    prec = _precision(args.precision)
     hw = load_config(args.hw)
     hw.check_precision(prec)
     g = model_graph(

@@ -1,0 +1,166 @@
+"""Autoregressive generation: prefill, then one decode step per new token against a growing KV cache.
+
+    generate(spec, hw, prompt=128, new_tokens=128, batch=1) -> GenerateResult
+
+The prefill is the model's sequence pass over the prompt (causal tiles skipped) with the LM head on the
+last position of each sequence: it yields the first new token (time to first token). Every further
+token is one decode step (zoo.decode_step_graph) at the cache length of that moment, mapped and
+simulated like any workload; the steps differ only in their attention layers (kv_len + 1 keys), so
+the projections, FFN and head are simulated once and served from the per-layer cache of every later
+step (passes._simulate_cached, keyed by layer value): each step is exact, and a 128-token run takes
+seconds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.precision import Precision
+from nvdla_sim.stats import Bound
+
+from .lowering import HostModel
+from .passes import MapResult, map_model
+from .zoo import ModelSpec, build_graph, decode_step_graph
+
+
+@dataclass
+class StepResult:
+    kv_len: int  # cached tokens before the step
+    cycles: int
+    dram_bytes: int
+    macs: int
+    bound: str  # the bound holding the most of the step's NVDLA time
+
+
+@dataclass
+class GenerateResult:
+    model: str
+    hw: HwConfig
+    precision: Precision
+    batch: int
+    prompt: int
+    new_tokens: int
+    prefill: MapResult
+    steps: list[StepResult] = field(default_factory=list)  # tokens 2..T
+    kv_bytes_per_token: int = 0  # K and V of one position of one sequence, all layers
+
+    @property
+    def ttft_cycles(self) -> int:
+        return self.prefill.total_cycles
+
+    @property
+    def total_cycles(self) -> int:
+        return self.ttft_cycles + sum(s.cycles for s in self.steps)
+
+    @property
+    def token_cycles(self) -> list[int]:
+        """Latency of each new token: the first is the prefill, then one decode step each."""
+        return [self.ttft_cycles, *(s.cycles for s in self.steps)]
+
+    def _ms(self, cycles: float) -> float:
+        return cycles / self.hw.clock_mhz / 1e3
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """KV cache at the end: every sequence's prompt and generated positions."""
+        return self.kv_bytes_per_token * self.batch * (self.prompt + self.new_tokens)
+
+    def decode_dram_utilization(self) -> float:
+        cyc = sum(s.cycles for s in self.steps)
+        return sum(s.dram_bytes for s in self.steps) / (cyc * self.hw.dram_bytes_per_cycle) if cyc else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        steps = [s.cycles for s in self.steps]
+        peak = self.hw.peak_macs_per_cycle(self.precision)
+        dec_cyc = sum(steps)
+        return {
+            "model": self.model,
+            "hw": self.hw.fingerprint,
+            "precision": self.precision.value,
+            "batch": self.batch,
+            "prompt_tokens": self.prompt,
+            "new_tokens": self.new_tokens,
+            "ttft_ms": round(self._ms(self.ttft_cycles), 4),
+            "per_token_ms": {
+                "first_step": round(self._ms(steps[0]), 4) if steps else None,
+                "median_step": round(self._ms(statistics.median(steps)), 4) if steps else None,
+                "last_step": round(self._ms(steps[-1]), 4) if steps else None,
+            },
+            "total_ms": round(self._ms(self.total_cycles), 4),
+            "tokens_per_s_per_sequence": round(self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3),
+            "tokens_per_s_aggregate": round(self.batch * self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3),
+            "decode_tokens_per_s_aggregate": round(self.batch * len(steps) / (self._ms(dec_cyc) / 1e3), 3)
+            if dec_cyc
+            else None,
+            "kv_cache_bytes_end": self.kv_cache_bytes,
+            "dram_bytes_per_token": round(sum(s.dram_bytes for s in self.steps) / max(len(steps) * self.batch, 1)),
+            "prefill": {
+                "cycles": self.ttft_cycles,
+                "mac_utilization": round(self.prefill.mac_utilization, 4),
+                "bound": phase_bound(self.prefill),
+            },
+            "decode": {
+                "cycles": dec_cyc,
+                "mac_utilization": round(sum(s.macs for s in self.steps) / (peak * dec_cyc), 4) if dec_cyc else 0.0,
+                "dram_utilization": round(self.decode_dram_utilization(), 4),
+                "bound": max(({s.bound for s in self.steps} or {"-"}), key=[s.bound for s in self.steps].count),
+            },
+            "token_cycles": self.token_cycles,
+        }
+
+
+def phase_bound(res: MapResult) -> str:
+    """The bound (compute, dram, sdp, cbuf, host) holding the most of a mapped pass's time."""
+    time: dict[str, int] = {}
+    for r in res.results:
+        key = r.stats.bound.value if r.stats else ("host" if r.task.resource == "host" else "dram")
+        time[key] = time.get(key, 0) + r.cycles
+    return max(time, key=lambda k: time[k]) if time else Bound.COMPUTE.value
+
+
+def kv_bytes_per_token(spec: ModelSpec, precision: Precision) -> int:
+    st = spec.stages[0]
+    hd = spec.head_dim or st.hidden // st.heads
+    return 2 * st.layers * hd * (spec.kv_heads or st.heads) * precision.bytes
+
+
+def generate(
+    spec: ModelSpec,
+    hw: HwConfig,
+    *,
+    prompt: int,
+    new_tokens: int,
+    batch: int = 1,
+    precision: Precision = Precision.INT8,
+    host: HostModel | None = None,
+    softmax: str = "auto",
+    layernorm: str = "auto",
+) -> GenerateResult:
+    """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence."""
+    for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
+    if spec.max_positions and prompt + new_tokens > spec.max_positions:
+        raise NvdlaError(
+            f"--prompt {prompt} + --new-tokens {new_tokens} = {prompt + new_tokens} positions; "
+            f"{spec.name} has {spec.max_positions}"
+        )
+    decode_step_graph(spec, batch=1, kv_len=1)  # refuses encoders and encoder-decoders with a clear error
+    hw.check_precision(precision)
+    kw = dict(precision=precision, batch=batch, host=host, softmax=softmax, layernorm=layernorm)
+    prefill = map_model(build_graph(spec, batch=batch, seq=prompt, head="lm_last"), hw, seq=prompt, **kw)
+    res = GenerateResult(spec.name, hw, precision, batch, prompt, new_tokens, prefill)
+    res.kv_bytes_per_token = kv_bytes_per_token(spec, precision)
+    for t in range(1, new_tokens):
+        kv_len = prompt + t - 1  # the prompt and the tokens generated before this step
+        step = map_model(decode_step_graph(spec, batch=batch, kv_len=kv_len), hw, seq=kv_len, **kw)
+        dram = sum(
+            (r.stats.traffic.dram_total * r.task.count) if r.stats else r.task.copy_bytes * r.task.count
+            for r in step.results
+        )
+        res.steps.append(StepResult(kv_len, step.total_cycles, dram, step.macs, phase_bound(step)))
+    return res

@@ -1,0 +1,113 @@
+"""Autoregressive generation: decode steps against the DRAM floor, precision, exact steps, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nvdla_mapper.generate import generate, kv_bytes_per_token
+from nvdla_mapper.lowering import Resource
+from nvdla_mapper.passes import _simulate_cached, map_model
+from nvdla_mapper.tiling_search import search_plan
+from nvdla_mapper.zoo import decode_step_graph, from_hf_config, preset
+from nvdla_sim import Precision, load_config
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.simulate import fixed_latency
+
+
+def _floor_and_overheads(res, hw):
+    """(DRAM floor, fixed overheads) of a mapped step: every byte it moves over the DRAM bandwidth; each
+    hardware layer's launch, pipeline, completion and first-read latency, and the host's time."""
+    moved = sum(r.stats.traffic.dram_total * r.task.count for r in res.results if r.stats)
+    moved += sum(2 * r.task.copy_bytes * r.task.count for r in res.results if r.task.resource == Resource.BDMA)
+    fixed = sum(
+        r.task.count * (sum(fixed_latency(r.task.layer, hw)) + hw.memory.dram_latency_cycles)
+        for r in res.results
+        if r.stats
+    )
+    fixed += sum(r.cycles for r in res.results if r.task.resource == Resource.HOST)
+    return moved / hw.dram_bytes_per_cycle, fixed
+
+
+@pytest.mark.parametrize("hw_name", ["nv_small", "nv_large", "nv_full"])
+def test_batch_1_decode_is_at_the_dram_floor_plus_fixed_overheads(hw_name):
+    hw = load_config(hw_name)
+    step = map_model(
+        decode_step_graph(preset("gpt2"), batch=1, kv_len=128), hw, precision=Precision.INT8, batch=1, seq=128
+    )
+    floor, fixed = _floor_and_overheads(step, hw)
+    assert step.total_cycles >= floor
+    assert step.total_cycles <= 1.10 * (floor + fixed), (step.total_cycles, floor, fixed)
+    weights = 12 * (4 * 768 * 768 + 2 * 768 * 3072) + 768 * 50257  # the whole model, read once per token
+    assert floor * hw.dram_bytes_per_cycle >= weights
+
+
+def test_int16_doubles_the_bytes_per_token_and_the_step_follows():
+    hw = load_config("nv_full")
+    steps = {
+        p: map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=64), hw, precision=p, batch=1, seq=64)
+        for p in (Precision.INT8, Precision.INT16)
+    }
+    f8, _ = _floor_and_overheads(steps[Precision.INT8], hw)
+    f16, _ = _floor_and_overheads(steps[Precision.INT16], hw)
+    assert 1.9 <= f16 / f8 <= 2.05
+    assert steps[Precision.INT16].total_cycles > 1.4 * steps[Precision.INT8].total_cycles
+
+
+def test_steps_are_exact_with_the_per_layer_cache():
+    """Every step is simulated; the per-layer cache only serves identical layers: clearing it before
+    every step gives the same cycles."""
+    hw = load_config("nv_small")
+    cached = generate(preset("gpt2"), hw, prompt=16, new_tokens=5)
+    cold = []
+    for t in range(1, 5):
+        _simulate_cached.cache_clear()
+        search_plan.cache_clear()
+        step = map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=16 + t - 1), hw,
+                         precision=Precision.INT8, batch=1, seq=16)  # fmt: skip
+        cold.append(step.total_cycles)
+    assert [s.cycles for s in cached.steps] == cold
+    assert cold == sorted(cold) and cold[-1] > cold[0]  # a longer cache costs more
+
+
+def test_results_and_tinyllama(tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
+           "num_hidden_layers": 22, "num_key_value_heads": 4, "max_position_embeddings": 2048, "vocab_size": 32000}  # fmt: skip
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    spec = from_hf_config(p)
+    assert kv_bytes_per_token(spec, Precision.INT8) == 2 * 22 * 4 * 64
+    r = generate(spec, load_config("nv_full"), prompt=32, new_tokens=3, batch=2)
+    d = r.to_dict()
+    assert len(r.token_cycles) == 3 and d["ttft_ms"] > d["per_token_ms"]["median_step"] > 0
+    assert d["kv_cache_bytes_end"] == 2 * 22 * 4 * 64 * 2 * 35
+    assert d["decode"]["bound"] in ("dram", "host", "sdp", "compute", "cbuf")
+
+
+def test_bad_input():
+    hw = load_config("nv_full")
+    with pytest.raises(NvdlaError, match="decoder-only"):
+        generate(preset("bert-base"), hw, prompt=8, new_tokens=2)
+    with pytest.raises(NvdlaError, match="T5 decoding is not modelled yet"):
+        generate(preset("t5-base"), hw, prompt=8, new_tokens=2)
+    with pytest.raises(NvdlaError, match="= 1025 positions; gpt2 has 1024"):
+        generate(preset("gpt2"), hw, prompt=1000, new_tokens=25)
+    with pytest.raises(NvdlaError, match="--new-tokens must be a positive integer, not 0"):
+        generate(preset("gpt2"), hw, prompt=8, new_tokens=0)
+
+
+def test_generate_cli(tmp_path, capsys):
+    from nvdla_cli.main import main
+
+    out = tmp_path / "gen"
+    argv = ["generate", "gpt2", "--hw", "nv_small", "--prompt", "16", "--new-tokens", "3", "--batch", "1,2"]
+    assert main([*argv, "--report", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "time to first token" in text and "batch  ms/step" in text
+    docs = json.loads((out / "generate.json").read_text())
+    assert [d["batch"] for d in docs] == [1, 2]
+    assert len((out / "tokens.csv").read_text().splitlines()) == 1 + 2 * 3
+    assert main(["generate", "vit-b16"]) == 2
+    assert main(["generate", "gpt2", "--batch", "0"]) == 2
+    assert "--batch '0'" in capsys.readouterr().err
