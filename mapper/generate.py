@@ -80,6 +80,7 @@ class GenerateResult:
         return {
             "model": self.model,
             "hw": self.hw.fingerprint,
+            "clock_mhz": self.hw.clock_mhz,
             "precision": self.precision.value,
             "batch": self.batch,
             "prompt_tokens": self.prompt,

@@ -181,16 +181,9 @@ def render_html(d: dict[str, Any]) -> str:
     }
     imgs = "".join(f'<figure><img id="plot-{k}" alt="{k}" src="{v}"></figure>' for k, v in images.items())
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in d["notes"])
-    css = (
-        "body{font-family:sans-serif;margin:1.5em;max-width:1400px}table{border-collapse:collapse;margin:.5em 0 1.5em}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;text-align:left}th{background:#eee}"
-        "figure{display:inline-block;margin:.5em}img{max-width:100%}"
-    )
     return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(d['model'])} on {html.escape(d['hw'])}</title>"
-        f"<style>{css}</style></head><body>"
-        f"<h1>{html.escape(d['model'])} on {html.escape(d['hw'])}</h1>"
-        f"<h2>Summary</h2>{_table(['metric', 'value'], summary, table_id='summary')}"
+        _head(f"{d['model']} on {d['hw']}")
+        + f"<h2>Summary</h2>{_table(['metric', 'value'], summary, table_id='summary')}"
         f"<h2>Plots</h2>{imgs}"
         f"<h2>Time by op type</h2>{_table(['group', 'cycles (summed over resources)'], groups, table_id='groups')}"
         f"<h2>Per-unit utilization</h2>{_table(['unit', 'busy', 'stall', 'busy %'], units, table_id='units')}"
@@ -205,6 +198,66 @@ def render_html(d: dict[str, Any]) -> str:
         )
         + f"<h2>Notes</h2><ul>{notes}</ul></body></html>"
     )
+
+
+CSS = (
+    "body{font-family:sans-serif;margin:1.5em;max-width:1400px}table{border-collapse:collapse;margin:.5em 0 1.5em}"
+    "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;text-align:left}th{background:#eee}"
+    "figure{display:inline-block;margin:.5em}img{max-width:100%}"
+)
+
+
+def _head(title: str) -> str:
+    t = html.escape(title)
+    return f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{t}</title><style>{CSS}</style></head><body><h1>{t}</h1>"
+
+
+def token_latency_plot(runs: list[dict[str, Any]]) -> str:
+    """Latency of every generated token (the first is the prefill), per batch size."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for d in runs:
+        ms = [c / d["clock_mhz"] / 1e3 for c in d["token_cycles"]]
+        ax.plot(range(2, len(ms) + 1), ms[1:], label=f"batch {d['batch']}")
+    ax.set(xlabel="generated token", ylabel="ms per decode step", title="Per-token latency (after the first token)")
+    ax.legend()
+    return _png(fig)
+
+
+def batch_curve_plot(runs: list[dict[str, Any]]) -> str:
+    """Decode throughput against step latency over the batch sizes: where batching stops paying."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    xs = [d["per_token_ms"]["median_step"] for d in runs]
+    ys = [d["decode_tokens_per_s_aggregate"] for d in runs]
+    ax.plot(xs, ys, marker="o")
+    for d, x, y in zip(runs, xs, ys, strict=True):
+        ax.annotate(f"b{d['batch']} ({d['decode']['bound']})", (x, y), fontsize=8)
+    ax.set(xlabel="median ms per decode step", ylabel="decode tokens/s (all sequences)", title="Batch curve")
+    return _png(fig)
+
+
+def write_generate_html(runs: list[dict[str, Any]], out_dir: str | Path) -> Path:
+    """report.html of `nvdla generate`: summary per batch, per-token latency, the batch curve."""
+    keys = ["batch", "ttft_ms", "total_ms", "tokens_per_s_per_sequence", "tokens_per_s_aggregate", "kv_cache_bytes_end",
+            "dram_bytes_per_token"]  # fmt: skip
+    rows = [[d[k] for k in keys] + [d["per_token_ms"]["median_step"], d["prefill"]["bound"], d["decode"]["bound"],
+            d["decode"]["dram_utilization"]] for d in runs]  # fmt: skip
+    d0 = runs[0]
+    images = {"tokens": token_latency_plot(runs)}
+    if len(runs) > 1:
+        images["batch"] = batch_curve_plot(runs)
+    imgs = "".join(f'<figure><img id="plot-{k}" alt="{k}" src="{v}"></figure>' for k, v in images.items())
+    page = (
+        _head(
+            f"{d0['model']} generating on {d0['hw']} ({d0['precision']}, prompt {d0['prompt_tokens']}, "
+            f"{d0['new_tokens']} new tokens)"
+        )
+        + "<h2>Summary</h2>"
+        + _table([*keys, "median step ms", "prefill bound", "decode bound", "decode DRAM busy"], rows, table_id="runs")
+        + f"<h2>Plots</h2>{imgs}</body></html>"
+    )
+    path = Path(out_dir) / "report.html"
+    path.write_text(page)
+    return path
 
 
 def write_html(result, out_dir: str | Path) -> Path:

@@ -86,7 +86,7 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--precision", default="int8", help="int8, int16 or fp16")
     ge.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
     ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
-    ge.add_argument("--report", help="directory for generate.json and tokens.csv")
+    ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
     registry["generate"] = _generate
     z = sub.add_parser("zoo", help="list model presets")
     z.set_defaults()
@@ -196,7 +196,10 @@ def _generate(args: argparse.Namespace) -> int:
                     w.writerow(
                         [r.batch, i + 1, r.prompt + max(i - 1, 0) if i else 0, c, round(c / r.hw.clock_mhz / 1e3, 6)]
                     )
-        print(f"wrote {out / 'generate.json'} and {out / 'tokens.csv'}", file=sys.stderr)
+        from nvdla_mapper.report import write_generate_html
+
+        page = write_generate_html([r.to_dict() for r in results], out)
+        print(f"wrote {out / 'generate.json'}, {out / 'tokens.csv'} and {page}", file=sys.stderr)
     return 0
 
 

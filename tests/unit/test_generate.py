@@ -108,6 +108,8 @@ def test_generate_cli(tmp_path, capsys):
     docs = json.loads((out / "generate.json").read_text())
     assert [d["batch"] for d in docs] == [1, 2]
     assert len((out / "tokens.csv").read_text().splitlines()) == 1 + 2 * 3
+    page = (out / "report.html").read_text()
+    assert 'id="plot-tokens"' in page and 'id="plot-batch"' in page and 'id="runs"' in page
     assert main(["generate", "vit-b16"]) == 2
     assert main(["generate", "gpt2", "--batch", "0"]) == 2
     assert "--batch '0'" in capsys.readouterr().err
