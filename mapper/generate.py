@@ -24,7 +24,7 @@ from nvdla_sim.stats import Bound
 
 from .lowering import HostModel
 from .passes import MapResult, map_model
-from .zoo import ModelSpec, build_graph, decode_step_graph
+from .zoo import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
 
 
 @dataclass
@@ -47,10 +47,11 @@ class GenerateResult:
     prefill: MapResult
     steps: list[StepResult] = field(default_factory=list)  # tokens 2..T
     kv_bytes_per_token: int = 0  # K and V of one position of one sequence, all layers
+    first_step_cycles: int = 0  # T5: the decoder step that yields the first token (after the encoder)
 
     @property
     def ttft_cycles(self) -> int:
-        return self.prefill.total_cycles
+        return self.prefill.total_cycles + self.first_step_cycles
 
     @property
     def total_cycles(self) -> int:
@@ -124,9 +125,11 @@ def phase_bound(res: MapResult) -> str:
 
 
 def kv_bytes_per_token(spec: ModelSpec, precision: Precision) -> int:
+    """K and V bytes of one position in the self-attention caches (decoder layers)."""
     st = spec.stages[0]
     hd = spec.head_dim or st.hidden // st.heads
-    return 2 * st.layers * hd * (spec.kv_heads or st.heads) * precision.bytes
+    layers = spec.decoder_layers or st.layers
+    return 2 * layers * hd * (spec.kv_heads or st.heads) * precision.bytes
 
 
 def generate(
@@ -150,18 +153,27 @@ def generate(
             f"--prompt {prompt} + --new-tokens {new_tokens} = {prompt + new_tokens} positions; "
             f"{spec.name} has {spec.max_positions}"
         )
-    decode_step_graph(spec, batch=1, kv_len=1)  # refuses encoders and encoder-decoders with a clear error
+    check_generative(spec)  # refuses encoders with a clear error
     hw.check_precision(precision)
     kw = dict(precision=precision, batch=batch, host=host, softmax=softmax, layernorm=layernorm)
-    prefill = map_model(build_graph(spec, batch=batch, seq=prompt, head="lm_last"), hw, seq=prompt, **kw)
+    t5 = bool(spec.decoder_layers)
+    if t5:  # the encoder once (filling the cross-attention caches), then the first decoder step
+        prefill = map_model(t5_prefill_graph(spec, batch=batch, prompt=prompt), hw, seq=prompt, **kw)
+    else:
+        prefill = map_model(build_graph(spec, batch=batch, seq=prompt, head="lm_last"), hw, seq=prompt, **kw)
     res = GenerateResult(spec.name, hw, precision, batch, prompt, new_tokens, prefill)
     res.kv_bytes_per_token = kv_bytes_per_token(spec, precision)
-    for t in range(1, new_tokens):
-        kv_len = prompt + t - 1  # the prompt and the tokens generated before this step
-        step = map_model(decode_step_graph(spec, batch=batch, kv_len=kv_len), hw, seq=kv_len, **kw)
+    first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
+    for t in range(first, new_tokens):
+        kv_len = t if t5 else prompt + t - 1  # self-attention cache: the tokens before this one
+        graph = decode_step_graph(spec, batch=batch, kv_len=kv_len, cross_len=prompt if t5 else 0)
+        step = map_model(graph, hw, seq=kv_len, **kw)
         dram = sum(
             (r.stats.traffic.dram_total * r.task.count) if r.stats else r.task.copy_bytes * r.task.count
             for r in step.results
         )
         res.steps.append(StepResult(kv_len, step.total_cycles, dram, step.macs, phase_bound(step)))
+    if t5:  # TTFT covers the encoder and the first decoder step
+        first_step = res.steps.pop(0)
+        res.first_step_cycles = first_step.cycles
     return res

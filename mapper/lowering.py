@@ -503,6 +503,10 @@ def lower_layout(op: Op, ctx: LoweringContext) -> list[Task]:
     nbytes = op.elements * ctx.precision.bytes
     if op.attrs.get("what") == "k_append":  # one kernel more in the weight-format K cache: whole atoms
         return [_relayout(op, op.name, nbytes, ctx, 1, "the new K into the weight-format cache")]
+    if op.attrs.get("what") == "v_cache":  # V into the V^T cache at once (T5's prefill): an element transpose
+        return [
+            _host_task(op, op.name, count=1, flops=0, nbytes=2 * nbytes, note="V^T cache fill: an element transpose")
+        ]
     if op.attrs.get("what") == "v_append":  # keys are the channels of the cached V^T: an element scatter
         note = "V^T cache append: an element scatter (keys are channels of the cached V^T)"
         return [_host_task(op, op.name, count=1, flops=0, nbytes=2 * nbytes, note=note)]

@@ -555,52 +555,96 @@ def _ffn(g: Graph, spec: ModelSpec, st: Stage, p: str, h: str, x: str, *, m: int
 # ---- one decode step (autoregressive generation) -----------------------------------------------------
 
 
-def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int) -> nx.DiGraph:
+def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int, cross_len: int = 0) -> nx.DiGraph:
     """Workload graph of one decode step: each of `batch` sequences has `kv_len` cached tokens and adds one.
 
     Projections and the FFN are M = batch matmuls (GEMV at batch 1). The K and V of the new token are
     appended to the caches, which are kept in the layouts QK^T and PV read as kernels: K in the
     direct-convolution weight format (keys as kernels: the append is whole atoms), V^T likewise (keys as
     channels: the append is an element scatter, done by the host). Attention runs against kv_len + 1 keys;
-    the LM head projects every sequence's new position.
+    the LM head projects every sequence's new position. For T5 the step is the decoder's, with a
+    cross-attention against the `cross_len` encoder positions whose K/V caches the prefill filled.
     """
-    if spec.decoder_layers or spec.family not in ("gpt2", "llama"):
-        raise NvdlaError(
-            f"{spec.name}: generation is modelled for decoder-only models (gpt2, llama family); "
-            f"{spec.family} is {'an encoder-decoder (T5 decoding is not modelled yet)' if spec.decoder_layers else 'an encoder'}"
-        )
-    if batch < 1 or kv_len < 1:
-        raise NvdlaError(f"batch and kv_len must be >= 1, got batch={batch} kv_len={kv_len}")
+    check_generative(spec)
+    if batch < 1 or kv_len < 0 or (spec.decoder_layers and cross_len < 1):
+        raise NvdlaError(f"batch >= 1, kv_len >= 0 and (T5) cross_len >= 1 needed, got {batch}, {kv_len}, {cross_len}")
     g = Graph(f"{spec.name}.decode")
     st = spec.stages[0]
+    layers, prefix = (spec.decoder_layers, "dec") if spec.decoder_layers else (st.layers, "layer")
     last = g.add(Op("embed", OpKind.GATHER, batch, st.hidden, group="host"))
-    for i in range(st.layers):
-        p = f"layer{i}"
+    for i in range(layers):
+        p = f"{prefix}{i}"
         h = _norm(g, spec, f"{p}.ln1", last, m=batch, n=st.hidden)
         a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=batch, kv_len=kv_len)
         x = g.add(Op(f"{p}.res1", OpKind.ADD, batch, st.hidden, group="elementwise"), a, last)
+        if spec.decoder_layers:
+            h = _norm(g, spec, f"{p}.lnx", x, m=batch, n=st.hidden)
+            a = _decode_attention(g, spec, st, f"{p}.xattn", h, batch=batch, kv_len=cross_len - 1, cross=True)
+            x = g.add(Op(f"{p}.resx", OpKind.ADD, batch, st.hidden, group="elementwise"), a, x)
         h = _norm(g, spec, f"{p}.ln2", x, m=batch, n=st.hidden)
         last = _ffn(g, spec, st, p, h, x, m=batch)
-    last = _norm(g, spec, "layer_final_norm", last, m=batch, n=st.hidden)
+    last = _norm(g, spec, f"{prefix}_final_norm", last, m=batch, n=st.hidden)
     _head(g, spec, last, "lm", m=batch, batch=batch)
     return g.g
 
 
-def _decode_attention(g: Graph, spec: ModelSpec, st: Stage, p: str, src: str, *, batch: int, kv_len: int) -> str:
+def check_generative(spec: ModelSpec) -> None:
+    if spec.family not in ("gpt2", "llama", "t5"):
+        raise NvdlaError(
+            f"{spec.name}: generation is modelled for decoder models (gpt2, llama family) and T5; "
+            f"{spec.family} is an encoder"
+        )
+
+
+def t5_prefill_graph(spec: ModelSpec, *, batch: int, prompt: int) -> nx.DiGraph:
+    """T5's prefill: the encoder over the prompt, then every decoder layer's cross-attention K and V of
+    the encoder output, written once into the caches the decode steps read (K as kernels, V^T)."""
+    g = Graph(f"{spec.name}.prefill")
+    st = spec.stages[0]
+    hd = spec.head_dim or st.hidden // st.heads
+    inner, m = hd * st.heads, batch * prompt
+    last = g.add(Op("embed", OpKind.GATHER, m, st.hidden, group="host"))
+    for i in range(st.layers):
+        last = _block(g, spec, st, f"enc{i}", last, m=m, batch=batch)
+    enc = _norm(g, spec, "enc_final_norm", last, m=m, n=st.hidden)
+    for i in range(spec.decoder_layers):
+        p, nob = f"dec{i}.xattn", {"bias": False}
+        k = g.add(Op(f"{p}.k", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
+        v = g.add(Op(f"{p}.v", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
+        g.add(Op(f"{p}.k_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"what": "k_append"}), k)
+        g.add(Op(f"{p}.v_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"what": "v_cache"}), v)
+    return g.g
+
+
+def _decode_attention(
+    g: Graph, spec: ModelSpec, st: Stage, p: str, src: str, *, batch: int, kv_len: int, cross: bool = False
+) -> str:
+    """One token's attention against kv_len + 1 cached keys; `cross`: against the encoder's cached K/V
+    (only q is projected, nothing is appended)."""
     hd = spec.head_dim or st.hidden // st.heads
     inner, kv_inner = hd * st.heads, hd * (spec.kv_heads or st.heads)
     share = st.heads // (spec.kv_heads or st.heads)
     proj = {"bias": False} if spec.family in ("t5", "xlnet") or not spec.qkv_bias else {}
     q = g.add(Op(f"{p}.q", OpKind.MATMUL, batch, inner, k=st.hidden, group="matmul", attrs=proj), src)
-    k = g.add(Op(f"{p}.k", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
-    v = g.add(Op(f"{p}.v", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
+    if cross:
+        k = v = q  # the encoder's K/V caches: nothing to project or append
+    else:
+        k = g.add(Op(f"{p}.k", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
+        v = g.add(Op(f"{p}.v", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
     if spec.relative == "rotary":
         q = g.add(Op(f"{p}.q_rope", OpKind.ROTARY, batch, inner, group="attention", attrs={"head_dim": hd}), q)
         k = g.add(Op(f"{p}.k_rope", OpKind.ROTARY, batch, kv_inner, group="attention", attrs={"head_dim": hd}), k)
-    k = g.add(Op(f"{p}.k_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "k_append"}), k)
-    v = g.add(Op(f"{p}.v_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "v_append"}), v)
+    if not cross:
+        k = g.add(
+            Op(f"{p}.k_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "k_append"}), k
+        )
+        v = g.add(
+            Op(f"{p}.v_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "v_append"}), v
+        )
     keys, count = kv_len + 1, batch * st.heads
     cached = {"kv_share": share, "cached": True, "causal": False}
+    if spec.relative == "bias" and not cross:
+        cached["bias"] = True  # T5's relative-position bias on the self-attention scores
     scale = 1.0 if spec.family == "t5" else 1 / math.sqrt(hd)
     scores = g.add(
         Op(
@@ -620,5 +664,5 @@ def _decode_attention(g: Graph, spec: ModelSpec, st: Stage, p: str, src: str, *,
     ctx = g.add(
         Op(f"{p}.pv", OpKind.ATTN_CONTEXT, 1, hd, k=keys, count=count, group="attention", attrs=cached), probs, v
     )
-    out = {"bias": False} if spec.family == "llama" else {}
+    out = {"bias": False} if spec.family in ("llama", "t5") else {}
     return g.add(Op(f"{p}.o", OpKind.MATMUL, batch, st.hidden, k=inner, group="matmul", attrs=out), ctx)

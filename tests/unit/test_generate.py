@@ -87,10 +87,8 @@ def test_results_and_tinyllama(tmp_path):
 
 def test_bad_input():
     hw = load_config("nv_full")
-    with pytest.raises(NvdlaError, match="decoder-only"):
+    with pytest.raises(NvdlaError, match="bert is an encoder"):
         generate(preset("bert-base"), hw, prompt=8, new_tokens=2)
-    with pytest.raises(NvdlaError, match="T5 decoding is not modelled yet"):
-        generate(preset("t5-base"), hw, prompt=8, new_tokens=2)
     with pytest.raises(NvdlaError, match="= 1025 positions; gpt2 has 1024"):
         generate(preset("gpt2"), hw, prompt=1000, new_tokens=25)
     with pytest.raises(NvdlaError, match="--new-tokens must be a positive integer, not 0"):
@@ -113,3 +111,17 @@ def test_generate_cli(tmp_path, capsys):
     assert main(["generate", "vit-b16"]) == 2
     assert main(["generate", "gpt2", "--batch", "0"]) == 2
     assert "--batch '0'" in capsys.readouterr().err
+
+
+def test_t5_encodes_once_then_decodes_against_both_caches():
+    """The encoder and the cross-attention K/V run once (prefill); each decoder step projects q only for
+    cross-attention and appends to its self-attention cache; the first token waits for one decoder step."""
+    hw = load_config("nv_full")
+    r = generate(preset("t5-base"), hw, prompt=64, new_tokens=4)
+    assert r.first_step_cycles > 0 and r.ttft_cycles == r.prefill.total_cycles + r.first_step_cycles
+    assert [s.kv_len for s in r.steps] == [1, 2, 3]
+    step = decode_step_graph(preset("t5-base"), batch=1, kv_len=3, cross_len=64)
+    assert "dec0.xattn.q" in step and "dec0.xattn.k" not in step and "dec0.attn.k_append" in step
+    assert step.nodes["dec0.xattn.qk"]["op"].n == 64 and step.nodes["dec0.attn.qk"]["op"].n == 4
+    names = [t.task.name for t in r.prefill.results]
+    assert "dec11.xattn.k" in names and "dec11.xattn.v_cache" in names and not any("lm_head" in n for n in names)
