@@ -24,6 +24,7 @@ from nvdla_sim.stats import Bound
 
 from .lowering import HostModel
 from .passes import MapResult, map_model
+from .workload import OpKind, ops_in_order
 from .zoo import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
 
 
@@ -124,6 +125,37 @@ def phase_bound(res: MapResult) -> str:
     return max(time, key=lambda k: time[k]) if time else Bound.COMPUTE.value
 
 
+def weight_bytes(spec: ModelSpec, precision: Precision) -> int:
+    """Bytes of the model's weights in DRAM: every matmul of one decode step once (the same weights
+    serve every position), plus the token embeddings unless the LM head shares them."""
+    g = decode_step_graph(spec, batch=1, kv_len=1, cross_len=1 if spec.decoder_layers else 0)
+    mats = sum(o.k * o.n for o in ops_in_order(g) if o.kind is OpKind.MATMUL)
+    if spec.decoder_layers:  # T5's cross-attention K/V projections run in the prefill, not in a step
+        st = spec.stages[0]
+        inner = (spec.head_dim or st.hidden // st.heads) * st.heads
+        mats += spec.decoder_layers * 2 * st.hidden * inner + st.layers * (
+            4 * st.hidden * inner + 2 * st.hidden * st.ffn
+        )
+    embed = 0 if spec.tied_embeddings else spec.vocab * spec.stages[0].hidden
+    return (mats + embed) * precision.bytes
+
+
+def check_fits(spec: ModelSpec, hw: HwConfig, precision: Precision, *, batch: int, positions: int) -> None:
+    """Weights plus the KV cache at the end must fit the memory NVDLA can address (and the system's DRAM
+    when the config states one)."""
+    mem = hw.memory
+    limit = 2**mem.address_bits
+    what = f"the {mem.address_bits}-bit address space of {hw.name}"
+    if mem.dram_size_gib is not None and mem.dram_size_gib * 2**30 < limit:
+        limit, what = int(mem.dram_size_gib * 2**30), f"the {mem.dram_size_gib:g} GiB of DRAM in {hw.name}"
+    need = weight_bytes(spec, precision) + kv_bytes_per_token(spec, precision) * batch * positions
+    if need > limit:
+        raise NvdlaError(
+            f"{spec.name} at batch {batch} needs {need / 2**30:.2f} GiB (weights + KV cache of {positions} positions, "
+            f"{precision.value}) but {what} holds {limit / 2**30:.2f} GiB: {(need - limit) / 2**30:.2f} GiB too much"
+        )
+
+
 def kv_bytes_per_token(spec: ModelSpec, precision: Precision) -> int:
     """K and V bytes of one position in the self-attention caches (decoder layers)."""
     st = spec.stages[0]
@@ -155,6 +187,7 @@ def generate(
         )
     check_generative(spec)  # refuses encoders with a clear error
     hw.check_precision(precision)
+    check_fits(spec, hw, precision, batch=batch, positions=prompt + new_tokens)
     kw = dict(precision=precision, batch=batch, host=host, softmax=softmax, layernorm=layernorm)
     t5 = bool(spec.decoder_layers)
     if t5:  # the encoder once (filling the cross-attention caches), then the first decoder step

@@ -53,6 +53,7 @@ class ModelSpec:
     gated_ffn: bool = False  # T5 v1.1: two input projections, the activation of one gating the other
     kv_heads: int = 0  # grouped-query attention: heads of K and V (0: as many as query heads)
     qkv_bias: bool = True  # biases on the q, k, v projections (LLaMA/Mistral: none; Qwen2: yes)
+    tied_embeddings: bool = True  # the LM head reuses the token embeddings (one copy in DRAM)
     decoder_layers: int = 0  # T5 decoder blocks (with cross-attention)
     head_dim: int = 0  # 0: hidden / heads
     image_tokens: int = 0  # vision models: tokens fixed by the image (patch grid)
@@ -75,6 +76,26 @@ PRESETS: dict[str, ModelSpec] = {
     "bert-large": ModelSpec("bert-large", "bert", (Stage(24, 1024, 16, 4096),), vocab=30522, max_positions=512),
     "gpt2": ModelSpec(
         "gpt2", "gpt2", (Stage(12, 768, 12, 3072),), vocab=50257, attention=Attention.CAUSAL, max_positions=1024
+    ),
+    # the larger GPT-2s (Radford et al. 2019, Hugging Face configs) and a GPT-J-6B-sized GPT (28 x 4096, FFN
+    # 16384, 50400 tokens, 2048 positions; its rotary and parallel attention/FFN are not modelled)
+    "gpt2-medium": ModelSpec(
+        "gpt2-medium", "gpt2", (Stage(24, 1024, 16, 4096),), vocab=50257, attention=Attention.CAUSAL, max_positions=1024
+    ),
+    "gpt2-large": ModelSpec(
+        "gpt2-large", "gpt2", (Stage(36, 1280, 20, 5120),), vocab=50257, attention=Attention.CAUSAL, max_positions=1024
+    ),
+    "gpt2-xl": ModelSpec(
+        "gpt2-xl", "gpt2", (Stage(48, 1600, 25, 6400),), vocab=50257, attention=Attention.CAUSAL, max_positions=1024
+    ),
+    "gptj-6b-size": ModelSpec(
+        "gptj-6b-size",
+        "gpt2",
+        (Stage(28, 4096, 16, 16384),),
+        vocab=50400,
+        attention=Attention.CAUSAL,
+        max_positions=2048,
+        tied_embeddings=False,
     ),
     "t5-base": ModelSpec(
         "t5-base",
@@ -241,7 +262,7 @@ def from_hf_config(path: str | Path) -> ModelSpec:
         return ModelSpec(
             str(name), "llama", (stage,), vocab=vocab, attention=Attention.CAUSAL, norm="rms", activation="silu",
             gated_ffn=True, head_dim=opt("head_dim"), max_positions=positions, relative="rotary",
-            kv_heads=heads_kv, qkv_bias=bool(bias),
+            kv_heads=heads_kv, qkv_bias=bool(bias), tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         )  # fmt: skip
     if mt in ("bert", "roberta"):
         return ModelSpec(str(name), "bert", (stage,), vocab=vocab, max_positions=positions)

@@ -96,6 +96,11 @@ class MemoryConfig:
     # The build's PRIMARY_MEMIF_LATENCY, which sizes the RDMA latency FIFOs (projects.spec); None: the
     # same as dram_latency_cycles. A testbench memory faster than the build assumed keeps the build's FIFOs.
     fifo_latency_cycles: int | None = None
+    # NVDLA_MEM_ADDRESS_WIDTH (spec/defs/*.spec MEM_ADDRESS_WIDTH_32/64): what NVDLA can address at all
+    address_bits: int = 64
+    # The system's DRAM, not an NVDLA parameter (None: only the address width limits); models that do not
+    # fit in min(DRAM, 2^address_bits) are refused by `nvdla generate`
+    dram_size_gib: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.separate_write_channel, bool):
@@ -111,6 +116,13 @@ class MemoryConfig:
                 f"memory.sram_width_bits must be 0 (no SRAMIF) or a power of two, not {self.sram_width_bits}"
             )
         _check_int("memory", "sram_latency_cycles", self.sram_latency_cycles, minimum=0)
+        if self.address_bits not in (32, 64):
+            raise ConfigError(
+                f"memory.address_bits must be 32 or 64 (MEM_ADDRESS_WIDTH_32/64), not {self.address_bits!r}"
+            )
+        ds = self.dram_size_gib
+        if ds is not None and (isinstance(ds, bool) or not isinstance(ds, int | float) or ds <= 0):
+            raise ConfigError(f"memory.dram_size_gib must be a positive number of GiB, not {ds!r}")
         if self.fifo_latency_cycles is not None:
             _check_int("memory", "fifo_latency_cycles", self.fifo_latency_cycles, minimum=0)
         bw = self.dram_bandwidth_gbs

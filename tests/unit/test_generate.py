@@ -125,3 +125,20 @@ def test_t5_encodes_once_then_decodes_against_both_caches():
     assert step.nodes["dec0.xattn.qk"]["op"].n == 64 and step.nodes["dec0.attn.qk"]["op"].n == 4
     names = [t.task.name for t in r.prefill.results]
     assert "dec11.xattn.k" in names and "dec11.xattn.v_cache" in names and not any("lm_head" in n for n in names)
+
+
+def test_weight_footprint_and_the_address_space():
+    """Weights as published (GPT-2 124M, GPT-2 XL 1.5B, GPT-J 6B parameters, less position tables), and a
+    model beyond what NVDLA can address is refused with the shortfall."""
+    from nvdla_mapper.generate import weight_bytes
+
+    assert 123e6 < weight_bytes(preset("gpt2"), Precision.INT8) < 125e6
+    assert 1.5e9 < weight_bytes(preset("gpt2-xl"), Precision.INT8) < 1.6e9
+    assert 6.0e9 < weight_bytes(preset("gptj-6b-size"), Precision.INT8) < 6.1e9
+    assert weight_bytes(preset("gpt2"), Precision.INT16) == 2 * weight_bytes(preset("gpt2"), Precision.INT8)
+    with pytest.raises(
+        NvdlaError, match=r"needs 5\.69 GiB .* 32-bit address space of nv_small holds 4\.00 GiB: 1\.69 GiB too much"
+    ):
+        generate(preset("gptj-6b-size"), load_config("nv_small"), prompt=128, new_tokens=128)
+    r = generate(preset("gpt2-xl"), load_config("nv_full"), prompt=32, new_tokens=2)
+    assert r.steps and r.steps[0].bound == "dram"
