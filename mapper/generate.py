@@ -210,3 +210,36 @@ def generate(
         first_step = res.steps.pop(0)
         res.first_step_cycles = first_step.cycles
     return res
+
+
+def roofline_crossover(hw: HwConfig, precision: Precision) -> float:
+    """The batch at which streaming the weights stops being the limit: a decode step does `batch` MACs per
+    weight element, so compute catches up with DRAM when batch / bytes per weight = peak MACs / bytes per cycle."""
+    return hw.peak_macs_per_cycle(precision) * precision.bytes / hw.dram_bytes_per_cycle
+
+
+def _weight_layers_compute_share(spec: ModelSpec, hw: HwConfig, precision: Precision, batch: int, kv_len: int) -> float:
+    step = map_model(
+        decode_step_graph(spec, batch=batch, kv_len=kv_len), hw, precision=precision, batch=batch, seq=kv_len
+    )
+    mm = [r for r in step.results if r.stats and r.task.group in ("matmul", "head")]
+    total = sum(r.cycles for r in mm)
+    return sum(r.cycles for r in mm if r.stats.bound is Bound.COMPUTE) / total if total else 0.0
+
+
+def crossover_batch(spec: ModelSpec, hw: HwConfig, precision: Precision = Precision.INT8, *, kv_len: int = 128) -> int:
+    """Smallest batch at which most of a decode step's weight-streaming time (projections, FFN, LM head)
+    is compute-bound in the simulation (doubling, then bisection); the attention against each sequence's
+    cache stays bound by its own reads and fixed latencies at any batch."""
+    lo, hi = 1, 1
+    while _weight_layers_compute_share(spec, hw, precision, hi, kv_len) < 0.5:
+        lo, hi = hi, hi * 2
+        if hi > 4096:
+            raise NvdlaError(f"{spec.name} on {hw.name}: the weight streaming stays memory-bound up to batch 4096")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _weight_layers_compute_share(spec, hw, precision, mid, kv_len) >= 0.5:
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -179,6 +179,11 @@ def _generate(args: argparse.Namespace) -> int:
         )
         print(f"  KV cache at the end  {d['kv_cache_bytes_end']:,} bytes")
     if len(results) > 1:
+        from nvdla_mapper.generate import crossover_batch, roofline_crossover
+
+        b_sim, b_roof = crossover_batch(spec, hw, prec, kv_len=args.prompt), roofline_crossover(hw, prec)
+        print(f"  weight streaming (projections, FFN, LM head) turns compute-bound at batch {b_sim} "
+              f"(roofline estimate {b_roof:g}); attention reads each sequence's own cache at any batch")  # fmt: skip
         print("  batch  ms/step  tokens/s  decode bound")
         for r in results:
             d = r.to_dict()

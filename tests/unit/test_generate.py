@@ -142,3 +142,13 @@ def test_weight_footprint_and_the_address_space():
         generate(preset("gptj-6b-size"), load_config("nv_small"), prompt=128, new_tokens=128)
     r = generate(preset("gpt2-xl"), load_config("nv_full"), prompt=32, new_tokens=2)
     assert r.steps and r.steps[0].bound == "dram"
+
+
+@pytest.mark.parametrize("hw_name", ["nv_small", "nv_large", "nv_full"])
+def test_weight_streaming_turns_compute_bound_near_the_roofline_batch(hw_name):
+    """Batch x MACs per weight element catch up with the DRAM: peak MACs x bytes per weight / bytes per cycle."""
+    from nvdla_mapper.generate import crossover_batch, roofline_crossover
+
+    hw = load_config(hw_name)
+    sim, roof = crossover_batch(preset("gpt2"), hw), roofline_crossover(hw, Precision.INT8)
+    assert roof / 1.5 <= sim <= roof * 1.5, (sim, roof)
