@@ -104,6 +104,9 @@ class GenerateResult:
             "prefill": {
                 "cycles": self.ttft_cycles,
                 "mac_utilization": round(self.prefill.mac_utilization, 4),
+                "dram_utilization": round(
+                    dram_bytes(self.prefill) / (self.prefill.total_cycles * self.hw.dram_bytes_per_cycle), 4
+                ),
                 "bound": phase_bound(self.prefill),
             },
             "decode": {
@@ -114,6 +117,15 @@ class GenerateResult:
             },
             "token_cycles": self.token_cycles,
         }
+
+
+def dram_bytes(res: MapResult) -> int:
+    """DRAM bytes a mapped pass moves: its hardware layers' traffic and BDMA copies (read and write)."""
+    return sum(
+        (r.stats.traffic.dram_total * r.task.count) if r.stats else 2 * r.task.copy_bytes * r.task.count
+        for r in res.results
+        if r.stats or r.task.resource == "bdma"
+    )
 
 
 def phase_bound(res: MapResult) -> str:
@@ -201,11 +213,7 @@ def generate(
         kv_len = t if t5 else prompt + t - 1  # self-attention cache: the tokens before this one
         graph = decode_step_graph(spec, batch=batch, kv_len=kv_len, cross_len=prompt if t5 else 0)
         step = map_model(graph, hw, seq=kv_len, **kw)
-        dram = sum(
-            (r.stats.traffic.dram_total * r.task.count) if r.stats else r.task.copy_bytes * r.task.count
-            for r in step.results
-        )
-        res.steps.append(StepResult(kv_len, step.total_cycles, dram, step.macs, phase_bound(step)))
+        res.steps.append(StepResult(kv_len, step.total_cycles, dram_bytes(step), step.macs, phase_bound(step)))
     if t5:  # TTFT covers the encoder and the first decoder step
         first_step = res.steps.pop(0)
         res.first_step_cycles = first_step.cycles

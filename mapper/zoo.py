@@ -662,8 +662,10 @@ def _decode_attention(
         v = g.add(
             Op(f"{p}.v_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "v_append"}), v
         )
-    keys, count = kv_len + 1, batch * st.heads
-    cached = {"kv_share": share, "cached": True, "causal": False}
+    # the query heads of a K/V group run as one layer, as `share` pixels against the group's cached K
+    # (resp. V^T) kernels: the cache slice is fetched into CBUF once for the whole group
+    keys, count, rows = kv_len + 1, batch * (spec.kv_heads or st.heads), share
+    cached = {"kv_share": 1, "cached": True, "causal": False}
     if spec.relative == "bias" and not cross:
         cached["bias"] = True  # T5's relative-position bias on the self-attention scores
     scale = 1.0 if spec.family == "t5" else 1 / math.sqrt(hd)
@@ -671,7 +673,7 @@ def _decode_attention(
         Op(
             f"{p}.qk",
             OpKind.ATTN_SCORES,
-            1,
+            rows,
             keys,
             k=hd,
             count=count,
@@ -681,9 +683,9 @@ def _decode_attention(
         q,
         k,
     )
-    probs = g.add(Op(f"{p}.softmax", OpKind.SOFTMAX, 1, keys, count=count, group="softmax"), scores)
+    probs = g.add(Op(f"{p}.softmax", OpKind.SOFTMAX, rows, keys, count=count, group="softmax"), scores)
     ctx = g.add(
-        Op(f"{p}.pv", OpKind.ATTN_CONTEXT, 1, hd, k=keys, count=count, group="attention", attrs=cached), probs, v
+        Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=cached), probs, v
     )
     out = {"bias": False} if spec.family in ("llama", "t5") else {}
     return g.add(Op(f"{p}.o", OpKind.MATMUL, batch, st.hidden, k=inner, group="matmul", attrs=out), ctx)

@@ -78,6 +78,9 @@ def test_results_and_tinyllama(tmp_path):
     p.write_text(json.dumps(cfg))
     spec = from_hf_config(p)
     assert kv_bytes_per_token(spec, Precision.INT8) == 2 * 22 * 4 * 64
+    step = decode_step_graph(spec, batch=2, kv_len=9)
+    qk = step.nodes["layer0.attn.qk"]["op"]
+    assert (qk.m, qk.n, qk.count) == (8, 10, 2 * 4)  # a K/V group's 8 query heads as one layer, per sequence
     r = generate(spec, load_config("nv_full"), prompt=32, new_tokens=3, batch=2)
     d = r.to_dict()
     assert len(r.token_cycles) == 3 and d["ttft_ms"] > d["per_token_ms"]["median_step"] > 0
