@@ -390,13 +390,16 @@ def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
     if ctx.mode("softmax") == "nvdla":
         # SDP operands are per layer, per channel or per element, never per pixel: 1/sum [m, 1] is
         # broadcast to [m, n] by a 1x1 conv with one input channel and n all-ones kernels
+        # like the softmax steps, one layer over the rows of all instances (per-row work)
+        c = op.count
         tasks += [
-            _hw(op, layer, note="broadcast 1/sum over the row (ones kernels)")
-            for layer in matmul_layers(f"{op.name}.broadcast", op.m, 1, op.n, ctx, SdpSpec())
+            _hw(op, layer, 1, note="broadcast 1/sum over the row (ones kernels)")
+            for layer in matmul_layers(f"{op.name}.broadcast", op.m * c, 1, op.n, ctx, SdpSpec())
         ]
         norm = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
         tasks += [
-            _hw(op, lay, note="softmax 1/sum") for lay in _sdp_passes(f"{op.name}.normalize", op.m, op.n, ctx, norm)
+            _hw(op, lay, 1, note="softmax 1/sum")
+            for lay in _sdp_passes(f"{op.name}.normalize", op.m * c, op.n, ctx, norm)
         ]
     return tasks
 
@@ -415,17 +418,20 @@ def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
                 note="softmax on host" + ("" if ctx.has_lut else f" ({ctx.hw.name} has no SDP LUT)"),
             )
         ]
+    # Every head's (and window's, sequence's) scores are rows of one cube (QK^T writes each instance at
+    # its own pixel offset), and the softmax steps are per row: each runs as one layer over all instances.
+    c = op.count
     tasks = []
     for i, (_, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))
         tasks += [
-            _hw(op, lay, note="exp via SDP LUT (no max subtraction: LUT range covers the quantised scores)")
-            for lay in _sdp_passes(f"{name}.exp", rows, keys, ctx, SdpSpec(lut=True))
+            _hw(op, lay, 1, note="exp via SDP LUT over all instances (no max subtraction: the LUT covers INT8 scores)")
+            for lay in _sdp_passes(f"{name}.exp", rows * c, keys, ctx, SdpSpec(lut=True))
         ]
-        tasks += [_hw(op, layer) for layer in matmul_layers(f"{name}.rowsum", rows, keys, 1, ctx, SdpSpec())]
+        tasks += [_hw(op, layer, 1) for layer in matmul_layers(f"{name}.rowsum", rows * c, keys, 1, ctx, SdpSpec())]
     tasks += [
-        _hw(op, lay, note="1/sum via SDP LUT")
-        for lay in _sdp_passes(f"{op.name}.recip", op.m, 1, ctx, SdpSpec(lut=True))
+        _hw(op, lay, 1, note="1/sum via SDP LUT")
+        for lay in _sdp_passes(f"{op.name}.recip", op.m * c, 1, ctx, SdpSpec(lut=True))
     ]
     return tasks
 
