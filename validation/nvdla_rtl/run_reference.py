@@ -201,7 +201,7 @@ _TICK = re.compile(r"^\((\d+)\) (.*)$")
 
 def parse_log(log: str, enables: dict[int, str]) -> dict:
     """Cycle marks from the testbench log (two ticks per core clock)."""
-    first_write = last_enable = None
+    first_write = last_enable = first_enable = None
     intr_rises: list[int] = []
     reads = writes = 0
     first_read = last_write_data = None
@@ -216,6 +216,7 @@ def parse_log(log: str, enables: dict[int, str]) -> dict:
                 first_write = tick
             if addr in enables and msg.endswith("data 00000001"):
                 last_enable = tick
+                first_enable = tick if first_enable is None else first_enable
         elif msg == "nvdla-sim: dla_intr 1":
             intr_rises.append(tick)
         elif "read request from dla" in msg:
@@ -230,6 +231,9 @@ def parse_log(log: str, enables: dict[int, str]) -> dict:
     end = intr_rises[-1]
     return {
         "op_cycles": (end - last_enable) // 2,
+        # programs of several operations: from the first op enable, and each interrupt's rise
+        "span_cycles": (end - first_enable) // 2,
+        "interrupt_cycles": [(t - first_enable) // 2 for t in intr_rises],
         "trace_cycles": (end - first_write) // 2,
         "first_read_cycle": None if first_read is None else (first_read - last_enable) // 2,
         "last_write_cycle": None if last_write_data is None else (last_write_data - last_enable) // 2,

@@ -1,0 +1,49 @@
+"""Two independent layers back to back on NVIDIA's nv_small RTL (register groups 0 and 1) vs the mapper.
+
+validation/data/nvdla_rtl_overlap.json: one 1x1 matmul alone, and two in one program, the second
+enabled while the first runs. The second layer's increment (span of the pair minus the single one) is
+what passes.instances_duration predicts for independent instances (attention heads, decode sequences).
+"""
+
+from __future__ import annotations
+
+from nvdla_mapper.passes import instances_duration
+from nvdla_mapper.tiling_search import search_plan
+from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
+from nvdla_sim.simulate import fixed_latency
+from nvdla_validation.nvdla_rtl.compare import load_rows
+from nvdla_validation.nvdla_rtl.overlap_programs import HW, SHAPES, generate
+from nvdla_validation.nvdla_rtl.transformer_programs import DATA
+
+DOC = load_rows(DATA.with_name("nvdla_rtl_overlap.json"))
+ROWS = {r["name"]: r for r in DOC["rows"]}
+
+
+def test_both_layers_of_each_pair_wrote_the_models_bytes():
+    assert DOC["command"].startswith("python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir")
+    assert all(r["status"] == "pass" for r in ROWS.values()) and len(ROWS) == 2 * len(SHAPES)
+    assert all(len(ROWS[f"overlap_{t}_ab"]["checks"]) == 2 for t in SHAPES)
+
+
+def test_regenerated_programs_are_the_measured_ones(tmp_path):
+    from nvdla_sim.regprog import parse_program
+
+    for d in generate(tmp_path):
+        crcs = [c.crc for c in parse_program(d).checks]
+        assert crcs == [c["golden_crc"] for c in ROWS[d.name]["checks"]], d.name
+
+
+def test_second_instance_increment_against_the_rtl():
+    """RTL: the second layer fetches its weights while the first computes, but its input waits for the
+    first to release the data ring, so it hides 745 (m16) and 1224 (m64) cycles. The mapper's rule (hide
+    the prologue) is 12% high on m16 and 13% low on m64 today; this pins that until the rule is measured
+    into the model (docs/mapping.md)."""
+    hw = load_config(HW)
+    for tag, mkn in SHAPES.items():
+        layer = ConvLayer(tag, ConvShape.matmul(*mkn), Precision.INT8)
+        st = search_plan(layer, hw).stats
+        single = st.cycles + sum(fixed_latency(layer, hw))
+        model_inc = instances_duration(single, 2, st) - single
+        rtl_inc = ROWS[f"overlap_{tag}_ab"]["span_cycles"] - ROWS[f"overlap_{tag}_a"]["span_cycles"]
+        assert abs(single / ROWS[f"overlap_{tag}_a"]["op_cycles"] - 1) <= 0.01
+        assert abs(model_inc / rtl_inc - 1) <= 0.15, (tag, model_inc, rtl_inc)
