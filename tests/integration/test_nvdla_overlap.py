@@ -35,15 +35,15 @@ def test_regenerated_programs_are_the_measured_ones(tmp_path):
 
 def test_second_instance_increment_against_the_rtl():
     """RTL: the second layer fetches its weights while the first computes, but its input waits for the
-    first to release the data ring, so it hides 745 (m16) and 1224 (m64) cycles. The mapper's rule (hide
-    the prologue) is 12% high on m16 and 13% low on m64 today; this pins that until the rule is measured
-    into the model (docs/mapping.md)."""
+    first to release the data ring, so it hides 745 (m16) and 1224 (m64) cycles. The mapper hides the next
+    launch and weight fetch, at most the previous instance's time after its reads: 1,341 vs 1,467 and
+    7,011 vs 6,889 today (the earlier rule, hide the prologue, was 12% high and 13% low)."""
     hw = load_config(HW)
     for tag, mkn in SHAPES.items():
         layer = ConvLayer(tag, ConvShape.matmul(*mkn), Precision.INT8)
         st = search_plan(layer, hw).stats
         single = st.cycles + sum(fixed_latency(layer, hw))
-        model_inc = instances_duration(single, 2, st) - single
+        model_inc = instances_duration(single, 2, st, hw) - single
         rtl_inc = ROWS[f"overlap_{tag}_ab"]["span_cycles"] - ROWS[f"overlap_{tag}_a"]["span_cycles"]
         assert abs(single / ROWS[f"overlap_{tag}_a"]["op_cycles"] - 1) <= 0.01
-        assert abs(model_inc / rtl_inc - 1) <= 0.15, (tag, model_inc, rtl_inc)
+        assert abs(model_inc / rtl_inc - 1) <= 0.10, (tag, model_inc, rtl_inc)

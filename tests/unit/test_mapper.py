@@ -1,6 +1,7 @@
 """Mapper: zoo graphs, HF config.json, ONNX import, tiling search vs exhaustive, CBUF legality."""
 
 import json
+import math
 
 import numpy as np
 import onnx
@@ -13,6 +14,7 @@ from nvdla_mapper.passes import map_model
 from nvdla_mapper.workload import OpKind, ops_in_order
 from nvdla_mapper.zoo import PRESETS, build_graph, from_hf_config
 from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, cbuf, load_config, run_conv, simulate
+from nvdla_sim.stats import Unit
 from nvdla_sim.tiling import footprint
 
 CONFIGS = ("nv_small", "nv_large", "nv_full")
@@ -153,17 +155,24 @@ def test_onnx_unsupported_op(tmp_path):
     assert any("unsupported op Sin on host" in n for n in notes)
 
 
-def test_independent_instances_hide_their_prologue():
+def test_independent_instances_hide_their_weight_fetch():
+    """A later convolution instance hides its launch and weight fetch behind the previous one (measured
+    on nv_small's RTL); layers without weights hide their read prologue."""
     from nvdla_mapper.passes import instances_duration
+    from nvdla_sim.layers import SdpLayer, SdpSpec
 
     hw = load_config("nv_full")
-    st = simulate(ConvLayer("qk", ConvShape.matmul(128, 64, 128), Precision.INT8), hw)
-    c, p = st.cycles, st.detail["prologue_cycles"]
-    assert 0 < p < c
-    assert instances_duration(c, 1, st) == c
-    twelve = instances_duration(c, 12, st)
-    assert twelve == c + 11 * (c - min(p, c - p))
-    assert 12 * (c - p) <= twelve < 12 * c  # never better than pure compute, always better than serial
+    layer = ConvLayer("qk", ConvShape.matmul(128, 64, 128), Precision.INT8)
+    st = simulate(layer, hw)
+    c = st.cycles
+    assert instances_duration(c, 1, st, hw) == c
+    fetch = st.detail["weight_bytes_fetched"] / hw.dram_bytes_per_cycle + hw.memory.dram_latency_cycles
+    after_reads = c - (hw.timing.conv_launch_cycles + st.units[Unit.CDMA].busy + hw.memory.dram_latency_cycles)
+    hidden = math.ceil(min(hw.timing.conv_launch_cycles + fetch, after_reads))
+    assert 0 < hidden < c and instances_duration(c, 12, st, hw) == c + 11 * (c - hidden)
+    sdp = simulate(SdpLayer("s", 64, 2, 64, Precision.INT8, SdpSpec()), hw)
+    p = sdp.detail.get("prologue_cycles", 0)
+    assert instances_duration(sdp.cycles, 3, sdp, hw) == sdp.cycles + 2 * (sdp.cycles - max(min(p, sdp.cycles - p), 0))
 
 
 def test_ops_past_the_register_fields_split_into_hardware_layers():
