@@ -14,6 +14,7 @@ seconds.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +114,7 @@ class GenerateResult:
                 "cycles": dec_cyc,
                 "mac_utilization": round(sum(s.macs for s in self.steps) / (peak * dec_cyc), 4) if dec_cyc else 0.0,
                 "dram_utilization": round(self.decode_dram_utilization(), 4),
-                "bound": max(({s.bound for s in self.steps} or {"-"}), key=[s.bound for s in self.steps].count),
+                "bound": Counter(s.bound for s in self.steps).most_common(1)[0][0] if self.steps else "-",
             },
             "token_cycles": self.token_cycles,
         }

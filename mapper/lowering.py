@@ -184,9 +184,8 @@ def matmul_layers(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec:
         for n0 in range(0, n, MAX_DIM):
             nn = min(MAX_DIM, n - n0)
             for i, (k0, kk) in enumerate(k_pieces):
-                parts = [f"rows {m0}:{m0 + mm}" if len(m_pieces) > 1 else "", f"{n0}:{n0 + nn}" if n > MAX_DIM else ""]
-                parts.append(f"k {k0}:{k0 + kk}" if len(k_pieces) > 1 else "")
-                tag = ", ".join(x for x in parts if x)
+                where = _piece(m0, mm, len(m_pieces) > 1, n0, nn, n > MAX_DIM)
+                tag = ", ".join(where + ([f"k {k0}:{k0 + kk}"] if len(k_pieces) > 1 else []))
                 shape = ConvShape.matmul(mm, kk, nn, row=row)
                 # bias and residual ride on the first partial; the activation waits for the last add
                 if len(k_pieces) == 1:
@@ -198,8 +197,7 @@ def matmul_layers(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec:
                 add = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
                 last = i == len(k_pieces) - 1
                 add = dataclasses.replace(add, relu=spec.relu, lut=spec.lut) if last else add
-                where = [f"rows {m0}:{m0 + mm}" if len(m_pieces) > 1 else "", f"{n0}:{n0 + nn}" if n > MAX_DIM else ""]
-                tag = ", ".join([*(x for x in where if x), f"+ partial {i}"])
+                tag = ", ".join([*_piece(m0, mm, len(m_pieces) > 1, n0, nn, n > MAX_DIM), f"+ partial {i}"])
                 layers += _sdp_passes(f"{name}[{tag}]", mm, nn, ctx, add)
     return layers
 
@@ -212,6 +210,11 @@ def _row_for(m: int, k: int, ctx: LoweringContext) -> int:
     return max(fits, default=1)
 
 
+def _piece(m0: int, mm: int, split_rows: bool, n0: int, nn: int, split_cols: bool) -> list[str]:
+    """The name parts of one piece of a split op: its rows and its output channels, where split."""
+    return [f"rows {m0}:{m0 + mm}"] * split_rows + [f"{n0}:{n0 + nn}"] * split_cols
+
+
 def _sdp_passes(name: str, m: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> list[SdpLayer]:
     """An m x n SDP pass as W x H x C cubes within the 8192 register limits: one hardware layer each."""
     rows = _row_pieces(m, lambda r: max(d for d in range(1, min(r, 64) + 1) if r % d == 0))
@@ -219,8 +222,7 @@ def _sdp_passes(name: str, m: int, n: int, ctx: LoweringContext, spec: SdpSpec) 
     for m0, mm, w in rows:
         for n0 in range(0, n, MAX_DIM):
             nn = min(MAX_DIM, n - n0)
-            parts = [f"rows {m0}:{m0 + mm}" if len(rows) > 1 else "", f"{n0}:{n0 + nn}" if n > MAX_DIM else ""]
-            tag = ", ".join(x for x in parts if x)
+            tag = ", ".join(_piece(m0, mm, len(rows) > 1, n0, nn, n > MAX_DIM))
             out.append(SdpLayer(f"{name}[{tag}]" if tag else name, w, mm // w, nn, ctx.precision, spec))
     return out
 

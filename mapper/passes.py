@@ -233,13 +233,11 @@ def simulate_tasks(tasks: list[Task], hw: HwConfig, host: HostModel) -> tuple[li
     for t in tasks:
         if t.layer is not None:
             try:
-                st = _simulate_cached(dataclasses.replace(t.layer, name=""), hw)
+                st, c = layer_cycles(t.layer, hw)
             except NvdlaError as e:
                 raise type(e)(f"{t.name}: {e}".replace(": : ", ": ")) from None
-            st = dataclasses.replace(st, name=t.name, events=())
-            # op enable -> interrupt, as on the RTL: launch, streaming, pipeline depth, completion
-            cycles.append(st.cycles + sum(fixed_latency(t.layer, hw)))
-            stats.append(st)
+            cycles.append(c)
+            stats.append(dataclasses.replace(st, name=t.name))
         elif t.resource == Resource.BDMA:
             cycles.append(hw.memory.dram_latency_cycles + int(2 * t.copy_bytes / hw.dram_bytes_per_cycle))
             stats.append(None)
@@ -247,6 +245,13 @@ def simulate_tasks(tasks: list[Task], hw: HwConfig, host: HostModel) -> tuple[li
             cycles.append(host.cycles(flops=t.host_flops, nbytes=t.host_bytes, clock_mhz=hw.clock_mhz))
             stats.append(None)
     return cycles, stats
+
+
+def layer_cycles(layer, hw: HwConfig) -> tuple[LayerStats, int]:
+    """A hardware layer's stats (searched plan for convolutions, cached by value) and its cycles from op
+    enable to interrupt, as on the RTL: launch, streaming, pipeline depth, completion."""
+    st = dataclasses.replace(_simulate_cached(dataclasses.replace(layer, name=""), hw), name=layer.name, events=())
+    return st, st.cycles + sum(fixed_latency(layer, hw))
 
 
 @lru_cache(maxsize=4096)

@@ -14,13 +14,14 @@ layernorm, GELU without the SDP LUT, re-layouts without BDMA) have no program; p
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nvdla_sim.errors import NvdlaError, TraceError
-from nvdla_sim.layerprog import layer_programs
-from nvdla_sim.tiling import LoopOrder, TilePlan
+from nvdla_sim.layerprog import layer_programs, program_name
+from nvdla_sim.tiling import TilePlan
 
 from .lowering import Resource
 from .passes import MapResult, TaskResult, output_folder
@@ -38,15 +39,12 @@ class EmitResult:
 
 def _plan(r: TaskResult) -> TilePlan | None:
     d = r.stats.detail.get("plan") if r.stats else None
-    if not d:
-        return None
-    return TilePlan(
-        d["data_banks"], d["weight_banks"], d["rows_per_tile"], d["kernels_per_tile"], LoopOrder(d["order"])
-    )
+    return TilePlan.from_dict(d) if d else None
 
 
-def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = None) -> EmitResult:
-    """Write a program for every hardware layer of `result` (or for the task named `layer`)."""
+def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = None, prefix: str = "") -> EmitResult:
+    """Write a program for every hardware layer of `result` (or for the task named `layer`), named
+    `prefix` + the task's name; a layer's operands are seeded by the task's name alone."""
     out = EmitResult(Path(folder))
     rows = result.results
     if layer is not None:
@@ -66,7 +64,8 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
             out.host.append(f"{t.name} ({t.resource}: {t.note})" if t.note else f"{t.name} ({t.resource})")
             continue
         try:
-            progs = layer_programs(t.layer, result.hw, plan=_plan(r), name=t.name)
+            seed = zlib.crc32(program_name(t.name).encode())
+            progs = layer_programs(t.layer, result.hw, plan=_plan(r), name=prefix + t.name, seed=seed)
         except (TraceError, NvdlaError) as e:
             if layer is not None:
                 raise NvdlaError(f"{t.name}: {e}") from None

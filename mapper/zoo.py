@@ -182,7 +182,7 @@ _HF_FIELDS = {
 }
 
 
-def _typed(path: Path, cfg: dict, key: str, kind: type, value):
+def _typed(path: Path, key: str, kind: type, value):
     """A config.json value converted to `kind`, or a one-line error naming the field."""
     if kind is list:
         if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
@@ -214,7 +214,7 @@ def from_hf_config(path: str | Path) -> ModelSpec:
     def need(keys: tuple[str, ...], default=None, kind: type = int):
         for k in keys:
             if k in cfg and cfg[k] is not None:
-                return _typed(path, cfg, k, kind, cfg[k])
+                return _typed(path, k, kind, cfg[k])
         if default is not None:
             return default
         raise NvdlaError(f"{path}: missing field {keys[0]!r} for model_type {mt!r}")
@@ -279,7 +279,7 @@ def from_hf_config(path: str | Path) -> ModelSpec:
         )
     if mt == "longformer":
         win = cfg.get("attention_window", 512)
-        win = _typed(path, cfg, "attention_window", int, win[0] if isinstance(win, list) and win else win)
+        win = _typed(path, "attention_window", int, win[0] if isinstance(win, list) and win else win)
         return ModelSpec(
             str(name), "longformer", (stage,), vocab=vocab, attention=Attention.SLIDING, window=win,
             max_positions=positions,
@@ -447,9 +447,7 @@ def _attention(
     hd = spec.head_dim or st.hidden // st.heads
     inner = hd * st.heads
     kv_inner = hd * (spec.kv_heads or st.heads)  # grouped-query attention shares K and V across a group
-    # T5 has no biases; XLNet's attention projections have none (its FFN has); LLaMA none, Qwen2 on q/k/v
-    proj = {"bias": False} if spec.family in ("t5", "xlnet") or not spec.qkv_bias else {}
-    out_proj = {"bias": False} if spec.family in ("t5", "xlnet", "llama") else {}
+    proj, out_proj = _projection_attrs(spec)
     q = g.add(Op(f"{p}.q", OpKind.MATMUL, m_q, inner, k=st.hidden, group="matmul", attrs=proj), q_src)
     k = g.add(Op(f"{p}.k", OpKind.MATMUL, m_kv, kv_inner, k=st.hidden, group="matmul", attrs=proj), kv_src)
     v = g.add(
@@ -479,7 +477,7 @@ def _attention(
     attrs = {
         "kv_share": share,
         "causal": causal or spec.attention is Attention.CAUSAL,
-        "scale": 1.0 if spec.family == "t5" else 1 / math.sqrt(hd),  # T5 folds the scale into its init
+        "scale": _score_scale(spec, hd),
         "bias": not cross and (spec.relative == "bias" or (spec.attention is Attention.WINDOW and bool(spec.relative))),
     }
     if band is not None:
@@ -516,6 +514,19 @@ def _attention(
         Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=pv_attrs), probs, v
     )
     return g.add(Op(f"{p}.o", OpKind.MATMUL, m_q, st.hidden, k=inner, group="matmul", attrs=out_proj), ctx)
+
+
+def _projection_attrs(spec: ModelSpec) -> tuple[dict, dict]:
+    """Attrs of the q/k/v and the output projections: T5 has no biases, XLNet's attention projections
+    have none (its FFN has), LLaMA none, Qwen2 only on q/k/v."""
+    qkv = {"bias": False} if spec.family in ("t5", "xlnet") or not spec.qkv_bias else {}
+    out = {"bias": False} if spec.family in ("t5", "xlnet", "llama") else {}
+    return qkv, out
+
+
+def _score_scale(spec: ModelSpec, head_dim: int) -> float:
+    """The 1/sqrt(d) of QK^T; T5 folds it into its initialisation and scores unscaled."""
+    return 1.0 if spec.family == "t5" else 1 / math.sqrt(head_dim)
 
 
 def band_pairs(seq: int, half: int) -> int:
@@ -645,7 +656,7 @@ def _decode_attention(
     hd = spec.head_dim or st.hidden // st.heads
     inner, kv_inner = hd * st.heads, hd * (spec.kv_heads or st.heads)
     share = st.heads // (spec.kv_heads or st.heads)
-    proj = {"bias": False} if spec.family in ("t5", "xlnet") or not spec.qkv_bias else {}
+    proj, out_proj = _projection_attrs(spec)
     q = g.add(Op(f"{p}.q", OpKind.MATMUL, batch, inner, k=st.hidden, group="matmul", attrs=proj), src)
     if cross:
         k = v = q  # the encoder's K/V caches: nothing to project or append
@@ -668,7 +679,7 @@ def _decode_attention(
     cached = {"kv_share": 1, "cached": True, "causal": False}
     if spec.relative == "bias" and not cross:
         cached["bias"] = True  # T5's relative-position bias on the self-attention scores
-    scale = 1.0 if spec.family == "t5" else 1 / math.sqrt(hd)
+    scale = _score_scale(spec, hd)
     scores = g.add(
         Op(
             f"{p}.qk",
@@ -687,5 +698,4 @@ def _decode_attention(
     ctx = g.add(
         Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=cached), probs, v
     )
-    out = {"bias": False} if spec.family in ("llama", "t5") else {}
-    return g.add(Op(f"{p}.o", OpKind.MATMUL, batch, st.hidden, k=inner, group="matmul", attrs=out), ctx)
+    return g.add(Op(f"{p}.o", OpKind.MATMUL, batch, st.hidden, k=inner, group="matmul", attrs=out_proj), ctx)

@@ -13,7 +13,7 @@ from nvdla_sim.config import builtin_configs, load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import MAX_DIM, ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.simulate import fixed_latency, simulate
+from nvdla_sim.simulate import simulate
 from nvdla_sim.stats import LayerStats, Unit
 from nvdla_sim.trace import write_trace
 
@@ -191,13 +191,13 @@ def _simulate_split_matmul(args: argparse.Namespace, hw, spec: SdpSpec, name: st
     """A matmul past the 8192 register fields: the mapper's split into hardware layers, each simulated
     with its searched plan and charged its launch, pipeline and completion; they run one after another."""
     from nvdla_mapper.lowering import HostModel, LoweringContext, matmul_layers
-    from nvdla_mapper.tiling_search import search_plan
+    from nvdla_mapper.passes import layer_cycles
 
     ctx = LoweringContext(hw=hw, precision=args.precision, host=HostModel())
     rows = []
     for layer in matmul_layers(name, args.m, args.k, args.n, ctx, spec):
-        st = search_plan(layer, hw).stats if isinstance(layer, ConvLayer) else simulate(layer, hw, record_events=False)
-        rows.append((layer.name, st.cycles + sum(fixed_latency(layer, hw)), st.macs))
+        st, cycles = layer_cycles(layer, hw)
+        rows.append((layer.name, cycles, st.macs))
     total = sum(c for _, c, _ in rows)
     if args.json:
         layers = [{"name": n, "cycles": c, "macs": m} for n, c, m in rows]

@@ -32,10 +32,9 @@ import numpy as np
 
 from .config import HwConfig
 from .errors import TraceError
-from .layers import ConvLayer, HwLayer, OperandMode, PdpLayer, PoolMode, SdpLayer, SdpSpec
-from .pdp import recip
+from .layers import ConvLayer, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
 from .precision import Precision
-from .regdecode import Operation, PdpOp, SdpOperand, SdpStageCfg, SdpStream, Surface
+from .regdecode import Operation, SdpOperand, SdpStageCfg, SdpStream, Surface
 from .regemit import (
     Alloc,
     TraceProgram,
@@ -45,6 +44,7 @@ from .regemit import (
     emit_program,
     feature_bytes,
     place,
+    pool_pass,
     sdp_pass,
 )
 from .regrun import operation_timing
@@ -283,14 +283,8 @@ def _pdp_program(layer: PdpLayer, hw: HwConfig, base: str, rng: np.random.Genera
     alloc = Alloc()
     src = place(alloc, w, h, c, p, hw)
     dst: Surface = place(alloc, ow, oh, c, p, hw)
-    method = {PoolMode.AVG: "avg", PoolMode.MAX: "max", PoolMode.MIN: "min"}[spec.mode]
     # padded positions add zero to an average (max and min pooling skip them, as the hardware does)
-    pad = 0
-    op = PdpOp(
-        w, h, c, ow, oh, method, spec.kernel_w, spec.kernel_h, spec.stride_x, spec.stride_y,
-        spec.pad_left, spec.pad_right, spec.pad_top, spec.pad_bottom, (pad,) * 7,
-        recip(spec.kernel_w), recip(spec.kernel_h), 1, (0, 0, 0), (0, 0, 0), False, src, dst, p,
-    )  # fmt: skip
+    op = pool_pass(w, h, c, spec, src, dst, p, (0,) * 7)
     inputs = [(src.addr, feature_bytes(_rand(rng, (h, w, c), p), src, p, hw))]
     prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
     return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)

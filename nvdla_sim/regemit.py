@@ -21,8 +21,9 @@ import numpy as np
 from . import cbuf
 from .config import HwConfig
 from .errors import ShapeError, TraceError
-from .layers import ConvShape
+from .layers import ConvShape, PoolMode, PoolSpec
 from .lut import IndexMode, LutParams, Table
+from .pdp import recip
 from .precision import Precision
 from .regdecode import CdpOp, ConvOp, Operation, PdpOp, SdpOp, SdpStageCfg, SdpStream, Surface
 from .regexec import execute, write_cube
@@ -473,6 +474,20 @@ def sdp_pass(
         cvt_shift=cvt[2],
         operand_streams=tuple(streams),
     )
+
+
+def pool_pass(
+    w: int, h: int, c: int, spec: PoolSpec, src: Surface, dst: Surface, precision: Precision, pad_values: tuple
+) -> PdpOp:
+    """An offline PDP pass over a w x h x c cube with `spec`'s window; `pad_values` are the seven
+    pre-multiplied padding registers (n = 1..7 padded elements), used by average pooling."""
+    ow, oh = spec.out_size(w, h)
+    method = {PoolMode.AVG: "avg", PoolMode.MAX: "max", PoolMode.MIN: "min"}[spec.mode]
+    return PdpOp(
+        w, h, c, ow, oh, method, spec.kernel_w, spec.kernel_h, spec.stride_x, spec.stride_y,
+        spec.pad_left, spec.pad_right, spec.pad_top, spec.pad_bottom, tuple(pad_values),
+        recip(spec.kernel_w), recip(spec.kernel_h), 1, (0, 0, 0), (0, 0, 0), False, src, dst, precision,
+    )  # fmt: skip
 
 
 def conv_layer(

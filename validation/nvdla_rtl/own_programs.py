@@ -25,9 +25,8 @@ import numpy as np
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
 from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table
-from nvdla_sim.pdp import recip
 from nvdla_sim.precision import Precision
-from nvdla_sim.regdecode import CdpOp, PdpOp, SdpOperand, SdpStageCfg, SdpStream
+from nvdla_sim.regdecode import CdpOp, SdpOperand, SdpStageCfg, SdpStream
 from nvdla_sim.regemit import (
     Alloc,
     TraceProgram,
@@ -37,6 +36,7 @@ from nvdla_sim.regemit import (
     emit_program,
     feature_bytes,
     place,
+    pool_pass,
     sdp_pass,
 )
 
@@ -92,12 +92,7 @@ def _pool(w: int, h: int, c: int, spec: PoolSpec) -> Maker:
         src = place(a, w, h, c, P, hw)
         dst = place(a, ow, oh, c, P, hw)
         pads = tuple(int(v) for v in rng.integers(-60, 60, 7))
-        method = {PoolMode.AVG: "avg", PoolMode.MAX: "max", PoolMode.MIN: "min"}[spec.mode]
-        op = PdpOp(
-            w, h, c, ow, oh, method, spec.kernel_w, spec.kernel_h, spec.stride_x, spec.stride_y,
-            spec.pad_left, spec.pad_right, spec.pad_top, spec.pad_bottom, pads,
-            recip(spec.kernel_w), recip(spec.kernel_h), 1, (0, 0, 0), (0, 0, 0), False, src, dst, P,
-        )  # fmt: skip
+        op = pool_pass(w, h, c, spec, src, dst, P, pads)
         inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, P, hw))]
         return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw)
 

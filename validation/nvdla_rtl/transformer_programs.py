@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,20 +88,9 @@ def generate(folder: str | Path) -> list[dict]:
     rows = []
     for case in cases():
         res = map_case(case)
-        with tempfile.TemporaryDirectory() as tmp:
-            emitted = []
-            for task in case.tasks or (None,):
-                emitted += emit_programs(res, tmp, layer=task).programs
-            for p in emitted:
-                name = case.prefix + p["name"]
-                src, dst = Path(tmp) / p["name"], folder / name
-                if dst.exists():
-                    shutil.rmtree(dst)
-                dst.mkdir()
-                for f in src.iterdir():  # the trace test's files carry its name
-                    text = f.read_text().replace(p["name"], name)
-                    (dst / f.name.replace(p["name"], name)).write_text(text)
-                rows.append({**p, "name": name, "case": case.prefix, "kind": case.kind, "model": res.model})
+        for task in case.tasks or (None,):
+            for p in emit_programs(res, folder, layer=task, prefix=case.prefix).programs:
+                rows.append({**p, "case": case.prefix, "kind": case.kind, "model": res.model})
         if case.kind == "block":
             rows.append(_host_row(res))
     (folder / MANIFEST).write_text(json.dumps({"hw": HW, "programs": rows}, indent=1) + "\n")
