@@ -13,6 +13,7 @@ seconds.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,8 +35,9 @@ class StepResult:
     kv_len: int  # cached tokens before the step
     cycles: int
     dram_bytes: int
-    macs: int
+    macs: int  # the model's multiply-accumulates (hardware MACs add tile padding and zero blocks)
     bound: str  # the bound holding the most of the step's NVDLA time
+    roofline_cycles: int = 0  # roofline_cycles() of the step
 
 
 @dataclass
@@ -104,7 +106,7 @@ class GenerateResult:
             "dram_bytes_per_token": round(sum(s.dram_bytes for s in self.steps) / max(len(steps) * self.batch, 1)),
             "prefill": {
                 "cycles": self.ttft_cycles,
-                "mac_utilization": round(self.prefill.mac_utilization, 4),
+                "mac_utilization": round(self.prefill.model_macs / (peak * self.prefill.total_cycles), 4),
                 "dram_utilization": round(
                     dram_bytes(self.prefill) / (self.prefill.total_cycles * self.hw.dram_bytes_per_cycle), 4
                 ),
@@ -115,6 +117,8 @@ class GenerateResult:
                 "mac_utilization": round(sum(s.macs for s in self.steps) / (peak * dec_cyc), 4) if dec_cyc else 0.0,
                 "dram_utilization": round(self.decode_dram_utilization(), 4),
                 "bound": Counter(s.bound for s in self.steps).most_common(1)[0][0] if self.steps else "-",
+                "roofline_cycles": sum(s.roofline_cycles for s in self.steps),
+                "over_roofline": round(dec_cyc / max(sum(s.roofline_cycles for s in self.steps), 1), 4),
             },
             "token_cycles": self.token_cycles,
         }
@@ -127,6 +131,26 @@ def dram_bytes(res: MapResult) -> int:
         for r in res.results
         if r.stats or r.task.resource == "bdma"
     )
+
+
+def roofline_cycles(res: MapResult) -> int:
+    """The pass's roofline, a lower bound on its time: each hardware layer at the larger of its MAC time
+    (MACs over the peak) and its DRAM time (bytes moved over the bandwidth), without launch or memory
+    latency; BDMA copies and host tasks run beside the NVDLA core, so the bound is the busiest of the
+    three. A weight-streaming layer's bound is its MACs at large batch; attention against each
+    sequence's own cache stays at its DRAM time at any batch."""
+    hw, peak = res.hw, res.hw.peak_macs_per_cycle(res.precision)
+    busy = {"nvdla": 0.0, "bdma": 0.0, "host": 0.0}
+    for r in res.results:
+        if r.stats:
+            busy["nvdla"] += r.task.count * max(
+                r.stats.macs / peak, r.stats.traffic.dram_total / hw.dram_bytes_per_cycle
+            )
+        elif r.task.resource == "bdma":
+            busy["bdma"] += r.task.count * 2 * r.task.copy_bytes / hw.dram_bytes_per_cycle
+        else:
+            busy["host"] += r.cycles
+    return math.ceil(max(busy.values()))
 
 
 def phase_bound(res: MapResult) -> str:
@@ -214,7 +238,11 @@ def generate(
         kv_len = t if t5 else prompt + t - 1  # self-attention cache: the tokens before this one
         graph = decode_step_graph(spec, batch=batch, kv_len=kv_len, cross_len=prompt if t5 else 0)
         step = map_model(graph, hw, seq=kv_len, **kw)
-        res.steps.append(StepResult(kv_len, step.total_cycles, dram_bytes(step), step.macs, phase_bound(step)))
+        res.steps.append(
+            StepResult(
+                kv_len, step.total_cycles, dram_bytes(step), step.model_macs, phase_bound(step), roofline_cycles(step)
+            )
+        )
     if t5:  # TTFT covers the encoder and the first decoder step
         first_step = res.steps.pop(0)
         res.first_step_cycles = first_step.cycles

@@ -70,6 +70,14 @@ class Task:
 
 
 @dataclass(frozen=True)
+class Choice:
+    """Equivalent lowerings of one op, each (label, tasks); the mapper keeps the one its own simulation
+    of the tasks finds fastest (passes.cheapest), as a compiler with a cost model would."""
+
+    options: tuple[tuple[str, tuple[Task, ...]], ...]
+
+
+@dataclass(frozen=True)
 class Fused:
     """What the fusion pass folded into a matmul's or convolution's SDP (and PDP)."""
 
@@ -260,11 +268,15 @@ def _host(op: Op, name: str, ctx: LoweringContext, *, flops_per_elem: float, not
     )
 
 
-def _relayout(op: Op, name: str, nbytes: int, ctx: LoweringContext, count: int, what: str) -> Task:
-    """Copy into CDMA weight format: BDMA where present, else a host copy (read + write)."""
-    if ctx.hw.bdma:
+def _relayout(
+    op: Op, name: str, nbytes: int, ctx: LoweringContext, count: int, what: str, *, whole_atoms: bool = True
+) -> Task:
+    """Copy into CDMA weight format (or another strided layout): BDMA where present and the pieces are
+    whole memory atoms (BDMA moves 32-byte atoms), else a host copy (read + write)."""
+    if ctx.hw.bdma and whole_atoms:
         return Task(name, op.name, op.group, Resource.BDMA, count, copy_bytes=nbytes, note=f"BDMA re-layout of {what}")
-    note = f"host re-layout of {what} (no BDMA on this config)"
+    why = "no BDMA on this config" if not ctx.hw.bdma else "pieces are not whole memory atoms"
+    note = f"host re-layout of {what} ({why})"
     return _host_task(op, name, count=count, flops=0, nbytes=2 * nbytes, note=note)
 
 
@@ -339,7 +351,7 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     return tasks
 
 
-def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
+def lower_scores(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
     # the causal mask: a per-element operand when SDP's LUT computes the softmax; a host softmax knows
     # the positions and masks as it goes, so the scores need no mask cube at all
     mask = bool(op.attrs.get("causal")) and ctx.mode("softmax") == "nvdla"
@@ -349,12 +361,13 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
         spec = SdpSpec(bias=OperandMode.PER_ELEMENT, scale=scale)
     else:
         spec = SdpSpec(scale=scale, eltwise=extra)
+    if op.attrs.get("cached"):  # a decode step reads the K cache, kept in weight format
+        per_group = [_hw(op, layer) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, spec)]
+        return _heads_choice(op, ctx, per_group, spec, scores=True)
     bpe = ctx.precision.bytes
     # one re-layout per K head: grouped-query heads share theirs
     kv_count = op.count // int(op.attrs.get("kv_share", 1))
-    tasks = []
-    if not op.attrs.get("cached"):  # a decode step reads the K cache, kept in weight format
-        tasks.append(_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, kv_count, "K into weight format"))
+    tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, kv_count, "K into weight format")]
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         note = "causal: keys past the band's last query skipped" if len(bands) > 1 else ""
@@ -374,21 +387,61 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task]:
     return tasks
 
 
-def lower_context(op: Op, ctx: LoweringContext) -> list[Task]:
+def _heads_choice(op: Op, ctx: LoweringContext, per_group: list[Task], spec: SdpSpec, *, scores: bool) -> Choice:
+    """A decode step's attention against the caches, lowered two ways for the mapper to pick from:
+    one layer per sequence and K/V group (its query heads as pixels against the group's cached kernels),
+    or one layer per sequence with all its heads as pixels against every group's cached kernels at once.
+    The second reads each cached key once per sequence in one layer instead of one per group, and pays
+    the fixed latencies once; it multiplies by `groups` the MACs (zero blocks of a block-diagonal
+    operand) and needs a strided copy: QK^T puts each head's q on its own pixel inside its group's
+    channels (a block-diagonal cube, zeroed once: the copy rewrites only the diagonal), PV's output
+    keeps each head's block of its own pixel (the diagonal, gathered back into token order)."""
+    groups = int(op.attrs.get("kv_groups", 1))
+    if groups == 1:
+        return Choice((("per sequence", tuple(per_group)),))
+    heads, hd, seqs = op.m * groups, (op.k if scores else op.n), op.count // groups
+    piece = hd * ctx.precision.bytes
+    whole = piece % ctx.hw.memory.memory_atomic_bytes == 0
+    nbytes = seqs * heads * piece
+    label = f"1 layer per sequence ({heads} heads as pixels against all {groups} K/V groups)"
+    note = f"heads as pixels, block-diagonal over the {groups} K/V groups"
+    if scores:
+        copy = _relayout(
+            op, f"{op.name}.q_blockdiag", nbytes, ctx, 1, "each head's q onto its pixel in its group's channels",
+            whole_atoms=whole,
+        )  # fmt: skip
+        layers = matmul_layers(op.name, heads, hd * groups, op.n, ctx, spec)
+        fused = [copy, *[_hw(op, layer, seqs, note=note) for layer in layers]]
+    else:
+        layers = matmul_layers(op.name, heads, op.k, hd * groups, ctx, spec)
+        gather = _relayout(
+            op, f"{op.name}.diag_gather", nbytes, ctx, 1, "each head's block of its own pixel", whole_atoms=whole
+        )
+        fused = [*[_hw(op, layer, seqs, note=note) for layer in layers], gather]
+    return Choice(((f"{groups} layers per sequence (one per K/V group)", tuple(per_group)), (label, tuple(fused))))
+
+
+def lower_context(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
+    if op.attrs.get("cached"):  # V^T cache in weight format; the softmax's normalisation follows the gather
+        per_group = [_hw(op, layer) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, SdpSpec())]
+        choice = _heads_choice(op, ctx, per_group, SdpSpec(), scores=False)
+        normalize = _context_normalize(op, ctx)
+        return Choice(tuple((label, (*tasks, *normalize)) for label, tasks in choice.options))
     bpe = ctx.precision.bytes
     what = "V^T into weight format" + (" (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "")
     kv_count = op.count // int(op.attrs.get("kv_share", 1))
-    tasks = (
-        []
-        if op.attrs.get("cached")
-        else [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
-    )
-    moved = ctx.hw.bdma and not op.attrs.get("cached")
-    spec = SdpSpec(bias=OperandMode.PER_KERNEL) if moved else SdpSpec()  # V's bias, moved here
+    tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
+    spec = SdpSpec(bias=OperandMode.PER_KERNEL) if ctx.hw.bdma else SdpSpec()  # V's bias, moved here
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))
         tasks += [_hw(op, layer) for layer in matmul_layers(name, rows, keys, op.n, ctx, spec)]
+    return tasks + _context_normalize(op, ctx)
+
+
+def _context_normalize(op: Op, ctx: LoweringContext) -> list[Task]:
+    """The softmax's 1/sum applied to PV's output rows (SDP softmax only; a host softmax normalises)."""
+    tasks: list[Task] = []
     if ctx.mode("softmax") == "nvdla":
         # SDP operands are per layer, per channel or per element, never per pixel: 1/sum [m, 1] is
         # broadcast to [m, n] by a 1x1 conv with one input channel and n all-ones kernels
@@ -410,6 +463,7 @@ def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
     bands = causal_bands(op)
     if ctx.mode("softmax") == "host":
         computed = sum(rows * keys for _, rows, keys in bands) / (op.m * op.n)  # only the unmasked scores
+        # per instance (head, window, sequence); the host takes all ready instances at each hand-off
         return [
             _host(
                 op,
@@ -535,7 +589,7 @@ def lower_host(op: Op, ctx: LoweringContext) -> list[Task]:
     ]
 
 
-LOWERINGS: dict[OpKind, Callable[[Op, LoweringContext], list[Task]]] = {
+LOWERINGS: dict[OpKind, Callable[[Op, LoweringContext], list[Task] | Choice]] = {
     OpKind.MATMUL: lower_matmul,
     OpKind.CONV: lower_conv,
     OpKind.POOL: lower_pool,
@@ -557,7 +611,7 @@ LOWERINGS: dict[OpKind, Callable[[Op, LoweringContext], list[Task]]] = {
 }
 
 
-def lower(op: Op, ctx: LoweringContext) -> list[Task]:
+def lower(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
     try:
         fn = LOWERINGS[op.kind]
     except KeyError:

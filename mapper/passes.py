@@ -28,7 +28,7 @@ from nvdla_sim.stats import LayerStats, Unit, UnitStats
 from nvdla_sim.trace import span_events, write_trace_doc
 
 from .fusion import fuse
-from .lowering import HostModel, LoweringContext, Resource, Task, WeightTreatment, lower
+from .lowering import Choice, HostModel, LoweringContext, Resource, Task, WeightTreatment, lower
 from .schedule import schedule
 from .tiling_search import search_plan
 from .workload import ops_in_order
@@ -214,6 +214,8 @@ def lower_graph(g: nx.DiGraph, ctx: LoweringContext) -> tuple[list[Task], list[l
             last_task[op.name] = pred_tasks  # its work happens inside the producer's SDP
             continue
         lowered = lower(op, ctx)
+        if isinstance(lowered, Choice):
+            lowered = cheapest(lowered, ctx)
         extra = ctx.fused.get(op.name)
         if extra is not None and extra.residual_input:  # the residual operand is read by this layer's SDP
             pred_tasks = sorted({*pred_tasks, *last_task.get(extra.residual_input, [])})
@@ -224,6 +226,34 @@ def lower_graph(g: nx.DiGraph, ctx: LoweringContext) -> tuple[list[Task], list[l
             prev = [len(tasks) - 1]
         last_task[op.name] = prev
     return tasks, deps
+
+
+def cheapest(choice: Choice, ctx: LoweringContext) -> list[Task]:
+    """The option of a choice whose tasks take the fewest cycles back to back in this simulation (the
+    layers are simulated once: the per-layer cache serves the final pass); its first task says what
+    was chosen over what."""
+    timed = [(tasks_cycles(tasks, ctx), label) for label, tasks in choice.options]
+    best = min(range(len(timed)), key=lambda i: timed[i][0])
+    tasks = list(choice.options[best][1])
+    if len(timed) > 1:
+        others = "; ".join(f"{lab}: {c:,}" for i, (c, lab) in enumerate(timed) if i != best)
+        first = tasks[0]
+        why = f"chosen: {timed[best][1]} ({timed[best][0]:,} cycles) over {others}"
+        tasks[0] = dataclasses.replace(first, note=f"{first.note}; {why}" if first.note else why)
+    return tasks
+
+
+def tasks_cycles(tasks: tuple[Task, ...] | list[Task], ctx: LoweringContext) -> int:
+    """Cycles of tasks run back to back, every instance counted (with the overlap between instances; the
+    host takes all instances of a task in one hand-off)."""
+    cycles, stats = simulate_tasks(list(tasks), ctx.hw, ctx.host)
+    handoff = math.ceil(ctx.host.overhead_us * ctx.hw.clock_mhz)
+    return sum(
+        handoff + t.count * max(c - handoff, 0)
+        if t.resource == Resource.HOST
+        else instances_duration(c, t.count, st, ctx.hw)
+        for c, t, st in zip(cycles, tasks, stats, strict=True)
+    )
 
 
 def simulate_tasks(tasks: list[Task], hw: HwConfig, host: HostModel) -> tuple[list[int], list[LayerStats | None]]:
@@ -282,10 +312,11 @@ def map_model(
     tasks, deps = lower_graph(g, ctx)  # fusion + lowering
     per_instance, stats = simulate_tasks(tasks, hw, host)  # tiling search + simulation
     durations = [instances_duration(c, t.count, st, hw) for c, t, st in zip(per_instance, tasks, stats, strict=True)]
-    sched = schedule(tasks, durations, per_instance, deps, [t.resource for t in tasks])
+    handoff = math.ceil(host.overhead_us * hw.clock_mhz)
+    sched = schedule(tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff)
     results = [
-        TaskResult(t, c, s.start, s.end, st, d)
-        for t, c, s, st, d in zip(tasks, per_instance, sched, stats, durations, strict=True)
+        TaskResult(t, c, s.start, s.end, st, s.busy)
+        for t, c, s, st in zip(tasks, per_instance, sched, stats, strict=True)
     ]
     notes = [
         "Concurrent resources (NVDLA core, BDMA, host) are scheduled without memory contention between them.",

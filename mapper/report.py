@@ -240,7 +240,7 @@ def write_generate_html(runs: list[dict[str, Any]], out_dir: str | Path) -> Path
     keys = ["batch", "ttft_ms", "total_ms", "tokens_per_s_per_sequence", "tokens_per_s_aggregate", "kv_cache_bytes_end",
             "dram_bytes_per_token"]  # fmt: skip
     rows = [[d[k] for k in keys] + [d["per_token_ms"]["median_step"], d["prefill"]["bound"], d["decode"]["bound"],
-            d["decode"]["dram_utilization"]] for d in runs]  # fmt: skip
+            d["decode"]["dram_utilization"], d["decode"].get("over_roofline")] for d in runs]  # fmt: skip
     d0 = runs[0]
     images = {"tokens": token_latency_plot(runs)}
     if len(runs) > 1:
@@ -252,7 +252,11 @@ def write_generate_html(runs: list[dict[str, Any]], out_dir: str | Path) -> Path
             f"{d0['new_tokens']} new tokens)"
         )
         + "<h2>Summary</h2>"
-        + _table([*keys, "median step ms", "prefill bound", "decode bound", "decode DRAM busy"], rows, table_id="runs")
+        + _table(
+            [*keys, "median step ms", "prefill bound", "decode bound", "decode DRAM busy", "decode / roofline"],
+            rows,
+            table_id="runs",
+        )
         + f"<h2>Plots</h2>{imgs}</body></html>"
     )
     path = Path(out_dir) / "report.html"

@@ -2,13 +2,17 @@
 
 Resources: the NVDLA core (one hardware layer at a time: the convolution pipeline and standalone SDP
 share SDP), BDMA and the host CPU run concurrently. A consumer with the same instance count as a producer
-on another resource (per-head softmax after per-head QK^T) starts after the producer's first instance
-and streams behind it; otherwise it starts when its inputs are done. Memory contention between
-concurrent resources is not modelled (noted in the report).
+on another resource (per-head QK^T after a per-head BDMA copy) starts after the producer's first instance
+and streams behind it; otherwise it starts when its inputs are done. The host takes, at each hand-off,
+every instance whose inputs are done (the instances are rows of one cube): it pays its per-hand-off
+overhead once for all of them, so it keeps pace behind many small hardware layers and does one
+hand-off after one large one. Memory contention between concurrent resources is not modelled (noted in
+the report).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -17,15 +21,26 @@ class Scheduled:
     index: int
     start: int
     end: int
+    busy: int  # the resource's busy time for this task (the host: its hand-offs' overheads and work)
 
 
 def schedule(
-    tasks: list, durations: list[int], instance: list[int], deps: list[list[int]], resources: list[str]
+    tasks: list,
+    durations: list[int],
+    instance: list[int],
+    deps: list[list[int]],
+    resources: list[str],
+    *,
+    host_overhead: int = 0,
 ) -> list[Scheduled]:
-    """List-schedule tasks in index order (already topological)."""
+    """List-schedule tasks in index order (already topological). `host_overhead`: cycles of one host
+    hand-off, included in each host instance's cycles in `instance`."""
     free: dict[str, int] = {}
     out: list[Scheduled] = []
     for i in range(len(tasks)):
+        if resources[i] == "host":
+            out.append(_host_batched(i, tasks, instance, deps, resources, out, free, host_overhead))
+            continue
         ready = 0
         tail = 0
         for d in deps[i]:
@@ -39,5 +54,36 @@ def schedule(
         start = max(ready, free.get(resources[i], 0))
         end = max(start + durations[i], tail)
         free[resources[i]] = end
-        out.append(Scheduled(i, start, end))
+        out.append(Scheduled(i, start, end, durations[i]))
     return out
+
+
+def _host_batched(i, tasks, instance, deps, resources, out, free, overhead) -> Scheduled:
+    """The host's instances of task i: each is ready when its share of every input is done (a producer
+    on another resource with instances completes them evenly over its span), and every hand-off takes
+    all the ready ones."""
+    count = tasks[i].count
+    work = max(instance[i] - overhead, 0)  # per instance, without the hand-off
+    ready = [0] * count
+    for d in deps[i]:
+        pd, cp = out[d], tasks[d].count
+        if resources[d] != "host" and cp > 1 and count > 1:
+            span = (pd.end - pd.start) / cp
+            for j in range(count):
+                done = math.ceil((j + 1) * cp / count)  # producer instances instance j needs
+                ready[j] = max(ready[j], pd.start + math.ceil(done * span))
+        else:
+            ready = [max(r, pd.end) for r in ready]
+    t = start = max(ready[0], free.get("host", 0))
+    j = busy = 0
+    while j < count:
+        t = max(t, ready[j])
+        k = j
+        while k < count and ready[k] <= t:
+            k += 1
+        step = overhead + (k - j) * work
+        t += step
+        busy += step
+        j = k
+    free["host"] = t
+    return Scheduled(i, start, t, busy)

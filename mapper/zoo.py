@@ -676,7 +676,7 @@ def _decode_attention(
     # the query heads of a K/V group run as one layer, as `share` pixels against the group's cached K
     # (resp. V^T) kernels: the cache slice is fetched into CBUF once for the whole group
     keys, count, rows = kv_len + 1, batch * (spec.kv_heads or st.heads), share
-    cached = {"kv_share": 1, "cached": True, "causal": False}
+    cached = {"kv_share": 1, "cached": True, "causal": False, "kv_groups": spec.kv_heads or st.heads}
     if spec.relative == "bias" and not cross:
         cached["bias"] = True  # T5's relative-position bias on the self-attention scores
     scale = _score_scale(spec, hd)

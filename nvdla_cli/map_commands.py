@@ -165,7 +165,7 @@ def _generate(args: argparse.Namespace) -> int:
             f"{r.model} on {r.hw.fingerprint}, batch {r.batch}, prompt {r.prompt}, {r.new_tokens} new tokens ({prec.value})"
         )
         print(
-            f"  time to first token  {d['ttft_ms']:.3f} ms (prefill, {d['prefill']['bound']}-bound, MAC util {d['prefill']['mac_utilization']:.1%})"
+            f"  time to first token  {d['ttft_ms']:.3f} ms (prefill, {d['prefill']['bound']}-bound, model MACs at {d['prefill']['mac_utilization']:.1%} of peak)"
         )
         if pt["median_step"] is not None:
             print(
@@ -175,8 +175,12 @@ def _generate(args: argparse.Namespace) -> int:
             f"  total                {d['total_ms']:.3f} ms: {d['tokens_per_s_per_sequence']:,.1f} tokens/s per sequence, {d['tokens_per_s_aggregate']:,.1f} aggregate"
         )
         print(
-            f"  decode               {d['decode']['bound']}-bound, DRAM {d['decode']['dram_utilization']:.1%} busy, MAC util {d['decode']['mac_utilization']:.1%}, {d['dram_bytes_per_token']:,} DRAM bytes per token"
+            f"  decode               {d['decode']['bound']}-bound, DRAM {d['decode']['dram_utilization']:.1%} busy, model MACs at {d['decode']['mac_utilization']:.1%} of peak, {d['dram_bytes_per_token']:,} DRAM bytes per token"
         )
+        if pt["median_step"] is not None:
+            print(
+                f"  decode vs roofline   {d['decode']['over_roofline']:.2f}x the roofline (each layer at the larger of its MAC and DRAM time)"
+            )
         print(f"  KV cache at the end  {d['kv_cache_bytes_end']:,} bytes")
     if len(results) > 1:
         from nvdla_mapper.generate import crossover_batch, roofline_crossover

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from nvdla_mapper.generate import generate, kv_bytes_per_token
-from nvdla_mapper.lowering import Resource
+from nvdla_mapper.lowering import HostModel, Resource
 from nvdla_mapper.passes import _simulate_cached, map_model
 from nvdla_mapper.tiling_search import search_plan
 from nvdla_mapper.zoo import decode_step_graph, from_hf_config, preset
@@ -155,3 +156,60 @@ def test_weight_streaming_turns_compute_bound_near_the_roofline_batch(hw_name):
     hw = load_config(hw_name)
     sim, roof = crossover_batch(preset("gpt2"), hw), roofline_crossover(hw, Precision.INT8)
     assert roof / 1.5 <= sim <= roof * 1.5, (sim, roof)
+
+
+@pytest.mark.parametrize("hw_name", ["nv_small", "nv_large", "nv_full"])
+def test_large_batch_step_reaches_its_roofline(hw_name):
+    """Past the crossover, the weight-streaming layers run at their MAC bound, and the whole step stays
+    close to its roofline (each layer at the larger of its MAC and DRAM time); the attention against
+    each sequence's own cache has one MAC per cached element, so it stays DRAM-bound at any batch."""
+    from nvdla_mapper.generate import roofline_crossover, roofline_cycles
+    from nvdla_mapper.workload import OpKind, ops_in_order
+
+    hw = load_config(hw_name)
+    peak = hw.peak_macs_per_cycle(Precision.INT8)
+    batch = 4 * math.ceil(roofline_crossover(hw, Precision.INT8))
+    step = map_model(
+        decode_step_graph(preset("gpt2"), batch=batch, kv_len=128), hw, precision=Precision.INT8, batch=batch, seq=128
+    )
+    mm = [r for r in step.results if r.stats and r.task.group in ("matmul", "head")]
+    mac_bound = sum(r.stats.macs * r.task.count for r in mm) / peak
+    assert sum(r.cycles for r in mm) <= 1.10 * mac_bound
+    roof = roofline_cycles(step)
+    assert roof <= step.total_cycles <= 1.5 * roof, (step.total_cycles, roof)
+    # the attention's own work (model MACs) takes less time than reading the caches it needs
+    attn = [r for r in step.results if r.stats and r.task.op.endswith((".qk", ".pv"))]
+    cache_time = sum(r.stats.traffic.dram_read * r.task.count for r in attn) / hw.dram_bytes_per_cycle
+    one = decode_step_graph(preset("gpt2"), batch=1, kv_len=128)
+    ops = [o for o in ops_in_order(one) if o.kind in (OpKind.ATTN_SCORES, OpKind.ATTN_CONTEXT)]
+    assert attn and batch * sum(o.macs for o in ops) / peak < cache_time
+
+
+def test_decode_attention_picks_the_faster_of_per_group_and_fused_heads():
+    """A decode step's QK^T and PV are lowered both ways (one layer per K/V group, or all heads of a
+    sequence as pixels of one layer against every group's cache); the mapper keeps the one its own
+    simulation finds faster and says so, and the model MACs do not depend on the choice."""
+    from nvdla_mapper.lowering import Choice, LoweringContext, lower
+    from nvdla_mapper.passes import cheapest, simulate_tasks, tasks_cycles
+    from nvdla_mapper.workload import ops_in_order
+
+    g = decode_step_graph(preset("gpt2"), batch=8, kv_len=100)
+    qk = next(o for o in ops_in_order(g) if o.name == "layer0.attn.qk")
+    for hw_name in ("nv_small", "nv_full"):
+        hw = load_config(hw_name)
+        ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+        choice = lower(qk, ctx)
+        assert isinstance(choice, Choice) and len(choice.options) == 2
+        costs = [tasks_cycles(tasks, ctx) for _, tasks in choice.options]
+        for _, tasks in choice.options:  # hardware MACs: the model's, or more (the zero blocks)
+            _, st = simulate_tasks(list(tasks), hw, ctx.host)
+            assert sum(s.macs * t.count for t, s in zip(tasks, st, strict=True) if s) >= qk.macs
+        picked = cheapest(choice, ctx)
+        best = costs.index(min(costs))
+        assert [t.name for t in picked] == [t.name for t in choice.options[best][1]]
+        assert "chosen:" in picked[0].note
+    # on nv_full (BDMA, 1200-cycle memory latency) the fused layer wins: one fixed latency per sequence
+    step = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=8, seq=100)
+    qk_rows = [r for r in step.results if r.task.op == "layer0.attn.qk"]
+    assert [r.task.resource for r in qk_rows] == [Resource.BDMA, Resource.NVDLA] and qk_rows[1].task.count == 8
+    assert step.model_macs == sum(int(o.attrs.get("model_macs", o.macs)) for o in ops_in_order(g))

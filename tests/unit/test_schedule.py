@@ -1,0 +1,59 @@
+"""The list schedule: streaming between resources and the host's batched hand-offs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nvdla_mapper.schedule import schedule
+
+
+@dataclass(frozen=True)
+class T:
+    count: int
+
+
+def _pair(prod_count, prod_each, host_count, host_each, overhead):
+    tasks = [T(prod_count), T(host_count)]
+    durations = [prod_count * prod_each, host_count * host_each]
+    return schedule(tasks, durations, [prod_each, host_each], [[], [0]], ["nvdla", "host"], host_overhead=overhead)
+
+
+def test_host_after_one_large_layer_takes_every_instance_in_one_hand_off():
+    prod, host = _pair(1, 50_000, 12, 10_000 + 500, 10_000)
+    assert host.start == prod.end == 50_000
+    assert host.end == 50_000 + 10_000 + 12 * 500 and host.busy == 10_000 + 12 * 500
+
+
+def test_host_behind_many_small_layers_batches_what_is_ready():
+    """768 producer instances of 1,500 cycles; the host needs 10,000 per hand-off + 200 per instance:
+    one instance per hand-off would take 768 x 10,200 cycles; batching keeps pace with the producer."""
+    prod, host = _pair(768, 1_500, 768, 10_200, 10_000)
+    assert prod.end == 768 * 1_500
+    assert host.end < prod.end + 2 * (10_000 + 8 * 200)  # a short tail after the producer
+    assert host.end < 768 * 10_200 / 5
+
+
+@given(
+    st.integers(1, 40),
+    st.integers(1, 5_000),
+    st.integers(1, 40),
+    st.integers(0, 3_000),
+    st.integers(0, 20_000),
+)
+def test_batched_host_is_between_its_bounds(pc, pe, hc, work, overhead):
+    """Never before its last input nor faster than its work; never slower than one hand-off per
+    instance streamed behind the producer."""
+    prod, host = _pair(pc, pe, hc, overhead + work, overhead)
+    assert host.end >= prod.end + overhead + work  # the last instance needs all of the producer
+    assert host.busy >= overhead + hc * work
+    if pc == 1 or hc == 1:  # every instance is ready when the producer ends: one hand-off
+        assert host.end == prod.end + overhead + hc * work
+    else:  # upper bound: one hand-off per instance, each as soon as its input is ready
+        t = 0
+        for j in range(hc):
+            need = -(-(j + 1) * pc // hc)
+            t = max(t, prod.start + -(-need * (prod.end - prod.start) // pc)) + overhead + work
+        assert host.end <= t
