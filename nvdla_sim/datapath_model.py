@@ -131,6 +131,31 @@ def datapath_outputs(
     return out
 
 
+class Offer:
+    """A stream driver's valid, shared by the timing model and the benches: in cycle t it is raised when a
+    beat is left and `pattern[t]` is true (true past the pattern's end: gaps only where it says so), and
+    once raised it is held until the beat is taken (a stream's valid never drops before ready)."""
+
+    def __init__(self, n_beats: int, pattern: Sequence[bool] = ()) -> None:
+        self.n, self.pattern = n_beats, pattern
+        self.sent = 0
+        self.pending = False
+
+    def valid(self, t: int) -> bool:
+        if not self.pending and self.sent < self.n and (t >= len(self.pattern) or self.pattern[t]):
+            self.pending = True
+        return self.pending
+
+    def taken(self) -> None:
+        self.pending = False
+        self.sent += 1
+
+
+def random_pattern(rng: np.random.Generator, n: int, prob: float) -> list[bool]:
+    """n cycles, each true with probability `prob` (a valid or ready pattern for the benches)."""
+    return [bool(v) for v in rng.random(n) < prob]
+
+
 @dataclass(frozen=True)
 class DatapathTiming:
     accept_cycles: tuple[int, ...]  # cycle each data beat was accepted
@@ -151,16 +176,25 @@ class DatapathTiming:
 
 
 def datapath_timing(
-    beats: Sequence[Beat], n_weight_beats: int, out_ready: Sequence[bool], p: DatapathParams, *, max_cycles: int = 10**7
+    beats: Sequence[Beat],
+    n_weight_beats: int,
+    out_ready: Sequence[bool],
+    p: DatapathParams,
+    *,
+    dat_valid: Sequence[bool] = (),
+    wt_valid: Sequence[bool] = (),
+    max_cycles: int = 10**7,
 ) -> DatapathTiming:
-    """Replay the RTL handshake cycle by cycle. The driver offers the next data beat and the next weight
-    beat every cycle; `out_ready[t]` is the sink's ready in cycle t (True beyond the list).
+    """Replay the RTL handshake cycle by cycle. The drivers offer the next data and weight beats as
+    `Offer` does with the `dat_valid` / `wt_valid` patterns (no gaps when empty); `out_ready[t]` is the
+    sink's ready in cycle t (True beyond the list).
 
     Rules (mirrored in rtl/datapath.py): wt.ready = shadow not full; advance = ~out.valid | out.ready;
     dat.ready = advance & (~swap | shadow full); a swap empties the shadow; when advancing, the pipeline
     shifts and out.valid takes the `last` flag of the atom leaving the last CMAC stage.
     """
-    wt_count, wt_sent, i = 0, 0, 0
+    wt_count, i = 0, 0
+    dat, wt = Offer(len(beats), dat_valid), Offer(n_weight_beats, wt_valid)
     pipe = [False] * p.pipeline  # valid & last per stage (only `last` matters for outputs)
     pipe_valid = [False] * p.pipeline
     out_valid = False
@@ -173,9 +207,9 @@ def datapath_timing(
             raise RuntimeError("datapath model did not finish (deadlock?)")
         ready = out_ready[t] if t < len(out_ready) else True
         full = wt_count == p.cells
-        wt_fire = wt_sent < n_weight_beats and not full
+        wt_fire = wt.valid(t) and not full
         advance = (not out_valid) or ready
-        dat_fire = i < len(beats) and advance and ((not beats[i].swap) or full)
+        dat_fire = dat.valid(t) and advance and ((not beats[i].swap) or full)
         if out_valid and ready:
             outs.append(t)
         # next state
@@ -183,7 +217,7 @@ def datapath_timing(
             accepts.append(t)
         if wt_fire:
             wt_count += 1
-            wt_sent += 1
+            wt.taken()
         if dat_fire and beats[i].swap:
             wt_count = 0
         if advance:
@@ -191,6 +225,7 @@ def datapath_timing(
             pipe = [dat_fire and beats[i].last, *pipe[:-1]]
             pipe_valid = [dat_fire, *pipe_valid[:-1]]
         if dat_fire:
+            dat.taken()
             i += 1
         t += 1
     return DatapathTiming(tuple(accepts), tuple(outs))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from amaranth.sim import Simulator
 
-from nvdla_sim.datapath_model import Beat, DatapathParams
+from nvdla_sim.datapath_model import Beat, DatapathParams, Offer
 
 from .datapath import MatmulDatapath
 from .packing import pack_beat, pack_weights, unpack_out
@@ -28,11 +28,16 @@ def run_amaranth(
     weight_sets: Sequence[np.ndarray],
     out_ready: Sequence[bool],
     *,
+    dat_valid: Sequence[bool] = (),
+    wt_valid: Sequence[bool] = (),
     truncate: int = 0,
     max_cycles: int = 1_000_000,
 ) -> SimRun:
+    """Drive the datapath like the model's `Offer`s (valid gaps by pattern, held until taken) and the
+    sink's ready pattern; collect outputs and handshake cycles."""
     dut = MatmulDatapath(p)
     wbeats = [row for s in weight_sets for row in s]
+    dat, wt = Offer(len(beats), dat_valid), Offer(len(wbeats), wt_valid)
     n_out = sum(1 for b in beats if b.last)
     values: list[tuple[int, bool, list[int]]] = []
     accepts: list[int] = []
@@ -43,18 +48,20 @@ def run_amaranth(
         i = j = t = 0
         ctx.set(dut.truncate, truncate)
         while len(values) < n_out and t < max_cycles:
-            ctx.set(dut.dat.valid, i < len(beats))
+            ctx.set(dut.dat.valid, dat.valid(t))
             if i < len(beats):
                 ctx.set(dut.dat.payload.as_value(), pack_beat(beats[i], p))
-            ctx.set(dut.wt.valid, j < len(wbeats))
+            ctx.set(dut.wt.valid, wt.valid(t))
             if j < len(wbeats):
                 ctx.set(dut.wt.payload.as_value(), pack_weights(wbeats[j], p))
             ready = bool(out_ready[t]) if t < len(out_ready) else True
             ctx.set(dut.out.ready, ready)
             if ctx.get(dut.dat.valid) and ctx.get(dut.dat.ready):
                 accepts.append(t)
+                dat.taken()
                 i += 1
             if ctx.get(dut.wt.valid) and ctx.get(dut.wt.ready):
+                wt.taken()
                 j += 1
             if ctx.get(dut.out.valid) and ready:
                 values.append(unpack_out(ctx.get(dut.out.payload.as_value()), p))

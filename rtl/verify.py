@@ -56,11 +56,18 @@ def run_bench(
     *,
     truncate: int = 0,
     ready_prob: float = 1.0,
+    dat_prob: float = 1.0,
+    wt_prob: float = 1.0,
     seed: int = 0,
     work_dir: str | Path | None = None,
     waves: bool = False,
 ) -> BenchResult:
-    """Simulate out = x @ w.T (x[P, C], w[K, C]) through the RTL and check it against nvdla_sim."""
+    """Simulate out = x @ w.T (x[P, C], w[K, C]) through the RTL and check it against nvdla_sim. The sink
+    is ready with probability `ready_prob` per cycle; the data and weight drivers raise valid with
+    `dat_prob` / `wt_prob` per cycle (held until taken)."""
+    for name, q in (("ready_prob", ready_prob), ("dat_prob", dat_prob), ("wt_prob", wt_prob)):
+        if not 0 < q <= 1:
+            raise NvdlaError(f"{name} must be in (0, 1], not {q}")
     require_iverilog()
     from cocotb_tools.runner import get_runner
 
@@ -83,6 +90,8 @@ def run_bench(
         "w": w.tolist(),
         "truncate": truncate,
         "ready_prob": ready_prob,
+        "dat_prob": dat_prob,
+        "wt_prob": wt_prob,
         "seed": seed,
     }
     case_path, result_path = root / "case.json", root / "result.json"

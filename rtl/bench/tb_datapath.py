@@ -18,7 +18,15 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from nvdla_rtl.packing import pack_beat, pack_weights, unpack_out
 from nvdla_sim.config import load_config
-from nvdla_sim.datapath_model import DatapathParams, datapath_outputs, datapath_params, datapath_timing, stripe_beats
+from nvdla_sim.datapath_model import (
+    DatapathParams,
+    Offer,
+    datapath_outputs,
+    datapath_params,
+    datapath_timing,
+    random_pattern,
+    stripe_beats,
+)
 from nvdla_sim.precision import Precision
 
 
@@ -31,36 +39,42 @@ class Model:
         self.weight_beats = [row for s in self.sets for row in s]
         rng = np.random.default_rng(case["seed"])
         n = 4 * (len(self.beats) + 64 + len(self.weight_beats))
-        self.ready = [bool(v) for v in rng.random(n) < case["ready_prob"]]
+        self.ready = random_pattern(rng, n, case["ready_prob"])
+        self.dat_valid = random_pattern(rng, n, case.get("dat_prob", 1.0))
+        self.wt_valid = random_pattern(rng, n, case.get("wt_prob", 1.0))
         self.outputs = datapath_outputs(self.beats, self.sets, p, truncate=case["truncate"])
-        self.timing = datapath_timing(self.beats, len(self.weight_beats), self.ready, p)
+        self.timing = datapath_timing(
+            self.beats, len(self.weight_beats), self.ready, p, dat_valid=self.dat_valid, wt_valid=self.wt_valid
+        )
 
 
 class Driver:
-    """Offers the next data and weight beat every cycle and drives the sink's ready pattern."""
+    """Offers data and weight beats with the model's valid-gap patterns (each held until taken) and
+    drives the sink's ready pattern."""
 
     def __init__(self, dut, model: Model, p: DatapathParams) -> None:
         self.dut, self.model, self.p = dut, model, p
-        self.i = self.j = 0
+        self.dat = Offer(len(model.beats), model.dat_valid)
+        self.wt = Offer(len(model.weight_beats), model.wt_valid)
         self.accepts: list[int] = []
 
     def drive(self, t: int) -> None:
         d, m, p = self.dut, self.model, self.p
-        d.dat__valid.value = int(self.i < len(m.beats))
-        if self.i < len(m.beats):
-            d.dat__payload.value = pack_beat(m.beats[self.i], p)
-        d.wt__valid.value = int(self.j < len(m.weight_beats))
-        if self.j < len(m.weight_beats):
-            d.wt__payload.value = pack_weights(m.weight_beats[self.j], p)
+        d.dat__valid.value = int(self.dat.valid(t))
+        if self.dat.sent < len(m.beats):
+            d.dat__payload.value = pack_beat(m.beats[self.dat.sent], p)
+        d.wt__valid.value = int(self.wt.valid(t))
+        if self.wt.sent < len(m.weight_beats):
+            d.wt__payload.value = pack_weights(m.weight_beats[self.wt.sent], p)
         d.out__ready.value = int(m.ready[t] if t < len(m.ready) else 1)
 
     def sample(self, t: int) -> None:
         d = self.dut
         if int(d.dat__valid.value) and int(d.dat__ready.value):
             self.accepts.append(t)
-            self.i += 1
+            self.dat.taken()
         if int(d.wt__valid.value) and int(d.wt__ready.value):
-            self.j += 1
+            self.wt.taken()
 
 
 class Monitor:

@@ -28,14 +28,16 @@ def _ok(res: BenchResult) -> None:
 def test_transformer_layer_tiles_nv_small(layer, tmp_path):
     hw = load_config("nv_small")
     tile = layer_tile(layer, hw, Precision.INT8, seed=1)
-    _ok(run_bench(hw, Precision.INT8, tile.x, tile.w, ready_prob=0.75, seed=2, truncate=2, work_dir=tmp_path))
+    gaps = {"dat_prob": 0.7, "wt_prob": 0.5} if layer != "gpt2.pv" else {}
+    _ok(run_bench(hw, Precision.INT8, tile.x, tile.w, ready_prob=0.75, seed=2, truncate=2, work_dir=tmp_path, **gaps))
 
 
 def test_corner_values_and_rounding(tmp_path):
     hw = load_config("nv_small")
     tile = layer_tile("bert-base.ffn2", hw, Precision.INT8, seed=3, corner=True)
     x, w = tile.x[:20, :256], tile.w
-    _ok(run_bench(hw, Precision.INT8, x, w, truncate=7, ready_prob=0.5, seed=4, work_dir=tmp_path))
+    _ok(run_bench(hw, Precision.INT8, x, w, truncate=7, ready_prob=0.5, dat_prob=0.6, wt_prob=0.8, seed=4,
+                  work_dir=tmp_path))  # fmt: skip
 
 
 def test_int16_output_saturation(tmp_path):

@@ -7,14 +7,20 @@ from hypothesis import strategies as st
 
 from nvdla_rtl.amaranth_sim import run_amaranth
 from nvdla_sim import Precision, load_config
-from nvdla_sim.datapath_model import datapath_outputs, datapath_params, datapath_timing, stripe_beats
+from nvdla_sim.datapath_model import (
+    datapath_outputs,
+    datapath_params,
+    datapath_timing,
+    random_pattern,
+    stripe_beats,
+)
 
 
-def _check(p, x, w, ready, truncate=0):
+def _check(p, x, w, ready, truncate=0, dat_valid=(), wt_valid=()):
     beats, sets = stripe_beats(x, w, p)
-    run = run_amaranth(p, beats, sets, ready, truncate=truncate)
+    run = run_amaranth(p, beats, sets, ready, truncate=truncate, dat_valid=dat_valid, wt_valid=wt_valid)
     expect = datapath_outputs(beats, sets, p, truncate=truncate)
-    timing = datapath_timing(beats, sum(len(s) for s in sets), ready, p)
+    timing = datapath_timing(beats, sum(len(s) for s in sets), ready, p, dat_valid=dat_valid, wt_valid=wt_valid)
     assert run.values == [(px, last, [int(a) for a in v]) for px, last, v in expect]
     stripes = -(-x.shape[0] // p.stripe_max)
     assert sum(1 for _, last, _ in run.values if last) == stripes  # out.last once per stripe
@@ -23,22 +29,38 @@ def _check(p, x, w, ready, truncate=0):
     return timing
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(
     st.integers(1, 40),
     st.integers(1, 30),
     st.integers(1, 8),
     st.floats(0.3, 1.0),
+    st.floats(0.3, 1.0),
+    st.floats(0.2, 1.0),
     st.integers(0, 6),
     st.integers(0, 2**31),
 )
-def test_random_tiles_with_backpressure(nv_small, pixels, channels, kernels, ready_prob, truncate, seed):
+def test_random_tiles_with_gaps_and_backpressure(
+    nv_small, pixels, channels, kernels, ready_prob, dat_prob, wt_prob, truncate, seed
+):
+    """Constrained-random valid gaps on the data and weight streams with random output back-pressure."""
     p = datapath_params(nv_small, Precision.INT8)
     rng = np.random.default_rng(seed)
     x = rng.integers(-128, 128, (pixels, channels))
     w = rng.integers(-128, 128, (kernels, channels))
-    ready = [bool(v) for v in rng.random(4000) < ready_prob]
-    _check(p, x, w, ready, truncate)
+    ready, dat_valid, wt_valid = (random_pattern(rng, 6000, q) for q in (ready_prob, dat_prob, wt_prob))
+    _check(p, x, w, ready, truncate, dat_valid, wt_valid)
+
+
+def test_gaps_stretch_the_run_as_the_model_says(nv_small):
+    """Data offered every other cycle: the stripe takes twice as long, and the model knows it exactly."""
+    p = datapath_params(nv_small, Precision.INT8)
+    rng = np.random.default_rng(1)
+    x, w = rng.integers(-128, 128, (16, 8)), rng.integers(-128, 128, (8, 8))
+    every_other = [t % 2 == 0 for t in range(200)]
+    base = _check(p, x, w, [True] * 200)
+    gapped = _check(p, x, w, [True] * 200, dat_valid=every_other)
+    assert gapped.cycles == base.cycles + 15  # 16 accepts two cycles apart instead of one
 
 
 def test_no_backpressure_latency(nv_small):
