@@ -59,12 +59,14 @@ def run_bench(
     dat_prob: float = 1.0,
     wt_prob: float = 1.0,
     seed: int = 0,
+    reset_at: int | None = None,
     work_dir: str | Path | None = None,
     waves: bool = False,
 ) -> BenchResult:
     """Simulate out = x @ w.T (x[P, C], w[K, C]) through the RTL and check it against nvdla_sim. The sink
     is ready with probability `ready_prob` per cycle; the data and weight drivers raise valid with
-    `dat_prob` / `wt_prob` per cycle (held until taken)."""
+    `dat_prob` / `wt_prob` per cycle (held until taken). `reset_at`: assert reset that many cycles into
+    the run, then run the tile again from the start (the second run is the one checked)."""
     for name, q in (("ready_prob", ready_prob), ("dat_prob", dat_prob), ("wt_prob", wt_prob)):
         if not 0 < q <= 1:
             raise NvdlaError(f"{name} must be in (0, 1], not {q}")
@@ -93,6 +95,7 @@ def run_bench(
         "dat_prob": dat_prob,
         "wt_prob": wt_prob,
         "seed": seed,
+        "reset_at": reset_at,
     }
     case_path, result_path = root / "case.json", root / "result.json"
     case_path.write_text(json.dumps(case))

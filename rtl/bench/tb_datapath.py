@@ -113,35 +113,64 @@ class Checker:
         return errs
 
 
+async def _reset(dut, cycles: int = 2) -> None:
+    dut.rst.value = 1
+    dut.dat__valid.value = 0
+    dut.wt__valid.value = 0
+    dut.out__ready.value = 0
+    for _ in range(cycles):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    await RisingEdge(dut.clk)
+
+
+def _x_on_outputs(dut) -> bool:
+    """Icarus is 4-state: an output that is not 0/1 after reset is an X (or Z) the reset left behind."""
+    return not (dut.out__valid.value.is_resolvable and dut.out__payload.value.is_resolvable
+                and dut.dat__ready.value.is_resolvable and dut.wt__ready.value.is_resolvable)  # fmt: skip
+
+
+async def _run(dut, model: Model, p: DatapathParams, limit: int) -> tuple[Driver, Monitor, int, list[str]]:
+    """Drive one run from cycle 0 (the first cycle after reset) until the model's outputs are out or
+    `limit` cycles have passed; returns the driver, monitor, cycles run and X findings."""
+    driver, monitor = Driver(dut, model, p), Monitor(dut, p)
+    xs: list[str] = []
+    t = 0
+    while len(monitor.values) < len(model.outputs) and t < limit:
+        driver.drive(t)
+        await ReadOnly()
+        if _x_on_outputs(dut) and len(xs) < 3:
+            xs.append(f"X on an output or ready {t} cycles after reset")
+        driver.sample(t)
+        monitor.sample(t)
+        await RisingEdge(dut.clk)
+        t += 1
+    return driver, monitor, t, xs
+
+
 @cocotb.test()
 async def matmul_tile(dut):
     with open(os.environ["NVDLA_BENCH_CASE"]) as f:
         case = json.load(f)
     p = datapath_params(load_config(case["hw"]), Precision.parse(case["precision"]))
     model = Model(case, p)
-    driver, monitor = Driver(dut, model, p), Monitor(dut, p)
     Clock(dut.clk, 10, unit="ns").start()
-    dut.rst.value = 1
     dut.truncate.value = case["truncate"]
-    dut.dat__valid.value = 0
-    dut.wt__valid.value = 0
-    dut.out__ready.value = 0
-    for _ in range(2):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    await RisingEdge(dut.clk)
-    limit = 4 * model.timing.last_out + 100
+    await _reset(dut)
     t0 = time.perf_counter()
-    t = 0
-    while len(monitor.values) < len(model.outputs) and t < limit:
-        driver.drive(t)
-        await ReadOnly()
-        driver.sample(t)
-        monitor.sample(t)
-        await RisingEdge(dut.clk)
-        t += 1
+    errs: list[str] = []
+    simulated = 0
+    reset_at = case.get("reset_at")
+    if reset_at:  # part of the run, reset in the middle of it (mid-stripe), then the clean run below
+        _, interrupted, simulated, xs = await _run(dut, model, p, reset_at)
+        if len(interrupted.values) >= len(model.outputs):
+            errs.append(f"reset_at {reset_at} is past the end of the run: nothing was interrupted")
+        errs += xs
+        await _reset(dut)
+    driver, monitor, t, xs = await _run(dut, model, p, 4 * model.timing.last_out + 100)
+    simulated += t
     wall = time.perf_counter() - t0
-    errs = Checker(model, driver, monitor).mismatches()
+    errs += xs + Checker(model, driver, monitor).mismatches()
     rtl_cycles = monitor.cycles[-1] - driver.accepts[0] + 1 if monitor.cycles and driver.accepts else -1
     result = {
         "passed": not errs,
@@ -149,7 +178,7 @@ async def matmul_tile(dut):
         "outputs": len(monitor.values),
         "rtl_cycles": rtl_cycles,
         "model_cycles": model.timing.cycles,
-        "simulated_cycles": t,
+        "simulated_cycles": simulated,
         "wall_s": wall,
     }
     with open(os.environ["NVDLA_BENCH_RESULT"], "w") as f:

@@ -40,6 +40,16 @@ def test_corner_values_and_rounding(tmp_path):
                   work_dir=tmp_path))  # fmt: skip
 
 
+def test_reset_in_the_middle_of_a_stripe_then_a_clean_run(tmp_path):
+    """Reset while a stripe is half through the pipeline (partial sums in CACC, weights half loaded);
+    the run after it matches the model bit for bit and cycle for cycle, with no X on any output."""
+    hw = load_config("nv_small")
+    tile = layer_tile("bert-base.qkv", hw, Precision.INT8, seed=9)
+    x = tile.x[:24, :32]  # a 16-pixel stripe and an 8-pixel one, four channel blocks each
+    _ok(run_bench(hw, Precision.INT8, x, tile.w, ready_prob=0.8, dat_prob=0.8, seed=10, reset_at=37,
+                  work_dir=tmp_path))  # fmt: skip
+
+
 def test_int16_output_saturation(tmp_path):
     hw = load_config("nv_small").with_values(precisions=["int8", "int16"])
     x = np.full((6, 24), 32767)
