@@ -24,10 +24,14 @@ class CaccResult:
     values: np.ndarray  # int32 (integer modes) or float32 (fp16 mode)
     acc_saturations: int  # additions that hit the accumulator range
     out_saturations: int  # outputs clamped to INT32 (D_OUT_SATURATION)
+    rounding_ties: int = 0  # outputs exactly half-way before the CLIP_TRUNCATE shift (rounded away from 0)
 
 
-def accumulate(partials: list[np.ndarray] | np.ndarray, precision: Precision, *, truncate: int = 0) -> CaccResult:
-    """Accumulate partial sums in CSC order (list or leading axis), then round/saturate for SDP."""
+def accumulate(
+    partials: list[np.ndarray] | np.ndarray, precision: Precision, *, truncate: int = 0, acc_bits: int | None = None
+) -> CaccResult:
+    """Accumulate partial sums in CSC order (list or leading axis), then round/saturate for SDP.
+    `acc_bits`: the accumulator width (NVDLA's INT34 / INT48 unless a narrower build is asked for)."""
     if not 0 <= truncate <= 31:
         raise ValueError(f"CACC clip_truncate must be in 0..31 (5-bit field), not {truncate}")
     if precision.is_float:
@@ -35,7 +39,7 @@ def accumulate(partials: list[np.ndarray] | np.ndarray, precision: Precision, *,
         for p in partials:
             total = total + p
         return CaccResult(total.astype(np.float32), 0, 0)
-    bits = ACC_BITS[precision]
+    bits = acc_bits or ACC_BITS[precision]
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     acc = np.zeros_like(np.asarray(partials[0], np.int64))
     acc_sat = 0
@@ -45,7 +49,8 @@ def accumulate(partials: list[np.ndarray] | np.ndarray, precision: Precision, *,
         acc = np.clip(s, lo, hi)
     rounded = shift_round(acc, truncate)
     out, out_sat = saturate(rounded, OUT_BITS)
-    return CaccResult(out.astype(np.int32), acc_sat, out_sat)
+    ties = int(np.count_nonzero((np.abs(acc) & ((1 << truncate) - 1)) == (1 << truncate) // 2)) if truncate else 0
+    return CaccResult(out.astype(np.int32), acc_sat, out_sat, ties)
 
 
 def drain_cycles(elements: int, elements_per_cycle: int) -> int:

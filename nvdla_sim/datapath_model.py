@@ -50,7 +50,7 @@ class DatapathParams:
 
     @property
     def tag(self) -> str:
-        return f"c{self.atomic_c}k{self.cells}_{self.precision.value}_s{self.stripe_max}_p{self.pipeline}"
+        return f"c{self.atomic_c}k{self.cells}_{self.precision.value}_s{self.stripe_max}_p{self.pipeline}_a{self.acc_bits}"
 
 
 def datapath_params(hw: HwConfig, precision: Precision) -> DatapathParams:
@@ -111,10 +111,27 @@ def datapath_outputs(
 ) -> list[tuple[int, bool, np.ndarray]]:
     """Expected (pix, last, int32[cells]) results in emission order, through cmac.atomic_op and
     cacc.accumulate; `last` marks the final output point of each stripe."""
+    return [(pix, end, res.values.astype(np.int64)) for pix, end, res in _output_points(beats, weight_sets, p, truncate)]
+
+
+def arithmetic_events(
+    beats: Sequence[Beat], weight_sets: Sequence[np.ndarray], p: DatapathParams, *, truncate: int = 0
+) -> dict[str, int]:
+    """How often the run's arithmetic hits the CACC corners: accumulator saturation, output saturation
+    to INT32, rounding ties (for functional coverage)."""
+    points = [res for _, _, res in _output_points(beats, weight_sets, p, truncate)]
+    return {
+        "acc_saturations": sum(r.acc_saturations for r in points),
+        "out_saturations": sum(r.out_saturations for r in points),
+        "rounding_ties": sum(r.rounding_ties for r in points),
+    }
+
+
+def _output_points(beats, weight_sets, p: DatapathParams, truncate: int):
+    """(pix, end, cacc.CaccResult) of each output point in emission order."""
     active = None
     next_set = 0
     partials: dict[int, list[np.ndarray]] = {}
-    out = []
     for bt in beats:
         if bt.swap:
             active = weight_sets[next_set]
@@ -126,9 +143,7 @@ def datapath_outputs(
             partials[bt.pix] = []
         partials.setdefault(bt.pix, []).append(ps)
         if bt.last:
-            res = cacc.accumulate(partials.pop(bt.pix), p.precision, truncate=truncate)
-            out.append((bt.pix, bt.end, res.values.astype(np.int64)))
-    return out
+            yield bt.pix, bt.end, cacc.accumulate(partials.pop(bt.pix), p.precision, truncate=truncate, acc_bits=p.acc_bits)
 
 
 class Offer:

@@ -30,10 +30,18 @@ def source_hash() -> str:
     return h.hexdigest()[:10]
 
 
-def emit(hw: HwConfig, precision: Precision, out_dir: str | Path, *, name: str | None = None) -> Path:
+def emit(
+    hw: HwConfig,
+    precision: Precision,
+    out_dir: str | Path,
+    *,
+    name: str | None = None,
+    params: DatapathParams | None = None,
+) -> Path:
     """Write <out_dir>/<top>_<config>_<params>.v (or `name`); return its path. The file appears atomically,
-    so concurrent runs sharing a cache directory never read a partial file."""
-    params = datapath_params(hw, precision)
+    so concurrent runs sharing a cache directory never read a partial file. `params` overrides the
+    parameters the config gives (a narrower accumulator for coverage runs)."""
+    params = params or datapath_params(hw, precision)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / (name or f"{TOP}_{hw.name}_{params.tag}.v")

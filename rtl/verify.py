@@ -6,6 +6,7 @@ and each run gets its own, so parallel pytest workers never share sim.vvp.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -35,6 +36,7 @@ class BenchResult:
     model_cycles: int
     simulated_cycles: int
     wall_s: float
+    events: dict[str, bool] = dataclasses.field(default_factory=dict)  # handshake corners the run reached
 
     @property
     def cycles_per_second(self) -> float:
@@ -60,13 +62,16 @@ def run_bench(
     wt_prob: float = 1.0,
     seed: int = 0,
     reset_at: int | None = None,
+    acc_bits: int | None = None,
     work_dir: str | Path | None = None,
     waves: bool = False,
 ) -> BenchResult:
     """Simulate out = x @ w.T (x[P, C], w[K, C]) through the RTL and check it against nvdla_sim. The sink
     is ready with probability `ready_prob` per cycle; the data and weight drivers raise valid with
     `dat_prob` / `wt_prob` per cycle (held until taken). `reset_at`: assert reset that many cycles into
-    the run, then run the tile again from the start (the second run is the one checked)."""
+    the run, then run the tile again from the start (the second run is the one checked). `acc_bits`: build
+    the datapath (and the model) with a narrower CACC accumulator, so saturation is reached in a short
+    run."""
     for name, q in (("ready_prob", ready_prob), ("dat_prob", dat_prob), ("wt_prob", wt_prob)):
         if not 0 < q <= 1:
             raise NvdlaError(f"{name} must be in (0, 1], not {q}")
@@ -74,6 +79,10 @@ def run_bench(
     from cocotb_tools.runner import get_runner
 
     params = datapath_params(hw, precision)
+    if acc_bits is not None:
+        if not 16 <= acc_bits <= params.acc_bits:
+            raise NvdlaError(f"acc_bits must be in 16..{params.acc_bits} for {precision.value}, not {acc_bits}")
+        params = dataclasses.replace(params, acc_bits=acc_bits)
     if w.shape[0] > params.cells:
         raise NvdlaError(f"tile has {w.shape[0]} kernels; the {hw.name} datapath has {params.cells} MAC cells")
     lo, hi = precision.int_range
@@ -84,7 +93,7 @@ def run_bench(
     cache = Path(os.environ.get("NVDLA_RTL_CACHE", Path.home() / ".cache" / "nvdla-sim" / "verilog"))
     vfile = cache / f"{TOP}_{hw.name}_{params.tag}_{source_hash()}.v"
     if not vfile.exists():
-        emit(hw, precision, cache, name=vfile.name)
+        emit(hw, precision, cache, name=vfile.name, params=params)
     case = {
         "hw": str(_config_path(hw, root)),
         "precision": precision.value,
@@ -96,6 +105,8 @@ def run_bench(
         "wt_prob": wt_prob,
         "seed": seed,
         "reset_at": reset_at,
+        "acc_bits": params.acc_bits,
+        "coverage_file": str(root / "coverage.yml"),
     }
     case_path, result_path = root / "case.json", root / "result.json"
     case_path.write_text(json.dumps(case))

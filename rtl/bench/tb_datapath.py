@@ -7,6 +7,7 @@ counts come from the golden model in nvdla_sim.datapath_model, imported like any
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -16,11 +17,13 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from nvdla_rtl.bench import coverage
 from nvdla_rtl.packing import pack_beat, pack_weights, unpack_out
 from nvdla_sim.config import load_config
 from nvdla_sim.datapath_model import (
     DatapathParams,
     Offer,
+    arithmetic_events,
     datapath_outputs,
     datapath_params,
     datapath_timing,
@@ -130,7 +133,23 @@ def _x_on_outputs(dut) -> bool:
                 and dut.dat__ready.value.is_resolvable and dut.wt__ready.value.is_resolvable)  # fmt: skip
 
 
-async def _run(dut, model: Model, p: DatapathParams, limit: int) -> tuple[Driver, Monitor, int, list[str]]:
+def _observe(dut, driver: Driver, p: DatapathParams, seen: dict[str, bool]) -> None:
+    """Handshake corners for functional coverage, sampled in the ReadOnly phase of a cycle."""
+    beats, i = driver.model.beats, driver.dat.sent
+    nxt = beats[i] if i < len(beats) else None
+    out_valid, out_ready = int(dut.out__valid.value), int(dut.out__ready.value)
+    advancing = not out_valid or out_ready
+    if nxt is not None and int(dut.dat__valid.value) and nxt.swap and not int(dut.dat__ready.value) and advancing:
+        seen["swap_waits"] = True
+    if out_valid and not out_ready and unpack_out(int(dut.out__payload.value), p)[1]:
+        seen["backpressure_last"] = True
+    if nxt is not None and i > 0 and not int(dut.dat__valid.value) and nxt.swap and nxt.first and nxt.pix == 0:
+        seen["gap_at_boundary"] = True
+
+
+async def _run(
+    dut, model: Model, p: DatapathParams, limit: int, seen: dict[str, bool]
+) -> tuple[Driver, Monitor, int, list[str]]:
     """Drive one run from cycle 0 (the first cycle after reset) until the model's outputs are out or
     `limit` cycles have passed; returns the driver, monitor, cycles run and X findings."""
     driver, monitor = Driver(dut, model, p), Monitor(dut, p)
@@ -139,8 +158,11 @@ async def _run(dut, model: Model, p: DatapathParams, limit: int) -> tuple[Driver
     while len(monitor.values) < len(model.outputs) and t < limit:
         driver.drive(t)
         await ReadOnly()
-        if _x_on_outputs(dut) and len(xs) < 3:
-            xs.append(f"X on an output or ready {t} cycles after reset")
+        if _x_on_outputs(dut):
+            if len(xs) < 3:
+                xs.append(f"X on an output or ready {t} cycles after reset")
+        else:
+            _observe(dut, driver, p, seen)
         driver.sample(t)
         monitor.sample(t)
         await RisingEdge(dut.clk)
@@ -153,7 +175,10 @@ async def matmul_tile(dut):
     with open(os.environ["NVDLA_BENCH_CASE"]) as f:
         case = json.load(f)
     p = datapath_params(load_config(case["hw"]), Precision.parse(case["precision"]))
+    if case.get("acc_bits"):
+        p = dataclasses.replace(p, acc_bits=case["acc_bits"])
     model = Model(case, p)
+    seen = {"swap_waits": False, "backpressure_last": False, "gap_at_boundary": False, "reset_mid_stripe": False}
     Clock(dut.clk, 10, unit="ns").start()
     dut.truncate.value = case["truncate"]
     await _reset(dut)
@@ -162,12 +187,14 @@ async def matmul_tile(dut):
     simulated = 0
     reset_at = case.get("reset_at")
     if reset_at:  # part of the run, reset in the middle of it (mid-stripe), then the clean run below
-        _, interrupted, simulated, xs = await _run(dut, model, p, reset_at)
+        partial, interrupted, simulated, xs = await _run(dut, model, p, reset_at, seen)
         if len(interrupted.values) >= len(model.outputs):
             errs.append(f"reset_at {reset_at} is past the end of the run: nothing was interrupted")
+        taken = len(partial.accepts)
+        seen["reset_mid_stripe"] = 0 < taken < len(model.beats) and not model.beats[taken - 1].end
         errs += xs
         await _reset(dut)
-    driver, monitor, t, xs = await _run(dut, model, p, 4 * model.timing.last_out + 100)
+    driver, monitor, t, xs = await _run(dut, model, p, 4 * model.timing.last_out + 100, seen)
     simulated += t
     wall = time.perf_counter() - t0
     errs += xs + Checker(model, driver, monitor).mismatches()
@@ -180,7 +207,14 @@ async def matmul_tile(dut):
         "model_cycles": model.timing.cycles,
         "simulated_cycles": simulated,
         "wall_s": wall,
+        "events": {k: bool(v) for k, v in seen.items()},
     }
+    coverage.sample(
+        {"precision": p.precision.value, **arithmetic_events(model.beats, model.sets, p, truncate=case["truncate"]),
+         **seen}
+    )  # fmt: skip
+    if case.get("coverage_file"):
+        coverage.export(case["coverage_file"])
     with open(os.environ["NVDLA_BENCH_RESULT"], "w") as f:
         json.dump(result, f)
     assert not errs, "; ".join(errs)

@@ -7,6 +7,7 @@ Tiles come from mapped transformer layers. Without iverilog these tests fail wit
 import numpy as np
 import pytest
 
+from nvdla_rtl.bench import coverage
 from nvdla_rtl.tiles import layer_tile
 from nvdla_rtl.verify import BenchResult, require_iverilog, run_bench
 from nvdla_sim import Precision, load_config
@@ -40,21 +41,38 @@ def test_corner_values_and_rounding(tmp_path):
                   work_dir=tmp_path))  # fmt: skip
 
 
-def test_reset_in_the_middle_of_a_stripe_then_a_clean_run(tmp_path):
-    """Reset while a stripe is half through the pipeline (partial sums in CACC, weights half loaded);
-    the run after it matches the model bit for bit and cycle for cycle, with no X on any output."""
-    hw = load_config("nv_small")
-    tile = layer_tile("bert-base.qkv", hw, Precision.INT8, seed=9)
-    x = tile.x[:24, :32]  # a 16-pixel stripe and an 8-pixel one, four channel blocks each
-    _ok(run_bench(hw, Precision.INT8, x, tile.w, ready_prob=0.8, dat_prob=0.8, seed=10, reset_at=37,
-                  work_dir=tmp_path))  # fmt: skip
-
-
-def test_int16_output_saturation(tmp_path):
-    hw = load_config("nv_small").with_values(precisions=["int8", "int16"])
-    x = np.full((6, 24), 32767)
-    w = np.array([[32767] * 24, [-32768] * 24, [1] * 24, [-1] * 24])
-    _ok(run_bench(hw, Precision.INT16, x, w, ready_prob=0.9, seed=5, work_dir=tmp_path))
+def test_functional_coverage_of_the_bench_set(tmp_path, capsys):
+    """The coverage regression: a few bench runs that must together reach every named cover point
+    (rtl/bench/coverage.py); each run is also checked bit- and cycle-exact. Prints the coverage table;
+    fails below 100%."""
+    small = load_config("nv_small")
+    wide = small.with_values(precisions=["int8", "int16"])
+    qkv = layer_tile("bert-base.qkv", small, Precision.INT8, seed=9)
+    rng = np.random.default_rng(11)
+    runs = {
+        # gaps on both inputs, back-pressure, rounding (truncate 3), three stripes of 32 pixels or fewer
+        "gaps": (small, Precision.INT8, rng.integers(-128, 128, (80, 24)), rng.integers(-128, 128, (8, 24)),
+                 dict(ready_prob=0.5, dat_prob=0.6, wt_prob=0.3, truncate=3, seed=12)),
+        # reset in the middle of a stripe (24 pixels, four channel blocks), then a clean run
+        "reset": (small, Precision.INT8, qkv.x[:24, :32], qkv.w,
+                  dict(ready_prob=0.8, dat_prob=0.8, seed=10, reset_at=37)),
+        # INT16 results beyond INT32
+        "int16_out_sat": (wide, Precision.INT16, np.full((6, 24), 32767),
+                          np.array([[32767] * 24, [-32768] * 24, [1] * 24, [-1] * 24]), dict(ready_prob=0.9, seed=5)),
+        # a 20-bit accumulator build: eight full-scale INT8 atoms (8 x 8 x 127^2) pass its 2^19 range
+        "acc_sat": (small, Precision.INT8, np.full((4, 64), 127), np.full((8, 64), 127),
+                    dict(acc_bits=20, seed=13)),
+    }  # fmt: skip
+    files = []
+    for name, (hw, prec, x, w, kw) in runs.items():
+        work = tmp_path / name
+        _ok(run_bench(hw, prec, x, w, work_dir=work, **kw))
+        files.append(work / "coverage.yml")
+    cov = coverage.merged(files, tmp_path / "merged.yml")
+    with capsys.disabled():
+        print("\nfunctional coverage of the bench set\n" + coverage.report(cov))
+    missing = [n for n in coverage.POINTS if cov.get(n, (0, 1))[0] < cov.get(n, (0, 1))[1]]
+    assert not missing, f"cover points not reached: {missing}"
 
 
 def test_nv_full_array_short_tile(tmp_path):
