@@ -50,7 +50,9 @@ class DatapathParams:
 
     @property
     def tag(self) -> str:
-        return f"c{self.atomic_c}k{self.cells}_{self.precision.value}_s{self.stripe_max}_p{self.pipeline}_a{self.acc_bits}"
+        return (
+            f"c{self.atomic_c}k{self.cells}_{self.precision.value}_s{self.stripe_max}_p{self.pipeline}_a{self.acc_bits}"
+        )
 
 
 def datapath_params(hw: HwConfig, precision: Precision) -> DatapathParams:
@@ -111,7 +113,9 @@ def datapath_outputs(
 ) -> list[tuple[int, bool, np.ndarray]]:
     """Expected (pix, last, int32[cells]) results in emission order, through cmac.atomic_op and
     cacc.accumulate; `last` marks the final output point of each stripe."""
-    return [(pix, end, res.values.astype(np.int64)) for pix, end, res in _output_points(beats, weight_sets, p, truncate)]
+    return [
+        (pix, end, res.values.astype(np.int64)) for pix, end, res in _output_points(beats, weight_sets, p, truncate)
+    ]
 
 
 def arithmetic_events(
@@ -143,7 +147,11 @@ def _output_points(beats, weight_sets, p: DatapathParams, truncate: int):
             partials[bt.pix] = []
         partials.setdefault(bt.pix, []).append(ps)
         if bt.last:
-            yield bt.pix, bt.end, cacc.accumulate(partials.pop(bt.pix), p.precision, truncate=truncate, acc_bits=p.acc_bits)
+            yield (
+                bt.pix,
+                bt.end,
+                cacc.accumulate(partials.pop(bt.pix), p.precision, truncate=truncate, acc_bits=p.acc_bits),
+            )
 
 
 class Offer:
