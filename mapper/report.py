@@ -11,10 +11,17 @@ import io
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+def _pyplot():
+    """matplotlib.pyplot with the file-only Agg backend, imported on first use (it costs about half a
+    second, which a map or generate run without --report does not pay)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
 
 GROUP_COLOURS = {
     "matmul": "#4472c4",
@@ -30,14 +37,14 @@ GROUP_COLOURS = {
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    _pyplot().close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
 def roofline_plot(d: dict[str, Any]) -> str:
     peak, bw = d["peak_macs_per_cycle"], d["dram_bytes_per_cycle"]
     rows = [r for r in d["layers"] if r["macs"] > 0]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = _pyplot().subplots(figsize=(7, 4.2))
     xs = [max(r["macs_per_dram_byte"], 1e-3) for r in rows]
     lo, hi = min([*xs, 0.1]) / 2, max([*xs, peak / bw * 4]) * 2
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
@@ -66,7 +73,7 @@ def breakdown_plot(d: dict[str, Any]) -> str:
     blocks = d["cycles_by_block"]
     names = list(blocks)
     groups = sorted({g for b in blocks.values() for g in b})
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(names)), 4))
+    fig, ax = _pyplot().subplots(figsize=(max(6, 0.35 * len(names)), 4))
     bottom = [0.0] * len(names)
     for g in groups:
         vals = [blocks[n].get(g, 0) / d["hw_config"]["clock_mhz"] for n in names]
@@ -81,7 +88,7 @@ def breakdown_plot(d: dict[str, Any]) -> str:
 
 def units_plot(d: dict[str, Any]) -> str:
     util = d["unit_utilization"]
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig, ax = _pyplot().subplots(figsize=(6, 3))
     names = list(util)
     ax.barh(names, [100 * util[n] for n in names], color="#4472c4")
     ax.set_xlabel("busy % of end-to-end cycles")
@@ -93,7 +100,7 @@ def units_plot(d: dict[str, Any]) -> str:
 def timeline_plot(d: dict[str, Any]) -> str:
     rows = d["layers"]
     resources = sorted({r["resource"] for r in rows})
-    fig, ax = plt.subplots(figsize=(9, 1 + 0.6 * len(resources)))
+    fig, ax = _pyplot().subplots(figsize=(9, 1 + 0.6 * len(resources)))
     clock = d["hw_config"]["clock_mhz"]
     for i, res in enumerate(resources):
         for g in sorted({r["group"] for r in rows if r["resource"] == res}):
@@ -214,7 +221,7 @@ def _head(title: str) -> str:
 
 def token_latency_plot(runs: list[dict[str, Any]]) -> str:
     """Latency of every generated token (the first is the prefill), per batch size."""
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig, ax = _pyplot().subplots(figsize=(7, 3.6))
     for d in runs:
         ms = [c / d["clock_mhz"] / 1e3 for c in d["token_cycles"]]
         ax.plot(range(2, len(ms) + 1), ms[1:], label=f"batch {d['batch']}")
@@ -225,7 +232,7 @@ def token_latency_plot(runs: list[dict[str, Any]]) -> str:
 
 def batch_curve_plot(runs: list[dict[str, Any]]) -> str:
     """Decode throughput against step latency over the batch sizes: where batching stops paying."""
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = _pyplot().subplots(figsize=(6, 3.6))
     xs = [d["per_token_ms"]["median_step"] for d in runs]
     ys = [d["decode_tokens_per_s_aggregate"] for d in runs]
     ax.plot(xs, ys, marker="o")
