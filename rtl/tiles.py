@@ -38,9 +38,17 @@ class Tile:
 
 
 def layer_tile(
-    spec: str, hw: HwConfig, precision: Precision, *, seq: int = 128, seed: int = 0, corner: bool = False
+    spec: str,
+    hw: HwConfig,
+    precision: Precision,
+    *,
+    seq: int = 128,
+    seed: int = 0,
+    corner: bool = False,
+    whole: bool = False,
 ) -> Tile:
-    """Tile of `<model>.<layer>` (e.g. bert-base.qkv) for this datapath."""
+    """Tile of `<model>.<layer>` (e.g. bert-base.qkv) for this datapath; `whole`: the whole layer (all
+    its output points and kernel groups, as CSC sequences them)."""
     model, _, layer = spec.rpartition(".")
     if not model or layer not in LAYER_OPS:
         raise NvdlaError(
@@ -59,7 +67,7 @@ def layer_tile(
     if op is None:
         raise NvdlaError(f"{model} has no {layer} layer")
     p = datapath_params(hw, precision)
-    pixels, kernels = min(op.m, p.stripe_max), min(op.n, p.cells)
+    pixels, kernels = (op.m, op.n) if whole else (min(op.m, p.stripe_max), min(op.n, p.cells))
     lo, hi = precision.int_range
     rng = np.random.default_rng(seed)
     if corner:
@@ -68,4 +76,5 @@ def layer_tile(
     else:
         x = rng.integers(lo, hi + 1, size=(pixels, op.k))
         w = rng.integers(lo, hi + 1, size=(kernels, op.k))
-    return Tile(f"{spec} ({op.name} {op.m}x{op.k}x{op.n}) tile {pixels}x{op.k}x{kernels}", x, w, (op.m, op.k, op.n))
+    what = "whole layer" if whole else f"tile {pixels}x{op.k}x{kernels}"
+    return Tile(f"{spec} ({op.name} {op.m}x{op.k}x{op.n}) {what}", x, w, (op.m, op.k, op.n))

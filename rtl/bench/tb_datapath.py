@@ -18,7 +18,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from nvdla_rtl.bench import coverage
+from nvdla_rtl.datapath import out_layout
 from nvdla_rtl.packing import pack_beat, pack_weights, unpack_out
+from nvdla_rtl.sdp_x1 import SDP_STAGES, requant_layout, sdp_ports
 from nvdla_sim.config import load_config
 from nvdla_sim.datapath_model import (
     DatapathParams,
@@ -28,71 +30,90 @@ from nvdla_sim.datapath_model import (
     datapath_params,
     datapath_timing,
     random_pattern,
+    requant_outputs,
     stripe_beats,
 )
 from nvdla_sim.precision import Precision
+from nvdla_sim.sdp import Convertor, SdpParams, Stage
 
 
 class Model:
-    """Expected outputs and handshake cycles from nvdla_sim."""
+    """Expected outputs and handshake cycles from nvdla_sim (CMAC + CACC, and SDP X1 when the case has
+    one), and the stimulus: packed beats, valid and ready patterns."""
 
     def __init__(self, case: dict, p: DatapathParams) -> None:
         x, w = np.array(case["x"], np.int64), np.array(case["w"], np.int64)
         self.beats, self.sets = stripe_beats(x, w, p)
         self.weight_beats = [row for s in self.sets for row in s]
+        self.dat_words = [pack_beat(b, p) for b in self.beats]
+        self.wt_words = [pack_weights(a, p) for a in self.weight_beats]
         rng = np.random.default_rng(case["seed"])
         n = 4 * (len(self.beats) + 64 + len(self.weight_beats))
         self.ready = random_pattern(rng, n, case["ready_prob"])
         self.dat_valid = random_pattern(rng, n, case.get("dat_prob", 1.0))
         self.wt_valid = random_pattern(rng, n, case.get("wt_prob", 1.0))
-        self.outputs = datapath_outputs(self.beats, self.sets, p, truncate=case["truncate"])
+        self.sdp = sdp_params(case["sdp"]) if case.get("sdp") else None
+        self.out_layout = requant_layout(p) if self.sdp else out_layout(p)
+        if self.sdp:
+            self.outputs = requant_outputs(self.beats, self.sets, p, self.sdp, truncate=case["truncate"])
+        else:
+            self.outputs = datapath_outputs(self.beats, self.sets, p, truncate=case["truncate"])
         self.timing = datapath_timing(
-            self.beats, len(self.weight_beats), self.ready, p, dat_valid=self.dat_valid, wt_valid=self.wt_valid
-        )
+            self.beats, len(self.weight_beats), self.ready, p, dat_valid=self.dat_valid, wt_valid=self.wt_valid,
+            sdp_stages=SDP_STAGES if self.sdp else 0,
+        )  # fmt: skip
 
 
 class Driver:
     """Offers data and weight beats with the model's valid-gap patterns (each held until taken) and
-    drives the sink's ready pattern."""
+    drives the sink's ready pattern. Writes a signal only when its value changes (each write is a VPI
+    call: the bench, not the simulator, bounds the cycles per second)."""
 
     def __init__(self, dut, model: Model, p: DatapathParams) -> None:
         self.dut, self.model, self.p = dut, model, p
         self.dat = Offer(len(model.beats), model.dat_valid)
         self.wt = Offer(len(model.weight_beats), model.wt_valid)
         self.accepts: list[int] = []
+        self._last: dict[str, int] = {}
+        self.dat_valid = self.wt_valid = False
+        self.out_ready = True
+
+    def _set(self, name: str, value: int) -> None:
+        if self._last.get(name) != value:
+            getattr(self.dut, name).value = value
+            self._last[name] = value
 
     def drive(self, t: int) -> None:
-        d, m, p = self.dut, self.model, self.p
-        d.dat__valid.value = int(self.dat.valid(t))
+        m = self.model
+        self.dat_valid, self.wt_valid = self.dat.valid(t), self.wt.valid(t)
+        self.out_ready = m.ready[t] if t < len(m.ready) else True
+        self._set("dat__valid", int(self.dat_valid))
         if self.dat.sent < len(m.beats):
-            d.dat__payload.value = pack_beat(m.beats[self.dat.sent], p)
-        d.wt__valid.value = int(self.wt.valid(t))
+            self._set("dat__payload", m.dat_words[self.dat.sent])
+        self._set("wt__valid", int(self.wt_valid))
         if self.wt.sent < len(m.weight_beats):
-            d.wt__payload.value = pack_weights(m.weight_beats[self.wt.sent], p)
-        d.out__ready.value = int(m.ready[t] if t < len(m.ready) else 1)
+            self._set("wt__payload", m.wt_words[self.wt.sent])
+        self._set("out__ready", int(self.out_ready))
 
-    def sample(self, t: int) -> None:
-        d = self.dut
-        if int(d.dat__valid.value) and int(d.dat__ready.value):
+    def sample(self, t: int, dat_ready: int, wt_ready: int) -> None:
+        if self.dat_valid and dat_ready:
             self.accepts.append(t)
             self.dat.taken()
-        if int(d.wt__valid.value) and int(d.wt__ready.value):
+        if self.wt_valid and wt_ready:
             self.wt.taken()
 
 
 class Monitor:
-    """Collects (pix, values) and the cycle of every output handshake."""
+    """Collects (pix, last, values) and the cycle of every output handshake."""
 
-    def __init__(self, dut, p: DatapathParams) -> None:
-        self.dut, self.p = dut, p
+    def __init__(self, dut, p: DatapathParams, layout) -> None:
+        self.dut, self.p, self.layout = dut, p, layout
         self.values: list[tuple[int, bool, list[int]]] = []
         self.cycles: list[int] = []
 
-    def sample(self, t: int) -> None:
-        d = self.dut
-        if int(d.out__valid.value) and int(d.out__ready.value):
-            self.values.append(unpack_out(int(d.out__payload.value), self.p))
-            self.cycles.append(t)
+    def sample(self, t: int, payload) -> None:
+        self.values.append(unpack_out(int(payload), self.p, self.layout))
+        self.cycles.append(t)
 
 
 class Checker:
@@ -116,6 +137,21 @@ class Checker:
         return errs
 
 
+def _pack_list(values: list[int], bits: int) -> int:
+    return sum((v & ((1 << bits) - 1)) << (i * bits) for i, v in enumerate(values))
+
+
+def _mask(dut, name: str) -> int:
+    return (1 << len(getattr(dut, name))) - 1
+
+
+def sdp_params(d: dict) -> SdpParams:
+    """The case's SDP pass (JSON) as nvdla_sim SdpParams."""
+    x1 = Stage(alu_operand=d.get("bias"), alu_shift=d.get("alu_shift", 0), mul_operand=d.get("mul"),
+               mul_shift=d.get("mul_shift", 0), relu=bool(d.get("relu")))  # fmt: skip
+    return SdpParams(x1=x1, cvt=Convertor(d.get("cvt_offset", 0), d.get("cvt_scale", 1), d.get("cvt_shift", 0)))
+
+
 async def _reset(dut, cycles: int = 2) -> None:
     dut.rst.value = 1
     dut.dat__valid.value = 0
@@ -127,44 +163,46 @@ async def _reset(dut, cycles: int = 2) -> None:
     await RisingEdge(dut.clk)
 
 
-def _x_on_outputs(dut) -> bool:
-    """Icarus is 4-state: an output that is not 0/1 after reset is an X (or Z) the reset left behind."""
-    return not (dut.out__valid.value.is_resolvable and dut.out__payload.value.is_resolvable
-                and dut.dat__ready.value.is_resolvable and dut.wt__ready.value.is_resolvable)  # fmt: skip
-
-
-def _observe(dut, driver: Driver, p: DatapathParams, seen: dict[str, bool]) -> None:
-    """Handshake corners for functional coverage, sampled in the ReadOnly phase of a cycle."""
-    beats, i = driver.model.beats, driver.dat.sent
-    nxt = beats[i] if i < len(beats) else None
-    out_valid, out_ready = int(dut.out__valid.value), int(dut.out__ready.value)
-    advancing = not out_valid or out_ready
-    if nxt is not None and int(dut.dat__valid.value) and nxt.swap and not int(dut.dat__ready.value) and advancing:
-        seen["swap_waits"] = True
-    if out_valid and not out_ready and unpack_out(int(dut.out__payload.value), p)[1]:
-        seen["backpressure_last"] = True
-    if nxt is not None and i > 0 and not int(dut.dat__valid.value) and nxt.swap and nxt.first and nxt.pix == 0:
-        seen["gap_at_boundary"] = True
-
-
 async def _run(
     dut, model: Model, p: DatapathParams, limit: int, seen: dict[str, bool]
 ) -> tuple[Driver, Monitor, int, list[str]]:
     """Drive one run from cycle 0 (the first cycle after reset) until the model's outputs are out or
-    `limit` cycles have passed; returns the driver, monitor, cycles run and X findings."""
-    driver, monitor = Driver(dut, model, p), Monitor(dut, p)
+    `limit` cycles have passed; returns the driver, monitor, cycles run and X findings. Per cycle it
+    reads the three handshake outputs once (and the payload when valid); Icarus is 4-state, so a value
+    that is not 0/1 after reset is an X (or Z) the reset left behind."""
+    driver, monitor = Driver(dut, model, p), Monitor(dut, p, model.out_layout)
+    beats = model.beats
     xs: list[str] = []
     t = 0
+    read_only = ReadOnly()
     while len(monitor.values) < len(model.outputs) and t < limit:
         driver.drive(t)
-        await ReadOnly()
-        if _x_on_outputs(dut):
+        await read_only
+        dr, wr, ov = dut.dat__ready.value, dut.wt__ready.value, dut.out__valid.value
+        if not (dr.is_resolvable and wr.is_resolvable and ov.is_resolvable):
             if len(xs) < 3:
-                xs.append(f"X on an output or ready {t} cycles after reset")
-        else:
-            _observe(dut, driver, p, seen)
-        driver.sample(t)
-        monitor.sample(t)
+                xs.append(f"X on a ready or valid {t} cycles after reset")
+            await RisingEdge(dut.clk)
+            t += 1
+            continue
+        dr, wr, ov = int(dr), int(wr), int(ov)
+        i, ready = driver.dat.sent, driver.out_ready
+        nxt = beats[i] if i < len(beats) else None
+        if ov:
+            payload = dut.out__payload.value
+            if not payload.is_resolvable:
+                if len(xs) < 3:
+                    xs.append(f"X in the output payload {t} cycles after reset")
+            elif ready:
+                monitor.sample(t, payload)
+            elif unpack_out(int(payload), p, model.out_layout)[1]:
+                seen["backpressure_last"] = True
+        if nxt is not None:  # handshake corners for functional coverage
+            if driver.dat_valid and nxt.swap and not dr and (not ov or ready):
+                seen["swap_waits"] = True
+            if not driver.dat_valid and i > 0 and nxt.swap and nxt.first and nxt.pix == 0:
+                seen["gap_at_boundary"] = True
+        driver.sample(t, dr, wr)
         await RisingEdge(dut.clk)
         t += 1
     return driver, monitor, t, xs
@@ -178,6 +216,8 @@ async def matmul_tile(dut):
     if case.get("acc_bits"):
         p = dataclasses.replace(p, acc_bits=case["acc_bits"])
     model = Model(case, p)
+    for name, value in (sdp_ports(model.sdp, p) if model.sdp else {}).items():
+        getattr(dut, name).value = _pack_list(value, 16) if isinstance(value, list) else value & _mask(dut, name)
     seen = {"swap_waits": False, "backpressure_last": False, "gap_at_boundary": False, "reset_mid_stripe": False}
     Clock(dut.clk, 10, unit="ns").start()
     dut.truncate.value = case["truncate"]

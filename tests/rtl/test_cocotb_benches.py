@@ -11,6 +11,7 @@ from nvdla_rtl.bench import coverage
 from nvdla_rtl.tiles import layer_tile
 from nvdla_rtl.verify import BenchResult, require_iverilog, run_bench
 from nvdla_sim import Precision, load_config
+from nvdla_sim.sdp import Convertor, SdpParams, Stage
 
 pytestmark = pytest.mark.rtl
 
@@ -73,6 +74,21 @@ def test_functional_coverage_of_the_bench_set(tmp_path, capsys):
         print("\nfunctional coverage of the bench set\n" + coverage.report(cov))
     missing = [n for n in coverage.POINTS if cov.get(n, (0, 1))[0] < cov.get(n, (0, 1))[1]]
     assert not missing, f"cover points not reached: {missing}"
+
+
+def test_projection_requantized_to_int8_through_sdp_x1(tmp_path):
+    """A mapped BERT-base QKV tile through CMAC + CACC + SDP X1: bias add, multiplier and truncation,
+    ReLU, the output convertor to INT8, each value and cycle as nvdla_sim.sdp computes them."""
+    hw = load_config("nv_small")
+    tile = layer_tile("bert-base.qkv", hw, Precision.INT8, seed=14)
+    rng = np.random.default_rng(15)
+    sdp = SdpParams(
+        x1=Stage(alu_operand=rng.integers(-3000, 3000, 8), alu_shift=5, mul_operand=rng.integers(1, 1 << 14, 8),
+                 mul_shift=14, relu=True),
+        cvt=Convertor(offset=-7, scale=24577, shift=22),
+    )  # fmt: skip
+    _ok(run_bench(hw, Precision.INT8, tile.x[:24, :64], tile.w, ready_prob=0.7, dat_prob=0.8, seed=16, sdp=sdp,
+                  work_dir=tmp_path))  # fmt: skip
 
 
 def test_nv_full_array_short_tile(tmp_path):

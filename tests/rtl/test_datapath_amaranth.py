@@ -6,21 +6,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nvdla_rtl.amaranth_sim import run_amaranth
+from nvdla_rtl.sdp_x1 import SDP_STAGES, sdp_ports
 from nvdla_sim import Precision, load_config
 from nvdla_sim.datapath_model import (
     datapath_outputs,
     datapath_params,
     datapath_timing,
     random_pattern,
+    requant_outputs,
     stripe_beats,
 )
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.sdp import Convertor, SdpParams, Stage
 
 
 def _check(p, x, w, ready, truncate=0, dat_valid=(), wt_valid=()):
     beats, sets = stripe_beats(x, w, p)
-    run = run_amaranth(p, beats, sets, ready, truncate=truncate, dat_valid=dat_valid, wt_valid=wt_valid)
-    expect = datapath_outputs(beats, sets, p, truncate=truncate)
     timing = datapath_timing(beats, sum(len(s) for s in sets), ready, p, dat_valid=dat_valid, wt_valid=wt_valid)
+    # a design that hangs fails here within a few times the model's run, not after a million cycles
+    run = run_amaranth(p, beats, sets, ready, truncate=truncate, dat_valid=dat_valid, wt_valid=wt_valid,
+                       max_cycles=2 * timing.last_out + 100)  # fmt: skip
+    expect = datapath_outputs(beats, sets, p, truncate=truncate)
     assert run.values == [(px, last, [int(a) for a in v]) for px, last, v in expect]
     stripes = -(-x.shape[0] // p.stripe_max)
     assert sum(1 for _, last, _ in run.values if last) == stripes  # out.last once per stripe
@@ -92,3 +98,45 @@ def test_bad_params():
         type(p)(**{**p.__dict__, "pipeline": 1})
     with pytest.raises(ValueError, match="integer-only"):
         datapath_params(load_config("nv_full"), Precision.FP16)
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.integers(1, 24),
+    st.integers(1, 8),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**31),
+)
+def test_sdp_x1_requantizes_bit_exact(nv_small, pixels, channels, kernels, use_mul, relu, seed):
+    """CMAC + CACC + SDP X1 (bias, multiplier, truncation, ReLU, output convertor to INT8) against
+    nvdla_sim.sdp.sdp_apply, values and cycles, under gaps and back-pressure."""
+    p = datapath_params(nv_small, Precision.INT8)
+    rng = np.random.default_rng(seed)
+    x, w = rng.integers(-128, 128, (pixels, channels)), rng.integers(-128, 128, (kernels, channels))
+    bias = rng.integers(-(1 << 15), 1 << 15, p.cells)
+    mul = rng.integers(-(1 << 15), 1 << 15, p.cells) if use_mul else None
+    params = SdpParams(
+        x1=Stage(alu_operand=bias, alu_shift=int(rng.integers(0, 20)), mul_operand=mul,
+                 mul_shift=int(rng.integers(0, 24)), relu=relu),
+        cvt=Convertor(offset=int(rng.integers(-1000, 1000)), scale=int(rng.integers(1, 1 << 15)),
+                      shift=int(rng.integers(8, 30))),
+    )  # fmt: skip
+    ready, dat_valid = random_pattern(rng, 6000, 0.7), random_pattern(rng, 6000, 0.8)
+    beats, sets = stripe_beats(x, w, p)
+    timing = datapath_timing(beats, sum(len(s) for s in sets), ready, p, dat_valid=dat_valid, sdp_stages=SDP_STAGES)
+    run = run_amaranth(p, beats, sets, ready, dat_valid=dat_valid, sdp=sdp_ports(params, p),
+                       max_cycles=2 * timing.last_out + 100)  # fmt: skip
+    expect = requant_outputs(beats, sets, p, params)
+    assert run.values == [(px, last, [int(a) for a in v]) for px, last, v in expect]
+    assert run.accept_cycles == timing.accept_cycles and run.output_cycles == timing.output_cycles
+    assert all(-128 <= a <= 127 for _, _, v in run.values for a in v)
+
+
+def test_sdp_x1_refuses_what_it_does_not_build(nv_small):
+    p = datapath_params(nv_small, Precision.INT8)
+    with pytest.raises(NvdlaError, match="X1 stage and the output convertor only"):
+        sdp_ports(SdpParams(x2=Stage(relu=True)), p)
+    with pytest.raises(NvdlaError, match="not PReLU"):
+        sdp_ports(SdpParams(x1=Stage(mul_operand=3, prelu=True)), p)
