@@ -95,7 +95,7 @@ MUTANTS = [
 
 TIERS = [
     ["tests/rtl/test_datapath_amaranth.py", "--hypothesis-seed=0"],
-    ["tests/rtl/test_cocotb_benches.py", "-m", "rtl and not slow"],
+    ["tests/rtl/test_cocotb_benches.py", "-m", "rtl and not slow and not verilator"],
 ]
 
 

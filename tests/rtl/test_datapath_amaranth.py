@@ -140,3 +140,20 @@ def test_sdp_x1_refuses_what_it_does_not_build(nv_small):
         sdp_ports(SdpParams(x2=Stage(relu=True)), p)
     with pytest.raises(NvdlaError, match="not PReLU"):
         sdp_ports(SdpParams(x1=Stage(mul_operand=3, prelu=True)), p)
+
+
+def test_sdp_x1_bias_shift_saturates_to_int32(nv_small):
+    """bias << alu_shift beyond INT32 saturates before the add (cmod X_alu), in the RTL as in the model:
+    full-scale biases shifted by 20 and 31."""
+    p = datapath_params(nv_small, Precision.INT8)
+    rng = np.random.default_rng(31)
+    x, w = rng.integers(-128, 128, (6, 16)), rng.integers(-128, 128, (8, 16))
+    bias = np.array([32767, -32768, 1, -1, 20000, -20000, 0, 16384])
+    beats, sets = stripe_beats(x, w, p)
+    for shift in (20, 31):
+        params = SdpParams(x1=Stage(alu_operand=bias, alu_shift=shift, mul_shift=16), cvt=Convertor(scale=1))
+        timing = datapath_timing(beats, sum(len(s) for s in sets), [True] * 400, p, sdp_stages=SDP_STAGES)
+        run = run_amaranth(p, beats, sets, [True] * 400, sdp=sdp_ports(params, p), max_cycles=2 * timing.last_out)
+        expect = requant_outputs(beats, sets, p, params)
+        assert run.values == [(px, last, [int(a) for a in v]) for px, last, v in expect]
+        assert {v[0] for _, _, v in run.values} == {127} and {v[1] for _, _, v in run.values} == {-128}

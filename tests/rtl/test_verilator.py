@@ -17,10 +17,12 @@ pytestmark = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hw_name", ["nv_large", "nv_full"])
 def test_full_stripe_on_the_big_arrays(hw_name, tmp_path):
     """One full stripe (stripe_max output points) of a real layer over four channel blocks, with gaps and
-    back-pressure, bit- and cycle-exact."""
+    back-pressure, bit- and cycle-exact. Slow: Verilator's C++ build of a 64 x 32 array takes 8-15
+    minutes on two cores (cached per datapath afterwards)."""
     hw = load_config(hw_name)
     p = datapath_params(hw, Precision.INT8)
     tile = layer_tile("bert-base.ffn1", hw, Precision.INT8, seed=21)
