@@ -64,7 +64,6 @@ SUPPORTED = sorted(
 
 def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fallback: bool = False) -> nx.DiGraph:
     import onnx
-    from onnx import shape_inference
 
     path = Path(path)
     try:
@@ -72,10 +71,7 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
     except Exception as e:  # onnx raises DecodeError / OSError variants
         raise NvdlaError(f"{path}: cannot load ONNX model ({e})") from None
     _bind_dims(model, batch, seq)
-    try:
-        model = shape_inference.infer_shapes(model)
-    except Exception as e:
-        raise NvdlaError(f"{path}: ONNX shape inference failed ({e})") from None
+    model = _fold_and_infer(model, path)
     g = model.graph
     inits = {i.name for i in g.initializer}
     shapes: dict[str, list[int]] = {}
@@ -233,6 +229,28 @@ def _attr(node, name: str, default):
         if a.name == name:
             return a.i
     return default
+
+
+def _fold_and_infer(model, path: Path):
+    """With the symbolic dims bound: constant folding by the onnxscript optimizer (the shape arithmetic
+    exporters write, Shape -> Gather -> Concat -> Reshape and mask construction, becomes constants and its
+    nodes go away), then ONNX shape inference with data propagation (shapes that flow through Shape /
+    Slice / Concat values, as in an embedding Gather over an expanded index)."""
+    import onnx_ir
+    import onnxscript.optimizer
+    from onnx import shape_inference
+
+    try:  # folding and dead-node removal only: the optimizer's rewrite rules (e.g. Conv+BN) stay ours
+        ir_model = onnx_ir.serde.deserialize_model(model)
+        onnxscript.optimizer.fold_constants(ir_model, onnx_shape_inference=True)
+        onnxscript.optimizer.remove_unused_nodes(ir_model)
+        model = onnx_ir.serde.serialize_model(ir_model)
+    except Exception as e:
+        raise NvdlaError(f"{path}: constant folding (onnxscript optimizer) failed ({type(e).__name__}: {e})") from None
+    try:
+        return shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as e:
+        raise NvdlaError(f"{path}: ONNX shape inference failed ({e})") from None
 
 
 def _bind_dims(model, batch: int, seq: int) -> None:
