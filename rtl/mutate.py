@@ -166,6 +166,11 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--root", type=Path, default=HERE.parent, help="the project checkout (tests/rtl)")
     args = ap.parse_args()
+    if not (args.root / "tests" / "rtl").is_dir():
+        raise SystemExit(f"--root {args.root}: no tests/rtl there; mutation testing runs a project checkout's benches")
+    unknown = sorted(set(args.only.split(",")) - {m.id for m in MUTANTS}) if args.only else []
+    if unknown:
+        raise SystemExit(f"--only {','.join(unknown)}: unknown mutant ids (see MUTANTS in rtl/mutate.py)")
     chosen = [m for m in MUTANTS if not args.only or m.id in args.only.split(",")]
     for m in chosen:
         mutated_source(m)  # every edit applies before anything runs
