@@ -303,6 +303,13 @@ def main() -> None:
     bad = [p for p in peers if p not in PEER_NAMES]
     if bad:
         raise SystemExit(f"--peers {','.join(bad)}: known peers are {', '.join(PEER_NAMES)}")
+    from nvdla_sim.errors import NvdlaError
+
+    try:
+        for cfg in (args.configs or workload(args.workload)[0]).split(","):
+            hw_job(cfg, [], args.peers_dir)  # every config loads before any tool runs
+    except NvdlaError as e:
+        raise SystemExit(f"compare_peers: {e}") from None
     rep = compare(args.workload, args.configs, peers, args.peers_dir, args.timeout)
     rep["whole_model"] = whole_model()
     rep["command"] = "python benchmarks/compare_peers.py " + " ".join(sys.argv[1:])
