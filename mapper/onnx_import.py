@@ -26,7 +26,7 @@ _ELEMENTWISE = {
     "Relu": OpKind.RELU,
     "Gelu": OpKind.GELU,
 }
-_LUT = {"Erf", "Exp", "Sqrt", "Reciprocal", "Tanh", "Sigmoid", "Pow"}
+_LUT = {"Erf", "Exp", "Sqrt", "Reciprocal", "Tanh", "Sigmoid", "Pow", "NvdlaSilu"}  # NvdlaSilu: onnx_fusion
 _VIEWS = {
     "Reshape",
     "Squeeze",
@@ -71,7 +71,7 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
     except Exception as e:  # onnx raises DecodeError / OSError variants
         raise NvdlaError(f"{path}: cannot load ONNX model ({e})") from None
     _bind_dims(model, batch, seq)
-    model = _fold_and_infer(model, path)
+    model, fused = _fold_and_infer(model, path)
     g = model.graph
     inits = {i.name for i in g.initializer}
     shapes: dict[str, list[int]] = {}
@@ -81,6 +81,7 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
     for i in g.initializer:
         shapes[i.name] = list(i.dims)
     out = Graph(path.stem)
+    out.g.graph["onnx_fusions"] = fused
     graph_inputs = {i.name for i in g.input} - inits
     producer: dict[str, str] = {}
 
@@ -231,7 +232,7 @@ def _attr(node, name: str, default):
     return default
 
 
-def _fold_and_infer(model, path: Path):
+def _fold_and_infer(model, path: Path) -> tuple:
     """With the symbolic dims bound: constant folding by the onnxscript optimizer (the shape arithmetic
     exporters write, Shape -> Gather -> Concat -> Reshape and mask construction, becomes constants and its
     nodes go away), then ONNX shape inference with data propagation (shapes that flow through Shape /
@@ -240,15 +241,18 @@ def _fold_and_infer(model, path: Path):
     import onnxscript.optimizer
     from onnx import shape_inference
 
+    from .onnx_fusion import fuse as fuse_patterns
+
     try:  # folding and dead-node removal only: the optimizer's rewrite rules (e.g. Conv+BN) stay ours
         ir_model = onnx_ir.serde.deserialize_model(model)
         onnxscript.optimizer.fold_constants(ir_model, onnx_shape_inference=True)
+        fused = fuse_patterns(ir_model)
         onnxscript.optimizer.remove_unused_nodes(ir_model)
         model = onnx_ir.serde.serialize_model(ir_model)
     except Exception as e:
         raise NvdlaError(f"{path}: constant folding (onnxscript optimizer) failed ({type(e).__name__}: {e})") from None
     try:
-        return shape_inference.infer_shapes(model, data_prop=True)
+        return shape_inference.infer_shapes(model, data_prop=True), fused
     except Exception as e:
         raise NvdlaError(f"{path}: ONNX shape inference failed ({e})") from None
 

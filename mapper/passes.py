@@ -322,6 +322,9 @@ def map_model(
         "Concurrent resources (NVDLA core, BDMA, host) are scheduled without memory contention between them.",
         f"Host model: {host.gflops:g} GFLOP/s, {host.mem_gbs:g} GB/s, {host.overhead_us:g} us per fallback op.",
     ]
+    fused = g.graph.get("onnx_fusions")
+    if fused:
+        notes.append("ONNX patterns fused before import: " + ", ".join(f"{k} x{v}" for k, v in sorted(fused.items())))
     baseline = None
     if weights.active:  # the dense, uncompressed run, to report what the treatment saves
         baseline = map_model(

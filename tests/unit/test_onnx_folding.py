@@ -78,3 +78,59 @@ def test_missing_external_data_file_is_a_one_line_error(tmp_path):
     (tmp_path / "m.onnx.data").unlink()
     with pytest.raises(NvdlaError, match="m.onnx: cannot load ONNX model"):
         graph_from_onnx(path)
+
+
+def _decomposed(path, act: str):
+    """x -> decomposed LayerNorm -> MatMul -> decomposed activation -> MatMul, as exporters write them."""
+    rng = np.random.default_rng(1)
+    f32 = np.float32
+
+    def c(name, v):
+        return numpy_helper.from_array(np.asarray(v, f32), name)
+
+    inits = [c("w1", rng.standard_normal((H, 4 * H))), c("w2", rng.standard_normal((4 * H, H))),
+             c("gamma", np.ones(H)), c("beta", np.zeros(H)), c("eps", 1e-5), c("two", 2.0), c("root2", 2**0.5),
+             c("one", 1.0), c("half", 0.5), c("three", 3.0), c("cubic", 0.044715), c("k", (2 / np.pi) ** 0.5)]  # fmt: skip
+    n = helper.make_node
+    nodes = [
+        n("ReduceMean", ["x"], ["mu"], name="ln_mean", axes=[-1]),
+        n("Sub", ["x", "mu"], ["xc"], name="ln_sub"),
+        n("Pow", ["xc", "two"], ["sq"], name="ln_pow"),
+        n("ReduceMean", ["sq"], ["var"], name="ln_var", axes=[-1]),
+        n("Add", ["var", "eps"], ["ve"], name="ln_eps"),
+        n("Sqrt", ["ve"], ["sd"], name="ln_sqrt"),
+        n("Div", ["xc", "sd"], ["xn"], name="ln_div"),
+        n("Mul", ["xn", "gamma"], ["xg"], name="ln_gamma"),
+        n("Add", ["xg", "beta"], ["h"], name="ln_beta"),
+        n("MatMul", ["h", "w1"], ["u"], name="fc1"),
+    ]
+    if act == "gelu_erf":
+        nodes += [n("Div", ["u", "root2"], ["a1"]), n("Erf", ["a1"], ["a2"]), n("Add", ["a2", "one"], ["a3"]),
+                  n("Mul", ["u", "a3"], ["a4"]), n("Mul", ["a4", "half"], ["g"])]  # fmt: skip
+    elif act == "gelu_tanh":
+        nodes += [n("Pow", ["u", "three"], ["t1"]), n("Mul", ["t1", "cubic"], ["t2"]), n("Add", ["u", "t2"], ["t3"]),
+                  n("Mul", ["t3", "k"], ["t4"]), n("Tanh", ["t4"], ["t5"]), n("Add", ["t5", "one"], ["t6"]),
+                  n("Mul", ["u", "half"], ["t7"]), n("Mul", ["t7", "t6"], ["g"])]  # fmt: skip
+    else:
+        nodes += [n("Sigmoid", ["u"], ["s1"]), n("Mul", ["u", "s1"], ["g"])]
+    nodes.append(n("MatMul", ["g", "w2"], ["y"], name="fc2"))
+    g = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", H])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)  # fmt: skip
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("act", ["gelu_erf", "gelu_tanh", "silu"])
+def test_decomposed_activation_and_layernorm_fuse_to_one_op_each(tmp_path, act):
+    from nvdla_mapper.passes import map_model
+    from nvdla_sim import Precision, load_config
+
+    g = graph_from_onnx(_decomposed(tmp_path / f"{act}.onnx", act), batch=1, seq=32)
+    kinds = [o.kind for o in ops_in_order(g)]
+    assert kinds.count(OpKind.LAYERNORM) == 1 and OpKind.GATHER not in kinds
+    acts = [o for o in ops_in_order(g) if o.kind in (OpKind.GELU, OpKind.LUT, OpKind.MUL, OpKind.ADD)]
+    assert len(acts) == 1 and acts[0].kind is (OpKind.LUT if act == "silu" else OpKind.GELU), acts
+    assert g.graph["onnx_fusions"] == {act: 1, "layernorm": 1}
+    res = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=1, seq=32)
+    assert any("ONNX patterns fused before import" in n and f"{act} x1" in n for n in res.notes)
+    assert not res.host_tasks()  # nv_full has the LUT: no host step left
