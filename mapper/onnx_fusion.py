@@ -5,6 +5,7 @@ Exporters decompose what NVDLA runs as one SDP pass. These rules put the pieces 
 * GELU, erf form  0.5 * x * (1 + erf(x / sqrt 2))                    -> Gelu(x)
 * GELU, tanh form 0.5 * x * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) -> Gelu(x, approximate="tanh")
 * SiLU            x * sigmoid(x)                                      -> NvdlaSilu(x) (one LUT pass)
+* RMSNorm         weight * (x * 1 / sqrt(mean(x^2) + eps))            -> NvdlaRmsNorm(x, weight)
 * LayerNorm       ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div, scale, bias
                   -> LayerNormalization (onnxscript's rule for opset 18, ours for opset 17's axes attribute)
 
@@ -111,11 +112,25 @@ class LayerNormAxesAttribute(_Rule):
         return op.LayerNormalization(x, scale, bias, axis=-1, epsilon=float(epsilon.const_value.numpy().reshape(())))
 
 
+class RmsNorm(_Rule):
+    """x * rsqrt(mean(x^2) + eps) * weight, the way LLaMA-family exports write it (opset 17/18)."""
+
+    constants: ClassVar[dict[str, float]] = {"two": 2.0}
+
+    def pattern(self, op, x, two, epsilon, weight):
+        ms = op.ReduceMean(op.Pow(x, two), _allow_other_inputs=True, _allow_other_attributes=True)
+        return op.Mul(weight, op.Mul(x, op.Reciprocal(op.Sqrt(op.Add(ms, epsilon)))))
+
+    def rewrite(self, op, x, weight, **_):
+        return op.NvdlaRmsNorm(x, weight, _domain=NVDLA_DOMAIN)
+
+
 RULES = {
     "gelu_erf": pattern.RewriteRuleSet([GeluErf.rule(), GeluErfHalfFirst.rule()], commute=True),
     "gelu_tanh": pattern.RewriteRuleSet([GeluTanh.rule(), GeluTanhHalfLast.rule()], commute=True),
     "silu": pattern.RewriteRuleSet([Silu.rule()], commute=True),
     "layernorm_opset17": pattern.RewriteRuleSet([LayerNormAxesAttribute.rule()], commute=True),
+    "rmsnorm": pattern.RewriteRuleSet([RmsNorm.rule()], commute=True),
 }
 
 
@@ -125,6 +140,6 @@ def fuse(model: ir.Model) -> dict[str, int]:
 
     counts = {name: rules.apply_to_model(model) for name, rules in RULES.items()}
     counts["layernorm"] = counts.pop("layernorm_opset17") + _layer_norm.fuse_layer_normalization(model)
-    if counts["silu"]:
+    if counts["silu"] or counts["rmsnorm"]:
         model.opset_imports.setdefault(NVDLA_DOMAIN, 1)
     return {k: v for k, v in counts.items() if v}

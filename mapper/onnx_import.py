@@ -51,6 +51,9 @@ SUPPORTED = sorted(
         "Gemm",
         "Softmax",
         "LayerNormalization",
+        "RMSNormalization",
+        "NvdlaRmsNorm",
+        "Split",
         "ReduceMean",
         "Transpose",
         "Gather",
@@ -96,7 +99,9 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
         act_inputs = [i for i in node.input if i and i not in inits]
         deps = sorted({producer[i] for i in act_inputs if i in producer})
         op_t = node.op_type
-        if op_t in _VIEWS:
+        if op_t == "Split":
+            _check_split(node, shapes, path)
+        if op_t in _VIEWS or op_t == "Split":
             for o in node.output:
                 if deps:
                     producer[o] = (
@@ -124,8 +129,9 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
         elif op_t == "Softmax":
             lead = math.prod(y[:-2]) if len(y) > 2 else 1
             op = Op(name, OpKind.SOFTMAX, y[-2] if len(y) > 1 else 1, cols, count=lead, group="softmax")
-        elif op_t == "LayerNormalization":
-            op = Op(name, OpKind.LAYERNORM, rows, cols, group="layernorm")
+        elif op_t in ("LayerNormalization", "RMSNormalization", "NvdlaRmsNorm"):
+            rms = op_t != "LayerNormalization"
+            op = Op(name, OpKind.LAYERNORM, rows, cols, group="layernorm", attrs={"rms": rms})
         elif op_t == "ReduceMean":
             x = shape(node.input[0], node)
             op = Op(name, OpKind.MATMUL, math.prod(x[:-1]), 1, k=x[-1], group="layernorm", attrs={"reduction": True})
@@ -230,6 +236,18 @@ def _attr(node, name: str, default):
         if a.name == name:
             return a.i
     return default
+
+
+def _check_split(node, shapes: dict[str, list[int]], path: Path) -> None:
+    """Split along the channels (the last axis) is free on NVDLA: each piece is read by its consumer's
+    DMA at its own surface offset (a strided read, no copy). Another axis would need a copy."""
+    rank = len(shapes.get(node.input[0]) or [])
+    axis = _attr(node, "axis", 0)
+    if rank and axis % rank != rank - 1:
+        raise NvdlaError(
+            f"{path}: node {node.name or 'Split'}: Split on axis {axis} of a rank-{rank} tensor; only the last "
+            "axis (channels, a strided DMA read) is supported"
+        )
 
 
 def _fold_and_infer(model, path: Path) -> tuple:

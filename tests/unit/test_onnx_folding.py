@@ -134,3 +134,42 @@ def test_decomposed_activation_and_layernorm_fuse_to_one_op_each(tmp_path, act):
     res = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=1, seq=32)
     assert any("ONNX patterns fused before import" in n and f"{act} x1" in n for n in res.notes)
     assert not res.host_tasks()  # nv_full has the LUT: no host step left
+
+
+def test_rmsnorm_fuses_and_a_channel_split_is_a_strided_read(tmp_path):
+    """LLaMA-style RMSNorm (Pow, ReduceMean, Add, Sqrt, Reciprocal, Mul, Mul) -> one RMSNorm lowering;
+    GPT-2's fused c_attn Split into q, k, v along the channels -> no host task, each piece read in place."""
+    rng = np.random.default_rng(2)
+    f32 = np.float32
+    inits = [numpy_helper.from_array(np.asarray(v, f32), k) for k, v in
+             (("two", 2.0), ("eps", 1e-6), ("gamma", np.ones(H)), ("wqkv", rng.standard_normal((H, 3 * H))),
+              ("wo", rng.standard_normal((H, H))))]  # fmt: skip
+    inits.append(numpy_helper.from_array(np.array([H, H, H], np.int64), "sizes"))
+    n = helper.make_node
+    nodes = [
+        n("Pow", ["x", "two"], ["sq"]), n("ReduceMean", ["sq"], ["ms"], axes=[-1]), n("Add", ["ms", "eps"], ["me"]),
+        n("Sqrt", ["me"], ["rs"]), n("Reciprocal", ["rs"], ["ir"]), n("Mul", ["x", "ir"], ["xn"]),
+        n("Mul", ["gamma", "xn"], ["h"]),
+        n("MatMul", ["h", "wqkv"], ["qkv"], name="c_attn"),
+        n("Split", ["qkv", "sizes"], ["q", "k", "v"], name="split_qkv", axis=-1),
+        n("Add", ["q", "k"], ["qk"], name="mix"), n("Add", ["qk", "v"], ["m"], name="mix2"),
+        n("MatMul", ["m", "wo"], ["y"], name="out"),
+    ]  # fmt: skip
+    g = helper.make_graph(nodes, "rms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", H])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)  # fmt: skip
+    path = tmp_path / "rms.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))  # axes attribute
+    wg = graph_from_onnx(path, batch=1, seq=16)
+    ops = list(ops_in_order(wg))
+    norms = [o for o in ops if o.kind is OpKind.LAYERNORM]
+    assert len(norms) == 1 and norms[0].attrs["rms"] and wg.graph["onnx_fusions"] == {"rmsnorm": 1}
+    assert [o.name for o in ops if o.kind is OpKind.MATMUL] == ["c_attn", "out"]
+    assert not any(o.kind is OpKind.HOST for o in ops)
+    bad = tmp_path / "split0.onnx"
+    g2 = helper.make_graph([n("Split", ["x", "s2"], ["a", "b"], axis=0, name="rows")], "s",
+                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, H])],
+                           [helper.make_tensor_value_info("a", TensorProto.FLOAT, None)],
+                           [numpy_helper.from_array(np.array([1, 1], np.int64), "s2")])  # fmt: skip
+    onnx.save(helper.make_model(g2, opset_imports=[helper.make_opsetid("", 18)]), str(bad))
+    with pytest.raises(NvdlaError, match="Split on axis 0 of a rank-3 tensor; only the last axis"):
+        graph_from_onnx(bad)
