@@ -9,6 +9,7 @@ in which case it becomes an explicit host task in the report.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from pathlib import Path
 
@@ -261,6 +262,9 @@ def _fold_and_infer(model, path: Path) -> tuple:
 
     from .onnx_fusion import fuse as fuse_patterns
 
+    # a node the folder cannot evaluate stays in the graph (the import then handles or names it);
+    # onnxscript logs each such node as a warning, which is noise for `nvdla map`
+    logging.getLogger("onnxscript.optimizer._constant_folding").setLevel(logging.ERROR)
     try:  # folding and dead-node removal only: the optimizer's rewrite rules (e.g. Conv+BN) stay ours
         ir_model = onnx_ir.serde.deserialize_model(model)
         onnxscript.optimizer.fold_constants(ir_model, onnx_shape_inference=True)
