@@ -18,7 +18,7 @@ import numpy as np
 from nvdla_rtl.amaranth_sim import run_amaranth
 from nvdla_rtl.verify import run_bench, verilator_available
 from nvdla_sim import Precision, load_config
-from nvdla_sim.datapath_model import datapath_params, stripe_beats
+from nvdla_sim.datapath_model import datapath_params, random_pattern, stripe_beats
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
         x = rng.integers(-128, 128, (p.stripe_max * (8 if small else 1), (16 if small else 4) * p.atomic_c))
         w = rng.integers(-128, 128, (p.cells, (16 if small else 4) * p.atomic_c))
         beats, sets = stripe_beats(x, w, p)
-        ready = [bool(v) for v in rng.random(100_000) < 0.9]
+        ready = random_pattern(rng, 100_000, 0.9)
         t0 = time.perf_counter()
         run = run_amaranth(p, beats, sets, ready)
         rates = {"amaranth.sim": run.cycles / (time.perf_counter() - t0)}

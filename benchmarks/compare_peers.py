@@ -98,7 +98,7 @@ def project_job(job: dict) -> dict:
     from nvdla_mapper.passes import layer_cycles
     from nvdla_mapper.tiling_search import search_plan
     from nvdla_sim import Precision, load_config
-    from nvdla_sim.layers import SdpSpec
+    from nvdla_sim.layers import ConvLayer, SdpSpec
     from nvdla_sim.stats import Unit
 
     hw = load_config(job["name"])
@@ -111,7 +111,7 @@ def project_job(job: dict) -> dict:
             st, cycles = layer_cycles(layer, hw)
             total += cycles
             compute += st.units[Unit.CMAC].busy
-            candidates += search_plan(layer, hw).candidates if hasattr(layer, "shape") else 0
+            candidates += search_plan(layer, hw).candidates if isinstance(layer, ConvLayer) else 0  # cached
         out[name] = {"total": total, "compute": compute, "search_s": time.perf_counter() - t0,
                      "candidates": candidates}  # fmt: skip
     return {"layers": out, "wall_s": time.perf_counter() - t_all}
@@ -303,11 +303,12 @@ def main() -> None:
     bad = [p for p in peers if p not in PEER_NAMES]
     if bad:
         raise SystemExit(f"--peers {','.join(bad)}: known peers are {', '.join(PEER_NAMES)}")
+    from nvdla_sim import load_config
     from nvdla_sim.errors import NvdlaError
 
     try:
         for cfg in (args.configs or workload(args.workload)[0]).split(","):
-            hw_job(cfg, [], args.peers_dir)  # every config loads before any tool runs
+            load_config(cfg)  # every config loads before any tool runs
     except NvdlaError as e:
         raise SystemExit(f"compare_peers: {e}") from None
     rep = compare(args.workload, args.configs, peers, args.peers_dir, args.timeout)

@@ -42,6 +42,10 @@ class HostModel:
             if not isinstance(v, int | float) or v < 0 or (f != "overhead_us" and v == 0):
                 raise NvdlaError(f"host.{f} must be a positive number, not {v!r}")
 
+    def overhead_cycles(self, clock_mhz: float) -> int:
+        """One hand-off (the per-task overhead) in cycles of the accelerator's clock."""
+        return math.ceil(self.overhead_us * clock_mhz)
+
     def cycles(self, *, flops: float, nbytes: float, clock_mhz: float) -> int:
         us = self.overhead_us + max(flops / (self.gflops * 1e3), nbytes / (self.mem_gbs * 1e3))
         return math.ceil(us * clock_mhz)

@@ -247,7 +247,7 @@ def tasks_cycles(tasks: tuple[Task, ...] | list[Task], ctx: LoweringContext) -> 
     """Cycles of tasks run back to back, every instance counted (with the overlap between instances; the
     host takes all instances of a task in one hand-off)."""
     cycles, stats = simulate_tasks(list(tasks), ctx.hw, ctx.host)
-    handoff = math.ceil(ctx.host.overhead_us * ctx.hw.clock_mhz)
+    handoff = ctx.host.overhead_cycles(ctx.hw.clock_mhz)
     return sum(
         handoff + t.count * max(c - handoff, 0)
         if t.resource == Resource.HOST
@@ -312,7 +312,7 @@ def map_model(
     tasks, deps = lower_graph(g, ctx)  # fusion + lowering
     per_instance, stats = simulate_tasks(tasks, hw, host)  # tiling search + simulation
     durations = [instances_duration(c, t.count, st, hw) for c, t, st in zip(per_instance, tasks, stats, strict=True)]
-    handoff = math.ceil(host.overhead_us * hw.clock_mhz)
+    handoff = host.overhead_cycles(hw.clock_mhz)
     sched = schedule(tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff)
     results = [
         TaskResult(t, c, s.start, s.end, st, s.busy)

@@ -57,9 +57,7 @@ def _rtl(args: argparse.Namespace) -> int:
 
     if not 0 <= args.truncate <= 31:
         raise NvdlaError(f"--truncate must be in 0..31, not {args.truncate}")
-    if not 0 < args.ready_prob <= 1:
-        raise NvdlaError(f"--ready-prob must be in (0, 1], not {args.ready_prob}")
-    for flag, q in (("--dat-prob", args.dat_prob), ("--wt-prob", args.wt_prob)):
+    for flag, q in (("--ready-prob", args.ready_prob), ("--dat-prob", args.dat_prob), ("--wt-prob", args.wt_prob)):
         if not 0 < q <= 1:
             raise NvdlaError(f"{flag} must be in (0, 1], not {q}")
     tile = layer_tile(args.layer, hw, prec, seq=args.seq, seed=args.seed, corner=args.corner, whole=args.whole_layer)

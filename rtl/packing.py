@@ -43,11 +43,16 @@ def pack_beat(beat: Beat, p: DatapathParams) -> int:
     return word
 
 
-def pack_weights(atom: Sequence[int], p: DatapathParams) -> int:
+def pack_array(values: Sequence[int], bits: int) -> int:
+    """Signed values of `bits` each, element 0 in the low bits (an ArrayLayout port)."""
     word = 0
-    for c, v in enumerate(atom):
-        word |= _field(int(v), p.in_bits) << (c * p.in_bits)
+    for c, v in enumerate(values):
+        word |= _field(int(v), bits) << (c * bits)
     return word
+
+
+def pack_weights(atom: Sequence[int], p: DatapathParams) -> int:
+    return pack_array(atom, p.in_bits)
 
 
 def unpack_out(word: int, p: DatapathParams, layout: data.StructLayout | None = None) -> tuple[int, bool, list[int]]:

@@ -19,7 +19,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from nvdla_rtl.bench import coverage
 from nvdla_rtl.datapath import out_layout
-from nvdla_rtl.packing import pack_beat, pack_weights, unpack_out
+from nvdla_rtl.packing import pack_array, pack_beat, pack_weights, unpack_out
 from nvdla_rtl.sdp_x1 import SDP_STAGES, requant_layout, sdp_ports
 from nvdla_sim.config import load_config
 from nvdla_sim.datapath_model import (
@@ -137,10 +137,6 @@ class Checker:
         return errs
 
 
-def _pack_list(values: list[int], bits: int) -> int:
-    return sum((v & ((1 << bits) - 1)) << (i * bits) for i, v in enumerate(values))
-
-
 def _mask(dut, name: str) -> int:
     return (1 << len(getattr(dut, name))) - 1
 
@@ -217,7 +213,7 @@ async def matmul_tile(dut):
         p = dataclasses.replace(p, acc_bits=case["acc_bits"])
     model = Model(case, p)
     for name, value in (sdp_ports(model.sdp, p) if model.sdp else {}).items():
-        getattr(dut, name).value = _pack_list(value, 16) if isinstance(value, list) else value & _mask(dut, name)
+        getattr(dut, name).value = pack_array(value, 16) if isinstance(value, list) else value & _mask(dut, name)
     seen = {"swap_waits": False, "backpressure_last": False, "gap_at_boundary": False, "reset_mid_stripe": False}
     Clock(dut.clk, 10, unit="ns").start()
     dut.truncate.value = case["truncate"]
