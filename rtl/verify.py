@@ -53,6 +53,17 @@ class BenchResult:
         return self.simulated_cycles / self.wall_s if self.wall_s else 0.0
 
 
+
+def _toolchain_tag() -> str:
+    """The Verilator build's makefiles hold absolute paths into cocotb's install: a build made from
+    another checkout or venv sharing ~/.cache is not reusable, so the build folder names the install."""
+    import hashlib
+
+    import cocotb
+
+    where = f"{Path(cocotb.__file__).resolve().parent}|{cocotb.__version__}"
+    return "_" + hashlib.sha1(where.encode()).hexdigest()[:8]
+
 def require_iverilog() -> str:
     path = shutil.which("iverilog")
     if path is None:
@@ -182,7 +193,7 @@ def run_bench(
                 always=True,
             )  # fmt: skip
         else:
-            build_dir = cache / "verilator" / (vfile.stem + ("_fst" if waves else ""))
+            build_dir = cache / "verilator" / (vfile.stem + _toolchain_tag() + ("_fst" if waves else ""))
             build_dir.mkdir(parents=True, exist_ok=True)
             with (build_dir.parent / f"{build_dir.name}.lock").open("w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # one build per datapath; later runs reuse it
