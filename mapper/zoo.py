@@ -8,6 +8,7 @@ Shapes of the presets come from the models' papers / reference configs.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import math
@@ -207,6 +208,15 @@ def from_hf_config(path: str | Path) -> ModelSpec:
         raise NvdlaError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(cfg, dict):
         raise NvdlaError(f"{path}: a config.json holds a JSON object of fields, not a {type(cfg).__name__}")
+    spec = _spec_from_hf(path, cfg)
+    labels = cfg.get("id2label")  # a classifier's outputs (save_pretrained writes id2label, not num_labels)
+    labels = len(labels) if isinstance(labels, dict) and labels else cfg.get("num_labels")
+    if labels is not None:
+        spec = dataclasses.replace(spec, num_labels=_typed(path, "num_labels", int, labels))
+    return spec
+
+
+def _spec_from_hf(path: Path, cfg: dict) -> ModelSpec:
     mt = cfg.get("model_type")
     if mt not in _HF_FIELDS:
         raise NvdlaError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(_HF_FIELDS)}")
@@ -295,7 +305,9 @@ def from_hf_config(path: str | Path) -> ModelSpec:
             norm="rms",
             activation="gelu" if "gelu" in act else "relu",
             gated_ffn=act.startswith("gated"),
-            decoder_layers=opt("num_decoder_layers") or layers,
+            decoder_layers=0
+            if "T5EncoderModel" in (cfg.get("architectures") or [])
+            else opt("num_decoder_layers") or layers,
             head_dim=opt("d_kv"),
         )
     return ModelSpec(str(name), "xlnet", (stage,), vocab=vocab, relative="xlnet")
@@ -327,6 +339,8 @@ HEADS = ("auto", "none", "lm", "lm_last", "cls")
 
 def default_head(spec: ModelSpec) -> str:
     """The head a model family is used with: generative models their LM head, encoders a classifier."""
+    if spec.family == "t5" and not spec.decoder_layers:
+        return "none"  # T5's encoder alone (T5EncoderModel): its hidden states are the output
     return "lm" if spec.family in ("gpt2", "t5", "xlnet", "llama") else "cls"
 
 
@@ -355,17 +369,8 @@ def build_graph(
     if spec.patch_embed[0]:
         image, patch, ch = spec.patch_embed
         grid = (image // patch) ** 2
-        last = g.add(
-            Op(
-                "patch_embed",
-                OpKind.MATMUL,
-                batch * grid,
-                s0.hidden,
-                k=patch * patch * ch,
-                group="matmul",
-                attrs={"im2col": True},
-            )
-        )
+        last = g.add(patch_embed_op("patch_embed", batch=batch, image=(image, image), patch=patch, channels=ch,
+                                    hidden=s0.hidden))  # fmt: skip
         if spec.family == "swin":  # Swin normalises the patch embeddings
             last = _norm(g, spec, "patch_embed.norm", last, m=batch * grid, n=s0.hidden)
     else:
@@ -400,6 +405,23 @@ def build_graph(
     m_out = batch * (dec_seq or seq) if spec.decoder_layers else base // spec.stages[-1].token_divisor
     _head(g, spec, last, head, m=m_out, batch=batch)
     return g.g
+
+
+def patch_embed_op(name: str, *, batch: int, image: tuple[int, int], patch: int, channels: int, hidden: int) -> Op:
+    """A ViT/Swin patch embedding (a patch x patch convolution with stride patch) on the image input, as
+    the conv core runs it: a direct convolution when its stride fits the core's stride field (<= 8), else
+    a matmul over patches the host extracts (im2col). The preset and the ONNX import both build it here."""
+    from nvdla_sim.layers import MAX_STRIDE
+
+    w, h = image
+    grid = (w // patch) * (h // patch)
+    if patch > MAX_STRIDE:
+        return Op(name, OpKind.MATMUL, batch * grid, hidden, k=patch * patch * channels, group="matmul",
+                  attrs={"im2col": True})  # fmt: skip
+    geo = dict(in_w=w, in_h=h, in_c=channels, out_k=hidden, kernel_w=patch, kernel_h=patch, stride_x=patch,
+               stride_y=patch)  # fmt: skip
+    attrs = {"conv": geo, "groups": 1, "image_input": channels <= 4}
+    return Op(name, OpKind.CONV, grid, hidden, k=channels * patch * patch, count=batch, group="conv", attrs=attrs)
 
 
 def _head(g: Graph, spec: ModelSpec, src: str, head: str, *, m: int, batch: int) -> None:
