@@ -59,6 +59,11 @@ class GeluErfHalfFirst(GeluErf):
         return op.Mul(op.Mul(x, half), op.Add(op.Erf(op.Div(x, root2)), one))
 
 
+class GeluErfHalfInner(GeluErf):
+    def pattern(self, op, x, root2, one, half):  # x (0.5 (1 + erf(x / sqrt 2))), as torch's decomposition writes it
+        return op.Mul(x, op.Mul(half, op.Add(op.Erf(op.Div(x, root2)), one)))
+
+
 class GeluTanh(_Rule):
     constants: ClassVar[dict[str, float]] = {
         "three": 3.0,
@@ -125,12 +130,24 @@ class RmsNorm(_Rule):
         return op.NvdlaRmsNorm(x, weight, _domain=NVDLA_DOMAIN)
 
 
+class RmsNormDiv(RmsNorm):
+    """The same with 1 / sqrt(.) written as a Div (the TorchScript exporter's torch.rsqrt)."""
+
+    constants: ClassVar[dict[str, float]] = {"two": 2.0, "one": 1.0}
+
+    def pattern(self, op, x, two, epsilon, weight, one):
+        ms = op.ReduceMean(op.Pow(x, two), _allow_other_inputs=True, _allow_other_attributes=True)
+        return op.Mul(weight, op.Mul(x, op.Div(one, op.Sqrt(op.Add(ms, epsilon)))))
+
+
 RULES = {
-    "gelu_erf": pattern.RewriteRuleSet([GeluErf.rule(), GeluErfHalfFirst.rule()], commute=True),
+    "gelu_erf": pattern.RewriteRuleSet(
+        [GeluErf.rule(), GeluErfHalfFirst.rule(), GeluErfHalfInner.rule()], commute=True
+    ),
     "gelu_tanh": pattern.RewriteRuleSet([GeluTanh.rule(), GeluTanhHalfLast.rule()], commute=True),
     "silu": pattern.RewriteRuleSet([Silu.rule()], commute=True),
     "layernorm_opset17": pattern.RewriteRuleSet([LayerNormAxesAttribute.rule()], commute=True),
-    "rmsnorm": pattern.RewriteRuleSet([RmsNorm.rule()], commute=True),
+    "rmsnorm": pattern.RewriteRuleSet([RmsNorm.rule(), RmsNormDiv.rule()], commute=True),
 }
 
 

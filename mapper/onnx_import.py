@@ -17,7 +17,9 @@ import networkx as nx
 
 from nvdla_sim.errors import NvdlaError
 
+from .onnx_attention import Consts, find_attention
 from .workload import Graph, Op, OpKind
+from .zoo import patch_embed_op
 
 _ELEMENTWISE = {
     "Add": OpKind.ADD,
@@ -41,8 +43,6 @@ _VIEWS = {
     "Slice",
     "Concat",
     "Expand",
-    "Where",
-    "Equal",
     "Range",
 }
 _CNN = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization"}
@@ -76,70 +76,149 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
         raise NvdlaError(f"{path}: cannot load ONNX model ({e})") from None
     _bind_dims(model, batch, seq)
     model, fused = _fold_and_infer(model, path)
-    g = model.graph
-    inits = {i.name for i in g.initializer}
-    shapes: dict[str, list[int]] = {}
-    for vi in [*g.input, *g.value_info, *g.output]:
-        dims = [d.dim_value if d.dim_value > 0 else 0 for d in vi.type.tensor_type.shape.dim]
-        shapes[vi.name] = dims
-    for i in g.initializer:
-        shapes[i.name] = list(i.dims)
-    out = Graph(path.stem)
-    out.g.graph["onnx_fusions"] = fused
-    graph_inputs = {i.name for i in g.input} - inits
-    producer: dict[str, str] = {}
+    _name_nodes(model)
+    return _Importer(model, path, host_fallback).run(fused)
 
-    def shape(name: str, node) -> list[int]:
-        s = shapes.get(name)
+
+def _name_nodes(model) -> None:
+    """Every node a unique name (ONNX allows none or repeats): the workload ops and the attention
+    finder refer to nodes by name."""
+    seen: set[str] = set()
+    for idx, n in enumerate(model.graph.node):
+        name = n.name or f"{n.op_type}_{idx}"
+        while name in seen:
+            name = f"{name}_{idx}"
+        n.name = name
+        seen.add(name)
+
+
+class _Importer:
+    """One pass over the folded, shape-inferred graph in node order, building the workload graph."""
+
+    def __init__(self, model, path: Path, host_fallback: bool) -> None:
+        self.g, self.path, self.host_fallback = model.graph, path, host_fallback
+        self.consts = Consts(model)
+        self.sites = find_attention(model, self.consts)
+        self.absorbed = set().union(*(s.absorbed for s in self.sites))
+        self.role = {n: s for s in self.sites for n in (s.scores, s.softmax, s.context)}
+        self.mask_nodes = set().union(*(s.mask_nodes for s in self.sites))
+        self.shapes: dict[str, list[int]] = {}
+        for vi in [*self.g.input, *self.g.value_info, *self.g.output]:
+            self.shapes[vi.name] = [d.dim_value if d.dim_value > 0 else 0 for d in vi.type.tensor_type.shape.dim]
+        for i in self.g.initializer:
+            self.shapes[i.name] = list(i.dims)
+        self.consumers: dict[str, int] = {}
+        for n in self.g.node:
+            for i in n.input:
+                self.consumers[i] = self.consumers.get(i, 0) + 1
+        self.out = Graph(path.stem)
+        self.producer: dict[str, str] = {}  # value -> the workload op computing it
+        self.channels_first: set[str] = set()  # NCHW values of a convolution (NVDLA keeps them channel-last)
+        self.image_inputs = {i.name for i in self.g.input} - self.consts.names
+        self.splits = 0
+
+    def shape(self, name: str, node) -> list[int]:
+        s = self.shapes.get(name)
         if not s or any(d == 0 for d in s):
-            raise NvdlaError(f"{path}: node {node.name or node.op_type!r} ({node.op_type}): unknown shape for {name!r}")
+            raise NvdlaError(
+                f"{self.path}: node {node.name or node.op_type!r} ({node.op_type}): unknown shape for {name!r}"
+            )
         return s
 
-    for idx, node in enumerate(g.node):
-        name = node.name or f"{node.op_type}_{idx}"
-        act_inputs = [i for i in node.input if i and i not in inits]
-        deps = sorted({producer[i] for i in act_inputs if i in producer})
-        op_t = node.op_type
-        if op_t == "Split":
-            _check_split(node, shapes, path)
-        if op_t in _VIEWS or op_t == "Split":
+    def run(self, fused: dict[str, int]) -> nx.DiGraph:
+        for node in self.g.node:
+            if all(o in self.consts for o in node.output):
+                continue  # known at compile time (a weight slice, a mask, shape arithmetic)
+            self.node(node, node.name)
+        masks = [s.mask for s in self.sites]
+        found = {
+            "attention": len(self.sites),  # scale, mask and NaN guard into the QK^T / softmax / PV layers
+            "causal_mask": masks.count("causal"),
+            "bias_mask": masks.count("bias"),
+            "split_projection": self.splits,  # a fused QKV projection as one layer per piece
+        }
+        self.out.g.graph["onnx_fusions"] = {**fused, **{k: v for k, v in found.items() if v}}
+        for site in self.sites:  # V of P V computed transposed, as the preset lowering does (lower_matmul)
+            v = self.producer.get(site.v_input)
+            op = self.out.g.nodes[v]["op"] if v else None
+            only_v = op is not None and op.kind is OpKind.MATMUL and self.out.g.out_degree(v) == 1
+            if only_v and not op.attrs.get("im2col"):
+                self.out.g.nodes[v]["op"] = dataclasses.replace(op, attrs={**op.attrs, "feeds_context": True})
+        if len(self.out.g) == 0:
+            raise NvdlaError(f"{self.path}: the ONNX graph has no compute nodes")
+        return self.out.g
+
+    def view(self, node, deps: list[str]) -> None:
+        """Outputs that are the inputs' elements read in another order or subset (no work of its own)."""
+        if not deps:
+            return
+        src = deps[0] if len(deps) == 1 else self.out.add(Op(node.name, OpKind.RESHAPE, 1, 1, group="other"), *deps)
+        first = any(i in self.channels_first for i in node.input)
+        for o in node.output:
+            self.producer[o] = src
+            if first and node.op_type in ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Cast"):
+                self.channels_first.add(o)
+
+    def node(self, node, name: str) -> None:
+        out, consts, op_t = self.out, self.consts, node.op_type
+        act_inputs = [i for i in node.input if i and i not in consts]
+        deps = sorted({self.producer[i] for i in act_inputs if i in self.producer})
+        if node.name in self.mask_nodes:  # the attention mask built from a model input: one host task
+            if "attention_mask" not in out.g:
+                out.add(self._mask_op())
             for o in node.output:
-                if deps:
-                    producer[o] = (
-                        deps[0] if len(deps) == 1 else out.add(Op(name, OpKind.RESHAPE, 1, 1, group="other"), *deps)
-                    )
-            continue
-        y = shape(node.output[0], node)
+                self.producer[o] = "attention_mask"
+            return
+        if op_t == "Split":
+            _check_split(node, self.shapes, self.path)
+            if self._split_matmul(node, deps):
+                return
+        if node.name in self.absorbed or op_t in _VIEWS or op_t == "Split" or self._is_view(node, act_inputs, deps):
+            self.view(node, deps)
+            return
+        y = self.shape(node.output[0], node)
         rows = math.prod(y[:-1]) if len(y) > 1 else 1
         cols = y[-1]
+        site = self.role.get(node.name)
         if op_t == "BatchNormalization" and deps and out.g.nodes[deps[0]]["op"].kind is OpKind.CONV:
             conv = out.g.nodes[deps[0]]["op"]  # BN folds into the convolution's SDP scale (X2)
             out.g.nodes[deps[0]]["op"] = dataclasses.replace(conv, attrs={**conv.attrs, "bn": True})
-            producer[node.output[0]] = deps[0]
-            continue
+            self.producer[node.output[0]] = deps[0]
+            return
+        lead = math.prod(y[:-2]) if len(y) > 2 else 1
         if op_t in _CNN:
-            op = _cnn_op(node, name, shapes, shape, path, inits, image=node.input[0] in graph_inputs)
+            op = self._conv(node, name)
         elif op_t in ("MatMul", "Gemm"):
-            a = shape(node.input[0], node)
+            a = self.shape(node.input[0], node)
             k = a[-1] if not (op_t == "Gemm" and _attr(node, "transA", 0)) else a[0]
-            if node.input[1] in inits:
-                op = Op(name, OpKind.MATMUL, rows, cols, k=k, group="matmul")
+            if node.input[1] in consts:
+                bias = op_t == "Gemm" and len(node.input) > 2 and bool(node.input[2])
+                op = Op(name, OpKind.MATMUL, rows, cols, k=k, group="matmul", attrs={} if bias else {"bias": False})
+            elif site is not None and site.context == node.name:
+                attrs = {"causal": site.mask == "causal", "kv_share": 1}
+                op = Op(name, OpKind.ATTN_CONTEXT, y[-2], cols, k=k, count=lead, group="attention", attrs=attrs)
             else:
-                lead = math.prod(y[:-2]) if len(y) > 2 else 1
-                op = Op(name, OpKind.ATTN_SCORES, y[-2], cols, k=k, count=lead, group="attention")
+                attrs = {"kv_share": 1}
+                if site is not None:
+                    attrs.update(causal=site.mask == "causal", bias=site.mask == "bias", scale=site.scale)
+                op = Op(name, OpKind.ATTN_SCORES, y[-2], cols, k=k, count=lead, group="attention", attrs=attrs)
         elif op_t == "Softmax":
-            lead = math.prod(y[:-2]) if len(y) > 2 else 1
-            op = Op(name, OpKind.SOFTMAX, y[-2] if len(y) > 1 else 1, cols, count=lead, group="softmax")
+            attrs = {"causal": site is not None and site.mask == "causal"}
+            op = Op(name, OpKind.SOFTMAX, y[-2] if len(y) > 1 else 1, cols, count=lead, group="softmax", attrs=attrs)
         elif op_t in ("LayerNormalization", "RMSNormalization", "NvdlaRmsNorm"):
             rms = op_t != "LayerNormalization"
             op = Op(name, OpKind.LAYERNORM, rows, cols, group="layernorm", attrs={"rms": rms})
         elif op_t == "ReduceMean":
-            x = shape(node.input[0], node)
+            x = self.shape(node.input[0], node)
             op = Op(name, OpKind.MATMUL, math.prod(x[:-1]), 1, k=x[-1], group="layernorm", attrs={"reduction": True})
         elif op_t in _ELEMENTWISE:
             if op_t in ("Add", "Sub") and len(act_inputs) == 1 and deps and _is_matmul(out, deps[0]):
-                producer[node.output[0]] = deps[0]  # bias add: free in the producer's SDP
-                continue
+                mm = out.g.nodes[deps[0]]["op"]  # bias add: free in the producer's SDP
+                if mm.attrs.get("bias") is False:
+                    attrs = {k: v for k, v in mm.attrs.items() if k != "bias"}
+                    out.g.nodes[deps[0]]["op"] = dataclasses.replace(mm, attrs=attrs)
+                self.producer[node.output[0]] = deps[0]
+                return
             kind = _ELEMENTWISE[op_t]
             if kind is OpKind.MUL and len(act_inputs) == 1:
                 kind = OpKind.SCALE
@@ -150,19 +229,80 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
             op = Op(name, OpKind.TRANSPOSE, rows, cols, group="other")
         elif op_t == "Gather":
             op = Op(name, OpKind.GATHER, rows, cols, group="host")
-        elif host_fallback:
+        elif self.host_fallback:
             op = Op(name, OpKind.HOST, rows, cols, group="host", attrs={"op_type": op_t})
         else:
             raise NvdlaError(
-                f"{path}: node {name!r} has unsupported op type {op_t!r}; supported: {', '.join(SUPPORTED)} "
+                f"{self.path}: node {name!r} has unsupported op type {op_t!r}; supported: {', '.join(SUPPORTED)} "
                 "(pass --host-fallback to run it on the host)"
             )
         out.add(op, *deps)
         for o in node.output:
-            producer[o] = name
-    if len(out.g) == 0:
-        raise NvdlaError(f"{path}: the ONNX graph has no compute nodes")
-    return out.g
+            self.producer[o] = name
+        if op.kind in (OpKind.CONV, OpKind.POOL):
+            self.channels_first.update(node.output)
+
+    def _mask_op(self) -> Op:
+        """Host input preprocessing: the additive mask [.., seq, keys] from the model's attention_mask,
+        built once per forward and read by every layer's QK^T as its per-element operand."""
+        dims = max(
+            (self.shapes.get(o) or [1] for n in self.g.node if n.name in self.mask_nodes for o in n.output),
+            key=math.prod,
+        )
+        note = "attention mask from the model's mask input (host preprocessing, once per forward)"
+        attrs = {"op_type": "mask", "note": note, "flops_per_elem": 1}
+        return Op("attention_mask", OpKind.HOST, math.prod(dims[:-1]), dims[-1], group="host", attrs=attrs)
+
+    def _is_view(self, node, act_inputs: list[str], deps: list[str]) -> bool:
+        """Nodes NVDLA does without a pass of their own: see docs/mapping.md, "Workload graph"."""
+        op_t = node.op_type
+        if op_t == "Transpose":
+            perm = _ints(node, "perm", [])
+            rank = len(perm)
+            if perm and perm[-1] == rank - 1:
+                return True  # whole channel lines move: the consumer's DMA reads with line/surface strides
+            # NCHW -> tokens x channels after a convolution: NVDLA's feature cube is channel-innermost already
+            return bool(perm) and perm[-1] == 1 and node.input[0] in self.channels_first
+        if op_t == "Gather":  # rows of an activation picked by constant indices (a CLS token): a strided read
+            return node.input[0] not in self.consts and node.input[1] in self.consts
+        if op_t in ("Add", "Sub", "Mul", "Div") and len(act_inputs) == 1 and len(deps) == 1:
+            # position / token-type embeddings added (or a scale applied) to looked-up rows: the host does
+            # it as it gathers (the embedding op's cost)
+            return self.out.g.nodes[deps[0]]["op"].kind is OpKind.GATHER
+        return False
+
+    def _split_matmul(self, node, deps: list[str]) -> bool:
+        """A matmul with static weights whose only use is a Split along its columns (GPT-2's fused QKV)
+        becomes one matmul per piece: the weight columns are split at compile time, and each piece is
+        the layer the preset lowering builds (V computed transposed for P V)."""
+        if len(deps) != 1:
+            return False
+        mm = deps[0]
+        op = self.out.g.nodes[mm]["op"]
+        if op.kind is not OpKind.MATMUL or op.attrs.get("im2col") or self.out.g.out_degree(mm):
+            return False
+        if any(v == mm and self.consumers.get(k, 0) > 1 for k, v in self.producer.items()):
+            return False
+        preds = list(self.out.g.predecessors(mm))
+        self.out.g.remove_node(mm)
+        for i, o in enumerate(node.output):
+            piece = dataclasses.replace(op, name=f"{mm}.{i}", n=self.shape(o, node)[-1])
+            self.producer[o] = self.out.add(piece, *preds)
+        self.splits += 1
+        for k in [k for k, v in self.producer.items() if v == mm]:
+            del self.producer[k]
+        return True
+
+    def _conv(self, node, name: str) -> Op:
+        x = node.input[0]
+        if node.op_type == "Conv" and x in self.image_inputs and node.input[1] in self.consts:
+            k, c, r, s_ = self.shape(node.input[1], node)
+            st, pads = _ints(node, "strides", [1, 1]), _ints(node, "pads", [0, 0, 0, 0])
+            n, _, h, w = self.shape(x, node)
+            patchify = r == s_ == st[0] == st[1] and not any(pads) and _attr(node, "group", 1) == 1
+            if patchify and _ints(node, "dilations", [1, 1]) == [1, 1]:
+                return patch_embed_op(name, batch=n, image=(w, h), patch=r, channels=c, hidden=k)
+        return _cnn_op(node, name, self.shapes, self.shape, self.path, self.consts.names, image=x in self.image_inputs)
 
 
 def _is_matmul(out: Graph, name: str) -> bool:
@@ -267,7 +407,9 @@ def _fold_and_infer(model, path: Path) -> tuple:
     logging.getLogger("onnxscript.optimizer._constant_folding").setLevel(logging.ERROR)
     try:  # folding and dead-node removal only: the optimizer's rewrite rules (e.g. Conv+BN) stay ours
         ir_model = onnx_ir.serde.deserialize_model(model)
-        onnxscript.optimizer.fold_constants(ir_model, onnx_shape_inference=True)
+        # ConstantOfShape is left alone by default (a constant-like op); exporters build shapes from it
+        fold_filled = lambda n: True if n.op_type == "ConstantOfShape" else None  # noqa: E731
+        onnxscript.optimizer.fold_constants(ir_model, onnx_shape_inference=True, should_fold=fold_filled)
         fused = fuse_patterns(ir_model)
         onnxscript.optimizer.remove_unused_nodes(ir_model)
         model = onnx_ir.serde.serialize_model(ir_model)
@@ -280,7 +422,22 @@ def _fold_and_infer(model, path: Path) -> tuple:
 
 
 def _bind_dims(model, batch: int, seq: int) -> None:
-    for vi in model.graph.input:
+    """Symbolic input dims bound: a name containing "batch" -> batch, one containing "seq", "len" or
+    "token" -> seq; other names (the dynamo exporter's s0, s1, ...) by position: the first dim -> batch,
+    the others -> seq. The exporter's intermediate shapes (still symbolic) are dropped, so that the
+    folder and shape inference recompute them from the bound inputs."""
+    del model.graph.value_info[:]
+    for vi in model.graph.output:
         for d in vi.type.tensor_type.shape.dim:
             if d.dim_param:
-                d.dim_value = batch if "batch" in d.dim_param.lower() else seq
+                d.Clear()
+    for vi in model.graph.input:
+        for pos, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.dim_param:
+                name = d.dim_param.lower()
+                if "batch" in name:
+                    d.dim_value = batch
+                elif any(w in name for w in ("seq", "len", "token")):
+                    d.dim_value = seq
+                else:
+                    d.dim_value = batch if pos == 0 else seq
