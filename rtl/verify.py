@@ -53,7 +53,6 @@ class BenchResult:
         return self.simulated_cycles / self.wall_s if self.wall_s else 0.0
 
 
-
 def _toolchain_tag() -> str:
     """The Verilator build's makefiles hold absolute paths into cocotb's install: a build made from
     another checkout or venv sharing ~/.cache is not reusable, so the build folder names the install."""
@@ -63,6 +62,7 @@ def _toolchain_tag() -> str:
 
     where = f"{Path(cocotb.__file__).resolve().parent}|{cocotb.__version__}"
     return "_" + hashlib.sha1(where.encode()).hexdigest()[:8]
+
 
 def require_iverilog() -> str:
     path = shutil.which("iverilog")

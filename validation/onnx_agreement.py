@@ -23,10 +23,15 @@ from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
 
 
-def agreement(onnx_path: str, against: str, *, head: str = "auto", seq: int = 128, hws=("nv_full",)) -> dict:
+def agreement(
+    onnx_path: str, against: str, *, head: str = "auto", batch: int = 1, seq: int = 128, hws=("nv_full",)
+) -> dict:
     """Per config: cycles and MACs of both paths and their ratio (ONNX / preset), and whether the two
     graphs hold the same kinds of layers; plus any host tasks the ONNX import left."""
-    graphs = {"onnx": model_graph(onnx_path, seq=seq), "preset": model_graph(against, seq=seq, head=head)}
+    graphs = {
+        "onnx": model_graph(onnx_path, batch=batch, seq=seq),
+        "preset": model_graph(against, batch=batch, seq=seq, head=head),
+    }
     ops = {k: list(ops_in_order(g)) for k, g in graphs.items()}
     kinds = {k: Counter(o.kind.value for o in v if o.kind is not OpKind.RESHAPE) for k, v in ops.items()}
     macs = {k: sum(o.macs for o in v) for k, v in ops.items()}
@@ -39,6 +44,7 @@ def agreement(onnx_path: str, against: str, *, head: str = "auto", seq: int = 12
         "opset": max((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), default=0),
         "against": against,
         "head": head,
+        "batch": batch,
         "seq": seq,
         "macs": macs,
         "mac_ratio": macs["onnx"] / macs["preset"],
@@ -49,7 +55,9 @@ def agreement(onnx_path: str, against: str, *, head: str = "auto", seq: int = 12
     }
     for hw in hws:
         cfg = load_config(hw)
-        cyc = {k: map_model(g, cfg, precision=Precision.INT8, batch=1, seq=seq).total_cycles for k, g in graphs.items()}
+        cyc = {
+            k: map_model(g, cfg, precision=Precision.INT8, batch=batch, seq=seq).total_cycles for k, g in graphs.items()
+        }
         out["configs"][hw] = {"cycles": cyc, "cycle_ratio": cyc["onnx"] / cyc["preset"]}
     return out
 
@@ -59,12 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("onnx")
     ap.add_argument("--against", required=True, help="a preset name or a config.json")
     ap.add_argument("--head", default="auto")
+    ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--hw", nargs="+", default=["nv_small", "nv_large", "nv_full"])
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     try:
-        rec = agreement(args.onnx, args.against, head=args.head, seq=args.seq, hws=args.hw)
+        rec = agreement(args.onnx, args.against, head=args.head, batch=args.batch, seq=args.seq, hws=args.hw)
     except NvdlaError as e:
         print(f"onnx_agreement: {e}", file=sys.stderr)
         return 2

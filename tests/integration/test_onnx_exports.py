@@ -42,6 +42,16 @@ def test_an_export_maps_like_its_config(model, exporter):
     assert rec["onnx_fusions"]["attention"] == 2
 
 
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_batch_and_sequence_are_bound_at_map_time(exporter):
+    """The exports' batch and sequence dims are symbolic: batch 3 at seq 96 maps as the config path does."""
+    for model, head in MODELS.items():
+        rec = agreement(str(DATA / f"{model}_{exporter}.onnx"), str(DATA / f"{model}.config.json"), head=head,
+                        batch=3, seq=96)  # fmt: skip
+        assert rec["mac_ratio"] == pytest.approx(1, rel=0.02), model
+        assert rec["configs"]["nv_full"]["cycle_ratio"] == pytest.approx(1, rel=0.02), model
+
+
 @pytest.mark.parametrize(("model", "exporter"), MASKED)
 def test_an_export_with_a_padding_mask_input(model, exporter):
     """With attention_mask as an input the mask is not a constant: its construction is one host task
