@@ -1,9 +1,11 @@
 """ONNX import: a transformer graph (MatMul/Gemm, Add, Softmax, LayerNormalization or its decomposed form,
 Gelu/Erf, Transpose, Reshape, Gather, ...) into the workload graph.
 
-Symbolic dims are bound from `batch` and `seq` (names containing "batch" -> batch, any other symbol ->
-seq). An op outside the table is an error naming the node and op type, unless `host_fallback` is set,
-in which case it becomes an explicit host task in the report.
+Symbolic dims are bound from `batch` and `seq` (see `_bind_dims`), the graph is folded and its
+exporter patterns fused (`_fold_and_infer`, `onnx_fusion`), attention is found around each Softmax
+(`onnx_attention`), and `_Importer` builds the ops the preset path would (docs/mapping.md, "Workload
+graph"). An op outside the table is an error naming the node and op type, unless `host_fallback` is
+set, in which case it becomes an explicit host task in the report.
 """
 
 from __future__ import annotations
