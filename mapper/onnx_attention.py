@@ -17,7 +17,6 @@ evaluate). Their values are computed on demand with onnx's reference evaluator.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -138,13 +137,29 @@ def find_attention(model, consts: Consts) -> list[Site]:
         for i in n.input:
             consumers.setdefault(i, []).append(n)
     sites = []
-    for sm in g.node:
-        if sm.op_type != "Softmax":
-            continue
-        site = _site(sm, consts, consumers)
+    for n in g.node:
+        site = _site(n, consts, consumers) if n.op_type == "Softmax" else None
+        if n.op_type == "Attention":
+            site = _attention_op(n, consts)
         if site is not None:
             sites.append(site)
     return sites
+
+
+def _attention_op(n, consts: Consts) -> Site:
+    """ONNX's own Attention op (opset 23, what the dynamo exporter writes for scaled_dot_product_attention
+    at that opset): QK^T, softmax and PV in one node. Its scale attribute defaults to 1/sqrt(head dim)
+    (0: the default); its optional attn_mask (input 3) is boolean (keep) or additive."""
+    attrs = {a.name: a for a in n.attribute}
+    scale = attrs["scale"].f if "scale" in attrs else 0.0
+    mask, mask_nodes = "", set()
+    if len(n.input) > 3 and n.input[3]:
+        mask = _additive_mask(n.input[3], consts)
+        mask_nodes = _from_inputs(n.input[3], consts)
+        mask = mask or ("bias" if mask_nodes else "")
+    if "is_causal" in attrs and attrs["is_causal"].i:
+        mask = "causal" if mask in ("", "causal") else "bias"
+    return Site(n.name, n.name, n.name, scale, mask, set(), n.input[2], mask_nodes)
 
 
 def _site(sm, consts: Consts, consumers: dict[str, list]) -> Site | None:
@@ -261,10 +276,13 @@ def _mask_value(name: str, consts: Consts) -> np.ndarray | None:
 
 def _additive_mask(name: str, consts: Consts) -> str:
     """An additive mask's kind: "" (all zeros), "causal" (masked exactly above the diagonal), else
-    "bias" (per-element values, such as relative-position biases, or a mask from an input)."""
+    "bias" (per-element values, such as relative-position biases, or a mask from an input). A boolean
+    mask (the Attention op's) is a keep mask."""
     m = _mask_value(name, consts)
     if m is None:
         return "bias"
+    if m.dtype == bool:
+        return _keep_kind(m)
     m = np.asarray(m, dtype=np.float64)
     if m.size == 0 or not np.all(np.isfinite(m) | (m < 0)):
         return "bias"
@@ -277,9 +295,10 @@ def _additive_mask(name: str, consts: Consts) -> str:
 def _keep_mask(name: str, consts: Consts) -> str:
     """Where(keep, scores, -inf): "" (keep everything), "causal", or "bias"."""
     keep = _mask_value(name, consts)
-    if keep is None:
-        return "bias"
-    keep = np.asarray(keep, dtype=bool)
+    return "bias" if keep is None else _keep_kind(np.asarray(keep, dtype=bool))
+
+
+def _keep_kind(keep: np.ndarray) -> str:
     if keep.all():
         return ""
     return "causal" if _is_causal(keep) else "bias"
@@ -292,7 +311,3 @@ def _is_causal(keep: np.ndarray) -> bool:
     q, k = keep.shape[-2:]
     tri = np.arange(k)[None, :] <= np.arange(q)[:, None] + (k - q)  # queries are the last q positions
     return bool(np.all(keep == tri))
-
-
-def scale_is_unit(scale: float) -> bool:
-    return math.isclose(scale, 1.0, rel_tol=1e-4)

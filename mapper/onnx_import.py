@@ -57,6 +57,7 @@ SUPPORTED = sorted(
         "RMSNormalization",
         "NvdlaRmsNorm",
         "Split",
+        "Attention",
         "ReduceMean",
         "Transpose",
         "Gather",
@@ -204,6 +205,9 @@ class _Importer:
                 if site is not None:
                     attrs.update(causal=site.mask == "causal", bias=site.mask == "bias", scale=site.scale)
                 op = Op(name, OpKind.ATTN_SCORES, y[-2], cols, k=k, count=lead, group="attention", attrs=attrs)
+        elif op_t == "Attention":
+            self._attention_op(node, name, site, act_inputs)
+            return
         elif op_t == "Softmax":
             attrs = {"causal": site is not None and site.mask == "causal"}
             op = Op(name, OpKind.SOFTMAX, y[-2] if len(y) > 1 else 1, cols, count=lead, group="softmax", attrs=attrs)
@@ -243,6 +247,43 @@ class _Importer:
             self.producer[o] = name
         if op.kind in (OpKind.CONV, OpKind.POOL):
             self.channels_first.update(node.output)
+
+    def _attention_op(self, node, name: str, site, act_inputs: list[str]) -> None:
+        """ONNX's Attention op (opset 23) as the three layers the preset builds: QK^T, softmax, PV per
+        head (4-D Q/K/V [batch, heads, seq, head dim], or 3-D [batch, seq, heads x head dim] with the
+        q_num_heads / kv_num_heads attributes); a past_key / past_value (inputs 4, 5) adds cached keys."""
+        q, k, v = (self.shape(i, node) for i in node.input[:3])
+        if len(q) == 4:
+            (b, hq, sq, hd), (hkv, skv), hdv = q, k[1:3], v[3]
+        else:
+            hq, hkv = _attr(node, "q_num_heads", 0), _attr(node, "kv_num_heads", 0)
+            if not hq or not hkv:
+                raise NvdlaError(
+                    f"{self.path}: node {name!r} (Attention): 3-D inputs need q_num_heads and kv_num_heads"
+                )
+            b, sq, hd, skv, hdv = q[0], q[1], q[2] // hq, k[1], v[2] // hkv
+        if len(node.input) > 4 and node.input[4]:
+            skv += self.shape(node.input[4], node)[-2]
+        for a in node.attribute:
+            if a.name == "softcap" and a.f:
+                raise NvdlaError(f"{self.path}: node {name!r} (Attention): softcap {a.f:g} is not supported (0 is)")
+        if hq % hkv:
+            raise NvdlaError(f"{self.path}: node {name!r} (Attention): {hq} query heads over {hkv} K/V heads")
+        dep = {i: self.producer[i] for i in act_inputs if i in self.producer}
+        causal, share = site.mask == "causal", hq // hkv
+        scores_attrs = {"kv_share": share, "causal": causal, "bias": site.mask == "bias",
+                        "scale": site.scale or 1 / math.sqrt(hd)}  # fmt: skip
+        mask_dep = [dep[node.input[3]]] if len(node.input) > 3 and node.input[3] in dep else []
+        qk_deps = sorted({dep[i] for i in node.input[:2] if i in dep} | set(mask_dep))
+        qk = self.out.add(Op(f"{name}.qk", OpKind.ATTN_SCORES, sq, skv, k=hd, count=b * hq, group="attention",
+                             attrs=scores_attrs), *qk_deps)  # fmt: skip
+        sm = self.out.add(Op(f"{name}.softmax", OpKind.SOFTMAX, sq, skv, count=b * hq, group="softmax",
+                             attrs={"causal": causal}), qk)  # fmt: skip
+        pv_deps = [sm, *([dep[node.input[2]]] if node.input[2] in dep else [])]
+        pv = self.out.add(Op(f"{name}.pv", OpKind.ATTN_CONTEXT, sq, hdv, k=skv, count=b * hq, group="attention",
+                             attrs={"causal": causal, "kv_share": share}), *pv_deps)  # fmt: skip
+        for o in node.output:
+            self.producer[o] = pv
 
     def _mask_op(self) -> Op:
         """Host input preprocessing: the additive mask [.., seq, keys] from the model's attention_mask,

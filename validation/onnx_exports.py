@@ -2,12 +2,14 @@
 
     python -m nvdla_validation.onnx_exports [--out validation/data/onnx] [--only NAME ...]
 
+Exporters: `torchscript` (opset 17), `dynamo` (opset 18), and for BERT, GPT-2 and T5's encoder
+`dynamo23` (opset 23, where attention is ONNX's own Attention op).
 Needs the optional extra `export` (torch, transformers; a CPU torch wheel is enough). CI never runs
-this: it commits what it wrote, `<model>_<exporter>.onnx` (weights inline, each well under 1 MB), the
+this: it commits what it wrote, `<model>_<exporter>.onnx` (weights inline, each under 1 MB), the
 model's `config.json` as `<model>.config.json` (the same architecture through the config path), and
 `versions.json` with the library versions and the command. Models have random weights from a fixed
-seed, 2 layers, hidden 64; inputs are `input_ids` (batch, seq) or `pixel_values` (batch, 3, H, W) with
-batch and seq dynamic where the exporter allows it. A model an exporter cannot export is recorded in
+seed, 2 layers, hidden 64; inputs are `input_ids` (batch, seq), with `attention_mask` for the *_masked
+models, or `pixel_values` (batch, 3, H, W); batch and seq are dynamic. A model an exporter cannot export is recorded in
 versions.json with the exporter's one-line error, not left out silently.
 """
 
@@ -21,6 +23,8 @@ from pathlib import Path
 
 DEFAULT_OUT = Path(__file__).parent / "data" / "onnx"
 EXPORTERS = ("torchscript", "dynamo")
+# the dynamo exporter at opset 23 writes scaled_dot_product_attention as ONNX's own Attention op
+OPSET23 = ("bert", "gpt2", "t5_encoder")
 SEQ = 64  # the example input's sequence length (dynamic axes keep it free)
 
 
@@ -92,7 +96,8 @@ def _export(model, names: tuple[str, ...], example: tuple, path: Path, exporter:
     else:
         dims = tuple({i: torch.export.Dim.AUTO for i in axes[n]} for n in names)
         # forward(*xs): the inputs are one (varargs) argument, so are their dynamic shapes
-        kw = dict(dynamo=True, opset_version=18, dynamic_shapes=(dims,), external_data=external_data)
+        opset = 23 if exporter == "dynamo23" else 18
+        kw = dict(dynamo=True, opset_version=opset, dynamic_shapes=(dims,), external_data=external_data)
     with torch.no_grad():
         torch.onnx.export(_wrapped(model, names), example, str(path), input_names=list(names),
                           output_names=["out"], **kw)  # fmt: skip
@@ -173,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg = {**models[name][3].to_dict(), "architectures": [type(models[name][0]).__name__]}  # as save_pretrained
             text = json.dumps(cfg, indent=1, sort_keys=True, default=str) + "\n"
             (args.out / f"{name}.config.json").write_text(text)
-        for exporter in EXPORTERS:
+        for exporter in (*EXPORTERS, "dynamo23") if name in OPSET23 else EXPORTERS:
             key = f"{name}_{exporter}"
             try:
                 record["exports"][key] = export_one(name, exporter, args.out)

@@ -17,6 +17,7 @@ from nvdla_validation.onnx_agreement import agreement
 DATA = Path(__file__).parents[2] / "validation" / "data" / "onnx"
 MODELS = {"bert": "cls", "gpt2": "lm", "t5_encoder": "none", "vit": "cls"}
 EXPORTS = [(m, e) for m in MODELS for e in ("torchscript", "dynamo")]
+EXPORTS += [(m, "dynamo23") for m in ("bert", "gpt2", "t5_encoder")]  # ONNX's Attention op (opset 23)
 MASKED = [(m, e) for m in ("bert_masked", "gpt2_masked") for e in ("torchscript", "dynamo")]
 
 
@@ -27,6 +28,7 @@ def test_the_committed_exports_are_what_versions_json_records():
         entry = rec["exports"][f"{model}_{exporter}"]
         path = DATA / entry["file"]
         assert path.stat().st_size == entry["bytes"] < 1_000_000, path
+        assert entry["opset"] == {"torchscript": 17, "dynamo": 18, "dynamo23": 23}[exporter]
         assert (DATA / f"{model.removesuffix('_masked')}.config.json").exists()
 
 

@@ -127,3 +127,62 @@ def test_an_isnan_outside_the_guard_is_still_an_unsupported_op(tmp_path):
         graph_from_onnx(path)
     wg = graph_from_onnx(path, host_fallback=True)
     assert [o.name for o in ops_in_order(wg) if o.kind is OpKind.HOST] == ["stray_isnan"]
+
+
+def _attention_op_graph(path, *, three_d: bool, kv_heads: int, causal: int = 0, past: int = 0, softcap: float = 0.0):
+    """Q, K, V projections into ONNX's Attention op (opset 23), 4-D (heads split by Reshape/Transpose)
+    or 3-D (q_num_heads / kv_num_heads attributes), grouped-query K/V, an optional past_key/past_value."""
+    rng = np.random.default_rng(0)
+    f32 = np.float32
+    kv = kv_heads * D
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(f32), w)
+             for w, s in (("wq", (H, H)), ("wk", (H, kv)), ("wv", (H, kv)), ("wo", (H, H)))]  # fmt: skip
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", f"w{w}"], [f"{w}p"], name=f"{w}_proj") for w in "qkv"]
+    ins = ["qp", "kp", "vp"]
+    if not three_d:
+        for w, heads in (("q", HEADS), ("k", kv_heads), ("v", kv_heads)):
+            inits.append(numpy_helper.from_array(np.array([1, S, heads, D], np.int64), f"{w}_shape"))
+            nodes += [n("Reshape", [f"{w}p", f"{w}_shape"], [f"{w}r"], name=f"{w}_split"),
+                      n("Transpose", [f"{w}r"], [f"{w}h"], perm=[0, 2, 1, 3], name=f"{w}_heads")]  # fmt: skip
+        ins = ["qh", "kh", "vh"]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, S, H])]
+    if past:
+        ins += ["", "past_k", "past_v"]
+        shape = [1, kv_heads, past, D]
+        inputs += [helper.make_tensor_value_info(p, TensorProto.FLOAT, shape) for p in ("past_k", "past_v")]
+    attrs = {"is_causal": causal, "softcap": softcap}
+    if three_d:
+        attrs.update(q_num_heads=HEADS, kv_num_heads=kv_heads)
+    nodes.append(n("Attention", ins, ["y4"], name="attn", **attrs))
+    if three_d:
+        nodes.append(n("MatMul", ["y4", "wo"], ["y"], name="o_proj"))
+    else:
+        inits.append(numpy_helper.from_array(np.array([1, S, H], np.int64), "merge_shape"))
+        nodes += [n("Transpose", ["y4"], ["yt"], perm=[0, 2, 1, 3], name="merge_heads"),
+                  n("Reshape", ["yt", "merge_shape"], ["ym"], name="merge"), n("MatMul", ["ym", "wo"], ["y"], name="o_proj")]  # fmt: skip
+    g = helper.make_graph(nodes, "attn23", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("three_d", [False, True])
+@pytest.mark.parametrize(("kv_heads", "causal", "past"), [(HEADS, 0, 0), (1, 1, 0), (1, 1, 8)])
+def test_the_attention_op_becomes_the_preset_layers(tmp_path, three_d, kv_heads, causal, past):
+    path = _attention_op_graph(tmp_path / "a.onnx", three_d=three_d, kv_heads=kv_heads, causal=causal, past=past)
+    ops = [o for o in ops_in_order(graph_from_onnx(path)) if o.kind is not OpKind.RESHAPE]
+    assert [o.kind for o in ops] == [OpKind.MATMUL] * 3 + [OpKind.ATTN_SCORES, OpKind.SOFTMAX, OpKind.ATTN_CONTEXT,
+                                                          OpKind.MATMUL]  # fmt: skip
+    qk, sm, pv = ops[3:6]
+    keys = S + past
+    assert (qk.m, qk.n, qk.k, qk.count) == (S, keys, D, HEADS) and (pv.m, pv.n, pv.k) == (S, D, keys)
+    assert qk.attrs["kv_share"] == pv.attrs["kv_share"] == HEADS // kv_heads
+    assert qk.attrs["causal"] is sm.attrs["causal"] is bool(causal)
+    assert qk.attrs["scale"] == pytest.approx(1 / math.sqrt(D))
+    assert ops[2].attrs.get("feeds_context")
+
+
+def test_an_attention_op_with_softcap_is_refused_in_one_line(tmp_path):
+    path = _attention_op_graph(tmp_path / "a.onnx", three_d=True, kv_heads=HEADS, softcap=30.0)
+    with pytest.raises(NvdlaError, match=r"node 'attn' \(Attention\): softcap 30 is not supported"):
+        graph_from_onnx(path)
