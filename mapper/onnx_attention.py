@@ -37,6 +37,10 @@ class Consts:
         self.inputs = {i.name: i for i in graph.input if i.name not in {t.name for t in graph.initializer}}
         self.inits = {i.name: i for i in graph.initializer}
         self.producer = {o: n for n in graph.node for o in n.output}
+        self.consumers: dict[str, list] = {}  # value -> the nodes reading it
+        for n in graph.node:
+            for i in n.input:
+                self.consumers.setdefault(i, []).append(n)
         self.names: set[str] = set(self.inits)
         for n in graph.node:
             if n.op_type == "Constant" or (n.input and all(not i or i in self.names for i in n.input)):
@@ -131,14 +135,9 @@ class Site:
 
 def find_attention(model, consts: Consts) -> list[Site]:
     """Every Softmax that sits between a QK^T and a PV MatMul of two activations."""
-    g = model.graph
-    consumers: dict[str, list] = {}
-    for n in g.node:
-        for i in n.input:
-            consumers.setdefault(i, []).append(n)
     sites = []
-    for n in g.node:
-        site = _site(n, consts, consumers) if n.op_type == "Softmax" else None
+    for n in model.graph.node:
+        site = _site(n, consts) if n.op_type == "Softmax" else None
         if n.op_type == "Attention":
             site = _attention_op(n, consts)
         if site is not None:
@@ -152,17 +151,14 @@ def _attention_op(n, consts: Consts) -> Site:
     (0: the default); its optional attn_mask (input 3) is boolean (keep) or additive."""
     attrs = {a.name: a for a in n.attribute}
     scale = attrs["scale"].f if "scale" in attrs else 0.0
-    mask, mask_nodes = "", set()
-    if len(n.input) > 3 and n.input[3]:
-        mask = _additive_mask(n.input[3], consts)
-        mask_nodes = _from_inputs(n.input[3], consts)
-        mask = mask or ("bias" if mask_nodes else "")
+    mask, mask_nodes = _mask(n.input[3], consts) if len(n.input) > 3 and n.input[3] else ("", set())
+    mask = mask or ("bias" if mask_nodes else "")  # padding only: a per-element operand all the same
     if "is_causal" in attrs and attrs["is_causal"].i:
         mask = "causal" if mask in ("", "causal") else "bias"
     return Site(n.name, n.name, n.name, scale, mask, set(), n.input[2], mask_nodes)
 
 
-def _site(sm, consts: Consts, consumers: dict[str, list]) -> Site | None:
+def _site(sm, consts: Consts) -> Site | None:
     prod = consts.producer
     absorbed: set[str] = set()
     mask_nodes: set[str] = set()  # a mask built from a model input (a padding mask): one host task
@@ -176,21 +172,19 @@ def _site(sm, consts: Consts, consumers: dict[str, list]) -> Site | None:
         if t == "MatMul" and not any(i in consts for i in n.input):
             scores = n
             break
-        if t in ("Mul", "Div") and len(n.input) == 2 and consts.scalar(n.input[1]) is not None:
-            c = consts.scalar(n.input[1])
-            scale *= c if t == "Mul" else 1 / c
-            v = n.input[0]
-        elif t == "Mul" and consts.scalar(n.input[0]) is not None:
-            scale *= consts.scalar(n.input[0])
-            v = n.input[1]
+        if (factor := _scalar_factor(n, consts)) is not None:
+            c, v = factor
+            scale *= c
         elif t == "Add":
             side = 0 if _reaches_matmul(n.input[0], consts) else 1
-            masks.append(_additive_mask(n.input[1 - side], consts))
-            mask_nodes |= _from_inputs(n.input[1 - side], consts)
+            kind, nodes = _mask(n.input[1 - side], consts)
+            masks.append(kind)
+            mask_nodes |= nodes
             v = n.input[side]
         elif t == "Where" and consts.scalar(n.input[2]) is not None and consts.scalar(n.input[2]) <= _MASKED:
-            masks.append(_keep_mask(n.input[0], consts))
-            mask_nodes |= _from_inputs(n.input[0], consts)
+            kind, nodes = _mask(n.input[0], consts, keep=True)
+            masks.append(kind)
+            mask_nodes |= nodes
             v = n.input[1]
         elif t in _PASS:
             v = n.input[0]
@@ -200,15 +194,9 @@ def _site(sm, consts: Consts, consumers: dict[str, list]) -> Site | None:
     for side, src in enumerate(scores.input):  # the scale on Q / K, and K's transposes
         while (n := prod.get(src)) is not None and src not in consts:
             t = n.op_type
-            if t == "Mul" and consts.scalar(n.input[1]) is not None:
-                scale *= consts.scalar(n.input[1])
-                src = n.input[0]
-            elif t == "Mul" and consts.scalar(n.input[0]) is not None:
-                scale *= consts.scalar(n.input[0])
-                src = n.input[1]
-            elif t == "Div" and consts.scalar(n.input[1]) is not None:
-                scale /= consts.scalar(n.input[1])
-                src = n.input[0]
+            if (factor := _scalar_factor(n, consts)) is not None:
+                c, src = factor
+                scale *= c
             elif t in _PASS or (t == "Transpose" and side == 1):
                 src = n.input[0]
             else:
@@ -216,7 +204,7 @@ def _site(sm, consts: Consts, consumers: dict[str, list]) -> Site | None:
             absorbed.add(n.name)
     out = sm.output[0]
     while True:  # forward from the softmax to PV, past the NaN guard of fully masked rows
-        users = consumers.get(out, [])
+        users = consts.consumers.get(out, [])
         guard = [u for u in users if u.op_type == "IsNaN"]
         if guard and len(users) == 2:
             where = next((u for u in users if u.op_type == "Where"), None)
@@ -237,6 +225,29 @@ def _site(sm, consts: Consts, consumers: dict[str, list]) -> Site | None:
     if mask_nodes and not mask:
         mask = "bias"  # padding only: a per-element operand all the same
     return Site(scores.name, sm.name, context.name, scale, mask, absorbed, context.input[1], mask_nodes)
+
+
+def _scalar_factor(n, consts: Consts) -> tuple[float, str] | None:
+    """(c, x) for a node computing c * x with a constant scalar c (Mul either way round, Div by it)."""
+    if len(n.input) != 2:
+        return None
+    if n.op_type in ("Mul", "Div") and (c := consts.scalar(n.input[1])) is not None:
+        return (c if n.op_type == "Mul" else 1 / c), n.input[0]
+    if n.op_type == "Mul" and (c := consts.scalar(n.input[0])) is not None:
+        return c, n.input[1]
+    return None
+
+
+def _mask(name: str, consts: Consts, *, keep: bool = False) -> tuple[str, set[str]]:
+    """A mask operand's kind ("", "causal" or "bias") and, for one built from model inputs, the nodes
+    building it. Additive, or with `keep` the condition of Where(keep, scores, -inf); a boolean value is
+    a keep mask either way."""
+    nodes = _from_inputs(name, consts)
+    value = consts.value(name) if name in consts else (consts.evaluate(name, ones_for_inputs=True) if nodes else None)
+    if value is None:
+        return "bias", nodes
+    kind = _keep_kind(np.asarray(value, dtype=bool)) if keep or value.dtype == bool else _additive_kind(value)
+    return kind, nodes
 
 
 def _reaches_matmul(v: str, consts: Consts, depth: int = 8) -> bool:
@@ -267,22 +278,9 @@ def _from_inputs(name: str, consts: Consts) -> set[str]:
     return {n.name for n in found[0] if not all(o in consts for o in n.output)}
 
 
-def _mask_value(name: str, consts: Consts) -> np.ndarray | None:
-    """A mask's value: the constant, or for a mask from model inputs its value without padding."""
-    if name in consts:
-        return consts.value(name)
-    return consts.evaluate(name, ones_for_inputs=True) if _from_inputs(name, consts) else None
-
-
-def _additive_mask(name: str, consts: Consts) -> str:
+def _additive_kind(m: np.ndarray) -> str:
     """An additive mask's kind: "" (all zeros), "causal" (masked exactly above the diagonal), else
-    "bias" (per-element values, such as relative-position biases, or a mask from an input). A boolean
-    mask (the Attention op's) is a keep mask."""
-    m = _mask_value(name, consts)
-    if m is None:
-        return "bias"
-    if m.dtype == bool:
-        return _keep_kind(m)
+    "bias" (per-element values, such as relative-position biases)."""
     m = np.asarray(m, dtype=np.float64)
     if m.size == 0 or not np.all(np.isfinite(m) | (m < 0)):
         return "bias"
@@ -290,12 +288,6 @@ def _additive_mask(name: str, consts: Consts) -> str:
     if not masked.any():
         return "" if np.allclose(m, 0) else "bias"
     return "causal" if _is_causal(~masked) and np.allclose(m[~masked], 0) else "bias"
-
-
-def _keep_mask(name: str, consts: Consts) -> str:
-    """Where(keep, scores, -inf): "" (keep everything), "causal", or "bias"."""
-    keep = _mask_value(name, consts)
-    return "bias" if keep is None else _keep_kind(np.asarray(keep, dtype=bool))
 
 
 def _keep_kind(keep: np.ndarray) -> str:

@@ -110,10 +110,6 @@ class _Importer:
             self.shapes[vi.name] = [d.dim_value if d.dim_value > 0 else 0 for d in vi.type.tensor_type.shape.dim]
         for i in self.g.initializer:
             self.shapes[i.name] = list(i.dims)
-        self.consumers: dict[str, int] = {}
-        for n in self.g.node:
-            for i in n.input:
-                self.consumers[i] = self.consumers.get(i, 0) + 1
         self.out = Graph(path.stem)
         self.producer: dict[str, str] = {}  # value -> the workload op computing it
         self.channels_first: set[str] = set()  # NCHW values of a convolution (NVDLA keeps them channel-last)
@@ -132,7 +128,7 @@ class _Importer:
         for node in self.g.node:
             if all(o in self.consts for o in node.output):
                 continue  # known at compile time (a weight slice, a mask, shape arithmetic)
-            self.node(node, node.name)
+            self.node(node)
         masks = [s.mask for s in self.sites]
         found = {
             "attention": len(self.sites),  # scale, mask and NaN guard into the QK^T / softmax / PV layers
@@ -162,8 +158,8 @@ class _Importer:
             if first and node.op_type in ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Cast"):
                 self.channels_first.add(o)
 
-    def node(self, node, name: str) -> None:
-        out, consts, op_t = self.out, self.consts, node.op_type
+    def node(self, node) -> None:
+        out, consts, op_t, name = self.out, self.consts, node.op_type, node.name
         act_inputs = [i for i in node.input if i and i not in consts]
         deps = sorted({self.producer[i] for i in act_inputs if i in self.producer})
         if node.name in self.mask_nodes:  # the attention mask built from a model input: one host task
@@ -198,18 +194,16 @@ class _Importer:
                 bias = op_t == "Gemm" and len(node.input) > 2 and bool(node.input[2])
                 op = Op(name, OpKind.MATMUL, rows, cols, k=k, group="matmul", attrs={} if bias else {"bias": False})
             elif site is not None and site.context == node.name:
-                attrs = {"causal": site.mask == "causal", "kv_share": 1}
+                attrs = _site_attrs(site, 1, site.scale)[2]
                 op = Op(name, OpKind.ATTN_CONTEXT, y[-2], cols, k=k, count=lead, group="attention", attrs=attrs)
-            else:
-                attrs = {"kv_share": 1}
-                if site is not None:
-                    attrs.update(causal=site.mask == "causal", bias=site.mask == "bias", scale=site.scale)
+            else:  # QK^T (or, outside any attention found, another product of two activations)
+                attrs = _site_attrs(site, 1, site.scale)[0] if site is not None else {"kv_share": 1}
                 op = Op(name, OpKind.ATTN_SCORES, y[-2], cols, k=k, count=lead, group="attention", attrs=attrs)
         elif op_t == "Attention":
             self._attention_op(node, name, site, act_inputs)
             return
         elif op_t == "Softmax":
-            attrs = {"causal": site is not None and site.mask == "causal"}
+            attrs = _site_attrs(site, 1, site.scale)[1] if site is not None else {"causal": False}
             op = Op(name, OpKind.SOFTMAX, y[-2] if len(y) > 1 else 1, cols, count=lead, group="softmax", attrs=attrs)
         elif op_t in ("LayerNormalization", "RMSNormalization", "NvdlaRmsNorm"):
             rms = op_t != "LayerNormalization"
@@ -270,18 +264,16 @@ class _Importer:
         if hq % hkv:
             raise NvdlaError(f"{self.path}: node {name!r} (Attention): {hq} query heads over {hkv} K/V heads")
         dep = {i: self.producer[i] for i in act_inputs if i in self.producer}
-        causal, share = site.mask == "causal", hq // hkv
-        scores_attrs = {"kv_share": share, "causal": causal, "bias": site.mask == "bias",
-                        "scale": site.scale or 1 / math.sqrt(hd)}  # fmt: skip
+        scores_attrs, softmax_attrs, context_attrs = _site_attrs(site, hq // hkv, site.scale or 1 / math.sqrt(hd))
         mask_dep = [dep[node.input[3]]] if len(node.input) > 3 and node.input[3] in dep else []
         qk_deps = sorted({dep[i] for i in node.input[:2] if i in dep} | set(mask_dep))
         qk = self.out.add(Op(f"{name}.qk", OpKind.ATTN_SCORES, sq, skv, k=hd, count=b * hq, group="attention",
                              attrs=scores_attrs), *qk_deps)  # fmt: skip
         sm = self.out.add(Op(f"{name}.softmax", OpKind.SOFTMAX, sq, skv, count=b * hq, group="softmax",
-                             attrs={"causal": causal}), qk)  # fmt: skip
+                             attrs=softmax_attrs), qk)  # fmt: skip
         pv_deps = [sm, *([dep[node.input[2]]] if node.input[2] in dep else [])]
         pv = self.out.add(Op(f"{name}.pv", OpKind.ATTN_CONTEXT, sq, hdv, k=skv, count=b * hq, group="attention",
-                             attrs={"causal": causal, "kv_share": share}), *pv_deps)  # fmt: skip
+                             attrs=context_attrs), *pv_deps)  # fmt: skip
         for o in node.output:
             self.producer[o] = pv
 
@@ -324,7 +316,8 @@ class _Importer:
         op = self.out.g.nodes[mm]["op"]
         if op.kind is not OpKind.MATMUL or op.attrs.get("im2col") or self.out.g.out_degree(mm):
             return False
-        if any(v == mm and self.consumers.get(k, 0) > 1 for k, v in self.producer.items()):
+        aliases = [k for k, v in self.producer.items() if v == mm]  # the matmul's output and its views
+        if any(len(self.consts.consumers.get(k, [])) > 1 for k in aliases):
             return False
         preds = list(self.out.g.predecessors(mm))
         self.out.g.remove_node(mm)
@@ -332,7 +325,7 @@ class _Importer:
             piece = dataclasses.replace(op, name=f"{mm}.{i}", n=self.shape(o, node)[-1])
             self.producer[o] = self.out.add(piece, *preds)
         self.splits += 1
-        for k in [k for k, v in self.producer.items() if v == mm]:
+        for k in aliases:
             del self.producer[k]
         return True
 
@@ -346,6 +339,13 @@ class _Importer:
             if patchify and _ints(node, "dilations", [1, 1]) == [1, 1]:
                 return patch_embed_op(name, batch=n, image=(w, h), patch=r, channels=c, hidden=k)
         return _cnn_op(node, name, self.shapes, self.shape, self.path, self.consts.names, image=x in self.image_inputs)
+
+
+def _site_attrs(site, kv_share: int, scale: float) -> tuple[dict, dict, dict]:
+    """The attrs the preset gives an attention's QK^T, softmax and PV, from what the import found."""
+    causal = site.mask == "causal"
+    scores = {"kv_share": kv_share, "causal": causal, "bias": site.mask == "bias", "scale": scale}
+    return scores, {"causal": causal}, {"causal": causal, "kv_share": kv_share}
 
 
 def _is_matmul(out: Graph, name: str) -> bool:

@@ -101,8 +101,7 @@ def _export(model, names: tuple[str, ...], example: tuple, path: Path, exporter:
     with torch.no_grad():
         torch.onnx.export(_wrapped(model, names), example, str(path), input_names=list(names),
                           output_names=["out"], **kw)  # fmt: skip
-    for n in names:
-        _rename_dims(path, n, axes[n])
+    _rename_dims(path, axes)
     return kw["opset_version"]
 
 
@@ -116,17 +115,17 @@ def export_one(name: str, exporter: str, out_dir: Path) -> dict:
     return {"file": path.name, "bytes": path.stat().st_size, "opset": opset, "inputs": list(names)}
 
 
-def _rename_dims(path: Path, input_name: str, axes: dict[int, str]) -> None:
-    """The dynamo exporter names dynamic dims s0, s1...; name them batch / seq as the importer binds them."""
+def _rename_dims(path: Path, axes: dict[str, dict[int, str]]) -> None:
+    """The dynamo exporter names dynamic dims s0, s1...; name them batch / seq (input name -> position ->
+    name) as the importer binds them, in one load and save of the model."""
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)  # external weights stay where they are
     renames = {}
     for vi in model.graph.input:
-        if vi.name == input_name:
-            for i, d in enumerate(vi.type.tensor_type.shape.dim):
-                if d.dim_param and i in axes:
-                    renames[d.dim_param] = axes[i]
+        for i, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.dim_param and i in axes.get(vi.name, {}):
+                renames[d.dim_param] = axes[vi.name][i]
     if not renames or all(k == v for k, v in renames.items()):
         return
     for vi in [*model.graph.input, *model.graph.output, *model.graph.value_info]:
