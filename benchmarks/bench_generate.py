@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 
-from nvdla_mapper.generate import generate
+from nvdla_mapper.frontends.presets import preset
 from nvdla_mapper.passes import _simulate_cached
-from nvdla_mapper.tiling_search import search_plan
-from nvdla_mapper.zoo import preset
+from nvdla_mapper.search.tiling_search import search_plan
+from nvdla_mapper.studies.generate import generate
 from nvdla_sim import load_config
 
 

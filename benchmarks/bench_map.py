@@ -14,8 +14,8 @@ import time
 
 from nvdla_mapper import naive_plan, search_plan
 from nvdla_mapper import passes as mp
-from nvdla_mapper.lowering import LoweringContext
-from nvdla_mapper.zoo import PRESETS, build_graph
+from nvdla_mapper.frontends.presets import PRESETS, build_graph
+from nvdla_mapper.lowering.rules import LoweringContext
 from nvdla_sim import ConvLayer, Precision, load_config, simulate
 
 
@@ -26,8 +26,8 @@ def clear_caches() -> None:
 
 def zoo_times() -> None:
     """Cold mapping time of every preset on the three shipped builds."""
-    from nvdla_mapper.cnn_zoo import CNN_PRESETS
-    from nvdla_mapper.zoo import model_graph
+    from nvdla_mapper.frontends.cnn import CNN_PRESETS
+    from nvdla_mapper.frontends.resolve import model_graph
 
     names = [*PRESETS, *CNN_PRESETS]
     configs = ("nv_small", "nv_large", "nv_full")

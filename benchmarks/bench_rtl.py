@@ -18,7 +18,7 @@ import numpy as np
 from nvdla_rtl.amaranth_sim import run_amaranth
 from nvdla_rtl.verify import run_bench, verilator_available
 from nvdla_sim import Precision, load_config
-from nvdla_sim.datapath_model import datapath_params, random_pattern, stripe_beats
+from nvdla_sim.rtl_model.datapath_model import datapath_params, random_pattern, stripe_beats
 
 
 def main() -> None:

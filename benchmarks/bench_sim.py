@@ -11,7 +11,7 @@ import statistics
 import time
 
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config, simulate_conv
-from nvdla_sim.tiling import default_plan
+from nvdla_sim.engine.tiling import default_plan
 
 
 def _time(fn, repeats: int) -> float:

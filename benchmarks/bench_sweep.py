@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from nvdla_mapper.sweep import load_sweep, run_sweep
+from nvdla_mapper.studies.sweep import load_sweep, run_sweep
 
 
 def main() -> None:

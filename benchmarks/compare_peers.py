@@ -94,12 +94,12 @@ def hw_job(cfg_name: str, shapes, workdir: Path) -> dict:
 
 def project_job(job: dict) -> dict:
     """This project on the job's matmuls (run in a child process: cold caches, own peak memory)."""
-    from nvdla_mapper.lowering import HostModel, LoweringContext, matmul_layers
+    from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layers
     from nvdla_mapper.passes import layer_cycles
-    from nvdla_mapper.tiling_search import search_plan
+    from nvdla_mapper.search.tiling_search import search_plan
     from nvdla_sim import Precision, load_config
+    from nvdla_sim.engine.stats import Unit
     from nvdla_sim.layers import ConvLayer, SdpSpec
-    from nvdla_sim.stats import Unit
 
     hw = load_config(job["name"])
     ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
@@ -119,8 +119,8 @@ def project_job(job: dict) -> dict:
 
 def whole_model_job() -> dict:
     """This project's whole BERT-base (seq 128) on nv_full, every op mapped and simulated (child process)."""
+    from nvdla_mapper.frontends.presets import build_graph, preset
     from nvdla_mapper.passes import map_model
-    from nvdla_mapper.zoo import build_graph, preset
     from nvdla_sim import Precision, load_config
 
     t0 = time.perf_counter()

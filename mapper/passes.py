@@ -7,196 +7,24 @@ Each pass takes explicit arguments and returns plain data; `map_model` runs them
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 import math
-from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
 
 import networkx as nx
 
-from nvdla_sim import cdma
+from nvdla_mapper.lowering.fusion import fuse
+from nvdla_mapper.lowering.rules import Choice, HostModel, LoweringContext, Resource, Task, WeightTreatment, lower
+from nvdla_mapper.results import MapResult, TaskResult
+from nvdla_mapper.schedule import schedule
+from nvdla_mapper.search.tiling_search import search_plan
+from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.simulate import fixed_latency, simulate
+from nvdla_sim.engine.stats import LayerStats, Unit
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
-from nvdla_sim.simulate import fixed_latency, simulate
-from nvdla_sim.stats import LayerStats, Unit, UnitStats
-from nvdla_sim.trace import span_events, write_trace_doc
-
-from .fusion import fuse
-from .lowering import Choice, HostModel, LoweringContext, Resource, Task, WeightTreatment, lower
-from .schedule import schedule
-from .tiling_search import search_plan
-from .workload import ops_in_order
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    task: Task
-    cycles_per_instance: int
-    start: int
-    end: int
-    stats: LayerStats | None  # per instance, for hardware layers
-    duration: int  # all instances, with the prologue overlap between independent instances
-
-    @property
-    def cycles(self) -> int:
-        return self.duration
-
-    def to_row(self) -> dict[str, Any]:
-        st = self.stats
-        return {
-            "name": self.task.name,
-            "op": self.task.op,
-            "group": self.task.group,
-            "resource": self.task.resource,
-            "count": self.task.count,
-            "cycles": self.cycles,
-            "cycles_per_instance": self.cycles_per_instance,
-            "start": self.start,
-            "end": self.end,
-            "macs": st.macs * self.task.count if st else 0,
-            "mac_utilization": round(st.mac_utilization, 4) if st else 0.0,
-            "bound": st.bound.value if st else ("host" if self.task.resource == Resource.HOST else "dram"),
-            "dram_read": (st.traffic.dram_read * self.task.count) if st else self.task.copy_bytes * self.task.count,
-            "dram_write": (st.traffic.dram_write * self.task.count) if st else self.task.copy_bytes * self.task.count,
-            "macs_per_cycle": round(st.macs / st.cycles, 3) if st and st.cycles else 0.0,
-            "macs_per_dram_byte": round(st.macs / max(st.traffic.dram_total, 1), 3) if st else 0.0,
-            "tiling": json.dumps(st.detail.get("plan")) if st and st.detail.get("plan") else "",
-            "note": self.task.note,
-        }
-
-
-@dataclass
-class MapResult:
-    model: str
-    hw: HwConfig
-    precision: Precision
-    batch: int
-    seq: int
-    results: list[TaskResult]
-    notes: list[str] = field(default_factory=list)
-    weights: WeightTreatment = field(default_factory=WeightTreatment)
-    baseline_cycles: int | None = None  # the same model with dense, uncompressed weights
-    accuracy: dict[str, Any] | None = None  # filled by the quantization run (nvdla_mapper.accuracy)
-    model_macs: int = 0  # the model's own multiply-accumulates (no tile padding or ones-convolution sums)
-
-    def weight_bytes(self) -> tuple[int, int]:
-        """(dense, stored) weight bytes of all layers with static weights."""
-        dense = stored = 0
-        for r in self.results:
-            lay = r.task.layer
-            if isinstance(lay, ConvLayer) and r.task.group in ("matmul", "conv"):
-                s = lay.shape
-                d = cdma.weight_bytes(s.out_k, s.kernel_w * s.kernel_h * s.in_c * lay.precision.bytes) * r.task.count
-                dense += d
-                stored += (lay.weight_bytes * r.task.count) if lay.weight_bytes is not None else d
-        return dense, stored
-
-    @property
-    def total_cycles(self) -> int:
-        return max((r.end for r in self.results), default=0)
-
-    @property
-    def latency_ms(self) -> float:
-        return self.total_cycles / self.hw.clock_mhz / 1e3
-
-    @property
-    def macs(self) -> int:
-        return sum(r.stats.macs * r.task.count for r in self.results if r.stats)
-
-    @property
-    def mac_utilization(self) -> float:
-        peak = self.hw.peak_macs_per_cycle(self.precision)
-        return self.macs / (peak * self.total_cycles) if self.total_cycles else 0.0
-
-    def host_tasks(self) -> list[TaskResult]:
-        return [r for r in self.results if r.task.resource == Resource.HOST]
-
-    def unit_busy(self) -> dict[str, UnitStats]:
-        total: dict[Unit, UnitStats] = {}
-        for r in self.results:
-            if r.stats:
-                for u, s in r.stats.units.items():
-                    scaled = UnitStats(s.busy * r.task.count, s.stall * r.task.count)
-                    total[u] = total.get(u, UnitStats()) + scaled
-        return {u.value: s for u, s in total.items()}
-
-    def by_group(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for r in self.results:
-            out[r.task.group] = out.get(r.task.group, 0) + r.cycles
-        return out
-
-    def _weights_dict(self) -> dict[str, Any]:
-        dense, stored = self.weight_bytes()
-        w = self.weights
-        return {
-            "prune": w.prune or "none",
-            "density": w.density,
-            "compression": w.compression,
-            "sparse_mac_whatif": w.sparse_mac,
-            "sparse_mac_label": "what-if beyond NVDLA v1: a 2:4-sparse MAC array skips half the MACs"
-            if w.sparse_mac
-            else "",
-            "dense_weight_bytes": dense,
-            "stored_weight_bytes": stored,
-            "saved_weight_bytes": dense - stored,
-            "baseline_cycles": self.baseline_cycles,
-            "cycles_saved": (self.baseline_cycles - self.total_cycles) if self.baseline_cycles is not None else None,
-            "note": ""
-            if w.compression or w.sparse_mac or not w.prune
-            else "pruned zeros are still stored and multiplied: without --weight-compression NVDLA v1 gains nothing",
-        }
-
-    def by_block(self) -> dict[str, dict[str, int]]:
-        """Cycles per model block (op-name prefix, e.g. layer3) and op group, in model order."""
-        out: dict[str, dict[str, int]] = {}
-        for r in self.results:
-            block = r.task.op.split(".")[0]
-            groups = out.setdefault(block, {})
-            groups[r.task.group] = groups.get(r.task.group, 0) + r.cycles
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        host = self.host_tasks()
-        busy = self.unit_busy()
-        return {
-            "model": self.model,
-            "hw": self.hw.fingerprint,
-            "hw_config": self.hw.to_dict(),
-            "precision": self.precision.value,
-            "batch": self.batch,
-            "seq": self.seq,
-            "total_cycles": self.total_cycles,
-            "latency_ms": round(self.latency_ms, 6),
-            "throughput_inferences_per_s": round(1e3 / self.latency_ms, 3) if self.latency_ms else 0,
-            "macs": self.macs,
-            "model_macs": self.model_macs,
-            "mac_utilization": round(self.mac_utilization, 6),
-            "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
-            "dram_bytes_per_cycle": self.hw.dram_bytes_per_cycle,
-            "cycles_by_group": self.by_group(),
-            "cycles_by_block": self.by_block(),
-            "unit_busy": {u: s.to_dict() for u, s in busy.items()},
-            "unit_utilization": {
-                u: round(s.busy / self.total_cycles, 6) if self.total_cycles else 0.0 for u, s in busy.items()
-            },
-            "host_fallback": {
-                "tasks": len(host),
-                "cycles": sum(r.cycles for r in host),
-                "ops": sorted({r.task.note for r in host}),
-            },
-            "notes": self.notes,
-            "weights": self._weights_dict(),
-            "accuracy": self.accuracy,
-            "layers": [r.to_row() for r in self.results],
-        }
-
 
 # ---- passes -------------------------------------------------------------------------------------------
 
@@ -337,11 +165,6 @@ def map_model(
     )  # fmt: skip
 
 
-def trace_spans(result: MapResult) -> list[tuple[str, str, int, int]]:
-    """Timeline spans per resource (NVDLA core, BDMA, host) for the Perfetto trace."""
-    return [(r.task.resource.upper(), r.task.name, r.start, r.end) for r in result.results]
-
-
 def instances_duration(cycles: int, count: int, stats: LayerStats | None, hw: HwConfig | None = None) -> int:
     """Time for `count` independent instances of a hardware layer run back to back (heads, windows,
     groups, batch), each enabled in the other ping-pong register group while the previous one runs.
@@ -363,33 +186,3 @@ def instances_duration(cycles: int, count: int, stats: LayerStats | None, hw: Hw
         prologue = int(stats.detail.get("prologue_cycles", 0))
         hidden = min(prologue, cycles - prologue)
     return cycles + (count - 1) * (cycles - max(math.ceil(hidden), 0))
-
-
-def output_folder(path: str | Path, flag: str) -> Path:
-    """The folder a command writes into, created if missing; a one-line error if it cannot be."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise NvdlaError(f"{flag} {out}: exists and is not a folder; give a folder path")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise NvdlaError(f"{flag} {out}: cannot create the folder ({e.strerror})") from None
-    return out
-
-
-def write_results(result: MapResult, out_dir: str | Path) -> dict[str, Path]:
-    """Write report.json, layers.csv and trace.json (and return their paths)."""
-    out = output_folder(out_dir, "--report")
-    d = result.to_dict()
-    paths = {"json": out / "report.json", "csv": out / "layers.csv", "trace": out / "trace.json"}
-    process = f"{result.model} on {result.hw.fingerprint}"
-    write_trace_doc(paths["trace"], span_events(trace_spans(result), clock_mhz=result.hw.clock_mhz, process=process))
-    tmp = paths["json"].with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(d, indent=2))
-    tmp.replace(paths["json"])
-    with paths["csv"].open("w", newline="") as f:
-        rows = d["layers"]
-        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
-        w.writeheader()
-        w.writerows(rows)
-    return paths

@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from nvdla_cli.map_commands import add_commands as add_mapper
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import builtin_configs, load_config
+from nvdla_sim.engine.simulate import simulate
+from nvdla_sim.engine.stats import LayerStats, Unit
+from nvdla_sim.engine.trace import write_trace
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import MAX_DIM, ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.simulate import simulate
-from nvdla_sim.stats import LayerStats, Unit
-from nvdla_sim.trace import write_trace
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -163,7 +163,7 @@ def _simulate(args: argparse.Namespace) -> int:
         layer = ConvLayer(name, shape, prec, spec)
         plan = None
         if args.plan == "search":
-            from nvdla_mapper.tiling_search import search_plan
+            from nvdla_mapper.search.tiling_search import search_plan
 
             plan = search_plan(layer, hw).plan
         stats = simulate(layer, hw, plan)
@@ -190,7 +190,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _simulate_split_matmul(args: argparse.Namespace, hw, spec: SdpSpec, name: str) -> int:
     """A matmul past the 8192 register fields: the mapper's split into hardware layers, each simulated
     with its searched plan and charged its launch, pipeline and completion; they run one after another."""
-    from nvdla_mapper.lowering import HostModel, LoweringContext, matmul_layers
+    from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layers
     from nvdla_mapper.passes import layer_cycles
 
     ctx = LoweringContext(hw=hw, precision=args.precision, host=HostModel())
@@ -216,8 +216,8 @@ def _simulate_split_matmul(args: argparse.Namespace, hw, spec: SdpSpec, name: st
 
 
 def _simulate_trace_test(args: argparse.Namespace) -> int:
-    from nvdla_sim.regdecode import describe
-    from nvdla_sim.regrun import run_program, unit_cycles
+    from nvdla_sim.program.decode import describe
+    from nvdla_sim.program.run import run_program, unit_cycles
 
     hw = load_config(args.hw or "nv_small_rtl_tb")
     run = run_program(args.trace_test, hw, strict=not args.allow_unknown_registers)

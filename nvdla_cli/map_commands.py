@@ -66,7 +66,7 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--layer", metavar="NAME", help="with --emit-program: only this task (e.g. layer0.attn.q)")
     registry["map"] = _map
     sw = sub.add_parser("sweep", help="run a design-space sweep from a TOML file (resumable, SQLite)")
-    sw.add_argument("file", help="sweep TOML (see mapper/sweep.py and examples/sweep_bert.toml)")
+    sw.add_argument("file", help="sweep TOML (see mapper/studies/sweep.py and examples/sweep_bert.toml)")
     sw.add_argument("--db", default=None, help="SQLite results file (default: <out>/sweep.sqlite)")
     sw.add_argument("--out", default="out/sweep", help="directory for the database, pareto.csv and pareto.png")
     sw.add_argument(
@@ -94,7 +94,7 @@ def add_commands(sub, registry: dict) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from nvdla_mapper.sweep import load_sweep, pareto_front, run_sweep, write_pareto
+    from nvdla_mapper.studies.sweep import load_sweep, pareto_front, run_sweep, write_pareto
 
     spec = load_sweep(args.file)
     out = Path(args.out)
@@ -144,9 +144,9 @@ def _batches(text: str) -> list[int]:
 def _generate(args: argparse.Namespace) -> int:
     import csv
 
-    from nvdla_mapper.generate import generate
-    from nvdla_mapper.passes import output_folder
-    from nvdla_mapper.zoo import resolve_model
+    from nvdla_mapper.frontends.resolve import resolve_model
+    from nvdla_mapper.reports.files import output_folder
+    from nvdla_mapper.studies.generate import generate
 
     prec = _precision(args.precision)
     hw = load_config(args.hw)
@@ -183,7 +183,7 @@ def _generate(args: argparse.Namespace) -> int:
             )
         print(f"  KV cache at the end  {d['kv_cache_bytes_end']:,} bytes")
     if len(results) > 1:
-        from nvdla_mapper.generate import crossover_batch, roofline_crossover
+        from nvdla_mapper.studies.generate import crossover_batch, roofline_crossover
 
         b_sim, b_roof = crossover_batch(spec, hw, prec, kv_len=args.prompt), roofline_crossover(hw, prec)
         print(f"  weight streaming (projections, FFN, LM head) turns compute-bound at batch {b_sim} "
@@ -205,7 +205,7 @@ def _generate(args: argparse.Namespace) -> int:
                     w.writerow(
                         [r.batch, i + 1, r.prompt + max(i - 1, 0) if i else 0, c, round(c / r.hw.clock_mhz / 1e3, 6)]
                     )
-        from nvdla_mapper.report import write_generate_html
+        from nvdla_mapper.reports.html import write_generate_html
 
         page = write_generate_html([r.to_dict() for r in results], out)
         print(f"wrote {out / 'generate.json'}, {out / 'tokens.csv'} and {page}", file=sys.stderr)
@@ -213,9 +213,9 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _zoo(args: argparse.Namespace) -> int:
-    from nvdla_mapper.cnn_zoo import CNN_PRESETS
+    from nvdla_mapper.frontends.cnn import CNN_PRESETS
+    from nvdla_mapper.frontends.presets import PRESETS
     from nvdla_mapper.workload import OpKind, ops_in_order
-    from nvdla_mapper.zoo import PRESETS
 
     for name, spec in PRESETS.items():
         layers = sum(s.layers for s in spec.stages) + spec.decoder_layers
@@ -231,9 +231,10 @@ def _zoo(args: argparse.Namespace) -> int:
 
 
 def _map(args: argparse.Namespace) -> int:
-    from nvdla_mapper.lowering import HostModel, WeightTreatment
-    from nvdla_mapper.passes import map_model, write_results
-    from nvdla_mapper.zoo import model_graph
+    from nvdla_mapper.frontends.resolve import model_graph
+    from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
+    from nvdla_mapper.passes import map_model
+    from nvdla_mapper.reports.files import write_results
 
     prec = _precision(args.precision)
     hw = load_config(args.hw)
@@ -249,7 +250,7 @@ def _map(args: argparse.Namespace) -> int:
     )
     host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
-    from nvdla_mapper.cnn_zoo import CNN_PRESETS
+    from nvdla_mapper.frontends.cnn import CNN_PRESETS
 
     seq = 0 if args.model in CNN_PRESETS else args.seq  # CNN inputs have no sequence length
     res = map_model(
@@ -267,13 +268,13 @@ def _map(args: argparse.Namespace) -> int:
         res.accuracy = _accuracy(args, hw, prec)
     print(format_summary(res, top=args.top))
     if args.emit_program:
-        from nvdla_mapper.programs import emit_programs, summary
+        from nvdla_mapper.export.programs import emit_programs, summary
 
         print(summary(emit_programs(res, args.emit_program, layer=args.layer)))
     elif args.layer:
         raise NvdlaError("--layer chooses the layer --emit-program writes; give --emit-program DIR too")
     if args.report:
-        from nvdla_mapper.report import write_html
+        from nvdla_mapper.reports.html import write_html
 
         paths = write_results(res, args.report)
         paths["html"] = write_html(res, args.report)
@@ -283,9 +284,10 @@ def _map(args: argparse.Namespace) -> int:
 
 
 def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
-    from nvdla_mapper.accuracy import QuantSettings, block_accuracy
-    from nvdla_mapper.zoo import ModelSpec, resolve_model
-    from nvdla_sim.quant import Calibration, Granularity
+    from nvdla_mapper.frontends.presets import ModelSpec
+    from nvdla_mapper.frontends.resolve import resolve_model
+    from nvdla_mapper.numerics.quant import Calibration, Granularity
+    from nvdla_mapper.studies.accuracy import QuantSettings, block_accuracy
 
     if prec is not Precision.INT8:
         raise NvdlaError(f"--quantize produces INT8 layers; use --precision int8, not {prec.value}")

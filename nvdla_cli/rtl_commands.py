@@ -48,7 +48,7 @@ def _rtl(args: argparse.Namespace) -> int:
     if prec.is_float:
         raise NvdlaError("the RTL datapath is integer-only; use --precision int8 or int16")
     if args.rtl_command == "emit":
-        from nvdla_rtl.emit import emit
+        from nvdla_rtl.verilog import emit
 
         print(emit(hw, prec, args.out))
         return 0

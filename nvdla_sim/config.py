@@ -13,8 +13,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .precision import Precision
+from nvdla_sim.errors import ConfigError
+from nvdla_sim.precision import Precision
 
 # The shipped configs: the repository's configs/ folder, installed as the package data nvdla_sim.configs
 # (pyproject.toml maps the folder), so a wheel carries them and an editable checkout reads them in place.

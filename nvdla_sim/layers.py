@@ -9,8 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from .errors import ShapeError
-from .precision import Precision
+from nvdla_sim.errors import ShapeError
+from nvdla_sim.precision import Precision
 
 # Register field limits (hw spec/manual NVDLA_CDMA.rdl / NVDLA_CSC.rdl, minus-one encoded widths).
 MAX_DIM = 8192  # DATAIN_WIDTH/HEIGHT/CHANNEL, WEIGHT_KERNEL: 13 bits

@@ -8,11 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 from amaranth.sim import Simulator
 
-from nvdla_sim.datapath_model import Beat, DatapathParams, Offer
-
-from .datapath import MatmulDatapath
-from .packing import pack_beat, pack_weights, unpack_out
-from .sdp_x1 import MatmulRequant, requant_layout
+from nvdla_rtl.datapath import MatmulDatapath
+from nvdla_rtl.packing import pack_beat, pack_weights, unpack_out
+from nvdla_rtl.sdp_x1 import MatmulRequant, requant_layout
+from nvdla_sim.rtl_model.datapath_model import Beat, DatapathParams, Offer
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ Pipeline: stage 0 registers the atomic_c x cells products, stage 1 the per-cell 
 2..pipeline-1 are delay registers (NVDLA's CMAC is 7 deep), then the CACC stage: saturating add into
 the assembly buffer at `pix` (INT34 for int8, INT48 for int16), and on `last` round-half-away right
 shift by `truncate` and saturate to INT32 into the output register. All stages stall together when the
-output is valid and not taken. Handshake rules are replayed by nvdla_sim.datapath_model.datapath_timing.
+output is valid and not taken. Handshake rules are replayed by nvdla_sim.rtl_model.datapath_model.datapath_timing.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from amaranth.hdl import Array, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from nvdla_sim.datapath_model import DatapathParams
+from nvdla_sim.rtl_model.datapath_model import DatapathParams
 
 OUT_BITS = 32
 

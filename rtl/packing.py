@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from amaranth.hdl import Shape
 from amaranth.lib import data
 
-from nvdla_sim.datapath_model import Beat, DatapathParams
-
-from .datapath import dat_layout, out_layout
+from nvdla_rtl.datapath import dat_layout, out_layout
+from nvdla_sim.rtl_model.datapath_model import Beat, DatapathParams
 
 
 def _field(value: int, width: int) -> int:

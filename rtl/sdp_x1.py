@@ -6,7 +6,7 @@
     kernel group): bias (INT16, ALU), mul (INT16, MUL); registers: alu_shift, mul_shift, relu and the
     output convertor's offset (INT32), scale (INT16) and shift.
 
-Arithmetic, bit for bit as nvdla_sim.sdp (NVIDIA's cmod sdp_x.cpp widths, checked there on the nv_small
+Arithmetic, bit for bit as nvdla_sim.units.sdp (NVIDIA's cmod sdp_x.cpp widths, checked there on the nv_small
 RTL's trace tests): the ALU operand bias << alu_shift saturated to 32 bits, added into a 33-bit result
 (not saturated); times mul (or bypassed) into 49 bits; a rounding right shift by mul_shift (round half
 away from zero, applied also when the multiplier is bypassed) saturated to INT32; ReLU; then the
@@ -14,7 +14,7 @@ convertor y = sat(round((x - offset) * scale >> shift)) to the output precision.
 
 Three register stages (ALU; MUL, shift and ReLU; convertor), stalling together when the output is valid
 and not taken; `in.ready` is that advance, so CACC's output register sees ordinary back-pressure.
-nvdla_sim.datapath_model.datapath_timing replays it with `sdp_stages=SDP_STAGES`.
+nvdla_sim.rtl_model.datapath_model.datapath_timing replays it with `sdp_stages=SDP_STAGES`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from nvdla_sim.datapath_model import DatapathParams
+from nvdla_rtl.datapath import out_layout
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.sdp import AluOp, SdpParams, Stage
-
-from .datapath import out_layout
+from nvdla_sim.rtl_model.datapath_model import DatapathParams
+from nvdla_sim.units.sdp import AluOp, SdpParams, Stage
 
 SDP_STAGES = 3
 STAGE_BITS = 32
@@ -120,7 +119,7 @@ class MatmulRequant(wiring.Component):
     """CMAC + CACC + SDP X1: INT8 data and weights in, requantized INT8 out (a projection's path)."""
 
     def __init__(self, params: DatapathParams, out_bits: int = 8) -> None:
-        from .datapath import MatmulDatapath, dat_layout
+        from nvdla_rtl.datapath import MatmulDatapath, dat_layout
 
         self.params = params
         self.core, self.sdp = MatmulDatapath(params), SdpX1(params, out_bits)

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nvdla_mapper.frontends.presets import PRESETS, build_graph, preset
 from nvdla_mapper.workload import OpKind, ops_in_order
-from nvdla_mapper.zoo import PRESETS, build_graph, preset
 from nvdla_sim.config import HwConfig
-from nvdla_sim.datapath_model import datapath_params
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
+from nvdla_sim.rtl_model.datapath_model import datapath_params
 
 # layer suffix -> op name suffix in the first block of the workload graph
 LAYER_OPS = {

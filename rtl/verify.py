@@ -23,14 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
+from nvdla_rtl.sdp_x1 import sdp_ports
+from nvdla_rtl.verilog import TOP, TOP_REQUANT, emit, source_hash
 from nvdla_sim.config import HwConfig
-from nvdla_sim.datapath_model import datapath_params
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
-from nvdla_sim.sdp import SdpParams
-
-from .emit import TOP, TOP_REQUANT, emit, source_hash
-from .sdp_x1 import sdp_ports
+from nvdla_sim.rtl_model.datapath_model import datapath_params
+from nvdla_sim.units.sdp import SdpParams
 
 INSTALL_HINT = "install it with: sudo apt-get install -y iverilog  (Debian/Ubuntu; ./run-tests does this when root)"
 SIMULATORS = ("icarus", "verilator")
@@ -135,7 +134,7 @@ def run_bench(
     the run, then run the tile again from the start (the second run is the one checked). `acc_bits`: build
     the datapath (and the model) with a narrower CACC accumulator, so saturation is reached in a short
     run. `sdp`: an SDP X1 pass (bias, multiplier, ReLU, output convertor) after CACC: the RTL is then
-    CMAC + CACC + SDP X1 (rtl/sdp_x1.py) and its INT8 outputs are checked against nvdla_sim.sdp."""
+    CMAC + CACC + SDP X1 (rtl/sdp_x1.py) and its INT8 outputs are checked against nvdla_sim.units.sdp."""
     for name, q in (("ready_prob", ready_prob), ("dat_prob", dat_prob), ("wt_prob", wt_prob)):
         if not 0 < q <= 1:
             raise NvdlaError(f"{name} must be in (0, 1], not {q}")

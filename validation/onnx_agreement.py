@@ -15,9 +15,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from nvdla_mapper.frontends.resolve import model_graph
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.workload import OpKind, ops_in_order
-from nvdla_mapper.zoo import model_graph
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from nvdla_mapper.cnn_zoo import resnet50
+from nvdla_mapper.frontends.cnn import resnet50
 from nvdla_mapper.passes import map_model
 from nvdla_sim import Precision, load_config
 

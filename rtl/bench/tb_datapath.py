@@ -1,7 +1,7 @@
 """cocotb bench for MatmulDatapath: Driver, Monitor, Model, Checker (after cocotb's matrix_multiplier).
 
 The case (inputs only) comes from the JSON file named by $NVDLA_BENCH_CASE; expected values and cycle
-counts come from the golden model in nvdla_sim.datapath_model, imported like any other package. The result
+counts come from the golden model in nvdla_sim.rtl_model.datapath_model, imported like any other package. The result
 (pass/fail, cycles RTL vs model) is written to $NVDLA_BENCH_RESULT.
 """
 
@@ -22,7 +22,8 @@ from nvdla_rtl.datapath import out_layout
 from nvdla_rtl.packing import pack_array, pack_beat, pack_weights, unpack_out
 from nvdla_rtl.sdp_x1 import SDP_STAGES, requant_layout, sdp_ports
 from nvdla_sim.config import load_config
-from nvdla_sim.datapath_model import (
+from nvdla_sim.precision import Precision
+from nvdla_sim.rtl_model.datapath_model import (
     DatapathParams,
     Offer,
     arithmetic_events,
@@ -33,8 +34,7 @@ from nvdla_sim.datapath_model import (
     requant_outputs,
     stripe_beats,
 )
-from nvdla_sim.precision import Precision
-from nvdla_sim.sdp import Convertor, SdpParams, Stage
+from nvdla_sim.units.sdp import Convertor, SdpParams, Stage
 
 
 class Model:

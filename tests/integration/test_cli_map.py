@@ -60,7 +60,7 @@ def test_map_quantize_and_sparsity_sections(tmp_path, capsys):
 def test_map_emit_program_writes_runnable_programs(tmp_path, capsys):
     """One chosen layer of a mapped model as a trace test whose model run meets its own CRC and cycles."""
     from nvdla_sim.config import load_config
-    from nvdla_sim.regrun import run_program
+    from nvdla_sim.program.run import run_program
 
     out = tmp_path / "progs"
     args = ["map", "bert-base", "--hw", "nv_small_rtl_tb", "--seq", "64", "--top", "1"]

@@ -8,9 +8,9 @@ what passes.instances_duration predicts for independent instances (attention hea
 from __future__ import annotations
 
 from nvdla_mapper.passes import instances_duration
-from nvdla_mapper.tiling_search import search_plan
+from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
-from nvdla_sim.simulate import fixed_latency
+from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_validation.nvdla_rtl.compare import load_rows
 from nvdla_validation.nvdla_rtl.overlap_programs import HW, SHAPES, generate
 from nvdla_validation.nvdla_rtl.transformer_programs import DATA
@@ -26,7 +26,7 @@ def test_both_layers_of_each_pair_wrote_the_models_bytes():
 
 
 def test_regenerated_programs_are_the_measured_ones(tmp_path):
-    from nvdla_sim.regprog import parse_program
+    from nvdla_sim.program.trace_io import parse_program
 
     for d in generate(tmp_path):
         crcs = [c.crc for c in parse_program(d).checks]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from nvdla_sim.config import load_config
-from nvdla_sim.regrun import run_program
+from nvdla_sim.program.run import run_program
 from nvdla_validation.nvdla_rtl.compare import OWN_DATA, compare, distribution, load_rows
 from nvdla_validation.nvdla_rtl.own_programs import HW, SUITE, generate
 

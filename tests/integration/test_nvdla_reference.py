@@ -101,7 +101,7 @@ def test_model_output_bytes_match_nvidia_golden(tmp_path_factory):
     """Bit-exactness: the model executes each runnable trace test's registers on its memory images and
     every CRC/file check must match NVIDIA's golden value (70 of 70). Needs NVIDIA's trace tests."""
     from nvdla_sim.config import load_config
-    from nvdla_sim.regrun import run_program
+    from nvdla_sim.program.run import run_program
 
     root = _trace_tests(tmp_path_factory)
     if root is None:

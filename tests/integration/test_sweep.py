@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from nvdla_mapper.sweep import load_sweep, pareto_front, run_sweep, sweep_from_dict
+from nvdla_mapper.studies.sweep import load_sweep, pareto_front, run_sweep, sweep_from_dict
 from nvdla_sim import NvdlaError
 
 SWEEP = """

@@ -2,7 +2,7 @@
 
 import pytest
 
-from nvdla_mapper.cnn_zoo import resnet50
+from nvdla_mapper.frontends.cnn import resnet50
 from nvdla_mapper.passes import map_model
 from nvdla_sim import Precision
 from nvdla_validation.primer_resnet50 import PRIMER_ROWS, config_for

@@ -11,7 +11,7 @@ from nvdla_rtl.bench import coverage
 from nvdla_rtl.tiles import layer_tile
 from nvdla_rtl.verify import BenchResult, require_iverilog, run_bench
 from nvdla_sim import Precision, load_config
-from nvdla_sim.sdp import Convertor, SdpParams, Stage
+from nvdla_sim.units.sdp import Convertor, SdpParams, Stage
 
 pytestmark = pytest.mark.rtl
 
@@ -78,7 +78,7 @@ def test_functional_coverage_of_the_bench_set(tmp_path, capsys):
 
 def test_projection_requantized_to_int8_through_sdp_x1(tmp_path):
     """A mapped BERT-base QKV tile through CMAC + CACC + SDP X1: bias add, multiplier and truncation,
-    ReLU, the output convertor to INT8, each value and cycle as nvdla_sim.sdp computes them."""
+    ReLU, the output convertor to INT8, each value and cycle as nvdla_sim.units.sdp computes them."""
     hw = load_config("nv_small")
     tile = layer_tile("bert-base.qkv", hw, Precision.INT8, seed=14)
     rng = np.random.default_rng(15)

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from nvdla_rtl.amaranth_sim import run_amaranth
 from nvdla_rtl.sdp_x1 import SDP_STAGES, sdp_ports
 from nvdla_sim import Precision, load_config
-from nvdla_sim.datapath_model import (
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.rtl_model.datapath_model import (
     datapath_outputs,
     datapath_params,
     datapath_timing,
@@ -16,8 +17,7 @@ from nvdla_sim.datapath_model import (
     requant_outputs,
     stripe_beats,
 )
-from nvdla_sim.errors import NvdlaError
-from nvdla_sim.sdp import Convertor, SdpParams, Stage
+from nvdla_sim.units.sdp import Convertor, SdpParams, Stage
 
 
 def _check(p, x, w, ready, truncate=0, dat_valid=(), wt_valid=()):
@@ -111,7 +111,7 @@ def test_bad_params():
 )
 def test_sdp_x1_requantizes_bit_exact(nv_small, pixels, channels, kernels, use_mul, relu, seed):
     """CMAC + CACC + SDP X1 (bias, multiplier, truncation, ReLU, output convertor to INT8) against
-    nvdla_sim.sdp.sdp_apply, values and cycles, under gaps and back-pressure."""
+    nvdla_sim.units.sdp.sdp_apply, values and cycles, under gaps and back-pressure."""
     p = datapath_params(nv_small, Precision.INT8)
     rng = np.random.default_rng(seed)
     x, w = rng.integers(-128, 128, (pixels, channels)), rng.integers(-128, 128, (kernels, channels))

@@ -8,7 +8,7 @@ import pytest
 from nvdla_rtl.tiles import layer_tile
 from nvdla_rtl.verify import VERILATOR_PIN, run_bench, verilator_available
 from nvdla_sim import Precision, load_config
-from nvdla_sim.datapath_model import datapath_params
+from nvdla_sim.rtl_model.datapath_model import datapath_params
 
 pytestmark = [
     pytest.mark.rtl,

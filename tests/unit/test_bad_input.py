@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nvdla_mapper.zoo import build_graph, from_hf_config, preset
+from nvdla_mapper.frontends.hf_config import from_hf_config
+from nvdla_mapper.frontends.presets import build_graph, preset
 from nvdla_sim.config import load_config_file
 from nvdla_sim.errors import NvdlaError
 

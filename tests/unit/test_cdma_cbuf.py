@@ -3,7 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nvdla_sim import Precision, ShapeError, cbuf, cdma
+from nvdla_sim import Precision, ShapeError
+from nvdla_sim.units import cbuf, cdma
 
 dims = st.tuples(st.integers(1, 5), st.integers(1, 9), st.integers(1, 150))
 

@@ -5,13 +5,13 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from nvdla_mapper.cnn_zoo import CNN_PRESETS
-from nvdla_mapper.onnx_import import graph_from_onnx
+from nvdla_mapper.frontends.cnn import CNN_PRESETS
+from nvdla_mapper.frontends.onnx_import import graph_from_onnx
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.workload import OpKind, ops_in_order
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config, run_conv, simulate
 from nvdla_sim.layers import PoolMode, PoolSpec
-from nvdla_sim.pdp import pool as pdp_pool
+from nvdla_sim.units.pdp import pool as pdp_pool
 from tests.unit.test_conv_functional import reference_conv
 
 # Multiply-accumulates per image of the paper architectures (conv + fc).
@@ -129,8 +129,8 @@ def test_onnx_pool_too_large_is_named(tmp_path):
 def test_image_mode_channel_extension_matches_doc_example():
     """unit_description.rst: a 4x4x4 kernel pre-extended to C'=16 runs at 25% of atomic-C; 4-line
     post-extension reaches 100% (one atomic op per output point and kernel group)."""
-    from nvdla_sim.conv import channel_ops_per_stripe
-    from nvdla_sim.csc import image_extension
+    from nvdla_sim.engine.conv import channel_ops_per_stripe
+    from nvdla_sim.units.csc import image_extension
 
     assert image_extension(4, 4, 1) == (64, 4)
     hw = load_config("nv_full")
@@ -145,8 +145,8 @@ def test_image_mode_channel_extension_matches_doc_example():
 
 
 def test_resnet_conv1_uses_image_mode_and_stripes_stay_in_rows():
-    from nvdla_sim.conv import channel_ops_per_stripe
-    from nvdla_sim.csc import image_stripes
+    from nvdla_sim.engine.conv import channel_ops_per_stripe
+    from nvdla_sim.units.csc import image_stripes
 
     g = CNN_PRESETS["resnet50"](1)
     conv1 = next(o for o in ops_in_order(g) if o.name == "conv1")

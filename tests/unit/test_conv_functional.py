@@ -6,9 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nvdla_mapper import candidate_plans
-from nvdla_sim import ConvLayer, ConvShape, Precision, ShapeError, cacc, cmac, default_plan, load_config, run_conv
+from nvdla_sim import ConvLayer, ConvShape, Precision, ShapeError, default_plan, load_config, run_conv
 from nvdla_sim.precision import saturate, shift_round
-from nvdla_sim.sdp import Convertor, SdpParams, Stage
+from nvdla_sim.units import cacc, cmac
+from nvdla_sim.units.sdp import Convertor, SdpParams, Stage
 
 
 def reference_conv(x, w, s: ConvShape):

@@ -7,14 +7,15 @@ import math
 
 import pytest
 
-from nvdla_mapper.generate import generate, kv_bytes_per_token
-from nvdla_mapper.lowering import HostModel, Resource
+from nvdla_mapper.frontends.hf_config import from_hf_config
+from nvdla_mapper.frontends.presets import decode_step_graph, preset
+from nvdla_mapper.lowering.rules import HostModel, Resource
 from nvdla_mapper.passes import _simulate_cached, map_model
-from nvdla_mapper.tiling_search import search_plan
-from nvdla_mapper.zoo import decode_step_graph, from_hf_config, preset
+from nvdla_mapper.search.tiling_search import search_plan
+from nvdla_mapper.studies.generate import generate, kv_bytes_per_token
 from nvdla_sim import Precision, load_config
+from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.simulate import fixed_latency
 
 
 def _floor_and_overheads(res, hw):
@@ -134,7 +135,7 @@ def test_t5_encodes_once_then_decodes_against_both_caches():
 def test_weight_footprint_and_the_address_space():
     """Weights as published (GPT-2 124M, GPT-2 XL 1.5B, GPT-J 6B parameters, less position tables), and a
     model beyond what NVDLA can address is refused with the shortfall."""
-    from nvdla_mapper.generate import weight_bytes
+    from nvdla_mapper.studies.generate import weight_bytes
 
     assert 123e6 < weight_bytes(preset("gpt2"), Precision.INT8) < 125e6
     assert 1.5e9 < weight_bytes(preset("gpt2-xl"), Precision.INT8) < 1.6e9
@@ -151,7 +152,7 @@ def test_weight_footprint_and_the_address_space():
 @pytest.mark.parametrize("hw_name", ["nv_small", "nv_large", "nv_full"])
 def test_weight_streaming_turns_compute_bound_near_the_roofline_batch(hw_name):
     """Batch x MACs per weight element catch up with the DRAM: peak MACs x bytes per weight / bytes per cycle."""
-    from nvdla_mapper.generate import crossover_batch, roofline_crossover
+    from nvdla_mapper.studies.generate import crossover_batch, roofline_crossover
 
     hw = load_config(hw_name)
     sim, roof = crossover_batch(preset("gpt2"), hw), roofline_crossover(hw, Precision.INT8)
@@ -163,7 +164,7 @@ def test_large_batch_step_reaches_its_roofline(hw_name):
     """Past the crossover, the weight-streaming layers run at their MAC bound, and the whole step stays
     close to its roofline (each layer at the larger of its MAC and DRAM time); the attention against
     each sequence's own cache has one MAC per cached element, so it stays DRAM-bound at any batch."""
-    from nvdla_mapper.generate import roofline_crossover, roofline_cycles
+    from nvdla_mapper.studies.generate import roofline_crossover, roofline_cycles
     from nvdla_mapper.workload import OpKind, ops_in_order
 
     hw = load_config(hw_name)
@@ -189,7 +190,7 @@ def test_decode_attention_picks_the_faster_of_per_group_and_fused_heads():
     """A decode step's QK^T and PV are lowered both ways (one layer per K/V group, or all heads of a
     sequence as pixels of one layer against every group's cache); the mapper keeps the one its own
     simulation finds faster and says so, and the model MACs do not depend on the choice."""
-    from nvdla_mapper.lowering import Choice, LoweringContext, lower
+    from nvdla_mapper.lowering.rules import Choice, LoweringContext, lower
     from nvdla_mapper.passes import cheapest, simulate_tasks, tasks_cycles
     from nvdla_mapper.workload import ops_in_order
 

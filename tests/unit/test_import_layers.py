@@ -14,24 +14,62 @@ LINT = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-
 
 def _lint(cwd: Path, pythonpath: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
-    return subprocess.run([LINT, "--no-cache", "--config", str(cwd / "pyproject.toml")], cwd=cwd, env=env,
+    return subprocess.run([LINT, "--no-cache", str(cwd / "pyproject.toml")], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
 def test_the_tree_keeps_its_layers():
     p = _lint(ROOT, ROOT)
-    assert p.returncode == 0 and "1 kept, 0 broken" in p.stdout, p.stdout[-1500:]
+    assert p.returncode == 0 and "6 kept, 0 broken" in p.stdout, p.stdout[-1500:]
+
+
+def _skeleton(tmp_path: Path) -> None:
+    """The packages and rooms the contracts name, empty, with the tree's pyproject.toml."""
+    rooms = {
+        "nvdla_cli": [], "nvdla_validation": [], "nvdla_rtl": ["bench"],
+        "nvdla_mapper": ["frontends", "lowering", "search", "numerics", "studies", "reports", "export"],
+        "nvdla_sim": ["units", "engine", "program", "rtl_model"],
+    }  # fmt: skip
+    modules = {
+        "nvdla_sim": ["config", "layers", "precision", "errors"],
+        "nvdla_mapper": ["passes", "results", "schedule", "workload"],
+        "nvdla_mapper/frontends": ["resolve", "hf_config", "onnx_import", "cnn", "presets", "onnx_attention",
+                                   "onnx_fusion"],
+        "nvdla_rtl": ["verify", "mutate", "tiles", "verilog", "amaranth_sim", "packing", "sdp_x1", "datapath"],
+    }  # fmt: skip
+    for pkg, subs in rooms.items():
+        for d in [pkg, *(f"{pkg}/{s}" for s in subs)]:
+            (tmp_path / d).mkdir()
+            (tmp_path / d / "__init__.py").write_text("")
+    for d, names in modules.items():
+        for n in names:
+            (tmp_path / d / f"{n}.py").write_text("")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
 
 
 def test_a_simulator_module_importing_the_mapper_breaks_the_contract(tmp_path):
-    """The same contract on a copy of the package skeleton in which nvdla_sim imports the mapper."""
-    for pkg in ("nvdla_cli", "nvdla_rtl", "nvdla_mapper", "nvdla_sim", "nvdla_validation"):
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text("")
-    (tmp_path / "nvdla_mapper" / "lowering.py").write_text("import nvdla_sim\n")
-    (tmp_path / "nvdla_sim" / "conv.py").write_text("from nvdla_mapper import lowering\n")  # upward: forbidden
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    """The same contracts on a copy of the package skeleton in which nvdla_sim imports the mapper."""
+    _skeleton(tmp_path)
+    (tmp_path / "nvdla_mapper" / "lowering" / "rules.py").write_text("import nvdla_sim\n")
+    (tmp_path / "nvdla_sim" / "engine" / "conv.py").write_text("from nvdla_mapper.lowering import rules\n")
     p = _lint(tmp_path, tmp_path)
-    assert p.returncode != 0 and "BROKEN" in p.stdout and "nvdla_sim.conv -> nvdla_mapper.lowering" in p.stdout, (
-        p.stdout
-    )
+    assert p.returncode != 0 and "BROKEN" in p.stdout
+    assert "nvdla_sim.engine.conv -> nvdla_mapper.lowering.rules" in p.stdout, p.stdout
+
+
+def test_a_unit_importing_the_engine_breaks_the_rooms_contract(tmp_path):
+    """Inside nvdla_sim: a unit model (units/) may not import the timing engine (engine/) built on it."""
+    _skeleton(tmp_path)
+    (tmp_path / "nvdla_sim" / "engine" / "stats.py").write_text("")
+    (tmp_path / "nvdla_sim" / "units" / "cdma.py").write_text("from nvdla_sim.engine import stats\n")
+    p = _lint(tmp_path, tmp_path)
+    assert p.returncode != 0 and "nvdla_sim rooms" in p.stdout and "BROKEN" in p.stdout, p.stdout
+    assert "nvdla_sim.units.cdma -> nvdla_sim.engine.stats" in p.stdout, p.stdout
+
+
+def test_the_mapper_folder_cannot_be_imported_under_its_folder_name():
+    """mapper/ is the package nvdla_mapper; `import mapper` from the repository root would load a second
+    copy of every module (tests once did), so it is refused with a message naming the right import."""
+    code = "import mapper"
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "import nvdla_mapper, not mapper" in p.stderr, p.stderr[-500:]

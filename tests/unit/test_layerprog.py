@@ -9,15 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nvdla_mapper.export.layer_programs import layer_programs, program_name, requant
 from nvdla_sim.config import load_config
+from nvdla_sim.engine.simulate import fixed_latency, simulate
 from nvdla_sim.errors import NvdlaError, TraceError
-from nvdla_sim.layerprog import layer_programs, program_name, requant
 from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.regdecode import decode_program, hw_layer
-from nvdla_sim.regprog import parse_program
-from nvdla_sim.regrun import run_program
-from nvdla_sim.simulate import fixed_latency, simulate
+from nvdla_sim.program.decode import decode_program, hw_layer
+from nvdla_sim.program.run import run_program
+from nvdla_sim.program.trace_io import parse_program
 
 HW = load_config("nv_small_rtl_tb")
 P = Precision.INT8
@@ -74,7 +74,7 @@ def test_conv_programs_give_back_the_layer_with_the_models_cycles(tmp_path_facto
 def test_a_split_layer_is_one_program_per_band_and_the_bands_add_up(tmp_path):
     """64 x 3072 input (192 KB) in a 128 KB CBUF: bands of rows, each a hardware layer; the mapped
     layer's cycles are the bands' op-enable-to-interrupt times back to back."""
-    from nvdla_mapper.tiling_search import search_plan
+    from nvdla_mapper.search.tiling_search import search_plan
 
     layer = ConvLayer("ffn2", ConvShape.matmul(64, 3072, 64, row=8), P, SdpSpec(bias=OperandMode.PER_KERNEL))
     plan = search_plan(layer, HW).plan

@@ -9,13 +9,15 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from nvdla_mapper import exhaustive_plan, naive_plan, search_plan
-from nvdla_mapper.onnx_import import graph_from_onnx
+from nvdla_mapper.frontends.hf_config import from_hf_config
+from nvdla_mapper.frontends.onnx_import import graph_from_onnx
+from nvdla_mapper.frontends.presets import PRESETS, build_graph
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.workload import OpKind, ops_in_order
-from nvdla_mapper.zoo import PRESETS, build_graph, from_hf_config
-from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, cbuf, load_config, run_conv, simulate
-from nvdla_sim.stats import Unit
-from nvdla_sim.tiling import footprint
+from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, load_config, run_conv, simulate
+from nvdla_sim.engine.stats import Unit
+from nvdla_sim.engine.tiling import footprint
+from nvdla_sim.units import cbuf
 
 CONFIGS = ("nv_small", "nv_large", "nv_full")
 
@@ -178,7 +180,7 @@ def test_independent_instances_hide_their_weight_fetch():
 def test_ops_past_the_register_fields_split_into_hardware_layers():
     """Rows past 8192 x 64, outputs past 8192 kernels, reductions past 8192 channels (partials added by
     SDP): every piece a legal hardware layer, the MACs those of the op."""
-    from nvdla_mapper.lowering import HostModel, LoweringContext, matmul_layers
+    from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layers
     from nvdla_sim.layers import OperandMode, SdpLayer, SdpSpec
 
     hw = load_config("nv_small")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from nvdla_mapper.frontends.presets import build_graph, preset
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.zoo import build_graph, preset
 from nvdla_sim import Precision, load_config
 
 HW = load_config("nv_full")
@@ -115,7 +115,7 @@ def test_t5_v1_1_gated_gelu_ffn_from_its_config(tmp_path):
     """feed_forward_proj 'gated-gelu' (T5 v1.1): two input projections; d_kv sets the attention width."""
     import json
 
-    from nvdla_mapper.zoo import from_hf_config
+    from nvdla_mapper.frontends.hf_config import from_hf_config
 
     cfg = {"model_type": "t5", "d_model": 512, "num_layers": 8, "num_heads": 6, "d_ff": 1024, "d_kv": 64,
            "feed_forward_proj": "gated-gelu", "vocab_size": 32128}  # fmt: skip
@@ -129,7 +129,7 @@ def test_t5_v1_1_gated_gelu_ffn_from_its_config(tmp_path):
 
 
 def test_a_preset_name_never_resolves_to_a_folder(tmp_path, monkeypatch):
-    from nvdla_mapper.zoo import resolve_model
+    from nvdla_mapper.frontends.resolve import resolve_model
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "gpt2").mkdir()  # e.g. left by --report gpt2
@@ -148,7 +148,7 @@ TINYLLAMA = {  # TinyLlama-1.1B's config.json (the fields the mapper reads)
 def _hf(tmp_path, cfg):
     import json
 
-    from mapper.zoo import from_hf_config
+    from nvdla_mapper.frontends.hf_config import from_hf_config
 
     p = tmp_path / "config.json"
     p.write_text(json.dumps(cfg))

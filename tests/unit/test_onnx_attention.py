@@ -1,4 +1,4 @@
-"""Attention found in exported graphs (mapper/onnx_attention.py): the mask's kind from its value, the
+"""Attention found in exported graphs (mapper/frontends/onnx_attention.py): the mask's kind from its value, the
 scale from the multiplies around QK^T, the nodes that become part of the attention layers."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from nvdla_mapper.onnx_attention import _is_causal
-from nvdla_mapper.onnx_import import graph_from_onnx
+from nvdla_mapper.frontends.onnx_attention import _is_causal
+from nvdla_mapper.frontends.onnx_import import graph_from_onnx
 from nvdla_mapper.workload import OpKind, ops_in_order
 from nvdla_sim.errors import NvdlaError
 

@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from nvdla_mapper.onnx_import import graph_from_onnx
+from nvdla_mapper.frontends.onnx_import import graph_from_onnx
 from nvdla_mapper.workload import OpKind, ops_in_order
 from nvdla_sim.errors import NvdlaError
 

@@ -6,10 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nvdla_mapper import PRESETS, build_graph, map_model
-from nvdla_mapper.accuracy import QuantSettings, block_accuracy
-from nvdla_mapper.lowering import WeightTreatment
-from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, default_plan, load_config, run_conv, sdp, simulate
-from nvdla_sim.quant import (
+from nvdla_mapper.lowering.rules import WeightTreatment
+from nvdla_mapper.numerics.quant import (
     Calibration,
     Granularity,
     dequantize,
@@ -18,7 +16,10 @@ from nvdla_sim.quant import (
     requant_sdp,
     scale_for,
 )
-from nvdla_sim.sparsity import compress, compressed_bytes, decompress, is_2_4, prune_2_4, prune_magnitude
+from nvdla_mapper.numerics.sparsity import compress, compressed_bytes, decompress, is_2_4, prune_2_4, prune_magnitude
+from nvdla_mapper.studies.accuracy import QuantSettings, block_accuracy
+from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, default_plan, load_config, run_conv, simulate
+from nvdla_sim.units import sdp
 
 floats = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
 

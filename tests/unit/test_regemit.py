@@ -10,11 +10,9 @@ from hypothesis import strategies as st
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
-from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table
-from nvdla_sim.pdp import recip
 from nvdla_sim.precision import Precision
-from nvdla_sim.regdecode import CdpOp, PdpOp, SdpOperand, SdpStageCfg, SdpStream, decode_lut, decode_program
-from nvdla_sim.regemit import (
+from nvdla_sim.program.decode import CdpOp, PdpOp, SdpOperand, SdpStageCfg, SdpStream, decode_lut, decode_program
+from nvdla_sim.program.emit import (
     Alloc,
     conv_layer,
     cube_size,
@@ -24,8 +22,10 @@ from nvdla_sim.regemit import (
     place,
     sdp_pass,
 )
-from nvdla_sim.regexec import execute_program
-from nvdla_sim.regprog import parse_program
+from nvdla_sim.program.execute import execute_program
+from nvdla_sim.program.trace_io import parse_program
+from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
+from nvdla_sim.units.pdp import recip
 
 HW = load_config("nv_small_rtl_tb")
 P = Precision.INT8

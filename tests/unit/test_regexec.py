@@ -6,13 +6,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvdla_sim import Precision, sdp
-from nvdla_sim.cdp import LrnParams, lrn
+from nvdla_sim import Precision
 from nvdla_sim.config import load_config
-from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table
-from nvdla_sim.regdecode import Surface, decode_lut
-from nvdla_sim.regexec import read_cube, read_dc_weights, write_cube
-from nvdla_sim.regprog import Program, RegWrite, SparseMemory
+from nvdla_sim.program.decode import Surface, decode_lut
+from nvdla_sim.program.execute import read_cube, read_dc_weights, write_cube
+from nvdla_sim.program.trace_io import Program, RegWrite, SparseMemory
+from nvdla_sim.units import sdp
+from nvdla_sim.units.cdp import LrnParams, lrn
+from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
 from tests.unit.test_precision import _ref_round as _round
 
 NV_SMALL = load_config("nv_small")

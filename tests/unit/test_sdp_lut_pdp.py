@@ -5,9 +5,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nvdla_sim import PoolMode, PoolSpec, Precision, SdpSpec, UnsupportedError, pdp, sdp
+from nvdla_sim import PoolMode, PoolSpec, Precision, SdpSpec, UnsupportedError
 from nvdla_sim.layers import OperandMode
-from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table, function_lut, lut_apply
+from nvdla_sim.units import pdp, sdp
+from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table, function_lut, lut_apply
 
 
 def _round(x: int, s: int) -> int:

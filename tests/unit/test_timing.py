@@ -22,10 +22,10 @@ from nvdla_sim import (
     default_plan,
     simulate,
 )
-from nvdla_sim.csc import stripe_lengths, weight_load_cycles
-from nvdla_sim.dram import MemoryPort
+from nvdla_sim.engine.tiling import LoopOrder
 from nvdla_sim.layers import OperandMode
-from nvdla_sim.tiling import LoopOrder
+from nvdla_sim.units.csc import stripe_lengths, weight_load_cycles
+from nvdla_sim.units.dram import MemoryPort
 
 
 def test_memory_port_fills_gaps():
@@ -151,7 +151,7 @@ def test_events_are_ordered_and_inside_run(nv_full):
 )
 def test_run_closed_form_equals_block_loop(runs, items, nbytes):
     """Runs of identical blocks (closed form) schedule exactly like the same blocks one by one."""
-    from nvdla_sim.tile_pipeline import Fetch, Item, run_items
+    from nvdla_sim.engine.tile_pipeline import Fetch, Item, run_items
 
     runs = [(n, c, min(u, c), d) for n, c, u, d in runs]
     expanded = [(1, c, u, d) for n, c, u, d in runs for _ in range(n)]
@@ -193,7 +193,7 @@ def test_pdp_steps_follow_the_rtl_probes():
     """Per surface: lines x max(in, out width), plus one output-width pass per output row with at least
     stride_y padded lines below its window (own_pdp_* and the b/c/e probes of docs/modelling.md)."""
     from nvdla_sim.layers import PoolMode, PoolSpec
-    from nvdla_sim.pdp import line_positions
+    from nvdla_sim.units.pdp import line_positions
 
     def steps(w, h, k, s, pads):
         return line_positions(w, h, PoolSpec(PoolMode.AVG, k, k, 1, s, *pads))
@@ -221,7 +221,7 @@ def test_matmul_delivery_closed_form():
     """A delivery-bound 1x1 layer on nv_small: the whole input, then stripes of 16 output atoms at 9
     cycles each plus 38 between stripes (own_mm_m64_k8_n8 on the RTL: 1004 cycles, model 1000)."""
     from nvdla_sim import ConvLayer, ConvShape, Precision, load_config, simulate
-    from nvdla_sim.tiling import LoopOrder, TilePlan
+    from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 
     hw = load_config("nv_small_rtl_tb")
     layer = ConvLayer("mm", ConvShape.matmul(256, 8, 8, row=16), Precision.INT8)

@@ -20,8 +20,8 @@ from pathlib import Path
 from nvdla_sim import load_config
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.regdecode import from_description
-from nvdla_sim.regrun import check_supported, run_operations
+from nvdla_sim.program.decode import from_description
+from nvdla_sim.program.run import check_supported, run_operations
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_nv_small.json"
 OWN_DATA = DATA.with_name("nvdla_rtl_own.json")  # validation/nvdla_rtl/own_programs.py on the same RTL

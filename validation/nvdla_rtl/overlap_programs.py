@@ -24,7 +24,7 @@ import numpy as np
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.layers import ConvShape
 from nvdla_sim.precision import Precision
-from nvdla_sim.regemit import (
+from nvdla_sim.program.emit import (
     Alloc,
     TraceProgram,
     conv_layer,

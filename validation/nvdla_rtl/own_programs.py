@@ -1,6 +1,6 @@
 """Register programs of our own, for NVIDIA's nv_small RTL: transformer-shaped layers and timing probes.
 
-Each program is generated deterministically (fixed seeds) by nvdla_sim.regemit, with random INT8 data
+Each program is generated deterministically (fixed seeds) by nvdla_sim.program.emit, with random INT8 data
 and the model's output CRC in its check. Run on the RTL by the reference runner, a pass means the RTL
 produced the model's bytes; the cycles it measured are the reference for the model's timing:
 
@@ -24,10 +24,9 @@ import numpy as np
 
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
-from nvdla_sim.lut import IndexMode, LutParams, LutTable, Table
 from nvdla_sim.precision import Precision
-from nvdla_sim.regdecode import CdpOp, SdpOperand, SdpStageCfg, SdpStream
-from nvdla_sim.regemit import (
+from nvdla_sim.program.decode import CdpOp, SdpOperand, SdpStageCfg, SdpStream
+from nvdla_sim.program.emit import (
     Alloc,
     TraceProgram,
     conv_layer,
@@ -39,6 +38,7 @@ from nvdla_sim.regemit import (
     pool_pass,
     sdp_pass,
 )
+from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
 
 HW = "nv_small_rtl_tb"
 P = Precision.INT8

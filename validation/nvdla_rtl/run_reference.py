@@ -4,7 +4,7 @@
 
 SRC is an nvdla/hw checkout or bare mirror (branch nv_small); the RTL is built in WORK by build.sh and
 nothing of NVIDIA's is written into this repository. Per test this writes one row: pass/fail and why,
-the layer decoded from its registers by nvdla_sim.regdecode, the core-clock cycles from the last
+the layer decoded from its registers by nvdla_sim.program.decode, the core-clock cycles from the last
 D_OP_ENABLE write to the last rise of the interrupt line, the whole-trace cycles, and the AXI traffic
 the testbench saw. The rows go to validation/data/nvdla_rtl_nv_small.json with the command, the source
 commit and the date; tests/integration/test_nvdla_reference.py reads that file.
@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.regdecode import decode_program, describe
-from nvdla_sim.regprog import IntrNotify, MemInit, MemLoad, Program, RegPoll, RegWrite, load_dat, parse_program
+from nvdla_sim.program.decode import decode_program, describe
+from nvdla_sim.program.trace_io import IntrNotify, MemInit, MemLoad, Program, RegPoll, RegWrite, load_dat, parse_program
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE.parent / "data" / "nvdla_rtl_nv_small.json"

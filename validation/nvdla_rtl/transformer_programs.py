@@ -1,7 +1,7 @@
 """The mapper's own transformer layers as register programs for NVIDIA's nv_small RTL (issue 13).
 
 Every program here comes out of the mapper: a workload graph is lowered, tiled and simulated by
-`nvdla_mapper.map_model` on configs/nv_small_rtl_tb.toml, and `nvdla_mapper.programs.emit_programs` writes the
+`nvdla_mapper.map_model` on configs/nv_small_rtl_tb.toml, and `nvdla_mapper.export.programs.emit_programs` writes the
 chosen hardware layers with the layout, CBUF split and band split the mapper chose. The set:
 
 * BERT-style projections: M (tokens) 64 and 128 x K 256 and 768 x N 64 and 768, INT8, SDP bias +
@@ -30,10 +30,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvdla_mapper.passes import MapResult, map_model
-from nvdla_mapper.programs import MANIFEST, emit_programs
+from nvdla_mapper.export.programs import MANIFEST, emit_programs
+from nvdla_mapper.frontends.presets import ModelSpec, Stage, build_graph
+from nvdla_mapper.passes import map_model
+from nvdla_mapper.results import MapResult
 from nvdla_mapper.workload import Graph, Op, OpKind
-from nvdla_mapper.zoo import ModelSpec, Stage, build_graph
 from nvdla_sim.config import load_config
 from nvdla_sim.precision import Precision
 

@@ -1,0 +1,290 @@
+"""Register programs for the mapper's hardware layers: ConvLayer / SdpLayer / PdpLayer -> trace tests.
+
+A hardware layer names shapes and SDP modes only; a program also needs numbers. This module picks them
+the way a quantized transformer uses each mode, with seeded random INT8 operands:
+
+* convolution / matmul: INT8 (or INT16, 12-bit values) data and weights (the weights in the direct-convolution format, which is
+  also where attention's K and V^T land after their re-layout), 32-bit accumulators (no CACC
+  truncation), then SDP on the fly;
+* bias PER_KERNEL: an INT16 bias per output channel from memory (B-RDMA, X1 ALU, left-shifted to the
+  accumulator scale); bias PER_ELEMENT: the residual, a cube of the layer's precision from memory added by the X1 ALU (the
+  residual add of configs without SDP's EW unit);
+* scale REG: a per-tensor multiplier in X2 MUL (attention's 1/sqrt(d) folded into QK^T); PER_KERNEL: a
+  per-channel INT16 multiplier from memory (N-RDMA);
+* relu: X1 ReLU; requantization to the layer's precision by the output convertor (CVT scale and shift), chosen from the
+  reduction depth so that the outputs spread over the INT8 range instead of saturating.
+
+Every band of output rows of the plan is one hardware layer (full-input mode, tiling.py), so a split
+layer becomes one program per band, each with its band of the input. The expected output CRC of each
+program is the bit-exact model's (regemit.emit_program), and `model_cycles` is what the model predicts
+for it from op enable to interrupt (regrun.operation_timing): the numbers the RTL run is compared with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.tiling import TilePlan, default_plan, row_tiles
+from nvdla_sim.errors import TraceError
+from nvdla_sim.layers import ConvLayer, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
+from nvdla_sim.precision import Precision
+from nvdla_sim.program.decode import Operation, SdpOperand, SdpStageCfg, SdpStream, Surface
+from nvdla_sim.program.emit import (
+    Alloc,
+    TraceProgram,
+    conv_layer,
+    cube_size,
+    dc_weight_bytes,
+    emit_program,
+    feature_bytes,
+    place,
+    pool_pass,
+    sdp_pass,
+)
+from nvdla_sim.program.run import operation_timing
+
+
+@dataclass(frozen=True)
+class _Range:
+    """Seeded operands of one precision: integers uniform on [-bound, bound), requantized outputs aimed
+    at `target` per standard deviation (about a quarter of the range). INT16 operands use 12 bits so
+    that K-deep sums stay inside the 32 bits CACC hands to SDP."""
+
+    bound: int
+    std: float  # bound / sqrt(3), rounded: the programs' scales and shifts are computed from it
+    target: float
+    dtype: str
+
+
+RANGES = {Precision.INT8: _Range(128, 73.9, 32.0, "i1"), Precision.INT16: _Range(2048, 1182.4, 8192.0, "<i2")}
+SCORE_SCALE = 181  # a per-tensor X2 multiplier over an 8-bit MUL shift (0.707: the scale folded into QK^T)
+
+
+@dataclass(frozen=True)
+class LayerProgram:
+    """One hardware layer's program, the layer it runs (a band of the mapped layer when split) and the
+    model's prediction for it."""
+
+    program: TraceProgram
+    layer: HwLayer
+    op: Operation
+    model_cycles: int  # op enable -> interrupt (regrun.operation_timing)
+    band: tuple[int, int] | None = None  # output rows [r0, r1) of the mapped layer (convolutions)
+
+
+def program_name(name: str) -> str:
+    """A layer name as a trace-test name (letters, digits, '_' and '-')."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "layer"
+
+
+def layer_programs(
+    layer: HwLayer,
+    hw: HwConfig,
+    *,
+    plan: TilePlan | None = None,
+    name: str | None = None,
+    seed: int | None = None,
+) -> list[LayerProgram]:
+    """Programs for one mapped hardware layer (one per band of a split convolution). `seed` defaults to
+    a hash of the name, so a layer's programs are the same in every run."""
+    base = program_name(name or layer.name)
+    rng = np.random.default_rng(zlib.crc32(base.encode()) if seed is None else seed)
+    if layer.precision not in RANGES:
+        raise TraceError(f"{base}: programs are emitted for INT8 and INT16 layers, not {layer.precision.value}")
+    hw.check_precision(layer.precision)
+    if isinstance(layer, ConvLayer):
+        return _conv_programs(layer, plan or default_plan(layer, hw), hw, base, rng)
+    if isinstance(layer, SdpLayer):
+        return [_sdp_program(layer, hw, base, rng)]
+    if isinstance(layer, PdpLayer):
+        return [_pdp_program(layer, hw, base, rng)]
+    raise TraceError(f"{base}: emitting {type(layer).__name__} programs from the mapper is not supported")
+
+
+# ---- quantization choices ----------------------------------------------------------------------------
+
+
+def _rand(rng: np.random.Generator, shape: tuple[int, ...], p: Precision) -> np.ndarray:
+    r = RANGES[p]
+    return rng.integers(-r.bound, r.bound, shape).astype(r.dtype)
+
+
+def requant(acc_std: float, p: Precision = Precision.INT8) -> tuple[int, int]:
+    """(CVT scale, CVT shift) mapping an accumulator spread `acc_std` to the precision's target spread:
+    the largest shift keeping the 16-bit signed scale in range."""
+    ratio = RANGES[p].target / max(acc_std, 1.0)
+    shift = min(31, max(0, math.floor(math.log2(32767 / ratio))))
+    return max(1, round(ratio * 2**shift)), shift
+
+
+def _acc_shift(acc_std: float, operand_std: float) -> int:
+    """ALU left shift that lifts an operand of spread `operand_std` to about the accumulator's spread."""
+    return max(0, min(31, round(math.log2(max(acc_std, 1.0) / operand_std))))
+
+
+# ---- SDP stages ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _SdpParts:
+    x1: SdpStageCfg | None
+    x2: SdpStageCfg | None
+    streams: tuple[SdpStream, ...]
+    inputs: list[tuple[int, np.ndarray]]
+    out_std: float  # spread of the value reaching the convertor
+
+
+def _sdp_parts(
+    spec: SdpSpec,
+    w: int,
+    h: int,
+    k: int,
+    acc_std: float,
+    p: Precision,
+    hw: HwConfig,
+    alloc: Alloc,
+    rng: np.random.Generator,
+) -> _SdpParts:
+    if spec.uses_y:
+        what = "a LUT activation" if spec.lut else "an element-wise (EW) operand"
+        raise TraceError(
+            f"the layer uses {what} on SDP's Y unit; programs with the Y unit are not emitted yet (the nv_small "
+            "RTL they are validated on has none)"
+        )
+    inputs: list[tuple[int, np.ndarray]] = []
+    streams: list[SdpStream] = []
+    x1 = x2 = None
+    std = acc_std
+    if spec.bias is OperandMode.PER_KERNEL:
+        addr = alloc.take(2 * k)
+        b = rng.integers(-(2**12), 2**12, k).astype("<i2")
+        inputs.append((addr, b.view(np.uint8)))
+        streams.append(SdpStream("brdma", "per_kernel", 2, addr, use="alu"))
+        shift = _acc_shift(acc_std, 2**12 / math.sqrt(3))
+        x1 = SdpStageCfg(SdpOperand("mem", 0, shift, "per_kernel", 2), "sum", None, False, spec.relu)
+    elif spec.bias is OperandMode.PER_ELEMENT:
+        surf = place(alloc, w, h, k, p, hw)
+        inputs.append((surf.addr, feature_bytes(_rand(rng, (h, w, k), p), surf, p, hw)))
+        streams.append(
+            SdpStream("brdma", "per_element", p.bytes, surf.addr, surf.line_stride, surf.surface_stride, use="alu")
+        )
+        shift = _acc_shift(acc_std, RANGES[p].std)
+        x1 = SdpStageCfg(SdpOperand("mem", 0, shift, "per_element", p.bytes), "sum", None, False, spec.relu)
+    elif spec.bias is OperandMode.REG:
+        x1 = SdpStageCfg(SdpOperand("reg", int(rng.integers(-512, 512)), 0), "sum", None, False, spec.relu)
+    elif spec.relu:
+        x1 = SdpStageCfg(None, "sum", None, False, True)
+    if spec.scale is OperandMode.REG:
+        x2 = SdpStageCfg(None, "sum", SdpOperand("reg", SCORE_SCALE, 0), False, False, mul_shift=8)
+        std = std * SCORE_SCALE / 256
+    elif spec.scale is OperandMode.PER_KERNEL:
+        addr = alloc.take(2 * k)
+        m = rng.integers(2**14, 2**15, k).astype("<i2")
+        inputs.append((addr, m.view(np.uint8)))
+        streams.append(SdpStream("nrdma", "per_kernel", 2, addr, use="mul"))
+        x2 = SdpStageCfg(None, "sum", SdpOperand("mem", 0, 0, "per_kernel", 2), False, False, mul_shift=15)
+        std = std * 0.75
+    elif spec.scale is OperandMode.PER_ELEMENT:
+        raise TraceError("a per-element SDP multiplier (X2 from memory, per element) is not emitted")
+    return _SdpParts(x1, x2, tuple(streams), inputs, std)
+
+
+# ---- convolutions --------------------------------------------------------------------------------------
+
+
+def _band_shape(layer: ConvLayer, r0: int, r1: int):
+    s = layer.shape
+    i0, i1 = s.input_rows_for(r0, r1)
+    sub = dataclasses.replace(
+        s,
+        in_h=i1 - i0,
+        pad_top=s.pad_top if r0 == 0 else 0,
+        pad_bottom=s.pad_bottom if r1 == s.out_h else 0,
+    )
+    if sub.out_h != r1 - r0:  # pragma: no cover - input_rows_for gives exactly the band's rows
+        raise TraceError(f"{layer.name}: rows {r0}-{r1} need input rows {i0}-{i1}, which give {sub.out_h} rows")
+    return sub, i0, i1
+
+
+def _conv_programs(
+    layer: ConvLayer, plan: TilePlan, hw: HwConfig, base: str, rng: np.random.Generator
+) -> list[LayerProgram]:
+    if layer.image_input or layer.pool is not None or layer.weight_bytes is not None or layer.sparse_mac:
+        raise TraceError(
+            f"{base}: emitting image-input, fused-pooling, compressed-weight or sparse-MAC convolutions "
+            "is not supported"
+        )
+    s = layer.shape
+    p = layer.precision
+    x = _rand(rng, (s.in_h, s.in_w, s.in_c), p)
+    wt = _rand(rng, (s.out_k, s.kernel_h, s.kernel_w, s.in_c), p)
+    acc_std = RANGES[p].std ** 2 * math.sqrt(s.in_c * s.kernel_w * s.kernel_h)
+    bands = row_tiles(layer, plan.rows_per_tile)
+    out = []
+    for i, (r0, r1) in enumerate(bands):
+        sub, i0, i1 = _band_shape(layer, r0, r1)
+        alloc = Alloc()
+        parts = _sdp_parts(layer.sdp, sub.out_w, sub.out_h, s.out_k, acc_std, p, hw, alloc, rng)
+        scale, shift = requant(parts.out_std, p)
+        op, din, waddr, oaddr = conv_layer(
+            sub,
+            layer.precision,
+            hw,
+            alloc,
+            x1=parts.x1,
+            x2=parts.x2,
+            cvt=(0, scale, shift),
+            streams=parts.streams,
+            data_banks=plan.data_banks,
+        )
+        inputs = [
+            *parts.inputs,
+            (din.addr, feature_bytes(x[i0:i1], din, layer.precision, hw)),
+            (waddr, dc_weight_bytes(wt, layer.precision, hw)),
+        ]
+        name = base if len(bands) == 1 else f"{base}_band{i}"
+        prog = emit_program(name, op, inputs, [(oaddr, cube_size(op.out, s.out_k, layer.precision, hw))], hw)
+        sub_layer = dataclasses.replace(layer, name=name, shape=sub)
+        timing = operation_timing(op, hw, name=name)
+        out.append(LayerProgram(prog, sub_layer, op, timing.cycles, (r0, r1)))
+    return out
+
+
+# ---- standalone SDP and PDP ------------------------------------------------------------------------------
+
+
+def _sdp_program(layer: SdpLayer, hw: HwConfig, base: str, rng: np.random.Generator) -> LayerProgram:
+    p = layer.precision
+    w, h, c = layer.width, layer.height, layer.channels
+    alloc = Alloc()
+    src = place(alloc, w, h, c, p, hw)
+    dst = place(alloc, w, h, c, p, hw)
+    parts = _sdp_parts(layer.sdp, w, h, c, RANGES[p].std, p, hw, alloc, rng)
+    # the sum of input and operand, back to the layer's precision
+    scale, shift = requant(parts.out_std * (math.sqrt(2) if parts.x1 and parts.x1.alu else 1.0), p)
+    op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=parts.x1, x2=parts.x2, cvt=(0, scale, shift),
+                  streams=parts.streams)  # fmt: skip
+    inputs = [(src.addr, feature_bytes(_rand(rng, (h, w, c), p), src, p, hw)), *parts.inputs]
+    prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
+    return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)
+
+
+def _pdp_program(layer: PdpLayer, hw: HwConfig, base: str, rng: np.random.Generator) -> LayerProgram:
+    p, spec = layer.precision, layer.pool
+    w, h, c = layer.width, layer.height, layer.channels
+    ow, oh = spec.out_size(w, h)
+    alloc = Alloc()
+    src = place(alloc, w, h, c, p, hw)
+    dst: Surface = place(alloc, ow, oh, c, p, hw)
+    # padded positions add zero to an average (max and min pooling skip them, as the hardware does)
+    op = pool_pass(w, h, c, spec, src, dst, p, (0,) * 7)
+    inputs = [(src.addr, feature_bytes(_rand(rng, (h, w, c), p), src, p, hw))]
+    prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
+    return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)

@@ -1,0 +1,111 @@
+"""`nvdla map ... --emit-program DIR`: the mapped model's hardware layers as NVDLA register programs.
+
+One trace test per hardware layer (one per band of a split convolution), in NVIDIA's trace-test format,
+plus DIR/programs.json: for each program the task it belongs to, the model's cycles (op enable to
+interrupt), the mapper's cycles for one instance of the task, and the expected output CRCs (the
+bit-exact model's). Run the folder on NVIDIA's RTL with
+
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir DIR --out results.json
+
+and every program whose check passes wrote exactly the model's bytes. Tasks run on the host (softmax,
+layernorm, GELU without the SDP LUT, re-layouts without BDMA) have no program; programs.json names them.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nvdla_mapper.export.layer_programs import layer_programs, program_name
+from nvdla_mapper.lowering.rules import Resource
+from nvdla_mapper.reports.files import output_folder
+from nvdla_mapper.results import MapResult, TaskResult
+from nvdla_sim.engine.tiling import TilePlan
+from nvdla_sim.errors import NvdlaError, TraceError
+
+MANIFEST = "programs.json"
+
+
+@dataclass
+class EmitResult:
+    folder: Path
+    programs: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # hardware layers without a program
+    host: list[str] = field(default_factory=list)  # tasks that run on the host or BDMA
+
+
+def _plan(r: TaskResult) -> TilePlan | None:
+    d = r.stats.detail.get("plan") if r.stats else None
+    return TilePlan.from_dict(d) if d else None
+
+
+def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = None, prefix: str = "") -> EmitResult:
+    """Write a program for every hardware layer of `result` (or for the task named `layer`), named
+    `prefix` + the task's name; a layer's operands are seeded by the task's name alone."""
+    out = EmitResult(Path(folder))
+    rows = result.results
+    if layer is not None:
+        rows = [r for r in rows if r.task.name == layer]
+        if not rows:
+            names = [r.task.name for r in result.results if r.task.layer is not None]
+            shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+            raise NvdlaError(f"--layer {layer!r}: no such task in {result.model}; hardware layers: {shown}")
+        if rows[0].task.layer is None:
+            raise NvdlaError(
+                f"--layer {layer!r} runs on the {rows[0].task.resource} ({rows[0].task.note}); it has no NVDLA program"
+            )
+    output_folder(out.folder, "--emit-program")
+    for r in rows:
+        t = r.task
+        if t.layer is None:
+            out.host.append(f"{t.name} ({t.resource}: {t.note})" if t.note else f"{t.name} ({t.resource})")
+            continue
+        try:
+            seed = zlib.crc32(program_name(t.name).encode())
+            progs = layer_programs(t.layer, result.hw, plan=_plan(r), name=prefix + t.name, seed=seed)
+        except (TraceError, NvdlaError) as e:
+            if layer is not None:
+                raise NvdlaError(f"{t.name}: {e}") from None
+            out.skipped.append({"task": t.name, "reason": str(e)})
+            continue
+        for lp in progs:
+            lp.program.write(out.folder)
+            out.programs.append(
+                {
+                    "name": lp.program.name,
+                    "task": t.name,
+                    "group": t.group,
+                    "count": t.count,
+                    "band": list(lp.band) if lp.band else None,
+                    "model_cycles": lp.model_cycles,
+                    "mapper_cycles_per_instance": r.cycles_per_instance,
+                    "macs": getattr(lp.layer, "macs", 0),
+                    "checks": [{"base": b, "size": s, "crc": f"0x{c:08x}"} for b, s, c in lp.program.expected],
+                }
+            )
+    doc = {
+        "model": result.model,
+        "hw": result.hw.name,
+        "precision": result.precision.value,
+        "batch": result.batch,
+        "seq": result.seq,
+        "programs": out.programs,
+        "skipped": out.skipped,
+        "host_tasks": out.host,
+    }
+    (out.folder / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n")
+    return out
+
+
+def summary(res: EmitResult) -> str:
+    lines = [f"wrote {len(res.programs)} NVDLA register programs to {res.folder} ({MANIFEST} lists them)"]
+    if res.skipped:
+        lines.append(f"  {len(res.skipped)} hardware layers without a program:")
+        lines += [f"    - {s['task']}: {s['reason']}" for s in res.skipped[:10]]
+    hosts = [h for h in res.host if Resource.HOST in h]
+    if hosts:
+        lines.append(f"  {len(hosts)} host tasks (no program), e.g. {hosts[0]}")
+    return "\n".join(lines)

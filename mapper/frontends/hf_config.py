@@ -1,0 +1,159 @@
+"""Hugging Face config.json -> ModelSpec: the fields each supported model_type names, read with one-line errors.
+
+Read from disk only (no network); the defaults a missing field takes are Hugging Face's own, per model_type
+(transformers' configuration_<model>.py), so a config.json that omits a field maps as transformers builds it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from nvdla_mapper.frontends.presets import Attention, ModelSpec, Stage
+from nvdla_sim.errors import NvdlaError
+
+_HF_FIELDS = {
+    # family: (hidden, layers, heads, ffn) candidate keys in order
+    "bert": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "roberta": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "vit": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "longformer": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "gpt2": (("n_embd",), ("n_layer",), ("n_head",), ("n_inner",)),
+    "t5": (("d_model",), ("num_layers",), ("num_heads",), ("d_ff",)),
+    "xlnet": (("d_model",), ("n_layer",), ("n_head",), ("d_inner",)),
+    "swin": (("embed_dim",), ("depths",), ("num_heads",), ("mlp_ratio",)),
+    "llama": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "mistral": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+    "qwen2": (("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",), ("intermediate_size",)),
+}
+
+
+def _typed(path: Path, key: str, kind: type, value):
+    """A config.json value converted to `kind`, or a one-line error naming the field."""
+    if kind is list:
+        if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+            return value
+        raise NvdlaError(f"{path}: field {key!r} must be a list of positive integers, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and value != int(value)):
+        what = "an integer" if kind is int else "a number"
+        raise NvdlaError(f"{path}: field {key!r} must be {what}, not {value!r}")
+    if value <= 0:
+        raise NvdlaError(f"{path}: field {key!r} must be positive, not {value!r}")
+    return kind(value)
+
+
+def from_hf_config(path: str | Path) -> ModelSpec:
+    """Build a ModelSpec from a Hugging Face config.json on disk (no network)."""
+    path = Path(path)
+    try:
+        cfg = json.loads(path.read_text())
+    except OSError as e:
+        raise NvdlaError(f"{path}: cannot read ({e.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise NvdlaError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(cfg, dict):
+        raise NvdlaError(f"{path}: a config.json holds a JSON object of fields, not a {type(cfg).__name__}")
+    spec = _spec_from_hf(path, cfg)
+    labels = cfg.get("id2label")  # a classifier's outputs (save_pretrained writes id2label, not num_labels)
+    labels = len(labels) if isinstance(labels, dict) and labels else cfg.get("num_labels")
+    if labels is not None:
+        spec = dataclasses.replace(spec, num_labels=_typed(path, "num_labels", int, labels))
+    return spec
+
+
+def _spec_from_hf(path: Path, cfg: dict) -> ModelSpec:
+    mt = cfg.get("model_type")
+    if mt not in _HF_FIELDS:
+        raise NvdlaError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(_HF_FIELDS)}")
+
+    def need(keys: tuple[str, ...], default=None, kind: type = int):
+        for k in keys:
+            if k in cfg and cfg[k] is not None:
+                return _typed(path, k, kind, cfg[k])
+        if default is not None:
+            return default
+        raise NvdlaError(f"{path}: missing field {keys[0]!r} for model_type {mt!r}")
+
+    def opt(key: str, default: int = 0) -> int:
+        return need((key,), default) if cfg.get(key) is not None else default
+
+    hk, lk, nk, fk = _HF_FIELDS[mt]
+    name = cfg.get("_name_or_path") or path.parent.name or mt
+    if mt == "swin":
+        embed, depths, heads = need(hk), need(lk, kind=list), need(nk, kind=list)
+        ratio = need(fk, 4.0, kind=float)
+        if len(depths) != len(heads):
+            raise NvdlaError(f"{path}: depths and num_heads must have the same length")
+        stages = tuple(
+            Stage(d, embed * 2**i, h, int(embed * 2**i * ratio), 4**i)
+            for i, (d, h) in enumerate(zip(depths, heads, strict=True))
+        )
+        image, patch = need(("image_size",), 224), need(("patch_size",), 4)
+        win = need(("window_size",), 7)
+        return ModelSpec(
+            str(name),
+            "swin",
+            stages,
+            attention=Attention.WINDOW,
+            window=win * win,
+            relative="bias",
+            image_tokens=(image // patch) ** 2,
+            patch_embed=(image, patch, need(("num_channels",), 3)),
+        )
+    hidden, layers, heads = need(hk), need(lk), need(nk)
+    ffn = opt(fk[0]) or 4 * hidden
+    stage = Stage(layers, hidden, heads, ffn)
+    vocab = opt("vocab_size")
+    # learned absolute positions; RoBERTa-style embeddings (roberta, longformer) reserve two
+    positions = opt("n_positions" if mt == "gpt2" else "max_position_embeddings")
+    if mt in ("roberta", "longformer") and positions > 2:
+        positions -= 2
+    if mt in ("llama", "mistral", "qwen2"):
+        heads_kv = opt("num_key_value_heads") or heads
+        if heads % heads_kv:
+            raise NvdlaError(f"{path}: num_attention_heads {heads} is not a multiple of num_key_value_heads {heads_kv}")
+        bias = cfg.get("attention_bias")
+        bias = mt == "qwen2" if bias is None else bias  # Qwen2 always has q/k/v biases
+        return ModelSpec(
+            str(name), "llama", (stage,), vocab=vocab, attention=Attention.CAUSAL, norm="rms", activation="silu",
+            gated_ffn=True, head_dim=opt("head_dim"), max_positions=positions, relative="rotary",
+            kv_heads=heads_kv, qkv_bias=bool(bias), tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        )  # fmt: skip
+    if mt in ("bert", "roberta"):
+        return ModelSpec(str(name), "bert", (stage,), vocab=vocab, max_positions=positions)
+    if mt == "gpt2":
+        return ModelSpec(str(name), "gpt2", (stage,), vocab=vocab, attention=Attention.CAUSAL, max_positions=positions)
+    if mt == "vit":
+        image, patch = need(("image_size",), 224), need(("patch_size",), 16)
+        return ModelSpec(
+            str(name),
+            "vit",
+            (stage,),
+            image_tokens=(image // patch) ** 2 + 1,
+            patch_embed=(image, patch, need(("num_channels",), 3)),
+        )
+    if mt == "longformer":
+        win = cfg.get("attention_window", 512)
+        win = _typed(path, "attention_window", int, win[0] if isinstance(win, list) and win else win)
+        return ModelSpec(
+            str(name), "longformer", (stage,), vocab=vocab, attention=Attention.SLIDING, window=win,
+            max_positions=positions,
+        )  # fmt: skip
+    if mt == "t5":
+        act = str(cfg.get("feed_forward_proj", "relu"))
+        return ModelSpec(
+            str(name),
+            "t5",
+            (stage,),
+            vocab=vocab,
+            relative="bias",
+            norm="rms",
+            activation="gelu" if "gelu" in act else "relu",
+            gated_ffn=act.startswith("gated"),
+            decoder_layers=0
+            if "T5EncoderModel" in (cfg.get("architectures") or [])
+            else opt("num_decoder_layers") or layers,
+            head_dim=opt("d_kv"),
+        )
+    return ModelSpec(str(name), "xlnet", (stage,), vocab=vocab, relative="xlnet")

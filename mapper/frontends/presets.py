@@ -1,0 +1,527 @@
+"""Transformer presets and the one graph builder for them (and for config.json models, frontends.hf_config).
+
+One builder covers the families through a few structural switches: encoder/decoder stacks, attention
+pattern (full, causal, local windows as in Swin, sliding band as in Longformer, relative positions as in
+XLNet/T5), norm (LayerNorm or RMSNorm), FFN activation (GELU or ReLU) and hierarchical stages (Swin).
+Shapes of the presets come from the models' papers / reference configs.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+import networkx as nx
+
+from nvdla_mapper.workload import Graph, Op, OpKind
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.layers import MAX_STRIDE
+
+
+class Attention(enum.Enum):
+    FULL = "full"
+    CAUSAL = "causal"
+    WINDOW = "window"  # non-overlapping local windows (Swin), `window` tokens each
+    SLIDING = "sliding"  # band of +-window/2 keys per query (Longformer)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stack of identical blocks at one width (Swin has four; others one)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    ffn: int
+    token_divisor: int = 1  # tokens = base tokens / token_divisor (Swin patch merging)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    family: str
+    stages: tuple[Stage, ...]
+    vocab: int = 0  # 0: no token embedding (vision)
+    attention: Attention = Attention.FULL
+    window: int = 0
+    relative: str = ""  # "bias" (T5, Swin): added scores; "xlnet": extra Q.R^T matmul
+    norm: str = "layer"  # layer | rms
+    activation: str = "gelu"  # gelu | relu
+    gated_ffn: bool = False  # T5 v1.1: two input projections, the activation of one gating the other
+    kv_heads: int = 0  # grouped-query attention: heads of K and V (0: as many as query heads)
+    qkv_bias: bool = True  # biases on the q, k, v projections (LLaMA/Mistral: none; Qwen2: yes)
+    tied_embeddings: bool = True  # the LM head reuses the token embeddings (one copy in DRAM)
+    decoder_layers: int = 0  # T5 decoder blocks (with cross-attention)
+    head_dim: int = 0  # 0: hidden / heads
+    image_tokens: int = 0  # vision models: tokens fixed by the image (patch grid)
+    patch_embed: tuple[int, int, int] = (0, 0, 0)  # (image, patch, channels) for ViT/Swin
+    max_positions: int = 0  # learned absolute positions (max_position_embeddings); 0: relative or none
+    num_labels: int = 0  # classifier outputs; 0: 1000 for vision models, 2 otherwise
+
+    @property
+    def labels(self) -> int:
+        return self.num_labels or (1000 if self.image_tokens else 2)
+
+    def __post_init__(self) -> None:
+        for st in self.stages:
+            if st.hidden % st.heads and not self.head_dim:
+                raise NvdlaError(f"{self.name}: hidden {st.hidden} is not divisible by heads {st.heads}")
+
+
+PRESETS: dict[str, ModelSpec] = {
+    "bert-base": ModelSpec("bert-base", "bert", (Stage(12, 768, 12, 3072),), vocab=30522, max_positions=512),
+    "bert-large": ModelSpec("bert-large", "bert", (Stage(24, 1024, 16, 4096),), vocab=30522, max_positions=512),
+    "gpt2": ModelSpec(
+        "gpt2", "gpt2", (Stage(12, 768, 12, 3072),), vocab=50257, attention=Attention.CAUSAL, max_positions=1024
+    ),
+    # the larger GPT-2s (Radford et al. 2019, Hugging Face configs) and a GPT-J-6B-sized GPT (28 x 4096, FFN
+    # 16384, 50400 tokens, 2048 positions; its rotary and parallel attention/FFN are not modelled)
+    "gpt2-medium": ModelSpec(
+        "gpt2-medium", "gpt2", (Stage(24, 1024, 16, 4096),), vocab=50257, attention=Attention.CAUSAL, max_positions=1024
+    ),
+    "gpt2-large": ModelSpec(
+        "gpt2-large", "gpt2", (Stage(36, 1280, 20, 5120),), vocab=50257, attention=Attention.CAUSAL, max_positions=1024
+    ),
+    "gpt2-xl": ModelSpec(
+        "gpt2-xl", "gpt2", (Stage(48, 1600, 25, 6400),), vocab=50257, attention=Attention.CAUSAL, max_positions=1024
+    ),
+    "gptj-6b-size": ModelSpec(
+        "gptj-6b-size",
+        "gpt2",
+        (Stage(28, 4096, 16, 16384),),
+        vocab=50400,
+        attention=Attention.CAUSAL,
+        max_positions=2048,
+        tied_embeddings=False,
+    ),
+    "t5-base": ModelSpec(
+        "t5-base",
+        "t5",
+        (Stage(12, 768, 12, 3072),),
+        vocab=32128,
+        relative="bias",
+        norm="rms",
+        activation="relu",
+        decoder_layers=12,
+    ),
+    "vit-b16": ModelSpec("vit-b16", "vit", (Stage(12, 768, 12, 3072),), image_tokens=197, patch_embed=(224, 16, 3)),
+    "swin-t": ModelSpec(
+        "swin-t",
+        "swin",
+        (Stage(2, 96, 3, 384, 1), Stage(2, 192, 6, 768, 4), Stage(6, 384, 12, 1536, 16), Stage(2, 768, 24, 3072, 64)),
+        attention=Attention.WINDOW,
+        window=49,
+        relative="bias",
+        image_tokens=3136,
+        patch_embed=(224, 4, 3),
+    ),
+    "longformer-base": ModelSpec(
+        "longformer-base",
+        "longformer",
+        (Stage(12, 768, 12, 3072),),
+        vocab=50265,
+        attention=Attention.SLIDING,
+        window=512,
+        max_positions=4096,
+    ),
+    "xlnet-base": ModelSpec("xlnet-base", "xlnet", (Stage(12, 768, 12, 3072),), vocab=32000, relative="xlnet"),
+}
+
+
+def preset(name: str) -> ModelSpec:
+    """A transformer preset by name (any model source by name or path: frontends.resolve.resolve_model)."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise NvdlaError(f"unknown transformer preset {name!r}; presets: {', '.join(PRESETS)}") from None
+
+
+# ---- graph builder ----------------------------------------------------------------------------------
+
+
+HEADS = ("auto", "none", "lm", "lm_last", "cls")
+
+
+def default_head(spec: ModelSpec) -> str:
+    """The head a model family is used with: generative models their LM head, encoders a classifier."""
+    if spec.family == "t5" and not spec.decoder_layers:
+        return "none"  # T5's encoder alone (T5EncoderModel): its hidden states are the output
+    return "lm" if spec.family in ("gpt2", "t5", "xlnet", "llama") else "cls"
+
+
+def build_graph(
+    spec: ModelSpec,
+    *,
+    batch: int = 1,
+    seq: int = 128,
+    dec_seq: int | None = None,
+    extend_positions: bool = False,
+    head: str = "auto",
+) -> nx.DiGraph:
+    """Workload graph of one forward pass (prefill) at the given batch and sequence length. A sequence
+    beyond a model's learned positions is refused unless `extend_positions` (a what-if)."""
+    if batch < 1 or seq < 1:
+        raise NvdlaError(f"batch and seq must be >= 1, got batch={batch} seq={seq}")
+    if spec.max_positions and not spec.image_tokens and seq > spec.max_positions and not extend_positions:
+        raise NvdlaError(
+            f"--seq {seq}: {spec.name} has {spec.max_positions} learned positions (max_position_embeddings); "
+            "use --seq <= that, or --extend-positions to map it anyway as a what-if"
+        )
+    g = Graph(spec.name)
+    tokens = spec.image_tokens or seq
+    base = batch * tokens
+    s0 = spec.stages[0]
+    if spec.patch_embed[0]:
+        image, patch, ch = spec.patch_embed
+        grid = (image // patch) ** 2
+        last = g.add(patch_embed_op("patch_embed", batch=batch, image=(image, image), patch=patch, channels=ch,
+                                    hidden=s0.hidden))  # fmt: skip
+        if spec.family == "swin":  # Swin normalises the patch embeddings
+            last = _norm(g, spec, "patch_embed.norm", last, m=batch * grid, n=s0.hidden)
+    else:
+        last = g.add(Op("embed", OpKind.GATHER, base, s0.hidden, group="host"))
+    prefix = "enc" if spec.decoder_layers else "layer"
+    idx = 0
+    for si, st in enumerate(spec.stages):
+        m = base // st.token_divisor
+        if si > 0:
+            prev = spec.stages[si - 1]
+            # patch merging: 2x2 neighbours concatenated (4C), layernorm, then a bias-free reduction to 2C
+            last = _norm(g, spec, f"merge{si}.norm", last, m=m, n=4 * prev.hidden)
+            last = g.add(
+                Op(f"merge{si}", OpKind.MATMUL, m, st.hidden, k=4 * prev.hidden, group="matmul", attrs={"bias": False}),
+                last,
+            )
+        for _ in range(st.layers):
+            last = _block(g, spec, st, f"{prefix}{idx}", last, m=m, batch=batch)
+            idx += 1
+    if spec.family != "xlnet":  # XLNet's blocks end with their own layernorm; there is no final one
+        last = _norm(
+            g, spec, f"{prefix}_final_norm", last, m=base // spec.stages[-1].token_divisor, n=spec.stages[-1].hidden
+        )
+    if spec.decoder_layers:
+        enc_out = last
+        dseq = dec_seq or seq
+        dm = batch * dseq
+        last = g.add(Op("dec_embed", OpKind.GATHER, dm, s0.hidden, group="host"))
+        for i in range(spec.decoder_layers):
+            last = _block(g, spec, s0, f"dec{i}", last, m=dm, batch=batch, causal=True, cross=(enc_out, base))
+        last = _norm(g, spec, "dec_final_norm", last, m=dm, n=s0.hidden)
+    m_out = batch * (dec_seq or seq) if spec.decoder_layers else base // spec.stages[-1].token_divisor
+    _head(g, spec, last, head, m=m_out, batch=batch)
+    return g.g
+
+
+def patch_embed_op(name: str, *, batch: int, image: tuple[int, int], patch: int, channels: int, hidden: int) -> Op:
+    """A ViT/Swin patch embedding (a patch x patch convolution with stride patch) on the image input, as
+    the conv core runs it: a direct convolution when its stride fits the core's stride field (<= 8), else
+    a matmul over patches the host extracts (im2col). The preset and the ONNX import both build it here."""
+    w, h = image
+    grid = (w // patch) * (h // patch)
+    if patch > MAX_STRIDE:
+        return Op(name, OpKind.MATMUL, batch * grid, hidden, k=patch * patch * channels, group="matmul",
+                  attrs={"im2col": True})  # fmt: skip
+    geo = dict(in_w=w, in_h=h, in_c=channels, out_k=hidden, kernel_w=patch, kernel_h=patch, stride_x=patch,
+               stride_y=patch)  # fmt: skip
+    attrs = {"conv": geo, "groups": 1, "image_input": channels <= 4}
+    return Op(name, OpKind.CONV, grid, hidden, k=channels * patch * patch, count=batch, group="conv", attrs=attrs)
+
+
+def _head(g: Graph, spec: ModelSpec, src: str, head: str, *, m: int, batch: int) -> None:
+    """The model's head on the last hidden states [m, hidden]."""
+    if head not in HEADS:
+        raise NvdlaError(f"--head {head!r}: choose one of {', '.join(HEADS)}")
+    head = default_head(spec) if head == "auto" else head
+    hidden = spec.stages[-1].hidden
+    if head == "lm_last":  # generation: the next token comes from the last position of each sequence
+        m, head = batch, "lm"
+    if head == "lm":
+        if not spec.vocab:
+            raise NvdlaError(f"--head lm: {spec.name} has no vocabulary (vision model); use --head cls or none")
+        # the vocabulary projection of every position, tied to the token embeddings (no bias)
+        g.add(Op("lm_head", OpKind.MATMUL, m, spec.vocab, k=hidden, group="head", attrs={"bias": False}), src)
+    elif head == "cls":
+        x = src
+        if spec.family == "swin":  # mean over the final tokens, then the classifier
+            x = g.add(Op("head.pool", OpKind.HOST, batch, hidden, group="head",
+                         attrs={"flops_per_elem": m // batch, "note": "Swin head: mean over the final tokens on the host"}), x)  # fmt: skip
+        elif spec.family in ("bert", "longformer"):  # pooler: dense + tanh on the first token
+            x = g.add(Op("pooler", OpKind.MATMUL, batch, hidden, k=hidden, group="head"), x)
+            x = g.add(Op("pooler.tanh", OpKind.LUT, batch, hidden, group="head", attrs={"func": "tanh"}), x)
+        g.add(Op("classifier", OpKind.MATMUL, batch, spec.labels, k=hidden, group="head"), x)
+
+
+def _norm(g: Graph, spec: ModelSpec, name: str, src: str, *, m: int, n: int) -> str:
+    return g.add(Op(name, OpKind.LAYERNORM, m, n, group="layernorm", attrs={"rms": spec.norm == "rms"}), src)
+
+
+def _attention(
+    g: Graph,
+    spec: ModelSpec,
+    st: Stage,
+    p: str,
+    q_src: str,
+    kv_src: str,
+    *,
+    m_q: int,
+    m_kv: int,
+    batch: int,
+    causal: bool,
+    cross: bool = False,
+) -> str:
+    hd = spec.head_dim or st.hidden // st.heads
+    inner = hd * st.heads
+    kv_inner = hd * (spec.kv_heads or st.heads)  # grouped-query attention shares K and V across a group
+    proj, out_proj = _projection_attrs(spec)
+    q = g.add(Op(f"{p}.q", OpKind.MATMUL, m_q, inner, k=st.hidden, group="matmul", attrs=proj), q_src)
+    k = g.add(Op(f"{p}.k", OpKind.MATMUL, m_kv, kv_inner, k=st.hidden, group="matmul", attrs=proj), kv_src)
+    v = g.add(
+        Op(f"{p}.v", OpKind.MATMUL, m_kv, kv_inner, k=st.hidden, group="matmul", attrs={**proj, "feeds_context": True}),
+        kv_src,
+    )
+    if spec.relative == "rotary":  # rotary position embedding of q and k (position-dependent rotation)
+        q = g.add(Op(f"{p}.q_rope", OpKind.ROTARY, m_q, inner, group="attention", attrs={"head_dim": hd}), q)
+        k = g.add(Op(f"{p}.k_rope", OpKind.ROTARY, m_kv, kv_inner, group="attention", attrs={"head_dim": hd}), k)
+    sq, skv = m_q // batch, m_kv // batch
+    count = batch * st.heads
+    band = None
+    if spec.attention is Attention.WINDOW:
+        win = spec.window
+        n_win = max(1, sq // win)
+        rows, keys, count = win, win, count * n_win
+    elif spec.attention is Attention.SLIDING and spec.window < skv:
+        # hardware tiles: chunks of window/2 queries against their window + chunk keys; the model's work
+        # is the band of +-window/2 keys around each query (model_macs)
+        chunk = spec.window // 2
+        n_chunk = math.ceil(sq / chunk)
+        rows, keys, count = chunk, min(skv, chunk + spec.window), count * n_chunk
+        band = batch * st.heads * band_pairs(sq, spec.window // 2) * hd
+    else:
+        rows, keys = sq, skv
+    share = st.heads // (spec.kv_heads or st.heads)  # query heads per K/V head (grouped-query attention)
+    attrs = {
+        "kv_share": share,
+        "causal": causal or spec.attention is Attention.CAUSAL,
+        "scale": _score_scale(spec, hd),
+        "bias": not cross and (spec.relative == "bias" or (spec.attention is Attention.WINDOW and bool(spec.relative))),
+    }
+    if band is not None:
+        attrs["model_macs"] = band
+    scores = g.add(
+        Op(f"{p}.qk", OpKind.ATTN_SCORES, rows, keys, k=hd, count=count, group="attention", attrs=attrs), q, k
+    )
+    if spec.relative == "xlnet":
+        # k_r = R W_r: the relative positional embeddings of 2 x seq positions (klen + qlen, no memory),
+        # shared by the batch; then q . k_r per head and the relative shift
+        kr = g.add(Op(f"{p}.kr", OpKind.MATMUL, 2 * skv, inner, k=st.hidden, group="matmul", attrs=proj))
+        pos = g.add(
+            Op(
+                f"{p}.qr",
+                OpKind.ATTN_SCORES,
+                rows,
+                2 * keys,
+                k=hd,
+                count=count,
+                group="attention",
+                attrs={"relative_shift": True},
+            ),
+            q,
+            kr,
+        )
+        scores = g.add(Op(f"{p}.rel_add", OpKind.ADD, rows, keys, count=count, group="attention"), scores, pos)
+    probs = g.add(
+        Op(f"{p}.softmax", OpKind.SOFTMAX, rows, keys, count=count, group="softmax", attrs={"causal": attrs["causal"]}),
+        scores,
+    )
+    pv_attrs = {"model_macs": band} if band is not None else {"causal": attrs["causal"]}
+    pv_attrs["kv_share"] = share
+    ctx = g.add(
+        Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=pv_attrs), probs, v
+    )
+    return g.add(Op(f"{p}.o", OpKind.MATMUL, m_q, st.hidden, k=inner, group="matmul", attrs=out_proj), ctx)
+
+
+def _projection_attrs(spec: ModelSpec) -> tuple[dict, dict]:
+    """Attrs of the q/k/v and the output projections: T5 has no biases, XLNet's attention projections
+    have none (its FFN has), LLaMA none, Qwen2 only on q/k/v."""
+    qkv = {"bias": False} if spec.family in ("t5", "xlnet") or not spec.qkv_bias else {}
+    out = {"bias": False} if spec.family in ("t5", "xlnet", "llama") else {}
+    return qkv, out
+
+
+def _score_scale(spec: ModelSpec, head_dim: int) -> float:
+    """The 1/sqrt(d) of QK^T; T5 folds it into its initialisation and scores unscaled."""
+    return 1.0 if spec.family == "t5" else 1 / math.sqrt(head_dim)
+
+
+def band_pairs(seq: int, half: int) -> int:
+    """(query, key) pairs of a sequence with each query attending to keys within +-half positions."""
+    return sum(min(seq, q + half + 1) - max(0, q - half) for q in range(seq))
+
+
+def _block(
+    g: Graph,
+    spec: ModelSpec,
+    st: Stage,
+    p: str,
+    src: str,
+    *,
+    m: int,
+    batch: int,
+    causal: bool = False,
+    cross: tuple[str, int] | None = None,
+) -> str:
+    pre_norm = spec.family in ("gpt2", "t5", "vit", "swin", "llama")
+    x = src
+    h = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden) if pre_norm else x
+    shifted = spec.family == "swin" and int(p.rsplit("layer", 1)[-1] or 0) % 2 == 1
+    if shifted:  # Swin's shifted windows: a cyclic roll of whole pixels before attention, and back after
+        h = g.add(Op(f"{p}.shift", OpKind.TRANSPOSE, m, st.hidden, group="attention", attrs={"what": "roll"}), h)
+    a = _attention(g, spec, st, f"{p}.attn", h, h, m_q=m, m_kv=m, batch=batch, causal=causal)
+    if shifted:
+        a = g.add(Op(f"{p}.unshift", OpKind.TRANSPOSE, m, st.hidden, group="attention", attrs={"what": "roll"}), a)
+    x = g.add(Op(f"{p}.res1", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
+    if not pre_norm:
+        x = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden)
+    if cross is not None:
+        enc, m_enc = cross
+        h = _norm(g, spec, f"{p}.lnx", x, m=m, n=st.hidden)
+        a = _attention(g, spec, st, f"{p}.xattn", h, enc, m_q=m, m_kv=m_enc, batch=batch, causal=False, cross=True)
+        x = g.add(Op(f"{p}.resx", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
+    h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden) if pre_norm else x
+    x = _ffn(g, spec, st, p, h, x, m=m)
+    if not pre_norm:
+        x = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)
+    return x
+
+
+def _ffn(g: Graph, spec: ModelSpec, st: Stage, p: str, h: str, x: str, *, m: int) -> str:
+    """The FFN of a block on `h` with the residual `x` added."""
+    ffn = {"bias": False} if spec.family in ("t5", "llama") else {}
+    f1 = g.add(Op(f"{p}.ffn1", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
+    act_kind = {"gelu": OpKind.GELU, "relu": OpKind.RELU, "silu": OpKind.LUT}[spec.activation]
+    act_attrs = {"func": "SiLU"} if spec.activation == "silu" else {}
+    act = g.add(Op(f"{p}.act", act_kind, m, st.ffn, group="elementwise", attrs=act_attrs), f1)
+    if spec.gated_ffn:  # T5 v1.1 "gated-gelu", LLaMA SwiGLU: act(x W_gate) * (x W_up)
+        lin = g.add(Op(f"{p}.ffn1_gate", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
+        act = g.add(Op(f"{p}.gate", OpKind.MUL, m, st.ffn, group="elementwise"), act, lin)
+    f2 = g.add(Op(f"{p}.ffn2", OpKind.MATMUL, m, st.hidden, k=st.ffn, group="matmul", attrs=ffn), act)
+    return g.add(Op(f"{p}.res2", OpKind.ADD, m, st.hidden, group="elementwise"), f2, x)
+
+
+# ---- one decode step (autoregressive generation) -----------------------------------------------------
+
+
+def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int, cross_len: int = 0) -> nx.DiGraph:
+    """Workload graph of one decode step: each of `batch` sequences has `kv_len` cached tokens and adds one.
+
+    Projections and the FFN are M = batch matmuls (GEMV at batch 1). The K and V of the new token are
+    appended to the caches, which are kept in the layouts QK^T and PV read as kernels: K in the
+    direct-convolution weight format (keys as kernels: the append is whole atoms), V^T likewise (keys as
+    channels: the append is an element scatter, done by the host). Attention runs against kv_len + 1 keys;
+    the LM head projects every sequence's new position. For T5 the step is the decoder's, with a
+    cross-attention against the `cross_len` encoder positions whose K/V caches the prefill filled.
+    """
+    check_generative(spec)
+    if batch < 1 or kv_len < 0 or (spec.decoder_layers and cross_len < 1):
+        raise NvdlaError(f"batch >= 1, kv_len >= 0 and (T5) cross_len >= 1 needed, got {batch}, {kv_len}, {cross_len}")
+    g = Graph(f"{spec.name}.decode")
+    st = spec.stages[0]
+    layers, prefix = (spec.decoder_layers, "dec") if spec.decoder_layers else (st.layers, "layer")
+    last = g.add(Op("embed", OpKind.GATHER, batch, st.hidden, group="host"))
+    for i in range(layers):
+        p = f"{prefix}{i}"
+        h = _norm(g, spec, f"{p}.ln1", last, m=batch, n=st.hidden)
+        a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=batch, kv_len=kv_len)
+        x = g.add(Op(f"{p}.res1", OpKind.ADD, batch, st.hidden, group="elementwise"), a, last)
+        if spec.decoder_layers:
+            h = _norm(g, spec, f"{p}.lnx", x, m=batch, n=st.hidden)
+            a = _decode_attention(g, spec, st, f"{p}.xattn", h, batch=batch, kv_len=cross_len - 1, cross=True)
+            x = g.add(Op(f"{p}.resx", OpKind.ADD, batch, st.hidden, group="elementwise"), a, x)
+        h = _norm(g, spec, f"{p}.ln2", x, m=batch, n=st.hidden)
+        last = _ffn(g, spec, st, p, h, x, m=batch)
+    last = _norm(g, spec, f"{prefix}_final_norm", last, m=batch, n=st.hidden)
+    _head(g, spec, last, "lm", m=batch, batch=batch)
+    return g.g
+
+
+def check_generative(spec: ModelSpec) -> None:
+    if spec.family not in ("gpt2", "llama", "t5"):
+        raise NvdlaError(
+            f"{spec.name}: generation is modelled for decoder models (gpt2, llama family) and T5; "
+            f"{spec.family} is an encoder"
+        )
+
+
+def t5_prefill_graph(spec: ModelSpec, *, batch: int, prompt: int) -> nx.DiGraph:
+    """T5's prefill: the encoder over the prompt, then every decoder layer's cross-attention K and V of
+    the encoder output, written once into the caches the decode steps read (K as kernels, V^T)."""
+    g = Graph(f"{spec.name}.prefill")
+    st = spec.stages[0]
+    hd = spec.head_dim or st.hidden // st.heads
+    inner, m = hd * st.heads, batch * prompt
+    last = g.add(Op("embed", OpKind.GATHER, m, st.hidden, group="host"))
+    for i in range(st.layers):
+        last = _block(g, spec, st, f"enc{i}", last, m=m, batch=batch)
+    enc = _norm(g, spec, "enc_final_norm", last, m=m, n=st.hidden)
+    for i in range(spec.decoder_layers):
+        p, nob = f"dec{i}.xattn", {"bias": False}
+        k = g.add(Op(f"{p}.k", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
+        v = g.add(Op(f"{p}.v", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
+        g.add(Op(f"{p}.k_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"what": "k_append"}), k)
+        g.add(Op(f"{p}.v_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"what": "v_cache"}), v)
+    return g.g
+
+
+def _decode_attention(
+    g: Graph, spec: ModelSpec, st: Stage, p: str, src: str, *, batch: int, kv_len: int, cross: bool = False
+) -> str:
+    """One token's attention against kv_len + 1 cached keys; `cross`: against the encoder's cached K/V
+    (only q is projected, nothing is appended)."""
+    hd = spec.head_dim or st.hidden // st.heads
+    inner, kv_inner = hd * st.heads, hd * (spec.kv_heads or st.heads)
+    share = st.heads // (spec.kv_heads or st.heads)
+    proj, out_proj = _projection_attrs(spec)
+    q = g.add(Op(f"{p}.q", OpKind.MATMUL, batch, inner, k=st.hidden, group="matmul", attrs=proj), src)
+    if cross:
+        k = v = q  # the encoder's K/V caches: nothing to project or append
+    else:
+        k = g.add(Op(f"{p}.k", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
+        v = g.add(Op(f"{p}.v", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
+    if spec.relative == "rotary":
+        q = g.add(Op(f"{p}.q_rope", OpKind.ROTARY, batch, inner, group="attention", attrs={"head_dim": hd}), q)
+        k = g.add(Op(f"{p}.k_rope", OpKind.ROTARY, batch, kv_inner, group="attention", attrs={"head_dim": hd}), k)
+    if not cross:
+        k = g.add(
+            Op(f"{p}.k_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "k_append"}), k
+        )
+        v = g.add(
+            Op(f"{p}.v_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "v_append"}), v
+        )
+    # the query heads of a K/V group run as one layer, as `share` pixels against the group's cached K
+    # (resp. V^T) kernels: the cache slice is fetched into CBUF once for the whole group
+    keys, count, rows = kv_len + 1, batch * (spec.kv_heads or st.heads), share
+    cached = {"kv_share": 1, "cached": True, "causal": False, "kv_groups": spec.kv_heads or st.heads}
+    if spec.relative == "bias" and not cross:
+        cached["bias"] = True  # T5's relative-position bias on the self-attention scores
+    scale = _score_scale(spec, hd)
+    scores = g.add(
+        Op(
+            f"{p}.qk",
+            OpKind.ATTN_SCORES,
+            rows,
+            keys,
+            k=hd,
+            count=count,
+            group="attention",
+            attrs={**cached, "scale": scale},
+        ),
+        q,
+        k,
+    )
+    probs = g.add(Op(f"{p}.softmax", OpKind.SOFTMAX, rows, keys, count=count, group="softmax"), scores)
+    ctx = g.add(
+        Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=cached), probs, v
+    )
+    return g.add(Op(f"{p}.o", OpKind.MATMUL, batch, st.hidden, k=inner, group="matmul", attrs=out_proj), ctx)

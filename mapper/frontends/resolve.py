@@ -1,0 +1,52 @@
+"""Any model source by name or path -> a workload graph: transformer and CNN presets, a Hugging Face
+config.json (or the folder holding it), an .onnx file. The one entry the CLI, sweeps and studies use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import networkx as nx
+
+from nvdla_mapper.frontends.cnn import CNN_PRESETS
+from nvdla_mapper.frontends.hf_config import from_hf_config
+from nvdla_mapper.frontends.onnx_import import graph_from_onnx
+from nvdla_mapper.frontends.presets import PRESETS, ModelSpec, build_graph
+from nvdla_sim.errors import NvdlaError
+
+
+def resolve_model(name_or_path: str) -> ModelSpec | Path:
+    """A preset name, a config.json path (-> ModelSpec), or an .onnx path (returned as Path)."""
+    p = Path(name_or_path)
+    if p.suffix == ".onnx":
+        if not p.exists():
+            raise NvdlaError(f"{p}: ONNX file not found")
+        return p
+    if p.suffix == ".json":
+        return from_hf_config(p)
+    if name_or_path in PRESETS:  # a preset name never resolves to a folder of that name
+        return PRESETS[name_or_path]
+    if "/" in name_or_path or "\\" in name_or_path:  # a path to a Hugging Face model folder
+        if not p.is_dir():
+            raise NvdlaError(f"{p}: no such folder (a model folder holds config.json)")
+        return from_hf_config(p / "config.json")
+    names = ", ".join([*PRESETS, *CNN_PRESETS])
+    raise NvdlaError(f"unknown model {name_or_path!r}; presets: {names} (or a config.json / .onnx path)")
+
+
+def model_graph(
+    name_or_path: str,
+    *,
+    batch: int = 1,
+    seq: int = 128,
+    dec_seq: int | None = None,
+    host_fallback: bool = False,
+    extend_positions: bool = False,
+    head: str = "auto",
+) -> nx.DiGraph:
+    """Workload graph of any model source: a CNN or transformer preset, a config.json, or an .onnx file."""
+    if name_or_path in CNN_PRESETS:
+        return CNN_PRESETS[name_or_path](batch)
+    src = resolve_model(name_or_path)
+    if isinstance(src, Path):
+        return graph_from_onnx(src, batch=batch, seq=seq, host_fallback=host_fallback)
+    return build_graph(src, batch=batch, seq=seq, dec_seq=dec_seq, extend_positions=extend_positions, head=head)

@@ -1,0 +1,625 @@
+"""Lower workload ops to NVDLA hardware layers (or host / copy tasks), one registered function per OpKind.
+
+Mapping choices (see docs/mapping.md):
+* linear layers: 1x1 convolutions with fused SDP (bias; GELU via LUT or ReLU; residual add via EW);
+* attention QK^T and PV: one 1x1 convolution per head/window with K (resp. V^T) loaded through the
+  CDMA weight path, after a re-layout copy into weight format (BDMA when present, else the host);
+* softmax on NVDLA (needs the SDP LUT): exp via LUT, row sums via a 1x1 convolution with ones,
+  reciprocal via LUT, normalisation as an SDP per-element multiply. Without a LUT: host;
+* layernorm on NVDLA (needs LUT + EW): squares via SDP, sums via ones-convolutions, rsqrt via LUT,
+  normalise + affine via SDP. Otherwise host. Embedding lookups always run on the host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from nvdla_mapper.numerics import sparsity
+from nvdla_mapper.workload import Op, OpKind
+from nvdla_sim.config import HwConfig
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, PoolSpec, SdpLayer, SdpSpec
+from nvdla_sim.precision import Precision
+from nvdla_sim.units import cdma
+
+MAX_DIM = 8192
+
+
+@dataclass(frozen=True)
+class HostModel:
+    """Host CPU cost model for fallback ops (defaults: a few-core embedded CPU with NEON)."""
+
+    gflops: float = 20.0
+    mem_gbs: float = 10.0
+    overhead_us: float = 10.0  # interrupt, cache maintenance, hand-off per fallback op
+
+    def __post_init__(self) -> None:
+        for f in ("gflops", "mem_gbs", "overhead_us"):
+            v = getattr(self, f)
+            if not isinstance(v, int | float) or v < 0 or (f != "overhead_us" and v == 0):
+                raise NvdlaError(f"host.{f} must be a positive number, not {v!r}")
+
+    def overhead_cycles(self, clock_mhz: float) -> int:
+        """One hand-off (the per-task overhead) in cycles of the accelerator's clock."""
+        return math.ceil(self.overhead_us * clock_mhz)
+
+    def cycles(self, *, flops: float, nbytes: float, clock_mhz: float) -> int:
+        us = self.overhead_us + max(flops / (self.gflops * 1e3), nbytes / (self.mem_gbs * 1e3))
+        return math.ceil(us * clock_mhz)
+
+
+class Resource:
+    NVDLA = "nvdla"  # convolution pipeline / SDP / PDP (one hardware layer at a time)
+    BDMA = "bdma"
+    HOST = "host"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One schedulable step: a hardware layer, a copy, or a host computation, repeated `count` times."""
+
+    name: str
+    op: str
+    group: str
+    resource: str
+    count: int = 1
+    layer: HwLayer | None = None
+    copy_bytes: int = 0  # per instance (BDMA / host copies)
+    host_flops: float = 0.0  # per instance
+    host_bytes: float = 0.0  # per instance
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Equivalent lowerings of one op, each (label, tasks); the mapper keeps the one its own simulation
+    of the tasks finds fastest (passes.cheapest), as a compiler with a cost model would."""
+
+    options: tuple[tuple[str, tuple[Task, ...]], ...]
+
+
+@dataclass(frozen=True)
+class Fused:
+    """What the fusion pass folded into a matmul's or convolution's SDP (and PDP)."""
+
+    activation: OpKind | None = None  # ReLU, or a LUT activation (GELU, tanh, ...)
+    residual: bool = False  # per-element add of another tensor (EW, or X1 per-element without EW)
+    residual_input: str = ""  # the op producing the other operand
+    pool: PoolSpec | None = None  # on-the-fly pooling after SDP (convolutions)
+
+
+@dataclass(frozen=True)
+class WeightTreatment:
+    """How static weights are stored and computed: pruning density, NVDLA compression, sparse what-if."""
+
+    prune: str = ""  # "", "2:4", "magnitude:S"
+    compression: bool = False
+    sparse_mac: bool = False  # 2:4 sparse MAC array: beyond NVDLA v1
+
+    def __post_init__(self) -> None:
+        if self.prune and self.prune != "2:4":
+            name, _, value = self.prune.partition(":")
+            try:
+                ok = name == "magnitude" and 0 <= float(value) < 1
+            except ValueError:
+                ok = False
+            if not ok:
+                raise NvdlaError(f"--prune must be 2:4 or magnitude:S with 0 <= S < 1, not {self.prune!r}")
+        if self.sparse_mac and self.prune != "2:4":
+            raise NvdlaError("--sparse-mac-whatif models a 2:4-sparse MAC array; it needs --prune 2:4")
+
+    @property
+    def density(self) -> float:
+        if not self.prune:
+            return 1.0
+        return 0.5 if self.prune == "2:4" else 1.0 - float(self.prune.partition(":")[2])
+
+    @property
+    def active(self) -> bool:
+        return bool(self.prune or self.compression or self.sparse_mac)
+
+
+@dataclass
+class LoweringContext:
+    hw: HwConfig
+    precision: Precision
+    host: HostModel
+    softmax: str = "auto"  # auto | nvdla | host
+    layernorm: str = "auto"
+    weights: WeightTreatment = field(default_factory=WeightTreatment)
+    fused: dict[str, Fused] = field(default_factory=dict)
+
+    def weighted(self, layer: ConvLayer) -> ConvLayer:
+        """Apply the weight treatment to a layer with static weights."""
+        w = self.weights
+        if not w.active:
+            return layer
+        if w.compression and not self.hw.weight_compression:
+            raise NvdlaError(f"{self.hw.name} has no weight compression (weight_compression = false in its config)")
+        stored = None
+        if w.compression:
+            s = layer.shape
+            dense = cdma.weight_bytes(s.out_k, s.kernel_w * s.kernel_h * s.in_c * layer.precision.bytes)
+            groups = math.ceil(s.out_k / self.hw.kernels_per_atomic(layer.precision))
+            stored = sparsity.compressed_bytes(
+                dense, density=w.density, element_bytes=layer.precision.bytes, kernel_groups=groups
+            )
+        return dataclasses.replace(layer, weight_bytes=stored, sparse_mac=w.sparse_mac)
+
+    @property
+    def has_lut(self) -> bool:
+        return self.hw.sdp.lut and self.hw.sdp.ew_throughput > 0
+
+    @property
+    def has_ew(self) -> bool:
+        return self.hw.sdp.ew_throughput > 0
+
+    def mode(self, which: str) -> str:
+        want = getattr(self, which)
+        ok = self.has_lut
+        if want == "nvdla" and not ok:
+            raise NvdlaError(f"--{which} nvdla needs the SDP LUT and EW units; {self.hw.name} has none (use host)")
+        if want == "auto":
+            return "nvdla" if ok else "host"
+        return want
+
+
+def _row_pieces(m: int, width_for) -> list[tuple[int, int, int]]:
+    """(first row, rows, row length) pieces of m rows such that each piece is `rows / row length` <= 8192
+    lines of at most 64 (the 13-bit height field): one hardware layer each. `width_for(rows)` gives the
+    row length a piece would use; pieces past 8192 rows take the largest multiple of it that fits."""
+    out, m0 = [], 0
+    while m0 < m:
+        rest = m - m0
+        if rest <= MAX_DIM:
+            out.append((m0, rest, width_for(rest)))
+            break
+        r = width_for(64 * (rest // 64)) if rest >= 64 else 1
+        size = min(rest, MAX_DIM * r) // r * r
+        out.append((m0, size, width_for(size)))
+        m0 += size
+    return out
+
+
+def matmul_layers(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> list[HwLayer]:
+    """m x k x n as one or more 1x1 convolutions. Past the 13-bit register fields (8192) the op is split:
+    tokens into row pieces, outputs into kernel groups of <= 8192, and the reduction into channel pieces
+    whose partial results SDP adds up (EW, or the X1 ALU with a per-element operand), one hardware layer
+    each. The partials are written at the layer's precision (as NVDLA writes any output)."""
+    k_pieces = [(k0, min(MAX_DIM, k - k0)) for k0 in range(0, k, MAX_DIM)]
+    m_pieces = _row_pieces(m, lambda rows: _row_for(rows, min(k, MAX_DIM), ctx))
+    layers: list[HwLayer] = []
+    for m0, mm, row in m_pieces:
+        for n0 in range(0, n, MAX_DIM):
+            nn = min(MAX_DIM, n - n0)
+            for i, (k0, kk) in enumerate(k_pieces):
+                where = _piece(m0, mm, len(m_pieces) > 1, n0, nn, n > MAX_DIM)
+                tag = ", ".join(where + ([f"k {k0}:{k0 + kk}"] if len(k_pieces) > 1 else []))
+                shape = ConvShape.matmul(mm, kk, nn, row=row)
+                # bias and residual ride on the first partial; the activation waits for the last add
+                if len(k_pieces) == 1:
+                    piece_spec = spec
+                else:
+                    piece_spec = dataclasses.replace(spec, relu=False, lut=False) if i == 0 else SdpSpec()
+                layers.append(ConvLayer(f"{name}[{tag}]" if tag else name, shape, ctx.precision, piece_spec))
+            for i in range(1, len(k_pieces)):
+                add = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
+                last = i == len(k_pieces) - 1
+                add = dataclasses.replace(add, relu=spec.relu, lut=spec.lut) if last else add
+                tag = ", ".join([*_piece(m0, mm, len(m_pieces) > 1, n0, nn, n > MAX_DIM), f"+ partial {i}"])
+                layers += _sdp_passes(f"{name}[{tag}]", mm, nn, ctx, add)
+    return layers
+
+
+def _row_for(m: int, k: int, ctx: LoweringContext) -> int:
+    """Tokens per CBUF row: the largest divisor of m up to 64 whose row of k channels uses at most a quarter
+    of the CBUF, so data can be tiled by rows while weights keep most banks."""
+    budget = ctx.hw.cbuf_bytes // 4
+    fits = [d for d in range(1, min(m, 64) + 1) if m % d == 0 and d * k * ctx.precision.bytes <= budget]
+    return max(fits, default=1)
+
+
+def _piece(m0: int, mm: int, split_rows: bool, n0: int, nn: int, split_cols: bool) -> list[str]:
+    """The name parts of one piece of a split op: its rows and its output channels, where split."""
+    return [f"rows {m0}:{m0 + mm}"] * split_rows + [f"{n0}:{n0 + nn}"] * split_cols
+
+
+def _sdp_passes(name: str, m: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> list[SdpLayer]:
+    """An m x n SDP pass as W x H x C cubes within the 8192 register limits: one hardware layer each."""
+    rows = _row_pieces(m, lambda r: max(d for d in range(1, min(r, 64) + 1) if r % d == 0))
+    out = []
+    for m0, mm, w in rows:
+        for n0 in range(0, n, MAX_DIM):
+            nn = min(MAX_DIM, n - n0)
+            tag = ", ".join(_piece(m0, mm, len(rows) > 1, n0, nn, n > MAX_DIM))
+            out.append(SdpLayer(f"{name}[{tag}]" if tag else name, w, mm // w, nn, ctx.precision, spec))
+    return out
+
+
+CAUSAL_BAND = 64  # queries per band of a causal attention: keys past the band's last query are skipped
+
+
+def causal_bands(op: Op) -> list[tuple[int, int, int]]:
+    """(first query, queries, keys) per band of rows. A causal self-attention (as many queries as keys)
+    computes, for each band of CAUSAL_BAND queries, only the keys up to its last query: the tiles above
+    the diagonal are fully masked and never run. Anything else is one band of all keys."""
+    keys = op.k if op.kind is OpKind.ATTN_CONTEXT else op.n
+    if not op.attrs.get("causal") or op.m != keys or op.m <= CAUSAL_BAND:
+        return [(0, op.m, keys)]
+    return [(r, min(CAUSAL_BAND, op.m - r), min(op.m, r + CAUSAL_BAND)) for r in range(0, op.m, CAUSAL_BAND)]
+
+
+def _banded(name: str, i: int, n_bands: int) -> str:
+    return name if n_bands == 1 else f"{name}.band{i}"
+
+
+def _hw(op: Op, layer: HwLayer, count: int | None = None, note: str = "") -> Task:
+    return Task(layer.name, op.name, op.group, Resource.NVDLA, count or op.count, layer=layer, note=note)
+
+
+def _host_task(op: Op, name: str, *, count: int, flops: float, nbytes: float, note: str) -> Task:
+    return Task(name, op.name, "host", Resource.HOST, count, host_flops=flops, host_bytes=nbytes, note=note)
+
+
+def _host(op: Op, name: str, ctx: LoweringContext, *, flops_per_elem: float, note: str, count: int = 1) -> Task:
+    """Host computation over the op's elements: read and write each once."""
+    per = op.elements // max(count, 1)
+    return _host_task(
+        op, name, count=count, flops=flops_per_elem * per, nbytes=2 * per * ctx.precision.bytes, note=note
+    )
+
+
+def _relayout(
+    op: Op, name: str, nbytes: int, ctx: LoweringContext, count: int, what: str, *, whole_atoms: bool = True
+) -> Task:
+    """Copy into CDMA weight format (or another strided layout): BDMA where present and the pieces are
+    whole memory atoms (BDMA moves 32-byte atoms), else a host copy (read + write)."""
+    if ctx.hw.bdma and whole_atoms:
+        return Task(name, op.name, op.group, Resource.BDMA, count, copy_bytes=nbytes, note=f"BDMA re-layout of {what}")
+    why = "no BDMA on this config" if not ctx.hw.bdma else "pieces are not whole memory atoms"
+    note = f"host re-layout of {what} ({why})"
+    return _host_task(op, name, count=count, flops=0, nbytes=2 * nbytes, note=note)
+
+
+# ---- per-kind lowerings -----------------------------------------------------------------------------
+
+
+def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMode.NONE) -> SdpSpec:
+    """SDP pass of a linear layer or convolution: bias, optional scale (folded BN), activation, residual."""
+    residual_mode = OperandMode.NONE
+    bias_mode = OperandMode.PER_KERNEL
+    if f.residual:
+        if ctx.has_ew:
+            residual_mode = OperandMode.PER_ELEMENT
+        else:
+            bias_mode = OperandMode.PER_ELEMENT  # X1 ALU with a per-element operand (no EW unit)
+    lut = f.activation in (OpKind.GELU, OpKind.LUT)
+    return SdpSpec(bias=bias_mode, scale=scale, relu=f.activation is OpKind.RELU, lut=lut, eltwise=residual_mode)
+
+
+def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
+    f = ctx.fused.get(op.name, Fused())
+    spec = _fused_sdp(f, ctx, scale=OperandMode.PER_KERNEL if op.attrs.get("bn") else OperandMode.NONE)
+    layer = ctx.weighted(
+        ConvLayer(
+            op.name,
+            ConvShape(**op.attrs["conv"]),
+            ctx.precision,
+            spec,
+            pool=f.pool,
+            image_input=bool(op.attrs.get("image_input")),
+        )
+    )
+    note = f"groups={op.attrs['groups']}" if op.attrs.get("groups", 1) > 1 else ""
+    return [_hw(op, layer, note=note)]
+
+
+def lower_pool(op: Op, ctx: LoweringContext) -> list[Task]:
+    w, h, c = op.attrs["in"]
+    return [_hw(op, PdpLayer(op.name, w, h, c, ctx.precision, op.attrs["pool"]), note="PDP from memory")]
+
+
+def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
+    f = ctx.fused.get(op.name, Fused())
+    spec = _fused_sdp(f, ctx)
+    if op.attrs.get("bias") is False and spec.bias is OperandMode.PER_KERNEL:  # a projection without bias
+        spec = dataclasses.replace(spec, bias=OperandMode.NONE)
+    tasks = []
+    if op.attrs.get("feeds_context") and ctx.hw.bdma:
+        # V for P V: computed transposed, V^T = W_v^T X^T (W_v^T as the data cube, X as the kernels), so
+        # that V^T lands in feature format with keys as channels and BDMA's 32-byte strided copy puts it
+        # in weight format (an element transpose of V is beyond BDMA). X reaches weight format the same
+        # way. V's bias moves to PV's per-kernel SDP bias (softmax rows sum to 1).
+        return [
+            _relayout(
+                op,
+                f"{op.name}.x_relayout",
+                op.m * op.k * ctx.precision.bytes,
+                ctx,
+                1,
+                "X into weight format (tokens as kernels)",
+            ),
+            *[
+                _hw(op, layer, 1, note="V^T = W_v^T X^T")
+                for layer in matmul_layers(op.name, op.n, op.k, op.m, ctx, SdpSpec())
+            ],
+        ]
+    if op.attrs.get("im2col"):
+        note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
+        nbytes = 2 * op.m * op.k * ctx.precision.bytes
+        tasks.append(_host_task(op, f"{op.name}.im2col", count=1, flops=0, nbytes=nbytes, note=note))
+    tasks += [_hw(op, ctx.weighted(layer), 1) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, spec)]
+    return tasks
+
+
+def lower_scores(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
+    # the causal mask: a per-element operand when SDP's LUT computes the softmax; a host softmax knows
+    # the positions and masks as it goes, so the scores need no mask cube at all
+    mask = bool(op.attrs.get("causal")) and ctx.mode("softmax") == "nvdla"
+    extra = OperandMode.PER_ELEMENT if (op.attrs.get("bias") or mask) else OperandMode.NONE
+    scale = OperandMode.NONE if op.attrs.get("scale", 1.0) == 1.0 else OperandMode.REG  # T5: unscaled
+    if extra is not OperandMode.NONE and not ctx.has_ew:
+        spec = SdpSpec(bias=OperandMode.PER_ELEMENT, scale=scale)
+    else:
+        spec = SdpSpec(scale=scale, eltwise=extra)
+    if op.attrs.get("cached"):  # a decode step reads the K cache, kept in weight format
+        per_group = [_hw(op, layer) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, spec)]
+        return _heads_choice(op, ctx, per_group, spec, scores=True)
+    bpe = ctx.precision.bytes
+    # one re-layout per K head: grouped-query heads share theirs
+    kv_count = op.count // int(op.attrs.get("kv_share", 1))
+    tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, kv_count, "K into weight format")]
+    bands = causal_bands(op)
+    for i, (_, rows, keys) in enumerate(bands):
+        note = "causal: keys past the band's last query skipped" if len(bands) > 1 else ""
+        name = _banded(op.name, i, len(bands))
+        tasks += [_hw(op, layer, note=note) for layer in matmul_layers(name, rows, op.k, keys, ctx, spec)]
+    if op.attrs.get("relative_shift"):
+        tasks.append(  # one hand-off per layer for all heads (the shift is the same strided re-index)
+            _host(
+                op,
+                f"{op.name}.rel_shift",
+                ctx,
+                flops_per_elem=0,
+                count=1,
+                note="XLNet relative shift (a strided re-index), all heads at once",
+            )
+        )
+    return tasks
+
+
+def _heads_choice(op: Op, ctx: LoweringContext, per_group: list[Task], spec: SdpSpec, *, scores: bool) -> Choice:
+    """A decode step's attention against the caches, lowered two ways for the mapper to pick from:
+    one layer per sequence and K/V group (its query heads as pixels against the group's cached kernels),
+    or one layer per sequence with all its heads as pixels against every group's cached kernels at once.
+    The second reads each cached key once per sequence in one layer instead of one per group, and pays
+    the fixed latencies once; it multiplies by `groups` the MACs (zero blocks of a block-diagonal
+    operand) and needs a strided copy: QK^T puts each head's q on its own pixel inside its group's
+    channels (a block-diagonal cube, zeroed once: the copy rewrites only the diagonal), PV's output
+    keeps each head's block of its own pixel (the diagonal, gathered back into token order)."""
+    groups = int(op.attrs.get("kv_groups", 1))
+    if groups == 1:
+        return Choice((("per sequence", tuple(per_group)),))
+    heads, hd, seqs = op.m * groups, (op.k if scores else op.n), op.count // groups
+    piece = hd * ctx.precision.bytes
+    whole = piece % ctx.hw.memory.memory_atomic_bytes == 0
+    nbytes = seqs * heads * piece
+    label = f"1 layer per sequence ({heads} heads as pixels against all {groups} K/V groups)"
+    note = f"heads as pixels, block-diagonal over the {groups} K/V groups"
+    if scores:
+        copy = _relayout(
+            op, f"{op.name}.q_blockdiag", nbytes, ctx, 1, "each head's q onto its pixel in its group's channels",
+            whole_atoms=whole,
+        )  # fmt: skip
+        layers = matmul_layers(op.name, heads, hd * groups, op.n, ctx, spec)
+        fused = [copy, *[_hw(op, layer, seqs, note=note) for layer in layers]]
+    else:
+        layers = matmul_layers(op.name, heads, op.k, hd * groups, ctx, spec)
+        gather = _relayout(
+            op, f"{op.name}.diag_gather", nbytes, ctx, 1, "each head's block of its own pixel", whole_atoms=whole
+        )
+        fused = [*[_hw(op, layer, seqs, note=note) for layer in layers], gather]
+    return Choice(((f"{groups} layers per sequence (one per K/V group)", tuple(per_group)), (label, tuple(fused))))
+
+
+def lower_context(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
+    if op.attrs.get("cached"):  # V^T cache in weight format; the softmax's normalisation follows the gather
+        per_group = [_hw(op, layer) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, SdpSpec())]
+        choice = _heads_choice(op, ctx, per_group, SdpSpec(), scores=False)
+        normalize = _context_normalize(op, ctx)
+        return Choice(tuple((label, (*tasks, *normalize)) for label, tasks in choice.options))
+    bpe = ctx.precision.bytes
+    what = "V^T into weight format" + (" (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "")
+    kv_count = op.count // int(op.attrs.get("kv_share", 1))
+    tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
+    spec = SdpSpec(bias=OperandMode.PER_KERNEL) if ctx.hw.bdma else SdpSpec()  # V's bias, moved here
+    bands = causal_bands(op)
+    for i, (_, rows, keys) in enumerate(bands):
+        name = _banded(op.name, i, len(bands))
+        tasks += [_hw(op, layer) for layer in matmul_layers(name, rows, keys, op.n, ctx, spec)]
+    return tasks + _context_normalize(op, ctx)
+
+
+def _context_normalize(op: Op, ctx: LoweringContext) -> list[Task]:
+    """The softmax's 1/sum applied to PV's output rows (SDP softmax only; a host softmax normalises)."""
+    tasks: list[Task] = []
+    if ctx.mode("softmax") == "nvdla":
+        # SDP operands are per layer, per channel or per element, never per pixel: 1/sum [m, 1] is
+        # broadcast to [m, n] by a 1x1 conv with one input channel and n all-ones kernels
+        # like the softmax steps, one layer over the rows of all instances (per-row work)
+        c = op.count
+        tasks += [
+            _hw(op, layer, 1, note="broadcast 1/sum over the row (ones kernels)")
+            for layer in matmul_layers(f"{op.name}.broadcast", op.m * c, 1, op.n, ctx, SdpSpec())
+        ]
+        norm = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
+        tasks += [
+            _hw(op, lay, 1, note="softmax 1/sum")
+            for lay in _sdp_passes(f"{op.name}.normalize", op.m * c, op.n, ctx, norm)
+        ]
+    return tasks
+
+
+def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
+    bands = causal_bands(op)
+    if ctx.mode("softmax") == "host":
+        computed = sum(rows * keys for _, rows, keys in bands) / (op.m * op.n)  # only the unmasked scores
+        # per instance (head, window, sequence); the host takes all ready instances at each hand-off
+        return [
+            _host(
+                op,
+                op.name,
+                ctx,
+                flops_per_elem=10 * computed,
+                count=op.count,
+                note="softmax on host" + ("" if ctx.has_lut else f" ({ctx.hw.name} has no SDP LUT)"),
+            )
+        ]
+    # Every head's (and window's, sequence's) scores are rows of one cube (QK^T writes each instance at
+    # its own pixel offset), and the softmax steps are per row: each runs as one layer over all instances.
+    c = op.count
+    tasks = []
+    for i, (_, rows, keys) in enumerate(bands):
+        name = _banded(op.name, i, len(bands))
+        tasks += [
+            _hw(op, lay, 1, note="exp via SDP LUT over all instances (no max subtraction: the LUT covers INT8 scores)")
+            for lay in _sdp_passes(f"{name}.exp", rows * c, keys, ctx, SdpSpec(lut=True))
+        ]
+        tasks += [_hw(op, layer, 1) for layer in matmul_layers(f"{name}.rowsum", rows * c, keys, 1, ctx, SdpSpec())]
+    tasks += [
+        _hw(op, lay, 1, note="1/sum via SDP LUT")
+        for lay in _sdp_passes(f"{op.name}.recip", op.m * c, 1, ctx, SdpSpec(lut=True))
+    ]
+    return tasks
+
+
+def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
+    if ctx.mode("layernorm") == "host":
+        return [_host(op, op.name, ctx, flops_per_elem=8, note="layernorm on host")]
+    rms = bool(op.attrs.get("rms"))
+    square = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
+    tasks = [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.square", op.m, op.n, ctx, square)]
+    tasks += [_hw(op, layer) for layer in matmul_layers(f"{op.name}.sumsq", op.m, op.n, 1, ctx, SdpSpec())]
+    if not rms:
+        tasks += [_hw(op, layer) for layer in matmul_layers(f"{op.name}.sum", op.m, op.n, 1, ctx, SdpSpec())]
+    rsqrt = SdpSpec(lut=True, eltwise=OperandMode.PER_ELEMENT)
+    tasks += [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.rsqrt", op.m, 1, ctx, rsqrt)]
+    # mean and rstd are per row [m, 1]; SDP has no per-pixel operand, so each is broadcast to [m, n] by a
+    # 1x1 conv with one input channel and n all-ones kernels, then read as the two components (ALU:
+    # -mean, MUL: rstd) of one per-element E-RDMA stream; gamma and beta are per-kernel X operands
+    for what in ("rstd",) if rms else ("mean", "rstd"):
+        tasks += [
+            _hw(op, layer, note=f"broadcast {what} over the row (ones kernels)")
+            for layer in matmul_layers(f"{op.name}.broadcast_{what}", op.m, 1, op.n, ctx, SdpSpec())
+        ]
+    norm = SdpSpec(bias=OperandMode.PER_KERNEL, scale=OperandMode.PER_KERNEL, eltwise=OperandMode.PER_ELEMENT)
+    tasks += [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.normalize", op.m, op.n, ctx, norm)]
+    return tasks
+
+
+def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
+    if op.kind in (OpKind.GELU, OpKind.LUT):
+        if not ctx.has_lut:
+            what = "GELU" if op.kind is OpKind.GELU else op.attrs.get("func", "nonlinearity")
+            return [_host(op, op.name, ctx, flops_per_elem=20, note=f"{what} on host ({ctx.hw.name} has no SDP LUT)")]
+        spec = SdpSpec(lut=True)
+    elif op.kind is OpKind.RELU:
+        spec = SdpSpec(relu=True)
+    elif op.kind is OpKind.SCALE:
+        spec = SdpSpec(scale=OperandMode.REG)
+    elif op.kind is OpKind.MUL:
+        if not ctx.has_ew:
+            return [_host(op, op.name, ctx, flops_per_elem=1, note="elementwise multiply on host (no SDP EW)")]
+        spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
+    else:  # ADD
+        spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
+    return [_hw(op, lay) for lay in _sdp_passes(op.name, op.m, op.n, ctx, spec)]
+
+
+def lower_rotary(op: Op, ctx: LoweringContext) -> list[Task]:
+    """x cos + rotate_half(x) sin per head. rotate_half swaps each head's two halves (the sign folds into
+    the sin table): whole memory atoms when head_dim / 2 fills atoms, so a BDMA copy (the host without
+    BDMA); then two SDP passes with per-element cos / sin operands (X stages from B/N-RDMA)."""
+    hd = int(op.attrs.get("head_dim", 64))
+    atom = ctx.hw.memory.memory_atomic_bytes // ctx.precision.bytes
+    if (hd // 2) % atom:
+        return [
+            _host(
+                op, op.name, ctx, flops_per_elem=3, note=f"rotary on host (head_dim/2 = {hd // 2} is not whole atoms)"
+            )
+        ]
+    swap = _relayout(op, f"{op.name}.rotate_half", op.elements * ctx.precision.bytes, ctx, 1, "rotate_half (atoms)")
+    sin = _sdp_passes(f"{op.name}.sin", op.m, op.n, ctx, SdpSpec(scale=OperandMode.PER_ELEMENT))
+    cos = _sdp_passes(
+        f"{op.name}.cos_add", op.m, op.n, ctx, SdpSpec(bias=OperandMode.PER_ELEMENT, scale=OperandMode.PER_ELEMENT)
+    )
+    return [swap, *[_hw(op, lay) for lay in sin], *[_hw(op, lay, note="x cos + rotate_half(x) sin") for lay in cos]]
+
+
+def lower_gather(op: Op, ctx: LoweringContext) -> list[Task]:
+    return [_host(op, op.name, ctx, flops_per_elem=0, note="embedding lookup on host")]
+
+
+def lower_layout(op: Op, ctx: LoweringContext) -> list[Task]:
+    if op.kind is OpKind.RESHAPE:
+        return []  # a view: strides change, no data moves
+    nbytes = op.elements * ctx.precision.bytes
+    if op.attrs.get("what") == "k_append":  # one kernel more in the weight-format K cache: whole atoms
+        return [_relayout(op, op.name, nbytes, ctx, 1, "the new K into the weight-format cache")]
+    if op.attrs.get("what") == "v_cache":  # V into the V^T cache at once (T5's prefill): an element transpose
+        return [
+            _host_task(op, op.name, count=1, flops=0, nbytes=2 * nbytes, note="V^T cache fill: an element transpose")
+        ]
+    if op.attrs.get("what") == "v_append":  # keys are the channels of the cached V^T: an element scatter
+        note = "V^T cache append: an element scatter (keys are channels of the cached V^T)"
+        return [_host_task(op, op.name, count=1, flops=0, nbytes=2 * nbytes, note=note)]
+    if op.attrs.get("what") == "roll":  # whole pixels move (all channels of an atom together): a BDMA copy
+        return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "cyclic shift of the window grid")]
+    return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "a transposed tensor")]
+
+
+def lower_host(op: Op, ctx: LoweringContext) -> list[Task]:
+    return [
+        _host(
+            op,
+            op.name,
+            ctx,
+            flops_per_elem=float(op.attrs.get("flops_per_elem", 4)),
+            note=op.attrs.get("note") or f"unsupported op {op.attrs.get('op_type', '?')} on host (fallback requested)",
+        )
+    ]
+
+
+LOWERINGS: dict[OpKind, Callable[[Op, LoweringContext], list[Task] | Choice]] = {
+    OpKind.MATMUL: lower_matmul,
+    OpKind.CONV: lower_conv,
+    OpKind.POOL: lower_pool,
+    OpKind.ATTN_SCORES: lower_scores,
+    OpKind.ATTN_CONTEXT: lower_context,
+    OpKind.SOFTMAX: lower_softmax,
+    OpKind.LAYERNORM: lower_layernorm,
+    OpKind.GELU: lower_elementwise,
+    OpKind.LUT: lower_elementwise,
+    OpKind.RELU: lower_elementwise,
+    OpKind.ADD: lower_elementwise,
+    OpKind.MUL: lower_elementwise,
+    OpKind.SCALE: lower_elementwise,
+    OpKind.GATHER: lower_gather,
+    OpKind.ROTARY: lower_rotary,
+    OpKind.TRANSPOSE: lower_layout,
+    OpKind.RESHAPE: lower_layout,
+    OpKind.HOST: lower_host,
+}
+
+
+def lower(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
+    try:
+        fn = LOWERINGS[op.kind]
+    except KeyError:
+        raise NvdlaError(
+            f"no lowering for op kind {op.kind.value}; known: {', '.join(k.value for k in LOWERINGS)}"
+        ) from None
+    return fn(op, ctx)

@@ -1,0 +1,179 @@
+"""The result model of a map: one TaskResult per scheduled task, and MapResult with the figures derived
+from them (latency, throughput, MACs, utilization, weight bytes). Reports render these; they compute nothing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvdla_mapper.lowering.rules import Resource, Task, WeightTreatment
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.stats import LayerStats, Unit, UnitStats
+from nvdla_sim.layers import ConvLayer
+from nvdla_sim.precision import Precision
+from nvdla_sim.units import cdma
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    task: Task
+    cycles_per_instance: int
+    start: int
+    end: int
+    stats: LayerStats | None  # per instance, for hardware layers
+    duration: int  # all instances, with the prologue overlap between independent instances
+
+    @property
+    def cycles(self) -> int:
+        return self.duration
+
+    def to_row(self) -> dict[str, Any]:
+        st = self.stats
+        return {
+            "name": self.task.name,
+            "op": self.task.op,
+            "group": self.task.group,
+            "resource": self.task.resource,
+            "count": self.task.count,
+            "cycles": self.cycles,
+            "cycles_per_instance": self.cycles_per_instance,
+            "start": self.start,
+            "end": self.end,
+            "macs": st.macs * self.task.count if st else 0,
+            "mac_utilization": round(st.mac_utilization, 4) if st else 0.0,
+            "bound": st.bound.value if st else ("host" if self.task.resource == Resource.HOST else "dram"),
+            "dram_read": (st.traffic.dram_read * self.task.count) if st else self.task.copy_bytes * self.task.count,
+            "dram_write": (st.traffic.dram_write * self.task.count) if st else self.task.copy_bytes * self.task.count,
+            "macs_per_cycle": round(st.macs / st.cycles, 3) if st and st.cycles else 0.0,
+            "macs_per_dram_byte": round(st.macs / max(st.traffic.dram_total, 1), 3) if st else 0.0,
+            "tiling": json.dumps(st.detail.get("plan")) if st and st.detail.get("plan") else "",
+            "note": self.task.note,
+        }
+
+
+@dataclass
+class MapResult:
+    model: str
+    hw: HwConfig
+    precision: Precision
+    batch: int
+    seq: int
+    results: list[TaskResult]
+    notes: list[str] = field(default_factory=list)
+    weights: WeightTreatment = field(default_factory=WeightTreatment)
+    baseline_cycles: int | None = None  # the same model with dense, uncompressed weights
+    accuracy: dict[str, Any] | None = None  # filled by the quantization run (nvdla_mapper.studies.accuracy)
+    model_macs: int = 0  # the model's own multiply-accumulates (no tile padding or ones-convolution sums)
+
+    def weight_bytes(self) -> tuple[int, int]:
+        """(dense, stored) weight bytes of all layers with static weights."""
+        dense = stored = 0
+        for r in self.results:
+            lay = r.task.layer
+            if isinstance(lay, ConvLayer) and r.task.group in ("matmul", "conv"):
+                s = lay.shape
+                d = cdma.weight_bytes(s.out_k, s.kernel_w * s.kernel_h * s.in_c * lay.precision.bytes) * r.task.count
+                dense += d
+                stored += (lay.weight_bytes * r.task.count) if lay.weight_bytes is not None else d
+        return dense, stored
+
+    @property
+    def total_cycles(self) -> int:
+        return max((r.end for r in self.results), default=0)
+
+    @property
+    def latency_ms(self) -> float:
+        return self.total_cycles / self.hw.clock_mhz / 1e3
+
+    @property
+    def macs(self) -> int:
+        return sum(r.stats.macs * r.task.count for r in self.results if r.stats)
+
+    @property
+    def mac_utilization(self) -> float:
+        peak = self.hw.peak_macs_per_cycle(self.precision)
+        return self.macs / (peak * self.total_cycles) if self.total_cycles else 0.0
+
+    def host_tasks(self) -> list[TaskResult]:
+        return [r for r in self.results if r.task.resource == Resource.HOST]
+
+    def unit_busy(self) -> dict[str, UnitStats]:
+        total: dict[Unit, UnitStats] = {}
+        for r in self.results:
+            if r.stats:
+                for u, s in r.stats.units.items():
+                    scaled = UnitStats(s.busy * r.task.count, s.stall * r.task.count)
+                    total[u] = total.get(u, UnitStats()) + scaled
+        return {u.value: s for u, s in total.items()}
+
+    def by_group(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.task.group] = out.get(r.task.group, 0) + r.cycles
+        return out
+
+    def _weights_dict(self) -> dict[str, Any]:
+        dense, stored = self.weight_bytes()
+        w = self.weights
+        return {
+            "prune": w.prune or "none",
+            "density": w.density,
+            "compression": w.compression,
+            "sparse_mac_whatif": w.sparse_mac,
+            "sparse_mac_label": "what-if beyond NVDLA v1: a 2:4-sparse MAC array skips half the MACs"
+            if w.sparse_mac
+            else "",
+            "dense_weight_bytes": dense,
+            "stored_weight_bytes": stored,
+            "saved_weight_bytes": dense - stored,
+            "baseline_cycles": self.baseline_cycles,
+            "cycles_saved": (self.baseline_cycles - self.total_cycles) if self.baseline_cycles is not None else None,
+            "note": ""
+            if w.compression or w.sparse_mac or not w.prune
+            else "pruned zeros are still stored and multiplied: without --weight-compression NVDLA v1 gains nothing",
+        }
+
+    def by_block(self) -> dict[str, dict[str, int]]:
+        """Cycles per model block (op-name prefix, e.g. layer3) and op group, in model order."""
+        out: dict[str, dict[str, int]] = {}
+        for r in self.results:
+            block = r.task.op.split(".")[0]
+            groups = out.setdefault(block, {})
+            groups[r.task.group] = groups.get(r.task.group, 0) + r.cycles
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        host = self.host_tasks()
+        busy = self.unit_busy()
+        return {
+            "model": self.model,
+            "hw": self.hw.fingerprint,
+            "hw_config": self.hw.to_dict(),
+            "precision": self.precision.value,
+            "batch": self.batch,
+            "seq": self.seq,
+            "total_cycles": self.total_cycles,
+            "latency_ms": round(self.latency_ms, 6),
+            "throughput_inferences_per_s": round(1e3 / self.latency_ms, 3) if self.latency_ms else 0,
+            "macs": self.macs,
+            "model_macs": self.model_macs,
+            "mac_utilization": round(self.mac_utilization, 6),
+            "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
+            "dram_bytes_per_cycle": self.hw.dram_bytes_per_cycle,
+            "cycles_by_group": self.by_group(),
+            "cycles_by_block": self.by_block(),
+            "unit_busy": {u: s.to_dict() for u, s in busy.items()},
+            "unit_utilization": {
+                u: round(s.busy / self.total_cycles, 6) if self.total_cycles else 0.0 for u, s in busy.items()
+            },
+            "host_fallback": {
+                "tasks": len(host),
+                "cycles": sum(r.cycles for r in host),
+                "ops": sorted({r.task.note for r in host}),
+            },
+            "notes": self.notes,
+            "weights": self._weights_dict(),
+            "accuracy": self.accuracy,
+            "layers": [r.to_row() for r in self.results],
+        }

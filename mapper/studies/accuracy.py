@@ -1,0 +1,220 @@
+"""Accuracy of an INT8-quantized transformer block run through the bit-exact NVDLA functional model.
+
+One encoder block of the model (QKV, per-head QK^T and PV, output projection, FFN) is run twice on the
+same inputs: in float32 numpy (the reference), and with every matmul quantized to INT8 and executed by
+nvdla_sim.run_conv (CMAC -> CACC -> SDP requantize, tiled by the plan the mapper picks). Softmax,
+layernorm and GELU run in float32 on the dequantized values (their NVDLA LUT approximations are a
+separate error source, not measured here). Errors are reported per matmul against the float32 value at
+the same point of the reference block, so they accumulate through the block as they would in use. With
+pruning, the reference keeps the dense weights: the error is pruning plus quantization.
+
+Weights are seeded N(0, 0.02) (BERT initialisation); calibration inputs are the user's .npy ([N, seq,
+hidden] or [seq, hidden]) or seeded N(0, 1) activations with a few outlier channels (x8), the feature
+that makes per-channel scales and percentile clipping matter in real transformers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from nvdla_mapper.frontends.presets import ModelSpec
+from nvdla_mapper.numerics.quant import Calibration, Granularity, dequantize, quantize, requant_sdp, scale_for
+from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
+from nvdla_mapper.search.tiling_search import search_plan
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.conv import run_conv
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.layers import ConvLayer, ConvShape
+from nvdla_sim.precision import Precision
+
+
+@dataclass(frozen=True)
+class QuantSettings:
+    granularity: Granularity = Granularity.PER_CHANNEL
+    calibration: Calibration = field(default_factory=Calibration)
+    dynamic: bool = False
+    prune: str = ""  # "", "2:4", "magnitude:S"
+
+
+@dataclass(frozen=True)
+class LayerError:
+    name: str
+    max_abs: float
+    rel: float  # ||q - ref|| / ||ref||
+    cosine: float
+    saturations: int
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "max_abs": self.max_abs,
+            "rel": self.rel,
+            "cosine": self.cosine,
+            "saturations": self.saturations,
+        }
+
+
+def prune(w: np.ndarray, spec: str) -> np.ndarray:
+    """Prune weights w[K, C] by spec ("", "2:4", "magnitude:S")."""
+    if not spec:
+        return w
+    if spec == "2:4":
+        return prune_2_4(w)
+    name, _, value = spec.partition(":")
+    if name == "magnitude":
+        try:
+            return prune_magnitude(w, float(value))
+        except ValueError as e:
+            raise NvdlaError(f"--prune {spec}: {e}") from None
+    raise NvdlaError(f"--prune must be 2:4 or magnitude:S (0 <= S < 1), not {spec!r}")
+
+
+def _errors(name: str, q: np.ndarray, ref: np.ndarray, sat: int) -> LayerError:
+    d = q - ref
+    nref = float(np.linalg.norm(ref)) or 1.0
+    cos = float(np.dot(q.ravel(), ref.ravel()) / ((np.linalg.norm(q) * np.linalg.norm(ref)) or 1.0))
+    return LayerError(name, float(np.max(np.abs(d))), float(np.linalg.norm(d)) / nref, cos, sat)
+
+
+def _layernorm(x: np.ndarray) -> np.ndarray:
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(-1, keepdims=True) + 1e-12)
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+class _Block:
+    """One block's weights and float32 forward pass, recording every matmul's input and output."""
+
+    def __init__(self, hidden: int, heads: int, ffn: int, rng: np.random.Generator, prune_spec: str) -> None:
+        self.h, self.heads, self.hd = hidden, heads, hidden // heads
+        shapes = {
+            "q": (hidden, hidden),
+            "k": (hidden, hidden),
+            "v": (hidden, hidden),
+            "o": (hidden, hidden),
+            "ffn1": (ffn, hidden),
+            "ffn2": (hidden, ffn),
+        }
+        self.dense = {n: (rng.standard_normal(s) * 0.02).astype(np.float32) for n, s in shapes.items()}
+        self.pruned = {n: prune(w, prune_spec) for n, w in self.dense.items()}
+        self.b = {n: (rng.standard_normal(s[0]) * 0.02).astype(np.float32) for n, s in shapes.items()}
+
+    def forward(self, x: np.ndarray, mm, *, dense: bool) -> dict[str, np.ndarray]:
+        """Run the block with `mm(name, a, w, b)` as the matmul (dense or pruned weights); returns every
+        matmul output by name."""
+        self.w = self.dense if dense else self.pruned
+        outs: dict[str, np.ndarray] = {}
+
+        def run(name, a, w, b=None):
+            outs[name] = mm(name, a, w, b)
+            return outs[name]
+
+        q, k, v = (run(n, x, self.w[n], self.b[n]) for n in ("q", "k", "v"))
+        ctx = np.zeros_like(q)
+        for hh in range(self.heads):
+            sl = slice(hh * self.hd, (hh + 1) * self.hd)
+            scores = run(f"qk.h{hh}", q[:, sl], k[:, sl]) / math.sqrt(self.hd)
+            ctx[:, sl] = run(f"pv.h{hh}", _softmax(scores), v[:, sl].T)
+        x1 = _layernorm(x + run("o", ctx, self.w["o"], self.b["o"]))
+        f = _gelu(run("ffn1", x1, self.w["ffn1"], self.b["ffn1"]))
+        outs["block_out"] = _layernorm(x1 + run("ffn2", f, self.w["ffn2"], self.b["ffn2"]))
+        return outs
+
+
+def calibration_inputs(path: str | Path | None, *, seq: int, hidden: int, samples: int, rng) -> np.ndarray:
+    if path is None:
+        x = rng.standard_normal((samples, seq, hidden)).astype(np.float32)
+        outliers = rng.choice(hidden, size=max(1, hidden // 64), replace=False)
+        x[:, :, outliers] *= 8
+        return x
+    p = Path(path)
+    try:
+        x = np.load(p)
+    except (OSError, ValueError) as e:
+        raise NvdlaError(f"{p}: cannot load calibration data ({e})") from None
+    if x.ndim == 2:
+        x = x[None]
+    if x.ndim != 3 or x.shape[2] != hidden:
+        raise NvdlaError(f"{p}: calibration data must be [N, seq, {hidden}] (or [seq, {hidden}]), not {list(x.shape)}")
+    return x.astype(np.float32)
+
+
+def block_accuracy(
+    spec: ModelSpec,
+    hw: HwConfig,
+    settings: QuantSettings,
+    *,
+    seq: int = 128,
+    calib: str | Path | None = None,
+    samples: int = 4,
+    seed: int = 0,
+) -> list[LayerError]:
+    """Per-matmul error of the INT8 block against float32, on the last calibration sample."""
+    if Precision.INT8 not in hw.precisions:
+        raise NvdlaError(f"{hw.name} has no int8 datapath")
+    st = spec.stages[0]
+    rng = np.random.default_rng(seed)
+    block = _Block(st.hidden, st.heads, st.ffn, rng, settings.prune)
+    data = calibration_inputs(calib, seq=seq, hidden=st.hidden, samples=samples, rng=rng)
+
+    def float_mm(name, a, w, b):
+        y = a @ w.T
+        return y + b if b is not None else y
+
+    # Calibration: float activations at every matmul input and output over the calibration set.
+    amax_in: dict[str, list[np.ndarray]] = {}
+    amax_out: dict[str, list[np.ndarray]] = {}
+
+    def record(name, a, w, b):
+        y = float_mm(name, a, w, b)
+        amax_in.setdefault(name, []).append(a)
+        amax_out.setdefault(name, []).append(y)
+        return y
+
+    for sample in data[:-1] if len(data) > 1 else data:
+        block.forward(sample, record, dense=False)
+    cal = settings.calibration
+    s_in = {n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in amax_in.items()}
+    s_out = {n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in amax_out.items()}
+    sats: dict[str, int] = {}
+
+    def int8_mm(name, a, w, b):
+        s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[name]
+        per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
+        s_w = scale_for(cal.amax(w, axis=0)) if per_ch else np.full(w.shape[0], float(scale_for(cal.amax(w))))
+        qa = quantize(a, s_x)
+        qw = quantize(w, s_w[:, None])
+        m, kdim = a.shape
+        layer = ConvLayer(name, ConvShape.matmul(m, kdim, w.shape[0]), Precision.INT8)
+        plan = search_plan(layer, hw).plan
+        x3 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim)
+        w4 = qw.reshape(w.shape[0], 1, 1, kdim)
+        if settings.dynamic:
+            acc, sat = run_conv(layer, x3, w4, hw, plan)
+            real = dequantize(acc.reshape(m, -1), s_x * s_w) + (b if b is not None else 0)
+            s_y = float(scale_for(cal.amax(real)))
+        else:
+            s_y = s_out[name]
+        params = requant_sdp(
+            s_x, s_w, s_y, bias=b, granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR
+        )
+        y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=params)
+        sats[name] = sat
+        return dequantize(y.reshape(m, -1), s_y).astype(np.float32)
+
+    ref = block.forward(data[-1], float_mm, dense=True)  # the unpruned float32 model
+    got = block.forward(data[-1], int8_mm, dense=False)
+    names = ["q", "k", "v", "qk.h0", "pv.h0", "o", "ffn1", "ffn2", "block_out"]
+    return [_errors(n, got[n], ref[n], sats.get(n, 0)) for n in names]

@@ -1,0 +1,282 @@
+"""Autoregressive generation: prefill, then one decode step per new token against a growing KV cache.
+
+    generate(spec, hw, prompt=128, new_tokens=128, batch=1) -> GenerateResult
+
+The prefill is the model's sequence pass over the prompt (causal tiles skipped) with the LM head on the
+last position of each sequence: it yields the first new token (time to first token). Every further
+token is one decode step (zoo.decode_step_graph) at the cache length of that moment, mapped and
+simulated like any workload; the steps differ only in their attention layers (kv_len + 1 keys), so
+the projections, FFN and head are simulated once and served from the per-layer cache of every later
+step (passes._simulate_cached, keyed by layer value): each step is exact, and a 128-token run takes
+seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
+from nvdla_mapper.lowering.rules import HostModel
+from nvdla_mapper.passes import map_model
+from nvdla_mapper.results import MapResult
+from nvdla_mapper.workload import OpKind, ops_in_order
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.stats import Bound
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.precision import Precision
+
+
+@dataclass
+class StepResult:
+    kv_len: int  # cached tokens before the step
+    cycles: int
+    dram_bytes: int
+    macs: int  # the model's multiply-accumulates (hardware MACs add tile padding and zero blocks)
+    bound: str  # the bound holding the most of the step's NVDLA time
+    roofline_cycles: int = 0  # roofline_cycles() of the step
+
+
+@dataclass
+class GenerateResult:
+    model: str
+    hw: HwConfig
+    precision: Precision
+    batch: int
+    prompt: int
+    new_tokens: int
+    prefill: MapResult
+    steps: list[StepResult] = field(default_factory=list)  # tokens 2..T
+    kv_bytes_per_token: int = 0  # K and V of one position of one sequence, all layers
+    first_step_cycles: int = 0  # T5: the decoder step that yields the first token (after the encoder)
+
+    @property
+    def ttft_cycles(self) -> int:
+        return self.prefill.total_cycles + self.first_step_cycles
+
+    @property
+    def total_cycles(self) -> int:
+        return self.ttft_cycles + sum(s.cycles for s in self.steps)
+
+    @property
+    def token_cycles(self) -> list[int]:
+        """Latency of each new token: the first is the prefill, then one decode step each."""
+        return [self.ttft_cycles, *(s.cycles for s in self.steps)]
+
+    def _ms(self, cycles: float) -> float:
+        return cycles / self.hw.clock_mhz / 1e3
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """KV cache at the end: every sequence's prompt and generated positions."""
+        return self.kv_bytes_per_token * self.batch * (self.prompt + self.new_tokens)
+
+    def decode_dram_utilization(self) -> float:
+        cyc = sum(s.cycles for s in self.steps)
+        return sum(s.dram_bytes for s in self.steps) / (cyc * self.hw.dram_bytes_per_cycle) if cyc else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        steps = [s.cycles for s in self.steps]
+        peak = self.hw.peak_macs_per_cycle(self.precision)
+        dec_cyc = sum(steps)
+        return {
+            "model": self.model,
+            "hw": self.hw.fingerprint,
+            "clock_mhz": self.hw.clock_mhz,
+            "precision": self.precision.value,
+            "batch": self.batch,
+            "prompt_tokens": self.prompt,
+            "new_tokens": self.new_tokens,
+            "ttft_ms": round(self._ms(self.ttft_cycles), 4),
+            "per_token_ms": {
+                "first_step": round(self._ms(steps[0]), 4) if steps else None,
+                "median_step": round(self._ms(statistics.median(steps)), 4) if steps else None,
+                "last_step": round(self._ms(steps[-1]), 4) if steps else None,
+            },
+            "total_ms": round(self._ms(self.total_cycles), 4),
+            "tokens_per_s_per_sequence": round(self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3),
+            "tokens_per_s_aggregate": round(self.batch * self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3),
+            "decode_tokens_per_s_aggregate": round(self.batch * len(steps) / (self._ms(dec_cyc) / 1e3), 3)
+            if dec_cyc
+            else None,
+            "kv_cache_bytes_end": self.kv_cache_bytes,
+            "dram_bytes_per_token": round(sum(s.dram_bytes for s in self.steps) / max(len(steps) * self.batch, 1)),
+            "prefill": {
+                "cycles": self.ttft_cycles,
+                "mac_utilization": round(self.prefill.model_macs / (peak * self.prefill.total_cycles), 4),
+                "dram_utilization": round(
+                    dram_bytes(self.prefill) / (self.prefill.total_cycles * self.hw.dram_bytes_per_cycle), 4
+                ),
+                "bound": phase_bound(self.prefill),
+            },
+            "decode": {
+                "cycles": dec_cyc,
+                "mac_utilization": round(sum(s.macs for s in self.steps) / (peak * dec_cyc), 4) if dec_cyc else 0.0,
+                "dram_utilization": round(self.decode_dram_utilization(), 4),
+                "bound": Counter(s.bound for s in self.steps).most_common(1)[0][0] if self.steps else "-",
+                "roofline_cycles": sum(s.roofline_cycles for s in self.steps),
+                "over_roofline": round(dec_cyc / max(sum(s.roofline_cycles for s in self.steps), 1), 4),
+            },
+            "token_cycles": self.token_cycles,
+        }
+
+
+def dram_bytes(res: MapResult) -> int:
+    """DRAM bytes a mapped pass moves: its hardware layers' traffic and BDMA copies (read and write)."""
+    return sum(
+        (r.stats.traffic.dram_total * r.task.count) if r.stats else 2 * r.task.copy_bytes * r.task.count
+        for r in res.results
+        if r.stats or r.task.resource == "bdma"
+    )
+
+
+def roofline_cycles(res: MapResult) -> int:
+    """The pass's roofline, a lower bound on its time: each hardware layer at the larger of its MAC time
+    (MACs over the peak) and its DRAM time (bytes moved over the bandwidth), without launch or memory
+    latency; BDMA copies and host tasks run beside the NVDLA core, so the bound is the busiest of the
+    three. A weight-streaming layer's bound is its MACs at large batch; attention against each
+    sequence's own cache stays at its DRAM time at any batch."""
+    hw, peak = res.hw, res.hw.peak_macs_per_cycle(res.precision)
+    busy = {"nvdla": 0.0, "bdma": 0.0, "host": 0.0}
+    for r in res.results:
+        if r.stats:
+            busy["nvdla"] += r.task.count * max(
+                r.stats.macs / peak, r.stats.traffic.dram_total / hw.dram_bytes_per_cycle
+            )
+        elif r.task.resource == "bdma":
+            busy["bdma"] += r.task.count * 2 * r.task.copy_bytes / hw.dram_bytes_per_cycle
+        else:
+            busy["host"] += r.cycles
+    return math.ceil(max(busy.values()))
+
+
+def phase_bound(res: MapResult) -> str:
+    """The bound (compute, dram, sdp, cbuf, host) holding the most of a mapped pass's time."""
+    time: dict[str, int] = {}
+    for r in res.results:
+        key = r.stats.bound.value if r.stats else ("host" if r.task.resource == "host" else "dram")
+        time[key] = time.get(key, 0) + r.cycles
+    return max(time, key=lambda k: time[k]) if time else Bound.COMPUTE.value
+
+
+def weight_bytes(spec: ModelSpec, precision: Precision) -> int:
+    """Bytes of the model's weights in DRAM: every matmul of one decode step once (the same weights
+    serve every position), plus the token embeddings unless the LM head shares them."""
+    g = decode_step_graph(spec, batch=1, kv_len=1, cross_len=1 if spec.decoder_layers else 0)
+    mats = sum(o.k * o.n for o in ops_in_order(g) if o.kind is OpKind.MATMUL)
+    if spec.decoder_layers:  # T5's cross-attention K/V projections run in the prefill, not in a step
+        st = spec.stages[0]
+        inner = (spec.head_dim or st.hidden // st.heads) * st.heads
+        mats += spec.decoder_layers * 2 * st.hidden * inner + st.layers * (
+            4 * st.hidden * inner + 2 * st.hidden * st.ffn
+        )
+    embed = 0 if spec.tied_embeddings else spec.vocab * spec.stages[0].hidden
+    return (mats + embed) * precision.bytes
+
+
+def check_fits(spec: ModelSpec, hw: HwConfig, precision: Precision, *, batch: int, positions: int) -> None:
+    """Weights plus the KV cache at the end must fit the memory NVDLA can address (and the system's DRAM
+    when the config states one)."""
+    mem = hw.memory
+    limit = 2**mem.address_bits
+    what = f"the {mem.address_bits}-bit address space of {hw.name}"
+    if mem.dram_size_gib is not None and mem.dram_size_gib * 2**30 < limit:
+        limit, what = int(mem.dram_size_gib * 2**30), f"the {mem.dram_size_gib:g} GiB of DRAM in {hw.name}"
+    need = weight_bytes(spec, precision) + kv_bytes_per_token(spec, precision) * batch * positions
+    if need > limit:
+        raise NvdlaError(
+            f"{spec.name} at batch {batch} needs {need / 2**30:.2f} GiB (weights + KV cache of {positions} positions, "
+            f"{precision.value}) but {what} holds {limit / 2**30:.2f} GiB: {(need - limit) / 2**30:.2f} GiB too much"
+        )
+
+
+def kv_bytes_per_token(spec: ModelSpec, precision: Precision) -> int:
+    """K and V bytes of one position in the self-attention caches (decoder layers)."""
+    st = spec.stages[0]
+    hd = spec.head_dim or st.hidden // st.heads
+    layers = spec.decoder_layers or st.layers
+    return 2 * layers * hd * (spec.kv_heads or st.heads) * precision.bytes
+
+
+def generate(
+    spec: ModelSpec,
+    hw: HwConfig,
+    *,
+    prompt: int,
+    new_tokens: int,
+    batch: int = 1,
+    precision: Precision = Precision.INT8,
+    host: HostModel | None = None,
+    softmax: str = "auto",
+    layernorm: str = "auto",
+) -> GenerateResult:
+    """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence."""
+    for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
+    if spec.max_positions and prompt + new_tokens > spec.max_positions:
+        raise NvdlaError(
+            f"--prompt {prompt} + --new-tokens {new_tokens} = {prompt + new_tokens} positions; "
+            f"{spec.name} has {spec.max_positions}"
+        )
+    check_generative(spec)  # refuses encoders with a clear error
+    hw.check_precision(precision)
+    check_fits(spec, hw, precision, batch=batch, positions=prompt + new_tokens)
+    kw = dict(precision=precision, batch=batch, host=host, softmax=softmax, layernorm=layernorm)
+    t5 = bool(spec.decoder_layers)
+    if t5:  # the encoder once (filling the cross-attention caches), then the first decoder step
+        prefill = map_model(t5_prefill_graph(spec, batch=batch, prompt=prompt), hw, seq=prompt, **kw)
+    else:
+        prefill = map_model(build_graph(spec, batch=batch, seq=prompt, head="lm_last"), hw, seq=prompt, **kw)
+    res = GenerateResult(spec.name, hw, precision, batch, prompt, new_tokens, prefill)
+    res.kv_bytes_per_token = kv_bytes_per_token(spec, precision)
+    first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
+    for t in range(first, new_tokens):
+        kv_len = t if t5 else prompt + t - 1  # self-attention cache: the tokens before this one
+        graph = decode_step_graph(spec, batch=batch, kv_len=kv_len, cross_len=prompt if t5 else 0)
+        step = map_model(graph, hw, seq=kv_len, **kw)
+        res.steps.append(
+            StepResult(
+                kv_len, step.total_cycles, dram_bytes(step), step.model_macs, phase_bound(step), roofline_cycles(step)
+            )
+        )
+    if t5:  # TTFT covers the encoder and the first decoder step
+        first_step = res.steps.pop(0)
+        res.first_step_cycles = first_step.cycles
+    return res
+
+
+def roofline_crossover(hw: HwConfig, precision: Precision) -> float:
+    """The batch at which streaming the weights stops being the limit: a decode step does `batch` MACs per
+    weight element, so compute catches up with DRAM when batch / bytes per weight = peak MACs / bytes per cycle."""
+    return hw.peak_macs_per_cycle(precision) * precision.bytes / hw.dram_bytes_per_cycle
+
+
+def _weight_layers_compute_share(spec: ModelSpec, hw: HwConfig, precision: Precision, batch: int, kv_len: int) -> float:
+    step = map_model(
+        decode_step_graph(spec, batch=batch, kv_len=kv_len), hw, precision=precision, batch=batch, seq=kv_len
+    )
+    mm = [r for r in step.results if r.stats and r.task.group in ("matmul", "head")]
+    total = sum(r.cycles for r in mm)
+    return sum(r.cycles for r in mm if r.stats.bound is Bound.COMPUTE) / total if total else 0.0
+
+
+def crossover_batch(spec: ModelSpec, hw: HwConfig, precision: Precision = Precision.INT8, *, kv_len: int = 128) -> int:
+    """Smallest batch at which most of a decode step's weight-streaming time (projections, FFN, LM head)
+    is compute-bound in the simulation (doubling, then bisection); the attention against each sequence's
+    cache stays bound by its own reads and fixed latencies at any batch."""
+    lo, hi = 1, 1
+    while _weight_layers_compute_share(spec, hw, precision, hi, kv_len) < 0.5:
+        lo, hi = hi, hi * 2
+        if hi > 4096:
+            raise NvdlaError(f"{spec.name} on {hw.name}: the weight streaming stays memory-bound up to batch 4096")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _weight_layers_compute_share(spec, hw, precision, mid, kv_len) >= 0.5:
+            hi = mid
+        else:
+            lo = mid
+    return hi

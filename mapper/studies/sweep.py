@@ -1,0 +1,377 @@
+"""Architecture-exploration sweeps: a design space x workloads, stored in SQLite, resumable, with a Pareto front.
+
+Sweep file (TOML):
+
+    name = "bert_space"
+    base = "nv_full"                         # config name or .toml path
+    [space]                                  # dotted HwConfig fields (see HwConfig.with_values) or precision
+    "mac.atomic_c" = [32, 64]
+    "cbuf.bank_depth" = [256, 512]
+    "memory.dram_bandwidth_gbs" = [25.6, 51.2]
+    clock_mhz = [800.0, 1000.0]
+    precision = ["int8"]
+    [workloads]
+    models = ["bert-base"]                   # presets or config.json paths
+    seq = [128]
+    batch = [1]
+    [options]                                # optional: softmax / layernorm placement
+    softmax = "auto"
+
+Each point has a stable id (hash of its parameters); a result row is committed as soon as the point
+finishes, so a killed sweep resumes with nothing lost or duplicated. Points are evaluated by a pure,
+picklable function, so the local process pool and a dask.distributed cluster give identical rows.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import itertools
+import json
+import sqlite3
+import time
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nvdla_mapper.frontends.cnn import CNN_PRESETS
+from nvdla_mapper.frontends.resolve import model_graph, resolve_model
+from nvdla_mapper.passes import map_model
+from nvdla_sim.config import load_config
+from nvdla_sim.errors import ConfigError, NvdlaError
+from nvdla_sim.precision import Precision
+
+METRICS = (
+    "total_cycles",
+    "latency_ms",
+    "macs",
+    "mac_utilization",
+    "peak_macs_per_cycle",
+    "cbuf_bytes",
+    "dram_bytes",
+    "host_tasks",
+    "host_cycles",
+)
+_TOP_KEYS = {"name", "base", "space", "workloads", "options"}
+_WORKLOAD_KEYS = {"models", "seq", "batch"}
+_OPTION_KEYS = {"softmax", "layernorm"}
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    base: str
+    space: dict[str, list[Any]]
+    models: list[str]
+    seqs: list[int]
+    batches: list[int]
+    options: dict[str, str]
+
+    def points(self) -> list[dict[str, Any]]:
+        keys = sorted(self.space)
+        out = []
+        for values in itertools.product(*(self.space[k] for k in keys)):
+            hw_params = dict(zip(keys, values, strict=True))
+            for model, seq, batch in itertools.product(self.models, self.seqs, self.batches):
+                p = {
+                    "base": self.base,
+                    "hw": hw_params,
+                    "model": model,
+                    "seq": seq,
+                    "batch": batch,
+                    "options": self.options,
+                }
+                p["id"] = point_id(p)
+                out.append(p)
+        return out
+
+
+def point_id(p: dict[str, Any]) -> str:
+    key = json.dumps({k: p[k] for k in ("base", "hw", "model", "seq", "batch", "options")}, sort_keys=True)
+    return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Parse and validate a sweep file; every error names the file and the key."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise NvdlaError(f"{path}: cannot read sweep file ({e.strerror})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise NvdlaError(f"{path}: not valid TOML ({e})") from None
+    return sweep_from_dict(data, source=str(path))
+
+
+def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec:
+    def err(msg: str) -> NvdlaError:
+        return NvdlaError(f"{source}: {msg}")
+
+    extra = set(data) - _TOP_KEYS
+    if extra:
+        raise err(f"unknown key(s) {sorted(extra)}; allowed: {sorted(_TOP_KEYS)}")
+    base = data.get("base", "nv_full")
+    try:
+        hw = load_config(base)
+    except ConfigError as e:
+        raise err(f"base: {e}") from None
+    space = data.get("space", {})
+    if not isinstance(space, dict):
+        raise err("[space] must be a table of lists")
+    for k, v in space.items():
+        if not isinstance(v, list) or not v:
+            raise err(f"space.{k} must be a non-empty list, not {v!r}")
+        if k == "precision":
+            for pv in v:
+                try:
+                    Precision.parse(str(pv))
+                except ValueError as e:
+                    raise err(f"space.precision: {e}") from None
+            continue
+        try:
+            hw.with_values(**{k: v[0]})
+        except ConfigError as e:
+            raise err(f"space.{k}: {e}") from None
+    wl = data.get("workloads")
+    if not isinstance(wl, dict):
+        raise err("missing [workloads] table (models, seq, batch)")
+    extra = set(wl) - _WORKLOAD_KEYS
+    if extra:
+        raise err(f"unknown key(s) {sorted(extra)} in [workloads]; allowed: {sorted(_WORKLOAD_KEYS)}")
+    models = wl.get("models")
+    if not isinstance(models, list) or not models:
+        raise err("workloads.models must be a non-empty list of presets or config.json paths")
+    for m in models:
+        try:
+            if str(m) not in CNN_PRESETS:
+                resolve_model(str(m))
+        except NvdlaError as e:
+            raise err(f"workloads.models: {e}") from None
+    seqs, batches = wl.get("seq", [128]), wl.get("batch", [1])
+    for name, vals in (("seq", seqs), ("batch", batches)):
+        if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and x >= 1 for x in vals):
+            raise err(f"workloads.{name} must be a non-empty list of positive integers, not {vals!r}")
+    options = data.get("options", {})
+    extra = set(options) - _OPTION_KEYS
+    if extra:
+        raise err(f"unknown key(s) {sorted(extra)} in [options]; allowed: {sorted(_OPTION_KEYS)}")
+    for k, v in options.items():
+        if v not in ("auto", "nvdla", "host"):
+            raise err(f"options.{k} must be auto, nvdla or host, not {v!r}")
+    return SweepSpec(str(data.get("name", "sweep")), str(base), space, [str(m) for m in models], seqs, batches, options)
+
+
+def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
+    """Map one workload on one config; returns a result row (status 'error' with the message on failure)."""
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"id": p["id"], "params": p}
+    try:
+        hw_params = dict(p["hw"])
+        prec = Precision.parse(str(hw_params.pop("precision", "int8")))
+        hw = load_config(p["base"]).with_values(**hw_params) if hw_params else load_config(p["base"])
+        g = model_graph(p["model"], batch=p["batch"], seq=p["seq"])
+        opts = p.get("options", {})
+        res = map_model(
+            g,
+            hw,
+            precision=prec,
+            batch=p["batch"],
+            seq=p["seq"],
+            softmax=opts.get("softmax", "auto"),
+            layernorm=opts.get("layernorm", "auto"),
+        )
+        d = res.to_dict()
+        row.update(
+            status="ok",
+            error="",
+            hw_fingerprint=hw.fingerprint,
+            total_cycles=res.total_cycles,
+            latency_ms=res.latency_ms,
+            macs=res.macs,
+            mac_utilization=res.mac_utilization,
+            peak_macs_per_cycle=hw.peak_macs_per_cycle(prec),
+            cbuf_bytes=hw.cbuf_bytes,
+            dram_bytes=sum(r["dram_read"] + r["dram_write"] for r in d["layers"]),
+            host_tasks=d["host_fallback"]["tasks"],
+            host_cycles=d["host_fallback"]["cycles"],
+        )
+    except NvdlaError as e:
+        row.update(status="error", error=str(e), hw_fingerprint="", **dict.fromkeys(METRICS, None))
+    row["wall_s"] = time.perf_counter() - t0
+    return row
+
+
+# ---- storage --------------------------------------------------------------------------------------
+
+
+def open_db(path: str | Path) -> sqlite3.Connection:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    cols = ", ".join(f"{m} REAL" for m in METRICS)
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS points (id TEXT PRIMARY KEY, sweep TEXT, params TEXT, status TEXT, error TEXT, "
+        f"hw_fingerprint TEXT, model TEXT, seq INTEGER, batch INTEGER, {cols}, wall_s REAL)"
+    )
+    con.commit()
+    return con
+
+
+def _store(con: sqlite3.Connection, sweep: str, row: dict[str, Any]) -> None:
+    p = row["params"]
+    names = ["id", "sweep", "params", "status", "error", "hw_fingerprint", "model", "seq", "batch", *METRICS, "wall_s"]
+    values = [
+        row["id"],
+        sweep,
+        json.dumps(p, sort_keys=True),
+        row["status"],
+        row["error"],
+        row["hw_fingerprint"],
+        p["model"],
+        p["seq"],
+        p["batch"],
+        *(row[m] for m in METRICS),
+        row["wall_s"],
+    ]
+    con.execute(f"INSERT OR IGNORE INTO points ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", values)
+    con.commit()
+
+
+def read_rows(con: sqlite3.Connection, sweep: str | None = None) -> list[dict[str, Any]]:
+    con.row_factory = sqlite3.Row
+    q = "SELECT * FROM points" + (" WHERE sweep = ?" if sweep else "") + " ORDER BY id"
+    rows = [dict(r) for r in con.execute(q, (sweep,) if sweep else ())]
+    con.row_factory = None
+    for r in rows:
+        r["params"] = json.loads(r["params"])
+    return rows
+
+
+# ---- executors --------------------------------------------------------------------------------------
+
+
+def _serial(fn: Callable, points: list[dict]) -> Iterable[dict]:
+    for p in points:
+        yield fn(p)
+
+
+def _local(fn: Callable, points: list[dict], workers: int) -> Iterable[dict]:
+    with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(fn, p) for p in points]
+        for f in cf.as_completed(futures):
+            yield f.result()
+
+
+def _dask(fn: Callable, points: list[dict], scheduler: str | Any) -> Iterable[dict]:
+    from distributed import Client, as_completed
+
+    client = scheduler if hasattr(scheduler, "submit") else Client(scheduler)
+    try:
+        futures = client.map(fn, points, pure=False)
+        for f in as_completed(futures):
+            yield f.result()
+    finally:
+        if client is not scheduler:
+            client.close()
+
+
+def run_sweep(
+    spec: SweepSpec,
+    db: str | Path,
+    *,
+    executor: str = "local",
+    workers: int = 2,
+    scheduler: str | Any | None = None,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Evaluate every point not yet in `db`; return all rows of this sweep (ordered by id)."""
+    con = open_db(db)
+    done = {r[0] for r in con.execute("SELECT id FROM points WHERE sweep = ?", (spec.name,))}
+    todo = [p for p in spec.points() if p["id"] not in done]
+    if executor == "serial":
+        results = _serial(evaluate_point, todo)
+    elif executor == "local":
+        results = _local(evaluate_point, todo, workers)
+    elif executor == "dask":
+        if scheduler is None:
+            raise NvdlaError("the dask executor needs --scheduler tcp://host:port (or a distributed.Client)")
+        results = _dask(evaluate_point, todo, scheduler)
+    else:
+        raise NvdlaError(f"unknown executor {executor!r}; valid: serial, local, dask")
+    if todo:
+        if progress:
+            from tqdm import tqdm
+
+            results = tqdm(results, total=len(todo), desc=spec.name, unit="point")
+        for row in results:
+            _store(con, spec.name, row)
+    rows = read_rows(con, spec.name)
+    con.close()
+    return rows
+
+
+# ---- Pareto front -----------------------------------------------------------------------------------
+
+PARETO_AXES = ("latency_ms", "peak_macs_per_cycle", "cbuf_bytes")
+
+
+def pareto_front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows not dominated in (latency, MAC array size, CBUF bytes), per workload (model, seq, batch)."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    front = []
+    for r in ok:
+        same = [o for o in ok if (o["model"], o["seq"], o["batch"]) == (r["model"], r["seq"], r["batch"])]
+        dominated = any(all(o[a] <= r[a] for a in PARETO_AXES) and any(o[a] < r[a] for a in PARETO_AXES) for o in same)
+        if not dominated:
+            front.append(r)
+    return sorted(front, key=lambda r: (r["model"], r["seq"], r["batch"], r["latency_ms"]))
+
+
+def write_pareto(rows: list[dict[str, Any]], out_dir: str | Path) -> dict[str, Path]:
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    front = pareto_front(rows)
+    cols = ["id", "model", "seq", "batch", "hw_fingerprint", *METRICS]
+    with (out / "pareto.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[*cols, "hw"])
+        w.writeheader()
+        for r in front:
+            w.writerow({**{c: r[c] for c in cols}, "hw": json.dumps(r["params"]["hw"], sort_keys=True)})
+    ok = [r for r in rows if r["status"] == "ok"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if ok:
+        sc = ax.scatter(
+            [r["peak_macs_per_cycle"] for r in ok],
+            [r["latency_ms"] for r in ok],
+            c=[r["cbuf_bytes"] / 1024 for r in ok],
+            cmap="viridis",
+            s=18,
+            alpha=0.6,
+        )
+        fig.colorbar(sc, ax=ax, label="CBUF KiB")
+        ax.scatter(
+            [r["peak_macs_per_cycle"] for r in front],
+            [r["latency_ms"] for r in front],
+            facecolors="none",
+            edgecolors="red",
+            s=60,
+            label="Pareto front",
+        )
+        ax.legend()
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("MAC array size (MACs/cycle)")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title("Design space")
+    fig.savefig(out / "pareto.png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return {"csv": out / "pareto.csv", "png": out / "pareto.png"}

@@ -1,0 +1,444 @@
+"""Convolution-pipeline hardware layer: timing (tiles through CDMA/CBUF/CSC/CMAC/CACC/SDP) and function.
+
+Timing: the plan's loop nest becomes pipeline Items, one per (data tile, kernel group), in the order
+CSC runs them (kernel group -> stripe -> channel block -> kernel position, hw cmod csc). Each item's
+blocks are its channel ops: a stripe of L output points over ceil(C/atomic_c) x R x S stripe ops costs
+max(L, weight_load) cycles per stripe op and drains L x kernels results to SDP.
+Function: the same loop nest over numpy arrays through cmac.atomic_op, cacc.accumulate and sdp_apply, so
+tests can check that tiling never changes the numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
+from nvdla_sim.engine.tile_pipeline import (
+    Fetch,
+    Item,
+    PipelineResult,
+    item_traffic,
+    make_ports,
+    run_items,
+    transfer_floor,
+)
+from nvdla_sim.engine.tiling import (
+    LoopOrder,
+    TilePlan,
+    bytes_per_kernel,
+    check_plan,
+    footprint,
+    kernel_tiles,
+    layer_gap_cycles,
+    row_tiles,
+)
+from nvdla_sim.layers import ConvLayer, Memory
+from nvdla_sim.units import cacc, cdma, cmac, csc, pdp, sdp
+
+
+@lru_cache(maxsize=8192)
+def _blocks(
+    stripes: tuple[int, ...], kernels: int, channel_ops: int, load: int, rate: int, atom_gap: int, stripe_gap: int
+) -> tuple:
+    """Runs of (count, compute, useful, drain) per stripe of one kernel group. CACC delivers a stripe's
+    output atoms (`kernels` elements each) at the SDP rate, with `atom_gap` idle cycles per atom and
+    `stripe_gap` per stripe (TimingConfig, measured on the nv_small RTL)."""
+    runs: list[list[int]] = []
+    for length in stripes:
+        block = [
+            channel_ops * csc.stripe_op_cycles(length, load),
+            channel_ops * length,
+            length * (math.ceil(kernels / rate) + atom_gap) + stripe_gap,
+        ]
+        if runs and runs[-1][1:] == block:
+            runs[-1][0] += 1
+        else:
+            runs.append([1, *block])
+    return tuple(tuple(r) for r in runs)
+
+
+def channel_ops_per_stripe(layer: ConvLayer, hw: HwConfig) -> int:
+    """Stripe ops per stripe of output points: channel blocks x kernel positions (direct convolution), or
+    the channel-extended equivalent in image-input mode."""
+    s = layer.shape
+    if layer.image_input:
+        channels, lines = csc.image_extension(s.in_c, s.kernel_w, s.stride_x)
+        return math.ceil(channels / hw.mac.atomic_c) * math.ceil(s.kernel_h / lines)
+    return math.ceil(layer.mac_channels / hw.mac.atomic_c) * s.kernel_w * s.kernel_h
+
+
+def drain_rate(layer: ConvLayer, hw: HwConfig) -> int:
+    rate = sdp.elements_per_cycle(layer.sdp, hw)
+    if layer.pool is not None:
+        rate = min(rate, hw.pdp.throughput)
+    return rate
+
+
+def output_bytes(layer: ConvLayer, rows: int, kernels: int, hw: HwConfig) -> int:
+    """Bytes written for `rows` output rows of `kernels` kernels; with fused pooling, that band's share
+    of the pooled cube (PDP keeps partial windows in its line buffer across row tiles)."""
+    s = layer.shape
+    if layer.pool is None:
+        return cdma.feature_bytes(s.out_w, rows, kernels, layer.out_precision, hw)
+    pw, ph = layer.pool.out_size(s.out_w, s.out_h)
+    return math.ceil(cdma.feature_bytes(pw, ph, kernels, layer.out_precision, hw) * rows / s.out_h)
+
+
+def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True) -> LayerStats:
+    """Cycle-approximate run of one convolution-pipeline layer under `plan`."""
+    hw.check_precision(layer.precision)
+    check_plan(layer, plan, hw)
+    s, p = layer.shape, layer.precision
+    fp = footprint(layer, plan, hw)
+    kpg = hw.kernels_per_atomic(p)
+    rate = drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
+    load = csc.weight_load_cycles(hw, p)
+    ideal = csc.ideal_stripe(hw, p)
+    channel_ops = channel_ops_per_stripe(layer, hw)
+    bpk = bytes_per_kernel(layer)
+    dense_total = cdma.weight_bytes(s.out_k, bpk)
+    w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / dense_total
+    rtiles, ktiles = row_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
+    operand_bytes = p.bytes  # a per-element operand (the residual) is a feature cube of the layer's precision
+
+    # Fetch keys: an operand is fetched again whenever its key is new. Every band of rows is a hardware
+    # layer of its own (full-input mode), so in data-stationary order each band fetches all its weights
+    # again; weight-stationary order keeps a weight tile resident across bands and re-fetches the data
+    # per weight tile (DATA/WEIGHT_REUSE between hardware layers: not measured on the RTL).
+    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+    weights_resident = ws or len(rtiles) == 1
+    if ws:
+        nest = [(d, k) for k in range(len(ktiles)) for d in range(len(rtiles))]
+    else:
+        nest = [(d, k) for d in range(len(rtiles)) for k in range(len(ktiles))]
+    items: list[Item] = []
+    item_layer: list[int] = []  # the hardware layer of each item (see _hardware_layer)
+    item_extra: list[int] = []  # SDP operand bytes each item's pixels read
+    seen: dict[tuple, int] = {}
+    fetched_here: set[int] = set()  # fetch events of the current hardware layer (the rest stay resident)
+    prefetch_left = 0  # operand bytes the current layer's SDP RDMA latency FIFO still takes up front
+    current = -1
+    for d, k in nest:
+        if _hardware_layer(plan, d, k, len(rtiles)) != current:
+            current = _hardware_layer(plan, d, k, len(rtiles))
+            fetched_here = set()
+            prefetch_left = sdp.operand_prefetch_bytes(hw)
+        r0, r1 = rtiles[d]
+        i0, i1 = s.input_rows_for(r0, r1)
+        k0, k1 = ktiles[k]
+        pixels = (r1 - r0) * s.out_w
+        data_key = ("d", d) if (not ws or len(rtiles) == 1) else ("d", d, k)
+        for g0 in range(k0, k1, kpg):
+            g1 = min(k1, g0 + kpg)
+            fetches: list[Fetch] = []
+            if data_key not in seen:
+                seen[data_key] = len(seen)
+                nbytes = cdma.input_bytes(layer, i1 - i0, hw)
+                fetches.append(
+                    Fetch(
+                        seen[data_key],
+                        "data",
+                        "cdma_dat",
+                        nbytes,
+                        layer.input_memory,
+                        f"data rows {i0}-{i1}",
+                        not hw.timing.conv_input_before_compute,
+                    )
+                )
+            weight_key = ("w", g0) if weights_resident else ("w", g0, d)
+            if weight_key not in seen:
+                seen[weight_key] = len(seen)
+                nbytes = math.ceil(cdma.weight_bytes(g1 - g0, bpk) * w_ratio)
+                fetches.append(
+                    Fetch(
+                        seen[weight_key],
+                        "weight",
+                        "cdma_wt",
+                        nbytes,
+                        layer.weight_memory,
+                        f"weights k{g0}-{g1}",
+                    )
+                )
+            extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=operand_bytes)
+            item_extra.append(extra)
+            covered = min(prefetch_left, extra)
+            prefetch_left -= covered
+            item_layer.append(current)
+            fetched_here.update(f.event for f in fetches)
+            items.append(
+                Item(
+                    name=f"rows {r0}-{r1} k{g0}-{g1}",
+                    fetches=tuple(fetches),
+                    uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e in fetched_here),
+                    blocks=_blocks(
+                        csc.image_stripes(s.out_w, r1 - r0) if layer.image_input else csc.stripe_lengths(pixels, ideal),
+                        min(kpg, cdma.atom_channels(g1 - g0, layer.out_precision, hw)),  # CACC delivers whole atoms
+                        channel_ops,
+                        load,
+                        rate,
+                        hw.timing.cacc_atom_gap_cycles,
+                        hw.timing.cacc_stripe_gap_cycles,
+                    ),
+                    write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
+                    write_memory=layer.output_memory,
+                    drain_reads=extra - covered,
+                    drain_read_memory=layer.input_memory,
+                )
+            )
+    extra_reads = sum(item_extra)
+    res, dram_busy, hw_layers = _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_events)
+    cycles = math.ceil(res.end)
+    traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
+    macs = layer.macs
+    peak = hw.peak_macs_per_cycle(p)
+    lower = _lower_bound(layer, hw, rate, *_compulsory_bytes(layer, hw, w_ratio, extra_reads))
+    bound = _classify(res, max(dram_busy.values()))
+    units = {
+        Unit.CDMA: UnitStats(math.ceil(res.fetch_busy), math.ceil(res.fetch_wait_port)),
+        Unit.CSC: UnitStats(res.compute_busy + res.compute_bubbles, math.ceil(res.wait_fetch + res.wait_drain)),
+        Unit.CMAC: UnitStats(res.compute_busy, math.ceil(res.compute_bubbles + res.wait_fetch + res.wait_drain)),
+        Unit.CACC: UnitStats(res.compute_busy, math.ceil(res.wait_drain)),  # assembly; delivery shows as SDP
+        Unit.SDP: UnitStats(res.drain_busy, 0),
+        Unit.DRAM: UnitStats(math.ceil(dram_busy[Memory.DRAM]), 0),
+    }
+    if layer.pool is not None:
+        units[Unit.PDP] = UnitStats(res.drain_busy, 0)
+    if hw.memory.has_sram:
+        units[Unit.SRAM] = UnitStats(math.ceil(dram_busy[Memory.SRAM]), 0)
+    return LayerStats(
+        name=layer.name,
+        cycles=cycles,
+        macs=macs,
+        peak_macs_per_cycle=peak,
+        traffic=traffic,
+        units=units,
+        bound=bound,
+        lower_bound_cycles=lower,
+        events=tuple(res.events),
+        detail={
+            "plan": plan.to_dict(),
+            "items": len(items),
+            "prologue_cycles": math.ceil(res.first_compute),
+            "weight_load_bubbles": res.compute_bubbles,
+            "wait_fetch": math.ceil(res.wait_fetch),
+            "wait_sdp": math.ceil(res.wait_drain),
+            "sdp_elements_per_cycle": rate,
+            "data_tiles": fp.n_data_tiles,
+            "weight_tiles": fp.n_weight_tiles,
+            "hardware_layers": hw_layers,
+            "weight_ring_groups": fp.weight_capacity_groups,
+            "weight_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer == "weight"),
+            "sparse_mac_whatif": layer.sparse_mac,
+        },
+    )
+
+
+def _hardware_layer(plan: TilePlan, d: int, k: int, n_bands: int) -> int:
+    """Which hardware layer runs data tile `d` with weight tile `k`. The convolution pipeline only runs
+    in full-input mode (programming_guide.rst), so every band of output rows is a hardware layer of its
+    own ("split H"); weight-stationary order also makes every weight tile one (for k: for band)."""
+    return k * n_bands + d if plan.order is LoopOrder.WEIGHT_STATIONARY else d
+
+
+def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_events):
+    """Run the items hardware layer by hardware layer, one after another: a layer's CDMA starts after
+    the previous layer's interrupt, so no fetch of the next band overlaps this band's compute. Operands
+    that stay resident (DATA/WEIGHT_REUSE) have no fetch in the later layers' items. Returns the summed
+    pipeline result (end = the whole run, from the first layer's start to the last layer's last atom),
+    the busy time per memory port, and the number of hardware layers."""
+    fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
+    groups: dict[int, list[int]] = {}
+    for i, g in enumerate(item_layer):
+        groups.setdefault(g, []).append(i)
+    total: PipelineResult | None = None
+    busy: dict[Memory, float] = {}
+    offset = 0.0
+    events = []
+    for n, idxs in enumerate(groups.values()):
+        group = [items[i] for i in idxs]
+        if hw.timing.conv_input_before_compute:
+            group = _prefetch_weights(group, fp.weight_capacity_groups)
+        ports = make_ports(hw)
+        # SDP operand streams (bias, residual) are read by the SDP RDMAs alongside: at once until the
+        # RDMA's latency FIFO is full (booked here), then paced by the drain (Item.drain_reads)
+        prefetch = min(sum(item_extra[i] for i in idxs), sdp.operand_prefetch_bytes(hw))
+        if prefetch:
+            ports[layer.input_memory].reserve(0.0, prefetch)
+        res = run_items(
+            group,
+            capacities={"data": fp.data_capacity_tiles, "weight": fp.weight_capacity_groups},
+            ports=ports,
+            fetch_unit=Unit.CDMA,
+            compute_unit=Unit.CMAC,
+            drain_unit=Unit.SDP,
+            record_events=record_events,
+        )
+        if n:
+            offset += layer_gap_cycles(hw)
+        shift = math.ceil(offset)
+        events += [e.shifted(shift) for e in res.events]
+        # each stripe's delivery block ends with the inter-stripe gap; a layer ends at its last atom
+        offset = shift + math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles
+        for mem, port in ports.items():
+            busy[mem] = busy.get(mem, 0.0) + port.channel_busy
+        if total is None:
+            total = dataclasses.replace(res, events=[])
+        else:
+            total = dataclasses.replace(
+                total,
+                compute_busy=total.compute_busy + res.compute_busy,
+                compute_bubbles=total.compute_bubbles + res.compute_bubbles,
+                wait_fetch=total.wait_fetch + res.wait_fetch,
+                wait_drain=total.wait_drain + res.wait_drain,
+                drain_busy=total.drain_busy + res.drain_busy,
+                fetch_busy=total.fetch_busy + res.fetch_busy,
+                fetch_wait_port=total.fetch_wait_port + res.fetch_wait_port,
+            )
+    assert total is not None
+    return dataclasses.replace(total, end=offset, events=events), busy, len(groups)
+
+
+def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
+    """While CSC waits for the whole input, CDMA's weight channel fetches every kernel group the weight
+    ring holds, interleaved with the data (nv_small RTL: the data of own_mm_m64_k64_n32 completes after
+    its 768 data and weight atoms, not its 512 data atoms). The first item issues those weight fetches."""
+    first = list(items[0].fetches)
+    moved = sum(f.buffer == "weight" for f in first)
+    out = [items[0]]
+    for it in items[1:]:
+        if any(f.buffer == "data" for f in it.fetches):
+            out.extend(items[len(out) :])
+            break
+        take = [f for f in it.fetches if f.buffer == "weight"]
+        if moved + len(take) > capacity:
+            out.extend(items[len(out) :])
+            break
+        moved += len(take)
+        first.extend(take)
+        out.append(dataclasses.replace(it, fetches=tuple(f for f in it.fetches if f.buffer != "weight")))
+    out[0] = dataclasses.replace(items[0], fetches=tuple(first))
+    return out
+
+
+def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int) -> tuple[int, int]:
+    """(read, write) bytes no plan avoids: input, weights and SDP operands once, the output once."""
+    s = layer.shape
+    reads = (
+        cdma.input_bytes(layer, s.in_h, hw)
+        + math.ceil(cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)) * w_ratio)
+        + extra
+    )
+    return reads, output_bytes(layer, s.out_h, s.out_k, hw)
+
+
+def _lower_bound(layer: ConvLayer, hw: HwConfig, rate: int, read_bytes: int, write_bytes: int) -> int:
+    """Roofline floor: no plan beats the atomic-op count, the SDP drain, or compulsory traffic over the
+    fastest memory port."""
+    s = layer.shape
+    groups = math.ceil(s.out_k / hw.kernels_per_atomic(layer.precision))
+    atomics = groups * s.out_pixels * channel_ops_per_stripe(layer, hw)
+    drain = math.ceil(s.out_pixels * s.out_k / rate)
+    return max(atomics, drain, transfer_floor(read_bytes, write_bytes, hw))
+
+
+def _classify(res, dram_busy: float) -> Bound:
+    """The bottleneck is the pipeline stage with the most time: MAC array (split into useful work and
+    CBUF weight-load bubbles), SDP drain, or memory (port time, or exposed fetch waits)."""
+    stages = {
+        Bound.COMPUTE: res.compute_busy + res.compute_bubbles,
+        Bound.SDP: res.drain_busy,
+        Bound.DRAM: max(dram_busy, res.wait_fetch),
+    }
+    bound = max(stages, key=lambda b: stages[b])
+    if bound is Bound.COMPUTE and res.compute_bubbles > res.compute_busy:
+        return Bound.CBUF
+    return bound
+
+
+# ---- functional -------------------------------------------------------------------------------------
+
+
+def run_conv(
+    layer: ConvLayer,
+    data: np.ndarray,
+    weights: np.ndarray,
+    hw: HwConfig,
+    plan: TilePlan,
+    *,
+    sdp_params: sdp.SdpParams | None = None,
+    truncate: int = 0,
+    pad_value: int = 0,
+) -> tuple[np.ndarray, int]:
+    """Bit-exact result of the layer: data[H, W, C], weights[K, R, S, C] -> output[H', W', K'] and
+    saturation count. Computed tile by tile in the plan's order through CMAC/CACC/SDP (and PDP).
+    `pad_value` is the element CSC feeds for padded positions (D_ZERO_PADDING_VALUE)."""
+    s, p = layer.shape, layer.precision
+    check_plan(layer, plan, hw)
+    if data.shape != (s.in_h, s.in_w, s.in_c):
+        raise ValueError(f"data shape {data.shape} != (H, W, C) = {(s.in_h, s.in_w, s.in_c)}")
+    if weights.shape != (s.out_k, s.kernel_h, s.kernel_w, s.in_c):
+        raise ValueError(f"weights shape {weights.shape} != (K, R, S, C) = {(s.out_k, s.kernel_h, s.kernel_w, s.in_c)}")
+    kpg = hw.kernels_per_atomic(p)
+    ac = hw.mac.atomic_c
+    pad_val = pad_value
+    padded = np.full(
+        (s.in_h + s.pad_top + s.pad_bottom, s.in_w + s.pad_left + s.pad_right, s.in_c), pad_val, data.dtype
+    )
+    padded[s.pad_top : s.pad_top + s.in_h, s.pad_left : s.pad_left + s.in_w] = data
+    acc_dtype = np.float32 if p.is_float else np.int32
+    out = np.zeros((s.out_h, s.out_w, s.out_k), acc_dtype)
+    saturations = 0
+    for r0, r1 in row_tiles(layer, plan.rows_per_tile):
+        for k0, k1 in kernel_tiles(layer, plan.kernels_per_tile):
+            for g0 in range(k0, k1, kpg):
+                g1 = min(k1, g0 + kpg)
+                partials = []
+                for cb in range(0, s.in_c, ac):
+                    for r in range(s.kernel_h):
+                        for q in range(s.kernel_w):
+                            ys = np.arange(r0, r1) * s.stride_y + r * s.dilation_y
+                            xs = np.arange(s.out_w) * s.stride_x + q * s.dilation_x
+                            atoms = padded[ys][:, xs, cb : cb + ac].reshape(-1, min(ac, s.in_c - cb))
+                            partials.append(cmac.atomic_op(atoms, weights[g0:g1, r, q, cb : cb + ac], p))
+                res = cacc.accumulate(partials, p, truncate=truncate)
+                saturations += res.acc_saturations + res.out_saturations
+                out[r0:r1, :, g0:g1] = res.values.reshape(r1 - r0, s.out_w, g1 - g0)
+    if sdp_params is None:
+        result = out
+    else:
+        flat = out.reshape(-1, s.out_k)
+        sres = sdp.sdp_apply(flat, _flatten_operands(sdp_params, s.out_h * s.out_w, s.out_k))
+        saturations += sres.saturations
+        result = sres.values.reshape(s.out_h, s.out_w, s.out_k)
+    if layer.pool is not None:
+        if sdp_params is None:
+            result = pdp.pool(result, layer.pool, p, bits=cacc.OUT_BITS)
+        else:
+            result = pdp.pool(result, layer.pool, layer.out_precision)
+    return result, saturations
+
+
+def _flatten_operands(params: sdp.SdpParams, pixels: int, k: int) -> sdp.SdpParams:
+    """Per-element operands given as [H', W', K] become [P, K]."""
+
+    def fix(v):
+        if isinstance(v, np.ndarray) and v.ndim == 3:
+            return v.reshape(pixels, k)
+        return v
+
+    y = params.y
+    if y is not None:
+        y = dataclasses.replace(y, alu_operand=fix(y.alu_operand), mul_operand=fix(y.mul_operand))
+    stages = []
+    for st in (params.x1, params.x2):
+        stages.append(
+            None
+            if st is None
+            else dataclasses.replace(st, alu_operand=fix(st.alu_operand), mul_operand=fix(st.mul_operand))
+        )
+    return dataclasses.replace(params, x1=stages[0], x2=stages[1], y=y)

@@ -1,0 +1,159 @@
+"""Entry point: simulate any hardware layer (convolution pipeline, standalone SDP, standalone PDP).
+
+Standalone SDP/PDP layers stream the cube through their RDMA in 2 KB chunks, process at the unit's element
+rate and write back through the same memory ports as the convolution pipeline. Requests in flight are
+bounded by the RDMA latency FIFO, sized as in projects.spec: depth = clamp(ceil(latency x rate_bytes /
+memif_bytes), 4, 512) entries of one MEMIF beat.
+"""
+
+from __future__ import annotations
+
+import math
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.conv import simulate_conv
+from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
+from nvdla_sim.engine.tile_pipeline import Fetch, Item, item_traffic, make_ports, run_items, transfer_floor
+from nvdla_sim.engine.tiling import TilePlan, default_plan
+from nvdla_sim.layers import CdpLayer, ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
+from nvdla_sim.units import cdma, pdp, sdp
+
+RDMA_CHUNK_BYTES = 2048  # largest run of RDMA requests modelled as one pipeline item
+MIN_CHUNKS = 32  # a cube is cut into at least this many items (down to one memory atom each), so the
+# exposed first-chunk fetch is at most 1/32 of the stream: the RDMA requests atom by atom and the unit
+# starts on the first atom back (sdp_3x3x33_* on NVIDIA's nv_small RTL: 45 atoms, 4 surfaces)
+
+
+def chunk_bytes(in_bytes: int, hw: HwConfig) -> int:
+    atom = hw.memory.memory_atomic_bytes
+    return max(atom, min(RDMA_CHUNK_BYTES, math.ceil(in_bytes / MIN_CHUNKS / atom) * atom))
+
+
+def rdma_chunks_in_flight(hw: HwConfig, bytes_per_cycle: float, chunk: int) -> int:
+    """Chunks the RDMA can have outstanding: its latency FIFO (projects.spec *_LATENCY_FIFO_DEPTH) in chunks."""
+    beat = hw.memory.dram_width_bits / 8
+    latency = hw.memory.fifo_latency_cycles
+    latency = hw.memory.dram_latency_cycles if latency is None else latency
+    depth = min(512, max(4, math.ceil(latency * bytes_per_cycle / beat)))
+    return max(2, math.ceil(depth * beat / chunk))
+
+
+def simulate(layer: HwLayer, hw: HwConfig, plan: TilePlan | None = None, *, record_events: bool = True) -> LayerStats:
+    """Simulate one hardware layer. Convolution layers use `plan` (default: tiling.default_plan)."""
+    if isinstance(layer, ConvLayer):
+        return simulate_conv(layer, hw, plan or default_plan(layer, hw), record_events=record_events)
+    if isinstance(layer, SdpLayer | PdpLayer | CdpLayer):
+        return _simulate_stream(layer, hw, record_events=record_events)
+    raise TypeError(f"cannot simulate {type(layer).__name__}; expected ConvLayer, SdpLayer, PdpLayer or CdpLayer")
+
+
+def fixed_latency(layer: HwLayer, hw: HwConfig) -> tuple[int, int, int]:
+    """(launch, pipeline, completion) cycles a hardware layer adds to its streaming time, from its
+    D_OP_ENABLE write to its interrupt (TimingConfig, measured on the nv_small RTL)."""
+    t = hw.timing
+    if isinstance(layer, ConvLayer):
+        return t.conv_launch_cycles, t.conv_pipeline_cycles, t.completion_cycles
+    pipe = {SdpLayer: t.sdp_pipeline_cycles, PdpLayer: t.pdp_pipeline_cycles, CdpLayer: t.cdp_pipeline_cycles}
+    return t.launch_cycles, pipe[type(layer)], t.completion_cycles
+
+
+def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, record_events: bool) -> LayerStats:
+    hw.check_precision(layer.precision)
+    in_bytes = cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.precision, hw)
+    elements = layer.width * layer.height * layer.channels
+    # The SDP/PDP/CDP datapaths take whole memory atoms: a cube's channels are padded to the atom
+    # (8 INT8 lanes on nv_small), and the padding lanes cost their cycles too. Measured on NVIDIA's
+    # nv_small RTL: sdp_8192x1x1_pass_through (1 channel) takes 8 cycles per pixel, as 8 channels do.
+    lane_elements = layer.width * layer.height * cdma.atom_channels(layer.channels, layer.precision, hw)
+    if isinstance(layer, SdpLayer):
+        rate = sdp.elements_per_cycle(layer.sdp, hw)
+        operand = sdp.operand_read_bytes(
+            layer.sdp,
+            pixels=layer.width * layer.height,
+            channels=layer.channels,
+            operand_bytes=layer.precision.bytes,
+        )
+        out_bytes = cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.out_precision, hw)
+        unit, bound_unit = Unit.SDP, Bound.SDP
+    elif isinstance(layer, CdpLayer):
+        rate = hw.cdp.throughput
+        operand = 0
+        out_bytes = in_bytes
+        unit, bound_unit = Unit.CDP, Bound.CDP
+    else:
+        rate = hw.pdp.throughput
+        operand = 0
+        ow, oh = layer.pool.out_size(layer.width, layer.height)
+        steps, flush = pdp.line_positions(layer.width, layer.height, layer.pool)
+        lanes = hw.memory.memory_atomic_bytes // layer.precision.bytes
+        lane_elements = steps * cdma.atom_channels(layer.channels, layer.precision, hw) + flush * lanes
+        out_bytes = cdma.feature_bytes(ow, oh, layer.channels, layer.precision, hw)
+        unit, bound_unit = Unit.PDP, Bound.PDP
+    chunk = chunk_bytes(in_bytes, hw)
+    chunks = max(1, math.ceil(in_bytes / chunk))
+    in_flight = rdma_chunks_in_flight(hw, rate * layer.precision.bytes, chunk)
+    items = []
+    for i in range(chunks):
+        share = (min(in_bytes, (i + 1) * chunk) - i * chunk) / in_bytes
+        fetches = [Fetch(2 * i, "rdma", "rdma", math.ceil(in_bytes * share), layer.input_memory, f"read {i}")]
+        uses = [2 * i]
+        if operand:
+            fetches.append(
+                Fetch(
+                    2 * i + 1,
+                    "erdma",
+                    "erdma",
+                    math.ceil(operand * share),
+                    layer.input_memory,
+                    f"operand {i}",
+                )
+            )
+            uses.append(2 * i + 1)
+        items.append(
+            Item(
+                name=f"chunk {i}",
+                fetches=tuple(fetches),
+                uses=tuple(uses),
+                blocks=((1, 0, 0, math.ceil(lane_elements * share / rate)),),
+                write_bytes=math.ceil(out_bytes * share),
+                write_memory=layer.output_memory,
+            )
+        )
+    ports = make_ports(hw)
+    res = run_items(
+        items,
+        capacities={"rdma": in_flight, "erdma": in_flight},
+        ports=ports,
+        fetch_unit=unit,
+        compute_unit=unit,
+        drain_unit=unit,
+        record_events=record_events,
+    )
+    cycles = math.ceil(res.end)
+    traffic = item_traffic(items)
+    lower = max(
+        math.ceil(lane_elements / rate),
+        transfer_floor(traffic.dram_read + traffic.sram_read, traffic.dram_write + traffic.sram_write, hw),
+    )
+    bound = bound_unit if res.drain_busy >= res.wait_fetch else Bound.DRAM
+    units = {
+        unit: UnitStats(res.drain_busy, math.ceil(res.wait_fetch)),
+        Unit.DRAM: UnitStats(math.ceil(ports[Memory.DRAM].channel_busy)),
+    }
+    return LayerStats(
+        name=layer.name,
+        cycles=cycles,
+        macs=0,
+        peak_macs_per_cycle=0,
+        traffic=traffic,
+        units=units,
+        bound=bound,
+        lower_bound_cycles=lower,
+        events=tuple(res.events),
+        detail={
+            "elements": elements,
+            "elements_per_cycle": rate,
+            "chunks": chunks,
+            "prologue_cycles": math.ceil(res.first_compute),
+        },
+    )

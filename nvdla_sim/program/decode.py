@@ -1,0 +1,694 @@
+"""Decode an NVDLA register program into the model's hardware layers.
+
+The register file is replayed in order; each D_OP_ENABLE write snapshots its unit's registers. The
+enabled units then form operations, as the hardware chains them (unit_description.rst "Pipelines"):
+
+- CDMA enabled: a convolution-pipeline layer (CDMA, CSC, CMAC, CACC) with SDP on the fly, and PDP on the
+  fly when SDP's OUTPUT_DST is PDP;
+- SDP enabled without CDMA: an offline SDP layer reading memory through SDP_RDMA (+ PDP on the fly);
+- PDP enabled with OFF_FLYING: an offline PDP layer; CDP: an offline LRN layer.
+
+Registers the model does not understand are collected by name (`Decoded.unknown`) and refused by the
+strict entry points, never ignored silently. Each operation has a `describe()` dict (plain numbers,
+what validation/data rows store) and `from_description()` to rebuild it without the trace files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nvdla_sim.errors import TraceError
+from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
+from nvdla_sim.precision import Precision
+from nvdla_sim.program.fields import field as get_field
+from nvdla_sim.program.fields import is_known, signed
+from nvdla_sim.program.trace_io import Program, RegWrite
+from nvdla_sim.units.lut import LE_ENTRIES, LO_ENTRIES, IndexMode, LutParams, LutTable, Table
+
+_PRECISIONS = {0: Precision.INT8, 1: Precision.INT16, 2: Precision.FP16}
+_STREAM_USE = {0: "mul", 1: "alu", 2: "both"}  # D_BRDMA_CFG_0.BRDMA_DATA_USE (NVDLA_SDP_RDMA.rdl)
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A feature cube in memory: base address and strides in bytes (doc/hw/format.rst)."""
+
+    addr: int
+    line_stride: int
+    surface_stride: int
+
+
+@dataclass(frozen=True)
+class SdpOperand:
+    """One X1/X2 ALU or MUL operand: a register value or a stream from memory (B/N RDMA)."""
+
+    source: str  # "reg" or "mem"
+    value: int = 0  # register operand (signed 16-bit)
+    shift: int = 0  # ALU left shift / MUL right shift (truncate)
+    mode: str = "per_kernel"  # "per_kernel" or "per_element" for memory operands
+    size_bytes: int = 1
+
+
+@dataclass(frozen=True)
+class SdpStream:
+    """An operand stream of B/N/E-RDMA: per-kernel (1x1xC) or per-element (a W x H x C cube) operands, one
+    or two components (ALU and/or MUL, packed in pairs when both) of 1 or 2 bytes (doc/hw/format.rst)."""
+
+    rdma: str  # "brdma", "nrdma", "erdma"
+    mode: str  # "per_kernel" or "per_element"
+    size_bytes: int
+    addr: int
+    line_stride: int = 0
+    surface_stride: int = 0
+    use: str = "alu"  # "alu", "mul" or "both"
+
+
+@dataclass(frozen=True)
+class SdpStageCfg:
+    """X1 (BS) or X2 (BN) stage registers."""
+
+    alu: SdpOperand | None  # None: ALU bypassed
+    alu_algo: str  # "max", "min", "sum"
+    mul: SdpOperand | None
+    prelu: bool
+    relu: bool
+    mul_shift: int = 0  # MUL_CFG.SHIFT: the truncation after the multiplier, applied even when it is bypassed
+
+
+@dataclass(frozen=True)
+class SdpOp:
+    """SDP registers for one pass: cube, source (memory or flying from CACC), stages and the convertor."""
+
+    width: int
+    height: int
+    channels: int
+    flying: bool
+    src: Surface | None
+    dst: Surface | None  # None when the output goes to PDP
+    to_pdp: bool
+    proc_precision: Precision
+    out_precision: Precision
+    in_precision: Precision
+    x1: SdpStageCfg | None
+    x2: SdpStageCfg | None
+    ew_enabled: bool
+    lut_enabled: bool
+    cvt_offset: int
+    cvt_scale: int
+    cvt_shift: int
+    operand_streams: tuple[SdpStream, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConvOp:
+    """Direct-convolution registers (CDMA / CSC / CACC) with the fused SDP (and PDP) pass."""
+
+    shape: ConvShape
+    precision: Precision
+    pixel_input: bool
+    data_banks: int
+    weight_banks: int
+    entries_per_slice: int
+    fetch_grain: int
+    weight_bytes: int
+    compressed_weights: bool
+    data: Surface
+    weight_addr: int
+    pad_value: int
+    clip_truncate: int
+    out: Surface
+    sdp: SdpOp
+    pdp: PdpOp | None = None
+    batches: int = 1
+
+
+@dataclass(frozen=True)
+class PdpOp:
+    """PDP registers: pooling window, padding values, split mode, source and destination."""
+
+    in_w: int
+    in_h: int
+    channels: int
+    out_w: int
+    out_h: int
+    method: str  # "avg", "max", "min"
+    kernel_w: int
+    kernel_h: int
+    stride_x: int
+    stride_y: int
+    pad_left: int
+    pad_right: int
+    pad_top: int
+    pad_bottom: int
+    pad_values: tuple[int, ...]
+    recip_w: int
+    recip_h: int
+    split_num: int
+    partial_in: tuple[int, int, int]  # first, mid, last input widths (split mode)
+    partial_out: tuple[int, int, int]
+    flying: bool
+    src: Surface | None
+    dst: Surface
+    precision: Precision
+
+
+@dataclass(frozen=True)
+class CdpOp:
+    """CDP (local response normalisation across channels) registers."""
+
+    width: int
+    height: int
+    channels: int
+    normalz_len: int  # 3, 5, 7 or 9
+    sqsum_bypass: bool
+    mul_bypass: bool
+    datin_offset: int
+    datin_scale: int
+    datin_shift: int
+    datout_offset: int
+    datout_scale: int
+    datout_shift: int
+    src: Surface
+    dst: Surface
+    precision: Precision
+
+
+Operation = ConvOp | SdpOp | PdpOp | CdpOp
+
+
+@dataclass
+class Decoded:
+    operations: list[Operation]
+    unknown: list[str] = field(default_factory=list)  # "UNIT.REG" written but not understood
+    enables: list[str] = field(default_factory=list)  # units enabled, in order
+
+
+# ---- register file ---------------------------------------------------------------------------------
+
+
+class _Regs:
+    def __init__(self, unit: str, values: dict[str, int]) -> None:
+        self.unit, self.values = unit, values
+
+    def f(self, reg: str, name: str) -> int:
+        return get_field(self.values.get(reg, 0), self.unit, reg, name)
+
+    def addr(self, low: str, high: str | None = None) -> int:
+        lo = self.values.get(low, 0)
+        hi = self.values.get(high, 0) if high else 0
+        return (hi << 32) | lo
+
+
+def decode_program(prog: Program) -> Decoded:
+    """Decode every operation of `prog` (register snapshots at each unit's op-enable write)."""
+    state: dict[str, dict[str, int]] = {}
+    snap: dict[str, dict[str, int]] = {}
+    unknown: list[str] = []
+    enables: list[str] = []
+    for c in prog.commands:
+        if not isinstance(c, RegWrite):
+            continue
+        if not is_known(c.unit, c.reg):
+            name = f"{c.unit}.{c.reg}"
+            if name not in unknown:
+                unknown.append(name)
+        state.setdefault(c.unit, {})[c.reg] = c.value
+        if c.reg == "D_OP_ENABLE_0" and c.value & 1:
+            snap[c.unit] = dict(state[c.unit])
+            enables.append(c.unit)
+    for unit in list(state):  # units never enabled still feed their neighbours (e.g. SDP_RDMA off)
+        snap.setdefault(unit, dict(state[unit]))
+    if not enables:
+        raise TraceError(f"{prog.name}: the program enables no unit (no D_OP_ENABLE write of 1)")
+    return Decoded(_operations(prog.name, snap, set(enables)), unknown, enables)
+
+
+def _regs(snap: dict[str, dict[str, int]], unit: str) -> _Regs:
+    return _Regs(unit, snap.get(unit, {}))
+
+
+def _operations(name: str, snap: dict[str, dict[str, int]], enabled: set[str]) -> list[Operation]:
+    ops: list[Operation] = []
+    if "NVDLA_CDMA" in enabled:
+        ops.append(_conv(name, snap))
+    elif "NVDLA_SDP" in enabled:
+        sdp = _sdp(name, snap, flying=False)
+        ops.append(sdp)
+        if sdp.to_pdp:
+            ops.append(_pdp(name, snap, flying=True))
+    if "NVDLA_PDP" in enabled and _regs(snap, "NVDLA_PDP").f("D_OPERATION_MODE_CFG_0", "OFF_FLYING"):
+        ops.append(_pdp(name, snap, flying=False))
+    if "NVDLA_CDP" in enabled:
+        ops.append(_cdp(name, snap))
+    if not ops:
+        raise TraceError(f"{name}: enabled units {sorted(enabled)} form no operation the model knows")
+    return ops
+
+
+def _precision(code: int, what: str) -> Precision:
+    try:
+        return _PRECISIONS[code]
+    except KeyError:
+        raise TraceError(f"{what} = {code} is not a precision (0 INT8, 1 INT16, 2 FP16)") from None
+
+
+def _conv(name: str, snap: dict[str, dict[str, int]]) -> ConvOp:
+    cdma, csc, cacc = (_regs(snap, u) for u in ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CACC"))
+    if cdma.f("D_MISC_CFG_0", "CONV_MODE"):
+        raise TraceError(f"{name}: Winograd convolution (CDMA.D_MISC_CFG_0.CONV_MODE=1) is not modelled")
+    prec = _precision(cdma.f("D_MISC_CFG_0", "PROC_PRECISION"), "CDMA.D_MISC_CFG_0.PROC_PRECISION")
+    in_w = cdma.f("D_DATAIN_SIZE_0_0", "WIDTH") + 1
+    in_h = cdma.f("D_DATAIN_SIZE_0_0", "HEIGHT") + 1
+    in_c = cdma.f("D_DATAIN_SIZE_1_0", "CHANNEL") + 1
+    kw = csc.f("D_WEIGHT_SIZE_EXT_0_0", "WIDTH") + 1
+    kh = csc.f("D_WEIGHT_SIZE_EXT_0_0", "HEIGHT") + 1
+    k = csc.f("D_WEIGHT_SIZE_EXT_1_0", "KERNEL") + 1
+    pad = "D_ZERO_PADDING_0"
+    shape = ConvShape(
+        in_w=in_w,
+        in_h=in_h,
+        in_c=in_c,
+        out_k=k,
+        kernel_w=kw,
+        kernel_h=kh,
+        stride_x=cdma.f("D_CONV_STRIDE_0", "X") + 1,
+        stride_y=cdma.f("D_CONV_STRIDE_0", "Y") + 1,
+        pad_left=cdma.f(pad, "LEFT"),
+        pad_right=cdma.f(pad, "RIGHT"),
+        pad_top=cdma.f(pad, "TOP"),
+        pad_bottom=cdma.f(pad, "BOTTOM"),
+        dilation_x=csc.f("D_DILATION_EXT_0", "X") + 1,
+        dilation_y=csc.f("D_DILATION_EXT_0", "Y") + 1,
+    )
+    ow = csc.f("D_DATAOUT_SIZE_0_0", "WIDTH") + 1
+    oh = csc.f("D_DATAOUT_SIZE_0_0", "HEIGHT") + 1
+    if (ow, oh) != (shape.out_w, shape.out_h):
+        raise TraceError(
+            f"{name}: CSC.D_DATAOUT_SIZE_0 says {ow}x{oh} but the input, kernel, stride and padding give "
+            f"{shape.out_w}x{shape.out_h}"
+        )
+    sdp = _sdp(name, snap, flying=True)
+    pdp = _pdp(name, snap, flying=True) if sdp.to_pdp else None
+    return ConvOp(
+        shape=shape,
+        precision=prec,
+        pixel_input=bool(cdma.f("D_DATAIN_FORMAT_0", "DATAIN_FORMAT")),
+        data_banks=cdma.f("D_BANK_0", "DATA_BANK") + 1,
+        weight_banks=cdma.f("D_BANK_0", "WEIGHT_BANK") + 1,
+        entries_per_slice=cdma.f("D_ENTRY_PER_SLICE_0", "ENTRIES") + 1,
+        fetch_grain=cdma.f("D_FETCH_GRAIN_0", "GRAINS") + 1,
+        weight_bytes=cdma.f("D_WEIGHT_BYTES_0", "BYTES"),
+        compressed_weights=bool(cdma.f("D_WEIGHT_FORMAT_0", "COMPRESSED")),
+        data=Surface(
+            cdma.addr("D_DAIN_ADDR_LOW_0_0", "D_DAIN_ADDR_HIGH_0_0"),
+            cdma.f("D_LINE_STRIDE_0", "STRIDE"),
+            cdma.f("D_SURF_STRIDE_0", "STRIDE"),
+        ),
+        weight_addr=cdma.addr("D_WEIGHT_ADDR_LOW_0", "D_WEIGHT_ADDR_HIGH_0"),
+        pad_value=cdma.f("D_ZERO_PADDING_VALUE_0", "VALUE"),
+        clip_truncate=cacc.f("D_CLIP_CFG_0", "TRUNCATE"),
+        out=Surface(
+            cacc.f("D_DATAOUT_ADDR_0", "ADDR"), cacc.f("D_LINE_STRIDE_0", "STRIDE"), cacc.f("D_SURF_STRIDE_0", "STRIDE")
+        ),
+        sdp=sdp,
+        pdp=pdp,
+        batches=cdma.f("D_BATCH_NUMBER_0", "BATCHES") + 1,
+    )
+
+
+def _stage(sdp: _Regs, rdma: _Regs, tag: str, rdma_tag: str) -> SdpStageCfg | None:
+    cfg = f"D_DP_{tag}_CFG_0"
+    if sdp.f(cfg, "BYPASS"):
+        return None
+    rdma_cfg = f"D_{rdma_tag}RDMA_CFG_0"
+    stream_mode = "per_element" if rdma.f(rdma_cfg, "DATA_MODE") else "per_kernel"
+    stream_size = 2 if rdma.f(rdma_cfg, "DATA_SIZE") else 1
+
+    def operand(kind: str) -> SdpOperand:
+        c = f"D_DP_{tag}_{kind}_CFG_0"
+        v = f"D_DP_{tag}_{kind}_SRC_VALUE_0"
+        if not sdp.f(c, "SRC"):  # a register operand: one 16-bit value for the whole layer
+            return SdpOperand("reg", signed(sdp.f(v, "OPERAND"), 16), sdp.f(c, "SHIFT"), "per_kernel", 2)
+        return SdpOperand("mem", signed(sdp.f(v, "OPERAND"), 16), sdp.f(c, "SHIFT"), stream_mode, stream_size)
+
+    algo = {0: "max", 1: "min", 2: "sum"}.get(sdp.f(cfg, "ALU_ALGO"), "sum")
+    return SdpStageCfg(
+        alu=None if sdp.f(cfg, "ALU_BYPASS") else operand("ALU"),
+        alu_algo=algo,
+        mul=None if sdp.f(cfg, "MUL_BYPASS") else operand("MUL"),
+        prelu=bool(sdp.f(cfg, "MUL_PRELU")),
+        relu=not sdp.f(cfg, "RELU_BYPASS"),
+        mul_shift=sdp.f(f"D_DP_{tag}_MUL_CFG_0", "SHIFT"),
+    )
+
+
+def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
+    sdp, rdma = _regs(snap, "NVDLA_SDP"), _regs(snap, "NVDLA_SDP_RDMA")
+    if bool(sdp.f("D_FEATURE_MODE_CFG_0", "FLYING_MODE")) != flying:
+        where = "from CACC (on the fly)" if flying else "from memory"
+        raise TraceError(
+            f"{name}: SDP.D_FEATURE_MODE_CFG_0.FLYING_MODE disagrees with the enabled units (input {where})"
+        )
+    if sdp.f("D_FEATURE_MODE_CFG_0", "WINOGRAD"):
+        raise TraceError(f"{name}: SDP Winograd output (SDP.D_FEATURE_MODE_CFG_0.WINOGRAD=1) is not modelled")
+    to_pdp = bool(sdp.f("D_FEATURE_MODE_CFG_0", "OUTPUT_DST"))
+    x1 = _stage(sdp, rdma, "BS", "B")
+    x2 = _stage(sdp, rdma, "BN", "N")
+    ew_enabled = not sdp.f("D_DP_EW_CFG_0", "BYPASS")
+    used = {
+        "B": x1 is not None and any(o is not None and o.source == "mem" for o in (x1.alu, x1.mul)),
+        "N": x2 is not None and any(o is not None and o.source == "mem" for o in (x2.alu, x2.mul)),
+        "E": ew_enabled,
+    }
+    streams = []
+    for tag, regs in (("B", "BS"), ("N", "BN"), ("E", "EW")):  # B/N/E-RDMA and their base registers
+        cfg = f"D_{tag}RDMA_CFG_0"
+        if used[tag] and not rdma.f(cfg, "DISABLE"):
+            streams.append(
+                SdpStream(
+                    rdma=f"{tag.lower()}rdma",
+                    mode="per_element" if rdma.f(cfg, "DATA_MODE") else "per_kernel",
+                    size_bytes=2 if rdma.f(cfg, "DATA_SIZE") else 1,
+                    addr=rdma.addr(f"D_{regs}_BASE_ADDR_LOW_0", f"D_{regs}_BASE_ADDR_HIGH_0"),
+                    line_stride=rdma.f(f"D_{regs}_LINE_STRIDE_0", "STRIDE"),
+                    surface_stride=rdma.f(f"D_{regs}_SURFACE_STRIDE_0", "STRIDE"),
+                    use=_STREAM_USE.get(rdma.f(cfg, "DATA_USE"), "alu"),
+                )
+            )
+    proc_prec = _precision(sdp.f("D_DATA_FORMAT_0", "PROC_PRECISION"), "SDP.D_DATA_FORMAT_0.PROC_PRECISION")
+    src = None
+    in_prec = proc_prec  # on the fly, SDP takes CACC's output at its processing precision
+    if not flying:
+        src = Surface(
+            rdma.addr("D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0"),
+            rdma.f("D_SRC_LINE_STRIDE_0", "STRIDE"),
+            rdma.f("D_SRC_SURFACE_STRIDE_0", "STRIDE"),
+        )
+        in_prec = _precision(
+            rdma.f("D_FEATURE_MODE_CFG_0", "IN_PRECISION"), "SDP_RDMA.D_FEATURE_MODE_CFG_0.IN_PRECISION"
+        )
+    dst = (
+        None
+        if to_pdp
+        else Surface(
+            sdp.addr("D_DST_BASE_ADDR_LOW_0", "D_DST_BASE_ADDR_HIGH_0"),
+            sdp.f("D_DST_LINE_STRIDE_0", "STRIDE"),
+            sdp.f("D_DST_SURFACE_STRIDE_0", "STRIDE"),
+        )
+    )
+    return SdpOp(
+        width=sdp.f("D_DATA_CUBE_WIDTH_0", "WIDTH") + 1,
+        height=sdp.f("D_DATA_CUBE_HEIGHT_0", "HEIGHT") + 1,
+        channels=sdp.f("D_DATA_CUBE_CHANNEL_0", "CHANNEL") + 1,
+        flying=flying,
+        src=src,
+        dst=dst,
+        to_pdp=to_pdp,
+        proc_precision=proc_prec,
+        out_precision=_precision(sdp.f("D_DATA_FORMAT_0", "OUT_PRECISION"), "SDP.D_DATA_FORMAT_0.OUT_PRECISION"),
+        in_precision=in_prec,
+        x1=x1,
+        x2=x2,
+        ew_enabled=ew_enabled,
+        lut_enabled=ew_enabled and not sdp.f("D_DP_EW_CFG_0", "LUT_BYPASS"),
+        cvt_offset=signed(sdp.f("D_CVT_OFFSET_0", "OFFSET"), 32),
+        cvt_scale=signed(sdp.f("D_CVT_SCALE_0", "SCALE"), 16),
+        cvt_shift=sdp.f("D_CVT_SHIFT_0", "SHIFT"),
+        operand_streams=tuple(streams),
+    )
+
+
+def _pdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> PdpOp:
+    pdp, rdma = _regs(snap, "NVDLA_PDP"), _regs(snap, "NVDLA_PDP_RDMA")
+    method = {0: "avg", 1: "max", 2: "min"}.get(pdp.f("D_OPERATION_MODE_CFG_0", "METHOD"))
+    if method is None:
+        raise TraceError(f"{name}: PDP.D_OPERATION_MODE_CFG_0.POOLING_METHOD must be 0 (average), 1 (max) or 2 (min)")
+    k = "D_POOLING_KERNEL_CFG_0"
+    p = "D_POOLING_PADDING_CFG_0"
+    piw, pow_ = "D_PARTIAL_WIDTH_IN_0", "D_PARTIAL_WIDTH_OUT_0"
+    src = None
+    if not flying:
+        src = Surface(
+            rdma.addr("D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0"),
+            rdma.f("D_SRC_LINE_STRIDE_0", "STRIDE"),
+            rdma.f("D_SRC_SURFACE_STRIDE_0", "STRIDE"),
+        )
+    return PdpOp(
+        in_w=pdp.f("D_DATA_CUBE_IN_WIDTH_0", "WIDTH") + 1,
+        in_h=pdp.f("D_DATA_CUBE_IN_HEIGHT_0", "HEIGHT") + 1,
+        channels=pdp.f("D_DATA_CUBE_IN_CHANNEL_0", "CHANNEL") + 1,
+        out_w=pdp.f("D_DATA_CUBE_OUT_WIDTH_0", "WIDTH") + 1,
+        out_h=pdp.f("D_DATA_CUBE_OUT_HEIGHT_0", "HEIGHT") + 1,
+        method=method,
+        kernel_w=pdp.f(k, "KERNEL_WIDTH") + 1,
+        kernel_h=pdp.f(k, "KERNEL_HEIGHT") + 1,
+        stride_x=pdp.f(k, "STRIDE_WIDTH") + 1,
+        stride_y=pdp.f(k, "STRIDE_HEIGHT") + 1,
+        pad_left=pdp.f(p, "LEFT"),
+        pad_right=pdp.f(p, "RIGHT"),
+        pad_top=pdp.f(p, "TOP"),
+        pad_bottom=pdp.f(p, "BOTTOM"),
+        pad_values=tuple(pdp.f(f"D_POOLING_PADDING_VALUE_{i}_CFG_0", "VALUE") for i in range(1, 8)),
+        recip_w=pdp.f("D_RECIP_KERNEL_WIDTH_0", "RECIP"),
+        recip_h=pdp.f("D_RECIP_KERNEL_HEIGHT_0", "RECIP"),
+        split_num=pdp.f("D_OPERATION_MODE_CFG_0", "SPLIT_NUM") + 1,
+        partial_in=(pdp.f(piw, "FIRST"), pdp.f(piw, "MID"), pdp.f(piw, "LAST")),
+        partial_out=(pdp.f(pow_, "FIRST"), pdp.f(pow_, "MID"), pdp.f(pow_, "LAST")),
+        flying=flying,
+        src=src,
+        dst=Surface(
+            pdp.addr("D_DST_BASE_ADDR_LOW_0", "D_DST_BASE_ADDR_HIGH_0"),
+            pdp.f("D_DST_LINE_STRIDE_0", "STRIDE"),
+            pdp.f("D_DST_SURFACE_STRIDE_0", "STRIDE"),
+        ),
+        precision=_precision(pdp.f("D_DATA_FORMAT_0", "INPUT_DATA"), "PDP.D_DATA_FORMAT_0.INPUT_DATA"),
+    )
+
+
+def _cdp(name: str, snap: dict[str, dict[str, int]]) -> CdpOp:
+    cdp, rdma = _regs(snap, "NVDLA_CDP"), _regs(snap, "NVDLA_CDP_RDMA")
+    return CdpOp(
+        width=rdma.f("D_DATA_CUBE_WIDTH_0", "WIDTH") + 1,
+        height=rdma.f("D_DATA_CUBE_HEIGHT_0", "HEIGHT") + 1,
+        channels=rdma.f("D_DATA_CUBE_CHANNEL_0", "CHANNEL") + 1,
+        normalz_len=3 + 2 * cdp.f("D_LRN_CFG_0", "NORMALZ_LEN"),
+        sqsum_bypass=bool(cdp.f("D_FUNC_BYPASS_0", "SQSUM_BYPASS")),
+        mul_bypass=bool(cdp.f("D_FUNC_BYPASS_0", "MUL_BYPASS")),
+        datin_offset=cdp.f("D_DATIN_OFFSET_0", "OFFSET"),
+        datin_scale=cdp.f("D_DATIN_SCALE_0", "SCALE"),
+        datin_shift=cdp.f("D_DATIN_SHIFTER_0", "SHIFT"),
+        datout_offset=signed(cdp.f("D_DATOUT_OFFSET_0", "OFFSET"), 32),
+        datout_scale=cdp.f("D_DATOUT_SCALE_0", "SCALE"),
+        datout_shift=cdp.f("D_DATOUT_SHIFTER_0", "SHIFT"),
+        src=Surface(
+            rdma.addr("D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0"),
+            rdma.f("D_SRC_LINE_STRIDE_0", "STRIDE"),
+            rdma.f("D_SRC_SURFACE_STRIDE_0", "STRIDE"),
+        ),
+        dst=Surface(
+            cdp.addr("D_DST_BASE_ADDR_LOW_0", "D_DST_BASE_ADDR_HIGH_0"),
+            cdp.f("D_DST_LINE_STRIDE_0", "STRIDE"),
+            cdp.f("D_DST_SURFACE_STRIDE_0", "STRIDE"),
+        ),
+        precision=_precision(rdma.f("D_DATA_FORMAT_0", "INPUT_DATA"), "CDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA"),
+    )
+
+
+# ---- descriptions (plain data) ---------------------------------------------------------------------
+
+_KINDS: dict[str, type] = {"conv": ConvOp, "sdp": SdpOp, "pdp": PdpOp, "cdp": CdpOp}
+_NESTED: dict[str, type] = {
+    "shape": ConvShape,
+    "data": Surface,
+    "out": Surface,
+    "src": Surface,
+    "dst": Surface,
+    "sdp": SdpOp,
+    "pdp": PdpOp,
+    "x1": SdpStageCfg,
+    "x2": SdpStageCfg,
+    "alu": SdpOperand,
+    "mul": SdpOperand,
+}
+
+
+def describe(op: Operation) -> dict[str, Any]:
+    """Plain JSON-able dict of an operation, tagged with its kind."""
+    kind = next(k for k, cls in _KINDS.items() if isinstance(op, cls))
+    return {"kind": kind, **_plain(dataclasses.asdict(op))}
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Precision):
+        return v.value
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    return v
+
+
+def from_description(d: dict[str, Any]) -> Operation:
+    """Inverse of describe()."""
+    d = dict(d)
+    kind = d.pop("kind")
+    if kind not in _KINDS:
+        raise TraceError(f"unknown operation kind {kind!r}; known: {', '.join(_KINDS)}")
+    return _build(_KINDS[kind], d)
+
+
+def _build(cls: type, d: dict[str, Any]) -> Any:
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in d:
+            continue
+        v = d[f.name]
+        if v is None:
+            kwargs[f.name] = None
+        elif f.name in _NESTED and isinstance(v, dict):
+            kwargs[f.name] = _build(_NESTED[f.name], v)
+        elif f.name.endswith("precision") or f.name == "precision":
+            kwargs[f.name] = Precision(v)
+        elif f.name == "operand_streams":
+            kwargs[f.name] = tuple(_stream(x) for x in v)
+        elif isinstance(v, list):
+            kwargs[f.name] = tuple(tuple(x) if isinstance(x, list) else x for x in v)
+        else:
+            kwargs[f.name] = v
+    return cls(**kwargs)
+
+
+def _stream(v: dict | list) -> SdpStream:
+    """An SdpStream from its description (a dict; older data rows store [rdma, mode, bytes, addr])."""
+    return SdpStream(**v) if isinstance(v, dict) else SdpStream(*v)
+
+
+# ---- hardware layers for the timing model -----------------------------------------------------------
+
+
+def sdp_spec(op: SdpOp) -> SdpSpec:
+    """The timing view of an SDP pass (which sub-units and operand streams it uses)."""
+
+    def mode(stage: SdpStageCfg | None, which: str) -> OperandMode:
+        if stage is None:
+            return OperandMode.NONE
+        o = getattr(stage, which)
+        if o is None:
+            return OperandMode.NONE
+        if o.source == "reg":
+            return OperandMode.REG
+        return OperandMode.PER_ELEMENT if o.mode == "per_element" else OperandMode.PER_KERNEL
+
+    bias = mode(op.x1, "alu")
+    if bias is OperandMode.NONE:
+        bias = mode(op.x1, "mul")
+    scale = mode(op.x2, "mul")
+    if scale is OperandMode.NONE:
+        scale = mode(op.x2, "alu")
+    return SdpSpec(
+        bias=bias,
+        scale=scale,
+        relu=bool(op.x1 and op.x1.relu),
+        eltwise=OperandMode.PER_ELEMENT
+        if op.ew_enabled and any(s.rdma == "erdma" for s in op.operand_streams)
+        else OperandMode.REG
+        if op.ew_enabled
+        else OperandMode.NONE,
+        lut=op.lut_enabled,
+        out_precision=op.out_precision,
+    )
+
+
+def pool_spec(op: PdpOp) -> PoolSpec:
+    return PoolSpec(
+        mode={"avg": PoolMode.AVG, "max": PoolMode.MAX, "min": PoolMode.MIN}[op.method],
+        kernel_w=op.kernel_w,
+        kernel_h=op.kernel_h,
+        stride_x=op.stride_x,
+        stride_y=op.stride_y,
+        pad_left=op.pad_left,
+        pad_right=op.pad_right,
+        pad_top=op.pad_top,
+        pad_bottom=op.pad_bottom,
+    )
+
+
+def hw_layer(op: Operation, name: str) -> ConvLayer | SdpLayer | PdpLayer:
+    """The model's hardware layer for a decoded operation (CDP is handled by the CDP model)."""
+    if isinstance(op, ConvOp):
+        return ConvLayer(
+            name=name,
+            shape=op.shape,
+            precision=op.precision,
+            sdp=sdp_spec(op.sdp),
+            pool=pool_spec(op.pdp) if op.pdp is not None else None,
+            image_input=op.pixel_input,
+        )
+    if isinstance(op, SdpOp):
+        return SdpLayer(name, op.width, op.height, op.channels, op.in_precision, sdp_spec(op))
+    if isinstance(op, PdpOp):
+        return PdpLayer(name, op.in_w, op.in_h, op.channels, op.precision, pool_spec(op))
+    raise TraceError(f"{name}: no hardware-layer view for {type(op).__name__}")
+
+
+# ---- LUT (CDP and SDP S_LUT_* registers) ----------------------------------------------------------
+
+
+def decode_lut(prog: Program, unit: str = "NVDLA_CDP") -> LutParams:
+    """The LUT a unit's first operation uses: the tables written through S_LUT_ACCESS_CFG / _DATA (the
+    address auto-increments per data write) and the S_LUT_* registers, as they stand at its op enable."""
+    tables = {0: [0] * LE_ENTRIES, 1: [0] * LO_ENTRIES}  # TABLE_ID 0 = LE (raw), 1 = LO (density)
+    regs: dict[str, int] = {}
+    addr = table = 0
+    writing = False
+    for c in prog.commands:
+        if not isinstance(c, RegWrite) or c.unit != unit:
+            continue
+        if c.reg == "D_OP_ENABLE_0" and c.value & 1:
+            break
+        regs[c.reg] = c.value
+        if c.reg == "S_LUT_ACCESS_CFG_0":
+            addr = get_field(c.value, unit, c.reg, "ADDR")
+            table = get_field(c.value, unit, c.reg, "TABLE_ID")
+            writing = bool(get_field(c.value, unit, c.reg, "ACCESS_TYPE"))
+        elif c.reg == "S_LUT_ACCESS_DATA_0" and writing:
+            if addr >= len(tables[table]):
+                raise TraceError(f"{prog.name}:{c.line}: LUT write past the end of the {('LE', 'LO')[table]} table")
+            tables[table][addr] = signed(get_field(c.value, unit, c.reg, "DATA"), 16)
+            addr += 1
+    r = _Regs(unit, regs)
+    le_e, lo_e = np.array(tables[0], np.int64), np.array(tables[1], np.int64)
+
+    def wide(name: str) -> int:  # 38-bit signed start/end: LOW[31:0], HIGH[5:0]
+        return signed((r.f(f"S_LUT_{name}_HIGH_0", "VALUE") << 32) | r.f(f"S_LUT_{name}_LOW_0", "VALUE"), 38)
+
+    def slopes(t: str) -> dict[str, int]:
+        sc, sh = f"S_LUT_{t}_SLOPE_SCALE_0", f"S_LUT_{t}_SLOPE_SHIFT_0"
+        return {
+            "uflow_scale": signed(r.f(sc, "UFLOW_SCALE"), 16),
+            "oflow_scale": signed(r.f(sc, "OFLOW_SCALE"), 16),
+            "uflow_shift": signed(r.f(sh, "UFLOW_SHIFT"), 5),  # sc_int<5> in cmod lookup_lut_int8
+            "oflow_shift": signed(r.f(sh, "OFLOW_SHIFT"), 5),
+        }
+
+    info = "S_LUT_INFO_0"
+    le_select = signed(r.f(info, "LE_INDEX_SELECT") & 0x3F, 6)
+    lo_select = signed(r.f(info, "LO_INDEX_SELECT") & 0x3F, 6)
+    if r.f("S_LUT_CFG_0", "LE_FUNCTION"):  # 1 = LINEAR
+        le = LutTable(le_e, IndexMode.LINEAR, wide("LE_START"), le_select, **slopes("LE"), end=wide("LE_END"))
+    else:
+        offset = signed(r.f(info, "LE_INDEX_OFFSET"), 8)
+        le = LutTable(le_e, IndexMode.EXPONENT, offset, 0, **slopes("LE"), origin=wide("LE_START"), end=wide("LE_END"))
+    lo = LutTable(lo_e, IndexMode.LINEAR, wide("LO_START"), lo_select, **slopes("LO"), end=wide("LO_END"))
+    prio = {0: Table.LE, 1: Table.LO}
+    return LutParams(
+        le=le,
+        lo=lo,
+        priority=prio[r.f("S_LUT_CFG_0", "HYBRID_PRIORITY")],
+        uflow_priority=prio[r.f("S_LUT_CFG_0", "UFLOW_PRIORITY")],
+        oflow_priority=prio[r.f("S_LUT_CFG_0", "OFLOW_PRIORITY")],
+    )

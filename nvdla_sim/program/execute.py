@@ -1,0 +1,326 @@
+"""Bit-exact execution of a decoded NVDLA register program on its memory image.
+
+Each operation reads its cubes from memory in NVDLA's formats (doc/hw/format.rst), computes with the
+same functional models the rest of the simulator uses (conv.run_conv, sdp.sdp_apply, pdp.pool,
+cdp.lrn), and writes its result with the destination strides, so that the trace test's CRC checks can
+be recomputed and compared with NVIDIA's golden values:
+
+- feature data: atoms of `memory_atomic_bytes` (8 on nv_small) holding consecutive channels, lines of
+  atoms at the line stride, surfaces of atoms at the surface stride; channels padded to whole atoms;
+- direct-convolution weights: kernel groups of `kernels_per_atomic` kernels, each kernel cut into
+  1x1x`atomic_c` channel blocks, scanned C' -> K -> W -> H -> C and packed with no gaps;
+- SDP operands: per-kernel 1x1xC or per-element cubes with their own strides, 1 or 2 bytes a component,
+  two components (ALU, MUL) packed per element when both are used.
+
+Register arithmetic follows NVIDIA's bit-accurate C model (hw@master:cmod), each point cited where used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.conv import run_conv
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan
+from nvdla_sim.errors import TraceError
+from nvdla_sim.layers import ConvLayer
+from nvdla_sim.precision import Precision
+from nvdla_sim.program.decode import (
+    CdpOp,
+    ConvOp,
+    Decoded,
+    Operation,
+    PdpOp,
+    SdpOp,
+    SdpOperand,
+    SdpStageCfg,
+    SdpStream,
+    Surface,
+    decode_lut,
+    pool_spec,
+)
+from nvdla_sim.program.fields import signed
+from nvdla_sim.program.trace_io import Check, Program, SparseMemory, crc32, initial_memory
+from nvdla_sim.units import pdp as pdp_fn
+from nvdla_sim.units import sdp as sdp_fn
+from nvdla_sim.units.cdp import LrnParams, lrn
+from nvdla_sim.units.lut import LutParams
+
+_ALU = {"max": sdp_fn.AluOp.MAX, "min": sdp_fn.AluOp.MIN, "sum": sdp_fn.AluOp.ADD}
+# PDP padding-value registers: sign bit of the n-element value for INT8 / INT16 data (cmod NV_NVDLA_pdp.cpp
+# int_sign_extend widths for D_POOLING_PADDING_VALUE_1..7)
+_PDP_PAD_BITS = {Precision.INT8: (8, 9, 10, 10, 11, 11, 11), Precision.INT16: (16, 17, 18, 18, 19, 19, 19)}
+
+
+def _dtype(p: Precision) -> np.dtype:
+    return np.dtype({Precision.INT8: "i1", Precision.INT16: "<i2", Precision.FP16: "<f2"}[p])
+
+
+def elements_per_atom(p: Precision, hw: HwConfig) -> int:
+    return hw.memory.memory_atomic_bytes // p.bytes
+
+
+# ---- memory formats -------------------------------------------------------------------------------
+
+
+def read_cube(mem: SparseMemory, surf: Surface, w: int, h: int, c: int, p: Precision, hw: HwConfig) -> np.ndarray:
+    """Feature cube [h, w, C'] (C' = c rounded up to whole atoms) from memory."""
+    atom = hw.memory.memory_atomic_bytes
+    epa = atom // p.bytes
+    surfaces = math.ceil(c / epa)
+    out = np.zeros((h, w, surfaces * epa), _dtype(p))
+    for s in range(surfaces):
+        for y in range(h):
+            raw = mem.read(surf.addr + s * surf.surface_stride + y * surf.line_stride, w * atom)
+            out[y, :, s * epa : (s + 1) * epa] = raw.view(_dtype(p)).reshape(w, epa)
+    return out
+
+
+def write_cube(mem: SparseMemory, surf: Surface, cube: np.ndarray, p: Precision, hw: HwConfig) -> None:
+    """Write a feature cube [h, w, C'] (C' a multiple of the atom's elements) in whole atoms."""
+    atom = hw.memory.memory_atomic_bytes
+    epa = atom // p.bytes
+    h, w, cp = cube.shape
+    if cp % epa:
+        raise ValueError(f"cube channels {cp} are not whole {epa}-element atoms")
+    data = np.ascontiguousarray(cube.astype(_dtype(p)))
+    for s in range(cp // epa):
+        for y in range(h):
+            mem.write(
+                surf.addr + s * surf.surface_stride + y * surf.line_stride,
+                data[y, :, s * epa : (s + 1) * epa].view(np.uint8).ravel(),
+            )
+
+
+def read_dc_weights(
+    mem: SparseMemory, addr: int, k: int, kh: int, kw: int, c: int, p: Precision, hw: HwConfig
+) -> np.ndarray:
+    """Uncompressed direct-convolution weights [k, kh, kw, c] (format.rst "Basic Weight for Direct
+    Convolution": groups of kernels_per_atomic kernels, C' -> K -> W -> H -> C within a group)."""
+    kpg, ac = hw.kernels_per_atomic(p), hw.mac.atomic_c
+    flat = mem.read(addr, k * kh * kw * c * p.bytes).view(_dtype(p)).astype(np.int64)
+    out = np.zeros((k, kh, kw, c), np.int64)
+    pos = 0
+    for g0 in range(0, k, kpg):
+        g = min(kpg, k - g0)
+        for c0 in range(0, c, ac):
+            cc = min(ac, c - c0)
+            n = kh * kw * g * cc
+            block = flat[pos : pos + n].reshape(kh, kw, g, cc)
+            out[g0 : g0 + g, :, :, c0 : c0 + cc] = block.transpose(2, 0, 1, 3)
+            pos += n
+    return out
+
+
+def _operand(
+    mem: SparseMemory, stream: SdpStream, which: str, w: int, h: int, cp: int, p: Precision, hw: HwConfig
+) -> np.ndarray:
+    """One SDP operand from memory: [cp] per kernel or [h, w, cp] per element (int16 values)."""
+    comps = 2 if stream.use == "both" else 1
+    if stream.use != "both" and stream.use != which:
+        raise TraceError(
+            f"SDP_RDMA.D_{stream.rdma[0].upper()}RDMA_CFG_0.DATA_USE is {stream.use.upper()} but the {which.upper()} "
+            "operand is programmed to come from memory"
+        )
+    dt = np.dtype("i1") if stream.size_bytes == 1 else np.dtype("<i2")
+    pick = 0 if comps == 1 or which == "alu" else 1  # pairs packed (ALU, MUL) per element
+    if stream.mode == "per_kernel":
+        vals = mem.read(stream.addr, cp * comps * stream.size_bytes).view(dt).astype(np.int64)
+        return vals.reshape(cp, comps)[:, pick]
+    epa = elements_per_atom(p, hw)
+    atom = epa * comps * stream.size_bytes  # BytesPerAtom = ElementPerAtom x components x bytes
+    out = np.zeros((h, w, cp), np.int64)
+    for s in range(cp // epa):
+        for y in range(h):
+            raw = mem.read(stream.addr + s * stream.surface_stride + y * stream.line_stride, w * atom)
+            out[y, :, s * epa : (s + 1) * epa] = raw.view(dt).reshape(w, epa, comps)[:, :, pick]
+    return out
+
+
+# ---- SDP ------------------------------------------------------------------------------------------
+
+
+def sdp_params(op: SdpOp, mem: SparseMemory, w: int, h: int, cp: int, hw: HwConfig) -> sdp_fn.SdpParams:
+    """The numbers of an SDP pass: register operands, or operands streamed from memory."""
+    streams = {s.rdma: s for s in op.operand_streams}
+    proc = op.proc_precision
+
+    def value(o: SdpOperand | None, rdma: str, which: str) -> np.ndarray | int | None:
+        if o is None:
+            return None
+        if o.source == "reg":
+            return o.value
+        if rdma not in streams:
+            raise TraceError(f"SDP {which.upper()} operand comes from memory but {rdma.upper()} is disabled")
+        v = _operand(mem, streams[rdma], which, w, h, cp, proc, hw)
+        return v.reshape(h * w, cp) if v.ndim == 3 else v
+
+    def stage(cfg: SdpStageCfg | None, rdma: str) -> sdp_fn.Stage | None:
+        if cfg is None:
+            return None
+        # 6-bit shifters (cmod sdp_hls_wrapper.cpp passes the MUL shift as ACINTF(6))
+        return sdp_fn.Stage(
+            alu_op=_ALU[cfg.alu_algo],
+            alu_operand=value(cfg.alu, rdma, "alu"),
+            alu_shift=(cfg.alu.shift if cfg.alu else 0) & 63,
+            mul_operand=value(cfg.mul, rdma, "mul"),
+            mul_shift=cfg.mul_shift & 63,
+            prelu=cfg.prelu and cfg.mul is not None,
+            relu=cfg.relu,
+        )
+
+    if op.ew_enabled:
+        raise TraceError("SDP element-wise (Y) execution is not modelled bit-exactly; nv_small has no EW unit")
+    x1, x2 = stage(op.x1, "brdma"), stage(op.x2, "nrdma")
+    return sdp_fn.SdpParams(
+        x1=x1,
+        x2=x2,
+        cvt=sdp_fn.Convertor(op.cvt_offset, op.cvt_scale, op.cvt_shift),
+        out_precision=op.out_precision,
+    )
+
+
+def _apply_sdp(op: SdpOp, x: np.ndarray, mem: SparseMemory, hw: HwConfig) -> np.ndarray:
+    h, w, cp = x.shape
+    params = sdp_params(op, mem, w, h, cp, hw)
+    res = sdp_fn.sdp_apply(x.reshape(h * w, cp).astype(np.int64), params)
+    return res.values.reshape(h, w, cp)
+
+
+# ---- operations -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ExecState:
+    mem: SparseMemory
+    hw: HwConfig
+    flying: np.ndarray | None = None  # SDP output handed to PDP on the fly
+
+
+def execute(
+    ops: list[Operation], mem: SparseMemory, hw: HwConfig, *, name: str = "program", lut: LutParams | None = None
+) -> None:
+    """Run the operations in order on `mem` (modified in place). `lut` is the CDP's LUT (decode_lut)."""
+    st = ExecState(mem, hw)
+    for op in ops:
+        if isinstance(op, ConvOp):
+            _conv(op, st, name)
+        elif isinstance(op, SdpOp):
+            _sdp(op, st)
+        elif isinstance(op, PdpOp):
+            _pdp(op, st)
+        elif isinstance(op, CdpOp):
+            if lut is None:
+                raise TraceError(f"{name}: a CDP operation needs the program's LUT (regdecode.decode_lut)")
+            _cdp(op, st, lut)
+
+
+def execute_program(prog: Program, decoded: Decoded, hw: HwConfig) -> tuple[SparseMemory, list[dict]]:
+    """The program's memory after its operations, and its CRC/file checks recomputed on it."""
+    mem = initial_memory(prog)
+    has_cdp = any(isinstance(op, CdpOp) for op in decoded.operations)
+    execute(decoded.operations, mem, hw, name=prog.name, lut=decode_lut(prog) if has_cdp else None)
+    return mem, check_results(prog.checks, mem)
+
+
+def _conv(op: ConvOp, st: ExecState, name: str) -> None:
+    s, p, hw = op.shape, op.precision, st.hw
+    if op.pixel_input:
+        raise TraceError(f"{name}: image (pixel) input is not executed bit-exactly yet; only feature-data convolutions")
+    if op.compressed_weights:
+        raise TraceError(f"{name}: compressed weights (CDMA.D_WEIGHT_FORMAT_0=1) are not executed bit-exactly")
+    if op.batches > 1:
+        raise TraceError(f"{name}: multi-batch convolution (CDMA.D_BATCH_NUMBER_0) is not executed bit-exactly")
+    data = read_cube(st.mem, op.data, s.in_w, s.in_h, s.in_c, p, hw)[:, :, : s.in_c]
+    weights = read_dc_weights(st.mem, op.weight_addr, s.out_k, s.kernel_h, s.kernel_w, s.in_c, p, hw)
+    layer = ConvLayer(name=name, shape=s, precision=p)
+    plan = TilePlan(op.data_banks, op.weight_banks, s.out_h, s.out_k, LoopOrder.DATA_STATIONARY)
+    pad = signed(op.pad_value & 0xFF, 8) if p is Precision.INT8 else signed(op.pad_value, 16)  # cmod csc: low 8 bits
+    acc, _ = run_conv(layer, data, weights, hw, plan, truncate=op.clip_truncate, pad_value=pad)
+    epa = elements_per_atom(op.sdp.out_precision, hw)
+    cube = np.zeros((s.out_h, s.out_w, math.ceil(s.out_k / epa) * epa), np.int64)
+    cube[:, :, : s.out_k] = acc  # kernels past K in the last group compute 0
+    _after_sdp(op.sdp, _apply_sdp(op.sdp, cube, st.mem, hw), st)
+    if op.pdp is not None:  # pooling on the fly, fed by the SDP pass
+        _pdp(op.pdp, st)
+
+
+def _sdp(op: SdpOp, st: ExecState) -> None:
+    x = read_cube(st.mem, op.src, op.width, op.height, op.channels, op.in_precision, st.hw)
+    _after_sdp(op, _apply_sdp(op, x.astype(np.int64), st.mem, st.hw), st)
+
+
+def _after_sdp(op: SdpOp, out: np.ndarray, st: ExecState) -> None:
+    if op.to_pdp:
+        st.flying = out
+    else:
+        write_cube(st.mem, op.dst, out, op.out_precision, st.hw)
+
+
+def _pdp(op: PdpOp, st: ExecState) -> None:
+    if op.flying:
+        if st.flying is None:
+            raise TraceError("PDP is programmed on the fly but no SDP pass feeds it")
+        x, st.flying = st.flying[: op.in_h, : op.in_w], None
+    else:
+        x = read_cube(st.mem, op.src, op.in_w, op.in_h, op.channels, op.precision, st.hw)
+    spec = pool_spec(op)
+    bits = _PDP_PAD_BITS.get(op.precision)
+    if bits is None:
+        raise TraceError("PDP FP16 pooling is not executed bit-exactly")
+    pads = [signed(v & ((1 << b) - 1), b) for v, b in zip(op.pad_values, bits, strict=True)]
+    out = pdp_fn.pool(x, spec, op.precision, recips=(op.recip_w, op.recip_h), pad_values=pads)
+    if out.shape[:2] != (op.out_h, op.out_w):
+        raise TraceError(
+            f"PDP.D_DATA_CUBE_OUT_WIDTH/HEIGHT say {op.out_w}x{op.out_h} but the window gives "
+            f"{out.shape[1]}x{out.shape[0]}"
+        )
+    write_cube(st.mem, op.dst, out, op.precision, st.hw)
+
+
+def _cdp(op: CdpOp, st: ExecState, lut: LutParams) -> None:
+    x = read_cube(st.mem, op.src, op.width, op.height, op.channels, op.precision, st.hw).astype(np.int64)
+    x[..., op.channels :] = signed(op.datin_offset & 0xFF, 8)  # padding channels enter as the offset (cmod)
+    params = LrnParams(
+        window=op.normalz_len,
+        lut=lut,
+        in_offset=op.datin_offset,
+        in_scale=op.datin_scale,
+        in_shift=op.datin_shift,
+        out_offset=op.datout_offset,
+        out_scale=op.datout_scale,
+        out_shift=op.datout_shift,
+        sqsum_bypass=op.sqsum_bypass,
+        mul_bypass=op.mul_bypass,
+    )
+    try:
+        out = lrn(x, params, op.precision)
+    except ValueError as e:
+        raise TraceError(f"CDP: {e}") from None
+    write_cube(st.mem, op.dst, out, op.precision, st.hw)
+
+
+# ---- checks ---------------------------------------------------------------------------------------
+
+
+def check_results(checks: list[Check], mem: SparseMemory) -> list[dict]:
+    """Each CRC/file check recomputed on the model's memory: kind, base, size, golden and model CRC, match."""
+    rows = []
+    for c in checks:
+        if c.kind == "nothing":
+            continue
+        got = crc32(mem.read(c.base, c.size))
+        rows.append(
+            {
+                "kind": c.kind,
+                "base": c.base,
+                "size": c.size,
+                "golden_crc": c.crc,
+                "model_crc": got,
+                "match": got == c.crc,
+            }
+        )
+    return rows

@@ -1,0 +1,148 @@
+"""Run an NVDLA register program (trace test) through the model: cycles per operation and unit.
+
+An operation's cycles run from its D_OP_ENABLE write to the interrupt, as measured on NVIDIA's RTL:
+
+    launch (op enable -> first DMA request)
+    + the layer's streaming time (tile pipeline: fetch, compute, drain, writes, memory latency)
+    + the unit's pipeline depth (data in -> result written)
+    + completion (last write -> interrupt)
+
+Each constant is a field of HwConfig.timing with its measurement in docs/modelling.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.simulate import fixed_latency, simulate
+from nvdla_sim.engine.stats import LayerStats
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
+from nvdla_sim.errors import TraceError
+from nvdla_sim.layers import CdpLayer
+from nvdla_sim.program.decode import CdpOp, ConvOp, Decoded, Operation, PdpOp, SdpOp, decode_program, hw_layer
+from nvdla_sim.program.execute import execute_program
+from nvdla_sim.program.trace_io import parse_program
+
+
+@dataclass(frozen=True)
+class OperationTiming:
+    kind: str
+    cycles: int
+    stats: LayerStats
+    launch: int
+    pipeline: int
+    completion: int
+
+
+@dataclass
+class ProgramRun:
+    name: str
+    decoded: Decoded
+    operations: list[OperationTiming]
+    checks: list[dict] = field(default_factory=list)  # per check: kind, base, size, golden/model CRC, match
+
+    @property
+    def cycles(self) -> int:
+        """Cycles from the last op enable to the last interrupt (operations of one program run together)."""
+        return max((o.cycles for o in self.operations), default=0)
+
+
+def operation_timing(
+    op: Operation, hw: HwConfig, *, name: str = "op", flying_pdp: PdpOp | None = None
+) -> OperationTiming:
+    """Model cycles of one decoded operation, op enable to interrupt. `flying_pdp` is the PDP pass an SDP
+    operation feeds on the fly: the two run as one pipeline, paced by the slower."""
+    if isinstance(op, ConvOp):
+        layer = hw_layer(op, name)
+        plan = TilePlan(op.data_banks, op.weight_banks, op.shape.out_h, op.shape.out_k, LoopOrder.DATA_STATIONARY)
+        reason = illegal_reason(layer, plan, hw)
+        if reason is not None:
+            raise TraceError(f"{name}: the program's CBUF split does not fit the model's {hw.name}: {reason}")
+        stats = simulate(layer, hw, plan, record_events=False)
+        kind = "conv"
+    elif isinstance(op, SdpOp):
+        layer = hw_layer(op, name)
+        stats = simulate(layer, hw, record_events=False)
+        if flying_pdp is not None:
+            pdp_stats = simulate(hw_layer(flying_pdp, name), hw, record_events=False)
+            stats = max(stats, pdp_stats, key=lambda s: s.cycles)
+        kind = "sdp"
+    elif isinstance(op, PdpOp):
+        layer = hw_layer(op, name)
+        if op.split_num > 1:
+            # Split-width mode (a line wider than the PDP line buffer): each part re-reads the
+            # kernel-overlap columns of its neighbour (pdp_16x6x16_4x2_split: 20 of 16 columns read).
+            read_w = op.in_w + (op.split_num - 1) * max(0, op.kernel_w - op.stride_x)
+            layer = dataclasses.replace(layer, width=read_w)
+        stats = simulate(layer, hw, record_events=False)
+        kind = "pdp"
+    elif isinstance(op, CdpOp):
+        layer = CdpLayer(name, op.width, op.height, op.channels, op.precision, window=op.normalz_len)
+        stats = simulate(layer, hw, record_events=False)
+        kind = "cdp"
+    else:  # pragma: no cover - Operation is closed
+        raise TraceError(f"{name}: cannot time {type(op).__name__}")
+    launch, pipe, done = fixed_latency(layer, hw)
+    cycles = launch + stats.cycles + pipe + done
+    return OperationTiming(kind, cycles, stats, launch, pipe, done)
+
+
+def run_operations(ops: list[Operation], hw: HwConfig, *, name: str) -> list[OperationTiming]:
+    """Time a program's operations. An SDP pass feeding PDP on the fly is one pipelined operation
+    (the PDP op of the pair is not timed again)."""
+    out = []
+    for i, op in enumerate(ops):
+        if isinstance(op, PdpOp) and op.flying and i and isinstance(ops[i - 1], SdpOp):
+            continue
+        nxt = ops[i + 1] if i + 1 < len(ops) else None
+        fed = nxt if isinstance(op, SdpOp) and op.to_pdp and isinstance(nxt, PdpOp) else None
+        out.append(operation_timing(op, hw, name=f"{name}.{i}", flying_pdp=fed))
+    return out
+
+
+def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True, outputs: bool = True) -> ProgramRun:
+    """Decode and time a trace test and, with `outputs`, compute its output bytes bit-exactly from the
+    program's memory images and recompute each CRC/file check on them (ProgramRun.checks)."""
+    prog = parse_program(path)
+    decoded = decode_program(prog)
+    if strict and decoded.unknown:
+        raise TraceError(
+            f"{prog.name}: registers the model does not understand: {', '.join(decoded.unknown)} "
+            "(pass strict=False / --allow-unknown-registers to time it anyway)"
+        )
+    for op in decoded.operations:
+        check_supported(op, hw, prog.name)
+    run = ProgramRun(prog.name, decoded, run_operations(decoded.operations, hw, name=prog.name))
+    if outputs:
+        _, run.checks = execute_program(prog, decoded, hw)
+    else:
+        run.checks = [
+            {"kind": c.kind, "base": c.base, "size": c.size, "golden_crc": c.crc, "model_crc": None, "match": None}
+            for c in prog.checks
+            if c.kind != "nothing"
+        ]
+    return run
+
+
+def check_supported(op: Operation, hw: HwConfig, name: str) -> None:
+    """Refuse what the chosen build lacks, as the RTL does (nv_small has no SDP EW/LUT)."""
+    sdp = op.sdp if isinstance(op, ConvOp) else op if isinstance(op, SdpOp) else None
+    if sdp is not None and sdp.ew_enabled and hw.sdp.ew_throughput == 0:
+        raise TraceError(
+            f"{name}: the program enables SDP's element-wise (Y) unit (SDP.D_DP_EW_CFG_0.EW_BYPASS=0), which "
+            f"{hw.name} does not have (sdp.ew_throughput = 0; nv_small is built with SDP_EW_DISABLE)"
+        )
+    if sdp is not None and sdp.lut_enabled and not hw.sdp.lut:
+        raise TraceError(f"{name}: the program enables the SDP LUT, which {hw.name} does not have (sdp.lut = false)")
+
+
+def unit_cycles(run: ProgramRun) -> dict[str, int]:
+    """Busy cycles per unit summed over the program's operations."""
+    out: dict[str, int] = {}
+    for o in run.operations:
+        for u, s in o.stats.units.items():
+            out[u.value] = out.get(u.value, 0) + s.busy
+    return out

@@ -1,0 +1,58 @@
+"""CACC: convolution accumulator (functional and cost).
+
+Accumulates partial sums of a channel op in INT34 (int8) / INT48 (int16) with saturation, then
+rounds right by CLIP_TRUNCATE and saturates to INT32 for SDP (unit_description.rst CACC; D_CLIP_CFG,
+D_OUT_SATURATION). FP16 accumulates in wide float (FP44 in hardware, float64 here) and emits FP32.
+Output drains to SDP at NVDLA_SDP_MAX_THROUGHPUT elements/cycle.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from nvdla_sim.precision import Precision, saturate, shift_round
+
+ACC_BITS = {Precision.INT8: 34, Precision.INT16: 48}
+OUT_BITS = 32
+
+
+@dataclass(frozen=True)
+class CaccResult:
+    values: np.ndarray  # int32 (integer modes) or float32 (fp16 mode)
+    acc_saturations: int  # additions that hit the accumulator range
+    out_saturations: int  # outputs clamped to INT32 (D_OUT_SATURATION)
+    rounding_ties: int = 0  # outputs exactly half-way before the CLIP_TRUNCATE shift (rounded away from 0)
+
+
+def accumulate(
+    partials: list[np.ndarray] | np.ndarray, precision: Precision, *, truncate: int = 0, acc_bits: int | None = None
+) -> CaccResult:
+    """Accumulate partial sums in CSC order (list or leading axis), then round/saturate for SDP.
+    `acc_bits`: the accumulator width (NVDLA's INT34 / INT48 unless a narrower build is asked for)."""
+    if not 0 <= truncate <= 31:
+        raise ValueError(f"CACC clip_truncate must be in 0..31 (5-bit field), not {truncate}")
+    if precision.is_float:
+        total = np.zeros_like(np.asarray(partials[0], np.float64))
+        for p in partials:
+            total = total + p
+        return CaccResult(total.astype(np.float32), 0, 0)
+    bits = acc_bits or ACC_BITS[precision]
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    acc = np.zeros_like(np.asarray(partials[0], np.int64))
+    acc_sat = 0
+    for p in partials:
+        s = acc + p
+        acc_sat += int(np.count_nonzero((s < lo) | (s > hi)))
+        acc = np.clip(s, lo, hi)
+    rounded = shift_round(acc, truncate)
+    out, out_sat = saturate(rounded, OUT_BITS)
+    ties = int(np.count_nonzero((np.abs(acc) & ((1 << truncate) - 1)) == (1 << truncate) // 2)) if truncate else 0
+    return CaccResult(out.astype(np.int32), acc_sat, out_sat, ties)
+
+
+def drain_cycles(elements: int, elements_per_cycle: int) -> int:
+    """Cycles to deliver `elements` results to SDP."""
+    return math.ceil(elements / elements_per_cycle)

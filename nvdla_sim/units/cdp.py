@@ -1,0 +1,76 @@
+"""CDP: cross-channel data processor, local response normalisation (functional).
+
+For each element, across a window of 3, 5, 7 or 9 neighbouring channels (unit_description.rst CDP):
+
+    a   = sat9(round((x - datin_offset) * datin_scale >> datin_shift))      input convertor
+    s   = sum of a**2 over the window (or a itself with SQSUM bypassed)
+    l   = LUT(s)                                                          LE/LO tables (lut.py)
+    p   = l * a (or l with MUL bypassed)
+    out = sat8(round((p - datout_offset) * datout_scale >> datout_shift)) output convertor
+
+INT8 widths are those of NVIDIA's bit-accurate C model (hw@master:cmod/hls/cdp_libs/cdp_icvt.cpp,
+cdp_ocvt.cpp; cmod/cdp/NV_NVDLA_cdp.cpp lookup_lut_int8), checked on the nv_small RTL's 23 cdp_* trace
+tests: the input offset is its low 8 bits (signed), the convertor result 9 bits, the output offset its
+low 25 bits. Channels outside the cube, and the padding channels of its last atom, enter the window as
+the input offset (so as 0 after the convertor), and the padding channels are computed and written too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from nvdla_sim.precision import Precision, saturate, shift_round
+from nvdla_sim.units.lut import LutParams, lut_apply
+
+IN_BITS = 9  # input convertor output (cdp_icvt.h vDataOutHSize)
+OUT_OFFSET_BITS = 25  # output convertor operand (cdp_ocvt.h vDataInHSize)
+WINDOWS = (3, 5, 7, 9)
+
+
+def _signed(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+@dataclass(frozen=True, eq=False)
+class LrnParams:
+    """Registers of one CDP pass (D_LRN_CFG, D_FUNC_BYPASS, D_DATIN_*, D_DATOUT_*, the LUT)."""
+
+    window: int
+    lut: LutParams
+    in_offset: int = 0
+    in_scale: int = 1
+    in_shift: int = 0
+    out_offset: int = 0
+    out_scale: int = 1
+    out_shift: int = 0
+    sqsum_bypass: bool = False
+    mul_bypass: bool = False
+
+    def __post_init__(self) -> None:
+        if self.window not in WINDOWS:
+            raise ValueError(f"CDP window must be one of {WINDOWS} (D_LRN_CFG_0.NORMALZ_LEN), not {self.window}")
+        if not 0 <= self.in_shift <= 31 or not 0 <= self.out_shift <= 63:
+            raise ValueError("CDP convertor shifts out of range: datin_shift 0..31, datout_shift 0..63")
+
+
+def lrn(x: np.ndarray, params: LrnParams, precision: Precision = Precision.INT8) -> np.ndarray:
+    """LRN across the last axis of x[..., C] (C may include the atom's padding channels). INT8 only."""
+    if precision is not Precision.INT8:
+        raise ValueError(f"CDP LRN is modelled bit-exactly for INT8 only, not {precision.value}")
+    x = np.asarray(x, np.int64)
+    a = shift_round((x - _signed(params.in_offset, 8)) * _signed(params.in_scale, 16), params.in_shift)
+    a, _ = saturate(a, IN_BITS)
+    if params.sqsum_bypass:
+        s = a
+    else:
+        half = params.window // 2
+        sq = np.pad(a * a, [(0, 0)] * (a.ndim - 1) + [(half, half)])
+        c = a.shape[-1]
+        s = sum(sq[..., j : j + c] for j in range(params.window))
+    lut_v, _ = lut_apply(s, params.lut)
+    p = lut_v if params.mul_bypass else lut_v * a
+    y = shift_round((p - _signed(params.out_offset, OUT_OFFSET_BITS)) * _signed(params.out_scale, 16), params.out_shift)
+    return saturate(y, 8)[0].astype(np.int8)

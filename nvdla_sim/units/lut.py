@@ -1,0 +1,277 @@
+"""SDP/CDP lookup table: two tables with linear interpolation and linear extrapolation (functional).
+
+Follows doc/hw/v1/ias/lut-programming.rst: an "LE" table of 65 entries (linear or exponent index) and an
+"LO" table of 257 entries (linear index), 16-bit entries, linear interpolation between neighbours,
+out-of-range values extrapolated from the end entry with a programmable slope (scale, shift); priority
+bits pick the table when both hit or both miss.
+
+The integer path is the hardware's, as NVIDIA's bit-accurate C model computes it for CDP
+(hw@master:cmod/cdp/NV_NVDLA_cdp.cpp lookup_lut_int8) and as checked on the nv_small RTL's cdp_* trace
+tests: a linear index is (x - start) >> index_select (a negative select shifts left and has no fraction);
+an exponent index is floor(log2(x - origin)) - index_offset; x at or below the start is an underflow and
+an index past the last entry an overflow; the fraction is scaled to 16 bits (truncating when the index
+step is wider than 2**16) and the interpolation rounded half away from zero; extrapolation multiplies the
+distance from the table end by the slope scale and divides by 2**shift (a 5-bit signed shift) with
+rounding; every result saturates to 16 bits. When one table hits and the other misses, the hit wins; both
+under (over) flowing pick the underflow (overflow) priority; otherwise the hybrid priority. Float inputs
+(FP16 mode) use the same formulas in float64.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from nvdla_sim.precision import shift_round
+
+LE_ENTRIES = 65
+LO_ENTRIES = 257
+ENTRY_MIN, ENTRY_MAX = -(1 << 15), (1 << 15) - 1
+
+
+class IndexMode(enum.Enum):
+    LINEAR = "linear"
+    EXPONENT = "exponent"
+
+
+class Table(enum.Enum):
+    LE = "le"
+    LO = "lo"
+
+
+@dataclass(frozen=True, eq=False)
+class LutTable:
+    """One table. LINEAR: entry i sits at start + i * 2**index_shift. EXPONENT: entry i at 2**(start + i)."""
+
+    entries: np.ndarray
+    mode: IndexMode
+    start: int
+    index_shift: int = 0
+    uflow_scale: int = 0  # slope below the table: y = e[0] + (x - x0) * scale >> shift
+    uflow_shift: int = 0
+    oflow_scale: int = 0  # slope above the table: y = e[-1] + (x - xN) * scale >> shift
+    oflow_shift: int = 0
+    origin: int = 0  # EXPONENT: the x the exponent is taken from (LE_START register)
+    end: int | None = None  # the x overflow extrapolates from (LE/LO_END register); None: the last entry's x
+
+    def __post_init__(self) -> None:
+        e = np.asarray(self.entries)
+        if e.ndim != 1 or len(e) < 2:
+            raise ValueError("LUT table needs a 1-D array of at least 2 entries")
+        if e.min() < ENTRY_MIN or e.max() > ENTRY_MAX:
+            raise ValueError("LUT entries must fit in 16 bits (-32768..32767)")
+        if self.mode is IndexMode.EXPONENT and not -128 <= self.start <= 127:
+            raise ValueError(f"exponent-mode LUT start (index offset) must fit 8 bits signed, not {self.start}")
+        if not -32 <= self.index_shift <= 31:
+            raise ValueError(f"LUT index_shift must be in -32..31 (6-bit signed index select), not {self.index_shift}")
+        for name in ("uflow_shift", "oflow_shift"):
+            if not -16 <= getattr(self, name) <= 31:
+                raise ValueError(f"LUT {name} must be in -16..31, not {getattr(self, name)}")
+
+    @property
+    def first_x(self) -> int:
+        if self.mode is IndexMode.LINEAR:
+            return self.start
+        return self.origin + (1 << self.start if self.start >= 0 else 0)
+
+    @property
+    def last_x(self) -> int:
+        if self.end is not None:
+            return self.end
+        n = len(self.entries) - 1
+        if self.mode is IndexMode.LINEAR:
+            return self.start + (n << self.index_shift if self.index_shift >= 0 else n >> -self.index_shift)
+        return self.origin + (1 << min(max(self.start + n, 0), 62))  # the END register is 38 bits anyway
+
+
+@dataclass(frozen=True, eq=False)
+class LutParams:
+    le: LutTable
+    lo: LutTable
+    priority: Table = Table.LO  # hybrid hit: which table wins
+    uflow_priority: Table = Table.LO
+    oflow_priority: Table = Table.LO
+
+    def __post_init__(self) -> None:
+        if len(self.le.entries) != LE_ENTRIES:
+            raise ValueError(f"LE table must have {LE_ENTRIES} entries, not {len(self.le.entries)}")
+        if len(self.lo.entries) != LO_ENTRIES:
+            raise ValueError(f"LO table must have {LO_ENTRIES} entries, not {len(self.lo.entries)}")
+        if self.lo.mode is not IndexMode.LINEAR:
+            raise ValueError("the LO table supports linear indexing only")
+
+
+@dataclass(frozen=True)
+class LutStats:
+    le_hits: int
+    lo_hits: int
+    hybrid: int
+    underflow: int
+    overflow: int
+
+
+def _lookup(t: LutTable, x: np.ndarray, is_float: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return (value, hit, under) for every x; value already extrapolated outside the table."""
+    if not is_float:
+        return _lookup_int(t, x)
+    e = np.asarray(t.entries, np.int64)
+    n = len(e) - 1
+    if t.mode is IndexMode.LINEAR:
+        pos = (x - t.start) / 2.0**t.index_shift
+        idx = np.floor(pos)
+        frac_f = pos - idx
+        under = x <= t.start
+    else:
+        rel = x - t.origin
+        safe = np.where(rel > 0, rel, 1.0)
+        k = np.floor(np.log2(safe))
+        idx = np.where(rel > 0, k - t.start, -1)
+        frac_f = safe / np.exp2(k) - 1.0
+        under = (rel <= 0) | (idx < 0)
+    over = ~under & (idx >= n)
+    hit = ~under & ~over
+    ci = np.clip(idx, 0, n - 1).astype(np.int64)
+    val = e[ci] + (e[ci + 1] - e[ci]) * frac_f
+    under_v = e[0] + (x - t.first_x) * (t.uflow_scale / 2.0**t.uflow_shift)
+    over_v = e[n] + (x - t.last_x) * (t.oflow_scale / 2.0**t.oflow_shift)
+    return np.where(under, under_v, np.where(over, over_v, val)), hit, under
+
+
+INTERP_BITS = 16  # the interpolation fraction's width
+EXTRAP_BITS = 56  # saturation of the scaled extrapolation term (cmod INTERP_INTERMIDIATE_BITS_INT8)
+OUT_BITS = 16
+
+
+def _shift_div(v: np.ndarray, shift: int) -> np.ndarray:
+    """v / 2**shift rounded half away from zero (a negative shift multiplies), saturated to EXTRAP_BITS."""
+    out = shift_round(v, shift) if shift >= 0 else np.left_shift(v, -shift)
+    lim = 1 << (EXTRAP_BITS - 1)
+    return np.clip(out, -lim, lim - 1)
+
+
+def _lookup_int(t: LutTable, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    e = np.asarray(t.entries, np.int64)
+    n = len(e) - 1
+    if t.mode is IndexMode.LINEAR:
+        rel = x - t.start
+        if t.index_shift >= 0:
+            idx = np.right_shift(rel, t.index_shift)
+            frac = rel - np.left_shift(idx, t.index_shift)
+            frac16 = _scale_frac(frac, t.index_shift)
+        else:
+            idx = np.left_shift(rel, -t.index_shift)
+            frac16 = np.zeros_like(rel)
+        under = (rel <= 0) | (idx < 0)
+    else:
+        rel = x - t.origin
+        safe = np.where(rel > 0, rel, 1)
+        k = np.floor(np.log2(safe.astype(np.float64))).astype(np.int64)
+        k = np.where(np.left_shift(np.int64(1), np.minimum(k + 1, 62)) <= safe, k + 1, k)  # guard log2 rounding
+        k = np.where(np.left_shift(np.int64(1), k) > safe, k - 1, k)
+        idx = k - t.start
+        frac16 = _scale_frac(safe - np.left_shift(np.int64(1), k), k)
+        under = (rel <= 0) | (idx < 0)
+    over = ~under & (idx >= n)
+    hit = ~under & ~over
+    ci = np.clip(idx, 0, n - 1).astype(np.int64)
+    interp = e[ci] + _shift_div((e[ci + 1] - e[ci]) * frac16, INTERP_BITS)
+    under_v = e[0] + _shift_div((x - t.first_x) * t.uflow_scale, t.uflow_shift)
+    over_v = e[n] + _shift_div((x - t.last_x) * t.oflow_scale, t.oflow_shift)
+    val = np.where(under, under_v, np.where(over, over_v, interp))
+    lim = 1 << (OUT_BITS - 1)
+    return np.clip(val, -lim, lim - 1), hit, under
+
+
+def _scale_frac(frac: np.ndarray, bits: int | np.ndarray) -> np.ndarray:
+    """A `bits`-wide fraction as a 16-bit one (the low bits truncated when wider)."""
+    b = np.asarray(bits, np.int64)
+    up = np.left_shift(frac, np.clip(INTERP_BITS - b, 0, 62))
+    down = np.right_shift(frac, np.clip(b - INTERP_BITS, 0, 62))
+    return np.where(b <= INTERP_BITS, up, down)
+
+
+def lut_apply(x: np.ndarray, params: LutParams) -> tuple[np.ndarray, LutStats]:
+    """Evaluate the LUT on x (int64 or float array). Returns (y, hit statistics)."""
+    is_float = np.issubdtype(np.asarray(x).dtype, np.floating)
+    x = np.asarray(x, np.float64 if is_float else np.int64)
+    le_v, le_hit, le_under = _lookup(params.le, x, is_float)
+    lo_v, lo_hit, lo_under = _lookup(params.lo, x, is_float)
+    le_over, lo_over = ~le_hit & ~le_under, ~lo_hit & ~lo_under
+    under_both = le_under & lo_under
+    over_both = le_over & lo_over
+    one_hit = le_hit ^ lo_hit
+    pick_le = np.where(
+        under_both,
+        params.uflow_priority is Table.LE,
+        np.where(over_both, params.oflow_priority is Table.LE, np.where(one_hit, le_hit, params.priority is Table.LE)),
+    )
+    y = np.where(pick_le, le_v, lo_v)
+    hybrid = ~under_both & ~over_both & ~one_hit
+    stats = LutStats(
+        le_hits=int(np.count_nonzero(one_hit & le_hit)),
+        lo_hits=int(np.count_nonzero(one_hit & lo_hit)),
+        hybrid=int(np.count_nonzero(hybrid)),
+        underflow=int(np.count_nonzero(under_both)),
+        overflow=int(np.count_nonzero(over_both)),
+    )
+    if not is_float:
+        y = np.asarray(y, np.int64)
+    return y, stats
+
+
+def linear_table(
+    func: Callable[[np.ndarray], np.ndarray],
+    *,
+    entries: int,
+    q_start: int,
+    index_shift: int,
+    in_scale: float,
+    out_scale: float,
+) -> LutTable:
+    """Sample func at q_start + i*2**index_shift (input units of in_scale), quantised by out_scale.
+
+    End slopes are the secant of the last/first interval, so extrapolation continues the curve.
+    """
+    q = q_start + (np.arange(entries, dtype=np.int64) << index_shift)
+    e = np.clip(np.round(func(q * in_scale) / out_scale), ENTRY_MIN, ENTRY_MAX).astype(np.int64)
+    step = 1 << index_shift
+    shift = 16
+    lo_slope = round((int(e[1]) - int(e[0])) / step * (1 << shift))
+    hi_slope = round((int(e[-1]) - int(e[-2])) / step * (1 << shift))
+    return LutTable(e, IndexMode.LINEAR, int(q_start), index_shift, lo_slope, shift, hi_slope, shift)
+
+
+def function_lut(
+    func: Callable[[np.ndarray], np.ndarray],
+    *,
+    q_min: int,
+    q_max: int,
+    in_scale: float,
+    out_scale: float,
+    dense_fraction: float = 0.25,
+) -> LutParams:
+    """Build a hybrid LUT for func over integer inputs [q_min, q_max]: LE covers the whole range coarsely,
+    LO covers the central `dense_fraction` of it finely (wins on hybrid hits)."""
+    if q_max <= q_min:
+        raise ValueError(f"LUT range must be non-empty, got [{q_min}, {q_max}]")
+    span = q_max - q_min
+    le_shift = max(0, int(np.ceil(np.log2(max(span / (LE_ENTRIES - 1), 1)))))
+    le = linear_table(
+        func, entries=LE_ENTRIES, q_start=q_min, index_shift=le_shift, in_scale=in_scale, out_scale=out_scale
+    )
+    dense = max(1, int(span * dense_fraction))
+    lo_shift = max(0, int(np.ceil(np.log2(max(dense / (LO_ENTRIES - 1), 1)))))
+    centre = (q_min + q_max) // 2
+    lo_start = centre - ((LO_ENTRIES - 1) << lo_shift) // 2
+    lo = linear_table(
+        func,
+        entries=LO_ENTRIES,
+        q_start=lo_start,
+        index_shift=lo_shift,
+        in_scale=in_scale,
+        out_scale=out_scale,
+    )
+    return LutParams(le=le, lo=lo, priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LE)

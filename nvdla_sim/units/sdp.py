@@ -1,0 +1,245 @@
+"""SDP: single data point processor (functional and cost).
+
+Pipeline (unit_description.rst SDP; spec/manual/NVDLA_SDP.rdl): X1 (BS: ALU, MUL, ReLU) -> X2 (BN: ALU,
+MUL, ReLU) -> Y (EW: ALU and MUL with a per-element operand through its convertor, then LUT) -> output
+convertor y = sat(round((x - offset) * scale >> shift)). FP16 mode runs the same stages in float32 and casts
+to float16 (no output convertor, as in NVDLA).
+
+Integer X stage widths follow NVIDIA's bit-accurate C model (hw@master:cmod/hls/sdp/sdp_x.cpp, sdp.h) and
+are checked against the nv_small RTL's trace tests: the ALU operand is saturated to 32 bits after its left
+shift, the ALU result is 33 bits (not saturated), the multiplier 33 x 16 -> 49 bits, and the truncation
+(a rounding right shift by the MUL shift, applied even when the multiplier is bypassed: the golden CRCs
+of sdp_3x3x33_bn_int8_reg_1, _bn_int8_mem_0 and sdp_5x24x18_bs_int8_mem_0 need it) saturates to 32 bits;
+PReLU passes non-negative values through untruncated (kept to 32 bits).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.errors import UnsupportedError
+from nvdla_sim.layers import OperandMode, SdpSpec
+from nvdla_sim.precision import Precision, saturate, shift_round
+from nvdla_sim.units.lut import LutParams, lut_apply
+
+STAGE_BITS = 32
+
+
+class AluOp(enum.Enum):
+    ADD = "add"
+    MAX = "max"
+    MIN = "min"
+
+
+@dataclass(frozen=True, eq=False)
+class Stage:
+    """X1/X2: x = relu(((x alu (operand << alu_shift)) * mul) >> mul_shift). None operands bypass."""
+
+    alu_op: AluOp = AluOp.ADD
+    alu_operand: np.ndarray | int | None = None
+    alu_shift: int = 0
+    mul_operand: np.ndarray | int | None = None
+    mul_shift: int = 0
+    prelu: bool = False  # multiply only values the ALU left negative (PReLU)
+    relu: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.alu_shift <= 63 or not 0 <= self.mul_shift <= 63:
+            # 6-bit shifters in the datapath (cmod sdp_x.cpp X_alu/X_trt; the MUL register field is wider)
+            raise ValueError("SDP stage shifts out of range: alu_shift 0..63, mul_shift 0..63")
+
+
+@dataclass(frozen=True, eq=False)
+class Convertor:
+    """y = round((x - offset) * scale >> shift): the SDP output and EW operand convertors."""
+
+    offset: int = 0
+    scale: int = 1
+    shift: int = 0
+
+    def __post_init__(self) -> None:
+        if not -(1 << 31) <= self.offset < (1 << 31):
+            raise ValueError(f"convertor offset must fit INT32, not {self.offset}")
+        if not -(1 << 15) <= self.scale < (1 << 15):
+            raise ValueError(f"convertor scale must fit INT16, not {self.scale}")
+        if not 0 <= self.shift <= 63:
+            raise ValueError(f"convertor shift must be in 0..63, not {self.shift}")
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        return shift_round((np.asarray(x, np.int64) - self.offset) * self.scale, self.shift)
+
+
+@dataclass(frozen=True, eq=False)
+class EwStage:
+    """Y: x = lut((x alu cvt(operand)) * mul), each piece optional."""
+
+    alu_op: AluOp = AluOp.ADD
+    alu_operand: np.ndarray | None = None
+    alu_cvt: Convertor = field(default_factory=Convertor)
+    mul_operand: np.ndarray | None = None
+    mul_cvt: Convertor = field(default_factory=Convertor)
+    lut: LutParams | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class SdpParams:
+    """Numbers for one SDP pass."""
+
+    x1: Stage | None = None
+    x2: Stage | None = None
+    y: EwStage | None = None
+    cvt: Convertor = field(default_factory=Convertor)
+    out_precision: Precision = Precision.INT8
+
+
+@dataclass(frozen=True)
+class SdpResult:
+    values: np.ndarray
+    saturations: int
+
+
+def _alu(op: AluOp, x, b):
+    if op is AluOp.ADD:
+        return x + b
+    return np.maximum(x, b) if op is AluOp.MAX else np.minimum(x, b)
+
+
+def _stage_int(x: np.ndarray, st: Stage) -> tuple[np.ndarray, int]:
+    sat = 0
+    if st.alu_operand is not None:
+        operand, n = saturate(np.left_shift(np.asarray(st.alu_operand, np.int64), st.alu_shift), STAGE_BITS)
+        sat += n
+        x = _alu(st.alu_op, x, operand)  # 33-bit result, not saturated (cmod X_alu)
+    prod = x * np.asarray(st.mul_operand, np.int64) if st.mul_operand is not None else x
+    rounded = shift_round(prod, st.mul_shift)  # X_trt: applied also when the multiplier is bypassed
+    lo, hi = -(1 << (STAGE_BITS - 1)), (1 << (STAGE_BITS - 1)) - 1
+    over = (rounded < lo) | (rounded > hi)
+    out = np.clip(rounded, lo, hi)
+    if st.prelu and st.mul_operand is not None:
+        keep = x >= 0  # PReLU: non-negative inputs skip the multiplier and the truncation
+        out = np.where(keep, _wrap(x, STAGE_BITS), out)
+        over &= ~keep
+    n = int(np.count_nonzero(over))
+    sat += n
+    if st.relu:
+        out = np.maximum(out, 0)
+    return out, sat
+
+
+def _wrap(x: np.ndarray, bits: int) -> np.ndarray:
+    """Two's-complement wrap to `bits` (a wider value assigned to a narrower register)."""
+    m = np.asarray(x, np.int64) & ((1 << bits) - 1)
+    return np.where(m >= 1 << (bits - 1), m - (1 << bits), m)
+
+
+def _stage_float(x: np.ndarray, st: Stage) -> np.ndarray:
+    if st.alu_operand is not None:
+        x = _alu(st.alu_op, x, np.asarray(st.alu_operand, np.float32))
+    if st.mul_operand is not None:
+        prod = x * np.asarray(st.mul_operand, np.float32)
+        x = np.where(x < 0, prod, x) if st.prelu else prod
+    if st.relu:
+        x = np.maximum(x, np.float32(0))
+    return x.astype(np.float32)
+
+
+def sdp_apply(x: np.ndarray, params: SdpParams) -> SdpResult:
+    """Run SDP on CACC output x[P, K] (int32 or float32)."""
+    if np.issubdtype(np.asarray(x).dtype, np.floating):
+        return _sdp_float(np.asarray(x, np.float32), params)
+    x = np.asarray(x, np.int64)
+    sat = 0
+    for st in (params.x1, params.x2):
+        if st is not None:
+            x, n = _stage_int(x, st)
+            sat += n
+    if params.y is not None:
+        y = params.y
+        if y.alu_operand is not None:
+            x, n = saturate(_alu(y.alu_op, x, y.alu_cvt.apply(y.alu_operand)), STAGE_BITS)
+            sat += n
+        if y.mul_operand is not None:
+            x, n = saturate(x * y.mul_cvt.apply(y.mul_operand), STAGE_BITS)
+            sat += n
+        if y.lut is not None:
+            x, _ = lut_apply(x, y.lut)
+            x, n = saturate(x, STAGE_BITS)
+            sat += n
+    out_bits = 8 * params.out_precision.bytes
+    if params.out_precision.is_float:
+        raise ValueError("integer SDP input cannot produce fp16 output; use the fp16 datapath")
+    out, n = saturate(params.cvt.apply(x), out_bits)
+    return SdpResult(out.astype(params.out_precision.numpy_dtype), sat + n)
+
+
+def _sdp_float(x: np.ndarray, params: SdpParams) -> SdpResult:
+    for st in (params.x1, params.x2):
+        if st is not None:
+            x = _stage_float(x, st)
+    if params.y is not None:
+        y = params.y
+        if y.alu_operand is not None:
+            x = _alu(y.alu_op, x, np.asarray(y.alu_operand, np.float32)).astype(np.float32)
+        if y.mul_operand is not None:
+            x = (x * np.asarray(y.mul_operand, np.float32)).astype(np.float32)
+        if y.lut is not None:
+            v, _ = lut_apply(x.astype(np.float64), y.lut)
+            x = v.astype(np.float32)
+    with np.errstate(over="ignore"):
+        out = x.astype(np.float16)
+    return SdpResult(out, int(np.count_nonzero(np.isinf(out) & ~np.isinf(x))))
+
+
+# ---- cost -----------------------------------------------------------------------------------------
+
+
+def elements_per_cycle(spec: SdpSpec, hw: HwConfig) -> int:
+    """SDP element rate for a pass: the slowest sub-unit in use (bypassed ones do not limit)."""
+    rates = [hw.sdp.max_throughput]
+    if spec.bias is not OperandMode.NONE or spec.relu:
+        rates.append(hw.sdp.bs_throughput)
+    if spec.scale is not OperandMode.NONE:
+        if hw.sdp.bn_throughput == 0:
+            raise UnsupportedError(f"{hw.name} has no SDP BN sub-unit (sdp.bn_throughput = 0) for a per-channel scale")
+        rates.append(hw.sdp.bn_throughput)
+    if spec.uses_y:
+        if hw.sdp.ew_throughput == 0:
+            raise UnsupportedError(
+                f"{hw.name} has no SDP EW sub-unit (sdp.ew_throughput = 0): eltwise operands and the LUT are unavailable"
+            )
+        if spec.lut and not hw.sdp.lut:
+            raise UnsupportedError(f"{hw.name} has no SDP LUT (sdp.lut = false)")
+        rates.append(hw.sdp.ew_throughput)
+    return min(rates)
+
+
+# Entries of the SDP B/N-RDMA latency FIFOs: one memory beat each (hw@nv_small
+# vmod/nvdla/sdp/NV_NVDLA_SDP_BRDMA_lat_fifo.v instantiates nv_ram_rwsp_160x514). On the nv_small RTL a
+# fused per-element operand stream reads 168 beats at once, then keeps pace with the output
+# (docs/modelling.md "SDP operand streams").
+OPERAND_FIFO_ENTRIES = 160
+
+
+def operand_prefetch_bytes(hw: HwConfig) -> int:
+    """Operand bytes an SDP RDMA requests before it waits for SDP to consume: its latency FIFO."""
+    return OPERAND_FIFO_ENTRIES * hw.memory.dram_width_bits // 8
+
+
+def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_bytes: int) -> int:
+    """Bytes the B/N/E-RDMAs read for one pass over pixels x channels outputs."""
+    total = 0
+    for mode in (spec.bias, spec.scale, spec.eltwise):
+        if mode is OperandMode.PER_KERNEL:
+            total += channels * 2
+        elif mode is OperandMode.PER_ELEMENT:
+            total += pixels * channels * operand_bytes
+    return total
+
+
+def process_cycles(elements: int, spec: SdpSpec, hw: HwConfig) -> int:
+    return math.ceil(elements / elements_per_cycle(spec, hw))
