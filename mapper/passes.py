@@ -120,19 +120,36 @@ def _simulate_cached(layer, hw: HwConfig) -> LayerStats:
     return simulate(layer, hw, record_events=False)
 
 
+def _graph_shape(g: nx.DiGraph, key: str, given: int | None, *, default: int) -> int:
+    """The graph's batch or seq, checked against a caller's value."""
+    built = g.graph.get(key)
+    if built is None:
+        return default if given is None else given
+    if given is not None and given != built:
+        raise NvdlaError(
+            f"map_model: {key}={given} contradicts the graph's {key} {built} (it was built for that); "
+            f"omit {key} or rebuild the graph"
+        )
+    return int(built)
+
+
 def map_model(
     g: nx.DiGraph,
     hw: HwConfig,
     *,
     precision: Precision,
-    batch: int,
-    seq: int,
+    batch: int | None = None,
+    seq: int | None = None,
     host: HostModel | None = None,
     softmax: str = "auto",
     layernorm: str = "auto",
     weights: WeightTreatment | None = None,
 ) -> MapResult:
-    """Run the whole pass list on a workload graph."""
+    """Run the whole pass list on a workload graph. `batch` and `seq` are the graph's own (recorded by the
+    front end that built it); given, they must agree with it, so a result never reports a shape other
+    than the one that ran."""
+    batch = _graph_shape(g, "batch", batch, default=1)
+    seq = _graph_shape(g, "seq", seq, default=0)
     hw.check_precision(precision)
     host = host or HostModel()
     weights = weights or WeightTreatment()
@@ -158,10 +175,11 @@ def map_model(
         baseline = map_model(
             g, hw, precision=precision, batch=batch, seq=seq, host=host, softmax=softmax, layernorm=layernorm
         ).total_cycles
-    model_macs = sum(int(op.attrs.get("model_macs", op.macs)) for op in ops_in_order(g))
+    ops = ops_in_order(g)
+    model_macs = sum(int(op.attrs.get("model_macs", op.macs)) for op in ops)
     return MapResult(
         str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes, weights, baseline,
-        model_macs=model_macs,
+        model_macs=model_macs, dense_weight_bytes=sum(op.weight_elems for op in ops) * precision.bytes,
     )  # fmt: skip
 
 

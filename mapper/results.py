@@ -10,9 +10,7 @@ from typing import Any
 from nvdla_mapper.lowering.rules import Resource, Task, WeightTreatment
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import LayerStats, Unit, UnitStats
-from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
-from nvdla_sim.units import cdma
 
 
 @dataclass(frozen=True)
@@ -65,18 +63,16 @@ class MapResult:
     baseline_cycles: int | None = None  # the same model with dense, uncompressed weights
     accuracy: dict[str, Any] | None = None  # filled by the quantization run (nvdla_mapper.studies.accuracy)
     model_macs: int = 0  # the model's own multiply-accumulates (no tile padding or ones-convolution sums)
+    dense_weight_bytes: int = 0  # the model's static weights at this precision (workload.Op.weight_elems)
 
     def weight_bytes(self) -> tuple[int, int]:
-        """(dense, stored) weight bytes of all layers with static weights."""
-        dense = stored = 0
-        for r in self.results:
-            lay = r.task.layer
-            if isinstance(lay, ConvLayer) and r.task.group in ("matmul", "conv"):
-                s = lay.shape
-                d = cdma.weight_bytes(s.out_k, s.kernel_w * s.kernel_h * s.in_c * lay.precision.bytes) * r.task.count
-                dense += d
-                stored += (lay.weight_bytes * r.task.count) if lay.weight_bytes is not None else d
-        return dense, stored
+        """(dense, stored) bytes of the model's static weights (linear layers' weight matrices and
+        convolution filters; not biases, norms or embedding tables). Dense is the architecture's
+        parameter count at this precision, taken from the workload graph, so it depends on neither the
+        sequence length nor the batch. Stored is what the mapped layers keep in DRAM: the same, or less
+        where the weight treatment compresses them (each distinct weight piece counted once)."""
+        stored = sum(r.task.stored_weight_bytes for r in self.results)
+        return self.dense_weight_bytes, stored
 
     @property
     def total_cycles(self) -> int:
@@ -85,6 +81,11 @@ class MapResult:
     @property
     def latency_ms(self) -> float:
         return self.total_cycles / self.hw.clock_mhz / 1e3
+
+    @property
+    def throughput(self) -> float:
+        """Inferences per second: the batch's `batch` inferences finish together after latency_ms."""
+        return self.batch * 1e3 / self.latency_ms if self.latency_ms else 0.0
 
     @property
     def macs(self) -> int:
@@ -155,7 +156,7 @@ class MapResult:
             "seq": self.seq,
             "total_cycles": self.total_cycles,
             "latency_ms": round(self.latency_ms, 6),
-            "throughput_inferences_per_s": round(1e3 / self.latency_ms, 3) if self.latency_ms else 0,
+            "throughput_inferences_per_s": round(self.throughput, 3),
             "macs": self.macs,
             "model_macs": self.model_macs,
             "mac_utilization": round(self.mac_utilization, 6),

@@ -34,6 +34,9 @@ class OpKind(enum.Enum):
 
 
 ELEMENTWISE = {OpKind.GELU, OpKind.RELU, OpKind.ADD, OpKind.MUL, OpKind.SCALE}
+# Ops whose second operand is a model parameter read as kernels (a linear layer's weight matrix, a
+# convolution's filters). Attention's QK^T and PV multiply two activations and carry none.
+HAS_STATIC_WEIGHTS = frozenset({OpKind.MATMUL, OpKind.CONV})
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,15 @@ class Op:
         return self.m * self.n * self.count
 
     @property
+    def weight_elems(self) -> int:
+        """Elements of the op's static weights: k x n per weight matrix, times the groups of a grouped
+        convolution (one filter bank per group); independent of tokens, batch and instances. 0 for ops
+        without parameters, and for an ONNX ReduceMean imported as a matmul by a constant ones vector."""
+        if self.kind not in HAS_STATIC_WEIGHTS or self.attrs.get("reduction"):
+            return 0
+        return self.k * self.n * int(self.attrs.get("groups", 1))
+
+    @property
     def macs(self) -> int:
         return self.m * self.k * self.n * self.count if self.k else 0
 
@@ -59,8 +71,11 @@ class Op:
 class Graph:
     """Builder over nx.DiGraph that keeps node order and names unique."""
 
-    def __init__(self, name: str) -> None:
-        self.g = nx.DiGraph(name=name)
+    def __init__(self, name: str, *, batch: int, seq: int | None) -> None:
+        """`batch` and `seq` are the shape the graph is built for (seq: the tokens each sequence runs, 0
+        for a CNN, None where the front end cannot tell); map_model reports them, so they are recorded here,
+        where the shapes are decided."""
+        self.g = nx.DiGraph(name=name, batch=batch, seq=seq)
 
     def add(self, op: Op, *inputs: str) -> str:
         if op.name in self.g:

@@ -20,7 +20,8 @@ def add_commands(sub, registry: dict) -> None:
         "model", help="transformer or CNN preset (see `nvdla zoo`), a Hugging Face config.json, or an .onnx file"
     )
     m.add_argument("--hw", default="nv_full", help="config name or .toml path")
-    m.add_argument("--seq", type=int, default=128, help="sequence length (ignored by vision models)")
+    m.add_argument("--seq", type=int, default=None,
+                   help="tokens per sequence (default 128; vision models run their image's tokens; CNNs have none)")  # fmt: skip
     m.add_argument("--dec-seq", type=int, default=None, help="decoder sequence length (T5); default --seq")
     m.add_argument(
         "--head",
@@ -250,15 +251,10 @@ def _map(args: argparse.Namespace) -> int:
     )
     host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
-    from nvdla_mapper.frontends.cnn import CNN_PRESETS
-
-    seq = 0 if args.model in CNN_PRESETS else args.seq  # CNN inputs have no sequence length
     res = map_model(
         g,
         hw,
         precision=prec,
-        batch=args.batch,
-        seq=seq,
         host=host,
         softmax=args.softmax,
         layernorm=args.layernorm,
@@ -284,7 +280,7 @@ def _map(args: argparse.Namespace) -> int:
 
 
 def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
-    from nvdla_mapper.frontends.presets import ModelSpec
+    from nvdla_mapper.frontends.presets import ModelSpec, sequence_length
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.numerics.quant import Calibration, Granularity
     from nvdla_mapper.studies.accuracy import QuantSettings, block_accuracy
@@ -299,7 +295,7 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
     if not isinstance(spec, ModelSpec):
         raise NvdlaError("--quantize runs a transformer block: give a transformer preset or a config.json")
     settings = QuantSettings(Granularity(args.quantize), cal, args.dynamic, args.prune)
-    errors = block_accuracy(spec, hw, settings, seq=args.seq, calib=args.calib_data)
+    errors = block_accuracy(spec, hw, settings, seq=sequence_length(spec, args.seq), calib=args.calib_data)
     return {
         "granularity": args.quantize,
         "calibration": args.calib,

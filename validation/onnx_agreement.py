@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from nvdla_mapper.frontends.resolve import model_graph
+from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.workload import OpKind, ops_in_order
 from nvdla_sim.config import load_config
@@ -30,7 +30,7 @@ def agreement(
     graphs hold the same kinds of layers; plus any host tasks the ONNX import left."""
     graphs = {
         "onnx": model_graph(onnx_path, batch=batch, seq=seq),
-        "preset": model_graph(against, batch=batch, seq=seq, head=head),
+        "preset": model_graph(against, batch=batch, seq=seq if fixed_sequence(against) is None else None, head=head),
     }
     ops = {k: list(ops_in_order(g)) for k, g in graphs.items()}
     kinds = {k: Counter(o.kind.value for o in v if o.kind is not OpKind.RESHAPE) for k, v in ops.items()}
@@ -55,9 +55,7 @@ def agreement(
     }
     for hw in hws:
         cfg = load_config(hw)
-        cyc = {
-            k: map_model(g, cfg, precision=Precision.INT8, batch=batch, seq=seq).total_cycles for k, g in graphs.items()
-        }
+        cyc = {k: map_model(g, cfg, precision=Precision.INT8, batch=batch).total_cycles for k, g in graphs.items()}
         out["configs"][hw] = {"cycles": cyc, "cycle_ratio": cyc["onnx"] / cyc["preset"]}
     return out
 

@@ -24,7 +24,7 @@ class CnnBuilder:
     def __init__(self, name: str, batch: int, image: tuple[int, int, int]) -> None:
         if batch < 1:
             raise NvdlaError(f"batch must be >= 1, not {batch}")
-        self.g = Graph(name)
+        self.g = Graph(name, batch=batch, seq=0)  # an image input has no sequence
         self.batch = batch
         w, h, c = image
         self.input: Tensor = (self.g.add(Op("input", OpKind.RESHAPE, w * h, c, group="other")), w, h, c)

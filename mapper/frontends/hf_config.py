@@ -29,6 +29,49 @@ _HF_FIELDS = {
 }
 
 
+# What transformers' configuration_<model>.py defaults a field to when config.json omits it (save_pretrained
+# writes only the fields that differ from these, so a config.json may lack, e.g., LLaMA's intermediate_size
+# 11008). GPT-2's n_inner None means 4 x n_embd (GPT2Config); T5's num_decoder_layers None means num_layers.
+HF_DEFAULTS: dict[str, dict[str, object]] = {
+    "bert": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+             "vocab_size": 30522, "max_position_embeddings": 512},
+    "roberta": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+                "vocab_size": 50265, "max_position_embeddings": 512},
+    "longformer": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                   "intermediate_size": 3072, "vocab_size": 30522, "max_position_embeddings": 512,
+                   "attention_window": 512},
+    "vit": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+            "image_size": 224, "patch_size": 16, "num_channels": 3},
+    "gpt2": {"n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257, "n_positions": 1024},
+    "t5": {"d_model": 512, "num_layers": 6, "num_heads": 8, "d_ff": 2048, "d_kv": 64, "vocab_size": 32128,
+           "tie_word_embeddings": True},
+    "xlnet": {"d_model": 1024, "n_layer": 24, "n_head": 16, "d_inner": 4096, "vocab_size": 32000},
+    "swin": {"embed_dim": 96, "depths": [2, 2, 6, 2], "num_heads": [3, 6, 12, 24], "mlp_ratio": 4.0,
+             "image_size": 224, "patch_size": 4, "window_size": 7, "num_channels": 3},
+    "llama": {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "intermediate_size": 11008,
+              "vocab_size": 32000, "max_position_embeddings": 2048, "tie_word_embeddings": False},
+    "mistral": {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "intermediate_size": 14336,
+                "vocab_size": 32000, "max_position_embeddings": 4096 * 32, "num_key_value_heads": 8,
+                "tie_word_embeddings": False},
+    "qwen2": {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "intermediate_size": 22016,
+              "vocab_size": 151936, "max_position_embeddings": 32768, "num_key_value_heads": 32,
+              "tie_word_embeddings": False},
+}  # fmt: skip
+
+
+def model_name(path: Path) -> str:
+    """A config.json model's name: `org/name` in a Hugging Face cache (models--org--name/snapshots/<commit>/),
+    the stem of `NAME.config.json`, else the folder holding config.json. (`_name_or_path` is not used:
+    transformers drops it on save, and older files record where a config was loaded from, not the model.)"""
+    parts = path.resolve().parts
+    for i, part in enumerate(parts):
+        if part.startswith("models--") and i + 2 < len(parts) and parts[i + 1] == "snapshots":
+            return part.removeprefix("models--").replace("--", "/")
+    if path.name.endswith(".config.json") and path.name != ".config.json":
+        return path.name.removesuffix(".config.json")
+    return path.resolve().parent.name or path.stem
+
+
 def _typed(path: Path, key: str, kind: type, value):
     """A config.json value converted to `kind`, or a one-line error naming the field."""
     if kind is list:
@@ -67,19 +110,24 @@ def _spec_from_hf(path: Path, cfg: dict) -> ModelSpec:
     if mt not in _HF_FIELDS:
         raise NvdlaError(f"{path}: model_type {mt!r} is not supported; supported: {', '.join(_HF_FIELDS)}")
 
+    defaults = HF_DEFAULTS[mt]
+
     def need(keys: tuple[str, ...], default=None, kind: type = int):
+        """The first of `keys` config.json sets, else Hugging Face's default for it, else `default`."""
         for k in keys:
             if k in cfg and cfg[k] is not None:
                 return _typed(path, k, kind, cfg[k])
+        if keys[0] in defaults:
+            return _typed(path, keys[0], kind, defaults[keys[0]])
         if default is not None:
             return default
         raise NvdlaError(f"{path}: missing field {keys[0]!r} for model_type {mt!r}")
 
     def opt(key: str, default: int = 0) -> int:
-        return need((key,), default) if cfg.get(key) is not None else default
+        return need((key,), default)
 
     hk, lk, nk, fk = _HF_FIELDS[mt]
-    name = cfg.get("_name_or_path") or path.parent.name or mt
+    name = model_name(path)
     if mt == "swin":
         embed, depths, heads = need(hk), need(lk, kind=list), need(nk, kind=list)
         ratio = need(fk, 4.0, kind=float)
@@ -102,7 +150,7 @@ def _spec_from_hf(path: Path, cfg: dict) -> ModelSpec:
             patch_embed=(image, patch, need(("num_channels",), 3)),
         )
     hidden, layers, heads = need(hk), need(lk), need(nk)
-    ffn = opt(fk[0]) or 4 * hidden
+    ffn = opt(fk[0]) or 4 * hidden  # 4 x hidden only where Hugging Face means it (GPT-2's n_inner None)
     stage = Stage(layers, hidden, heads, ffn)
     vocab = opt("vocab_size")
     # learned absolute positions; RoBERTa-style embeddings (roberta, longformer) reserve two
@@ -118,7 +166,7 @@ def _spec_from_hf(path: Path, cfg: dict) -> ModelSpec:
         return ModelSpec(
             str(name), "llama", (stage,), vocab=vocab, attention=Attention.CAUSAL, norm="rms", activation="silu",
             gated_ffn=True, head_dim=opt("head_dim"), max_positions=positions, relative="rotary",
-            kv_heads=heads_kv, qkv_bias=bool(bias), tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+            kv_heads=heads_kv, qkv_bias=bool(bias), tied_embeddings=bool(cfg.get("tie_word_embeddings", defaults["tie_word_embeddings"])),
         )  # fmt: skip
     if mt in ("bert", "roberta"):
         return ModelSpec(str(name), "bert", (stage,), vocab=vocab, max_positions=positions)
@@ -134,7 +182,7 @@ def _spec_from_hf(path: Path, cfg: dict) -> ModelSpec:
             patch_embed=(image, patch, need(("num_channels",), 3)),
         )
     if mt == "longformer":
-        win = cfg.get("attention_window", 512)
+        win = cfg.get("attention_window", defaults["attention_window"])
         win = _typed(path, "attention_window", int, win[0] if isinstance(win, list) and win else win)
         return ModelSpec(
             str(name), "longformer", (stage,), vocab=vocab, attention=Attention.SLIDING, window=win,
@@ -155,5 +203,6 @@ def _spec_from_hf(path: Path, cfg: dict) -> ModelSpec:
             if "T5EncoderModel" in (cfg.get("architectures") or [])
             else opt("num_decoder_layers") or layers,
             head_dim=opt("d_kv"),
+            tied_embeddings=bool(cfg.get("tie_word_embeddings", defaults["tie_word_embeddings"])),
         )
     return ModelSpec(str(name), "xlnet", (stage,), vocab=vocab, relative="xlnet")

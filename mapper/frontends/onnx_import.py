@@ -81,7 +81,7 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
     _bind_dims(model, batch, seq)
     model, fused = _fold_and_infer(model, path)
     _name_nodes(model)
-    return _Importer(model, path, host_fallback).run(fused)
+    return _Importer(model, path, host_fallback, batch=batch).run(fused)
 
 
 def _name_nodes(model) -> None:
@@ -99,7 +99,7 @@ def _name_nodes(model) -> None:
 class _Importer:
     """One pass over the folded, shape-inferred graph in node order, building the workload graph."""
 
-    def __init__(self, model, path: Path, host_fallback: bool) -> None:
+    def __init__(self, model, path: Path, host_fallback: bool, *, batch: int) -> None:
         self.g, self.path, self.host_fallback = model.graph, path, host_fallback
         self.consts = Consts(model)
         self.sites = find_attention(model, self.consts)
@@ -111,7 +111,7 @@ class _Importer:
             self.shapes[vi.name] = [d.dim_value if d.dim_value > 0 else 0 for d in vi.type.tensor_type.shape.dim]
         for i in self.g.initializer:
             self.shapes[i.name] = list(i.dims)
-        self.out = Graph(path.stem)
+        self.out = Graph(path.stem, batch=batch, seq=None)  # fixed dims may override the bound seq
         self.producer: dict[str, str] = {}  # value -> the workload op computing it
         self.channels_first: set[str] = set()  # NCHW values of a convolution (NVDLA keeps them channel-last)
         self.image_inputs = {i.name for i in self.g.input} - self.consts.names

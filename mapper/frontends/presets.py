@@ -150,26 +150,45 @@ def default_head(spec: ModelSpec) -> str:
     return "lm" if spec.family in ("gpt2", "t5", "xlnet", "llama") else "cls"
 
 
+DEFAULT_SEQ = 128  # tokens per sequence when a text model is mapped without --seq
+
+
+def sequence_length(spec: ModelSpec, seq: int | None) -> int:
+    """The tokens a model runs per sequence: `seq` (DEFAULT_SEQ when None) for text models; for a vision
+    model the tokens its image makes (ViT-B/16: (224/16)^2 patches + a class token = 197), where any
+    other `seq` is refused in one line rather than reported beside a run that ignored it."""
+    if not spec.image_tokens:
+        return DEFAULT_SEQ if seq is None else seq
+    if seq is not None and seq != spec.image_tokens:
+        image, patch, _ = spec.patch_embed
+        raise NvdlaError(
+            f"--seq {seq}: {spec.name} runs {spec.image_tokens} tokens, fixed by its {image}x{image} image in "
+            f"{patch}x{patch} patches; omit --seq (or give {spec.image_tokens})"
+        )
+    return spec.image_tokens
+
+
 def build_graph(
     spec: ModelSpec,
     *,
     batch: int = 1,
-    seq: int = 128,
+    seq: int | None = None,
     dec_seq: int | None = None,
     extend_positions: bool = False,
     head: str = "auto",
 ) -> nx.DiGraph:
-    """Workload graph of one forward pass (prefill) at the given batch and sequence length. A sequence
+    """Workload graph of one forward pass (prefill) at the given batch and sequence length (default
+    DEFAULT_SEQ; a vision model runs the tokens its image makes, and another `seq` is refused). A sequence
     beyond a model's learned positions is refused unless `extend_positions` (a what-if)."""
-    if batch < 1 or seq < 1:
-        raise NvdlaError(f"batch and seq must be >= 1, got batch={batch} seq={seq}")
-    if spec.max_positions and not spec.image_tokens and seq > spec.max_positions and not extend_positions:
+    tokens = sequence_length(spec, seq)
+    if batch < 1 or tokens < 1:
+        raise NvdlaError(f"batch and seq must be >= 1, got batch={batch} seq={tokens}")
+    if spec.max_positions and not spec.image_tokens and tokens > spec.max_positions and not extend_positions:
         raise NvdlaError(
-            f"--seq {seq}: {spec.name} has {spec.max_positions} learned positions (max_position_embeddings); "
+            f"--seq {tokens}: {spec.name} has {spec.max_positions} learned positions (max_position_embeddings); "
             "use --seq <= that, or --extend-positions to map it anyway as a what-if"
         )
-    g = Graph(spec.name)
-    tokens = spec.image_tokens or seq
+    g = Graph(spec.name, batch=batch, seq=tokens)
     base = batch * tokens
     s0 = spec.stages[0]
     if spec.patch_embed[0]:
@@ -202,13 +221,13 @@ def build_graph(
         )
     if spec.decoder_layers:
         enc_out = last
-        dseq = dec_seq or seq
+        dseq = dec_seq or tokens
         dm = batch * dseq
         last = g.add(Op("dec_embed", OpKind.GATHER, dm, s0.hidden, group="host"))
         for i in range(spec.decoder_layers):
             last = _block(g, spec, s0, f"dec{i}", last, m=dm, batch=batch, causal=True, cross=(enc_out, base))
         last = _norm(g, spec, "dec_final_norm", last, m=dm, n=s0.hidden)
-    m_out = batch * (dec_seq or seq) if spec.decoder_layers else base // spec.stages[-1].token_divisor
+    m_out = batch * (dec_seq or tokens) if spec.decoder_layers else base // spec.stages[-1].token_divisor
     _head(g, spec, last, head, m=m_out, batch=batch)
     return g.g
 
@@ -426,7 +445,7 @@ def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int, cross_len: in
     check_generative(spec)
     if batch < 1 or kv_len < 0 or (spec.decoder_layers and cross_len < 1):
         raise NvdlaError(f"batch >= 1, kv_len >= 0 and (T5) cross_len >= 1 needed, got {batch}, {kv_len}, {cross_len}")
-    g = Graph(f"{spec.name}.decode")
+    g = Graph(f"{spec.name}.decode", batch=batch, seq=kv_len)
     st = spec.stages[0]
     layers, prefix = (spec.decoder_layers, "dec") if spec.decoder_layers else (st.layers, "layer")
     last = g.add(Op("embed", OpKind.GATHER, batch, st.hidden, group="host"))
@@ -457,7 +476,7 @@ def check_generative(spec: ModelSpec) -> None:
 def t5_prefill_graph(spec: ModelSpec, *, batch: int, prompt: int) -> nx.DiGraph:
     """T5's prefill: the encoder over the prompt, then every decoder layer's cross-attention K and V of
     the encoder output, written once into the caches the decode steps read (K as kernels, V^T)."""
-    g = Graph(f"{spec.name}.prefill")
+    g = Graph(f"{spec.name}.prefill", batch=batch, seq=prompt)
     st = spec.stages[0]
     hd = spec.head_dim or st.hidden // st.heads
     inner, m = hd * st.heads, batch * prompt

@@ -10,7 +10,7 @@ import networkx as nx
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
 from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.frontends.onnx_import import graph_from_onnx
-from nvdla_mapper.frontends.presets import PRESETS, ModelSpec, build_graph
+from nvdla_mapper.frontends.presets import DEFAULT_SEQ, PRESETS, ModelSpec, build_graph
 from nvdla_sim.errors import NvdlaError
 
 
@@ -37,16 +37,29 @@ def model_graph(
     name_or_path: str,
     *,
     batch: int = 1,
-    seq: int = 128,
+    seq: int | None = None,
     dec_seq: int | None = None,
     host_fallback: bool = False,
     extend_positions: bool = False,
     head: str = "auto",
 ) -> nx.DiGraph:
-    """Workload graph of any model source: a CNN or transformer preset, a config.json, or an .onnx file."""
+    """Workload graph of any model source: a CNN or transformer preset, a config.json, or an .onnx file.
+    `seq` None takes the model's own (DEFAULT_SEQ for text models; a vision model's image tokens); a CNN
+    has no sequence, and a `seq` for one is refused."""
     if name_or_path in CNN_PRESETS:
+        if seq is not None:
+            raise NvdlaError(f"--seq {seq}: {name_or_path} is a CNN; its input is an image, with no sequence")
         return CNN_PRESETS[name_or_path](batch)
     src = resolve_model(name_or_path)
     if isinstance(src, Path):
-        return graph_from_onnx(src, batch=batch, seq=seq, host_fallback=host_fallback)
+        return graph_from_onnx(src, batch=batch, seq=DEFAULT_SEQ if seq is None else seq, host_fallback=host_fallback)
     return build_graph(src, batch=batch, seq=seq, dec_seq=dec_seq, extend_positions=extend_positions, head=head)
+
+
+def fixed_sequence(name_or_path: str) -> int | None:
+    """The tokens a model runs whatever --seq says (0 for a CNN, the image tokens of a vision model), or
+    None for a model that takes a sequence length."""
+    if name_or_path in CNN_PRESETS:
+        return 0
+    src = resolve_model(name_or_path)
+    return src.image_tokens or None if isinstance(src, ModelSpec) else None

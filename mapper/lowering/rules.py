@@ -71,6 +71,10 @@ class Task:
     host_flops: float = 0.0  # per instance
     host_bytes: float = 0.0  # per instance
     note: str = ""
+    # bytes of the model's static weights this task keeps in DRAM, counted once over its instances (a
+    # convolution's groups each have filters, its batch instances share them); 0 for a linear layer's
+    # later row pieces (they read the first piece's weights again) and for tasks without parameters
+    stored_weight_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -185,13 +189,29 @@ def _row_pieces(m: int, width_for) -> list[tuple[int, int, int]]:
 
 
 def matmul_layers(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> list[HwLayer]:
+    """The hardware layers of an m x k x n matmul (see matmul_pieces)."""
+    return [p.layer for p in matmul_pieces(name, m, k, n, ctx, spec)]
+
+
+@dataclass(frozen=True)
+class MatmulPiece:
+    """One hardware layer of a split matmul and where it sits: its first row, first output column and
+    first reduction channel (all 0 for an unsplit matmul; a partial-sum SDP pass has the piece's)."""
+
+    layer: HwLayer
+    m0: int
+    n0: int
+    k0: int
+
+
+def matmul_pieces(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec: SdpSpec) -> list[MatmulPiece]:
     """m x k x n as one or more 1x1 convolutions. Past the 13-bit register fields (8192) the op is split:
     tokens into row pieces, outputs into kernel groups of <= 8192, and the reduction into channel pieces
     whose partial results SDP adds up (EW, or the X1 ALU with a per-element operand), one hardware layer
     each. The partials are written at the layer's precision (as NVDLA writes any output)."""
     k_pieces = [(k0, min(MAX_DIM, k - k0)) for k0 in range(0, k, MAX_DIM)]
     m_pieces = _row_pieces(m, lambda rows: _row_for(rows, min(k, MAX_DIM), ctx))
-    layers: list[HwLayer] = []
+    layers: list[MatmulPiece] = []
     for m0, mm, row in m_pieces:
         for n0 in range(0, n, MAX_DIM):
             nn = min(MAX_DIM, n - n0)
@@ -204,13 +224,14 @@ def matmul_layers(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec:
                     piece_spec = spec
                 else:
                     piece_spec = dataclasses.replace(spec, relu=False, lut=False) if i == 0 else SdpSpec()
-                layers.append(ConvLayer(f"{name}[{tag}]" if tag else name, shape, ctx.precision, piece_spec))
+                layer = ConvLayer(f"{name}[{tag}]" if tag else name, shape, ctx.precision, piece_spec)
+                layers.append(MatmulPiece(layer, m0, n0, k0))
             for i in range(1, len(k_pieces)):
                 add = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
                 last = i == len(k_pieces) - 1
                 add = dataclasses.replace(add, relu=spec.relu, lut=spec.lut) if last else add
                 tag = ", ".join([*_piece(m0, mm, len(m_pieces) > 1, n0, nn, n > MAX_DIM), f"+ partial {i}"])
-                layers += _sdp_passes(f"{name}[{tag}]", mm, nn, ctx, add)
+                layers += [MatmulPiece(sdp, m0, n0, 0) for sdp in _sdp_passes(f"{name}[{tag}]", mm, nn, ctx, add)]
     return layers
 
 
@@ -314,7 +335,25 @@ def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
         )
     )
     note = f"groups={op.attrs['groups']}" if op.attrs.get("groups", 1) > 1 else ""
-    return [_hw(op, layer, note=note)]
+    stored = _stored_weights(layer) * int(op.attrs.get("groups", 1))
+    return [dataclasses.replace(_hw(op, layer, note=note), stored_weight_bytes=stored)]
+
+
+def _data_cube_weights(name: str, m: int, k: int, n: int, ctx: LoweringContext) -> list[tuple[HwLayer, int]]:
+    """The layers of a matmul whose data cube (m x k) is a weight matrix (V^T = W_v^T X^T), with the weight
+    bytes each keeps in DRAM: its data cube, counted on the first piece of kernels that reads it."""
+    return [
+        (p.layer, p.layer.shape.in_w * p.layer.shape.in_h * p.layer.shape.in_c * ctx.precision.bytes
+         if isinstance(p.layer, ConvLayer) and p.n0 == 0 else 0)
+        for p in matmul_pieces(name, m, k, n, ctx, SdpSpec())
+    ]  # fmt: skip
+
+
+def _stored_weights(layer: ConvLayer) -> int:
+    """Bytes a layer's kernels occupy in DRAM: compressed where the weight treatment set them, else dense."""
+    s = layer.shape
+    dense = s.out_k * s.kernel_w * s.kernel_h * s.in_c * layer.precision.bytes
+    return layer.weight_bytes if layer.weight_bytes is not None else dense
 
 
 def lower_pool(op: Op, ctx: LoweringContext) -> list[Task]:
@@ -343,15 +382,24 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
                 "X into weight format (tokens as kernels)",
             ),
             *[
-                _hw(op, layer, 1, note="V^T = W_v^T X^T")
-                for layer in matmul_layers(op.name, op.n, op.k, op.m, ctx, SdpSpec())
+                # W_v^T is this layer's data cube: still the model's weights in DRAM, dense
+                dataclasses.replace(_hw(op, layer, 1, note="V^T = W_v^T X^T"), stored_weight_bytes=stored)
+                for layer, stored in _data_cube_weights(op.name, op.n, op.k, op.m, ctx)
             ],
         ]
     if op.attrs.get("im2col"):
         note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
         nbytes = 2 * op.m * op.k * ctx.precision.bytes
         tasks.append(_host_task(op, f"{op.name}.im2col", count=1, flops=0, nbytes=nbytes, note=note))
-    tasks += [_hw(op, ctx.weighted(layer), 1) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, spec)]
+    static = op.weight_elems > 0
+    for piece in matmul_pieces(op.name, op.m, op.k, op.n, ctx, spec):
+        layer = piece.layer
+        if not isinstance(layer, ConvLayer) or not static:  # partial-sum adds; a ones-vector reduction
+            tasks.append(_hw(op, layer, 1))
+            continue
+        layer = ctx.weighted(layer)
+        stored = _stored_weights(layer) if piece.m0 == 0 else 0  # later row pieces reread these kernels
+        tasks.append(dataclasses.replace(_hw(op, layer, 1), stored_weight_bytes=stored))
     return tasks
 
 

@@ -23,7 +23,7 @@ from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generat
 from nvdla_mapper.lowering.rules import HostModel
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.results import MapResult
-from nvdla_mapper.workload import OpKind, ops_in_order
+from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError
@@ -163,16 +163,10 @@ def phase_bound(res: MapResult) -> str:
 
 
 def weight_bytes(spec: ModelSpec, precision: Precision) -> int:
-    """Bytes of the model's weights in DRAM: every matmul of one decode step once (the same weights
-    serve every position), plus the token embeddings unless the LM head shares them."""
-    g = decode_step_graph(spec, batch=1, kv_len=1, cross_len=1 if spec.decoder_layers else 0)
-    mats = sum(o.k * o.n for o in ops_in_order(g) if o.kind is OpKind.MATMUL)
-    if spec.decoder_layers:  # T5's cross-attention K/V projections run in the prefill, not in a step
-        st = spec.stages[0]
-        inner = (spec.head_dim or st.hidden // st.heads) * st.heads
-        mats += spec.decoder_layers * 2 * st.hidden * inner + st.layers * (
-            4 * st.hidden * inner + 2 * st.hidden * st.ffn
-        )
+    """Bytes of the model's weights in DRAM: every weight matrix of the whole model once (encoder, decoder
+    and LM head; workload.Op.weight_elems), plus the token embeddings unless the LM head shares them."""
+    g = build_graph(spec, batch=1, seq=1, head="lm")
+    mats = sum(op.weight_elems for op in ops_in_order(g))
     embed = 0 if spec.tied_embeddings else spec.vocab * spec.stages[0].hidden
     return (mats + embed) * precision.bytes
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
-from nvdla_mapper.frontends.resolve import model_graph, resolve_model
+from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
 from nvdla_mapper.passes import map_model
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import ConfigError, NvdlaError
@@ -171,14 +171,14 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
         hw_params = dict(p["hw"])
         prec = Precision.parse(str(hw_params.pop("precision", "int8")))
         hw = load_config(p["base"]).with_values(**hw_params) if hw_params else load_config(p["base"])
-        g = model_graph(p["model"], batch=p["batch"], seq=p["seq"])
+        # a CNN or a vision model runs its own sequence whatever the sweep's seq axis says
+        seq = p["seq"] if fixed_sequence(p["model"]) is None else None
+        g = model_graph(p["model"], batch=p["batch"], seq=seq)
         opts = p.get("options", {})
         res = map_model(
             g,
             hw,
             precision=prec,
-            batch=p["batch"],
-            seq=p["seq"],
             softmax=opts.get("softmax", "auto"),
             layernorm=opts.get("layernorm", "auto"),
         )

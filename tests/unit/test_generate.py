@@ -66,8 +66,7 @@ def test_steps_are_exact_with_the_per_layer_cache():
     for t in range(1, 5):
         _simulate_cached.cache_clear()
         search_plan.cache_clear()
-        step = map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=16 + t - 1), hw,
-                         precision=Precision.INT8, batch=1, seq=16)  # fmt: skip
+        step = map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=16 + t - 1), hw, precision=Precision.INT8)
         cold.append(step.total_cycles)
     assert [s.cycles for s in cached.steps] == cold
     assert cold == sorted(cold) and cold[-1] > cold[0]  # a longer cache costs more

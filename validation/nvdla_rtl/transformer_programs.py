@@ -57,7 +57,7 @@ class Case:
 
 
 def _projection(m: int, k: int, n: int):
-    g = Graph(f"proj_m{m}_k{k}_n{n}")
+    g = Graph(f"proj_m{m}_k{k}_n{n}", batch=1, seq=m)
     x = g.add(Op("x", OpKind.GATHER, m, k, group="host"))
     g.add(Op("proj", OpKind.MATMUL, m, n, k=k, group="matmul"), x)
     return g.g
