@@ -232,9 +232,10 @@ def _zoo(args: argparse.Namespace) -> int:
 
 
 def _map(args: argparse.Namespace) -> int:
+    from nvdla_mapper.export.programs import check_layer
     from nvdla_mapper.frontends.resolve import model_graph
-    from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
-    from nvdla_mapper.passes import map_model
+    from nvdla_mapper.lowering.rules import HostModel, LoweringContext, WeightTreatment
+    from nvdla_mapper.passes import lower_graph, map_model
     from nvdla_mapper.reports.files import write_results
 
     prec = _precision(args.precision)
@@ -251,6 +252,12 @@ def _map(args: argparse.Namespace) -> int:
     )
     host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
+    if args.layer:  # checked against the lowered model before the (longer) map runs
+        if not args.emit_program:
+            raise NvdlaError("--layer chooses the layer --emit-program writes; give --emit-program DIR too")
+        ctx = LoweringContext(hw=hw, precision=prec, host=host, softmax=args.softmax, layernorm=args.layernorm,
+                              weights=weights)  # fmt: skip
+        check_layer(args.layer, lower_graph(g, ctx)[0], model=str(g.graph.get("name")))
     res = map_model(
         g,
         hw,
@@ -267,8 +274,6 @@ def _map(args: argparse.Namespace) -> int:
         from nvdla_mapper.export.programs import emit_programs, summary
 
         print(summary(emit_programs(res, args.emit_program, layer=args.layer)))
-    elif args.layer:
-        raise NvdlaError("--layer chooses the layer --emit-program writes; give --emit-program DIR too")
     if args.report:
         from nvdla_mapper.reports.html import write_html
 

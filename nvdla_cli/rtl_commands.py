@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError
@@ -31,6 +33,8 @@ def add_commands(sub, registry: dict) -> None:
     v.add_argument("--truncate", type=int, default=0, help="CACC clip_truncate (0..31)")
     v.add_argument("--waves", action="store_true", help="dump an FST waveform")
     v.add_argument("--work-dir", default=None, help="keep build and waves here")
+    v.add_argument("--coverage-db", default=None,
+                   help="merge this run's functional coverage into this YAML database and print the total")  # fmt: skip
     registry["rtl"] = _rtl
 
 
@@ -89,4 +93,27 @@ def _rtl(args: argparse.Namespace) -> int:
     )
     if args.work_dir and args.waves:
         print(f"  waves             {args.work_dir}/sim_build/*.fst")
+    _print_coverage(Path(res.coverage_file), args.coverage_db)
     return 0 if res.passed else 1
+
+
+def _print_coverage(run_file: Path, db: str | None) -> None:
+    """The run's functional coverage, or the database it was merged into (runs add up their bin hits)."""
+    from nvdla_rtl.bench import coverage
+
+    if not run_file.is_file():
+        print("  coverage          none written (the bench did not reach its end)")
+        return
+    if db is None:
+        cov = coverage.merged([run_file], run_file.with_name("coverage_report.yml"))
+        print("  coverage          this run (merge runs with --coverage-db PATH):")
+    else:
+        target = Path(db)
+        if target.exists() and not target.is_file():
+            raise NvdlaError(f"--coverage-db {db}: exists and is not a file; give a YAML file path")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        cov = coverage.merged([target, run_file] if target.exists() else [run_file], tmp)
+        os.replace(tmp, target)
+        print(f"  coverage          all runs merged into {target}:")
+    print(coverage.report(cov))

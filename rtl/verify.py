@@ -46,6 +46,7 @@ class BenchResult:
     simulated_cycles: int
     wall_s: float
     events: dict[str, bool] = dataclasses.field(default_factory=dict)  # handshake corners the run reached
+    coverage_file: str = ""  # the run's functional-coverage database (cocotb-coverage YAML)
 
     @property
     def cycles_per_second(self) -> float:
@@ -153,9 +154,10 @@ def run_bench(
     lo, hi = precision.int_range
     if x.min(initial=0) < lo or x.max(initial=0) > hi or w.min(initial=0) < lo or w.max(initial=0) > hi:
         raise NvdlaError(f"tile values must fit {precision.value} ({lo}..{hi})")
-    root = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="nvdla_rtl_"))
+    # absolute: cocotb runs the simulator from the build folder, where a relative path would point elsewhere
+    root = (Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="nvdla_rtl_"))).resolve()
     root.mkdir(parents=True, exist_ok=True)
-    cache = Path(os.environ.get("NVDLA_RTL_CACHE", Path.home() / ".cache" / "nvdla-sim" / "verilog"))
+    cache = Path(os.environ.get("NVDLA_RTL_CACHE", Path.home() / ".cache" / "nvdla-sim" / "verilog")).resolve()
     top = TOP_REQUANT if sdp is not None else TOP
     sdp_case = None
     if sdp is not None:
@@ -205,7 +207,7 @@ def run_bench(
         raise NvdlaError(
             f"the cocotb bench produced no result (see {root}); build+run took {time.perf_counter() - t0:.1f}s"
         )
-    return BenchResult(**json.loads(result_path.read_text()))
+    return dataclasses.replace(BenchResult(**json.loads(result_path.read_text())), coverage_file=case["coverage_file"])
 
 
 def _run_test(runner, top: str, build_dir: Path, root: Path, case_path: Path, result_path: Path, waves: bool) -> None:

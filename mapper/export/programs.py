@@ -13,6 +13,7 @@ layernorm, GELU without the SDP LUT, re-layouts without BDMA) have no program; p
 
 from __future__ import annotations
 
+import difflib
 import json
 import zlib
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nvdla_mapper.export.layer_programs import layer_programs, program_name
-from nvdla_mapper.lowering.rules import Resource
+from nvdla_mapper.lowering.rules import Resource, Task
 from nvdla_mapper.reports.files import output_folder
 from nvdla_mapper.results import MapResult, TaskResult
 from nvdla_sim.engine.tiling import TilePlan
@@ -42,21 +43,34 @@ def _plan(r: TaskResult) -> TilePlan | None:
     return TilePlan.from_dict(d) if d else None
 
 
+def check_layer(layer: str, tasks: list[Task], *, model: str) -> None:
+    """`layer` must name a hardware layer among `tasks` (the lowered model: checked before mapping, so a
+    typo is reported at once); the error suggests the nearest names."""
+    found = [t for t in tasks if t.name == layer]
+    if not found:
+        names = [t.name for t in tasks if t.layer is not None]
+        near = difflib.get_close_matches(layer, names, n=3, cutoff=0.6)
+        parts = [t for t in names if t.startswith(layer + ".") or t.startswith(layer + "[")]
+        if parts:
+            hint = f"{layer} runs as {len(parts)} layers: " + ", ".join(parts[:6]) + (", ..." if len(parts) > 6 else "")
+        elif near:
+            hint = "did you mean " + ", ".join(near)
+        else:
+            hint = "hardware layers: " + ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+        raise NvdlaError(f"--layer {layer!r}: no such task in {model}; {hint}")
+    if found[0].layer is None:
+        t = found[0]
+        raise NvdlaError(f"--layer {layer!r} runs on the {t.resource} ({t.note}); it has no NVDLA program")
+
+
 def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = None, prefix: str = "") -> EmitResult:
     """Write a program for every hardware layer of `result` (or for the task named `layer`), named
     `prefix` + the task's name; a layer's operands are seeded by the task's name alone."""
     out = EmitResult(Path(folder))
     rows = result.results
     if layer is not None:
+        check_layer(layer, [r.task for r in rows], model=result.model)
         rows = [r for r in rows if r.task.name == layer]
-        if not rows:
-            names = [r.task.name for r in result.results if r.task.layer is not None]
-            shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
-            raise NvdlaError(f"--layer {layer!r}: no such task in {result.model}; hardware layers: {shown}")
-        if rows[0].task.layer is None:
-            raise NvdlaError(
-                f"--layer {layer!r} runs on the {rows[0].task.resource} ({rows[0].task.note}); it has no NVDLA program"
-            )
     output_folder(out.folder, "--emit-program")
     for r in rows:
         t = r.task

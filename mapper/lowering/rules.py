@@ -166,6 +166,17 @@ class LoweringContext:
         ok = self.has_lut
         if want == "nvdla" and not ok:
             raise NvdlaError(f"--{which} nvdla needs the SDP LUT and EW units; {self.hw.name} has none (use host)")
+        if which == "softmax" and self.precision is not Precision.INT8:
+            # The exp LUT runs on the raw scores (no row-max subtraction: a max over a row of keys is a
+            # reduction across channels, which neither SDP nor PDP does). INT8 scores are bounded by their
+            # requantization scale, so one table covers them; INT16/FP16 scores are not (FP16 exp
+            # overflows past ln 65504 = 11.09), so their softmax runs on the host.
+            if want == "nvdla":
+                raise NvdlaError(
+                    f"--softmax nvdla covers INT8 scores only (the exp LUT has no row-max subtraction); "
+                    f"{self.precision.value} scores need --softmax host"
+                )
+            return "host"
         if want == "auto":
             return "nvdla" if ok else "host"
         return want
@@ -533,7 +544,7 @@ def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
     for i, (_, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))
         tasks += [
-            _hw(op, lay, 1, note="exp via SDP LUT over all instances (no max subtraction: the LUT covers INT8 scores)")
+            _hw(op, lay, 1, note="exp via SDP LUT over all instances (INT8 scores: no max subtraction needed)")
             for lay in _sdp_passes(f"{name}.exp", rows * c, keys, ctx, SdpSpec(lut=True))
         ]
         tasks += [_hw(op, layer, 1) for layer in matmul_layers(f"{name}.rowsum", rows * c, keys, 1, ctx, SdpSpec())]

@@ -242,12 +242,30 @@ def batch_curve_plot(runs: list[dict[str, Any]]) -> str:
     return _png(fig)
 
 
+# The generate summary's columns: a label with its unit, the value from a run's dict, its format.
+GENERATE_COLUMNS: list[tuple[str, Any, str]] = [
+    ("Batch", lambda d: d["batch"], "{:d}"),
+    ("Time to first token (ms)", lambda d: d["ttft_ms"], "{:,.2f}"),
+    ("Total (ms)", lambda d: d["total_ms"], "{:,.1f}"),
+    ("Tokens/s per sequence", lambda d: d["tokens_per_s_per_sequence"], "{:,.1f}"),
+    ("Tokens/s, all sequences", lambda d: d["tokens_per_s_aggregate"], "{:,.1f}"),
+    ("KV cache at the end (MiB)", lambda d: d["kv_cache_bytes_end"] / 2**20, "{:,.1f}"),
+    ("DRAM per token (MB)", lambda d: d["dram_bytes_per_token"] / 1e6, "{:,.2f}"),
+    ("Median step (ms)", lambda d: d["per_token_ms"]["median_step"], "{:,.3f}"),
+    ("Prefill bound", lambda d: d["prefill"]["bound"], "{}"),
+    ("Decode bound", lambda d: d["decode"]["bound"], "{}"),
+    ("Decode DRAM busy", lambda d: d["decode"]["dram_utilization"], "{:.1%}"),
+    ("Decode vs roofline", lambda d: d["decode"].get("over_roofline"), "{:.2f}x"),
+]
+
+
+def _cell(value: Any, fmt: str) -> str:
+    return "–" if value is None else fmt.format(value)
+
+
 def write_generate_html(runs: list[dict[str, Any]], out_dir: str | Path) -> Path:
     """report.html of `nvdla generate`: summary per batch, per-token latency, the batch curve."""
-    keys = ["batch", "ttft_ms", "total_ms", "tokens_per_s_per_sequence", "tokens_per_s_aggregate", "kv_cache_bytes_end",
-            "dram_bytes_per_token"]  # fmt: skip
-    rows = [[d[k] for k in keys] + [d["per_token_ms"]["median_step"], d["prefill"]["bound"], d["decode"]["bound"],
-            d["decode"]["dram_utilization"], d["decode"].get("over_roofline")] for d in runs]  # fmt: skip
+    rows = [[_cell(get(d), fmt) for _, get, fmt in GENERATE_COLUMNS] for d in runs]
     d0 = runs[0]
     images = {"tokens": token_latency_plot(runs)}
     if len(runs) > 1:
@@ -259,11 +277,7 @@ def write_generate_html(runs: list[dict[str, Any]], out_dir: str | Path) -> Path
             f"{d0['new_tokens']} new tokens)"
         )
         + "<h2>Summary</h2>"
-        + _table(
-            [*keys, "median step ms", "prefill bound", "decode bound", "decode DRAM busy", "decode / roofline"],
-            rows,
-            table_id="runs",
-        )
+        + _table([label for label, _, _ in GENERATE_COLUMNS], rows, table_id="runs")
         + f"<h2>Plots</h2>{imgs}</body></html>"
     )
     path = Path(out_dir) / "report.html"

@@ -97,3 +97,19 @@ def test_identical_blocks_print_as_one_row(capsys):
     rows.append({"name": "layer3.x", "cycles_per_instance": 7, "count": 1, "bound": "dram", "cycles": 7})
     merged = {r["name"]: r for r in group_layers(rows)}
     assert merged["layer{0-2,5}.x x4"]["cycles"] == 20 and "layer3.x" in merged
+
+
+def test_a_bad_layer_is_named_before_the_map_runs(capsys, tmp_path, monkeypatch):
+    """`--layer` is checked against the lowered model, not after the whole map: a typo costs no map."""
+    import nvdla_mapper.passes
+
+    def no_map(*a, **k):
+        raise AssertionError("map_model ran before --layer was checked")
+
+    monkeypatch.setattr(nvdla_mapper.passes, "map_model", no_map)
+    rc = main(["map", "bert-base", "--hw", "nv_small_rtl_tb", "--seq", "64", "--emit-program", str(tmp_path),
+               "--layer", "layer0.attn.qkk"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and "no such task in bert-base; did you mean layer0.attn.qk" in err, err
+    assert main(["map", "bert-base", "--layer", "layer0.attn.qk"]) == 2
+    assert "give --emit-program DIR too" in capsys.readouterr().err

@@ -19,6 +19,23 @@ def test_rtl_verify_prints_pass_and_cycles(capsys, tmp_path):
     assert "PASS: 32 outputs bit-exact" in out and "(equal)" in out and "cycles/s" in out
 
 
+@pytest.mark.rtl
+def test_rtl_verify_takes_a_relative_work_dir_and_merges_coverage(capsys, tmp_path, monkeypatch):
+    """A relative --work-dir once ended in a cocotb traceback (the simulator runs from the build folder);
+    two runs merged into one --coverage-db add up their bin hits: int8 sampled twice."""
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    for run in ("w1", "w2"):
+        rc = main(["rtl", "verify", "--hw", "nv_small", "--work-dir", f"rel/{run}", "--coverage-db", "cov/db.yml"])
+        out = capsys.readouterr().out
+        assert rc == 0 and "PASS" in out and "all runs merged into cov/db.yml" in out, out
+        assert "datapath.precision" in out and "all named points" in out
+    assert (tmp_path / "rel" / "w2" / "result.json").is_file()
+    db = yaml.safe_load((tmp_path / "cov" / "db.yml").read_text())
+    assert db["datapath.precision"]["bins:_hits"] == {"int8": 2, "int16": 0}
+
+
 def test_rtl_bad_input(capsys):
     assert main(["rtl", "verify", "--hw", "nv_small", "--layer", "bert-base.attn"]) == 2
     assert "--layer must be <model>.<layer>" in capsys.readouterr().err

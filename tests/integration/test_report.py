@@ -116,3 +116,20 @@ def test_renders_in_headless_chromium(report, tmp_path):
     img = Image.open(shot).convert("L")
     lo, hi = img.getextrema()
     assert hi - lo > 100  # something was drawn, not a blank page
+
+
+def test_generate_report_has_readable_headers_and_rounded_figures(tmp_path):
+    """Issue #26: the generate summary showed snake_case keys and raw figures (334.4078, 75497472)."""
+    import re
+
+    assert main(["generate", "gpt2", "--hw", "nv_small", "--prompt", "8", "--new-tokens", "3", "--batch", "1,2",
+                "--report", str(tmp_path)]) == 0  # fmt: skip
+    page = (tmp_path / "report.html").read_text()
+    table = page[page.index('<table id="runs">') : page.index("</table>")]
+    headers = re.findall(r"<th>(.*?)</th>", table)
+    assert headers[:3] == ["Batch", "Time to first token (ms)", "Total (ms)"]
+    assert not [h for h in headers if re.fullmatch(r"[a-z]+(_[a-z]+)+", h)]
+    cells = re.findall(r"<td>(.*?)</td>", table)
+    assert cells and not [c for c in cells if re.search(r"\d\.\d{4,}", c) or re.fullmatch(r"\d{5,}", c)]
+    # KV cache at the end, batch 2: 2 x 12 layers x 768 x (8 + 3 - 1 positions) bytes (INT8), in MiB
+    assert f"{2 * 2 * 12 * 768 * 10 / 2**20:,.1f}" in cells

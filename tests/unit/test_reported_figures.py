@@ -190,3 +190,17 @@ def test_config_json_models_are_named_after_the_model(tmp_path):
     folder = tmp_path / "my-llama"
     folder.mkdir()
     assert from_hf_config(_config(folder, "config.json", TINYLLAMA)).name == "my-llama"
+
+
+def test_fp16_scores_are_not_sent_through_the_int8_exp_table():
+    """FP16 exp overflows past ln 65504 = 11.09 and the LUT runs on raw scores (no row max), so an FP16
+    softmax runs on the host; asking for NVDLA's is refused in one line."""
+    hw = load_config("nv_full")
+    g = build_graph(preset("bert-base"), seq=32)
+    res = map_model(g, hw, precision=Precision.FP16)
+    softmax = [r for r in res.results if r.task.op.endswith("attn.softmax")]
+    assert softmax and all(r.task.resource == "host" for r in softmax)
+    int8 = map_model(g, hw, precision=Precision.INT8)
+    assert all(r.task.resource == "nvdla" for r in int8.results if r.task.op.endswith("attn.softmax"))
+    with pytest.raises(NvdlaError, match="covers INT8 scores only"):
+        map_model(g, hw, precision=Precision.FP16, softmax="nvdla")
