@@ -19,12 +19,12 @@ def main() -> None:
     n = len(spec.points())
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        local = run_sweep(spec, Path(d) / "local.sqlite", executor="local", workers=2)
+        local = run_sweep(spec, Path(d) / "local.sqlite", executor="local", workers=2).rows
         t_local = time.perf_counter() - t0
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
         with cluster, Client(cluster) as client:
             t0 = time.perf_counter()
-            dask_rows = run_sweep(spec, Path(d) / "dask.sqlite", executor="dask", scheduler=client)
+            dask_rows = run_sweep(spec, Path(d) / "dask.sqlite", executor="dask", scheduler=client).rows
             t_dask = time.perf_counter() - t0
     same = [{k: v for k, v in r.items() if k != "wall_s"} for r in local] == [
         {k: v for k, v in r.items() if k != "wall_s"} for r in dask_rows

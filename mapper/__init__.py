@@ -3,7 +3,7 @@
 Python API for exploration scripts:
     build_graph(PRESETS["bert-base"], seq=128) -> workload graph
     map_model(graph, hw, precision=..., batch=1, seq=128) -> MapResult (.to_dict(), write_results, write_html)
-    run_sweep(sweep_from_dict({...}), "out/sweep.sqlite") -> list of result rows; pareto_front(rows)
+    run_sweep(sweep_from_dict({...}), "out/sweep.sqlite") -> SweepRun (.rows, evaluated, recomputed); pareto_front(rows)
 """
 
 # The folder mapper/ installs as nvdla_mapper (pyproject's package-dir). Imported under its folder name from the

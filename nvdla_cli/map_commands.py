@@ -105,7 +105,8 @@ def _sweep(args: argparse.Namespace) -> int:
         raise NvdlaError(f"--workers must be >= 1, not {args.workers}")
     n = len(spec.points())
     t0 = time.perf_counter()
-    rows = run_sweep(spec, db, executor=executor, workers=args.workers, scheduler=args.scheduler, progress=True)
+    run = run_sweep(spec, db, executor=executor, workers=args.workers, scheduler=args.scheduler, progress=True)
+    rows = run.rows
     wall = time.perf_counter() - t0
     paths = write_pareto(rows, out)
     errors = [r for r in rows if r["status"] != "ok"]
@@ -113,6 +114,10 @@ def _sweep(args: argparse.Namespace) -> int:
     print(
         f"sweep {spec.name}: {len(rows)}/{n} points in {db} ({wall:.1f} s this run), {len(errors)} errors, "
         f"{len(front)} on the Pareto front"
+    )
+    print(
+        f"  this run: {run.evaluated} evaluated ({run.recomputed} of them recomputed: made by another model version "
+        f"or configuration), {run.reused} reused; model version {run.model_version}"
     )
     for r in front[:10]:
         print(

@@ -18,14 +18,20 @@ Sweep file (TOML):
     softmax = "auto"
 
 Each point has a stable id (hash of its parameters); a result row is committed as soon as the point
-finishes, so a killed sweep resumes with nothing lost or duplicated. Points are evaluated by a pure,
-picklable function, so the local process pool and a dask.distributed cluster give identical rows.
+finishes, so a killed sweep resumes with nothing lost or duplicated. Each row records the model version
+(`model_version`: a hash of the simulator's and mapper's code) and the digest of the configuration it
+ran (`config_digest`); a resumed sweep recomputes the rows another version or another configuration
+made, and says how many. Points are evaluated by a pure, picklable function, so the local process pool
+and a dask.distributed cluster give identical rows.
 """
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures as cf
+import functools
 import hashlib
+import importlib
 import itertools
 import json
 import sqlite3
@@ -39,7 +45,7 @@ from typing import Any
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
 from nvdla_mapper.passes import map_model
-from nvdla_sim.config import load_config
+from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.errors import ConfigError, NvdlaError
 from nvdla_sim.precision import Precision
 
@@ -53,6 +59,7 @@ METRICS = (
     "dram_bytes",
     "host_tasks",
     "host_cycles",
+    "throughput_inferences_per_s",
 )
 _TOP_KEYS = {"name", "base", "space", "workloads", "options"}
 _WORKLOAD_KEYS = {"models", "seq", "batch"}
@@ -91,6 +98,41 @@ class SweepSpec:
 def point_id(p: dict[str, Any]) -> str:
     key = json.dumps({k: p[k] for k in ("base", "hw", "model", "seq", "batch", "options")}, sort_keys=True)
     return hashlib.sha1(key.encode()).hexdigest()[:16]
+
+
+# The code a sweep row's figures come from: the simulator and the mapper up to the result model. Reports,
+# program export and the studies only present or reuse those figures, so editing them keeps old rows.
+_MODEL_ROOMS = ("nvdla_sim", "nvdla_mapper")
+_NOT_MODEL = ("reports", "export", "studies")
+
+
+@functools.cache
+def model_version() -> str:
+    """Fingerprint of the timing and mapping model: a hash of the syntax trees of the modules that compute a
+    row (comments and formatting do not count). A row made by another version is recomputed on resume."""
+    h = hashlib.sha1()
+    for pkg in _MODEL_ROOMS:
+        root = Path(importlib.import_module(pkg).__file__).parent
+        for f in sorted(root.rglob("*.py")):
+            rel = f.relative_to(root)
+            if rel.parts[0] in _NOT_MODEL:
+                continue
+            h.update(f"{pkg}/{rel.as_posix()}".encode())
+            h.update(ast.dump(ast.parse(f.read_text())).encode())
+    return h.hexdigest()[:12]
+
+
+def config_digest(hw: HwConfig) -> str:
+    """Fingerprint of every value of a configuration (a custom TOML edited in place changes it)."""
+    return hashlib.sha1(json.dumps(hw.to_dict(), sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def point_config(p: dict[str, Any]) -> tuple[HwConfig, Precision]:
+    """The configuration and precision a sweep point runs."""
+    hw_params = dict(p["hw"])
+    prec = Precision.parse(str(hw_params.pop("precision", "int8")))
+    base = load_config(p["base"])
+    return (base.with_values(**hw_params) if hw_params else base), prec
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
@@ -168,9 +210,7 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     row: dict[str, Any] = {"id": p["id"], "params": p}
     try:
-        hw_params = dict(p["hw"])
-        prec = Precision.parse(str(hw_params.pop("precision", "int8")))
-        hw = load_config(p["base"]).with_values(**hw_params) if hw_params else load_config(p["base"])
+        hw, prec = point_config(p)
         # a CNN or a vision model runs its own sequence whatever the sweep's seq axis says
         seq = p["seq"] if fixed_sequence(p["model"]) is None else None
         g = model_graph(p["model"], batch=p["batch"], seq=seq)
@@ -196,14 +236,22 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             dram_bytes=sum(r["dram_read"] + r["dram_write"] for r in d["layers"]),
             host_tasks=d["host_fallback"]["tasks"],
             host_cycles=d["host_fallback"]["cycles"],
+            throughput_inferences_per_s=res.throughput,
+            seq=res.seq,  # the sequence the model ran (a vision model's image tokens, 0 for a CNN)
+            config_digest=config_digest(hw),
         )
     except NvdlaError as e:
-        row.update(status="error", error=str(e), hw_fingerprint="", **dict.fromkeys(METRICS, None))
+        row.update(status="error", error=str(e), hw_fingerprint="", config_digest="", **dict.fromkeys(METRICS, None))
+    row["model_version"] = model_version()  # as the worker that computed it sees it
     row["wall_s"] = time.perf_counter() - t0
     return row
 
 
 # ---- storage --------------------------------------------------------------------------------------
+
+
+_TABLE = "sweep_rows"  # keyed by (sweep, id): two sweeps sharing a point each keep their row
+_LEGACY = "points"  # the table before rows carried a model version (their rows are recomputed)
 
 
 def open_db(path: str | Path) -> sqlite3.Connection:
@@ -212,8 +260,9 @@ def open_db(path: str | Path) -> sqlite3.Connection:
     con = sqlite3.connect(path)
     cols = ", ".join(f"{m} REAL" for m in METRICS)
     con.execute(
-        f"CREATE TABLE IF NOT EXISTS points (id TEXT PRIMARY KEY, sweep TEXT, params TEXT, status TEXT, error TEXT, "
-        f"hw_fingerprint TEXT, model TEXT, seq INTEGER, batch INTEGER, {cols}, wall_s REAL)"
+        f"CREATE TABLE IF NOT EXISTS {_TABLE} (sweep TEXT, id TEXT, params TEXT, status TEXT, error TEXT, "
+        f"hw_fingerprint TEXT, config_digest TEXT, model_version TEXT, model TEXT, seq INTEGER, batch INTEGER, "
+        f"{cols}, wall_s REAL, PRIMARY KEY (sweep, id))"
     )
     con.commit()
     return con
@@ -221,27 +270,30 @@ def open_db(path: str | Path) -> sqlite3.Connection:
 
 def _store(con: sqlite3.Connection, sweep: str, row: dict[str, Any]) -> None:
     p = row["params"]
-    names = ["id", "sweep", "params", "status", "error", "hw_fingerprint", "model", "seq", "batch", *METRICS, "wall_s"]
+    names = ["sweep", "id", "params", "status", "error", "hw_fingerprint", "config_digest", "model_version", "model",
+             "seq", "batch", *METRICS, "wall_s"]  # fmt: skip
     values = [
-        row["id"],
         sweep,
+        row["id"],
         json.dumps(p, sort_keys=True),
         row["status"],
         row["error"],
         row["hw_fingerprint"],
+        row["config_digest"],
+        row["model_version"],
         p["model"],
-        p["seq"],
+        row.get("seq", p["seq"]),
         p["batch"],
         *(row[m] for m in METRICS),
         row["wall_s"],
     ]
-    con.execute(f"INSERT OR IGNORE INTO points ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", values)
+    con.execute(f"INSERT OR REPLACE INTO {_TABLE} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", values)
     con.commit()
 
 
 def read_rows(con: sqlite3.Connection, sweep: str | None = None) -> list[dict[str, Any]]:
     con.row_factory = sqlite3.Row
-    q = "SELECT * FROM points" + (" WHERE sweep = ?" if sweep else "") + " ORDER BY id"
+    q = f"SELECT * FROM {_TABLE}" + (" WHERE sweep = ?" if sweep else "") + " ORDER BY id"
     rows = [dict(r) for r in con.execute(q, (sweep,) if sweep else ())]
     con.row_factory = None
     for r in rows:
@@ -277,6 +329,46 @@ def _dask(fn: Callable, points: list[dict], scheduler: str | Any) -> Iterable[di
             client.close()
 
 
+@dataclass(frozen=True)
+class SweepRun:
+    """What a run of a sweep did: all of its rows, and how many points it evaluated, reused and recomputed
+    (rows another model version or configuration had made)."""
+
+    rows: list[dict[str, Any]]
+    evaluated: int
+    reused: int
+    recomputed: int
+    model_version: str
+
+
+def _stale(con: sqlite3.Connection, sweep: str, points: list[dict[str, Any]], version: str) -> tuple[set, set]:
+    """(ids whose row is current, ids with a row made by another version or configuration)."""
+    made = {r[0]: (r[1], r[2], r[3]) for r in con.execute(
+        f"SELECT id, model_version, config_digest, status FROM {_TABLE} WHERE sweep = ?", (sweep,))}  # fmt: skip
+    legacy = set()
+    if con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name=?", (_LEGACY,)).fetchone():
+        legacy = {r[0] for r in con.execute(f"SELECT id FROM {_LEGACY} WHERE sweep = ?", (sweep,))}
+    current, stale = set(), set()
+    for p in points:
+        pid = p["id"]
+        if pid in made:
+            row_version, digest, status = made[pid]
+            if row_version == version and (status != "ok" or digest == _digest_of(p)):
+                current.add(pid)
+            else:
+                stale.add(pid)
+        elif pid in legacy:
+            stale.add(pid)
+    return current, stale
+
+
+def _digest_of(p: dict[str, Any]) -> str:
+    try:
+        return config_digest(point_config(p)[0])
+    except NvdlaError:
+        return ""
+
+
 def run_sweep(
     spec: SweepSpec,
     db: str | Path,
@@ -285,11 +377,14 @@ def run_sweep(
     workers: int = 2,
     scheduler: str | Any | None = None,
     progress: bool = False,
-) -> list[dict[str, Any]]:
-    """Evaluate every point not yet in `db`; return all rows of this sweep (ordered by id)."""
+) -> SweepRun:
+    """Evaluate every point without a current row in `db` (none yet, or one made by another model version
+    or configuration) and return all rows of this sweep (ordered by id) with what was done."""
     con = open_db(db)
-    done = {r[0] for r in con.execute("SELECT id FROM points WHERE sweep = ?", (spec.name,))}
-    todo = [p for p in spec.points() if p["id"] not in done]
+    version = model_version()
+    points = spec.points()
+    current, stale = _stale(con, spec.name, points, version)
+    todo = [p for p in points if p["id"] not in current]
     if executor == "serial":
         results = _serial(evaluate_point, todo)
     elif executor == "local":
@@ -309,7 +404,7 @@ def run_sweep(
             _store(con, spec.name, row)
     rows = read_rows(con, spec.name)
     con.close()
-    return rows
+    return SweepRun(rows, len(todo), len(current), len(stale), version)
 
 
 # ---- Pareto front -----------------------------------------------------------------------------------

@@ -6,9 +6,12 @@ import sqlite3
 import subprocess
 import sys
 import time
+import tomllib
+from pathlib import Path
 
 import pytest
 
+import nvdla_sim
 from nvdla_mapper.studies.sweep import load_sweep, pareto_front, run_sweep, sweep_from_dict
 from nvdla_sim import NvdlaError
 
@@ -26,8 +29,8 @@ seq = [32]
 """
 
 
-def _strip(rows):
-    return [{k: v for k, v in r.items() if k != "wall_s"} for r in rows]
+def _strip(run):
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in run.rows]
 
 
 @pytest.fixture
@@ -93,7 +96,7 @@ def test_resume_after_kill_loses_and_duplicates_nothing(sweep_file, tmp_path):
     while time.time() < deadline and proc.poll() is None:
         if db.exists():
             try:
-                rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM points").fetchone()[0]
+                rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM sweep_rows").fetchone()[0]
             except sqlite3.OperationalError:
                 rows = 0
             if rows >= 2:
@@ -101,11 +104,11 @@ def test_resume_after_kill_loses_and_duplicates_nothing(sweep_file, tmp_path):
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    partial = sqlite3.connect(db).execute("SELECT COUNT(*) FROM points").fetchone()[0]
+    partial = sqlite3.connect(db).execute("SELECT COUNT(*) FROM sweep_rows").fetchone()[0]
     assert 2 <= partial < 8, "the kill should land mid-sweep"
     resumed = _strip(run_sweep(spec, db, executor="serial"))
     assert resumed == reference
-    assert sqlite3.connect(db).execute("SELECT COUNT(DISTINCT id), COUNT(*) FROM points").fetchone() == (8, 8)
+    assert sqlite3.connect(db).execute("SELECT COUNT(DISTINCT id), COUNT(*) FROM sweep_rows").fetchone() == (8, 8)
 
 
 def test_local_and_dask_executors_agree(sweep_file, tmp_path):
@@ -132,3 +135,56 @@ def test_cli_sweep_writes_pareto(sweep_file, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "8/8 points" in out and "Pareto front" in out
     assert (tmp_path / "pareto.csv").read_text().count("\n") >= 2 and (tmp_path / "pareto.png").stat().st_size > 1000
+
+
+SMALL = """
+name = "v"
+base = "nv_small"
+[space]
+"memory.dram_bandwidth_gbs" = [8.0, 16.0]
+[workloads]
+models = ["lenet5", "bert-base"]
+seq = [16]
+"""
+
+
+def test_a_resumed_sweep_recomputes_rows_of_another_model_version(tmp_path):
+    """Rows carry the model version and the configuration's digest; a resume recomputes the rows either
+    differs from, says how many, and keeps the rest."""
+    spec = sweep_from_dict(tomllib.loads(SMALL))
+    db = tmp_path / "s.sqlite"
+    first = run_sweep(spec, db, executor="serial")
+    assert (first.evaluated, first.reused, first.recomputed) == (4, 0, 0)
+    assert {r["seq"] for r in first.rows if r["model"] == "lenet5"} == {0}  # a CNN runs no sequence
+    con = sqlite3.connect(db)
+    con.execute("UPDATE sweep_rows SET model_version = 'older', total_cycles = -1 WHERE model = 'bert-base'")
+    con.commit()
+    again = run_sweep(spec, db, executor="serial")
+    assert (again.evaluated, again.reused, again.recomputed) == (2, 2, 2)
+    assert all(r["total_cycles"] > 0 for r in again.rows) and len(again.rows) == 4
+    assert _strip(again) == _strip(first)
+    third = run_sweep(spec, db, executor="serial")
+    assert (third.evaluated, third.reused, third.recomputed) == (0, 4, 0)
+
+
+def test_a_custom_config_edited_in_place_recomputes_its_rows(tmp_path):
+    base = tmp_path / "mine.toml"
+    base.write_text((Path(nvdla_sim.__file__).parents[1] / "configs" / "nv_small.toml").read_text())
+    spec = sweep_from_dict({**tomllib.loads(SMALL), "base": str(base)})
+    db = tmp_path / "s.sqlite"
+    assert run_sweep(spec, db, executor="serial").evaluated == 4
+    base.write_text(base.read_text().replace("clock_mhz = 1000.0", "clock_mhz = 500.0"))
+    run = run_sweep(spec, db, executor="serial")
+    assert run.recomputed == 4 and all(r["latency_ms"] > 0 for r in run.rows)
+
+
+def test_rows_of_the_table_before_versioning_are_recomputed(tmp_path):
+    """A database written before rows carried a version: its points are recomputed, not trusted."""
+    spec = sweep_from_dict(tomllib.loads(SMALL))
+    db = tmp_path / "s.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE points (id TEXT PRIMARY KEY, sweep TEXT, total_cycles REAL)")
+    con.executemany("INSERT INTO points VALUES (?, 'v', -1)", [(p["id"],) for p in spec.points()])
+    con.commit()
+    run = run_sweep(spec, db, executor="serial")
+    assert (run.evaluated, run.recomputed) == (4, 4) and all(r["total_cycles"] > 0 for r in run.rows)
