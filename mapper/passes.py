@@ -20,8 +20,9 @@ from nvdla_mapper.schedule import schedule
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.simulate import fixed_latency, simulate
-from nvdla_sim.engine.stats import LayerStats, Unit
+from nvdla_sim.engine.stats import Event, LayerStats, Unit
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
@@ -110,6 +111,16 @@ def layer_cycles(layer, hw: HwConfig) -> tuple[LayerStats, int]:
     enable to interrupt, as on the RTL: launch, streaming, pipeline depth, completion."""
     st = dataclasses.replace(_simulate_cached(dataclasses.replace(layer, name=""), hw), name=layer.name, events=())
     return st, st.cycles + sum(fixed_latency(layer, hw))
+
+
+@lru_cache(maxsize=1024)
+def layer_events(layer, hw: HwConfig) -> tuple[Event, ...]:
+    """The unit events of one instance of a hardware layer (its searched plan for convolutions), from the
+    start of its streaming (after launch); for timelines (the map's trace), simulated once per layer."""
+    layer = dataclasses.replace(layer, name="")
+    if isinstance(layer, ConvLayer):
+        return simulate_conv(layer, hw, search_plan(layer, hw).plan).events
+    return simulate(layer, hw).events
 
 
 @lru_cache(maxsize=4096)

@@ -6,14 +6,46 @@ import csv
 import json
 from pathlib import Path
 
+from nvdla_mapper.lowering.rules import Resource
+from nvdla_mapper.passes import layer_events
 from nvdla_mapper.results import MapResult
+from nvdla_sim.engine.simulate import fixed_latency
+from nvdla_sim.engine.stats import Unit
 from nvdla_sim.engine.trace import span_events, write_trace_doc
 from nvdla_sim.errors import NvdlaError
 
+# Timeline tracks of a map's trace: a unit's events go to its track (CSC and CMAC work in lock step; the
+# conv pipeline's drain is SDP's, its writes the write DMA's)
+UNIT_TRACKS = {
+    Unit.CDMA: "CDMA", Unit.CSC: "CSC/CMAC", Unit.CMAC: "CSC/CMAC", Unit.CACC: "CACC", Unit.SDP: "SDP",
+    Unit.PDP: "PDP", Unit.CDP: "CDP", Unit.DRAM: "DMA write", Unit.SRAM: "DMA write",
+}  # fmt: skip
+
 
 def trace_spans(result: MapResult) -> list[tuple[str, str, int, int]]:
-    """Timeline spans per resource (NVDLA core, BDMA, host) for the Perfetto trace."""
-    return [(r.task.resource.upper(), r.task.name, r.start, r.end) for r in result.results]
+    """Timeline spans for the Perfetto trace: the hardware layers on the `NVDLA layers` track, and under
+    them one track per unit (CDMA, CSC/CMAC, CACC, SDP, PDP, CDP, DMA write) with each layer's window of
+    activity on that unit: from its first event in the first instance to its last in the last instance,
+    offset by the layer's launch and kept inside the layer's span (so a unit's slices never overlap: the
+    core runs one layer at a time); BDMA copies and host work on tracks of their own."""
+    spans: list[tuple[str, str, int, int]] = []
+    hw = result.hw
+    for r in result.results:
+        t = r.task
+        if t.layer is None:
+            spans.append(("BDMA" if t.resource == Resource.BDMA else "host", t.name, r.start, r.end))
+            continue
+        spans.append(("NVDLA layers", t.name, r.start, r.end))
+        launch = fixed_latency(t.layer, hw)[0]
+        windows: dict[str, list[int]] = {}
+        for e in layer_events(t.layer, hw):
+            w = windows.setdefault(UNIT_TRACKS.get(e.unit, e.unit.value.upper()), [e.start, e.end])
+            w[0], w[1] = min(w[0], e.start), max(w[1], e.end)
+        tail = r.end - r.start - r.cycles_per_instance  # the later instances, after the first
+        for track, (a, b) in windows.items():
+            start = min(r.start + launch + a, r.end)
+            spans.append((track, t.name, start, max(start, min(r.start + launch + b + tail, r.end))))
+    return spans
 
 
 def output_folder(path: str | Path, flag: str) -> Path:

@@ -12,11 +12,28 @@ from nvdla_sim.engine.stats import Event
 def span_events(
     spans: Iterable[tuple[str, str, int, int]], *, clock_mhz: float, pid: int = 1, process: str = "nvdla"
 ) -> list[dict]:
-    """(track, name, start cycle, end cycle) spans -> Chrome trace dicts, one thread per track."""
+    """(track, name, start cycle, end cycle) spans -> Chrome trace dicts, one thread per track. Perfetto
+    draws the slices of a thread as a stack and needs them disjoint or nested: a slice that overlaps
+    another on its track (a fetch issued while the previous one is in flight) goes to a further lane of
+    that track, named `track #2`, `#3`, ..."""
     out: list[dict] = [{"ph": "M", "pid": pid, "name": "process_name", "args": {"name": process}}]
-    tids: dict[str, int] = {}
-    for track, name, start, end in spans:
-        tid = tids.setdefault(track, len(tids))
+    order: list[str] = []  # tracks in order of first appearance
+    lanes: dict[str, list[int]] = {}  # track -> end cycle of each lane's last slice
+    tids: dict[tuple[str, int], int] = {}
+    placed = []
+    for i, (track, name, start, end) in enumerate(spans):
+        placed.append((start, -end, i, track, name, end))
+        if track not in lanes:
+            lanes[track] = []
+            order.append(track)
+    for start, _, _, track, name, end in sorted(placed):
+        ends = lanes[track]
+        lane = next((k for k, e in enumerate(ends) if e <= start), len(ends))
+        if lane == len(ends):
+            ends.append(end)
+        else:
+            ends[lane] = end
+        tid = tids.setdefault((track, lane), len(tids))
         out.append(
             {
                 "ph": "X",
@@ -28,7 +45,12 @@ def span_events(
                 "args": {"start_cycle": start, "end_cycle": end},
             }
         )
-    out += [{"ph": "M", "pid": pid, "tid": t, "name": "thread_name", "args": {"name": k}} for k, t in tids.items()]
+    for (track, lane), tid in tids.items():
+        name = track if lane == 0 else f"{track} #{lane + 1}"
+        out.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}})
+        # Perfetto orders threads by sort index: a track's lanes together, tracks in order of appearance
+        sort = order.index(track) * 64 + lane
+        out.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": sort}})
     return out
 
 

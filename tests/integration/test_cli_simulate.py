@@ -8,6 +8,7 @@ import zlib
 import pytest
 
 from nvdla_cli.main import main
+from tests.unit.test_trace import partial_overlaps
 
 NVDLA = [sys.executable, "-m", "nvdla_cli.main"]
 
@@ -54,6 +55,7 @@ def test_simulate_matmul_prints_and_traces(capsys, tmp_path):
         e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"
     }
     assert all(e["dur"] >= 0 for e in xs)
+    assert partial_overlaps(doc) == []  # weight fetches in flight together sit on lanes of the CDMA track
 
 
 def test_simulate_json_matches_model(capsys):
@@ -129,8 +131,6 @@ def test_simulate_trace_test_errors_are_one_line(tmp_path):
 
 
 def test_a_matmul_past_the_register_fields_is_split(capsys):
-    from nvdla_cli.main import main
-
     assert main(["simulate", "--hw", "nv_small", "--m", "8", "--k", "9000", "--n", "8", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     names = [lay["name"] for lay in d["layers"]]

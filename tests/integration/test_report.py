@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from nvdla_cli.main import main
+from tests.unit.test_trace import partial_overlaps, thread_names
 
 
 class _Doc(HTMLParser):
@@ -78,8 +79,11 @@ def test_html_matches_json(report):
         img = Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1])))
         assert img.size[0] > 200 and img.size[1] > 100
     trace = json.loads((report / "trace.json").read_text())
-    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-    assert len(spans) == len(d["layers"])
+    tracks = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    layer_spans = [e for e in trace["traceEvents"] if e["ph"] == "X" and tracks[e["tid"]] == "NVDLA layers"]
+    assert len(layer_spans) == len([r for r in d["layers"] if r["resource"] == "nvdla"])
+    assert {"NVDLA layers", "CDMA", "CSC/CMAC", "SDP", "DMA write"} <= thread_names(trace)
+    assert partial_overlaps(trace) == []
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
