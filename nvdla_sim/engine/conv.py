@@ -283,7 +283,9 @@ def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_ev
         shift = math.ceil(offset)
         events += [e.shifted(shift) for e in res.events]
         # each stripe's delivery block ends with the inter-stripe gap; a layer ends at its last atom
-        offset = shift + math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles
+        # (and not before its last transfer on the memory ports: a write or operand read still in flight)
+        last_beat = max(port.last_beat for port in ports.values())
+        offset = shift + max(math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles, math.ceil(last_beat))
         for mem, port in ports.items():
             busy[mem] = busy.get(mem, 0.0) + port.channel_busy
         if total is None:

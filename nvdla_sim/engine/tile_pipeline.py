@@ -175,7 +175,9 @@ def run_items(
                 released[e] = compute_end
         item_end = drain_end if it.blocks else start_c
         if it.drain_reads:  # paced by the drain: the RDMA refills its latency FIFO as SDP consumes
-            ports[it.drain_read_memory].reserve(first_drain if first_drain is not None else item_end, it.drain_reads)
+            at = first_drain if first_drain is not None else item_end
+            _, r_end = ports[it.drain_read_memory].reserve(at, it.drain_reads)
+            item_end = max(item_end, r_end)  # the drain cannot finish before its operands have been read
         if it.write_bytes:
             port = ports[it.write_memory].writes
             w_start, w_end = port.reserve(first_drain if first_drain is not None else item_end, it.write_bytes)

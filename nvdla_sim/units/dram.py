@@ -24,6 +24,12 @@ class MemoryPort:
     write_port: MemoryPort | None = None  # independent write channel, when the memory has one
 
     @property
+    def last_beat(self) -> float:
+        """When the last booked transfer on this port (and its write channel) ends, in cycles."""
+        own = self._ends[-1] if self._ends else 0.0
+        return max(own, self.write_port.last_beat if self.write_port else 0.0)
+
+    @property
     def writes(self) -> MemoryPort:
         """The port that posted writes use: the write channel if separate, else this (shared) port."""
         return self.write_port or self
