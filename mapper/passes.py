@@ -79,7 +79,7 @@ def tasks_cycles(tasks: tuple[Task, ...] | list[Task], ctx: LoweringContext) -> 
     handoff = ctx.host.overhead_cycles(ctx.hw.clock_mhz)
     return sum(
         handoff + t.count * max(c - handoff, 0)
-        if t.resource == Resource.HOST
+        if t.resource is Resource.HOST
         else instances_duration(c, t.count, st, ctx.hw)
         for c, t, st in zip(cycles, tasks, stats, strict=True)
     )
@@ -97,7 +97,7 @@ def simulate_tasks(tasks: list[Task], hw: HwConfig, host: HostModel) -> tuple[li
                 raise type(e)(f"{t.name}: {e}".replace(": : ", ": ")) from None
             cycles.append(c)
             stats.append(dataclasses.replace(st, name=t.name))
-        elif t.resource == Resource.BDMA:
+        elif t.resource is Resource.BDMA:
             cycles.append(hw.memory.dram_latency_cycles + int(2 * t.copy_bytes / hw.dram_bytes_per_cycle))
             stats.append(None)
         else:
@@ -187,7 +187,7 @@ def map_model(
             g, hw, precision=precision, batch=batch, seq=seq, host=host, softmax=softmax, layernorm=layernorm
         ).total_cycles
     ops = ops_in_order(g)
-    model_macs = sum(int(op.attrs.get("model_macs", op.macs)) for op in ops)
+    model_macs = sum(op.own_macs for op in ops)
     return MapResult(
         str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes, weights, baseline,
         model_macs=model_macs, dense_weight_bytes=sum(op.weight_elems for op in ops) * precision.bytes,

@@ -32,7 +32,7 @@ class TaskResult:
             "name": self.task.name,
             "op": self.task.op,
             "group": self.task.group,
-            "resource": self.task.resource,
+            "resource": self.task.resource.value,
             "count": self.task.count,
             "cycles": self.cycles,
             "cycles_per_instance": self.cycles_per_instance,
@@ -40,7 +40,7 @@ class TaskResult:
             "end": self.end,
             "macs": st.macs * self.task.count if st else 0,
             "mac_utilization": round(st.mac_utilization, 4) if st else 0.0,
-            "bound": st.bound.value if st else ("host" if self.task.resource == Resource.HOST else "dram"),
+            "bound": st.bound.value if st else ("host" if self.task.resource is Resource.HOST else "dram"),
             "dram_read": (st.traffic.dram_read * self.task.count) if st else self.task.copy_bytes * self.task.count,
             "dram_write": (st.traffic.dram_write * self.task.count) if st else self.task.copy_bytes * self.task.count,
             "macs_per_cycle": round(st.macs / st.cycles, 3) if st and st.cycles else 0.0,
@@ -97,7 +97,7 @@ class MapResult:
         return self.macs / (peak * self.total_cycles) if self.total_cycles else 0.0
 
     def host_tasks(self) -> list[TaskResult]:
-        return [r for r in self.results if r.task.resource == Resource.HOST]
+        return [r for r in self.results if r.task.resource is Resource.HOST]
 
     def unit_busy(self) -> dict[str, UnitStats]:
         total: dict[Unit, UnitStats] = {}

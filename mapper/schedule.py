@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from nvdla_mapper.lowering.rules import Resource
+
 
 @dataclass(frozen=True)
 class Scheduled:
@@ -29,7 +31,7 @@ def schedule(
     durations: list[int],
     instance: list[int],
     deps: list[list[int]],
-    resources: list[str],
+    resources: list[Resource],
     *,
     host_overhead: int = 0,
 ) -> list[Scheduled]:
@@ -38,7 +40,7 @@ def schedule(
     free: dict[str, int] = {}
     out: list[Scheduled] = []
     for i in range(len(tasks)):
-        if resources[i] == "host":
+        if resources[i] is Resource.HOST:
             out.append(_host_batched(i, tasks, instance, deps, resources, out, free, host_overhead))
             continue
         ready = 0
@@ -67,7 +69,7 @@ def _host_batched(i, tasks, instance, deps, resources, out, free, overhead) -> S
     ready = [0] * count
     for d in deps[i]:
         pd, cp = out[d], tasks[d].count
-        if resources[d] != "host" and cp > 1 and count > 1:
+        if resources[d] is not Resource.HOST and cp > 1 and count > 1:
             span = (pd.end - pd.start) / cp
             for j in range(count):
                 done = math.ceil((j + 1) * cp / count)  # producer instances instance j needs

@@ -6,20 +6,25 @@ instances such as batch x heads). Edges are data dependencies.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
+
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.layers import ConvShape, PoolSpec
 
 
 class OpKind(enum.Enum):
     MATMUL = "matmul"  # activation [m, k] x weight [k, n] (+ bias)
-    CONV = "conv"  # direct convolution; attrs["conv"] holds the per-group ConvShape fields, count = batch x groups
-    POOL = "pool"  # PDP pooling; attrs["pool"] is a PoolSpec, attrs["in"] = (w, h, c)
+    CONV = "conv"  # direct convolution (ConvAttrs: the per-group ConvShape); count = batch x groups
+    POOL = "pool"  # PDP pooling (PoolAttrs)
     ATTN_SCORES = "attn_scores"  # Q [m, k] x K^T [k, n] per head: both activations
     ATTN_CONTEXT = "attn_context"  # P [m, k] x V [k, n] per head: both activations
     SOFTMAX = "softmax"  # over rows of [m, n]
-    LAYERNORM = "layernorm"  # over rows of [m, n]; attrs["rms"] for RMSNorm
+    LAYERNORM = "layernorm"  # over rows of [m, n] (NormAttrs.rms for RMSNorm)
     GELU = "gelu"
     LUT = "lut"  # other one-input nonlinearity (exp, erf, sqrt, reciprocal, tanh, sigmoid): SDP LUT
     RELU = "relu"
@@ -39,6 +44,108 @@ ELEMENTWISE = {OpKind.GELU, OpKind.RELU, OpKind.ADD, OpKind.MUL, OpKind.SCALE}
 HAS_STATIC_WEIGHTS = frozenset({OpKind.MATMUL, OpKind.CONV})
 
 
+# ---- op attributes: one frozen type per op kind ------------------------------------------------------
+# A front end gives an op its attributes as the kind's type (or as a dict of its fields, converted here);
+# a field the type lacks is an error naming the op, so a typo cannot silently take a default.
+
+
+@dataclass(frozen=True)
+class NoAttrs:
+    """Kinds without attributes (elementwise add/mul/scale, ReLU, GELU, reshape, gather)."""
+
+
+@dataclass(frozen=True)
+class MatmulAttrs:
+    bias: bool = True  # the linear layer adds a bias (SDP's per-kernel operand)
+    feeds_context: bool = False  # V of an attention: computed transposed for P V where BDMA can re-layout
+    im2col: bool = False  # patch extraction on the host first (a stride past the conv core's field)
+    reduction: bool = False  # an ONNX ReduceMean as a matmul by a ones vector: no model weights
+
+
+@dataclass(frozen=True)
+class ConvAttrs:
+    conv: ConvShape  # per group
+    groups: int = 1  # grouped convolution: count = batch x groups, one filter bank per group
+    bn: bool = False  # a folded BatchNorm (SDP's per-kernel scale)
+    image_input: bool = False  # the conv core's image-input mode (pixel formats, <= 4 channels)
+
+
+@dataclass(frozen=True)
+class PoolAttrs:
+    pool: PoolSpec
+    input_whc: tuple[int, int, int]  # input width, height, channels
+
+
+@dataclass(frozen=True)
+class AttentionAttrs:
+    """QK^T (ATTN_SCORES) and PV (ATTN_CONTEXT)."""
+
+    causal: bool = False  # keys after the query are masked (tiles above the diagonal skipped)
+    bias: bool = False  # a per-element operand on the scores (relative-position bias, a padding mask)
+    scale: float = 1.0  # on the scores (1/sqrt(head dim); T5: 1)
+    kv_share: int = 1  # query heads per K/V head (grouped-query attention)
+    kv_groups: int = 1  # decode: K/V groups of a sequence (the cached kernels the heads are read against)
+    cached: bool = False  # decode: K (V^T) read from the cache in weight format
+    relative_shift: bool = False  # XLNet's q . k_r scores, shifted relative to the query
+
+
+@dataclass(frozen=True)
+class SoftmaxAttrs:
+    causal: bool = False
+
+
+@dataclass(frozen=True)
+class NormAttrs:
+    rms: bool = False  # RMSNorm (no mean subtraction), else LayerNorm
+
+
+@dataclass(frozen=True)
+class LutAttrs:
+    func: str  # the one-input function the SDP LUT computes: tanh, SiLU, Erf, Exp, ...
+
+
+@dataclass(frozen=True)
+class RotaryAttrs:
+    head_dim: int
+
+
+class Relayout(enum.Enum):
+    """What a TRANSPOSE moves, which decides the engine that can move it."""
+
+    TRANSPOSE = "transpose"  # a transposed tensor
+    ROLL = "roll"  # Swin's cyclic shift of the window grid: whole pixels
+    K_APPEND = "k_append"  # the new key into the weight-format K cache: one kernel more
+    V_CACHE = "v_cache"  # V into the V^T cache at once (T5's prefill): an element transpose
+    V_APPEND = "v_append"  # the new value into the cached V^T: keys are its channels, an element scatter
+
+
+@dataclass(frozen=True)
+class LayoutAttrs:
+    relayout: Relayout = Relayout.TRANSPOSE
+
+
+@dataclass(frozen=True)
+class HostAttrs:
+    op_type: str = ""  # the ONNX op the host runs (fallback)
+    note: str = ""  # why it runs on the host, for the report
+    flops_per_elem: float = 4.0
+
+
+ATTRS: dict[OpKind, type] = {
+    OpKind.MATMUL: MatmulAttrs,
+    OpKind.CONV: ConvAttrs,
+    OpKind.POOL: PoolAttrs,
+    OpKind.ATTN_SCORES: AttentionAttrs,
+    OpKind.ATTN_CONTEXT: AttentionAttrs,
+    OpKind.SOFTMAX: SoftmaxAttrs,
+    OpKind.LAYERNORM: NormAttrs,
+    OpKind.LUT: LutAttrs,
+    OpKind.ROTARY: RotaryAttrs,
+    OpKind.TRANSPOSE: LayoutAttrs,
+    OpKind.HOST: HostAttrs,
+}
+
+
 @dataclass(frozen=True)
 class Op:
     name: str
@@ -48,7 +155,30 @@ class Op:
     k: int = 0  # reduction dim (matmuls)
     count: int = 1  # independent instances (batch x heads, windows)
     group: str = "other"  # report category: matmul, attention, softmax, layernorm, elementwise, host
-    attrs: dict = field(default_factory=dict, hash=False, compare=False)
+    attrs: Any = field(default=None, hash=False, compare=False)  # ATTRS[kind] (a dict of its fields is converted)
+    model_macs: int | None = None  # the model's own MACs where the op's shape overstates them (banded attention)
+
+    def __post_init__(self) -> None:
+        kind_attrs = ATTRS.get(self.kind, NoAttrs)
+        attrs = {} if self.attrs is None else self.attrs
+        if isinstance(attrs, dict):
+            names = {f.name for f in dataclasses.fields(kind_attrs)}
+            unknown = sorted(set(attrs) - names)
+            if unknown:
+                valid = ", ".join(sorted(names)) or "none"
+                raise NvdlaError(
+                    f"op {self.name!r} ({self.kind.value}): unknown attribute(s) {unknown}; valid: {valid}"
+                )
+            try:
+                attrs = kind_attrs(**attrs)
+            except TypeError as e:
+                raise NvdlaError(f"op {self.name!r} ({self.kind.value}): {e}") from None
+        elif not isinstance(attrs, kind_attrs):
+            raise NvdlaError(
+                f"op {self.name!r} ({self.kind.value}): attributes must be {kind_attrs.__name__}, "
+                f"not {type(attrs).__name__}"
+            )
+        object.__setattr__(self, "attrs", attrs)
 
     @property
     def elements(self) -> int:
@@ -59,13 +189,34 @@ class Op:
         """Elements of the op's static weights: k x n per weight matrix, times the groups of a grouped
         convolution (one filter bank per group); independent of tokens, batch and instances. 0 for ops
         without parameters, and for an ONNX ReduceMean imported as a matmul by a constant ones vector."""
-        if self.kind not in HAS_STATIC_WEIGHTS or self.attrs.get("reduction"):
-            return 0
-        return self.k * self.n * int(self.attrs.get("groups", 1))
+        if self.kind is OpKind.MATMUL:
+            return 0 if self.attrs.reduction else self.k * self.n
+        if self.kind is OpKind.CONV:
+            return self.k * self.n * self.attrs.groups
+        return 0
 
     @property
     def macs(self) -> int:
         return self.m * self.k * self.n * self.count if self.k else 0
+
+    @property
+    def own_macs(self) -> int:
+        """The model's multiply-accumulates of this op (no tile padding, no skipped band)."""
+        return self.macs if self.model_macs is None else self.model_macs
+
+
+def verify(g: nx.DiGraph) -> nx.DiGraph:
+    """Check a front end's graph once: every node an Op under its own name with positive shapes, and the
+    graph's batch recorded; a slip in a front end fails here, naming the op, not deep in a later pass."""
+    for name, data in g.nodes(data=True):
+        op = data.get("op")
+        if not isinstance(op, Op) or op.name != name:
+            raise NvdlaError(f"workload graph {g.graph.get('name')!r}: node {name!r} holds no Op of that name")
+        if min(op.m, op.n, op.count) < 1 or op.k < 0:
+            raise NvdlaError(f"op {name!r} ({op.kind.value}): shape m={op.m} n={op.n} k={op.k} count={op.count}")
+    if not isinstance(g.graph.get("batch"), int):
+        raise NvdlaError(f"workload graph {g.graph.get('name')!r}: no batch recorded")
+    return g
 
 
 class Graph:

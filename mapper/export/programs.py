@@ -60,7 +60,7 @@ def check_layer(layer: str, tasks: list[Task], *, model: str) -> None:
         raise NvdlaError(f"--layer {layer!r}: no such task in {model}; {hint}")
     if found[0].layer is None:
         t = found[0]
-        raise NvdlaError(f"--layer {layer!r} runs on the {t.resource} ({t.note}); it has no NVDLA program")
+        raise NvdlaError(f"--layer {layer!r} runs on the {t.resource.value} ({t.note}); it has no NVDLA program")
 
 
 def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = None, prefix: str = "") -> EmitResult:
@@ -75,7 +75,7 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
     for r in rows:
         t = r.task
         if t.layer is None:
-            out.host.append(f"{t.name} ({t.resource}: {t.note})" if t.note else f"{t.name} ({t.resource})")
+            out.host.append(f"{t.name} ({t.resource.value}: {t.note})" if t.note else f"{t.name} ({t.resource.value})")
             continue
         try:
             seed = zlib.crc32(program_name(t.name).encode())

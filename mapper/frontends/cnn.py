@@ -8,12 +8,11 @@ et al. 2014, Table 1; LRN and auxiliary classifiers omitted).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import networkx as nx
 
-from nvdla_mapper.workload import Graph, Op, OpKind
+from nvdla_mapper.workload import Graph, Op, OpKind, verify
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
 
@@ -46,7 +45,6 @@ class CnnBuilder:
         if c % groups or k % groups:
             raise NvdlaError(f"{name}: channels {c} and kernels {k} must divide into {groups} groups")
         cs = ConvShape.square(w, h, c // groups, k // groups, kernel=size, stride=stride, pad=pad)
-        shape = dataclasses.asdict(cs)
         op = Op(
             name,
             OpKind.CONV,
@@ -55,7 +53,7 @@ class CnnBuilder:
             k=cs.in_c * size * size,
             count=self.batch * groups,
             group="conv",
-            attrs={"conv": shape, "bn": bn, "groups": groups, "image_input": src == self.input[0] and c <= 4},
+            attrs={"conv": cs, "bn": bn, "groups": groups, "image_input": src == self.input[0] and c <= 4},
         )
         out = self.g.add(op, src)
         if act is not None:
@@ -89,7 +87,15 @@ class CnnBuilder:
         spec = PoolSpec(mode, size, size, stride, stride, pad, end, pad, end)
         ow, oh = spec.out_size(w, h)
         out = self.g.add(
-            Op(name, OpKind.POOL, ow * oh, c, count=self.batch, group="pool", attrs={"pool": spec, "in": (w, h, c)}),
+            Op(
+                name,
+                OpKind.POOL,
+                ow * oh,
+                c,
+                count=self.batch,
+                group="pool",
+                attrs={"pool": spec, "input_whc": (w, h, c)},
+            ),
             src,
         )
         return out, ow, oh, c
@@ -141,7 +147,7 @@ def lenet5(batch: int = 1) -> nx.DiGraph:
     x = b.conv("c5", x, 120, 5, act=OpKind.LUT)
     x = b.fc("f6", x, 84, act=OpKind.LUT)
     b.fc("output", x, 10, act=None)
-    return b.g.g
+    return verify(b.g.g)
 
 
 def alexnet(batch: int = 1) -> nx.DiGraph:
@@ -157,7 +163,7 @@ def alexnet(batch: int = 1) -> nx.DiGraph:
     x = b.fc("fc6", x, 4096)
     x = b.fc("fc7", x, 4096)
     b.fc("fc8", x, 1000, act=None)
-    return b.g.g
+    return verify(b.g.g)
 
 
 def _stem(b: CnnBuilder) -> Tensor:
@@ -182,7 +188,7 @@ def resnet18(batch: int = 1) -> nx.DiGraph:
             short = b.conv(f"{p}.down", x, ch, 1, stride=stride, bn=True, act=None) if stride == 2 else x
             x = b.add(f"{p}.add", y, short)
     _head(b, x)
-    return b.g.g
+    return verify(b.g.g)
 
 
 def resnet50(batch: int = 1) -> nx.DiGraph:
@@ -198,7 +204,7 @@ def resnet50(batch: int = 1) -> nx.DiGraph:
             short = b.conv(f"{p}.down", x, 4 * ch, 1, stride=stride, bn=True, act=None) if i == 0 else x
             x = b.add(f"{p}.add", y, short)
     _head(b, x)
-    return b.g.g
+    return verify(b.g.g)
 
 
 # GoogLeNet Table 1: #1x1, #3x3 reduce, #3x3, #5x5 reduce, #5x5, pool proj
@@ -232,7 +238,7 @@ def googlenet(batch: int = 1) -> nx.DiGraph:
         if name in ("3b", "4e"):
             x = b.pool(f"pool_{name}", x, 3, 2, pad=0, pad_end=1)
     _head(b, x)
-    return b.g.g
+    return verify(b.g.g)
 
 
 CNN_PRESETS: dict[str, Callable[[int], nx.DiGraph]] = {

@@ -20,7 +20,7 @@ import networkx as nx
 from nvdla_mapper.frontends.onnx_attention import Consts, find_attention
 from nvdla_mapper.frontends.onnx_fusion import fuse as fuse_patterns
 from nvdla_mapper.frontends.presets import patch_embed_op
-from nvdla_mapper.workload import Graph, Op, OpKind
+from nvdla_mapper.workload import Graph, Op, OpKind, verify
 from nvdla_sim.errors import NvdlaError, ShapeError
 from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
 
@@ -142,11 +142,13 @@ class _Importer:
             v = self.producer.get(site.v_input)
             op = self.out.g.nodes[v]["op"] if v else None
             only_v = op is not None and op.kind is OpKind.MATMUL and self.out.g.out_degree(v) == 1
-            if only_v and not op.attrs.get("im2col"):
-                self.out.g.nodes[v]["op"] = dataclasses.replace(op, attrs={**op.attrs, "feeds_context": True})
+            if only_v and not op.attrs.im2col:
+                self.out.g.nodes[v]["op"] = dataclasses.replace(
+                    op, attrs=dataclasses.replace(op.attrs, feeds_context=True)
+                )
         if len(self.out.g) == 0:
             raise NvdlaError(f"{self.path}: the ONNX graph has no compute nodes")
-        return self.out.g
+        return verify(self.out.g)
 
     def view(self, node, deps: list[str]) -> None:
         """Outputs that are the inputs' elements read in another order or subset (no work of its own)."""
@@ -182,7 +184,7 @@ class _Importer:
         site = self.role.get(node.name)
         if op_t == "BatchNormalization" and deps and out.g.nodes[deps[0]]["op"].kind is OpKind.CONV:
             conv = out.g.nodes[deps[0]]["op"]  # BN folds into the convolution's SDP scale (X2)
-            out.g.nodes[deps[0]]["op"] = dataclasses.replace(conv, attrs={**conv.attrs, "bn": True})
+            out.g.nodes[deps[0]]["op"] = dataclasses.replace(conv, attrs=dataclasses.replace(conv.attrs, bn=True))
             self.producer[node.output[0]] = deps[0]
             return
         lead = math.prod(y[:-2]) if len(y) > 2 else 1
@@ -215,9 +217,8 @@ class _Importer:
         elif op_t in _ELEMENTWISE:
             if op_t in ("Add", "Sub") and len(act_inputs) == 1 and deps and _is_matmul(out, deps[0]):
                 mm = out.g.nodes[deps[0]]["op"]  # bias add: free in the producer's SDP
-                if mm.attrs.get("bias") is False:
-                    attrs = {k: v for k, v in mm.attrs.items() if k != "bias"}
-                    out.g.nodes[deps[0]]["op"] = dataclasses.replace(mm, attrs=attrs)
+                if mm.kind is OpKind.MATMUL and not mm.attrs.bias:
+                    out.g.nodes[deps[0]]["op"] = dataclasses.replace(mm, attrs=dataclasses.replace(mm.attrs, bias=True))
                 self.producer[node.output[0]] = deps[0]
                 return
             kind = _ELEMENTWISE[op_t]
@@ -315,7 +316,7 @@ class _Importer:
             return False
         mm = deps[0]
         op = self.out.g.nodes[mm]["op"]
-        if op.kind is not OpKind.MATMUL or op.attrs.get("im2col") or self.out.g.out_degree(mm):
+        if op.kind is not OpKind.MATMUL or op.attrs.im2col or self.out.g.out_degree(mm):
             return False
         aliases = [k for k, v in self.producer.items() if v == mm]  # the matmul's output and its views
         if any(len(self.consts.consumers.get(k, [])) > 1 for k in aliases):
@@ -397,7 +398,7 @@ def _cnn_op(node, name: str, shapes, shape, path: Path, inits: set[str], *, imag
                 k=cg * r * s_,
                 count=n * groups,
                 group="conv",
-                attrs={"conv": geo, "groups": groups, "image_input": image and cg <= 4 and groups == 1},
+                attrs={"conv": cs, "groups": groups, "image_input": image and cg <= 4 and groups == 1},
             )
         if node.op_type == "GlobalAveragePool":
             spec = PoolSpec(PoolMode.AVG, w, h, 1, 1)
@@ -408,7 +409,7 @@ def _cnn_op(node, name: str, shapes, shape, path: Path, inits: set[str], *, imag
             mode = PoolMode.MAX if node.op_type == "MaxPool" else PoolMode.AVG
             spec = PoolSpec(mode, ks[1], ks[0], st[1], st[0], pads[1], pads[3], pads[0], pads[2])
         ow, oh = spec.out_size(w, h)
-        return Op(name, OpKind.POOL, ow * oh, c, count=n, group="pool", attrs={"pool": spec, "in": (w, h, c)})
+        return Op(name, OpKind.POOL, ow * oh, c, count=n, group="pool", attrs={"pool": spec, "input_whc": (w, h, c)})
     except ShapeError as e:
         raise NvdlaError(f"{path}: node {name!r} ({node.op_type}): {e}") from None
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from nvdla_mapper.workload import Graph, Op, OpKind
+from nvdla_mapper.workload import Graph, Op, OpKind, Relayout, verify
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.layers import MAX_STRIDE
+from nvdla_sim.layers import MAX_STRIDE, ConvShape
 
 
 class Attention(enum.Enum):
@@ -229,7 +229,7 @@ def build_graph(
         last = _norm(g, spec, "dec_final_norm", last, m=dm, n=s0.hidden)
     m_out = batch * (dec_seq or tokens) if spec.decoder_layers else base // spec.stages[-1].token_divisor
     _head(g, spec, last, head, m=m_out, batch=batch)
-    return g.g
+    return verify(g.g)
 
 
 def patch_embed_op(name: str, *, batch: int, image: tuple[int, int], patch: int, channels: int, hidden: int) -> Op:
@@ -243,7 +243,7 @@ def patch_embed_op(name: str, *, batch: int, image: tuple[int, int], patch: int,
                   attrs={"im2col": True})  # fmt: skip
     geo = dict(in_w=w, in_h=h, in_c=channels, out_k=hidden, kernel_w=patch, kernel_h=patch, stride_x=patch,
                stride_y=patch)  # fmt: skip
-    attrs = {"conv": geo, "groups": 1, "image_input": channels <= 4}
+    attrs = {"conv": ConvShape(**geo), "groups": 1, "image_input": channels <= 4}
     return Op(name, OpKind.CONV, grid, hidden, k=channels * patch * patch, count=batch, group="conv", attrs=attrs)
 
 
@@ -325,11 +325,12 @@ def _attention(
         "scale": _score_scale(spec, hd),
         "bias": not cross and (spec.relative == "bias" or (spec.attention is Attention.WINDOW and bool(spec.relative))),
     }
-    if band is not None:
-        attrs["model_macs"] = band
     scores = g.add(
-        Op(f"{p}.qk", OpKind.ATTN_SCORES, rows, keys, k=hd, count=count, group="attention", attrs=attrs), q, k
-    )
+        Op(f"{p}.qk", OpKind.ATTN_SCORES, rows, keys, k=hd, count=count, group="attention", attrs=attrs,
+           model_macs=band),
+        q,
+        k,
+    )  # fmt: skip
     if spec.relative == "xlnet":
         # k_r = R W_r: the relative positional embeddings of 2 x seq positions (klen + qlen, no memory),
         # shared by the batch; then q . k_r per head and the relative shift
@@ -353,11 +354,13 @@ def _attention(
         Op(f"{p}.softmax", OpKind.SOFTMAX, rows, keys, count=count, group="softmax", attrs={"causal": attrs["causal"]}),
         scores,
     )
-    pv_attrs = {"model_macs": band} if band is not None else {"causal": attrs["causal"]}
-    pv_attrs["kv_share"] = share
+    pv_attrs = {"causal": attrs["causal"] and band is None, "kv_share": share}
     ctx = g.add(
-        Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=pv_attrs), probs, v
-    )
+        Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=pv_attrs,
+           model_macs=band),
+        probs,
+        v,
+    )  # fmt: skip
     return g.add(Op(f"{p}.o", OpKind.MATMUL, m_q, st.hidden, k=inner, group="matmul", attrs=out_proj), ctx)
 
 
@@ -396,10 +399,14 @@ def _block(
     h = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden) if pre_norm else x
     shifted = spec.family == "swin" and int(p.rsplit("layer", 1)[-1] or 0) % 2 == 1
     if shifted:  # Swin's shifted windows: a cyclic roll of whole pixels before attention, and back after
-        h = g.add(Op(f"{p}.shift", OpKind.TRANSPOSE, m, st.hidden, group="attention", attrs={"what": "roll"}), h)
+        h = g.add(
+            Op(f"{p}.shift", OpKind.TRANSPOSE, m, st.hidden, group="attention", attrs={"relayout": Relayout.ROLL}), h
+        )
     a = _attention(g, spec, st, f"{p}.attn", h, h, m_q=m, m_kv=m, batch=batch, causal=causal)
     if shifted:
-        a = g.add(Op(f"{p}.unshift", OpKind.TRANSPOSE, m, st.hidden, group="attention", attrs={"what": "roll"}), a)
+        a = g.add(
+            Op(f"{p}.unshift", OpKind.TRANSPOSE, m, st.hidden, group="attention", attrs={"relayout": Relayout.ROLL}), a
+        )
     x = g.add(Op(f"{p}.res1", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
     if not pre_norm:
         x = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden)
@@ -462,7 +469,7 @@ def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int, cross_len: in
         last = _ffn(g, spec, st, p, h, x, m=batch)
     last = _norm(g, spec, f"{prefix}_final_norm", last, m=batch, n=st.hidden)
     _head(g, spec, last, "lm", m=batch, batch=batch)
-    return g.g
+    return verify(g.g)
 
 
 def check_generative(spec: ModelSpec) -> None:
@@ -488,9 +495,11 @@ def t5_prefill_graph(spec: ModelSpec, *, batch: int, prompt: int) -> nx.DiGraph:
         p, nob = f"dec{i}.xattn", {"bias": False}
         k = g.add(Op(f"{p}.k", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
         v = g.add(Op(f"{p}.v", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
-        g.add(Op(f"{p}.k_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"what": "k_append"}), k)
-        g.add(Op(f"{p}.v_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"what": "v_cache"}), v)
-    return g.g
+        g.add(
+            Op(f"{p}.k_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"relayout": Relayout.K_APPEND}), k
+        )
+        g.add(Op(f"{p}.v_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"relayout": Relayout.V_CACHE}), v)
+    return verify(g.g)
 
 
 def _decode_attention(
@@ -513,10 +522,26 @@ def _decode_attention(
         k = g.add(Op(f"{p}.k_rope", OpKind.ROTARY, batch, kv_inner, group="attention", attrs={"head_dim": hd}), k)
     if not cross:
         k = g.add(
-            Op(f"{p}.k_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "k_append"}), k
+            Op(
+                f"{p}.k_append",
+                OpKind.TRANSPOSE,
+                batch,
+                kv_inner,
+                group="kv_cache",
+                attrs={"relayout": Relayout.K_APPEND},
+            ),
+            k,
         )
         v = g.add(
-            Op(f"{p}.v_append", OpKind.TRANSPOSE, batch, kv_inner, group="kv_cache", attrs={"what": "v_append"}), v
+            Op(
+                f"{p}.v_append",
+                OpKind.TRANSPOSE,
+                batch,
+                kv_inner,
+                group="kv_cache",
+                attrs={"relayout": Relayout.V_APPEND},
+            ),
+            v,
         )
     # the query heads of a K/V group run as one layer, as `share` pixels against the group's cached K
     # (resp. V^T) kernels: the cache slice is fetched into CBUF once for the whole group

@@ -53,7 +53,7 @@ def fuse(g: nx.DiGraph, *, has_lut: bool) -> tuple[dict[str, Fused], set[str]]:
                 absorbed.add(nxt)
                 cur, nxt = nxt, _sole_successor(g, nxt)
         if op.kind is OpKind.CONV and takes(nxt, {OpKind.POOL}, 1) and op.count == g.nodes[nxt]["op"].count:
-            pool = g.nodes[nxt]["op"].attrs["pool"]
+            pool = g.nodes[nxt]["op"].attrs.pool
             absorbed.add(nxt)
         if act or residual or pool:
             fused[name] = Fused(activation=act, residual=residual, residual_input=residual_input, pool=pool)

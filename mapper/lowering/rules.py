@@ -13,12 +13,13 @@ Mapping choices (see docs/mapping.md):
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nvdla_mapper.numerics import sparsity
-from nvdla_mapper.workload import Op, OpKind
+from nvdla_mapper.workload import Op, OpKind, Relayout
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, PoolSpec, SdpLayer, SdpSpec
@@ -51,10 +52,12 @@ class HostModel:
         return math.ceil(us * clock_mhz)
 
 
-class Resource:
+class Resource(enum.Enum):
+    """Where a task runs; each runs one task at a time (schedule.py)."""
+
     NVDLA = "nvdla"  # convolution pipeline / SDP / PDP (one hardware layer at a time)
-    BDMA = "bdma"
-    HOST = "host"
+    BDMA = "bdma"  # NVDLA's bridge DMA: copies and re-layouts
+    HOST = "host"  # the CPU: fallbacks, embedding lookups, element scatters
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class Task:
     name: str
     op: str
     group: str
-    resource: str
+    resource: Resource
     count: int = 1
     layer: HwLayer | None = None
     copy_bytes: int = 0  # per instance (BDMA / host copies)
@@ -279,7 +282,7 @@ def causal_bands(op: Op) -> list[tuple[int, int, int]]:
     computes, for each band of CAUSAL_BAND queries, only the keys up to its last query: the tiles above
     the diagonal are fully masked and never run. Anything else is one band of all keys."""
     keys = op.k if op.kind is OpKind.ATTN_CONTEXT else op.n
-    if not op.attrs.get("causal") or op.m != keys or op.m <= CAUSAL_BAND:
+    if not op.attrs.causal or op.m != keys or op.m <= CAUSAL_BAND:
         return [(0, op.m, keys)]
     return [(r, min(CAUSAL_BAND, op.m - r), min(op.m, r + CAUSAL_BAND)) for r in range(0, op.m, CAUSAL_BAND)]
 
@@ -334,19 +337,19 @@ def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMo
 
 def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
     f = ctx.fused.get(op.name, Fused())
-    spec = _fused_sdp(f, ctx, scale=OperandMode.PER_KERNEL if op.attrs.get("bn") else OperandMode.NONE)
+    spec = _fused_sdp(f, ctx, scale=OperandMode.PER_KERNEL if op.attrs.bn else OperandMode.NONE)
     layer = ctx.weighted(
         ConvLayer(
             op.name,
-            ConvShape(**op.attrs["conv"]),
+            op.attrs.conv,
             ctx.precision,
             spec,
             pool=f.pool,
-            image_input=bool(op.attrs.get("image_input")),
+            image_input=op.attrs.image_input,
         )
     )
-    note = f"groups={op.attrs['groups']}" if op.attrs.get("groups", 1) > 1 else ""
-    stored = _stored_weights(layer) * int(op.attrs.get("groups", 1))
+    note = f"groups={op.attrs.groups}" if op.attrs.groups > 1 else ""
+    stored = _stored_weights(layer) * op.attrs.groups
     return [dataclasses.replace(_hw(op, layer, note=note), stored_weight_bytes=stored)]
 
 
@@ -368,17 +371,17 @@ def _stored_weights(layer: ConvLayer) -> int:
 
 
 def lower_pool(op: Op, ctx: LoweringContext) -> list[Task]:
-    w, h, c = op.attrs["in"]
-    return [_hw(op, PdpLayer(op.name, w, h, c, ctx.precision, op.attrs["pool"]), note="PDP from memory")]
+    w, h, c = op.attrs.input_whc
+    return [_hw(op, PdpLayer(op.name, w, h, c, ctx.precision, op.attrs.pool), note="PDP from memory")]
 
 
 def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     f = ctx.fused.get(op.name, Fused())
     spec = _fused_sdp(f, ctx)
-    if op.attrs.get("bias") is False and spec.bias is OperandMode.PER_KERNEL:  # a projection without bias
+    if not op.attrs.bias and spec.bias is OperandMode.PER_KERNEL:  # a projection without bias
         spec = dataclasses.replace(spec, bias=OperandMode.NONE)
     tasks = []
-    if op.attrs.get("feeds_context") and ctx.hw.bdma:
+    if op.attrs.feeds_context and ctx.hw.bdma:
         # V for P V: computed transposed, V^T = W_v^T X^T (W_v^T as the data cube, X as the kernels), so
         # that V^T lands in feature format with keys as channels and BDMA's 32-byte strided copy puts it
         # in weight format (an element transpose of V is beyond BDMA). X reaches weight format the same
@@ -398,7 +401,7 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
                 for layer, stored in _data_cube_weights(op.name, op.n, op.k, op.m, ctx)
             ],
         ]
-    if op.attrs.get("im2col"):
+    if op.attrs.im2col:
         note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
         nbytes = 2 * op.m * op.k * ctx.precision.bytes
         tasks.append(_host_task(op, f"{op.name}.im2col", count=1, flops=0, nbytes=nbytes, note=note))
@@ -417,26 +420,26 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
 def lower_scores(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
     # the causal mask: a per-element operand when SDP's LUT computes the softmax; a host softmax knows
     # the positions and masks as it goes, so the scores need no mask cube at all
-    mask = bool(op.attrs.get("causal")) and ctx.mode("softmax") == "nvdla"
-    extra = OperandMode.PER_ELEMENT if (op.attrs.get("bias") or mask) else OperandMode.NONE
-    scale = OperandMode.NONE if op.attrs.get("scale", 1.0) == 1.0 else OperandMode.REG  # T5: unscaled
+    mask = op.attrs.causal and ctx.mode("softmax") == "nvdla"
+    extra = OperandMode.PER_ELEMENT if (op.attrs.bias or mask) else OperandMode.NONE
+    scale = OperandMode.NONE if op.attrs.scale == 1.0 else OperandMode.REG  # T5: unscaled
     if extra is not OperandMode.NONE and not ctx.has_ew:
         spec = SdpSpec(bias=OperandMode.PER_ELEMENT, scale=scale)
     else:
         spec = SdpSpec(scale=scale, eltwise=extra)
-    if op.attrs.get("cached"):  # a decode step reads the K cache, kept in weight format
+    if op.attrs.cached:  # a decode step reads the K cache, kept in weight format
         per_group = [_hw(op, layer) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, spec)]
         return _heads_choice(op, ctx, per_group, spec, scores=True)
     bpe = ctx.precision.bytes
     # one re-layout per K head: grouped-query heads share theirs
-    kv_count = op.count // int(op.attrs.get("kv_share", 1))
+    kv_count = op.count // op.attrs.kv_share
     tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, kv_count, "K into weight format")]
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         note = "causal: keys past the band's last query skipped" if len(bands) > 1 else ""
         name = _banded(op.name, i, len(bands))
         tasks += [_hw(op, layer, note=note) for layer in matmul_layers(name, rows, op.k, keys, ctx, spec)]
-    if op.attrs.get("relative_shift"):
+    if op.attrs.relative_shift:
         tasks.append(  # one hand-off per layer for all heads (the shift is the same strided re-index)
             _host(
                 op,
@@ -459,7 +462,7 @@ def _heads_choice(op: Op, ctx: LoweringContext, per_group: list[Task], spec: Sdp
     operand) and needs a strided copy: QK^T puts each head's q on its own pixel inside its group's
     channels (a block-diagonal cube, zeroed once: the copy rewrites only the diagonal), PV's output
     keeps each head's block of its own pixel (the diagonal, gathered back into token order)."""
-    groups = int(op.attrs.get("kv_groups", 1))
+    groups = op.attrs.kv_groups
     if groups == 1:
         return Choice((("per sequence", tuple(per_group)),))
     heads, hd, seqs = op.m * groups, (op.k if scores else op.n), op.count // groups
@@ -485,14 +488,14 @@ def _heads_choice(op: Op, ctx: LoweringContext, per_group: list[Task], spec: Sdp
 
 
 def lower_context(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
-    if op.attrs.get("cached"):  # V^T cache in weight format; the softmax's normalisation follows the gather
+    if op.attrs.cached:  # V^T cache in weight format; the softmax's normalisation follows the gather
         per_group = [_hw(op, layer) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, SdpSpec())]
         choice = _heads_choice(op, ctx, per_group, SdpSpec(), scores=False)
         normalize = _context_normalize(op, ctx)
         return Choice(tuple((label, (*tasks, *normalize)) for label, tasks in choice.options))
     bpe = ctx.precision.bytes
     what = "V^T into weight format" + (" (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "")
-    kv_count = op.count // int(op.attrs.get("kv_share", 1))
+    kv_count = op.count // op.attrs.kv_share
     tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
     spec = SdpSpec(bias=OperandMode.PER_KERNEL) if ctx.hw.bdma else SdpSpec()  # V's bias, moved here
     bands = causal_bands(op)
@@ -558,7 +561,7 @@ def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
 def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
     if ctx.mode("layernorm") == "host":
         return [_host(op, op.name, ctx, flops_per_elem=8, note="layernorm on host")]
-    rms = bool(op.attrs.get("rms"))
+    rms = op.attrs.rms
     square = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
     tasks = [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.square", op.m, op.n, ctx, square)]
     tasks += [_hw(op, layer) for layer in matmul_layers(f"{op.name}.sumsq", op.m, op.n, 1, ctx, SdpSpec())]
@@ -582,7 +585,7 @@ def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
 def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
     if op.kind in (OpKind.GELU, OpKind.LUT):
         if not ctx.has_lut:
-            what = "GELU" if op.kind is OpKind.GELU else op.attrs.get("func", "nonlinearity")
+            what = "GELU" if op.kind is OpKind.GELU else op.attrs.func
             return [_host(op, op.name, ctx, flops_per_elem=20, note=f"{what} on host ({ctx.hw.name} has no SDP LUT)")]
         spec = SdpSpec(lut=True)
     elif op.kind is OpKind.RELU:
@@ -602,7 +605,7 @@ def lower_rotary(op: Op, ctx: LoweringContext) -> list[Task]:
     """x cos + rotate_half(x) sin per head. rotate_half swaps each head's two halves (the sign folds into
     the sin table): whole memory atoms when head_dim / 2 fills atoms, so a BDMA copy (the host without
     BDMA); then two SDP passes with per-element cos / sin operands (X stages from B/N-RDMA)."""
-    hd = int(op.attrs.get("head_dim", 64))
+    hd = op.attrs.head_dim
     atom = ctx.hw.memory.memory_atomic_bytes // ctx.precision.bytes
     if (hd // 2) % atom:
         return [
@@ -626,16 +629,17 @@ def lower_layout(op: Op, ctx: LoweringContext) -> list[Task]:
     if op.kind is OpKind.RESHAPE:
         return []  # a view: strides change, no data moves
     nbytes = op.elements * ctx.precision.bytes
-    if op.attrs.get("what") == "k_append":  # one kernel more in the weight-format K cache: whole atoms
+    relayout = op.attrs.relayout
+    if relayout is Relayout.K_APPEND:  # one kernel more in the weight-format K cache: whole atoms
         return [_relayout(op, op.name, nbytes, ctx, 1, "the new K into the weight-format cache")]
-    if op.attrs.get("what") == "v_cache":  # V into the V^T cache at once (T5's prefill): an element transpose
+    if relayout is Relayout.V_CACHE:  # V into the V^T cache at once (T5's prefill): an element transpose
         return [
             _host_task(op, op.name, count=1, flops=0, nbytes=2 * nbytes, note="V^T cache fill: an element transpose")
         ]
-    if op.attrs.get("what") == "v_append":  # keys are the channels of the cached V^T: an element scatter
+    if relayout is Relayout.V_APPEND:  # keys are the channels of the cached V^T: an element scatter
         note = "V^T cache append: an element scatter (keys are channels of the cached V^T)"
         return [_host_task(op, op.name, count=1, flops=0, nbytes=2 * nbytes, note=note)]
-    if op.attrs.get("what") == "roll":  # whole pixels move (all channels of an atom together): a BDMA copy
+    if relayout is Relayout.ROLL:  # whole pixels move (all channels of an atom together): a BDMA copy
         return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "cyclic shift of the window grid")]
     return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "a transposed tensor")]
 
@@ -646,8 +650,8 @@ def lower_host(op: Op, ctx: LoweringContext) -> list[Task]:
             op,
             op.name,
             ctx,
-            flops_per_elem=float(op.attrs.get("flops_per_elem", 4)),
-            note=op.attrs.get("note") or f"unsupported op {op.attrs.get('op_type', '?')} on host (fallback requested)",
+            flops_per_elem=op.attrs.flops_per_elem,
+            note=op.attrs.note or f"unsupported op {op.attrs.op_type or '?'} on host (fallback requested)",
         )
     ]
 

@@ -33,7 +33,7 @@ def trace_spans(result: MapResult) -> list[tuple[str, str, int, int]]:
     for r in result.results:
         t = r.task
         if t.layer is None:
-            spans.append(("BDMA" if t.resource == Resource.BDMA else "host", t.name, r.start, r.end))
+            spans.append(("BDMA" if t.resource is Resource.BDMA else "host", t.name, r.start, r.end))
             continue
         spans.append(("NVDLA layers", t.name, r.start, r.end))
         launch = fixed_latency(t.layer, hw)[0]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
-from nvdla_mapper.lowering.rules import HostModel
+from nvdla_mapper.lowering.rules import HostModel, Resource
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.results import MapResult
 from nvdla_mapper.workload import ops_in_order
@@ -129,7 +129,7 @@ def dram_bytes(res: MapResult) -> int:
     return sum(
         (r.stats.traffic.dram_total * r.task.count) if r.stats else 2 * r.task.copy_bytes * r.task.count
         for r in res.results
-        if r.stats or r.task.resource == "bdma"
+        if r.stats or r.task.resource is Resource.BDMA
     )
 
 
@@ -146,7 +146,7 @@ def roofline_cycles(res: MapResult) -> int:
             busy["nvdla"] += r.task.count * max(
                 r.stats.macs / peak, r.stats.traffic.dram_total / hw.dram_bytes_per_cycle
             )
-        elif r.task.resource == "bdma":
+        elif r.task.resource is Resource.BDMA:
             busy["bdma"] += r.task.count * 2 * r.task.copy_bytes / hw.dram_bytes_per_cycle
         else:
             busy["host"] += r.cycles
@@ -157,7 +157,7 @@ def phase_bound(res: MapResult) -> str:
     """The bound (compute, dram, sdp, cbuf, host) holding the most of a mapped pass's time."""
     time: dict[str, int] = {}
     for r in res.results:
-        key = r.stats.bound.value if r.stats else ("host" if r.task.resource == "host" else "dram")
+        key = r.stats.bound.value if r.stats else ("host" if r.task.resource is Resource.HOST else "dram")
         time[key] = time.get(key, 0) + r.cycles
     return max(time, key=lambda k: time[k]) if time else Bound.COMPUTE.value
 

@@ -102,9 +102,9 @@ def _onnx_cnn(path):
 def test_onnx_cnn_import(tmp_path):
     g = graph_from_onnx(_onnx_cnn(tmp_path / "cnn.onnx"), batch=2)
     ops = {o.name: o for o in ops_in_order(g)}
-    assert ops["conv1"].kind is OpKind.CONV and ops["conv1"].attrs["bn"] and "bn1" not in ops
+    assert ops["conv1"].kind is OpKind.CONV and ops["conv1"].attrs.bn and "bn1" not in ops
     assert ops["conv1"].macs == 2 * 16 * 16 * 16 * 27
-    assert ops["pool"].kind is OpKind.POOL and ops["pool"].attrs["in"] == (16, 16, 16)
+    assert ops["pool"].kind is OpKind.POOL and ops["pool"].attrs.input_whc == (16, 16, 16)
     res = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=2, seq=0)
     names = [r.task.name for r in res.results]
     assert "conv2" in names and "residual" not in names and "pool" not in names  # add+relu+pool fused
@@ -150,10 +150,10 @@ def test_resnet_conv1_uses_image_mode_and_stripes_stay_in_rows():
 
     g = CNN_PRESETS["resnet50"](1)
     conv1 = next(o for o in ops_in_order(g) if o.name == "conv1")
-    assert conv1.attrs["image_input"]
+    assert conv1.attrs.image_input
     others = [o for o in ops_in_order(g) if o.kind is OpKind.CONV and o.name != "conv1"]
-    assert not any(o.attrs["image_input"] for o in others)
-    layer = ConvLayer("conv1", ConvShape(**conv1.attrs["conv"]), Precision.INT8, image_input=True)
+    assert not any(o.attrs.image_input for o in others)
+    layer = ConvLayer("conv1", conv1.attrs.conv, Precision.INT8, image_input=True)
     assert channel_ops_per_stripe(layer, load_config("nv_full")) == 7  # C' = 3 x 7 = 21, no post-extension
     assert image_stripes(112, 2) == (64, 48, 64, 48)
     with pytest.raises(Exception, match="up to 4 channels"):

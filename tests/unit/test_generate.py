@@ -212,4 +212,4 @@ def test_decode_attention_picks_the_faster_of_per_group_and_fused_heads():
     step = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=8, seq=100)
     qk_rows = [r for r in step.results if r.task.op == "layer0.attn.qk"]
     assert [r.task.resource for r in qk_rows] == [Resource.BDMA, Resource.NVDLA] and qk_rows[1].task.count == 8
-    assert step.model_macs == sum(int(o.attrs.get("model_macs", o.macs)) for o in ops_in_order(g))
+    assert step.model_macs == sum(o.own_macs for o in ops_in_order(g))

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from nvdla_mapper.frontends.onnx_attention import _is_causal
 from nvdla_mapper.frontends.onnx_import import graph_from_onnx
-from nvdla_mapper.workload import OpKind, ops_in_order
+from nvdla_mapper.workload import MatmulAttrs, OpKind, ops_in_order
 from nvdla_sim.errors import NvdlaError
 
 S, H, HEADS = 16, 32, 2
@@ -111,12 +111,12 @@ def test_attention_becomes_the_preset_layers(tmp_path, mask, where_form, want):
     assert kinds == [OpKind.MATMUL] * 3 + [OpKind.ATTN_SCORES, OpKind.SOFTMAX, OpKind.ATTN_CONTEXT, OpKind.MATMUL]
     qk = next(o for o in ops if o.kind is OpKind.ATTN_SCORES)
     assert (qk.m, qk.n, qk.k, qk.count) == (S, S, D, HEADS)
-    assert qk.attrs["scale"] == pytest.approx(1 / math.sqrt(D))
-    assert qk.attrs["causal"] is (want == "causal") and qk.attrs["bias"] is (want == "bias")
+    assert qk.attrs.scale == pytest.approx(1 / math.sqrt(D))
+    assert qk.attrs.causal is (want == "causal") and qk.attrs.bias is (want == "bias")
     pv = next(o for o in ops if o.kind is OpKind.ATTN_CONTEXT)
     assert (pv.m, pv.n, pv.k, pv.count) == (S, D, S, HEADS)
     v = next(o for o in ops if o.name == "v_proj")
-    assert v.attrs == {"bias": False, "feeds_context": True}  # V^T computed directly, as the preset does
+    assert v.attrs == MatmulAttrs(bias=False, feeds_context=True)  # V^T computed directly, as the preset does
     assert wg.graph["onnx_fusions"]["attention"] == 1
 
 
@@ -176,10 +176,10 @@ def test_the_attention_op_becomes_the_preset_layers(tmp_path, three_d, kv_heads,
     qk, sm, pv = ops[3:6]
     keys = S + past
     assert (qk.m, qk.n, qk.k, qk.count) == (S, keys, D, HEADS) and (pv.m, pv.n, pv.k) == (S, D, keys)
-    assert qk.attrs["kv_share"] == pv.attrs["kv_share"] == HEADS // kv_heads
-    assert qk.attrs["causal"] is sm.attrs["causal"] is bool(causal)
-    assert qk.attrs["scale"] == pytest.approx(1 / math.sqrt(D))
-    assert ops[2].attrs.get("feeds_context")
+    assert qk.attrs.kv_share == pv.attrs.kv_share == HEADS // kv_heads
+    assert qk.attrs.causal is sm.attrs.causal is bool(causal)
+    assert qk.attrs.scale == pytest.approx(1 / math.sqrt(D))
+    assert ops[2].attrs.feeds_context
 
 
 def test_an_attention_op_with_softcap_is_refused_in_one_line(tmp_path):

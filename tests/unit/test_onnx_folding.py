@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from nvdla_mapper.frontends.onnx_import import graph_from_onnx
-from nvdla_mapper.workload import OpKind, ops_in_order
+from nvdla_mapper.workload import MatmulAttrs, OpKind, ops_in_order
 from nvdla_sim.errors import NvdlaError
 
 H, HEADS = 64, 4
@@ -162,13 +162,11 @@ def test_rmsnorm_fuses_and_a_channel_split_is_a_strided_read(tmp_path):
     wg = graph_from_onnx(path, batch=1, seq=16)
     ops = list(ops_in_order(wg))
     norms = [o for o in ops if o.kind is OpKind.LAYERNORM]
-    assert (
-        len(norms) == 1 and norms[0].attrs["rms"] and wg.graph["onnx_fusions"] == {"rmsnorm": 1, "split_projection": 1}
-    )
+    assert len(norms) == 1 and norms[0].attrs.rms and wg.graph["onnx_fusions"] == {"rmsnorm": 1, "split_projection": 1}
     # the fused projection's only use is the Split: one layer per piece (weights split at compile time)
     pieces = [o for o in ops if o.kind is OpKind.MATMUL]
     assert [o.name for o in pieces] == ["c_attn.0", "c_attn.1", "c_attn.2", "out"]
-    assert [(o.m, o.k, o.n) for o in pieces[:3]] == [(16, H, H)] * 3 and pieces[0].attrs == {"bias": False}
+    assert [(o.m, o.k, o.n) for o in pieces[:3]] == [(16, H, H)] * 3 and pieces[0].attrs == MatmulAttrs(bias=False)
     assert not any(o.kind is OpKind.HOST for o in ops)
     bad = tmp_path / "split0.onnx"
     g2 = helper.make_graph([n("Split", ["x", "s2"], ["a", "b"], axis=0, name="rows")], "s",

@@ -12,6 +12,7 @@ from nvdla_cli.main import main
 from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.frontends.presets import build_graph, preset
 from nvdla_mapper.frontends.resolve import model_graph
+from nvdla_mapper.lowering.rules import Resource
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.generate import kv_bytes_per_token, weight_bytes
 from nvdla_mapper.workload import ops_in_order
@@ -199,8 +200,23 @@ def test_fp16_scores_are_not_sent_through_the_int8_exp_table():
     g = build_graph(preset("bert-base"), seq=32)
     res = map_model(g, hw, precision=Precision.FP16)
     softmax = [r for r in res.results if r.task.op.endswith("attn.softmax")]
-    assert softmax and all(r.task.resource == "host" for r in softmax)
+    assert softmax and all(r.task.resource is Resource.HOST for r in softmax)
     int8 = map_model(g, hw, precision=Precision.INT8)
-    assert all(r.task.resource == "nvdla" for r in int8.results if r.task.op.endswith("attn.softmax"))
+    assert all(r.task.resource is Resource.NVDLA for r in int8.results if r.task.op.endswith("attn.softmax"))
     with pytest.raises(NvdlaError, match="covers INT8 scores only"):
         map_model(g, hw, precision=Precision.FP16, softmax="nvdla")
+
+
+def test_op_attributes_are_typed_per_kind():
+    """A front end's typo in an attribute fails where the op is built, naming it and the valid fields,
+    instead of silently taking a default (issue #26: lowering read two dozen attrs with .get(default))."""
+    from nvdla_mapper.workload import MatmulAttrs, Op, OpKind, Relayout
+
+    with pytest.raises(NvdlaError, match=r"op 'x\.q' \(matmul\): unknown attribute\(s\) \['bais'\]; valid: bias, "):
+        Op("x.q", OpKind.MATMUL, 4, 4, k=4, attrs={"bais": False})
+    with pytest.raises(NvdlaError, match="attributes must be LayoutAttrs, not MatmulAttrs"):
+        Op("x.t", OpKind.TRANSPOSE, 4, 4, attrs=MatmulAttrs())
+    with pytest.raises(NvdlaError, match=r"op 'x\.r' \(rotary\).*head_dim"):
+        Op("x.r", OpKind.ROTARY, 4, 4)  # a rotary embedding needs its head dim: no default to fall back on
+    op = Op("x.k", OpKind.TRANSPOSE, 4, 4, attrs={"relayout": Relayout.K_APPEND})
+    assert op.attrs.relayout is Relayout.K_APPEND and Op("x.m", OpKind.MATMUL, 2, 3, k=5).attrs.bias is True

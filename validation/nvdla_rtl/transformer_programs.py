@@ -103,7 +103,7 @@ def _host_row(res: MapResult) -> dict:
     host = [
         {
             "task": r.task.name,
-            "resource": r.task.resource,
+            "resource": r.task.resource.value,
             "cycles": r.cycles,
             "count": r.task.count,
             "note": r.task.note,
