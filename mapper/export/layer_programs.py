@@ -35,7 +35,17 @@ from nvdla_sim.engine.tiling import TilePlan, default_plan, row_tiles
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import ConvLayer, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import Operation, SdpOperand, SdpStageCfg, SdpStream, Surface
+from nvdla_sim.program.decode import (
+    AluAlgo,
+    OperandSource,
+    OperandUse,
+    Operation,
+    Rdma,
+    SdpOperand,
+    SdpStageCfg,
+    SdpStream,
+    Surface,
+)
 from nvdla_sim.program.emit import (
     Alloc,
     TraceProgram,
@@ -166,30 +176,55 @@ def _sdp_parts(
         addr = alloc.take(2 * k)
         b = rng.integers(-(2**12), 2**12, k).astype("<i2")
         inputs.append((addr, b.view(np.uint8)))
-        streams.append(SdpStream("brdma", "per_kernel", 2, addr, use="alu"))
+        streams.append(SdpStream(Rdma.BRDMA, OperandMode.PER_KERNEL, 2, addr, use=OperandUse.ALU))
         shift = _acc_shift(acc_std, 2**12 / math.sqrt(3))
-        x1 = SdpStageCfg(SdpOperand("mem", 0, shift, "per_kernel", 2), "sum", None, False, spec.relu)
+        x1 = SdpStageCfg(
+            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_KERNEL, 2), AluAlgo.SUM, None, False, spec.relu
+        )
     elif spec.bias is OperandMode.PER_ELEMENT:
         surf = place(alloc, w, h, k, p, hw)
         inputs.append((surf.addr, feature_bytes(_rand(rng, (h, w, k), p), surf, p, hw)))
         streams.append(
-            SdpStream("brdma", "per_element", p.bytes, surf.addr, surf.line_stride, surf.surface_stride, use="alu")
+            SdpStream(
+                Rdma.BRDMA,
+                OperandMode.PER_ELEMENT,
+                p.bytes,
+                surf.addr,
+                surf.line_stride,
+                surf.surface_stride,
+                use=OperandUse.ALU,
+            )
         )
         shift = _acc_shift(acc_std, RANGES[p].std)
-        x1 = SdpStageCfg(SdpOperand("mem", 0, shift, "per_element", p.bytes), "sum", None, False, spec.relu)
+        x1 = SdpStageCfg(
+            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, p.bytes),
+            AluAlgo.SUM,
+            None,
+            False,
+            spec.relu,
+        )
     elif spec.bias is OperandMode.REG:
-        x1 = SdpStageCfg(SdpOperand("reg", int(rng.integers(-512, 512)), 0), "sum", None, False, spec.relu)
+        x1 = SdpStageCfg(
+            SdpOperand(OperandSource.REG, int(rng.integers(-512, 512)), 0), AluAlgo.SUM, None, False, spec.relu
+        )
     elif spec.relu:
-        x1 = SdpStageCfg(None, "sum", None, False, True)
+        x1 = SdpStageCfg(None, AluAlgo.SUM, None, False, True)
     if spec.scale is OperandMode.REG:
-        x2 = SdpStageCfg(None, "sum", SdpOperand("reg", SCORE_SCALE, 0), False, False, mul_shift=8)
+        x2 = SdpStageCfg(None, AluAlgo.SUM, SdpOperand(OperandSource.REG, SCORE_SCALE, 0), False, False, mul_shift=8)
         std = std * SCORE_SCALE / 256
     elif spec.scale is OperandMode.PER_KERNEL:
         addr = alloc.take(2 * k)
         m = rng.integers(2**14, 2**15, k).astype("<i2")
         inputs.append((addr, m.view(np.uint8)))
-        streams.append(SdpStream("nrdma", "per_kernel", 2, addr, use="mul"))
-        x2 = SdpStageCfg(None, "sum", SdpOperand("mem", 0, 0, "per_kernel", 2), False, False, mul_shift=15)
+        streams.append(SdpStream(Rdma.NRDMA, OperandMode.PER_KERNEL, 2, addr, use=OperandUse.MUL))
+        x2 = SdpStageCfg(
+            None,
+            AluAlgo.SUM,
+            SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_KERNEL, 2),
+            False,
+            False,
+            mul_shift=15,
+        )
         std = std * 0.75
     elif spec.scale is OperandMode.PER_ELEMENT:
         raise TraceError("a per-element SDP multiplier (X2 from memory, per element) is not emitted")

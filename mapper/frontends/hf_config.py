@@ -97,7 +97,11 @@ def from_hf_config(path: str | Path) -> ModelSpec:
         raise NvdlaError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(cfg, dict):
         raise NvdlaError(f"{path}: a config.json holds a JSON object of fields, not a {type(cfg).__name__}")
-    spec = _spec_from_hf(path, cfg)
+    try:
+        spec = _spec_from_hf(path, cfg)
+    except NvdlaError as e:  # a shape check of the spec: name the file, as the field errors do
+        msg = str(e)
+        raise NvdlaError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
     labels = cfg.get("id2label")  # a classifier's outputs (save_pretrained writes id2label, not num_labels)
     labels = len(labels) if isinstance(labels, dict) and labels else cfg.get("num_labels")
     if labels is not None:

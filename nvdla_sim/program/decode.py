@@ -16,6 +16,7 @@ what validation/data rows store) and `from_description()` to rebuild it without 
 from __future__ import annotations
 
 import dataclasses
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,46 @@ from nvdla_sim.program.trace_io import Program, RegWrite
 from nvdla_sim.units.lut import LE_ENTRIES, LO_ENTRIES, IndexMode, LutParams, LutTable, Table
 
 _PRECISIONS = {0: Precision.INT8, 1: Precision.INT16, 2: Precision.FP16}
-_STREAM_USE = {0: "mul", 1: "alu", 2: "both"}  # D_BRDMA_CFG_0.BRDMA_DATA_USE (NVDLA_SDP_RDMA.rdl)
+
+
+class OperandSource(enum.Enum):
+    """D_DP_{BS,BN}_{ALU,MUL}_CFG_0.SRC: a register value, or a stream from memory (an SDP RDMA)."""
+
+    REG = "reg"
+    MEM = "mem"
+
+
+class Rdma(enum.Enum):
+    """The SDP read DMAs: B (X1 operands), N (X2 operands), E (the element-wise unit's operand)."""
+
+    BRDMA = "brdma"
+    NRDMA = "nrdma"
+    ERDMA = "erdma"
+
+    @property
+    def tag(self) -> str:
+        return self.value[0].upper()
+
+
+class OperandUse(enum.Enum):
+    """D_{B,N,E}RDMA_CFG_0.DATA_USE: which operand(s) of the stage a stream feeds."""
+
+    MUL = "mul"
+    ALU = "alu"
+    BOTH = "both"
+
+
+class AluAlgo(enum.Enum):
+    """D_DP_{BS,BN}_CFG_0.ALU_ALGO (the register's names; the arithmetic is units.sdp.AluOp)."""
+
+    MAX = "max"
+    MIN = "min"
+    SUM = "sum"
+
+
+_STREAM_USE = {0: OperandUse.MUL, 1: OperandUse.ALU, 2: OperandUse.BOTH}  # DATA_USE (NVDLA_SDP_RDMA.rdl)
+_ALU_ALGO = {0: AluAlgo.MAX, 1: AluAlgo.MIN, 2: AluAlgo.SUM}
+_POOL_METHOD = {0: PoolMode.AVG, 1: PoolMode.MAX, 2: PoolMode.MIN}  # D_OPERATION_MODE_CFG_0.POOLING_METHOD
 
 
 @dataclass(frozen=True)
@@ -46,10 +86,10 @@ class Surface:
 class SdpOperand:
     """One X1/X2 ALU or MUL operand: a register value or a stream from memory (B/N RDMA)."""
 
-    source: str  # "reg" or "mem"
+    source: OperandSource
     value: int = 0  # register operand (signed 16-bit)
     shift: int = 0  # ALU left shift / MUL right shift (truncate)
-    mode: str = "per_kernel"  # "per_kernel" or "per_element" for memory operands
+    mode: OperandMode = OperandMode.PER_KERNEL  # PER_KERNEL or PER_ELEMENT for memory operands
     size_bytes: int = 1
 
 
@@ -58,13 +98,13 @@ class SdpStream:
     """An operand stream of B/N/E-RDMA: per-kernel (1x1xC) or per-element (a W x H x C cube) operands, one
     or two components (ALU and/or MUL, packed in pairs when both) of 1 or 2 bytes (doc/hw/format.rst)."""
 
-    rdma: str  # "brdma", "nrdma", "erdma"
-    mode: str  # "per_kernel" or "per_element"
+    rdma: Rdma
+    mode: OperandMode  # PER_KERNEL or PER_ELEMENT
     size_bytes: int
     addr: int
     line_stride: int = 0
     surface_stride: int = 0
-    use: str = "alu"  # "alu", "mul" or "both"
+    use: OperandUse = OperandUse.ALU
 
 
 @dataclass(frozen=True)
@@ -72,7 +112,7 @@ class SdpStageCfg:
     """X1 (BS) or X2 (BN) stage registers."""
 
     alu: SdpOperand | None  # None: ALU bypassed
-    alu_algo: str  # "max", "min", "sum"
+    alu_algo: AluAlgo
     mul: SdpOperand | None
     prelu: bool
     relu: bool
@@ -135,7 +175,7 @@ class PdpOp:
     channels: int
     out_w: int
     out_h: int
-    method: str  # "avg", "max", "min"
+    method: PoolMode
     kernel_w: int
     kernel_h: int
     stride_x: int
@@ -325,17 +365,20 @@ def _stage(sdp: _Regs, rdma: _Regs, tag: str, rdma_tag: str) -> SdpStageCfg | No
     if sdp.f(cfg, "BYPASS"):
         return None
     rdma_cfg = f"D_{rdma_tag}RDMA_CFG_0"
-    stream_mode = "per_element" if rdma.f(rdma_cfg, "DATA_MODE") else "per_kernel"
+    stream_mode = OperandMode.PER_ELEMENT if rdma.f(rdma_cfg, "DATA_MODE") else OperandMode.PER_KERNEL
     stream_size = 2 if rdma.f(rdma_cfg, "DATA_SIZE") else 1
 
     def operand(kind: str) -> SdpOperand:
         c = f"D_DP_{tag}_{kind}_CFG_0"
         v = f"D_DP_{tag}_{kind}_SRC_VALUE_0"
         if not sdp.f(c, "SRC"):  # a register operand: one 16-bit value for the whole layer
-            return SdpOperand("reg", signed(sdp.f(v, "OPERAND"), 16), sdp.f(c, "SHIFT"), "per_kernel", 2)
-        return SdpOperand("mem", signed(sdp.f(v, "OPERAND"), 16), sdp.f(c, "SHIFT"), stream_mode, stream_size)
+            value = signed(sdp.f(v, "OPERAND"), 16)
+            return SdpOperand(OperandSource.REG, value, sdp.f(c, "SHIFT"), OperandMode.PER_KERNEL, 2)
+        return SdpOperand(
+            OperandSource.MEM, signed(sdp.f(v, "OPERAND"), 16), sdp.f(c, "SHIFT"), stream_mode, stream_size
+        )
 
-    algo = {0: "max", 1: "min", 2: "sum"}.get(sdp.f(cfg, "ALU_ALGO"), "sum")
+    algo = _ALU_ALGO.get(sdp.f(cfg, "ALU_ALGO"), AluAlgo.SUM)
     return SdpStageCfg(
         alu=None if sdp.f(cfg, "ALU_BYPASS") else operand("ALU"),
         alu_algo=algo,
@@ -360,8 +403,8 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
     x2 = _stage(sdp, rdma, "BN", "N")
     ew_enabled = not sdp.f("D_DP_EW_CFG_0", "BYPASS")
     used = {
-        "B": x1 is not None and any(o is not None and o.source == "mem" for o in (x1.alu, x1.mul)),
-        "N": x2 is not None and any(o is not None and o.source == "mem" for o in (x2.alu, x2.mul)),
+        "B": x1 is not None and any(o is not None and o.source is OperandSource.MEM for o in (x1.alu, x1.mul)),
+        "N": x2 is not None and any(o is not None and o.source is OperandSource.MEM for o in (x2.alu, x2.mul)),
         "E": ew_enabled,
     }
     streams = []
@@ -370,13 +413,13 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
         if used[tag] and not rdma.f(cfg, "DISABLE"):
             streams.append(
                 SdpStream(
-                    rdma=f"{tag.lower()}rdma",
-                    mode="per_element" if rdma.f(cfg, "DATA_MODE") else "per_kernel",
+                    rdma=Rdma(f"{tag.lower()}rdma"),
+                    mode=OperandMode.PER_ELEMENT if rdma.f(cfg, "DATA_MODE") else OperandMode.PER_KERNEL,
                     size_bytes=2 if rdma.f(cfg, "DATA_SIZE") else 1,
                     addr=rdma.addr(f"D_{regs}_BASE_ADDR_LOW_0", f"D_{regs}_BASE_ADDR_HIGH_0"),
                     line_stride=rdma.f(f"D_{regs}_LINE_STRIDE_0", "STRIDE"),
                     surface_stride=rdma.f(f"D_{regs}_SURFACE_STRIDE_0", "STRIDE"),
-                    use=_STREAM_USE.get(rdma.f(cfg, "DATA_USE"), "alu"),
+                    use=_STREAM_USE.get(rdma.f(cfg, "DATA_USE"), OperandUse.ALU),
                 )
             )
     proc_prec = _precision(sdp.f("D_DATA_FORMAT_0", "PROC_PRECISION"), "SDP.D_DATA_FORMAT_0.PROC_PRECISION")
@@ -424,7 +467,7 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
 
 def _pdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> PdpOp:
     pdp, rdma = _regs(snap, "NVDLA_PDP"), _regs(snap, "NVDLA_PDP_RDMA")
-    method = {0: "avg", 1: "max", 2: "min"}.get(pdp.f("D_OPERATION_MODE_CFG_0", "METHOD"))
+    method = _POOL_METHOD.get(pdp.f("D_OPERATION_MODE_CFG_0", "METHOD"))
     if method is None:
         raise TraceError(f"{name}: PDP.D_OPERATION_MODE_CFG_0.POOLING_METHOD must be 0 (average), 1 (max) or 2 (min)")
     k = "D_POOLING_KERNEL_CFG_0"
@@ -501,6 +544,9 @@ def _cdp(name: str, snap: dict[str, dict[str, int]]) -> CdpOp:
 # ---- descriptions (plain data) ---------------------------------------------------------------------
 
 _KINDS: dict[str, type] = {"conv": ConvOp, "sdp": SdpOp, "pdp": PdpOp, "cdp": CdpOp}
+_ENUM_FIELDS: dict[str, type[enum.Enum]] = {
+    "source": OperandSource, "mode": OperandMode, "alu_algo": AluAlgo, "method": PoolMode,
+}  # fmt: skip
 _NESTED: dict[str, type] = {
     "shape": ConvShape,
     "data": Surface,
@@ -523,7 +569,7 @@ def describe(op: Operation) -> dict[str, Any]:
 
 
 def _plain(v: Any) -> Any:
-    if isinstance(v, Precision):
+    if isinstance(v, enum.Enum):  # Precision and the register enums: their values are the stored names
         return v.value
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items()}
@@ -553,6 +599,8 @@ def _build(cls: type, d: dict[str, Any]) -> Any:
             kwargs[f.name] = _build(_NESTED[f.name], v)
         elif f.name.endswith("precision") or f.name == "precision":
             kwargs[f.name] = Precision(v)
+        elif f.name in _ENUM_FIELDS:
+            kwargs[f.name] = _ENUM_FIELDS[f.name](v)
         elif f.name == "operand_streams":
             kwargs[f.name] = tuple(_stream(x) for x in v)
         elif isinstance(v, list):
@@ -564,7 +612,11 @@ def _build(cls: type, d: dict[str, Any]) -> Any:
 
 def _stream(v: dict | list) -> SdpStream:
     """An SdpStream from its description (a dict; older data rows store [rdma, mode, bytes, addr])."""
-    return SdpStream(**v) if isinstance(v, dict) else SdpStream(*v)
+    d = dict(v) if isinstance(v, dict) else dict(zip(("rdma", "mode", "size_bytes", "addr"), v, strict=False))
+    d["rdma"], d["mode"] = Rdma(d["rdma"]), OperandMode(d["mode"])
+    if "use" in d:
+        d["use"] = OperandUse(d["use"])
+    return SdpStream(**d)
 
 
 # ---- hardware layers for the timing model -----------------------------------------------------------
@@ -579,9 +631,7 @@ def sdp_spec(op: SdpOp) -> SdpSpec:
         o = getattr(stage, which)
         if o is None:
             return OperandMode.NONE
-        if o.source == "reg":
-            return OperandMode.REG
-        return OperandMode.PER_ELEMENT if o.mode == "per_element" else OperandMode.PER_KERNEL
+        return OperandMode.REG if o.source is OperandSource.REG else o.mode
 
     bias = mode(op.x1, "alu")
     if bias is OperandMode.NONE:
@@ -594,7 +644,7 @@ def sdp_spec(op: SdpOp) -> SdpSpec:
         scale=scale,
         relu=bool(op.x1 and op.x1.relu),
         eltwise=OperandMode.PER_ELEMENT
-        if op.ew_enabled and any(s.rdma == "erdma" for s in op.operand_streams)
+        if op.ew_enabled and any(s.rdma is Rdma.ERDMA for s in op.operand_streams)
         else OperandMode.REG
         if op.ew_enabled
         else OperandMode.NONE,
@@ -605,7 +655,7 @@ def sdp_spec(op: SdpOp) -> SdpSpec:
 
 def pool_spec(op: PdpOp) -> PoolSpec:
     return PoolSpec(
-        mode={"avg": PoolMode.AVG, "max": PoolMode.MAX, "min": PoolMode.MIN}[op.method],
+        mode=op.method,
         kernel_w=op.kernel_w,
         kernel_h=op.kernel_h,
         stride_x=op.stride_x,

@@ -20,9 +20,21 @@ import numpy as np
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import ShapeError, TraceError
-from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
+from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import CdpOp, ConvOp, Operation, PdpOp, SdpOp, SdpStageCfg, SdpStream, Surface
+from nvdla_sim.program.decode import (
+    AluAlgo,
+    CdpOp,
+    ConvOp,
+    OperandSource,
+    OperandUse,
+    Operation,
+    PdpOp,
+    SdpOp,
+    SdpStageCfg,
+    SdpStream,
+    Surface,
+)
 from nvdla_sim.program.execute import execute, write_cube
 from nvdla_sim.program.fields import pack
 from nvdla_sim.program.trace_io import SparseMemory, crc32
@@ -31,9 +43,9 @@ from nvdla_sim.units.lut import IndexMode, LutParams, Table
 from nvdla_sim.units.pdp import recip
 
 _PREC = {Precision.INT8: 0, Precision.INT16: 1, Precision.FP16: 2}
-_ALGO = {"max": 0, "min": 1, "sum": 2}
-_METHOD = {"avg": 0, "max": 1, "min": 2}
-_USE = {"mul": 0, "alu": 1, "both": 2}
+_ALGO = {AluAlgo.MAX: 0, AluAlgo.MIN: 1, AluAlgo.SUM: 2}
+_METHOD = {PoolMode.AVG: 0, PoolMode.MAX: 1, PoolMode.MIN: 2}
+_USE = {OperandUse.MUL: 0, OperandUse.ALU: 1, OperandUse.BOTH: 2}
 RAM_MC = 1  # RAM_TYPE: 1 = the memory controller interface (nv_small has no CV SRAM)
 # GLB.S_INTR_MASK as NVIDIA's convolution tests program it: the CDMA data/weight-done interrupts masked
 INTR_MASK = 0x3F03FC
@@ -115,25 +127,30 @@ def _stage_regs(b: _Builder, tag: str, st: SdpStageCfg | None) -> None:
     )
     alu, mul = st.alu, st.mul
     b.reg(
-        "SDP", f"D_DP_{tag}_ALU_CFG_0", SRC=int(alu is not None and alu.source == "mem"), SHIFT=alu.shift if alu else 0
+        "SDP",
+        f"D_DP_{tag}_ALU_CFG_0",
+        SRC=int(alu is not None and alu.source is OperandSource.MEM),
+        SHIFT=alu.shift if alu else 0,
     )
     b.reg("SDP", f"D_DP_{tag}_ALU_SRC_VALUE_0", OPERAND=(alu.value if alu else 0) & 0xFFFF)
-    b.reg("SDP", f"D_DP_{tag}_MUL_CFG_0", SRC=int(mul is not None and mul.source == "mem"), SHIFT=st.mul_shift)
+    b.reg(
+        "SDP", f"D_DP_{tag}_MUL_CFG_0", SRC=int(mul is not None and mul.source is OperandSource.MEM), SHIFT=st.mul_shift
+    )
     b.reg("SDP", f"D_DP_{tag}_MUL_SRC_VALUE_0", OPERAND=(mul.value if mul else 0) & 0xFFFF)
 
 
 def _rdma_cfg(b: _Builder, op: SdpOp, tag: str, regs: str, stage: SdpStageCfg | None) -> None:
-    stream = next((s for s in op.operand_streams if s.rdma == f"{tag.lower()}rdma"), None)
+    stream = next((s for s in op.operand_streams if s.rdma.tag == tag), None)
     operand = None if stage is None else (stage.alu or stage.mul)
-    mode = stream.mode if stream else (operand.mode if operand else "per_kernel")
+    mode = stream.mode if stream else (operand.mode if operand else OperandMode.PER_KERNEL)
     size = stream.size_bytes if stream else (operand.size_bytes if operand else 1)
     b.reg(
         "SDP_RDMA",
         f"D_{tag}RDMA_CFG_0",
         DISABLE=int(stream is None),
-        DATA_USE=_USE[stream.use if stream else "alu"],
+        DATA_USE=_USE[stream.use if stream else OperandUse.ALU],
         DATA_SIZE=int(size == 2),
-        DATA_MODE=int(mode == "per_element"),
+        DATA_MODE=int(mode is OperandMode.PER_ELEMENT),
         RAM_TYPE=RAM_MC,
     )
     if stream is not None:
@@ -482,7 +499,7 @@ def pool_pass(
     """An offline PDP pass over a w x h x c cube with `spec`'s window; `pad_values` are the seven
     pre-multiplied padding registers (n = 1..7 padded elements), used by average pooling."""
     ow, oh = spec.out_size(w, h)
-    method = {PoolMode.AVG: "avg", PoolMode.MAX: "max", PoolMode.MIN: "min"}[spec.mode]
+    method = spec.mode
     return PdpOp(
         w, h, c, ow, oh, method, spec.kernel_w, spec.kernel_h, spec.stride_x, spec.stride_y,
         spec.pad_left, spec.pad_right, spec.pad_top, spec.pad_bottom, tuple(pad_values),

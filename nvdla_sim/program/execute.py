@@ -26,14 +26,18 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import run_conv
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.errors import TraceError
-from nvdla_sim.layers import ConvLayer
+from nvdla_sim.layers import ConvLayer, OperandMode
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
+    AluAlgo,
     CdpOp,
     ConvOp,
     Decoded,
+    OperandSource,
+    OperandUse,
     Operation,
     PdpOp,
+    Rdma,
     SdpOp,
     SdpOperand,
     SdpStageCfg,
@@ -49,7 +53,7 @@ from nvdla_sim.units import sdp as sdp_fn
 from nvdla_sim.units.cdp import LrnParams, lrn
 from nvdla_sim.units.lut import LutParams
 
-_ALU = {"max": sdp_fn.AluOp.MAX, "min": sdp_fn.AluOp.MIN, "sum": sdp_fn.AluOp.ADD}
+_ALU = {AluAlgo.MAX: sdp_fn.AluOp.MAX, AluAlgo.MIN: sdp_fn.AluOp.MIN, AluAlgo.SUM: sdp_fn.AluOp.ADD}
 # PDP padding-value registers: sign bit of the n-element value for INT8 / INT16 data (cmod NV_NVDLA_pdp.cpp
 # int_sign_extend widths for D_POOLING_PADDING_VALUE_1..7)
 _PDP_PAD_BITS = {Precision.INT8: (8, 9, 10, 10, 11, 11, 11), Precision.INT16: (16, 17, 18, 18, 19, 19, 19)}
@@ -116,18 +120,18 @@ def read_dc_weights(
 
 
 def _operand(
-    mem: SparseMemory, stream: SdpStream, which: str, w: int, h: int, cp: int, p: Precision, hw: HwConfig
+    mem: SparseMemory, stream: SdpStream, which: OperandUse, w: int, h: int, cp: int, p: Precision, hw: HwConfig
 ) -> np.ndarray:
     """One SDP operand from memory: [cp] per kernel or [h, w, cp] per element (int16 values)."""
-    comps = 2 if stream.use == "both" else 1
-    if stream.use != "both" and stream.use != which:
+    comps = 2 if stream.use is OperandUse.BOTH else 1
+    if stream.use is not OperandUse.BOTH and stream.use is not which:
         raise TraceError(
-            f"SDP_RDMA.D_{stream.rdma[0].upper()}RDMA_CFG_0.DATA_USE is {stream.use.upper()} but the {which.upper()} "
+            f"SDP_RDMA.D_{stream.rdma.tag}RDMA_CFG_0.DATA_USE is {stream.use.name} but the {which.name} "
             "operand is programmed to come from memory"
         )
     dt = np.dtype("i1") if stream.size_bytes == 1 else np.dtype("<i2")
-    pick = 0 if comps == 1 or which == "alu" else 1  # pairs packed (ALU, MUL) per element
-    if stream.mode == "per_kernel":
+    pick = 0 if comps == 1 or which is OperandUse.ALU else 1  # pairs packed (ALU, MUL) per element
+    if stream.mode is OperandMode.PER_KERNEL:
         vals = mem.read(stream.addr, cp * comps * stream.size_bytes).view(dt).astype(np.int64)
         return vals.reshape(cp, comps)[:, pick]
     epa = elements_per_atom(p, hw)
@@ -148,25 +152,25 @@ def sdp_params(op: SdpOp, mem: SparseMemory, w: int, h: int, cp: int, hw: HwConf
     streams = {s.rdma: s for s in op.operand_streams}
     proc = op.proc_precision
 
-    def value(o: SdpOperand | None, rdma: str, which: str) -> np.ndarray | int | None:
+    def value(o: SdpOperand | None, rdma: Rdma, which: OperandUse) -> np.ndarray | int | None:
         if o is None:
             return None
-        if o.source == "reg":
+        if o.source is OperandSource.REG:
             return o.value
         if rdma not in streams:
-            raise TraceError(f"SDP {which.upper()} operand comes from memory but {rdma.upper()} is disabled")
+            raise TraceError(f"SDP {which.name} operand comes from memory but {rdma.name} is disabled")
         v = _operand(mem, streams[rdma], which, w, h, cp, proc, hw)
         return v.reshape(h * w, cp) if v.ndim == 3 else v
 
-    def stage(cfg: SdpStageCfg | None, rdma: str) -> sdp_fn.Stage | None:
+    def stage(cfg: SdpStageCfg | None, rdma: Rdma) -> sdp_fn.Stage | None:
         if cfg is None:
             return None
         # 6-bit shifters (cmod sdp_hls_wrapper.cpp passes the MUL shift as ACINTF(6))
         return sdp_fn.Stage(
             alu_op=_ALU[cfg.alu_algo],
-            alu_operand=value(cfg.alu, rdma, "alu"),
+            alu_operand=value(cfg.alu, rdma, OperandUse.ALU),
             alu_shift=(cfg.alu.shift if cfg.alu else 0) & 63,
-            mul_operand=value(cfg.mul, rdma, "mul"),
+            mul_operand=value(cfg.mul, rdma, OperandUse.MUL),
             mul_shift=cfg.mul_shift & 63,
             prelu=cfg.prelu and cfg.mul is not None,
             relu=cfg.relu,
@@ -174,7 +178,7 @@ def sdp_params(op: SdpOp, mem: SparseMemory, w: int, h: int, cp: int, hw: HwConf
 
     if op.ew_enabled:
         raise TraceError("SDP element-wise (Y) execution is not modelled bit-exactly; nv_small has no EW unit")
-    x1, x2 = stage(op.x1, "brdma"), stage(op.x2, "nrdma")
+    x1, x2 = stage(op.x1, Rdma.BRDMA), stage(op.x2, Rdma.NRDMA)
     return sdp_fn.SdpParams(
         x1=x1,
         x2=x2,

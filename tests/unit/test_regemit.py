@@ -9,9 +9,21 @@ from hypothesis import strategies as st
 
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import ShapeError
-from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
+from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import CdpOp, PdpOp, SdpOperand, SdpStageCfg, SdpStream, decode_lut, decode_program
+from nvdla_sim.program.decode import (
+    AluAlgo,
+    CdpOp,
+    OperandSource,
+    OperandUse,
+    PdpOp,
+    Rdma,
+    SdpOperand,
+    SdpStageCfg,
+    SdpStream,
+    decode_lut,
+    decode_program,
+)
 from nvdla_sim.program.emit import (
     Alloc,
     conv_layer,
@@ -43,16 +55,16 @@ def _round_trip(prog, tmp_path):
 
 
 @st.composite
-def stages(draw, mode: str):
+def stages(draw, mode: OperandMode):
     def operand(source):  # register operands (per layer); memory operands are tested with their streams
         return SdpOperand(source, draw(st.integers(-(2**15), 2**15 - 1)), draw(st.integers(0, 20)), mode, 2)
 
     if draw(st.booleans()):
         return None
-    alu = operand("reg") if draw(st.booleans()) else None
-    mul = operand("reg") if draw(st.booleans()) else None
+    alu = operand(OperandSource.REG) if draw(st.booleans()) else None
+    mul = operand(OperandSource.REG) if draw(st.booleans()) else None
     return SdpStageCfg(
-        alu, draw(st.sampled_from(["max", "min", "sum"])), mul, draw(st.booleans()) and mul is not None,
+        alu, draw(st.sampled_from(list(AluAlgo))), mul, draw(st.booleans()) and mul is not None,
         draw(st.booleans()), mul_shift=mul.shift if mul else draw(st.integers(0, 8)),
     )  # fmt: skip
 
@@ -60,7 +72,7 @@ def stages(draw, mode: str):
 @SETTINGS
 @given(
     st.integers(1, 12), st.integers(1, 6), st.integers(1, 20), st.integers(1, 20), st.integers(1, 3),
-    st.integers(1, 2), st.integers(0, 1), stages("per_kernel"), stages("per_kernel"),
+    st.integers(1, 2), st.integers(0, 1), stages(OperandMode.PER_KERNEL), stages(OperandMode.PER_KERNEL),
     st.tuples(st.integers(-1000, 1000), st.integers(-300, 300), st.integers(0, 20)),
     st.integers(0, 2**31),
 )  # fmt: skip
@@ -81,14 +93,18 @@ def test_conv_round_trip(tmp_path_factory, w, h, c, k, kernel, stride, pad, x1, 
 
 
 @SETTINGS
-@given(st.integers(1, 12), st.integers(1, 8), st.integers(1, 24), stages("per_kernel"), st.integers(0, 2**31))
+@given(st.integers(1, 12), st.integers(1, 8), st.integers(1, 24), stages(OperandMode.PER_KERNEL), st.integers(0, 2**31))
 def test_offline_sdp_round_trip_with_a_memory_operand(tmp_path_factory, w, h, c, x2, seed):
     a = Alloc()
     src = place(a, w, h, c, P, HW)
     opnd = place(a, w, h, c, P, HW)
     dst = place(a, w, h, c, P, HW)
-    stream = SdpStream("brdma", "per_element", 1, opnd.addr, opnd.line_stride, opnd.surface_stride, "mul")
-    x1 = SdpStageCfg(None, "sum", SdpOperand("mem", 0, 3, "per_element", 1), False, True, mul_shift=3)
+    stream = SdpStream(
+        Rdma.BRDMA, OperandMode.PER_ELEMENT, 1, opnd.addr, opnd.line_stride, opnd.surface_stride, OperandUse.MUL
+    )
+    x1 = SdpStageCfg(
+        None, AluAlgo.SUM, SdpOperand(OperandSource.MEM, 0, 3, OperandMode.PER_ELEMENT, 1), False, True, mul_shift=3
+    )
     op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, x2=x2, cvt=(5, 77, 9), streams=(stream,))
     rng = np.random.default_rng(seed)
     cube = lambda: rng.integers(-128, 128, (h, w, c)).astype(np.int8)  # noqa: E731
@@ -119,7 +135,7 @@ def test_pdp_round_trip(tmp_path_factory, w, h, c, mode, kw, kh, sx, sy, pad_w, 
     rng = np.random.default_rng(seed)
     pads = tuple(int(v) for v in rng.integers(-100, 100, 7))
     op = PdpOp(
-        w, h, c, ow, oh, mode.value, kw, kh, sx, sy, pad_w, pad_w, pad_h, pad_h, tuple(v & 0x7FFFF for v in pads),
+        w, h, c, ow, oh, mode, kw, kh, sx, sy, pad_w, pad_w, pad_h, pad_h, tuple(v & 0x7FFFF for v in pads),
         recip(kw), recip(kh), 1, (0, 0, 0), (0, 0, 0), False, src, dst, P,
     )  # fmt: skip
     x = rng.integers(-128, 128, (h, w, c)).astype(np.int8)

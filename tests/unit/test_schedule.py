@@ -19,7 +19,9 @@ class T:
 def _pair(prod_count, prod_each, host_count, host_each, overhead):
     tasks = [T(prod_count), T(host_count)]
     durations = [prod_count * prod_each, host_count * host_each]
-    return schedule(tasks, durations, [prod_each, host_each], [[], [0]], [Resource.NVDLA, Resource.HOST], host_overhead=overhead)
+    return schedule(
+        tasks, durations, [prod_each, host_each], [[], [0]], [Resource.NVDLA, Resource.HOST], host_overhead=overhead
+    )
 
 
 def test_host_after_one_large_layer_takes_every_instance_in_one_hand_off():

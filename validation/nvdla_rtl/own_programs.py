@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from nvdla_sim.config import HwConfig, load_config
-from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
+from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import CdpOp, SdpOperand, SdpStageCfg, SdpStream
+from nvdla_sim.program.decode import AluAlgo, CdpOp, OperandSource, OperandUse, Rdma, SdpOperand, SdpStageCfg, SdpStream
 from nvdla_sim.program.emit import (
     Alloc,
     TraceProgram,
@@ -71,10 +71,19 @@ def _conv(shape: ConvShape, *, clip: int, bias: bool = False) -> Maker:
             b = rng.integers(-(2**12), 2**12, shape.out_k).astype("<i2")
             inputs.append((baddr, b.view(np.uint8)))
             kw = dict(
-                x1=SdpStageCfg(SdpOperand("mem", 0, 4, "per_kernel", 2), "sum", None, False, False),
-                x2=SdpStageCfg(None, "sum", SdpOperand("reg", 19371, 0, "per_kernel", 2), False, False, mul_shift=8),
+                x1=SdpStageCfg(
+                    SdpOperand(OperandSource.MEM, 0, 4, OperandMode.PER_KERNEL, 2), AluAlgo.SUM, None, False, False
+                ),
+                x2=SdpStageCfg(
+                    None,
+                    AluAlgo.SUM,
+                    SdpOperand(OperandSource.REG, 19371, 0, OperandMode.PER_KERNEL, 2),
+                    False,
+                    False,
+                    mul_shift=8,
+                ),
                 cvt=(0, 1, 14),
-                streams=(SdpStream("brdma", "per_kernel", 2, baddr, use="alu"),),
+                streams=(SdpStream(Rdma.BRDMA, OperandMode.PER_KERNEL, 2, baddr, use=OperandUse.ALU),),
             )
         op, din, waddr, oaddr = conv_layer(shape, P, hw, alloc, clip=clip, **kw)
         x = _i8(rng, (shape.in_h, shape.in_w, shape.in_c))
@@ -107,8 +116,12 @@ def _sdp(w: int, h: int, c: int) -> Maker:
         src = place(a, w, h, c, P, hw)
         opnd = place(a, w, h, c, P, hw)
         dst = place(a, w, h, c, P, hw)
-        stream = SdpStream("brdma", "per_element", 1, opnd.addr, opnd.line_stride, opnd.surface_stride, "alu")
-        x1 = SdpStageCfg(SdpOperand("mem", 0, 0, "per_element", 1), "sum", None, False, True)
+        stream = SdpStream(
+            Rdma.BRDMA, OperandMode.PER_ELEMENT, 1, opnd.addr, opnd.line_stride, opnd.surface_stride, OperandUse.ALU
+        )
+        x1 = SdpStageCfg(
+            SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_ELEMENT, 1), AluAlgo.SUM, None, False, True
+        )
         op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, cvt=(3, 181, 8), streams=(stream,))
         inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, P, hw))]
         inputs.append((opnd.addr, feature_bytes(_i8(rng, (h, w, c)), opnd, P, hw)))
