@@ -38,7 +38,6 @@ class OpKind(enum.Enum):
     HOST = "host"  # explicitly unsupported op run on the host (ONNX fallback)
 
 
-ELEMENTWISE = {OpKind.GELU, OpKind.RELU, OpKind.ADD, OpKind.MUL, OpKind.SCALE}
 # Ops whose second operand is a model parameter read as kernels (a linear layer's weight matrix, a
 # convolution's filters). Attention's QK^T and PV multiply two activations and carry none.
 HAS_STATIC_WEIGHTS = frozenset({OpKind.MATMUL, OpKind.CONV})

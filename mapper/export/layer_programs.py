@@ -44,21 +44,10 @@ from nvdla_sim.program.decode import (
     SdpOperand,
     SdpStageCfg,
     SdpStream,
-    Surface,
 )
-from nvdla_sim.program.emit import (
-    Alloc,
-    TraceProgram,
-    conv_layer,
-    cube_size,
-    dc_weight_bytes,
-    emit_program,
-    feature_bytes,
-    place,
-    pool_pass,
-    sdp_pass,
-)
+from nvdla_sim.program.emit import Alloc, TraceProgram, conv_layer, emit_program, place, pool_pass, sdp_pass
 from nvdla_sim.program.run import operation_timing
+from nvdla_sim.units.memory_format import Surface, cube_size, dc_weight_bytes, feature_image
 
 
 @dataclass(frozen=True)
@@ -183,7 +172,7 @@ def _sdp_parts(
         )
     elif spec.bias is OperandMode.PER_ELEMENT:
         surf = place(alloc, w, h, k, p, hw)
-        inputs.append((surf.addr, feature_bytes(_rand(rng, (h, w, k), p), surf, p, hw)))
+        inputs.append((surf.addr, feature_image(_rand(rng, (h, w, k), p), surf, p, hw)))
         streams.append(
             SdpStream(
                 Rdma.BRDMA,
@@ -281,7 +270,7 @@ def _conv_programs(
         )
         inputs = [
             *parts.inputs,
-            (din.addr, feature_bytes(x[i0:i1], din, layer.precision, hw)),
+            (din.addr, feature_image(x[i0:i1], din, layer.precision, hw)),
             (waddr, dc_weight_bytes(wt, layer.precision, hw)),
         ]
         name = base if len(bands) == 1 else f"{base}_band{i}"
@@ -306,7 +295,7 @@ def _sdp_program(layer: SdpLayer, hw: HwConfig, base: str, rng: np.random.Genera
     scale, shift = requant(parts.out_std * (math.sqrt(2) if parts.x1 and parts.x1.alu else 1.0), p)
     op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=parts.x1, x2=parts.x2, cvt=(0, scale, shift),
                   streams=parts.streams)  # fmt: skip
-    inputs = [(src.addr, feature_bytes(_rand(rng, (h, w, c), p), src, p, hw)), *parts.inputs]
+    inputs = [(src.addr, feature_image(_rand(rng, (h, w, c), p), src, p, hw)), *parts.inputs]
     prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
     return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)
 
@@ -320,6 +309,6 @@ def _pdp_program(layer: PdpLayer, hw: HwConfig, base: str, rng: np.random.Genera
     dst: Surface = place(alloc, ow, oh, c, p, hw)
     # padded positions add zero to an average (max and min pooling skip them, as the hardware does)
     op = pool_pass(w, h, c, spec, src, dst, p, (0,) * 7)
-    inputs = [(src.addr, feature_bytes(_rand(rng, (h, w, c), p), src, p, hw))]
+    inputs = [(src.addr, feature_image(_rand(rng, (h, w, c), p), src, p, hw))]
     prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
     return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)

@@ -90,17 +90,6 @@ def multiplier_to_scale_shift(m: float) -> tuple[int, int]:
     return max(scale, 1), shift
 
 
-@dataclass(frozen=True)
-class LayerQuant:
-    """Scales of one quantized matmul and the SDP program that requantizes its output."""
-
-    s_x: float
-    s_w: np.ndarray  # [K] (per-tensor: all equal)
-    s_y: float
-    sdp: SdpParams
-    granularity: Granularity
-
-
 def requant_sdp(
     s_x: float,
     s_w: np.ndarray,

@@ -29,6 +29,7 @@ from nvdla_sim.program.fields import field as get_field
 from nvdla_sim.program.fields import is_known, signed
 from nvdla_sim.program.trace_io import Program, RegWrite
 from nvdla_sim.units.lut import LE_ENTRIES, LO_ENTRIES, IndexMode, LutParams, LutTable, Table
+from nvdla_sim.units.memory_format import Surface
 
 _PRECISIONS = {0: Precision.INT8, 1: Precision.INT16, 2: Precision.FP16}
 
@@ -71,15 +72,6 @@ class AluAlgo(enum.Enum):
 _STREAM_USE = {0: OperandUse.MUL, 1: OperandUse.ALU, 2: OperandUse.BOTH}  # DATA_USE (NVDLA_SDP_RDMA.rdl)
 _ALU_ALGO = {0: AluAlgo.MAX, 1: AluAlgo.MIN, 2: AluAlgo.SUM}
 _POOL_METHOD = {0: PoolMode.AVG, 1: PoolMode.MAX, 2: PoolMode.MIN}  # D_OPERATION_MODE_CFG_0.POOLING_METHOD
-
-
-@dataclass(frozen=True)
-class Surface:
-    """A feature cube in memory: base address and strides in bytes (doc/hw/format.rst)."""
-
-    addr: int
-    line_stride: int
-    surface_stride: int
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,13 @@ from nvdla_sim.program.decode import (
     SdpOp,
     SdpStageCfg,
     SdpStream,
-    Surface,
 )
-from nvdla_sim.program.execute import execute, write_cube
+from nvdla_sim.program.execute import execute
 from nvdla_sim.program.fields import pack
 from nvdla_sim.program.trace_io import SparseMemory, crc32
 from nvdla_sim.units import cbuf
 from nvdla_sim.units.lut import IndexMode, LutParams, Table
+from nvdla_sim.units.memory_format import Surface, cube_size
 from nvdla_sim.units.pdp import recip
 
 _PREC = {Precision.INT8: 0, Precision.INT16: 1, Precision.FP16: 2}
@@ -432,12 +432,6 @@ def place(alloc: Alloc, w: int, h: int, c: int, p: Precision, hw: HwConfig) -> S
     return surf
 
 
-def cube_size(surf: Surface, c: int, p: Precision, hw: HwConfig) -> int:
-    """Bytes a cube with `c` channels spans from its base address."""
-    epa = hw.memory.memory_atomic_bytes // p.bytes
-    return -(-c // epa) * surf.surface_stride
-
-
 # ---- building operations ----------------------------------------------------------------------------
 
 
@@ -566,28 +560,3 @@ def conv_layer(
         sdp=sdp,
     )
     return op, data, waddr, out.addr
-
-
-def dc_weight_bytes(weights: np.ndarray, p: Precision, hw: HwConfig) -> np.ndarray:
-    """Weights [K, R, S, C] in the direct-convolution weight format (the inverse of read_dc_weights)."""
-    k, kh, kw, c = weights.shape
-    kpg, ac = hw.kernels_per_atomic(p), hw.mac.atomic_c
-    parts = []
-    for g0 in range(0, k, kpg):
-        for c0 in range(0, c, ac):
-            block = weights[g0 : g0 + kpg, :, :, c0 : c0 + ac]  # [g, kh, kw, cc] -> [kh, kw, g, cc]
-            parts.append(np.ascontiguousarray(block.transpose(1, 2, 0, 3)).ravel())
-    flat = np.concatenate(parts).astype({Precision.INT8: "i1", Precision.INT16: "<i2"}[p])
-    return flat.view(np.uint8)
-
-
-def feature_bytes(cube: np.ndarray, surf: Surface, p: Precision, hw: HwConfig) -> np.ndarray:
-    """A cube [H, W, C] as the bytes of its feature-format region (channels padded with zeros)."""
-    h, w, c = cube.shape
-    epa = hw.memory.memory_atomic_bytes // p.bytes
-    cp = -(-c // epa) * epa
-    padded = np.zeros((h, w, cp), cube.dtype)
-    padded[:, :, :c] = cube
-    mem = SparseMemory()
-    write_cube(mem, surf, padded, p, hw)
-    return mem.read(surf.addr, cube_size(surf, c, p, hw))

@@ -42,7 +42,6 @@ from nvdla_sim.program.decode import (
     SdpOperand,
     SdpStageCfg,
     SdpStream,
-    Surface,
     decode_lut,
     pool_spec,
 )
@@ -52,71 +51,12 @@ from nvdla_sim.units import pdp as pdp_fn
 from nvdla_sim.units import sdp as sdp_fn
 from nvdla_sim.units.cdp import LrnParams, lrn
 from nvdla_sim.units.lut import LutParams
+from nvdla_sim.units.memory_format import elements_per_atom, read_cube, read_dc_weights, write_cube
 
 _ALU = {AluAlgo.MAX: sdp_fn.AluOp.MAX, AluAlgo.MIN: sdp_fn.AluOp.MIN, AluAlgo.SUM: sdp_fn.AluOp.ADD}
 # PDP padding-value registers: sign bit of the n-element value for INT8 / INT16 data (cmod NV_NVDLA_pdp.cpp
 # int_sign_extend widths for D_POOLING_PADDING_VALUE_1..7)
 _PDP_PAD_BITS = {Precision.INT8: (8, 9, 10, 10, 11, 11, 11), Precision.INT16: (16, 17, 18, 18, 19, 19, 19)}
-
-
-def _dtype(p: Precision) -> np.dtype:
-    return np.dtype({Precision.INT8: "i1", Precision.INT16: "<i2", Precision.FP16: "<f2"}[p])
-
-
-def elements_per_atom(p: Precision, hw: HwConfig) -> int:
-    return hw.memory.memory_atomic_bytes // p.bytes
-
-
-# ---- memory formats -------------------------------------------------------------------------------
-
-
-def read_cube(mem: SparseMemory, surf: Surface, w: int, h: int, c: int, p: Precision, hw: HwConfig) -> np.ndarray:
-    """Feature cube [h, w, C'] (C' = c rounded up to whole atoms) from memory."""
-    atom = hw.memory.memory_atomic_bytes
-    epa = atom // p.bytes
-    surfaces = math.ceil(c / epa)
-    out = np.zeros((h, w, surfaces * epa), _dtype(p))
-    for s in range(surfaces):
-        for y in range(h):
-            raw = mem.read(surf.addr + s * surf.surface_stride + y * surf.line_stride, w * atom)
-            out[y, :, s * epa : (s + 1) * epa] = raw.view(_dtype(p)).reshape(w, epa)
-    return out
-
-
-def write_cube(mem: SparseMemory, surf: Surface, cube: np.ndarray, p: Precision, hw: HwConfig) -> None:
-    """Write a feature cube [h, w, C'] (C' a multiple of the atom's elements) in whole atoms."""
-    atom = hw.memory.memory_atomic_bytes
-    epa = atom // p.bytes
-    h, w, cp = cube.shape
-    if cp % epa:
-        raise ValueError(f"cube channels {cp} are not whole {epa}-element atoms")
-    data = np.ascontiguousarray(cube.astype(_dtype(p)))
-    for s in range(cp // epa):
-        for y in range(h):
-            mem.write(
-                surf.addr + s * surf.surface_stride + y * surf.line_stride,
-                data[y, :, s * epa : (s + 1) * epa].view(np.uint8).ravel(),
-            )
-
-
-def read_dc_weights(
-    mem: SparseMemory, addr: int, k: int, kh: int, kw: int, c: int, p: Precision, hw: HwConfig
-) -> np.ndarray:
-    """Uncompressed direct-convolution weights [k, kh, kw, c] (format.rst "Basic Weight for Direct
-    Convolution": groups of kernels_per_atomic kernels, C' -> K -> W -> H -> C within a group)."""
-    kpg, ac = hw.kernels_per_atomic(p), hw.mac.atomic_c
-    flat = mem.read(addr, k * kh * kw * c * p.bytes).view(_dtype(p)).astype(np.int64)
-    out = np.zeros((k, kh, kw, c), np.int64)
-    pos = 0
-    for g0 in range(0, k, kpg):
-        g = min(kpg, k - g0)
-        for c0 in range(0, c, ac):
-            cc = min(ac, c - c0)
-            n = kh * kw * g * cc
-            block = flat[pos : pos + n].reshape(kh, kw, g, cc)
-            out[g0 : g0 + g, :, :, c0 : c0 + cc] = block.transpose(2, 0, 1, 3)
-            pos += n
-    return out
 
 
 def _operand(

@@ -8,7 +8,6 @@ Output drains to SDP at NVDLA_SDP_MAX_THROUGHPUT elements/cycle.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,8 +50,3 @@ def accumulate(
     out, out_sat = saturate(rounded, OUT_BITS)
     ties = int(np.count_nonzero((np.abs(acc) & ((1 << truncate) - 1)) == (1 << truncate) // 2)) if truncate else 0
     return CaccResult(out.astype(np.int32), acc_sat, out_sat, ties)
-
-
-def drain_cycles(elements: int, elements_per_cycle: int) -> int:
-    """Cycles to deliver `elements` results to SDP."""
-    return math.ceil(elements / elements_per_cycle)

@@ -29,9 +29,3 @@ def atomic_op(data: np.ndarray, weights: np.ndarray, precision: Precision) -> np
     if precision.is_float:
         return data.astype(np.float32).astype(np.float64) @ weights.astype(np.float32).astype(np.float64).T
     return data.astype(np.int64) @ weights.astype(np.int64).T
-
-
-def atomic_ops(pixels: int, kernels: int, channels: int, kernel_area: int, hw: HwConfig, precision: Precision) -> int:
-    """Atomic ops (= busy cycles) for `pixels` outputs of `kernels` kernels over `channels` x kernel_area."""
-    groups = math.ceil(kernels / hw.kernels_per_atomic(precision))
-    return groups * pixels * kernel_area * math.ceil(channels / hw.mac.atomic_c)

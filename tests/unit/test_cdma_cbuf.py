@@ -4,21 +4,53 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nvdla_sim import Precision, ShapeError
-from nvdla_sim.units import cbuf, cdma
+from nvdla_sim.units import cbuf, cdma, memory_format
 
 dims = st.tuples(st.integers(1, 5), st.integers(1, 9), st.integers(1, 150))
 
 
-@given(dims, st.sampled_from([Precision.INT8, Precision.INT16]), st.integers(0, 2**31))
-def test_feature_memory_roundtrip(hw, shape, prec, seed):
+@given(dims, st.sampled_from([Precision.INT8, Precision.INT16]), st.integers(0, 3), st.integers(0, 2**31))
+def test_feature_format_places_each_element_where_format_rst_says(hw, shape, prec, gap, seed):
+    """doc/hw/format.rst, feature data: element (x, y, c) sits at surface c // E (E elements per memory
+    atom), at addr + surface * surface_stride + y * line_stride + x * atom + (c % E) * bytes; the lanes
+    past C in the last surface are zero. Strides with gaps between lines test the strides, not a packing."""
     if prec not in hw.precisions:
         prec = Precision.INT8
+    h, w, c = shape
+    atom = hw.memory.memory_atomic_bytes
+    e = atom // prec.bytes
+    line = w * atom + gap * atom
+    surf = memory_format.Surface(addr=64, line_stride=line, surface_stride=h * line + gap * atom)
     rng = np.random.default_rng(seed)
     lo, hi = prec.int_range
     x = rng.integers(lo, hi + 1, size=shape).astype(prec.numpy_dtype)
-    buf = cdma.to_feature_memory(x, prec, hw)
-    assert buf.size == cdma.feature_bytes(shape[1], shape[0], shape[2], prec, hw)
-    np.testing.assert_array_equal(cdma.from_feature_memory(buf, shape, prec, hw), x)
+    img = memory_format.feature_image(x, surf, prec, hw)
+    surfaces = -(-c // e)
+    assert img.size == surfaces * surf.surface_stride
+    raw = img.view(np.uint8)
+    for yy, xx, cc in {(0, 0, 0), (h - 1, w - 1, c - 1), (h // 2, w // 2, c // 2)}:
+        off = (cc // e) * surf.surface_stride + yy * line + xx * atom + (cc % e) * prec.bytes
+        assert raw[off : off + prec.bytes].view(prec.numpy_dtype)[0] == x[yy, xx, cc]
+    pad = (surfaces - 1) * surf.surface_stride + (c % e) * prec.bytes if c % e else None
+    if pad is not None:
+        assert not raw[pad : pad + (e - c % e) * prec.bytes].any()
+    mem = _Bytes(img.size + 64)
+    mem.write(64, img)
+    back = memory_format.read_cube(mem, surf, w, h, c, prec, hw)
+    np.testing.assert_array_equal(back[:, :, :c], x)
+
+
+class _Bytes:
+    """A flat byte store (the read/write interface of the program runner's memory)."""
+
+    def __init__(self, n: int) -> None:
+        self.buf = np.zeros(n, np.uint8)
+
+    def read(self, addr: int, nbytes: int) -> np.ndarray:
+        return self.buf[addr : addr + nbytes].copy()
+
+    def write(self, addr: int, data: np.ndarray) -> None:
+        self.buf[addr : addr + len(data)] = data
 
 
 @given(dims, st.integers(0, 2**31))
@@ -42,11 +74,30 @@ def test_entry_per_slice_matches_compiler_formula(nv_full):
 
 
 @given(st.integers(1, 40), st.integers(1, 3), st.integers(1, 3), st.integers(1, 140), st.integers(0, 2**31))
-def test_weight_memory_roundtrip(hw, k, r, s, c, seed):
+def test_dc_weights_are_laid_out_as_format_rst_says(hw, k, r, s, c, seed):
+    """format.rst, "Basic Weight for Direct Convolution": kernel groups of kernels_per_atomic kernels; in a
+    group, channel blocks of atomic_c; in a block, (r, s), then kernel, then channel. Element (kk, rr, ss, ch)
+    is found by counting the blocks before it, independently of the packer's loops."""
     w = np.random.default_rng(seed).integers(-128, 128, size=(k, r, s, c)).astype(np.int8)
-    buf = cdma.to_weight_memory(w, Precision.INT8, hw)
-    assert buf.size == cdma.weight_bytes(k, r * s * c)
-    np.testing.assert_array_equal(cdma.from_weight_memory(buf, w.shape, Precision.INT8, hw), w)
+    flat = memory_format.dc_weight_bytes(w, Precision.INT8, hw).view(np.int8)
+    assert flat.size == k * r * s * c
+    kpg, ac = hw.kernels_per_atomic(Precision.INT8), hw.mac.atomic_c
+
+    def offset(kk: int, rr: int, ss: int, ch: int) -> int:
+        g0 = kk // kpg * kpg
+        g = min(kpg, k - g0)  # kernels in this group
+        before_group = g0 * r * s * c
+        c0 = ch // ac * ac
+        before_block = g * r * s * c0  # earlier channel blocks of the group (each g x r x s x its width)
+        cc = min(ac, c - c0)
+        return before_group + before_block + ((rr * s + ss) * g + (kk - g0)) * cc + (ch - c0)
+
+    for kk, rr, ss, ch in {(0, 0, 0, 0), (k - 1, r - 1, s - 1, c - 1), (k // 2, r // 2, s // 2, c // 2)}:
+        assert flat[offset(kk, rr, ss, ch)] == w[kk, rr, ss, ch]
+    mem = _Bytes(flat.size + 128)
+    mem.write(128, flat.view(np.uint8))
+    np.testing.assert_array_equal(memory_format.read_dc_weights(mem, 128, k, r, s, c, Precision.INT8, hw), w)
+    assert cdma.weight_bytes(k, r * s * c) == -(-flat.size // 128) * 128  # CDMA fetches 128-byte aligned
 
 
 def test_bank_split_errors(nv_small):

@@ -24,19 +24,11 @@ from nvdla_sim.program.decode import (
     decode_lut,
     decode_program,
 )
-from nvdla_sim.program.emit import (
-    Alloc,
-    conv_layer,
-    cube_size,
-    dc_weight_bytes,
-    emit_program,
-    feature_bytes,
-    place,
-    sdp_pass,
-)
+from nvdla_sim.program.emit import Alloc, conv_layer, emit_program, place, sdp_pass
 from nvdla_sim.program.execute import execute_program
 from nvdla_sim.program.trace_io import parse_program
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
+from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
 from nvdla_sim.units.pdp import recip
 
 HW = load_config("nv_small_rtl_tb")
@@ -85,7 +77,7 @@ def test_conv_round_trip(tmp_path_factory, w, h, c, k, kernel, stride, pad, x1, 
     x = rng.integers(-128, 128, (h, w, c)).astype(np.int8)
     wts = rng.integers(-128, 128, (k, kernel, kernel, c)).astype(np.int8)
     prog = emit_program(
-        "t", op, [(din.addr, feature_bytes(x, din, P, HW)), (waddr, dc_weight_bytes(wts, P, HW))],
+        "t", op, [(din.addr, feature_image(x, din, P, HW)), (waddr, dc_weight_bytes(wts, P, HW))],
         [(oaddr, cube_size(op.out, k, P, HW))], HW,
     )  # fmt: skip
     _, ops = _round_trip(prog, tmp_path_factory.mktemp("conv"))
@@ -109,7 +101,7 @@ def test_offline_sdp_round_trip_with_a_memory_operand(tmp_path_factory, w, h, c,
     rng = np.random.default_rng(seed)
     cube = lambda: rng.integers(-128, 128, (h, w, c)).astype(np.int8)  # noqa: E731
     prog = emit_program(
-        "s", op, [(src.addr, feature_bytes(cube(), src, P, HW)), (opnd.addr, feature_bytes(cube(), opnd, P, HW))],
+        "s", op, [(src.addr, feature_image(cube(), src, P, HW)), (opnd.addr, feature_image(cube(), opnd, P, HW))],
         [(dst.addr, cube_size(dst, c, P, HW))], HW,
     )  # fmt: skip
     _, ops = _round_trip(prog, tmp_path_factory.mktemp("sdp"))
@@ -139,7 +131,7 @@ def test_pdp_round_trip(tmp_path_factory, w, h, c, mode, kw, kh, sx, sy, pad_w, 
         recip(kw), recip(kh), 1, (0, 0, 0), (0, 0, 0), False, src, dst, P,
     )  # fmt: skip
     x = rng.integers(-128, 128, (h, w, c)).astype(np.int8)
-    prog = emit_program("p", op, [(src.addr, feature_bytes(x, src, P, HW))], [(dst.addr, cube_size(dst, c, P, HW))], HW)
+    prog = emit_program("p", op, [(src.addr, feature_image(x, src, P, HW))], [(dst.addr, cube_size(dst, c, P, HW))], HW)
     _, ops = _round_trip(prog, tmp_path_factory.mktemp("pdp"))
     assert ops == [op]
 
@@ -161,7 +153,7 @@ def test_cdp_round_trip_with_its_lut(tmp_path_factory, w, h, c, window, exponent
     dst = place(a, w, h, c, P, HW)
     op = CdpOp(w, h, c, window, False, False, 7, 300, 6, -9, 11, 12, src, dst, P)
     x = rng.integers(-128, 128, (h, w, c)).astype(np.int8)
-    prog = emit_program("c", op, [(src.addr, feature_bytes(x, src, P, HW))], [(dst.addr, cube_size(dst, c, P, HW))],
+    prog = emit_program("c", op, [(src.addr, feature_image(x, src, P, HW))], [(dst.addr, cube_size(dst, c, P, HW))],
                         HW, lut=lut)  # fmt: skip
     parsed, ops = _round_trip(prog, tmp_path_factory.mktemp("cdp"))
     assert ops == [op]

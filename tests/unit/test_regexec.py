@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 
 from nvdla_sim import Precision
 from nvdla_sim.config import load_config
-from nvdla_sim.program.decode import Surface, decode_lut
-from nvdla_sim.program.execute import read_cube, read_dc_weights, write_cube
+from nvdla_sim.program.decode import decode_lut
 from nvdla_sim.program.trace_io import Program, RegWrite, SparseMemory
 from nvdla_sim.units import sdp
 from nvdla_sim.units.cdp import LrnParams, lrn
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
+from nvdla_sim.units.memory_format import Surface, read_cube, read_dc_weights, write_cube
 from tests.unit.test_precision import _ref_round as _round
 
 NV_SMALL = load_config("nv_small")

@@ -24,15 +24,8 @@ import numpy as np
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.layers import ConvShape
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.emit import (
-    Alloc,
-    TraceProgram,
-    conv_layer,
-    cube_size,
-    dc_weight_bytes,
-    emit_program,
-    feature_bytes,
-)
+from nvdla_sim.program.emit import Alloc, TraceProgram, conv_layer, emit_program
+from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
 
 HW = "nv_small_rtl_tb"
 P = Precision.INT8
@@ -46,7 +39,7 @@ def _matmul(name: str, mkn: tuple[int, int, int], base: int, seed: int, hw: HwCo
     op, din, waddr, oaddr = conv_layer(shape, P, hw, Alloc(next_addr=base), cvt=(0, 1, 10))
     x = rng.integers(-128, 128, (shape.in_h, shape.in_w, shape.in_c)).astype(np.int8)
     w = rng.integers(-128, 128, (shape.out_k, 1, 1, shape.in_c)).astype(np.int8)
-    inputs = [(din.addr, feature_bytes(x, din, P, hw)), (waddr, dc_weight_bytes(w, P, hw))]
+    inputs = [(din.addr, feature_image(x, din, P, hw)), (waddr, dc_weight_bytes(w, P, hw))]
     return emit_program(name, op, inputs, [(oaddr, cube_size(op.out, shape.out_k, P, hw))], hw)
 
 

@@ -26,19 +26,9 @@ from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import AluAlgo, CdpOp, OperandSource, OperandUse, Rdma, SdpOperand, SdpStageCfg, SdpStream
-from nvdla_sim.program.emit import (
-    Alloc,
-    TraceProgram,
-    conv_layer,
-    cube_size,
-    dc_weight_bytes,
-    emit_program,
-    feature_bytes,
-    place,
-    pool_pass,
-    sdp_pass,
-)
+from nvdla_sim.program.emit import Alloc, TraceProgram, conv_layer, emit_program, place, pool_pass, sdp_pass
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
+from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
 
 HW = "nv_small_rtl_tb"
 P = Precision.INT8
@@ -88,7 +78,7 @@ def _conv(shape: ConvShape, *, clip: int, bias: bool = False) -> Maker:
         op, din, waddr, oaddr = conv_layer(shape, P, hw, alloc, clip=clip, **kw)
         x = _i8(rng, (shape.in_h, shape.in_w, shape.in_c))
         w = _i8(rng, (shape.out_k, shape.kernel_h, shape.kernel_w, shape.in_c))
-        inputs += [(din.addr, feature_bytes(x, din, P, hw)), (waddr, dc_weight_bytes(w, P, hw))]
+        inputs += [(din.addr, feature_image(x, din, P, hw)), (waddr, dc_weight_bytes(w, P, hw))]
         return emit_program(name, op, inputs, [(oaddr, cube_size(op.out, shape.out_k, P, hw))], hw)
 
     return make
@@ -102,7 +92,7 @@ def _pool(w: int, h: int, c: int, spec: PoolSpec) -> Maker:
         dst = place(a, ow, oh, c, P, hw)
         pads = tuple(int(v) for v in rng.integers(-60, 60, 7))
         op = pool_pass(w, h, c, spec, src, dst, P, pads)
-        inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, P, hw))]
+        inputs = [(src.addr, feature_image(_i8(rng, (h, w, c)), src, P, hw))]
         return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw)
 
     return make
@@ -123,8 +113,8 @@ def _sdp(w: int, h: int, c: int) -> Maker:
             SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_ELEMENT, 1), AluAlgo.SUM, None, False, True
         )
         op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, cvt=(3, 181, 8), streams=(stream,))
-        inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, P, hw))]
-        inputs.append((opnd.addr, feature_bytes(_i8(rng, (h, w, c)), opnd, P, hw)))
+        inputs = [(src.addr, feature_image(_i8(rng, (h, w, c)), src, P, hw))]
+        inputs.append((opnd.addr, feature_image(_i8(rng, (h, w, c)), opnd, P, hw)))
         return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw)
 
     return make
@@ -143,7 +133,7 @@ def _lrn(w: int, h: int, c: int, window: int) -> Maker:
         lo = LutTable(lo_e, IndexMode.LINEAR, 0, 8, -5, 3, -2, 5, end=256 << 8)
         lut = LutParams(le, lo, priority=Table.LO, uflow_priority=Table.LO, oflow_priority=Table.LE)
         op = CdpOp(w, h, c, window, False, False, 2, 3, 1, 0, 7, 13, src, dst, P)
-        inputs = [(src.addr, feature_bytes(_i8(rng, (h, w, c)), src, P, hw))]
+        inputs = [(src.addr, feature_image(_i8(rng, (h, w, c)), src, P, hw))]
         return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw, lut=lut)
 
     return make
