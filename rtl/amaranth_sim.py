@@ -33,11 +33,13 @@ def run_amaranth(
     truncate: int = 0,
     sdp: dict | None = None,
     max_cycles: int = 1_000_000,
+    datapath: type | None = None,
 ) -> SimRun:
     """Drive the datapath like the model's `Offer`s (valid gaps by pattern, held until taken) and the
     sink's ready pattern; collect outputs and handshake cycles. `sdp`: port values of the SDP X1 stage
-    (rtl/sdp_x1.sdp_ports), which then follows CACC (MatmulRequant)."""
-    dut = MatmulRequant(p) if sdp is not None else MatmulDatapath(p)
+    (rtl/sdp_x1.sdp_ports), which then follows CACC (MatmulRequant). `datapath`: another CMAC + CACC
+    design to drive in place of MatmulDatapath (a mutant, for the mutation sample)."""
+    dut = MatmulRequant(p) if sdp is not None else (datapath or MatmulDatapath)(p)
     layout = requant_layout(p) if sdp is not None else None
     wbeats = [row for s in weight_sets for row in s]
     dat, wt = Offer(len(beats), dat_valid), Offer(len(wbeats), wt_valid)

@@ -180,3 +180,40 @@ def test_weights_stream_but_the_input_must_fit_one_cbuf_load():
     assert op.data_banks == 12 and op.weight_banks == 20
     with pytest.raises(ShapeError, match="CBUF banks for its input"):
         conv_layer(ConvShape.matmul(64, 3072, 64, row=64), P, HW, Alloc())
+
+
+@pytest.mark.parametrize(
+    ("w", "h", "c", "k", "kernel", "stride", "pad"), [(5, 4, 11, 10, 3, 1, 1), (7, 6, 20, 3, 2, 2, 0)]
+)
+def test_a_conv_programs_expected_crc_is_that_of_an_independent_convolution(tmp_path, w, h, c, k, kernel, stride, pad):
+    """The CRC an emitted convolution program expects, and the bytes the executor writes, equal those of
+    an output computed by a plain numpy convolution (tests/unit/test_conv_functional.reference_conv) and
+    placed by format.rst's address formula by hand; inputs in {-1, 0, 1} keep the sums inside INT8, so
+    the identity SDP neither rounds nor saturates. (The round-trip tests above compare the executor with
+    itself; this one does not.)"""
+    import zlib
+
+    from tests.unit.test_conv_functional import reference_conv
+
+    shape = ConvShape.square(w, h, c, k, kernel=kernel, stride=stride, pad=pad)
+    rng = np.random.default_rng(1)
+    x = rng.integers(-1, 2, (h, w, c)).astype(np.int8)
+    wts = rng.integers(-1, 2, (k, kernel, kernel, c)).astype(np.int8)
+    op, din, waddr, oaddr = conv_layer(shape, P, HW, Alloc())
+    size = cube_size(op.out, k, P, HW)
+    prog = emit_program("t", op, [(din.addr, feature_image(x, din, P, HW)), (waddr, dc_weight_bytes(wts, P, HW))],
+                        [(oaddr, size)], HW)  # fmt: skip
+    ref = reference_conv(x, wts, shape)
+    assert np.abs(ref).max() <= 127
+    atom = HW.memory.memory_atomic_bytes  # INT8: one byte per channel, `atom` channels per surface
+    image = np.zeros(size, np.uint8)
+    for y in range(shape.out_h):
+        for xx in range(shape.out_w):
+            for ch in range(k):
+                image[(ch // atom) * op.out.surface_stride + y * op.out.line_stride + xx * atom + ch % atom] = np.int8(
+                    ref[y, xx, ch]
+                ).view(np.uint8)
+    assert prog.expected == [(oaddr, size, zlib.crc32(image.tobytes()))]
+    parsed = parse_program(prog.write(tmp_path))
+    mem, checks = execute_program(parsed, decode_program(parsed), HW)
+    np.testing.assert_array_equal(mem.read(oaddr, size), image)
