@@ -284,9 +284,8 @@ def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:
         s = stats.units.get(u)
         if s is not None:
             lines.append(f"  {u.value:<12}{s.busy:>10,} {s.stall:>10,}  {stats.unit_utilization(u):6.1%}")
-    plan = stats.detail.get("plan")
-    if plan:
-        lines.append("  tiling            " + ", ".join(f"{k}={v}" for k, v in plan.items()))
+    if stats.plan:
+        lines.append("  tiling            " + ", ".join(f"{k}={v}" for k, v in stats.plan.to_dict().items()))
     return "\n".join(lines)
 
 

@@ -39,8 +39,7 @@ class EmitResult:
 
 
 def _plan(r: TaskResult) -> TilePlan | None:
-    d = r.stats.detail.get("plan") if r.stats else None
-    return TilePlan.from_dict(d) if d else None
+    return r.stats.plan if r.stats else None
 
 
 def check_layer(layer: str, tasks: list[Task], *, model: str) -> None:

@@ -220,8 +220,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
         bound=bound,
         lower_bound_cycles=lower,
         events=tuple(res.events),
+        plan=plan,
         detail={
-            "plan": plan.to_dict(),
             "items": len(items),
             "prologue_cycles": math.ceil(res.first_compute),
             "weight_load_bubbles": res.compute_bubbles,

@@ -9,6 +9,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from nvdla_sim.engine.tiling import TilePlan
+
 
 class Unit(enum.Enum):
     """Hardware units that report busy/stall cycles."""
@@ -115,6 +117,7 @@ class LayerStats:
     lower_bound_cycles: int
     events: tuple[Event, ...] = ()
     detail: dict[str, Any] = field(default_factory=dict)
+    plan: TilePlan | None = None  # the tile plan a convolution-pipeline layer ran
 
     @property
     def mac_utilization(self) -> float:
@@ -152,4 +155,5 @@ class LayerStats:
             "traffic": self.traffic.to_dict(),
             "units": {u.value: s.to_dict() for u, s in self.units.items()},
             "detail": self.detail,
+            "plan": self.plan.to_dict() if self.plan else None,
         }

@@ -33,12 +33,6 @@ class TilePlan:
     kernels_per_tile: int  # kernels per weight tile (a multiple of kernels_per_atomic unless it is all of K)
     order: LoopOrder = LoopOrder.DATA_STATIONARY
 
-    @classmethod
-    def from_dict(cls, d: dict) -> TilePlan:
-        """The inverse of to_dict (a plan as LayerStats.detail["plan"] records it)."""
-        keys = ("data_banks", "weight_banks", "rows_per_tile", "kernels_per_tile")
-        return cls(*(d[k] for k in keys), LoopOrder(d["order"]))
-
     def to_dict(self) -> dict[str, object]:
         return {
             "data_banks": self.data_banks,

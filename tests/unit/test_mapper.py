@@ -29,9 +29,8 @@ def test_every_zoo_model_maps(model, cfg):
     res = map_model(build_graph(spec, seq=None if spec.image_tokens else 64), hw, precision=Precision.INT8)
     assert res.total_cycles > 0 and 0 < res.mac_utilization <= 1
     for r in res.results:
-        if r.stats is not None and "plan" in r.stats.detail:
-            plan = r.stats.detail["plan"]
-            assert plan["data_banks"] + plan["weight_banks"] <= hw.cbuf.bank_count
+        if r.stats is not None and r.stats.plan is not None:
+            assert r.stats.plan.data_banks + r.stats.plan.weight_banks <= hw.cbuf.bank_count
         assert r.end >= r.start
     d = res.to_dict()
     if not hw.sdp.lut:
