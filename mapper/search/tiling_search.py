@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.conv import channel_ops_per_stripe, drain_rate, output_bytes, simulate_conv
+from nvdla_sim.engine.bounds import conv_floor
+from nvdla_sim.engine.conv import output_bytes, simulate_conv
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, bytes_per_kernel, footprint, illegal_reason, layer_gap_cycles
 from nvdla_sim.errors import ShapeError
@@ -72,10 +73,8 @@ def candidate_plans(layer: ConvLayer, hw: HwConfig) -> list[TilePlan]:
 
 def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     """A floor on simulate_conv(layer, hw, plan).cycles from work and the plan's traffic."""
-    s, p = layer.shape, layer.precision
+    s = layer.shape
     fp = footprint(layer, plan, hw)
-    atomics = math.ceil(s.out_k / hw.kernels_per_atomic(p)) * s.out_pixels * channel_ops_per_stripe(layer, hw)
-    drain = math.ceil(s.out_pixels * s.out_k / drain_rate(layer, hw))
     data = sum(
         cdma.input_bytes(layer, b - a, hw)
         for a, b in (
@@ -90,10 +89,9 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
         weights = layer.weight_bytes
     if not ws:
         weights *= fp.n_data_tiles  # every band is a hardware layer that fetches its weights
-    traffic = data + weights + output_bytes(layer, s.out_h, s.out_k, hw)
-    fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
     layers = fp.n_data_tiles * (fp.n_weight_tiles if ws else 1)
-    return max(atomics, drain, math.floor(traffic / fastest)) + (layers - 1) * layer_gap_cycles(hw)
+    floor = conv_floor(layer, hw, read_bytes=data + weights, write_bytes=output_bytes(layer, s.out_h, s.out_k, hw))
+    return floor + (layers - 1) * layer_gap_cycles(hw)
 
 
 @lru_cache(maxsize=4096)

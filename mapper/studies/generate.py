@@ -25,6 +25,7 @@ from nvdla_mapper.passes import map_model
 from nvdla_mapper.results import MapResult
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine import bounds
 from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
@@ -139,12 +140,13 @@ def roofline_cycles(res: MapResult) -> int:
     latency; BDMA copies and host tasks run beside the NVDLA core, so the bound is the busiest of the
     three. A weight-streaming layer's bound is its MACs at large batch; attention against each
     sequence's own cache stays at its DRAM time at any batch."""
-    hw, peak = res.hw, res.hw.peak_macs_per_cycle(res.precision)
+    hw = res.hw
     busy = {"nvdla": 0.0, "bdma": 0.0, "host": 0.0}
     for r in res.results:
         if r.stats:
-            busy["nvdla"] += r.task.count * max(
-                r.stats.macs / peak, r.stats.traffic.dram_total / hw.dram_bytes_per_cycle
+            t = r.stats.traffic
+            busy["nvdla"] += r.task.count * bounds.roofline_cycles(
+                r.stats.macs, t.dram_read, t.dram_write, hw, res.precision
             )
         elif r.task.resource is Resource.BDMA:
             busy["bdma"] += r.task.count * 2 * r.task.copy_bytes / hw.dram_bytes_per_cycle

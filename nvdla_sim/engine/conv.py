@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.bounds import channel_ops_per_stripe, conv_floor, drain_rate
 from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
 from nvdla_sim.engine.tile_pipeline import (
     Fetch,
@@ -25,7 +26,6 @@ from nvdla_sim.engine.tile_pipeline import (
     item_traffic,
     make_ports,
     run_items,
-    transfer_floor,
 )
 from nvdla_sim.engine.tiling import (
     LoopOrder,
@@ -60,23 +60,6 @@ def _blocks(
         else:
             runs.append([1, *block])
     return tuple(tuple(r) for r in runs)
-
-
-def channel_ops_per_stripe(layer: ConvLayer, hw: HwConfig) -> int:
-    """Stripe ops per stripe of output points: channel blocks x kernel positions (direct convolution), or
-    the channel-extended equivalent in image-input mode."""
-    s = layer.shape
-    if layer.image_input:
-        channels, lines = csc.image_extension(s.in_c, s.kernel_w, s.stride_x)
-        return math.ceil(channels / hw.mac.atomic_c) * math.ceil(s.kernel_h / lines)
-    return math.ceil(layer.mac_channels / hw.mac.atomic_c) * s.kernel_w * s.kernel_h
-
-
-def drain_rate(layer: ConvLayer, hw: HwConfig) -> int:
-    rate = sdp.elements_per_cycle(layer.sdp, hw)
-    if layer.pool is not None:
-        rate = min(rate, hw.pdp.throughput)
-    return rate
 
 
 def output_bytes(layer: ConvLayer, rows: int, kernels: int, hw: HwConfig) -> int:
@@ -196,7 +179,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
     macs = layer.macs
     peak = hw.peak_macs_per_cycle(p)
-    lower = _lower_bound(layer, hw, rate, *_compulsory_bytes(layer, hw, w_ratio, extra_reads))
+    reads, writes = _compulsory_bytes(layer, hw, w_ratio, extra_reads)
+    lower = conv_floor(layer, hw, read_bytes=reads, write_bytes=writes)
     bound = _classify(res, max(dram_busy.values()))
     units = {
         Unit.CDMA: UnitStats(math.ceil(res.fetch_busy), math.ceil(res.fetch_wait_port)),
@@ -336,16 +320,6 @@ def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int
         + extra
     )
     return reads, output_bytes(layer, s.out_h, s.out_k, hw)
-
-
-def _lower_bound(layer: ConvLayer, hw: HwConfig, rate: int, read_bytes: int, write_bytes: int) -> int:
-    """Roofline floor: no plan beats the atomic-op count, the SDP drain, or compulsory traffic over the
-    fastest memory port."""
-    s = layer.shape
-    groups = math.ceil(s.out_k / hw.kernels_per_atomic(layer.precision))
-    atomics = groups * s.out_pixels * channel_ops_per_stripe(layer, hw)
-    drain = math.ceil(s.out_pixels * s.out_k / rate)
-    return max(atomics, drain, transfer_floor(read_bytes, write_bytes, hw))
 
 
 def _classify(res, dram_busy: float) -> Bound:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.bounds import transfer_floor
 from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
-from nvdla_sim.engine.tile_pipeline import Fetch, Item, item_traffic, make_ports, run_items, transfer_floor
+from nvdla_sim.engine.tile_pipeline import Fetch, Item, item_traffic, make_ports, run_items
 from nvdla_sim.engine.tiling import TilePlan, default_plan
 from nvdla_sim.layers import CdpLayer, ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
 from nvdla_sim.units import cdma, pdp, sdp

@@ -224,15 +224,6 @@ def _share(first: float, last: float, fraction: float) -> float:
     return first + (last - first) * fraction
 
 
-def transfer_floor(read_bytes: int, write_bytes: int, hw) -> int:
-    """Fewest cycles that moving these bytes can take over the fastest memory port: reads and writes
-    add up on a shared port, and overlap when the memory has a separate write channel."""
-    fastest = max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
-    if hw.memory.separate_write_channel:
-        return math.ceil(max(read_bytes, write_bytes) / fastest)
-    return math.ceil((read_bytes + write_bytes) / fastest)
-
-
 def make_ports(hw) -> dict[Memory, MemoryPort]:
     ports = {Memory.DRAM: MemoryPort(hw.dram_bytes_per_cycle, hw.memory.dram_latency_cycles)}
     if hw.memory.has_sram:

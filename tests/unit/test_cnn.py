@@ -129,7 +129,7 @@ def test_onnx_pool_too_large_is_named(tmp_path):
 def test_image_mode_channel_extension_matches_doc_example():
     """unit_description.rst: a 4x4x4 kernel pre-extended to C'=16 runs at 25% of atomic-C; 4-line
     post-extension reaches 100% (one atomic op per output point and kernel group)."""
-    from nvdla_sim.engine.conv import channel_ops_per_stripe
+    from nvdla_sim.engine.bounds import channel_ops_per_stripe
     from nvdla_sim.units.csc import image_extension
 
     assert image_extension(4, 4, 1) == (64, 4)
@@ -145,7 +145,7 @@ def test_image_mode_channel_extension_matches_doc_example():
 
 
 def test_resnet_conv1_uses_image_mode_and_stripes_stay_in_rows():
-    from nvdla_sim.engine.conv import channel_ops_per_stripe
+    from nvdla_sim.engine.bounds import channel_ops_per_stripe
     from nvdla_sim.units.csc import image_stripes
 
     g = CNN_PRESETS["resnet50"](1)

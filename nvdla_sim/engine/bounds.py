@@ -1,0 +1,57 @@
+"""Bounds on a layer's time, written once: the work no tile plan avoids (atomic ops of the MAC array, the
+SDP drain), the fewest cycles a transfer can take on the memory ports, and the roofline a mapped pass is
+compared with. The simulator checks its result against `conv_floor`, the tiling search prunes by it, and
+`generate` reports a decode step against `roofline_cycles`."""
+
+from __future__ import annotations
+
+import math
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.layers import ConvLayer
+from nvdla_sim.precision import Precision
+from nvdla_sim.units import csc, sdp
+
+
+def channel_ops_per_stripe(layer: ConvLayer, hw: HwConfig) -> int:
+    """Stripe ops per stripe of output points: channel blocks x kernel positions (direct convolution), or
+    the channel-extended equivalent in image-input mode."""
+    s = layer.shape
+    if layer.image_input:
+        channels, lines = csc.image_extension(s.in_c, s.kernel_w, s.stride_x)
+        return math.ceil(channels / hw.mac.atomic_c) * math.ceil(s.kernel_h / lines)
+    return math.ceil(layer.mac_channels / hw.mac.atomic_c) * s.kernel_w * s.kernel_h
+
+
+def drain_rate(layer: ConvLayer, hw: HwConfig) -> int:
+    rate = sdp.elements_per_cycle(layer.sdp, hw)
+    if layer.pool is not None:
+        rate = min(rate, hw.pdp.throughput)
+    return rate
+
+
+def transfer_floor(read_bytes: int, write_bytes: int, hw: HwConfig, *, bytes_per_cycle: float | None = None) -> int:
+    """Fewest cycles that moving these bytes can take over the fastest memory port (or a port of
+    `bytes_per_cycle`): reads and writes add up on a shared port, and overlap when the memory has a
+    separate write channel (memory.separate_write_channel)."""
+    rate = bytes_per_cycle or max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
+    if hw.memory.separate_write_channel:
+        return math.ceil(max(read_bytes, write_bytes) / rate)
+    return math.ceil((read_bytes + write_bytes) / rate)
+
+
+def conv_floor(layer: ConvLayer, hw: HwConfig, *, read_bytes: int, write_bytes: int) -> int:
+    """No plan runs a convolution-pipeline layer faster than its atomic ops (kernel groups x output points
+    x channel ops per stripe), its SDP drain (output elements at the drain rate), or moving `read_bytes`
+    and `write_bytes` over the fastest memory port."""
+    s = layer.shape
+    groups = math.ceil(s.out_k / hw.kernels_per_atomic(layer.precision))
+    atomics = groups * s.out_pixels * channel_ops_per_stripe(layer, hw)
+    drain = math.ceil(s.out_pixels * s.out_k / drain_rate(layer, hw))
+    return max(atomics, drain, transfer_floor(read_bytes, write_bytes, hw))
+
+
+def roofline_cycles(macs: int, dram_read: int, dram_write: int, hw: HwConfig, precision: Precision) -> float:
+    """The roofline of a piece of work: the larger of its MAC time at the peak rate and its DRAM time."""
+    dram = transfer_floor(dram_read, dram_write, hw, bytes_per_cycle=hw.dram_bytes_per_cycle)
+    return max(macs / hw.peak_macs_per_cycle(precision), dram)
