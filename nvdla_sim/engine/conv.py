@@ -33,9 +33,9 @@ from nvdla_sim.engine.tiling import (
     bytes_per_kernel,
     check_plan,
     footprint,
-    kernel_tiles,
     layer_gap_cycles,
     row_tiles,
+    tile_steps,
 )
 from nvdla_sim.layers import ConvLayer, Memory
 from nvdla_sim.units import cacc, cdma, cmac, csc, pdp, sdp
@@ -86,7 +86,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     bpk = bytes_per_kernel(layer)
     dense_total = cdma.weight_bytes(s.out_k, bpk)
     w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / dense_total
-    rtiles, ktiles = row_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
+    rtiles = row_tiles(layer, plan.rows_per_tile)
     operand_bytes = p.bytes  # a per-element operand (the residual) is a feature cube of the layer's precision
 
     # Fetch keys: an operand is fetched again whenever its key is new. Every band of rows is a hardware
@@ -95,10 +95,6 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     # per weight tile (DATA/WEIGHT_REUSE between hardware layers: not measured on the RTL).
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
     weights_resident = ws or len(rtiles) == 1
-    if ws:
-        nest = [(d, k) for k in range(len(ktiles)) for d in range(len(rtiles))]
-    else:
-        nest = [(d, k) for d in range(len(rtiles)) for k in range(len(ktiles))]
     items: list[Item] = []
     item_layer: list[int] = []  # the hardware layer of each item (see _hardware_layer)
     item_extra: list[int] = []  # SDP operand bytes each item's pixels read
@@ -106,73 +102,72 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     fetched_here: set[int] = set()  # fetch events of the current hardware layer (the rest stay resident)
     prefetch_left = 0  # operand bytes the current layer's SDP RDMA latency FIFO still takes up front
     current = -1
-    for d, k in nest:
+    for step in tile_steps(layer, plan, hw):  # the plan's loop nest, shared with run_conv
+        d, k = step.data_tile, step.weight_tile
         if _hardware_layer(plan, d, k, len(rtiles)) != current:
             current = _hardware_layer(plan, d, k, len(rtiles))
             fetched_here = set()
             prefetch_left = sdp.operand_prefetch_bytes(hw)
-        r0, r1 = rtiles[d]
+        r0, r1 = step.rows
         i0, i1 = s.input_rows_for(r0, r1)
-        k0, k1 = ktiles[k]
         pixels = (r1 - r0) * s.out_w
         data_key = ("d", d) if (not ws or len(rtiles) == 1) else ("d", d, k)
-        for g0 in range(k0, k1, kpg):
-            g1 = min(k1, g0 + kpg)
-            fetches: list[Fetch] = []
-            if data_key not in seen:
-                seen[data_key] = len(seen)
-                nbytes = cdma.input_bytes(layer, i1 - i0, hw)
-                fetches.append(
-                    Fetch(
-                        seen[data_key],
-                        "data",
-                        "cdma_dat",
-                        nbytes,
-                        layer.input_memory,
-                        f"data rows {i0}-{i1}",
-                        not hw.timing.conv_input_before_compute,
-                    )
-                )
-            weight_key = ("w", g0) if weights_resident else ("w", g0, d)
-            if weight_key not in seen:
-                seen[weight_key] = len(seen)
-                nbytes = math.ceil(cdma.weight_bytes(g1 - g0, bpk) * w_ratio)
-                fetches.append(
-                    Fetch(
-                        seen[weight_key],
-                        "weight",
-                        "cdma_wt",
-                        nbytes,
-                        layer.weight_memory,
-                        f"weights k{g0}-{g1}",
-                    )
-                )
-            extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=operand_bytes)
-            item_extra.append(extra)
-            covered = min(prefetch_left, extra)
-            prefetch_left -= covered
-            item_layer.append(current)
-            fetched_here.update(f.event for f in fetches)
-            items.append(
-                Item(
-                    name=f"rows {r0}-{r1} k{g0}-{g1}",
-                    fetches=tuple(fetches),
-                    uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e in fetched_here),
-                    blocks=_blocks(
-                        csc.image_stripes(s.out_w, r1 - r0) if layer.image_input else csc.stripe_lengths(pixels, ideal),
-                        min(kpg, cdma.atom_channels(g1 - g0, layer.out_precision, hw)),  # CACC delivers whole atoms
-                        channel_ops,
-                        load,
-                        rate,
-                        hw.timing.cacc_atom_gap_cycles,
-                        hw.timing.cacc_stripe_gap_cycles,
-                    ),
-                    write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
-                    write_memory=layer.output_memory,
-                    drain_reads=extra - covered,
-                    drain_read_memory=layer.input_memory,
+        g0, g1 = step.group
+        fetches: list[Fetch] = []
+        if data_key not in seen:
+            seen[data_key] = len(seen)
+            nbytes = cdma.input_bytes(layer, i1 - i0, hw)
+            fetches.append(
+                Fetch(
+                    seen[data_key],
+                    "data",
+                    "cdma_dat",
+                    nbytes,
+                    layer.input_memory,
+                    f"data rows {i0}-{i1}",
+                    not hw.timing.conv_input_before_compute,
                 )
             )
+        weight_key = ("w", g0) if weights_resident else ("w", g0, d)
+        if weight_key not in seen:
+            seen[weight_key] = len(seen)
+            nbytes = math.ceil(cdma.weight_bytes(g1 - g0, bpk) * w_ratio)
+            fetches.append(
+                Fetch(
+                    seen[weight_key],
+                    "weight",
+                    "cdma_wt",
+                    nbytes,
+                    layer.weight_memory,
+                    f"weights k{g0}-{g1}",
+                )
+            )
+        extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=operand_bytes)
+        item_extra.append(extra)
+        covered = min(prefetch_left, extra)
+        prefetch_left -= covered
+        item_layer.append(current)
+        fetched_here.update(f.event for f in fetches)
+        items.append(
+            Item(
+                name=f"rows {r0}-{r1} k{g0}-{g1}",
+                fetches=tuple(fetches),
+                uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e in fetched_here),
+                blocks=_blocks(
+                    csc.image_stripes(s.out_w, r1 - r0) if layer.image_input else csc.stripe_lengths(pixels, ideal),
+                    min(kpg, cdma.atom_channels(g1 - g0, layer.out_precision, hw)),  # CACC delivers whole atoms
+                    channel_ops,
+                    load,
+                    rate,
+                    hw.timing.cacc_atom_gap_cycles,
+                    hw.timing.cacc_stripe_gap_cycles,
+                ),
+                write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
+                write_memory=layer.output_memory,
+                drain_reads=extra - covered,
+                drain_read_memory=layer.input_memory,
+            )
+        )
     extra_reads = sum(item_extra)
     res, dram_busy, hw_layers = _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_events)
     cycles = math.ceil(res.end)
@@ -359,7 +354,6 @@ def run_conv(
         raise ValueError(f"data shape {data.shape} != (H, W, C) = {(s.in_h, s.in_w, s.in_c)}")
     if weights.shape != (s.out_k, s.kernel_h, s.kernel_w, s.in_c):
         raise ValueError(f"weights shape {weights.shape} != (K, R, S, C) = {(s.out_k, s.kernel_h, s.kernel_w, s.in_c)}")
-    kpg = hw.kernels_per_atomic(p)
     ac = hw.mac.atomic_c
     pad_val = pad_value
     padded = np.full(
@@ -369,21 +363,19 @@ def run_conv(
     acc_dtype = np.float32 if p.is_float else np.int32
     out = np.zeros((s.out_h, s.out_w, s.out_k), acc_dtype)
     saturations = 0
-    for r0, r1 in row_tiles(layer, plan.rows_per_tile):
-        for k0, k1 in kernel_tiles(layer, plan.kernels_per_tile):
-            for g0 in range(k0, k1, kpg):
-                g1 = min(k1, g0 + kpg)
-                partials = []
-                for cb in range(0, s.in_c, ac):
-                    for r in range(s.kernel_h):
-                        for q in range(s.kernel_w):
-                            ys = np.arange(r0, r1) * s.stride_y + r * s.dilation_y
-                            xs = np.arange(s.out_w) * s.stride_x + q * s.dilation_x
-                            atoms = padded[ys][:, xs, cb : cb + ac].reshape(-1, min(ac, s.in_c - cb))
-                            partials.append(cmac.atomic_op(atoms, weights[g0:g1, r, q, cb : cb + ac], p))
-                res = cacc.accumulate(partials, p, truncate=truncate)
-                saturations += res.acc_saturations + res.out_saturations
-                out[r0:r1, :, g0:g1] = res.values.reshape(r1 - r0, s.out_w, g1 - g0)
+    for step in tile_steps(layer, plan, hw):  # the plan's loop nest, as simulate_conv times it
+        (r0, r1), (g0, g1) = step.rows, step.group
+        partials = []
+        for cb in range(0, s.in_c, ac):
+            for r in range(s.kernel_h):
+                for q in range(s.kernel_w):
+                    ys = np.arange(r0, r1) * s.stride_y + r * s.dilation_y
+                    xs = np.arange(s.out_w) * s.stride_x + q * s.dilation_x
+                    atoms = padded[ys][:, xs, cb : cb + ac].reshape(-1, min(ac, s.in_c - cb))
+                    partials.append(cmac.atomic_op(atoms, weights[g0:g1, r, q, cb : cb + ac], p))
+        res = cacc.accumulate(partials, p, truncate=truncate)
+        saturations += res.acc_saturations + res.out_saturations
+        out[r0:r1, :, g0:g1] = res.values.reshape(r1 - r0, s.out_w, g1 - g0)
     if sdp_params is None:
         result = out
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nvdla_sim.config import HwConfig
@@ -77,6 +78,34 @@ def row_tiles(layer: ConvLayer, rows_per_tile: int) -> list[tuple[int, int]]:
 def kernel_tiles(layer: ConvLayer, kernels_per_tile: int) -> list[tuple[int, int]]:
     k = layer.shape.out_k
     return [(s, min(k, s + kernels_per_tile)) for s in range(0, k, kernels_per_tile)]
+
+
+@dataclass(frozen=True)
+class TileStep:
+    """One kernel group of one (data tile, weight tile) pair of a plan: the unit of work the conv core
+    runs, in the plan's order."""
+
+    data_tile: int  # index of the band of output rows
+    weight_tile: int  # index of the weight tile
+    rows: tuple[int, int]  # output rows [r0, r1)
+    kernels: tuple[int, int]  # the weight tile's kernels [k0, k1)
+    group: tuple[int, int]  # the kernel group [g0, g1): kernels_per_atomic kernels or the rest
+
+
+def tile_steps(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Iterator[TileStep]:
+    """The plan's loop nest, written once for the timing model and the bit-exact one: data-stationary
+    order runs every weight tile against a band of rows before the next band; weight-stationary keeps a
+    weight tile and runs it against every band."""
+    rtiles, ktiles = row_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
+    if plan.order is LoopOrder.WEIGHT_STATIONARY:
+        nest = [(d, k) for k in range(len(ktiles)) for d in range(len(rtiles))]
+    else:
+        nest = [(d, k) for d in range(len(rtiles)) for k in range(len(ktiles))]
+    kpg = hw.kernels_per_atomic(layer.precision)
+    for d, k in nest:
+        k0, k1 = ktiles[k]
+        for g0 in range(k0, k1, kpg):
+            yield TileStep(d, k, rtiles[d], ktiles[k], (g0, min(k1, g0 + kpg)))
 
 
 def footprint(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:

@@ -135,3 +135,29 @@ def test_cacc_int16_accumulator_saturates_at_48_bits():
     res = cacc.accumulate([big] * 3, Precision.INT16, truncate=16)
     assert res.acc_saturations == 2  # 2**46 + 2**46 already exceeds 2**47 - 1; the third add saturates again
     assert res.values[0, 0] == (2**31 - 1)  # (2**47 - 1) >> 16 rounds to 2**31, then saturates
+
+
+def test_one_loop_nest_orders_timing_and_function():
+    """tile_steps is the plan's loop nest for both sides: 4 output rows in bands of 2, 20 kernels in
+    tiles of 16 (kernel groups of 8 on nv_small). Data-stationary runs each band against every group;
+    weight-stationary runs each weight tile against every band. run_conv follows either order to the
+    same bits, equal to a plain numpy convolution."""
+    from nvdla_sim.engine.tiling import LoopOrder, TilePlan, tile_steps
+
+    hw = load_config("nv_small")
+    layer = ConvLayer("c", ConvShape.square(4, 4, 8, 20, kernel=1), Precision.INT8)
+    ds = TilePlan(4, 8, 2, 16, LoopOrder.DATA_STATIONARY)
+    ws = TilePlan(4, 8, 2, 16, LoopOrder.WEIGHT_STATIONARY)
+    assert [(t.data_tile, t.group) for t in tile_steps(layer, ds, hw)] == [
+        (0, (0, 8)), (0, (8, 16)), (0, (16, 20)), (1, (0, 8)), (1, (8, 16)), (1, (16, 20))
+    ]  # fmt: skip
+    assert [(t.data_tile, t.group) for t in tile_steps(layer, ws, hw)] == [
+        (0, (0, 8)), (0, (8, 16)), (1, (0, 8)), (1, (8, 16)), (0, (16, 20)), (1, (16, 20))
+    ]  # fmt: skip
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (4, 4, 8)).astype(np.int8)
+    w = rng.integers(-128, 128, (20, 1, 1, 8)).astype(np.int8)
+    a, _ = run_conv(layer, x, w, hw, ds)
+    b, _ = run_conv(layer, x, w, hw, ws)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, reference_conv(x, w, layer.shape))
