@@ -20,6 +20,9 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import channel_ops_per_stripe, conv_floor, drain_rate
 from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
 from nvdla_sim.engine.tile_pipeline import (
+    BlockRun,
+    Buffer,
+    Channel,
     Fetch,
     Item,
     PipelineResult,
@@ -44,8 +47,8 @@ from nvdla_sim.units import cacc, cdma, cmac, csc, pdp, sdp
 @lru_cache(maxsize=8192)
 def _blocks(
     stripes: tuple[int, ...], kernels: int, channel_ops: int, load: int, rate: int, atom_gap: int, stripe_gap: int
-) -> tuple:
-    """Runs of (count, compute, useful, drain) per stripe of one kernel group. CACC delivers a stripe's
+) -> tuple[BlockRun, ...]:
+    """Block runs per stripe of one kernel group. CACC delivers a stripe's
     output atoms (`kernels` elements each) at the SDP rate, with `atom_gap` idle cycles per atom and
     `stripe_gap` per stripe (TimingConfig, measured on the nv_small RTL)."""
     runs: list[list[int]] = []
@@ -59,7 +62,7 @@ def _blocks(
             runs[-1][0] += 1
         else:
             runs.append([1, *block])
-    return tuple(tuple(r) for r in runs)
+    return tuple(BlockRun(*r) for r in runs)
 
 
 def output_bytes(layer: ConvLayer, rows: int, kernels: int, hw: HwConfig) -> int:
@@ -120,8 +123,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             fetches.append(
                 Fetch(
                     seen[data_key],
-                    "data",
-                    "cdma_dat",
+                    Buffer.CBUF_DATA,
+                    Channel.CDMA_DAT,
                     nbytes,
                     layer.input_memory,
                     f"data rows {i0}-{i1}",
@@ -135,8 +138,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             fetches.append(
                 Fetch(
                     seen[weight_key],
-                    "weight",
-                    "cdma_wt",
+                    Buffer.CBUF_WEIGHT,
+                    Channel.CDMA_WT,
                     nbytes,
                     layer.weight_memory,
                     f"weights k{g0}-{g1}",
@@ -211,7 +214,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             "weight_tiles": fp.n_weight_tiles,
             "hardware_layers": hw_layers,
             "weight_ring_groups": fp.weight_capacity_groups,
-            "weight_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer == "weight"),
+            "weight_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer is Buffer.CBUF_WEIGHT),
             "sparse_mac_whatif": layer.sparse_mac,
         },
     )
@@ -250,7 +253,7 @@ def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_ev
             ports[layer.input_memory].reserve(0.0, prefetch)
         res = run_items(
             group,
-            capacities={"data": fp.data_capacity_tiles, "weight": fp.weight_capacity_groups},
+            capacities={Buffer.CBUF_DATA: fp.data_capacity_tiles, Buffer.CBUF_WEIGHT: fp.weight_capacity_groups},
             ports=ports,
             fetch_unit=Unit.CDMA,
             compute_unit=Unit.CMAC,
@@ -289,19 +292,19 @@ def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
     ring holds, interleaved with the data (nv_small RTL: the data of own_mm_m64_k64_n32 completes after
     its 768 data and weight atoms, not its 512 data atoms). The first item issues those weight fetches."""
     first = list(items[0].fetches)
-    moved = sum(f.buffer == "weight" for f in first)
+    moved = sum(f.buffer is Buffer.CBUF_WEIGHT for f in first)
     out = [items[0]]
     for it in items[1:]:
-        if any(f.buffer == "data" for f in it.fetches):
+        if any(f.buffer is Buffer.CBUF_DATA for f in it.fetches):
             out.extend(items[len(out) :])
             break
-        take = [f for f in it.fetches if f.buffer == "weight"]
+        take = [f for f in it.fetches if f.buffer is Buffer.CBUF_WEIGHT]
         if moved + len(take) > capacity:
             out.extend(items[len(out) :])
             break
         moved += len(take)
         first.extend(take)
-        out.append(dataclasses.replace(it, fetches=tuple(f for f in it.fetches if f.buffer != "weight")))
+        out.append(dataclasses.replace(it, fetches=tuple(f for f in it.fetches if f.buffer is not Buffer.CBUF_WEIGHT)))
     out[0] = dataclasses.replace(items[0], fetches=tuple(first))
     return out
 

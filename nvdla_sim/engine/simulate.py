@@ -14,7 +14,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import transfer_floor
 from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
-from nvdla_sim.engine.tile_pipeline import Fetch, Item, item_traffic, make_ports, run_items
+from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Item, item_traffic, make_ports, run_items
 from nvdla_sim.engine.tiling import TilePlan, default_plan
 from nvdla_sim.layers import CdpLayer, ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
 from nvdla_sim.units import cdma, pdp, sdp
@@ -96,14 +96,16 @@ def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, rec
     items = []
     for i in range(chunks):
         share = (min(in_bytes, (i + 1) * chunk) - i * chunk) / in_bytes
-        fetches = [Fetch(2 * i, "rdma", "rdma", math.ceil(in_bytes * share), layer.input_memory, f"read {i}")]
+        fetches = [
+            Fetch(2 * i, Buffer.RDMA, Channel.RDMA, math.ceil(in_bytes * share), layer.input_memory, f"read {i}")
+        ]
         uses = [2 * i]
         if operand:
             fetches.append(
                 Fetch(
                     2 * i + 1,
-                    "erdma",
-                    "erdma",
+                    Buffer.ERDMA,
+                    Channel.ERDMA,
                     math.ceil(operand * share),
                     layer.input_memory,
                     f"operand {i}",
@@ -115,7 +117,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, rec
                 name=f"chunk {i}",
                 fetches=tuple(fetches),
                 uses=tuple(uses),
-                blocks=((1, 0, 0, math.ceil(lane_elements * share / rate)),),
+                blocks=(BlockRun(1, 0, 0, math.ceil(lane_elements * share / rate)),),
                 write_bytes=math.ceil(out_bytes * share),
                 write_memory=layer.output_memory,
             )
@@ -123,7 +125,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, rec
     ports = make_ports(hw)
     res = run_items(
         items,
-        capacities={"rdma": in_flight, "erdma": in_flight},
+        capacities={Buffer.RDMA: in_flight, Buffer.ERDMA: in_flight},
         ports=ports,
         fetch_unit=unit,
         compute_unit=unit,

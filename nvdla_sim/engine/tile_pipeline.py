@@ -11,20 +11,49 @@ Outputs are written as they drain. All memory traffic goes through MemoryPort ca
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from nvdla_sim.engine.stats import Event, Traffic, Unit
 from nvdla_sim.layers import Memory
 from nvdla_sim.units.dram import MemoryPort
 
 
+class Buffer(enum.Enum):
+    """Ring buffers fetches land in; their capacities (in fetches) bound how far fetching runs ahead."""
+
+    CBUF_DATA = "data"  # CBUF data banks (data tiles)
+    CBUF_WEIGHT = "weight"  # CBUF weight banks (kernel groups)
+    RDMA = "rdma"  # a stream unit's read DMA latency FIFO (SDP/PDP/CDP input)
+    ERDMA = "erdma"  # SDP's element-wise operand read DMA
+
+
+class Channel(enum.Enum):
+    """DMA channels: requests on one channel are issued one after another; channels share the port."""
+
+    CDMA_DAT = "cdma_dat"
+    CDMA_WT = "cdma_wt"
+    RDMA = "rdma"
+    ERDMA = "erdma"
+
+
+class BlockRun(NamedTuple):
+    """`count` identical blocks of an item (one per stripe of a kernel group, or a stream chunk)."""
+
+    count: int
+    compute_cycles: int  # per block, including weight-load bubbles
+    useful_ops: int  # atomic ops that do work (compute_cycles less the bubbles)
+    drain_cycles: int  # delivering the block's results to SDP (or PDP)
+
+
 @dataclass(frozen=True)
 class Fetch:
     event: int  # unique id of this fetch (refetches get new ids)
-    buffer: str  # ring buffer it lands in
-    channel: str  # DMA channel that issues it (sequential within a channel)
+    buffer: Buffer  # ring buffer it lands in
+    channel: Channel  # DMA channel that issues it (sequential within a channel)
     nbytes: int
     memory: Memory
     label: str
@@ -36,7 +65,7 @@ class Item:
     name: str
     fetches: tuple[Fetch, ...]  # fetches this item triggers
     uses: tuple[int, ...]  # fetch events whose data the item needs (including its own)
-    blocks: Sequence[tuple[int, int, int, int]]  # runs of (count, compute cycles, useful atomic ops, drain cycles)
+    blocks: Sequence[BlockRun]
     write_bytes: int
     write_memory: Memory
     drain_reads: int = 0  # bytes SDP's RDMAs read as the item drains (operand streams), on the input memory
@@ -61,7 +90,7 @@ class PipelineResult:
 def run_items(
     items: Sequence[Item],
     *,
-    capacities: dict[str, int],
+    capacities: dict[Buffer, int],
     ports: dict[Memory, MemoryPort],
     fetch_unit: Unit,
     compute_unit: Unit,
@@ -77,8 +106,8 @@ def run_items(
     arrival: dict[int, float] = {}
     first_beat: dict[int, float] = {}
     streamed: set[int] = set()
-    per_buffer: dict[str, list[int]] = {}
-    channel_free: dict[str, float] = {}
+    per_buffer: dict[Buffer, list[int]] = {}
+    channel_free: dict[Channel, float] = {}
     events: list[Event] = []
 
     core_free = 0.0  # when the assembly buffer can take the next block
@@ -91,7 +120,7 @@ def run_items(
     for idx, it in enumerate(items):
         # Parallel DMA channels share the port; booking the channel with less to move first approximates
         # their round-robin arbitration (it finishes at twice its size, the other at the sum of both).
-        per_channel: dict[str, int] = {}
+        per_channel: dict[Channel, int] = {}
         for f in it.fetches:
             per_channel[f.channel] = per_channel.get(f.channel, 0) + f.nbytes
         largest = max(per_channel, key=lambda c: per_channel[c], default=None)

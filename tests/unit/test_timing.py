@@ -153,16 +153,16 @@ def test_events_are_ordered_and_inside_run(nv_full):
 )
 def test_run_closed_form_equals_block_loop(runs, items, nbytes):
     """Runs of identical blocks (closed form) schedule exactly like the same blocks one by one."""
-    from nvdla_sim.engine.tile_pipeline import Fetch, Item, run_items
+    from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Item, run_items
 
-    runs = [(n, c, min(u, c), d) for n, c, u, d in runs]
-    expanded = [(1, c, u, d) for n, c, u, d in runs for _ in range(n)]
+    runs = [BlockRun(n, c, min(u, c), d) for n, c, u, d in runs]
+    expanded = [BlockRun(1, c, u, d) for n, c, u, d in runs for _ in range(n)]
 
     def go(blocks):
         its = [
             Item(
                 f"i{i}",
-                (Fetch(i, "data", "dma", nbytes, Memory.DRAM, "f", streamed=True),),
+                (Fetch(i, Buffer.CBUF_DATA, Channel.CDMA_DAT, nbytes, Memory.DRAM, "f", streamed=True),),
                 (i,),
                 blocks,
                 64,
@@ -173,7 +173,7 @@ def test_run_closed_form_equals_block_loop(runs, items, nbytes):
         ports = {Memory.DRAM: MemoryPort(8.0, 50)}
         return run_items(
             its,
-            capacities={"data": 2},
+            capacities={Buffer.CBUF_DATA: 2},
             ports=ports,
             fetch_unit=Unit.CDMA,
             compute_unit=Unit.CMAC,
