@@ -418,23 +418,11 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
     src = None
     in_prec = proc_prec  # on the fly, SDP takes CACC's output at its processing precision
     if not flying:
-        src = Surface(
-            rdma.addr("D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0"),
-            rdma.f("D_SRC_LINE_STRIDE_0", "STRIDE"),
-            rdma.f("D_SRC_SURFACE_STRIDE_0", "STRIDE"),
-        )
+        src = _surface(rdma, "SRC")
         in_prec = _precision(
             rdma.f("D_FEATURE_MODE_CFG_0", "IN_PRECISION"), "SDP_RDMA.D_FEATURE_MODE_CFG_0.IN_PRECISION"
         )
-    dst = (
-        None
-        if to_pdp
-        else Surface(
-            sdp.addr("D_DST_BASE_ADDR_LOW_0", "D_DST_BASE_ADDR_HIGH_0"),
-            sdp.f("D_DST_LINE_STRIDE_0", "STRIDE"),
-            sdp.f("D_DST_SURFACE_STRIDE_0", "STRIDE"),
-        )
-    )
+    dst = None if to_pdp else _surface(sdp, "DST")
     return SdpOp(
         width=sdp.f("D_DATA_CUBE_WIDTH_0", "WIDTH") + 1,
         height=sdp.f("D_DATA_CUBE_HEIGHT_0", "HEIGHT") + 1,
@@ -467,11 +455,7 @@ def _pdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> PdpOp:
     piw, pow_ = "D_PARTIAL_WIDTH_IN_0", "D_PARTIAL_WIDTH_OUT_0"
     src = None
     if not flying:
-        src = Surface(
-            rdma.addr("D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0"),
-            rdma.f("D_SRC_LINE_STRIDE_0", "STRIDE"),
-            rdma.f("D_SRC_SURFACE_STRIDE_0", "STRIDE"),
-        )
+        src = _surface(rdma, "SRC")
     return PdpOp(
         in_w=pdp.f("D_DATA_CUBE_IN_WIDTH_0", "WIDTH") + 1,
         in_h=pdp.f("D_DATA_CUBE_IN_HEIGHT_0", "HEIGHT") + 1,
@@ -495,11 +479,7 @@ def _pdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> PdpOp:
         partial_out=(pdp.f(pow_, "FIRST"), pdp.f(pow_, "MID"), pdp.f(pow_, "LAST")),
         flying=flying,
         src=src,
-        dst=Surface(
-            pdp.addr("D_DST_BASE_ADDR_LOW_0", "D_DST_BASE_ADDR_HIGH_0"),
-            pdp.f("D_DST_LINE_STRIDE_0", "STRIDE"),
-            pdp.f("D_DST_SURFACE_STRIDE_0", "STRIDE"),
-        ),
+        dst=_surface(pdp, "DST"),
         precision=_precision(pdp.f("D_DATA_FORMAT_0", "INPUT_DATA"), "PDP.D_DATA_FORMAT_0.INPUT_DATA"),
     )
 
@@ -519,16 +499,8 @@ def _cdp(name: str, snap: dict[str, dict[str, int]]) -> CdpOp:
         datout_offset=signed(cdp.f("D_DATOUT_OFFSET_0", "OFFSET"), 32),
         datout_scale=cdp.f("D_DATOUT_SCALE_0", "SCALE"),
         datout_shift=cdp.f("D_DATOUT_SHIFTER_0", "SHIFT"),
-        src=Surface(
-            rdma.addr("D_SRC_BASE_ADDR_LOW_0", "D_SRC_BASE_ADDR_HIGH_0"),
-            rdma.f("D_SRC_LINE_STRIDE_0", "STRIDE"),
-            rdma.f("D_SRC_SURFACE_STRIDE_0", "STRIDE"),
-        ),
-        dst=Surface(
-            cdp.addr("D_DST_BASE_ADDR_LOW_0", "D_DST_BASE_ADDR_HIGH_0"),
-            cdp.f("D_DST_LINE_STRIDE_0", "STRIDE"),
-            cdp.f("D_DST_SURFACE_STRIDE_0", "STRIDE"),
-        ),
+        src=_surface(rdma, "SRC"),
+        dst=_surface(cdp, "DST"),
         precision=_precision(rdma.f("D_DATA_FORMAT_0", "INPUT_DATA"), "CDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA"),
     )
 
@@ -656,6 +628,16 @@ def pool_spec(op: PdpOp) -> PoolSpec:
         pad_right=op.pad_right,
         pad_top=op.pad_top,
         pad_bottom=op.pad_bottom,
+    )
+
+
+def _surface(regs: _Regs, which: str) -> Surface:
+    """A stream unit's source or destination cube (`which`: SRC or DST): D_{which}_BASE_ADDR_LOW/HIGH,
+    D_{which}_LINE_STRIDE and D_{which}_SURFACE_STRIDE, as SDP, PDP and CDP (and their RDMAs) name them."""
+    return Surface(
+        regs.addr(f"D_{which}_BASE_ADDR_LOW_0", f"D_{which}_BASE_ADDR_HIGH_0"),
+        regs.f(f"D_{which}_LINE_STRIDE_0", "STRIDE"),
+        regs.f(f"D_{which}_SURFACE_STRIDE_0", "STRIDE"),
     )
 
 
