@@ -33,7 +33,7 @@ def test_regenerated_programs_are_the_measured_ones(tmp_path):
         assert crcs == [c["golden_crc"] for c in ROWS[d.name]["checks"]], d.name
 
 
-def test_second_instance_increment_against_the_rtl():
+def test_second_instance_increment_against_the_committed_rtl_pairs():
     """RTL: the second layer fetches its weights while the first computes, but its input waits for the
     first to release the data ring, so it hides 745 (m16) and 1224 (m64) cycles. The mapper hides the next
     launch and weight fetch, at most the previous instance's time after its reads: 1,341 vs 1,467 and

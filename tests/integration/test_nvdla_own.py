@@ -19,7 +19,7 @@ DOC = load_rows(OWN_DATA)
 ROWS = {r["name"]: r for r in DOC["rows"]}
 
 
-def test_provenance_and_every_program_passed_on_the_rtl():
+def test_committed_provenance_and_every_program_passed_on_the_rtl():
     assert DOC["command"].startswith("python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir")
     assert len(DOC["source_commit"]) == 40 and DOC["date"]
     assert sorted(ROWS) == sorted(s.name for s in SUITE), "regenerate the data: the suite changed"
@@ -43,7 +43,7 @@ def test_model_output_is_the_bytes_the_rtl_wrote(name, programs):
     assert all(c["match"] for c in run.checks), f"{name}: model CRC {run.checks} differs from the RTL's"
 
 
-def test_cycles_close_to_the_rtl():
+def test_model_cycles_close_to_the_committed_rtl_cycles():
     """Median 0.3%, p90 1.4%, worst 3.8% today (a 1x1 matmul family, projections with bias, 3x3 and
     strided convolutions, PDP padding probes, offline SDP, CDP LRN)."""
     d = distribution(compare(DOC))

@@ -26,14 +26,14 @@ ROWS = {r.name: r for r in compare(DOC)}
 KNOWN_OUTLIERS: dict[str, str] = {}
 
 
-def test_provenance_recorded():
+def test_committed_rtl_rows_record_their_provenance():
     assert DOC["command"].startswith("python -m nvdla_validation.nvdla_rtl.run_reference")
     assert len(DOC["source_commit"]) == 40 and DOC["date"]
     assert DOC["testbench_memory"]["read_latency_cycles"] == 32
     assert len(DOC["rows"]) == 74
 
 
-def test_rtl_pass_fail_is_what_the_build_supports():
+def test_committed_rtl_pass_fail_is_what_the_build_supports():
     """70 tests pass on the RTL; the 4 that fail are the SDP element-wise ones nv_small lacks, and the
     model refuses exactly those, naming the register and the missing unit."""
     failed = sorted(n for n, r in ROWS.items() if r.rtl_status != "pass")
@@ -43,7 +43,7 @@ def test_rtl_pass_fail_is_what_the_build_supports():
     assert all("EW_BYPASS" in ROWS[n].refused and "SDP_EW_DISABLE" in ROWS[n].refused for n in refused)
 
 
-def test_distribution_meets_targets():
+def test_model_against_committed_rtl_cycles_meets_targets():
     d = distribution(list(ROWS.values()))
     assert d["n"] == 70
     assert d["median"] <= TARGETS["median"], d
@@ -61,12 +61,12 @@ def test_distribution_meets_targets():
         if ROWS[n].rtl_status == "pass"
     ],
 )
-def test_each_test_within_worst_case_target(name):
+def test_model_against_each_committed_rtl_row_within_worst_case(name):
     row = ROWS[name]
     assert row.error <= TARGETS["worst"], f"{name}: model {row.model_cycles} vs RTL {row.rtl_cycles} ({row.ratio:.3f})"
 
 
-def test_thin_and_tiny_operations_no_longer_optimistic():
+def test_model_against_committed_rtl_thin_and_tiny_operations():
     """What attention and decode consist of: one-channel and one-pixel cubes (2-3x optimistic before)."""
     for name in (
         "sdp_8192x1x1_pass_through_int8_0",
@@ -90,7 +90,7 @@ def _trace_tests(tmp_path_factory) -> Path | None:
     return None
 
 
-def test_golden_crcs_recorded_for_every_test():
+def test_committed_golden_crcs_recorded_for_every_test():
     """Every test the RTL passed carries NVIDIA's golden CRCs (what the model's output is checked against)."""
     for r in DOC["rows"]:
         if r["status"] == "pass":

@@ -9,7 +9,7 @@ from nvdla_validation.primer_resnet50 import PRIMER_ROWS, config_for
 
 
 @pytest.mark.parametrize("row", [PRIMER_ROWS[0], PRIMER_ROWS[3]], ids=lambda r: f"{r[0]}macs")
-def test_resnet50_within_2x_of_primer(row):
+def test_resnet50_within_2x_of_the_published_primer_rows(row):
     macs, (ac, ak), cbuf_kb, gbs, fps = row
     hw = config_for(ac, ak, cbuf_kb, gbs)
     assert hw.peak_macs_per_cycle(Precision.INT8) == macs and hw.cbuf_bytes == cbuf_kb * 1024
