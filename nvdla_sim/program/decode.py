@@ -643,20 +643,22 @@ def _surface(regs: _Regs, which: str) -> Surface:
 
 def hw_layer(op: Operation, name: str) -> ConvLayer | SdpLayer | PdpLayer:
     """The model's hardware layer for a decoded operation (CDP is handled by the CDP model)."""
-    if isinstance(op, ConvOp):
-        return ConvLayer(
-            name=name,
-            shape=op.shape,
-            precision=op.precision,
-            sdp=sdp_spec(op.sdp),
-            pool=pool_spec(op.pdp) if op.pdp is not None else None,
-            image_input=op.pixel_input,
-        )
-    if isinstance(op, SdpOp):
-        return SdpLayer(name, op.width, op.height, op.channels, op.in_precision, sdp_spec(op))
-    if isinstance(op, PdpOp):
-        return PdpLayer(name, op.in_w, op.in_h, op.channels, op.precision, pool_spec(op))
-    raise TraceError(f"{name}: no hardware-layer view for {type(op).__name__}")
+    view = _HW_LAYER.get(type(op))
+    if view is None:
+        raise TraceError(f"{name}: no hardware-layer view for {type(op).__name__}")
+    return view(op, name)
+
+
+def _conv_layer(op: ConvOp, name: str) -> ConvLayer:
+    pool = pool_spec(op.pdp) if op.pdp is not None else None
+    return ConvLayer(name, op.shape, op.precision, sdp_spec(op.sdp), pool=pool, image_input=op.pixel_input)
+
+
+_HW_LAYER = {
+    ConvOp: _conv_layer,
+    SdpOp: lambda op, name: SdpLayer(name, op.width, op.height, op.channels, op.in_precision, sdp_spec(op)),
+    PdpOp: lambda op, name: PdpLayer(name, op.in_w, op.in_h, op.channels, op.precision, pool_spec(op)),
+}
 
 
 # ---- LUT (CDP and SDP S_LUT_* registers) ----------------------------------------------------------

@@ -358,6 +358,38 @@ def _cdp_regs(b: _Builder, op: CdpOp, lut: LutParams) -> None:
 # ---- programs ----------------------------------------------------------------------------------------
 
 
+def _emit_conv(b: _Builder, op: ConvOp, hw: HwConfig, lut: LutParams | None, name: str) -> tuple[list[str], str]:
+    b.reg("GLB", "S_INTR_MASK_0", MASK=INTR_MASK)
+    rdma = _sdp_regs(b, op.sdp)
+    _conv_regs(b, op, hw)
+    if op.pdp is not None:
+        _pdp_regs(b, op.pdp)
+    b.line("poll_reg_equal(NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0, 0x1);")
+    enables = (["PDP"] if op.pdp else []) + ["SDP"] + (["SDP_RDMA"] if rdma else [])
+    return [*enables, "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"], "PDP_0" if op.pdp else "SDP_0"
+
+
+def _emit_sdp(b: _Builder, op: SdpOp, hw: HwConfig, lut: LutParams | None, name: str) -> tuple[list[str], str]:
+    _sdp_regs(b, op)
+    return ["SDP", "SDP_RDMA"], "SDP_0"
+
+
+def _emit_pdp(b: _Builder, op: PdpOp, hw: HwConfig, lut: LutParams | None, name: str) -> tuple[list[str], str]:
+    _pdp_regs(b, op)
+    return ["PDP", "PDP_RDMA"], "PDP_0"
+
+
+def _emit_cdp(b: _Builder, op: CdpOp, hw: HwConfig, lut: LutParams | None, name: str) -> tuple[list[str], str]:
+    if lut is None:
+        raise TraceError(f"{name}: a CDP program needs its LUT")
+    _cdp_regs(b, op, lut)
+    return ["CDP_RDMA", "CDP"], "CDP_0"
+
+
+# one register writer per operation kind: (units to enable, in order; the interrupt that ends it)
+_EMIT = {ConvOp: _emit_conv, SdpOp: _emit_sdp, PdpOp: _emit_pdp, CdpOp: _emit_cdp}
+
+
 def emit_program(
     name: str,
     op: Operation,
@@ -383,31 +415,8 @@ def emit_program(
     for base, size in outputs:
         b.line(f"mem_init(pri_mem, 0x{base:x}, 0x{size:x}, ALL_ZERO);")
         mem.write(base, np.zeros(size, np.uint8))
-    enables: list[str]
-    if isinstance(op, ConvOp):
-        b.reg("GLB", "S_INTR_MASK_0", MASK=INTR_MASK)
-        rdma = _sdp_regs(b, op.sdp)
-        _conv_regs(b, op, hw)
-        if op.pdp is not None:
-            _pdp_regs(b, op.pdp)
-        b.line("poll_reg_equal(NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0, 0x1);")
-        enables = (["PDP"] if op.pdp else []) + ["SDP"] + (["SDP_RDMA"] if rdma else [])
-        enables += ["CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"]
-        done = "PDP_0" if op.pdp else "SDP_0"
-        ops: list[Operation] = [op]
-    elif isinstance(op, SdpOp):
-        _sdp_regs(b, op)
-        enables, done, ops = ["SDP", "SDP_RDMA"], "SDP_0", [op]
-    elif isinstance(op, PdpOp):
-        _pdp_regs(b, op)
-        enables, done, ops = ["PDP", "PDP_RDMA"], "PDP_0", [op]
-    elif isinstance(op, CdpOp):
-        if lut is None:
-            raise TraceError(f"{name}: a CDP program needs its LUT")
-        _cdp_regs(b, op, lut)
-        enables, done, ops = ["CDP_RDMA", "CDP"], "CDP_0", [op]
-    else:  # pragma: no cover - Operation is closed
-        raise TraceError(f"{name}: cannot emit {type(op).__name__}")
+    enables, done = _EMIT[type(op)](b, op, hw, lut, name)
+    ops: list[Operation] = [op]
     for unit in enables:
         b.line(f"reg_write(NVDLA_{unit}.D_OP_ENABLE_0, 0x1);")
     b.line(f"intr_notify({done}, sync_id_0);")

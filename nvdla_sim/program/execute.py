@@ -18,6 +18,7 @@ Register arithmetic follows NVIDIA's bit-accurate C model (hw@master:cmod), each
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,16 +151,7 @@ def execute(
     """Run the operations in order on `mem` (modified in place). `lut` is the CDP's LUT (decode_lut)."""
     st = ExecState(mem, hw)
     for op in ops:
-        if isinstance(op, ConvOp):
-            _conv(op, st, name)
-        elif isinstance(op, SdpOp):
-            _sdp(op, st)
-        elif isinstance(op, PdpOp):
-            _pdp(op, st)
-        elif isinstance(op, CdpOp):
-            if lut is None:
-                raise TraceError(f"{name}: a CDP operation needs the program's LUT (regdecode.decode_lut)")
-            _cdp(op, st, lut)
+        _EXECUTE[type(op)](op, st, name, lut)
 
 
 def execute_program(prog: Program, decoded: Decoded, hw: HwConfig) -> tuple[SparseMemory, list[dict]]:
@@ -170,7 +162,7 @@ def execute_program(prog: Program, decoded: Decoded, hw: HwConfig) -> tuple[Spar
     return mem, check_results(prog.checks, mem)
 
 
-def _conv(op: ConvOp, st: ExecState, name: str) -> None:
+def _conv(op: ConvOp, st: ExecState, name: str, lut: LutParams | None) -> None:
     s, p, hw = op.shape, op.precision, st.hw
     if op.pixel_input:
         raise TraceError(f"{name}: image (pixel) input is not executed bit-exactly yet; only feature-data convolutions")
@@ -189,10 +181,10 @@ def _conv(op: ConvOp, st: ExecState, name: str) -> None:
     cube[:, :, : s.out_k] = acc  # kernels past K in the last group compute 0
     _after_sdp(op.sdp, _apply_sdp(op.sdp, cube, st.mem, hw), st)
     if op.pdp is not None:  # pooling on the fly, fed by the SDP pass
-        _pdp(op.pdp, st)
+        _pdp(op.pdp, st, name, lut)
 
 
-def _sdp(op: SdpOp, st: ExecState) -> None:
+def _sdp(op: SdpOp, st: ExecState, name: str, lut: LutParams | None) -> None:
     x = read_cube(st.mem, op.src, op.width, op.height, op.channels, op.in_precision, st.hw)
     _after_sdp(op, _apply_sdp(op, x.astype(np.int64), st.mem, st.hw), st)
 
@@ -204,7 +196,7 @@ def _after_sdp(op: SdpOp, out: np.ndarray, st: ExecState) -> None:
         write_cube(st.mem, op.dst, out, op.out_precision, st.hw)
 
 
-def _pdp(op: PdpOp, st: ExecState) -> None:
+def _pdp(op: PdpOp, st: ExecState, name: str, lut: LutParams | None) -> None:
     if op.flying:
         if st.flying is None:
             raise TraceError("PDP is programmed on the fly but no SDP pass feeds it")
@@ -225,7 +217,9 @@ def _pdp(op: PdpOp, st: ExecState) -> None:
     write_cube(st.mem, op.dst, out, op.precision, st.hw)
 
 
-def _cdp(op: CdpOp, st: ExecState, lut: LutParams) -> None:
+def _cdp(op: CdpOp, st: ExecState, name: str, lut: LutParams | None) -> None:
+    if lut is None:
+        raise TraceError(f"{name}: a CDP operation needs the program's LUT (decode.decode_lut)")
     x = read_cube(st.mem, op.src, op.width, op.height, op.channels, op.precision, st.hw).astype(np.int64)
     x[..., op.channels :] = signed(op.datin_offset & 0xFF, 8)  # padding channels enter as the offset (cmod)
     params = LrnParams(
@@ -248,6 +242,10 @@ def _cdp(op: CdpOp, st: ExecState, lut: LutParams) -> None:
 
 
 # ---- checks ---------------------------------------------------------------------------------------
+
+
+# one executor per operation kind (each: op, state, program name, the CDP's LUT)
+_EXECUTE: dict[type, Callable[..., None]] = {ConvOp: _conv, SdpOp: _sdp, PdpOp: _pdp, CdpOp: _cdp}
 
 
 def check_results(checks: list[Check], mem: SparseMemory) -> list[dict]:

@@ -21,7 +21,7 @@ from nvdla_sim.engine.simulate import fixed_latency, simulate
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
 from nvdla_sim.errors import TraceError
-from nvdla_sim.layers import CdpLayer
+from nvdla_sim.layers import CdpLayer, HwLayer
 from nvdla_sim.program.decode import CdpOp, ConvOp, Decoded, Operation, PdpOp, SdpOp, decode_program, hw_layer
 from nvdla_sim.program.execute import execute_program
 from nvdla_sim.program.trace_io import parse_program
@@ -50,41 +50,51 @@ class ProgramRun:
         return max((o.cycles for o in self.operations), default=0)
 
 
+def _time_conv(op: ConvOp, hw: HwConfig, name: str, flying_pdp: PdpOp | None) -> tuple[HwLayer, LayerStats]:
+    layer = hw_layer(op, name)
+    plan = TilePlan(op.data_banks, op.weight_banks, op.shape.out_h, op.shape.out_k, LoopOrder.DATA_STATIONARY)
+    reason = illegal_reason(layer, plan, hw)
+    if reason is not None:
+        raise TraceError(f"{name}: the program's CBUF split does not fit the model's {hw.name}: {reason}")
+    return layer, simulate(layer, hw, plan, record_events=False)
+
+
+def _time_sdp(op: SdpOp, hw: HwConfig, name: str, flying_pdp: PdpOp | None) -> tuple[HwLayer, LayerStats]:
+    layer = hw_layer(op, name)
+    stats = simulate(layer, hw, record_events=False)
+    if flying_pdp is not None:  # the two run as one pipeline, paced by the slower
+        pdp_stats = simulate(hw_layer(flying_pdp, name), hw, record_events=False)
+        stats = max(stats, pdp_stats, key=lambda s: s.cycles)
+    return layer, stats
+
+
+def _time_pdp(op: PdpOp, hw: HwConfig, name: str, flying_pdp: PdpOp | None) -> tuple[HwLayer, LayerStats]:
+    layer = hw_layer(op, name)
+    if op.split_num > 1:
+        # Split-width mode (a line wider than the PDP line buffer): each part re-reads the
+        # kernel-overlap columns of its neighbour (pdp_16x6x16_4x2_split: 20 of 16 columns read).
+        read_w = op.in_w + (op.split_num - 1) * max(0, op.kernel_w - op.stride_x)
+        layer = dataclasses.replace(layer, width=read_w)
+    return layer, simulate(layer, hw, record_events=False)
+
+
+def _time_cdp(op: CdpOp, hw: HwConfig, name: str, flying_pdp: PdpOp | None) -> tuple[HwLayer, LayerStats]:
+    layer = CdpLayer(name, op.width, op.height, op.channels, op.precision, window=op.normalz_len)
+    return layer, simulate(layer, hw, record_events=False)
+
+
+# one timing per operation kind, and the kind's name in results
+_TIMERS = {ConvOp: _time_conv, SdpOp: _time_sdp, PdpOp: _time_pdp, CdpOp: _time_cdp}
+_KIND = {ConvOp: "conv", SdpOp: "sdp", PdpOp: "pdp", CdpOp: "cdp"}
+
+
 def operation_timing(
     op: Operation, hw: HwConfig, *, name: str = "op", flying_pdp: PdpOp | None = None
 ) -> OperationTiming:
     """Model cycles of one decoded operation, op enable to interrupt. `flying_pdp` is the PDP pass an SDP
     operation feeds on the fly: the two run as one pipeline, paced by the slower."""
-    if isinstance(op, ConvOp):
-        layer = hw_layer(op, name)
-        plan = TilePlan(op.data_banks, op.weight_banks, op.shape.out_h, op.shape.out_k, LoopOrder.DATA_STATIONARY)
-        reason = illegal_reason(layer, plan, hw)
-        if reason is not None:
-            raise TraceError(f"{name}: the program's CBUF split does not fit the model's {hw.name}: {reason}")
-        stats = simulate(layer, hw, plan, record_events=False)
-        kind = "conv"
-    elif isinstance(op, SdpOp):
-        layer = hw_layer(op, name)
-        stats = simulate(layer, hw, record_events=False)
-        if flying_pdp is not None:
-            pdp_stats = simulate(hw_layer(flying_pdp, name), hw, record_events=False)
-            stats = max(stats, pdp_stats, key=lambda s: s.cycles)
-        kind = "sdp"
-    elif isinstance(op, PdpOp):
-        layer = hw_layer(op, name)
-        if op.split_num > 1:
-            # Split-width mode (a line wider than the PDP line buffer): each part re-reads the
-            # kernel-overlap columns of its neighbour (pdp_16x6x16_4x2_split: 20 of 16 columns read).
-            read_w = op.in_w + (op.split_num - 1) * max(0, op.kernel_w - op.stride_x)
-            layer = dataclasses.replace(layer, width=read_w)
-        stats = simulate(layer, hw, record_events=False)
-        kind = "pdp"
-    elif isinstance(op, CdpOp):
-        layer = CdpLayer(name, op.width, op.height, op.channels, op.precision, window=op.normalz_len)
-        stats = simulate(layer, hw, record_events=False)
-        kind = "cdp"
-    else:  # pragma: no cover - Operation is closed
-        raise TraceError(f"{name}: cannot time {type(op).__name__}")
+    layer, stats = _TIMERS[type(op)](op, hw, name, flying_pdp)
+    kind = _KIND[type(op)]
     launch, pipe, done = fixed_latency(layer, hw)
     cycles = launch + stats.cycles + pipe + done
     return OperationTiming(kind, cycles, stats, launch, pipe, done)
