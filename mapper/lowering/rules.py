@@ -78,6 +78,7 @@ class Task:
     # convolution's groups each have filters, its batch instances share them); 0 for a linear layer's
     # later row pieces (they read the first piece's weights again) and for tasks without parameters
     stored_weight_bytes: int = 0
+    static_weights: bool = False  # a layer of an op with model weights (workload.HAS_STATIC_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -350,7 +351,7 @@ def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
     )
     note = f"groups={op.attrs.groups}" if op.attrs.groups > 1 else ""
     stored = _stored_weights(layer) * op.attrs.groups
-    return [dataclasses.replace(_hw(op, layer, note=note), stored_weight_bytes=stored)]
+    return [dataclasses.replace(_hw(op, layer, note=note), stored_weight_bytes=stored, static_weights=True)]
 
 
 def _data_cube_weights(name: str, m: int, k: int, n: int, ctx: LoweringContext) -> list[tuple[HwLayer, int]]:
@@ -397,7 +398,9 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
             ),
             *[
                 # W_v^T is this layer's data cube: still the model's weights in DRAM, dense
-                dataclasses.replace(_hw(op, layer, 1, note="V^T = W_v^T X^T"), stored_weight_bytes=stored)
+                dataclasses.replace(
+                    _hw(op, layer, 1, note="V^T = W_v^T X^T"), stored_weight_bytes=stored, static_weights=True
+                )
                 for layer, stored in _data_cube_weights(op.name, op.n, op.k, op.m, ctx)
             ],
         ]
@@ -413,7 +416,7 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
             continue
         layer = ctx.weighted(layer)
         stored = _stored_weights(layer) if piece.m0 == 0 else 0  # later row pieces reread these kernels
-        tasks.append(dataclasses.replace(_hw(op, layer, 1), stored_weight_bytes=stored))
+        tasks.append(dataclasses.replace(_hw(op, layer, 1), stored_weight_bytes=stored, static_weights=True))
     return tasks
 
 

@@ -255,7 +255,7 @@ def _weight_layers_compute_share(spec: ModelSpec, hw: HwConfig, precision: Preci
     step = map_model(
         decode_step_graph(spec, batch=batch, kv_len=kv_len), hw, precision=precision, batch=batch, seq=kv_len
     )
-    mm = [r for r in step.results if r.stats and r.task.group in ("matmul", "head")]
+    mm = [r for r in step.results if r.stats and r.task.static_weights]
     total = sum(r.cycles for r in mm)
     return sum(r.cycles for r in mm if r.stats.bound is Bound.COMPUTE) / total if total else 0.0
 
