@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--m", type=_positive, help="matmul rows (tokens)")
     s.add_argument("--k", type=_positive, help="matmul reduction dim (input channels)")
     s.add_argument("--n", type=_positive, help="matmul columns (output channels)")
+    s.add_argument("--row", type=_positive,
+                   help="matmul: tokens per row of the data cube (default: the mapper's layout, as nvdla map uses)")  # fmt: skip
     s.add_argument("--width", type=_positive, help="conv/sdp/pdp input width")
     s.add_argument("--height", type=_positive, help="conv/sdp/pdp input height")
     s.add_argument("--channels", type=_positive, help="conv/sdp/pdp input channels")
@@ -151,8 +153,18 @@ def _simulate(args: argparse.Namespace) -> int:
             _need(args, ["m", "k", "n"], "matmul")
             name = f"matmul_{args.m}x{args.k}x{args.n}"
             if max(args.m, args.k, args.n) > MAX_DIM:
+                if args.row is not None:
+                    raise NvdlaError(f"--row: a matmul past {MAX_DIM} in a dimension is split by the mapper's layout")
                 return _simulate_split_matmul(args, hw, spec, name)
-            shape = ConvShape.matmul(args.m, args.k, args.n)
+            if args.row is not None:
+                if args.m % args.row or args.row > MAX_DIM:
+                    raise NvdlaError(f"--row {args.row} must divide --m {args.m} (tokens per row of the data cube)")
+                shape = ConvShape.matmul(args.m, args.k, args.n, row=args.row)
+            else:  # the layout `nvdla map` gives this matmul
+                from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
+
+                ctx = LoweringContext(hw=hw, precision=prec, host=HostModel())
+                shape = matmul_layout(args.m, args.k, args.n, ctx)
         else:
             _need(args, ["width", "height", "channels", "kernels"], "conv")
             ks = args.kernel_size

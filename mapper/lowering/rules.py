@@ -250,6 +250,12 @@ def matmul_pieces(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec:
     return layers
 
 
+def matmul_layout(m: int, k: int, n: int, ctx: LoweringContext) -> ConvShape:
+    """The layout the mapper gives an m x k x n matmul within the register fields: m tokens as rows of
+    `_row_for` pixels. One policy for `nvdla map`, `nvdla simulate --op matmul` and the accuracy study."""
+    return ConvShape.matmul(m, k, n, row=_row_for(m, k, ctx))
+
+
 def _row_for(m: int, k: int, ctx: LoweringContext) -> int:
     """Tokens per CBUF row: the largest divisor of m up to 64 whose row of k channels uses at most a quarter
     of the CBUF, so data can be tiled by rows while weights keep most banks."""

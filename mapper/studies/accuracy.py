@@ -22,13 +22,14 @@ from pathlib import Path
 import numpy as np
 
 from nvdla_mapper.frontends.presets import ModelSpec
+from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
 from nvdla_mapper.numerics.quant import Calibration, Granularity, dequantize, quantize, requant_sdp, scale_for
 from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import run_conv
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.layers import ConvLayer, ConvShape
+from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
 
 
@@ -190,6 +191,8 @@ def block_accuracy(
     s_out = {n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in amax_out.items()}
     sats: dict[str, int] = {}
 
+    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+
     def int8_mm(name, a, w, b):
         s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[name]
         per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
@@ -197,7 +200,7 @@ def block_accuracy(
         qa = quantize(a, s_x)
         qw = quantize(w, s_w[:, None])
         m, kdim = a.shape
-        layer = ConvLayer(name, ConvShape.matmul(m, kdim, w.shape[0]), Precision.INT8)
+        layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], ctx), Precision.INT8)  # as the map lays it out
         plan = search_plan(layer, hw).plan
         x3 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim)
         w4 = qw.reshape(w.shape[0], 1, 1, kdim)

@@ -136,3 +136,39 @@ def test_a_matmul_past_the_register_fields_is_split(capsys):
     names = [lay["name"] for lay in d["layers"]]
     assert names == ["matmul_8x9000x8[k 0:8192]", "matmul_8x9000x8[k 8192:9000]", "matmul_8x9000x8[+ partial 1]"]
     assert d["cycles"] == sum(lay["cycles"] for lay in d["layers"])
+
+
+def test_simulate_matmul_takes_the_mappers_layout(capsys, tmp_path):
+    """Issue #27 item 3: `simulate --op matmul --m 512 --k 5632 --n 2048` (TinyLlama's ffn2 at 512 tokens)
+    failed with 'no CBUF-legal tiling' while `nvdla map` ran the same op: simulate laid the tokens out in
+    rows of 64, the mapper in rows of at most a quarter of CBUF (nv_full: 131,072 / 5,632 B -> 23, so the
+    largest divisor of 512 is 16). Both now take the mapper's layout and time the layer (with its bias) alike; --row
+    chooses another, and a row that does not divide m is refused."""
+    from nvdla_mapper.passes import map_model
+    from nvdla_mapper.workload import Graph, Op, OpKind
+    from nvdla_sim.config import load_config
+    from nvdla_sim.precision import Precision
+
+    assert main(["simulate", "--hw", "nv_full", "--op", "matmul", "--m", "512", "--k", "5632", "--n", "2048",
+                 "--bias", "--json"]) == 0  # fmt: skip
+    sim = json.loads(capsys.readouterr().out)
+    g = Graph("ffn2", batch=1, seq=512)
+    x = g.add(Op("x", OpKind.GATHER, 512, 5632, group="host"))
+    g.add(Op("ffn2", OpKind.MATMUL, 512, 2048, k=5632, group="matmul"), x)
+    res = map_model(g.g, load_config("nv_full"), precision=Precision.INT8)
+    (layer,) = [r for r in res.results if r.task.op == "ffn2"]
+    assert layer.task.layer.shape.in_w == 16 and sim["cycles"] == layer.stats.cycles
+    assert main(["simulate", "--hw", "nv_full", "--op", "matmul", "--m", "512", "--k", "5632", "--n", "2048",
+                 "--row", "7"]) == 2  # fmt: skip
+    assert "--row 7 must divide --m 512" in capsys.readouterr().err
+
+
+def test_quantize_per_tensor_runs_a_llama_block(capsys, tmp_path):
+    """Issue #27 item 3: `map --quantize per-tensor` on a TinyLlama-shaped config.json failed on the same
+    layout; the accuracy study now lays its matmuls out as the map does."""
+    cfg = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 1, "num_attention_heads": 32,
+           "num_key_value_heads": 4, "intermediate_size": 5632, "vocab_size": 32000}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    rc = main(["map", str(tmp_path / "config.json"), "--hw", "nv_full", "--seq", "32", "--quantize", "per-tensor"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "INT8 accuracy" in out and "ffn2" in out
