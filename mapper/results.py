@@ -147,6 +147,7 @@ class MapResult:
     def to_dict(self) -> dict[str, Any]:
         host = self.host_tasks()
         busy = self.unit_busy()
+        peak = self.hw.peak_macs_per_cycle(self.precision)
         return {
             "model": self.model,
             "hw": self.hw.fingerprint,
@@ -160,6 +161,10 @@ class MapResult:
             "macs": self.macs,
             "model_macs": self.model_macs,
             "mac_utilization": round(self.mac_utilization, 6),
+            # a what-if that skips MACs: the model's dense MACs over the peak, labelled as such (it can pass 100%)
+            "dense_equivalent_mac_utilization": round(self.model_macs / (peak * self.total_cycles), 6)
+            if self.weights.sparse_mac and self.total_cycles
+            else None,
             "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
             "dram_bytes_per_cycle": self.hw.dram_bytes_per_cycle,
             "cycles_by_group": self.by_group(),

@@ -237,6 +237,12 @@ class ConvLayer:
         return self.shape.macs
 
     @property
+    def performed_macs(self) -> int:
+        """MACs the array performs: the layer's, or half the channel work under the 2:4 sparse what-if."""
+        s = self.shape
+        return s.out_pixels * s.out_k * s.kernel_w * s.kernel_h * self.mac_channels if self.sparse_mac else self.macs
+
+    @property
     def mac_channels(self) -> int:
         """Input channels the MAC array iterates over (halved by the 2:4 sparse what-if)."""
         return -(-self.shape.in_c // 2) if self.sparse_mac else self.shape.in_c

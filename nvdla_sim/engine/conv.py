@@ -175,7 +175,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     res, dram_busy, hw_layers = _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_events)
     cycles = math.ceil(res.end)
     traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
-    macs = layer.macs
+    macs = layer.performed_macs  # what the array does: utilization stays <= 100% under the sparse what-if
     peak = hw.peak_macs_per_cycle(p)
     reads, writes = _compulsory_bytes(layer, hw, w_ratio, extra_reads)
     lower = conv_floor(layer, hw, read_bytes=reads, write_bytes=writes)
