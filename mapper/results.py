@@ -45,6 +45,7 @@ class TaskResult:
             "dram_write": (st.traffic.dram_write * self.task.count) if st else self.task.copy_bytes * self.task.count,
             "macs_per_cycle": round(st.macs / st.cycles, 3) if st and st.cycles else 0.0,
             "macs_per_dram_byte": round(st.macs / max(st.traffic.dram_total, 1), 3) if st else 0.0,
+            "refetch_factor": st.detail.get("refetch_factor", 1.0) if st else 1.0,
             "tiling": json.dumps(st.plan.to_dict()) if st and st.plan else "",
             "note": self.task.note,
         }

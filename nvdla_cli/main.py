@@ -284,6 +284,11 @@ def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:
         f"{stats.name} on {fingerprint}",
         f"  cycles            {stats.cycles:,}  ({us:,.2f} us at {clock_mhz:g} MHz)",
         f"  roofline floor    {stats.lower_bound_cycles:,} cycles ({stats.lower_bound_cycles / max(stats.cycles, 1):.1%} of simulated)",
+        *(
+            [f"  re-fetch          {stats.detail['refetch_factor']:.2f}x the compulsory reads (input, weights once)"]
+            if "refetch_factor" in stats.detail
+            else []
+        ),
         f"  MACs              {stats.macs:,}",
         f"  MAC utilization   {stats.mac_utilization:.1%}",
         f"  bound by          {stats.bound.value}",

@@ -205,6 +205,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
         plan=plan,
         detail={
             "items": len(items),
+            # bytes read over the compulsory reads (input, weights and SDP operands once): 1.0 = no re-fetch
+            "refetch_factor": round((traffic.dram_read + traffic.sram_read) / max(reads, 1), 4),
             "prologue_cycles": math.ceil(res.first_compute),
             "weight_load_bubbles": res.compute_bubbles,
             "wait_fetch": math.ceil(res.wait_fetch),

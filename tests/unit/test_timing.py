@@ -234,3 +234,21 @@ def test_matmul_delivery_closed_form():
     assert abs(stats.cycles - (fetch + 32 + 16 + delivery)) <= 40
     base = simulate(layer, load_config("nv_small"), TilePlan(1, 31, 16, 8, LoopOrder.DATA_STATIONARY))
     assert base.cycles > delivery  # nv_small.toml carries the same measured delivery parameters
+
+
+def test_refetch_factor_counts_weights_read_again_per_band(configs):
+    """Bytes read over the compulsory reads. A 128 x 256 x 256 INT8 matmul on nv_full (64-pixel rows, so
+    2 output rows) tiled one row per band in data-stationary order fetches its 65,536 weight bytes once
+    per band: (32,768 input + 2 x 65,536) / (32,768 + 65,536) = 1.6667. With every row in one band the
+    weights are read once: 1.0."""
+    from nvdla_sim.engine.conv import simulate_conv
+    from nvdla_sim.engine.tiling import LoopOrder, TilePlan
+
+    hw = configs["nv_full"]
+    layer = ConvLayer("mm", ConvShape.matmul(128, 256, 256), Precision.INT8)
+    assert (layer.shape.in_w, layer.shape.out_h) == (64, 2)
+    two_bands = simulate_conv(layer, hw, TilePlan(2, 4, 1, 256, LoopOrder.DATA_STATIONARY))
+    assert two_bands.traffic.dram_read == 32_768 + 2 * 65_536
+    assert two_bands.detail["refetch_factor"] == pytest.approx(163_840 / 98_304, abs=1e-4)
+    one_band = simulate_conv(layer, hw, TilePlan(2, 4, 2, 256, LoopOrder.DATA_STATIONARY))
+    assert one_band.detail["refetch_factor"] == 1.0
