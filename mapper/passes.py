@@ -177,6 +177,7 @@ def map_model(
     notes = [
         "Concurrent resources (NVDLA core, BDMA, host) are scheduled without memory contention between them.",
         f"Host model: {host.gflops:g} GFLOP/s, {host.mem_gbs:g} GB/s, {host.overhead_us:g} us per fallback op.",
+        *hw.notes,
     ]
     fused = g.graph.get("onnx_fusions")
     if fused:

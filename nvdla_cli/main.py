@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from nvdla_cli.console import warn_config
 from nvdla_cli.map_commands import add_commands as add_mapper
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import builtin_configs, load_config
@@ -140,6 +141,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.trace_test:
         return _simulate_trace_test(args)
     hw = load_config(args.hw or "nv_full")
+    warn_config(hw)
     prec = args.precision
     hw.check_precision(prec)
     spec = SdpSpec(

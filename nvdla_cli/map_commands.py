@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from nvdla_cli.console import warn_config
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
@@ -115,6 +116,11 @@ def _sweep(args: argparse.Namespace) -> int:
         f"sweep {spec.name}: {len(rows)}/{n} points in {db} ({wall:.1f} s this run), {len(errors)} errors, "
         f"{len(front)} on the Pareto front"
     )
+    clamped = sum(1 for r in rows if r.get("notes"))
+    if clamped:
+        first = next(r["notes"] for r in rows if r.get("notes"))
+        print(f"nvdla: warning: {clamped} points' configs were not taken as given (column notes), e.g. {first}",
+              file=sys.stderr)  # fmt: skip
     print(
         f"  this run: {run.evaluated} evaluated ({run.recomputed} of them recomputed: made by another model version "
         f"or configuration), {run.reused} reused; model version {run.model_version}"
@@ -156,6 +162,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     prec = _precision(args.precision)
     hw = load_config(args.hw)
+    warn_config(hw)
     spec = resolve_model(args.model)
     if not hasattr(spec, "stages"):
         raise NvdlaError(f"{args.model}: generation needs a preset or a config.json, not an ONNX graph")
@@ -245,6 +252,7 @@ def _map(args: argparse.Namespace) -> int:
 
     prec = _precision(args.precision)
     hw = load_config(args.hw)
+    warn_config(hw)
     hw.check_precision(prec)
     g = model_graph(
         args.model,

@@ -296,6 +296,21 @@ class HwConfig:
         return min(width, self.memory.dram_bandwidth_gbs * 1e3 / self.clock_mhz)
 
     @property
+    def notes(self) -> list[str]:
+        """Values the model does not take as given, each named with what it uses instead (printed by the
+        CLI as warnings, kept in reports and sweep rows)."""
+        out = []
+        bw = self.memory.dram_bandwidth_gbs
+        carried = self.memory.dram_width_bits / 8 * self.clock_mhz / 1e3  # GB/s the interface carries
+        if bw is not None and bw > carried:
+            out.append(
+                f"memory.dram_bandwidth_gbs {bw:g} GB/s is more than the {self.memory.dram_width_bits}-bit DRAM "
+                f"interface carries at {self.clock_mhz:g} MHz ({carried:g} GB/s); the model uses {carried:g} GB/s "
+                "(widen memory.dram_width_bits to use more)"
+            )
+        return out
+
+    @property
     def sram_bytes_per_cycle(self) -> float:
         return self.memory.sram_width_bits / 8
 

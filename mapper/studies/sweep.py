@@ -239,9 +239,11 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             throughput_inferences_per_s=res.throughput,
             seq=res.seq,  # the sequence the model ran (a vision model's image tokens, 0 for a CNN)
             config_digest=config_digest(hw),
+            notes="; ".join(hw.notes),  # values of the point the model did not take as given
         )
     except NvdlaError as e:
-        row.update(status="error", error=str(e), hw_fingerprint="", config_digest="", **dict.fromkeys(METRICS, None))
+        row.update(status="error", error=str(e), hw_fingerprint="", config_digest="", notes="",
+                   **dict.fromkeys(METRICS, None))  # fmt: skip
     row["model_version"] = model_version()  # as the worker that computed it sees it
     row["wall_s"] = time.perf_counter() - t0
     return row
@@ -261,7 +263,7 @@ def open_db(path: str | Path) -> sqlite3.Connection:
     cols = ", ".join(f"{m} REAL" for m in METRICS)
     con.execute(
         f"CREATE TABLE IF NOT EXISTS {_TABLE} (sweep TEXT, id TEXT, params TEXT, status TEXT, error TEXT, "
-        f"hw_fingerprint TEXT, config_digest TEXT, model_version TEXT, model TEXT, seq INTEGER, batch INTEGER, "
+        f"hw_fingerprint TEXT, config_digest TEXT, model_version TEXT, notes TEXT, model TEXT, seq INTEGER, batch INTEGER, "
         f"{cols}, wall_s REAL, PRIMARY KEY (sweep, id))"
     )
     con.commit()
@@ -270,8 +272,8 @@ def open_db(path: str | Path) -> sqlite3.Connection:
 
 def _store(con: sqlite3.Connection, sweep: str, row: dict[str, Any]) -> None:
     p = row["params"]
-    names = ["sweep", "id", "params", "status", "error", "hw_fingerprint", "config_digest", "model_version", "model",
-             "seq", "batch", *METRICS, "wall_s"]  # fmt: skip
+    names = ["sweep", "id", "params", "status", "error", "hw_fingerprint", "config_digest", "model_version", "notes",
+             "model", "seq", "batch", *METRICS, "wall_s"]  # fmt: skip
     values = [
         sweep,
         row["id"],
@@ -281,6 +283,7 @@ def _store(con: sqlite3.Connection, sweep: str, row: dict[str, Any]) -> None:
         row["hw_fingerprint"],
         row["config_digest"],
         row["model_version"],
+        row["notes"],
         p["model"],
         row.get("seq", p["seq"]),
         p["batch"],

@@ -156,6 +156,10 @@ def test_a_resumed_sweep_recomputes_rows_of_another_model_version(tmp_path):
     first = run_sweep(spec, db, executor="serial")
     assert (first.evaluated, first.reused, first.recomputed) == (4, 0, 0)
     assert {r["seq"] for r in first.rows if r["model"] == "lenet5"} == {0}  # a CNN runs no sequence
+    # nv_small's 64-bit interface at 1 GHz carries 8 GB/s: the 16 GB/s points say they were clamped
+    for r in first.rows:
+        clamped = r["params"]["hw"]["memory.dram_bandwidth_gbs"] > 8.0
+        assert ("carries at 1000 MHz (8 GB/s)" in r["notes"]) is clamped, r["notes"]
     con = sqlite3.connect(db)
     con.execute("UPDATE sweep_rows SET model_version = 'older', total_cycles = -1 WHERE model = 'bert-base'")
     con.commit()

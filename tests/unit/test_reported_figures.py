@@ -5,6 +5,7 @@ generate's footprint, Hugging Face defaults, names."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -246,3 +247,23 @@ def test_utilization_never_passes_100_percent_under_the_sparse_mac_what_if():
         ]
         is None
     )
+
+
+def test_a_dram_bandwidth_above_the_interface_is_named_not_silently_clamped(tmp_path, capsys):
+    """Issue #27 item 4: custom_example's 512-bit interface at 800 MHz carries 64 B x 0.8 GHz = 51.2 GB/s;
+    asking for 204.8 GB/s used 51.2 without a word. The config names both numbers; the CLI warns, the map's
+    report keeps the note."""
+    from nvdla_sim.config import load_config as load
+
+    src = (Path(__file__).parents[2] / "configs" / "custom_example.toml").read_text()
+    cfg = tmp_path / "fast.toml"
+    cfg.write_text(src.replace("dram_bandwidth_gbs = 25.6", "dram_bandwidth_gbs = 204.8"))
+    hw = load(str(cfg))
+    assert hw.dram_bytes_per_cycle == 64
+    (note,) = hw.notes
+    assert "204.8 GB/s is more than the 512-bit DRAM interface carries at 800 MHz (51.2 GB/s)" in note
+    assert load("custom_example").notes == []
+    assert main(["simulate", "--hw", str(cfg), "--op", "matmul", "--m", "64", "--k", "64", "--n", "64"]) == 0
+    assert "nvdla: warning: memory.dram_bandwidth_gbs 204.8 GB/s" in capsys.readouterr().err
+    res = map_model(build_graph(preset("bert-base"), seq=16), hw, precision=Precision.INT8)
+    assert note in res.to_dict()["notes"]
