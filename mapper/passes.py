@@ -113,11 +113,15 @@ def layer_cycles(layer, hw: HwConfig) -> tuple[LayerStats, int]:
     return st, st.cycles + sum(fixed_latency(layer, hw))
 
 
-@lru_cache(maxsize=1024)
 def layer_events(layer, hw: HwConfig) -> tuple[Event, ...]:
     """The unit events of one instance of a hardware layer (its searched plan for convolutions), from the
     start of its streaming (after launch); for timelines (the map's trace), simulated once per layer."""
-    layer = dataclasses.replace(layer, name="")
+    return _events_cached(dataclasses.replace(layer, name=""), hw)
+
+
+@lru_cache(maxsize=1024)
+def _events_cached(layer, hw: HwConfig) -> tuple[Event, ...]:
+    """Events of an unnamed layer: identical layers of different blocks are simulated once."""
     if isinstance(layer, ConvLayer):
         return simulate_conv(layer, hw, search_plan(layer, hw).plan).events
     return simulate(layer, hw).events

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from nvdla_mapper.numerics import sparsity
 from nvdla_mapper.workload import Op, OpKind, Relayout
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.tiling import bytes_per_kernel
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
@@ -372,8 +373,7 @@ def _data_cube_weights(name: str, m: int, k: int, n: int, ctx: LoweringContext) 
 
 def _stored_weights(layer: ConvLayer) -> int:
     """Bytes a layer's kernels occupy in DRAM: compressed where the weight treatment set them, else dense."""
-    s = layer.shape
-    dense = s.out_k * s.kernel_w * s.kernel_h * s.in_c * layer.precision.bytes
+    dense = layer.shape.out_k * bytes_per_kernel(layer)
     return layer.weight_bytes if layer.weight_bytes is not None else dense
 
 

@@ -366,8 +366,14 @@ def _stale(con: sqlite3.Connection, sweep: str, points: list[dict[str, Any]], ve
 
 
 def _digest_of(p: dict[str, Any]) -> str:
+    return _digest_cached(p["base"], json.dumps(p["hw"], sort_keys=True))
+
+
+@functools.lru_cache(maxsize=1024)
+def _digest_cached(base: str, hw_json: str) -> str:
+    """A configuration's digest, loaded once per (base, values) in a run: the points of a sweep share configs."""
     try:
-        return config_digest(point_config(p)[0])
+        return config_digest(point_config({"base": base, "hw": json.loads(hw_json)})[0])
     except NvdlaError:
         return ""
 
@@ -385,6 +391,7 @@ def run_sweep(
     or configuration) and return all rows of this sweep (ordered by id) with what was done."""
     con = open_db(db)
     version = model_version()
+    _digest_cached.cache_clear()  # a config file may have changed since the last run: digests per run
     points = spec.points()
     current, stale = _stale(con, spec.name, points, version)
     todo = [p for p in points if p["id"] not in current]

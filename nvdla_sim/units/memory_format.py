@@ -43,20 +43,17 @@ def elements_per_atom(p: Precision, hw: HwConfig) -> int:
 
 def cube_size(surf: Surface, c: int, p: Precision, hw: HwConfig) -> int:
     """Bytes a cube with `c` channels spans from its base address."""
-    epa = hw.memory.memory_atomic_bytes // p.bytes
-    return -(-c // epa) * surf.surface_stride
+    return -(-c // elements_per_atom(p, hw)) * surf.surface_stride
 
 
 def read_cube(mem: ByteMemory, surf: Surface, w: int, h: int, c: int, p: Precision, hw: HwConfig) -> np.ndarray:
     """Feature cube [h, w, C'] (C' = c rounded up to whole atoms) from memory."""
-    atom = hw.memory.memory_atomic_bytes
-    epa = atom // p.bytes
+    epa = elements_per_atom(p, hw)
     surfaces = math.ceil(c / epa)
     out = np.zeros((h, w, surfaces * epa), _dtype(p))
-    for s in range(surfaces):
-        for y in range(h):
-            raw = mem.read(surf.addr + s * surf.surface_stride + y * surf.line_stride, w * atom)
-            out[y, :, s * epa : (s + 1) * epa] = raw.view(_dtype(p)).reshape(w, epa)
+    for s, y, offset in _line_offsets(surf, surfaces, h):
+        raw = mem.read(surf.addr + offset, w * hw.memory.memory_atomic_bytes)
+        out[y, :, s * epa : (s + 1) * epa] = raw.view(_dtype(p)).reshape(w, epa)
     return out
 
 
@@ -96,7 +93,7 @@ def dc_weight_bytes(weights: np.ndarray, p: Precision, hw: HwConfig) -> np.ndarr
         for c0 in range(0, c, ac):
             block = weights[g0 : g0 + kpg, :, :, c0 : c0 + ac]  # [g, kh, kw, cc] -> [kh, kw, g, cc]
             parts.append(np.ascontiguousarray(block.transpose(1, 2, 0, 3)).ravel())
-    flat = np.concatenate(parts).astype({Precision.INT8: "i1", Precision.INT16: "<i2"}[p])
+    flat = np.concatenate(parts).astype(_dtype(p))
     return flat.view(np.uint8)
 
 
@@ -120,9 +117,12 @@ def _lines(cube: np.ndarray, surf: Surface, p: Precision, hw: HwConfig):
     if cp % epa:
         raise ValueError(f"cube channels {cp} are not whole {epa}-element atoms")
     data = np.ascontiguousarray(cube.astype(_dtype(p)))
-    for s in range(cp // epa):
+    for s, y, offset in _line_offsets(surf, cp // epa, h):
+        yield offset, data[y, :, s * epa : (s + 1) * epa].view(np.uint8).ravel()
+
+
+def _line_offsets(surf: Surface, surfaces: int, h: int):
+    """(surface, line, offset from surf.addr) of each line of each surface (format.rst's addressing)."""
+    for s in range(surfaces):
         for y in range(h):
-            yield (
-                s * surf.surface_stride + y * surf.line_stride,
-                data[y, :, s * epa : (s + 1) * epa].view(np.uint8).ravel(),
-            )
+            yield s, y, s * surf.surface_stride + y * surf.line_stride
