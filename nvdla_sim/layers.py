@@ -221,6 +221,11 @@ class ConvLayer:
     weight_bytes: int | None = None
     sparse_mac: bool = False  # what-if beyond NVDLA v1: a 2:4-sparse MAC array skips half the channel work
     image_input: bool = False  # first layer read as a pixel image (CDMA_IMG, channel extension), C <= 4
+    # operands the previous hardware layer left in CBUF (it set SKIP_DATA_RLS / SKIP_WEIGHT_RLS) and this one
+    # uses without a fetch (CDMA/CSC D_MISC_CFG.DATA_REUSE / WEIGHT_REUSE; measured on the nv_small RTL,
+    # validation/data/nvdla_rtl_reuse.json)
+    data_resident: bool = False
+    weights_resident: bool = False
 
     def __post_init__(self) -> None:
         if self.image_input and self.shape.in_c > 4:

@@ -40,6 +40,7 @@ from nvdla_sim.engine.tiling import (
     row_tiles,
     tile_steps,
 )
+from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, Memory
 from nvdla_sim.units import cacc, cdma, cmac, csc, pdp, sdp
 
@@ -94,14 +95,21 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
 
     # Fetch keys: an operand is fetched again whenever its key is new. Every band of rows is a hardware
     # layer of its own (full-input mode), so in data-stationary order each band fetches all its weights
-    # again; weight-stationary order keeps a weight tile resident across bands and re-fetches the data
-    # per weight tile (DATA/WEIGHT_REUSE between hardware layers: not measured on the RTL).
+    # again; weight-stationary order keeps a weight tile resident across bands (SKIP_WEIGHT_RLS, then
+    # WEIGHT_REUSE) and re-fetches the data per weight tile. Operands the previous hardware layer left in
+    # CBUF (layer.data_resident / weights_resident) are never fetched: their keys start out seen.
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
     weights_resident = ws or len(rtiles) == 1
+    _check_resident(layer, plan, fp, len(rtiles))
     items: list[Item] = []
     item_layer: list[int] = []  # the hardware layer of each item (see _hardware_layer)
     item_extra: list[int] = []  # SDP operand bytes each item's pixels read
     seen: dict[tuple, int] = {}
+    held: dict[int, tuple[set, set]] = {}  # per hardware layer: the data tiles and kernel groups it uses
+    if layer.data_resident:
+        seen[("d", 0)] = -1
+    if layer.weights_resident:
+        seen.update({("w", g0): -1 for g0 in range(0, s.out_k, kpg)})
     fetched_here: set[int] = set()  # fetch events of the current hardware layer (the rest stay resident)
     prefetch_left = 0  # operand bytes the current layer's SDP RDMA latency FIFO still takes up front
     current = -1
@@ -151,6 +159,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
         prefetch_left -= covered
         item_layer.append(current)
         fetched_here.update(f.event for f in fetches)
+        held.setdefault(current, (set(), set()))[0].add(data_key)
+        held[current][1].add(weight_key)
         items.append(
             Item(
                 name=f"rows {r0}-{r1} k{g0}-{g1}",
@@ -172,7 +182,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             )
         )
     extra_reads = sum(item_extra)
-    res, dram_busy, hw_layers = _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_events)
+    res, dram_busy, hw_layers = _run_hardware_layers(layer, hw, items, item_layer, item_extra, held, fp, record_events)
     cycles = math.ceil(res.end)
     traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
     macs = layer.performed_macs  # what the array does: utilization stays <= 100% under the sparse what-if
@@ -222,6 +232,19 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     )
 
 
+def _check_resident(layer: ConvLayer, plan: TilePlan, fp, bands: int) -> None:
+    """An operand reused from CBUF must be all there: the whole input in one band, or every kernel group
+    in the weight banks at once (the RTL keeps what the previous layer fetched, nothing more)."""
+    if layer.data_resident and bands > 1:
+        raise ShapeError(f"{layer.name}: reused input (DATA_REUSE) must be one band, not {bands} bands of rows")
+    groups = fp.groups_per_weight_tile * fp.n_weight_tiles
+    if layer.weights_resident and fp.weight_capacity_groups < groups:
+        raise ShapeError(
+            f"{layer.name}: reused weights (WEIGHT_REUSE) must all be in the weight banks: {groups} kernel groups, "
+            f"{plan.weight_banks} banks hold {fp.weight_capacity_groups}"
+        )
+
+
 def _hardware_layer(plan: TilePlan, d: int, k: int, n_bands: int) -> int:
     """Which hardware layer runs data tile `d` with weight tile `k`. The convolution pipeline only runs
     in full-input mode (programming_guide.rst), so every band of output rows is a hardware layer of its
@@ -229,10 +252,14 @@ def _hardware_layer(plan: TilePlan, d: int, k: int, n_bands: int) -> int:
     return k * n_bands + d if plan.order is LoopOrder.WEIGHT_STATIONARY else d
 
 
-def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_events):
-    """Run the items hardware layer by hardware layer, one after another: a layer's CDMA starts after
-    the previous layer's interrupt, so no fetch of the next band overlaps this band's compute. Operands
-    that stay resident (DATA/WEIGHT_REUSE) have no fetch in the later layers' items. Returns the summed
+def _run_hardware_layers(layer, hw, items, item_layer, item_extra, held, fp, record_events):
+    """Run the items hardware layer by hardware layer on shared memory ports. Each later layer is enabled in
+    the other register group while the previous one runs (a ping-pong driver). Measured on the nv_small
+    RTL (validation/data/nvdla_rtl_reuse.json): when CBUF has room for its operands beside the previous
+    layer's, the next layer's CDMA fetches as soon as the previous layer's fetches end and its CSC starts
+    when the previous layer's last item has drained; so only its compute and drain add time. Without room
+    it starts after the previous layer's interrupt and its own launch (layer_gap_cycles). Operands that
+    stay resident (DATA/WEIGHT_REUSE) have no fetch in the later layers' items. Returns the summed
     pipeline result (end = the whole run, from the first layer's start to the last layer's last atom),
     the busy time per memory port, and the number of hardware layers."""
     fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
@@ -240,19 +267,25 @@ def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_ev
     for i, g in enumerate(item_layer):
         groups.setdefault(g, []).append(i)
     total: PipelineResult | None = None
-    busy: dict[Memory, float] = {}
-    offset = 0.0
+    ports = make_ports(hw)
+    offset = 0.0  # end of the previous layer: its last atom, or its last transfer
     events = []
-    for n, idxs in enumerate(groups.values()):
+    prev: tuple[int, PipelineResult] | None = None
+    for n, idxs in groups.items():
         group = [items[i] for i in idxs]
         if hw.timing.conv_input_before_compute:
             group = _prefetch_weights(group, fp.weight_capacity_groups)
-        ports = make_ports(hw)
+        if prev is None:
+            fetch_from = compute_from = 0.0
+        elif _room_beside(held[prev[0]], group, fp):
+            fetch_from, compute_from = prev[1].fetch_end, prev[1].end
+        else:
+            fetch_from = compute_from = float(math.ceil(offset + layer_gap_cycles(hw)))
         # SDP operand streams (bias, residual) are read by the SDP RDMAs alongside: at once until the
         # RDMA's latency FIFO is full (booked here), then paced by the drain (Item.drain_reads)
         prefetch = min(sum(item_extra[i] for i in idxs), sdp.operand_prefetch_bytes(hw))
         if prefetch:
-            ports[layer.input_memory].reserve(0.0, prefetch)
+            ports[layer.input_memory].reserve(fetch_from, prefetch)
         res = run_items(
             group,
             capacities={Buffer.CBUF_DATA: fp.data_capacity_tiles, Buffer.CBUF_WEIGHT: fp.weight_capacity_groups},
@@ -261,17 +294,15 @@ def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_ev
             compute_unit=Unit.CMAC,
             drain_unit=Unit.SDP,
             record_events=record_events,
+            fetch_from=fetch_from,
+            compute_from=compute_from,
         )
-        if n:
-            offset += layer_gap_cycles(hw)
-        shift = math.ceil(offset)
-        events += [e.shifted(shift) for e in res.events]
+        events += res.events
         # each stripe's delivery block ends with the inter-stripe gap; a layer ends at its last atom
         # (and not before its last transfer on the memory ports: a write or operand read still in flight)
         last_beat = max(port.last_beat for port in ports.values())
-        offset = shift + max(math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles, math.ceil(last_beat))
-        for mem, port in ports.items():
-            busy[mem] = busy.get(mem, 0.0) + port.channel_busy
+        offset = max(math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles, math.ceil(last_beat))
+        prev = (n, res)
         if total is None:
             total = dataclasses.replace(res, events=[])
         else:
@@ -286,7 +317,21 @@ def _run_hardware_layers(layer, hw, items, item_layer, item_extra, fp, record_ev
                 fetch_wait_port=total.fetch_wait_port + res.fetch_wait_port,
             )
     assert total is not None
+    busy = {mem: port.channel_busy for mem, port in ports.items()}
     return dataclasses.replace(total, end=offset, events=events), busy, len(groups)
+
+
+def _room_beside(prev_held: tuple[set, set], nxt: list[Item], fp) -> bool:
+    """Whether CBUF holds the next hardware layer's fetches beside what the previous layer holds until its
+    end, fetched or kept from before: its data tiles and its kernel groups."""
+
+    def count(buf: Buffer) -> int:
+        return sum(f.buffer is buf for it in nxt for f in it.fetches)
+
+    data, weights = count(Buffer.CBUF_DATA), count(Buffer.CBUF_WEIGHT)
+    data_ok = data == 0 or len(prev_held[0]) + data <= fp.data_capacity_tiles
+    weights_ok = weights == 0 or len(prev_held[1]) + weights <= fp.weight_capacity_groups
+    return data_ok and weights_ok
 
 
 def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
@@ -312,11 +357,12 @@ def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
 
 
 def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int) -> tuple[int, int]:
-    """(read, write) bytes no plan avoids: input, weights and SDP operands once, the output once."""
+    """(read, write) bytes no plan avoids: input, weights (unless resident in CBUF) and SDP operands once,
+    the output once."""
     s = layer.shape
     reads = (
-        cdma.input_bytes(layer, s.in_h, hw)
-        + math.ceil(cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)) * w_ratio)
+        (0 if layer.data_resident else cdma.input_bytes(layer, s.in_h, hw))
+        + (0 if layer.weights_resident else math.ceil(cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)) * w_ratio))
         + extra
     )
     return reads, output_bytes(layer, s.out_h, s.out_k, hw)

@@ -83,6 +83,7 @@ class PipelineResult:
     fetch_busy: float
     fetch_wait_port: float
     first_compute: float = 0.0  # when the core first had work: the layer's exposed fetch prologue
+    fetch_end: float = 0.0  # when the last fetch's last beat left the memory port
     events: list[Event] = field(default_factory=list)
     ports: dict[Memory, MemoryPort] = field(default_factory=dict)
 
@@ -96,7 +97,11 @@ def run_items(
     compute_unit: Unit,
     drain_unit: Unit,
     record_events: bool = True,
+    fetch_from: float = 0.0,
+    compute_from: float = 0.0,
 ) -> PipelineResult:
+    """Run the items through fetch -> compute -> drain. `fetch_from` / `compute_from` are the earliest
+    times the first fetch and the first compute may start (a later hardware layer on shared ports)."""
     # Release time of each fetch event = compute end of the last item that uses it.
     last_user: dict[int, int] = {}
     for idx, it in enumerate(items):
@@ -107,10 +112,10 @@ def run_items(
     first_beat: dict[int, float] = {}
     streamed: set[int] = set()
     per_buffer: dict[Buffer, list[int]] = {}
-    channel_free: dict[Channel, float] = {}
+    channel_free: dict[Channel, float] = dict.fromkeys(Channel, fetch_from)
     events: list[Event] = []
 
-    core_free = 0.0  # when the assembly buffer can take the next block
+    core_free = compute_from  # when the assembly buffer can take the next block
     first_compute: float | None = None
     drain_end = 0.0
     end = 0.0
@@ -128,7 +133,7 @@ def run_items(
         for f in sorted(it.fetches, key=lambda f: (f.channel == largest, per_channel[f.channel])):
             ring = per_buffer.setdefault(f.buffer, [])
             cap = capacities[f.buffer]
-            ready = channel_free.get(f.channel, 0.0)
+            ready = channel_free[f.channel]
             if len(ring) >= cap:
                 ready = max(ready, released[ring[-cap]])
             port = ports[f.memory]
@@ -231,6 +236,7 @@ def run_items(
         fetch_busy=fetch_busy,
         fetch_wait_port=fetch_wait_port,
         first_compute=first_compute or 0.0,
+        fetch_end=max(channel_free.values()),
         events=events,
         ports=ports,
     )

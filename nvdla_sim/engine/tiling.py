@@ -10,6 +10,7 @@ group fit their banks (and, in weight-stationary order, the resident weight tile
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import ShapeError
-from nvdla_sim.layers import ConvLayer
+from nvdla_sim.layers import ConvLayer, ConvShape
 from nvdla_sim.units import cbuf
 
 
@@ -78,6 +79,22 @@ def row_tiles(layer: ConvLayer, rows_per_tile: int) -> list[tuple[int, int]]:
 def kernel_tiles(layer: ConvLayer, kernels_per_tile: int) -> list[tuple[int, int]]:
     k = layer.shape.out_k
     return [(s, min(k, s + kernels_per_tile)) for s in range(0, k, kernels_per_tile)]
+
+
+def band_shape(shape: ConvShape, r0: int, r1: int) -> tuple[ConvShape, int, int]:
+    """The hardware layer that computes output rows [r0, r1) of `shape` on its own (split H): the input
+    rows [i0, i1) it reads, with the layer's top and bottom padding only where the band touches them.
+    Returns (its shape, i0, i1)."""
+    i0, i1 = shape.input_rows_for(r0, r1)
+    sub = dataclasses.replace(
+        shape,
+        in_h=i1 - i0,
+        pad_top=shape.pad_top if r0 == 0 else 0,
+        pad_bottom=shape.pad_bottom if r1 == shape.out_h else 0,
+    )
+    if sub.out_h != r1 - r0:  # pragma: no cover - input_rows_for gives exactly the band's rows
+        raise ShapeError(f"rows {r0}-{r1} need input rows {i0}-{i1}, which give {sub.out_h} rows")
+    return sub, i0, i1
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,23 @@ class SdpOp:
 
 
 @dataclass(frozen=True)
+class CbufReuse:
+    """What a convolution keeps in and takes from CBUF across hardware layers (CDMA and CSC D_MISC_CFG):
+    DATA_REUSE / WEIGHT_REUSE use the input / weights the previous layer left there, which it kept by
+    SKIP_DATA_RLS / SKIP_WEIGHT_RLS instead of releasing them at its end."""
+
+    data_reuse: bool = False
+    weight_reuse: bool = False
+    skip_data_rls: bool = False
+    skip_weight_rls: bool = False
+
+    FIELDS = ("DATA_REUSE", "WEIGHT_REUSE", "SKIP_DATA_RLS", "SKIP_WEIGHT_RLS")
+
+    def registers(self) -> dict[str, int]:
+        return dict(zip(self.FIELDS, (int(v) for v in dataclasses.astuple(self)), strict=True))
+
+
+@dataclass(frozen=True)
 class ConvOp:
     """Direct-convolution registers (CDMA / CSC / CACC) with the fused SDP (and PDP) pass."""
 
@@ -156,6 +173,7 @@ class ConvOp:
     sdp: SdpOp
     pdp: PdpOp | None = None
     batches: int = 1
+    reuse: CbufReuse = CbufReuse()
 
 
 @dataclass(frozen=True)
@@ -236,9 +254,12 @@ class _Regs:
 
 
 def decode_program(prog: Program) -> Decoded:
-    """Decode every operation of `prog` (register snapshots at each unit's op-enable write)."""
-    state: dict[str, dict[str, int]] = {}
-    snap: dict[str, dict[str, int]] = {}
+    """Decode every operation of `prog`, in the order they were enabled: register snapshots at each unit's
+    op-enable write, from the register group its S_POINTER selects. A unit enabled again starts the next
+    hardware layer (a program of several layers alternates the two ping-pong groups)."""
+    state: dict[tuple[str, int], dict[str, int]] = {}
+    group: dict[str, int] = {}
+    layers: list[dict[str, dict[str, int]]] = [{}]
     unknown: list[str] = []
     enables: list[str] = []
     for c in prog.commands:
@@ -248,15 +269,25 @@ def decode_program(prog: Program) -> Decoded:
             name = f"{c.unit}.{c.reg}"
             if name not in unknown:
                 unknown.append(name)
-        state.setdefault(c.unit, {})[c.reg] = c.value
+        if c.reg == "S_POINTER_0":
+            group[c.unit] = c.value & 1  # PRODUCER: the group CSB writes go to
+            continue
+        regs = state.setdefault((c.unit, group.get(c.unit, 0)), {})
+        regs[c.reg] = c.value
         if c.reg == "D_OP_ENABLE_0" and c.value & 1:
-            snap[c.unit] = dict(state[c.unit])
+            if c.unit in layers[-1]:
+                layers.append({})
+            layers[-1][c.unit] = dict(regs)
             enables.append(c.unit)
-    for unit in list(state):  # units never enabled still feed their neighbours (e.g. SDP_RDMA off)
-        snap.setdefault(unit, dict(state[unit]))
     if not enables:
         raise TraceError(f"{prog.name}: the program enables no unit (no D_OP_ENABLE write of 1)")
-    return Decoded(_operations(prog.name, snap, set(enables)), unknown, enables)
+    ops: list[Operation] = []
+    for snap in layers:
+        enabled = set(snap)
+        for (unit, _), regs in state.items():  # units never enabled still feed their neighbours (SDP_RDMA off)
+            snap.setdefault(unit, dict(regs))
+        ops += _operations(prog.name, snap, enabled)
+    return Decoded(ops, unknown, enables)
 
 
 def _regs(snap: dict[str, dict[str, int]], unit: str) -> _Regs:
@@ -349,7 +380,17 @@ def _conv(name: str, snap: dict[str, dict[str, int]]) -> ConvOp:
         sdp=sdp,
         pdp=pdp,
         batches=cdma.f("D_BATCH_NUMBER_0", "BATCHES") + 1,
+        reuse=_reuse(name, cdma, csc),
     )
+
+
+def _reuse(name: str, cdma: _Regs, csc: _Regs) -> CbufReuse:
+    """The CBUF reuse bits, which CDMA (fetch) and CSC (sequencing) must agree on."""
+    flags = [bool(cdma.f("D_MISC_CFG_0", f)) for f in CbufReuse.FIELDS]
+    for f, v in zip(CbufReuse.FIELDS, flags, strict=True):
+        if bool(csc.f("D_MISC_CFG_0", f)) != v:
+            raise TraceError(f"{name}: CDMA.D_MISC_CFG_0.{f}={int(v)} but CSC's is {int(not v)}; they must be equal")
+    return CbufReuse(*flags)
 
 
 def _stage(sdp: _Regs, rdma: _Regs, tag: str, rdma_tag: str) -> SdpStageCfg | None:
@@ -529,7 +570,10 @@ _NESTED: dict[str, type] = {
 def describe(op: Operation) -> dict[str, Any]:
     """Plain JSON-able dict of an operation, tagged with its kind."""
     kind = next(k for k, cls in _KINDS.items() if isinstance(op, cls))
-    return {"kind": kind, **_plain(dataclasses.asdict(op))}
+    d = {"kind": kind, **_plain(dataclasses.asdict(op))}
+    if d.get("reuse") == _plain(dataclasses.asdict(CbufReuse())):
+        del d["reuse"]  # no reuse, as in every row recorded before the reuse bits were decoded
+    return d
 
 
 def _plain(v: Any) -> Any:
@@ -651,7 +695,16 @@ def hw_layer(op: Operation, name: str) -> ConvLayer | SdpLayer | PdpLayer:
 
 def _conv_layer(op: ConvOp, name: str) -> ConvLayer:
     pool = pool_spec(op.pdp) if op.pdp is not None else None
-    return ConvLayer(name, op.shape, op.precision, sdp_spec(op.sdp), pool=pool, image_input=op.pixel_input)
+    return ConvLayer(
+        name,
+        op.shape,
+        op.precision,
+        sdp_spec(op.sdp),
+        pool=pool,
+        image_input=op.pixel_input,
+        data_resident=op.reuse.data_reuse,
+        weights_resident=op.reuse.weight_reuse,
+    )
 
 
 _HW_LAYER = {

@@ -13,6 +13,7 @@ pipeline back to the first, and one interrupt wait per operation.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
     AluAlgo,
+    CbufReuse,
     CdpOp,
     ConvOp,
     OperandSource,
@@ -204,7 +206,7 @@ def _conv_regs(b: _Builder, op: ConvOp, hw: HwConfig) -> None:
     atom = hw.memory.memory_atomic_bytes
     dpacked = (int(op.data.line_stride == s.in_w * atom), int(op.data.surface_stride == s.in_h * op.data.line_stride))
     for unit in ("CDMA", "CSC"):
-        b.reg(unit, "D_MISC_CFG_0", CONV_MODE=0, IN_PRECISION=p, PROC_PRECISION=p)
+        b.reg(unit, "D_MISC_CFG_0", CONV_MODE=0, IN_PRECISION=p, PROC_PRECISION=p, **op.reuse.registers())
         b.reg(unit, "D_DATAIN_FORMAT_0", DATAIN_FORMAT=0)
         b.reg(unit, "D_ENTRY_PER_SLICE_0", ENTRIES=op.entries_per_slice - 1)
         b.reg(unit, "D_WEIGHT_FORMAT_0", COMPRESSED=0)
@@ -390,6 +392,19 @@ def _emit_cdp(b: _Builder, op: CdpOp, hw: HwConfig, lut: LutParams | None, name:
 _EMIT = {ConvOp: _emit_conv, SdpOp: _emit_sdp, PdpOp: _emit_pdp, CdpOp: _emit_cdp}
 
 
+@dataclass(frozen=True)
+class Step:
+    """One hardware layer of a program: its operation, the (address, bytes) images it reads and the
+    (address, size) regions it writes."""
+
+    op: Operation
+    inputs: list[tuple[int, np.ndarray]]
+    outputs: list[tuple[int, int]]
+
+
+_UNIT = re.compile(r"^reg_write\(NVDLA_(\w+)\.")
+
+
 def emit_program(
     name: str,
     op: Operation,
@@ -401,30 +416,50 @@ def emit_program(
 ) -> TraceProgram:
     """One hardware layer as a trace test. `inputs` are (address, bytes) memory images, `outputs` the
     (address, size) regions the layer writes: zeroed first, then checked against the model's CRC."""
+    return emit_sequence(name, [Step(op, inputs, outputs)], hw, lut=lut)
+
+
+def emit_sequence(name: str, steps: list[Step], hw: HwConfig, *, lut: LutParams | None = None) -> TraceProgram:
+    """Hardware layers in sequence, as a driver with ping-pong register groups runs them: the second
+    layer is programmed into register group 1 (S_POINTER of every unit it writes) and enabled before
+    the first ends; the hardware orders them (CDMA waits for CBUF space, reuse takes what the first left).
+    Each layer's outputs are checked at its own interrupt against the model's CRC, the model running the
+    layers in order on one memory and one CBUF (execute)."""
+    if not 1 <= len(steps) <= 2:
+        raise TraceError(f"{name}: a program holds one or two hardware layers (two register groups), not {len(steps)}")
     prog = TraceProgram(name)
     b = _Builder(prog)
     b.line(f"// {name}: emitted by nvdla_sim.program.emit")
     mem = SparseMemory()
-    for i, (base, data) in enumerate(inputs):
+    for i, (base, data) in enumerate(a for st in steps for a in st.inputs):
         raw = np.ascontiguousarray(data).view(np.uint8).ravel()
         fname = f"{name}_in{i}.dat"
         prog.images[fname] = raw.tobytes()
         b.line(f"mem_init(pri_mem, 0x{base:x}, 0x{len(raw):x}, ALL_ZERO);")
         b.line(f'mem_load(pri_mem, 0x{base:x}, "{fname}");')
         mem.write(base, raw)
-    for base, size in outputs:
+    for base, size in (o for st in steps for o in st.outputs):
         b.line(f"mem_init(pri_mem, 0x{base:x}, 0x{size:x}, ALL_ZERO);")
         mem.write(base, np.zeros(size, np.uint8))
-    enables, done = _EMIT[type(op)](b, op, hw, lut, name)
-    ops: list[Operation] = [op]
-    for unit in enables:
-        b.line(f"reg_write(NVDLA_{unit}.D_OP_ENABLE_0, 0x1);")
-    b.line(f"intr_notify({done}, sync_id_0);")
-    execute(ops, mem, hw, name=name, lut=lut)
-    for base, size in outputs:
-        crc = crc32(mem.read(base, size))
-        prog.expected.append((base, size, crc))
-        b.line(f"check_crc(sync_id_0, 1, 0x{base:x}, 0x{size:x}, 0x{crc:08x});")
+    dones = []
+    for group, st in enumerate(steps):
+        first = len(prog.lines)
+        enables, done = _EMIT[type(st.op)](b, st.op, hw, lut, name)
+        if group:
+            units = dict.fromkeys(m.group(1) for line in prog.lines[first:] if (m := _UNIT.match(line)))
+            pointers = [f"reg_write(NVDLA_{u}.S_POINTER_0, 0x1);" for u in units if u != "GLB"]
+            prog.lines[first:first] = pointers
+        for unit in enables:
+            b.line(f"reg_write(NVDLA_{unit}.D_OP_ENABLE_0, 0x1);")
+        dones.append(done[: done.rindex("_")] + f"_{group}")
+    for group, done in enumerate(dones):
+        b.line(f"intr_notify({done}, sync_id_{group});")
+    execute([st.op for st in steps], mem, hw, name=name, lut=lut)
+    for group, st in enumerate(steps):
+        for base, size in st.outputs:
+            crc = crc32(mem.read(base, size))
+            prog.expected.append((base, size, crc))
+            b.line(f"check_crc(sync_id_{group}, 1, 0x{base:x}, 0x{size:x}, 0x{crc:08x});")
     return prog
 
 
@@ -523,13 +558,16 @@ def conv_layer(
     clip: int = 0,
     pad_value: int = 0,
     data_banks: int | None = None,
+    reuse: CbufReuse | None = None,
+    weight_banks: int | None = None,
 ) -> tuple[ConvOp, Surface, int, int]:
     """A direct convolution with packed input, weights and output placed by `alloc`, followed on the fly
     by SDP stages `x1`, `x2` (operands from `streams`) and the output convertor `cvt` (offset, scale,
     shift). Returns (op, input surface, weight address, output address); the CBUF split holds the whole
     input and at least one kernel group of weights (the programming guide's "full input, partial weight"
     mode: CDMA refills the weight ring as CSC releases kernel groups), or raises ShapeError naming what
-    does not fit."""
+    does not fit. `reuse` keeps or takes the input or weights in CBUF across hardware layers; kept or taken
+    weights must all fit the weight banks."""
     s = shape
     data = packed_surface(alloc.take(0), s.in_w, s.in_h, precision, hw)
     alloc.take(cube_size(data, s.in_c, precision, hw))
@@ -543,11 +581,16 @@ def conv_layer(
     # the weights stream through the weight ring ("full input, partial weight"): one kernel group must fit
     need_w = cbuf.banks_for(cbuf.weight_entries(min(s.out_k, hw.kernels_per_atomic(precision)), bpk, hw), hw)
     db = data_banks or need_d
-    if db < need_d or db + need_w > hw.cbuf.bank_count:
+    wb = weight_banks or hw.cbuf.bank_count - db
+    if db < need_d or wb < need_w or db + wb > hw.cbuf.bank_count:
         raise ShapeError(
             f"convolution needs {need_d} CBUF banks for its input and {need_w} for a kernel group of its "
             f"weights; {hw.name} has {hw.cbuf.bank_count} (split the layer into bands of rows)"
         )
+    reuse = reuse or CbufReuse()
+    all_w = cbuf.banks_for(cbuf.weight_entries(s.out_k, bpk, hw), hw)
+    if (reuse.weight_reuse or reuse.skip_weight_rls) and all_w > wb:
+        raise ShapeError(f"weights kept in or reused from CBUF need {all_w} weight banks, not {wb}, on {hw.name}")
     sdp = sdp_pass(
         s.out_w, s.out_h, s.out_k, flying=True, dst=out, precision=precision, x1=x1, x2=x2, cvt=cvt, streams=streams
     )
@@ -556,7 +599,7 @@ def conv_layer(
         precision=precision,
         pixel_input=False,
         data_banks=db,
-        weight_banks=hw.cbuf.bank_count - db,
+        weight_banks=wb,
         entries_per_slice=eps,
         fetch_grain=1,
         weight_bytes=wbytes,
@@ -567,5 +610,6 @@ def conv_layer(
         clip_truncate=clip,
         out=out,
         sdp=sdp,
+        reuse=reuse,
     )
     return op, data, waddr, out.addr

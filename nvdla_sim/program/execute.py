@@ -143,6 +143,8 @@ class ExecState:
     mem: SparseMemory
     hw: HwConfig
     flying: np.ndarray | None = None  # SDP output handed to PDP on the fly
+    kept_data: np.ndarray | None = None  # input the last convolution left in CBUF (SKIP_DATA_RLS)
+    kept_weights: np.ndarray | None = None  # weights it left there (SKIP_WEIGHT_RLS)
 
 
 def execute(
@@ -170,8 +172,16 @@ def _conv(op: ConvOp, st: ExecState, name: str, lut: LutParams | None) -> None:
         raise TraceError(f"{name}: compressed weights (CDMA.D_WEIGHT_FORMAT_0=1) are not executed bit-exactly")
     if op.batches > 1:
         raise TraceError(f"{name}: multi-batch convolution (CDMA.D_BATCH_NUMBER_0) is not executed bit-exactly")
-    data = read_cube(st.mem, op.data, s.in_w, s.in_h, s.in_c, p, hw)[:, :, : s.in_c]
-    weights = read_dc_weights(st.mem, op.weight_addr, s.out_k, s.kernel_h, s.kernel_w, s.in_c, p, hw)
+    if op.reuse.data_reuse:
+        data = _kept(st.kept_data, (s.in_h, s.in_w, s.in_c), "input", "DATA", name)
+    else:
+        data = read_cube(st.mem, op.data, s.in_w, s.in_h, s.in_c, p, hw)[:, :, : s.in_c]
+    if op.reuse.weight_reuse:
+        weights = _kept(st.kept_weights, (s.out_k, s.kernel_h, s.kernel_w, s.in_c), "weights", "WEIGHT", name)
+    else:
+        weights = read_dc_weights(st.mem, op.weight_addr, s.out_k, s.kernel_h, s.kernel_w, s.in_c, p, hw)
+    st.kept_data = data if op.reuse.skip_data_rls else None
+    st.kept_weights = weights if op.reuse.skip_weight_rls else None
     layer = ConvLayer(name=name, shape=s, precision=p)
     plan = TilePlan(op.data_banks, op.weight_banks, s.out_h, s.out_k, LoopOrder.DATA_STATIONARY)
     pad = signed(op.pad_value & 0xFF, 8) if p is Precision.INT8 else signed(op.pad_value, 16)  # cmod csc: low 8 bits
@@ -182,6 +192,17 @@ def _conv(op: ConvOp, st: ExecState, name: str, lut: LutParams | None) -> None:
     _after_sdp(op.sdp, _apply_sdp(op.sdp, cube, st.mem, hw), st)
     if op.pdp is not None:  # pooling on the fly, fed by the SDP pass
         _pdp(op.pdp, st, name, lut)
+
+
+def _kept(kept: np.ndarray | None, shape: tuple[int, ...], what: str, field: str, name: str) -> np.ndarray:
+    """The operand a convolution reuses from CBUF: what the previous one kept, of the same shape."""
+    if kept is None:
+        raise TraceError(
+            f"{name}: {field}_REUSE=1 but the previous convolution released its {what} (set SKIP_{field}_RLS=1 there)"
+        )
+    if kept.shape != shape:
+        raise TraceError(f"{name}: {field}_REUSE=1 reuses {what} of shape {kept.shape}, but this layer's is {shape}")
+    return kept
 
 
 def _sdp(op: SdpOp, st: ExecState, name: str, lut: LutParams | None) -> None:

@@ -17,6 +17,7 @@ instances_duration should predict; tests/integration/test_nvdla_overlap.py compa
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -73,13 +74,18 @@ def generate(folder: str | Path, hw: HwConfig | None = None) -> list[Path]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def folder_main(doc: str, generate: Callable[[str], list[Path]], argv: list[str] | None) -> int:
+    """The command line of a program set that only writes its programs to a folder."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("folder")
     args = ap.parse_args(argv)
     for p in generate(args.folder):
         print(p)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return folder_main(__doc__, generate, argv)
 
 
 if __name__ == "__main__":
