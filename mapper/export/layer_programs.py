@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.tiling import TilePlan, default_plan, row_tiles
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan, band_shape, default_plan, kernel_tiles, row_tiles
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import ConvLayer, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
@@ -76,6 +76,7 @@ class LayerProgram:
     op: Operation
     model_cycles: int  # op enable -> interrupt (regrun.operation_timing)
     band: tuple[int, int] | None = None  # output rows [r0, r1) of the mapped layer (convolutions)
+    kernels: tuple[int, int] | None = None  # its kernels [k0, k1) (a weight-stationary plan's kernel tile)
 
 
 def program_name(name: str) -> str:
@@ -223,20 +224,6 @@ def _sdp_parts(
 # ---- convolutions --------------------------------------------------------------------------------------
 
 
-def _band_shape(layer: ConvLayer, r0: int, r1: int):
-    s = layer.shape
-    i0, i1 = s.input_rows_for(r0, r1)
-    sub = dataclasses.replace(
-        s,
-        in_h=i1 - i0,
-        pad_top=s.pad_top if r0 == 0 else 0,
-        pad_bottom=s.pad_bottom if r1 == s.out_h else 0,
-    )
-    if sub.out_h != r1 - r0:  # pragma: no cover - input_rows_for gives exactly the band's rows
-        raise TraceError(f"{layer.name}: rows {r0}-{r1} need input rows {i0}-{i1}, which give {sub.out_h} rows")
-    return sub, i0, i1
-
-
 def _conv_programs(
     layer: ConvLayer, plan: TilePlan, hw: HwConfig, base: str, rng: np.random.Generator
 ) -> list[LayerProgram]:
@@ -251,34 +238,49 @@ def _conv_programs(
     wt = _rand(rng, (s.out_k, s.kernel_h, s.kernel_w, s.in_c), p)
     acc_std = RANGES[p].std ** 2 * math.sqrt(s.in_c * s.kernel_w * s.kernel_h)
     bands = row_tiles(layer, plan.rows_per_tile)
+    tiles = kernel_tiles(layer, plan.kernels_per_tile) if plan.order is LoopOrder.WEIGHT_STATIONARY else [(0, s.out_k)]
     out = []
-    for i, (r0, r1) in enumerate(bands):
-        sub, i0, i1 = _band_shape(layer, r0, r1)
-        alloc = Alloc()
-        parts = _sdp_parts(layer.sdp, sub.out_w, sub.out_h, s.out_k, acc_std, p, hw, alloc, rng)
-        scale, shift = requant(parts.out_std, p)
-        op, din, waddr, oaddr = conv_layer(
-            sub,
-            layer.precision,
-            hw,
-            alloc,
-            x1=parts.x1,
-            x2=parts.x2,
-            cvt=(0, scale, shift),
-            streams=parts.streams,
-            data_banks=plan.data_banks,
-        )
-        inputs = [
-            *parts.inputs,
-            (din.addr, feature_image(x[i0:i1], din, layer.precision, hw)),
-            (waddr, dc_weight_bytes(wt, layer.precision, hw)),
-        ]
-        name = base if len(bands) == 1 else f"{base}_band{i}"
-        prog = emit_program(name, op, inputs, [(oaddr, cube_size(op.out, s.out_k, layer.precision, hw))], hw)
-        sub_layer = dataclasses.replace(layer, name=name, shape=sub)
-        timing = operation_timing(op, hw, name=name)
-        out.append(LayerProgram(prog, sub_layer, op, timing.cycles, (r0, r1)))
+    # the plan's hardware layers in its order (tile_steps): every band, for each kernel tile in
+    # weight-stationary order; each is a program of its own, so it fetches what the plan keeps in CBUF
+    for j, (k0, k1) in enumerate(tiles):
+        for i, (r0, r1) in enumerate(bands):
+            name = base if len(bands) == 1 else f"{base}_band{i}"
+            name = name if len(tiles) == 1 else f"{name}_k{j}"
+            out.append(_conv_program(layer, hw, name, x, wt, (r0, r1), (k0, k1), acc_std, rng, plan))
     return out
+
+
+def _conv_program(layer, hw, name, x, wt, rows, kernels, acc_std, rng, plan: TilePlan) -> LayerProgram:
+    """One hardware layer of a convolution: output rows [r0, r1) of kernels [k0, k1)."""
+    s, p = layer.shape, layer.precision
+    r0, r1 = rows
+    wt = wt[kernels[0] : kernels[1]]
+    k = len(wt)
+    sub, i0, i1 = band_shape(dataclasses.replace(s, out_k=k), r0, r1)
+    alloc = Alloc()
+    parts = _sdp_parts(layer.sdp, sub.out_w, sub.out_h, k, acc_std, p, hw, alloc, rng)
+    scale, shift = requant(parts.out_std, p)
+    op, din, waddr, oaddr = conv_layer(
+        sub,
+        p,
+        hw,
+        alloc,
+        x1=parts.x1,
+        x2=parts.x2,
+        cvt=(0, scale, shift),
+        streams=parts.streams,
+        data_banks=plan.data_banks,
+        weight_banks=plan.weight_banks,
+    )
+    inputs = [
+        *parts.inputs,
+        (din.addr, feature_image(x[i0:i1], din, p, hw)),
+        (waddr, dc_weight_bytes(wt, p, hw)),
+    ]
+    prog = emit_program(name, op, inputs, [(oaddr, cube_size(op.out, k, p, hw))], hw)
+    sub_layer = dataclasses.replace(layer, name=name, shape=sub)
+    timing = operation_timing(op, hw, name=name)
+    return LayerProgram(prog, sub_layer, op, timing.cycles, (r0, r1), kernels)
 
 
 # ---- standalone SDP and PDP ------------------------------------------------------------------------------

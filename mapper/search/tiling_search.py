@@ -1,26 +1,36 @@
 """Search CBUF-legal tile plans for a convolution-pipeline layer, minimising simulated cycles.
 
-Candidates: every data/weight bank split (weights take all banks data does not), output-row tile sizes
-(whole height, halvings, and the largest sizes that fit one or two tiles in the data banks), kernel tile
-sizes (whole K and halvings in kernel-group units) and both loop orders. Candidates are visited in order
-of a roofline lower bound (atomic ops, SDP drain, traffic including the plan's re-fetches over the
-fastest port) and pruned once that bound cannot beat the best simulated plan: branch and bound, so the
-result equals exhaustive search (tested).
+Candidates (candidate_plans): bands of output rows, each band a full-input hardware layer with the
+smallest data-bank count that holds it and every other bank for the weight ring. Candidates are visited
+in order of a lower bound (atomic ops after the first band's input can arrive, plus what hardware-layer
+boundaries without room in CBUF cannot hide; SDP drain; traffic including the plan's re-fetches) and
+pruned once that bound cannot beat the best simulated plan: branch and bound, so the result equals
+simulating every candidate (property test in tests/unit/test_tiling_search.py).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.bounds import conv_floor
+from nvdla_sim.engine.bounds import atomic_ops, conv_floor
 from nvdla_sim.engine.conv import output_bytes, simulate_conv
 from nvdla_sim.engine.stats import LayerStats
-from nvdla_sim.engine.tiling import LoopOrder, TilePlan, bytes_per_kernel, footprint, illegal_reason, layer_gap_cycles
+from nvdla_sim.engine.tiling import (
+    LoopOrder,
+    TilePlan,
+    bytes_per_kernel,
+    footprint,
+    illegal_reason,
+    kernel_tiles,
+    layer_gap_cycles,
+    row_tiles,
+)
 from nvdla_sim.errors import ShapeError
-from nvdla_sim.layers import ConvLayer
+from nvdla_sim.layers import ConvLayer, Memory
 from nvdla_sim.units import cbuf, cdma
 
 
@@ -49,8 +59,11 @@ def candidate_plans(layer: ConvLayer, hw: HwConfig) -> list[TilePlan]:
 
     For a row tiling, only the smallest data-bank count that holds its band matters: more data banks only
     take banks from the weight ring, and bands are separate hardware layers, so a second band buffered
-    beside the first would never be used. Weight-stationary order across bands (DATA/WEIGHT_REUSE between
-    hardware layers) is left out of the search until it is measured on the RTL.
+    beside the first would never be used (with the hardware layers now overlapping when CBUF has room,
+    that is no longer strictly true). Weight-stationary order across bands (DATA/WEIGHT_REUSE between
+    hardware layers, measured on the RTL: validation/data/nvdla_rtl_reuse.json) and rings shallower than
+    every remaining bank are not searched yet: over every legal plan the search took minutes on
+    ViT-B/16 (docs/mapping.md, status of issue 27).
     """
     s = layer.shape
     banks, epb = hw.cbuf.bank_count, hw.cbuf_entries_per_bank
@@ -72,7 +85,8 @@ def candidate_plans(layer: ConvLayer, hw: HwConfig) -> list[TilePlan]:
 
 
 def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
-    """A floor on simulate_conv(layer, hw, plan).cycles from work and the plan's traffic."""
+    """A floor on simulate_conv(layer, hw, plan).cycles from work and the plan's traffic (hardware layers
+    may overlap, so their launches add nothing to the floor)."""
     s = layer.shape
     fp = footprint(layer, plan, hw)
     data = sum(
@@ -89,9 +103,72 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
         weights = layer.weight_bytes
     if not ws:
         weights *= fp.n_data_tiles  # every band is a hardware layer that fetches its weights
-    layers = fp.n_data_tiles * (fp.n_weight_tiles if ws else 1)
     floor = conv_floor(layer, hw, read_bytes=data + weights, write_bytes=output_bytes(layer, s.out_h, s.out_k, hw))
-    return floor + (layers - 1) * layer_gap_cycles(hw)
+    serial = _serial_boundaries(layer, plan, hw)
+    start = _first_compute_floor(layer, plan, hw)
+    return max(floor, start + atomic_ops(layer, hw) + _tail_cycles(hw) + serial)
+
+
+def _serial_boundaries(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
+    """Cycles no plan hides at its hardware-layer boundaries where the next layer's fetches have no room
+    in CBUF beside the previous layer's (simulate_conv's _room_beside): there the next layer starts after
+    the previous one's tail, interrupt and launch (layer_gap_cycles), then waits at least one memory
+    latency plus its smallest band's input before it computes."""
+    s = layer.shape
+    fp = footprint(layer, plan, hw)
+    bands = fp.n_data_tiles
+    data_room = fp.data_capacity_tiles >= 2
+    dram = layer.input_memory is Memory.DRAM
+    rate = hw.dram_bytes_per_cycle if dram else hw.sram_bytes_per_cycle
+    latency = hw.memory.dram_latency_cycles if dram else hw.memory.sram_latency_cycles
+    rows = min(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, plan.rows_per_tile)))
+    band_in = latency + math.floor(cdma.input_bytes(layer, rows, hw) / rate)
+    step = layer_gap_cycles(hw) + _tail_cycles(hw)
+    n_groups = math.ceil(s.out_k / hw.kernels_per_atomic(layer.precision))
+    if plan.order is LoopOrder.DATA_STATIONARY:
+        if bands == 1 or (data_room and 2 * n_groups <= fp.weight_capacity_groups):
+            return 0
+        return (bands - 1) * (step + band_in)
+    total = 0
+    if bands > 1 and not data_room:  # every band after the first of each tile fetches its input
+        total += fp.n_weight_tiles * (bands - 1) * (step + band_in)
+    kpg = hw.kernels_per_atomic(layer.precision)
+    sizes = [math.ceil((b - a) / kpg) for a, b in kernel_tiles(layer, plan.kernels_per_tile)]
+    for held, fetched in itertools.pairwise(sizes):  # tile boundaries: the next tile's groups
+        if (bands > 1 and not data_room) or held + fetched > fp.weight_capacity_groups:
+            total += step + (band_in if bands > 1 else latency)
+    return total
+
+
+def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
+    """No compute starts before the first band's whole input is in (CSC waits for it:
+    TimingConfig.conv_input_before_compute, measured). CDMA fetches the kernel groups the weight ring
+    holds alongside, round-robin on the same port, so the input arrives one memory latency plus (input
+    + the smaller of input and those weights) / port rate after the start."""
+    if not hw.timing.conv_input_before_compute or layer.data_resident:
+        return 0
+    s = layer.shape
+    fp = footprint(layer, plan, hw)
+    i0, i1 = s.input_rows_for(0, min(s.out_h, plan.rows_per_tile))
+    data = cdma.input_bytes(layer, i1 - i0, hw)
+    weights = 0
+    if layer.input_memory is layer.weight_memory and not layer.weights_resident and layer.weight_bytes is None:
+        kpg = hw.kernels_per_atomic(layer.precision)
+        first_layer = (
+            fp.groups_per_weight_tile if plan.order is LoopOrder.WEIGHT_STATIONARY else math.ceil(s.out_k / kpg)
+        )
+        kernels = min(s.out_k, min(fp.weight_capacity_groups, first_layer) * kpg)
+        weights = kernels * bytes_per_kernel(layer)
+    dram = layer.input_memory is Memory.DRAM
+    rate = hw.dram_bytes_per_cycle if dram else hw.sram_bytes_per_cycle
+    latency = hw.memory.dram_latency_cycles if dram else hw.memory.sram_latency_cycles
+    return latency + math.floor((data + min(data, weights)) / rate)
+
+
+def _tail_cycles(hw: HwConfig) -> int:
+    """After its last atomic op a layer ends no sooner than the MAC pipeline and CACC drain it (simulate_conv
+    ends a hardware layer at its last item's end plus this)."""
+    return max(0, hw.mac.pipeline_cycles + hw.cacc.rmw_cycles - hw.timing.cacc_stripe_gap_cycles)
 
 
 @lru_cache(maxsize=4096)
