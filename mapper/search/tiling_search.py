@@ -19,7 +19,9 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import atomic_ops, conv_floor
 from nvdla_sim.engine.conv import output_bytes, simulate_conv
 from nvdla_sim.engine.stats import LayerStats
+from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import (
+    Footprint,
     LoopOrder,
     TilePlan,
     bytes_per_kernel,
@@ -30,8 +32,9 @@ from nvdla_sim.engine.tiling import (
     row_tiles,
 )
 from nvdla_sim.errors import ShapeError
-from nvdla_sim.layers import ConvLayer, Memory
+from nvdla_sim.layers import ConvLayer
 from nvdla_sim.units import cbuf, cdma
+from nvdla_sim.units.dram import MemoryPort
 
 
 @dataclass(frozen=True)
@@ -104,27 +107,26 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     if not ws:
         weights *= fp.n_data_tiles  # every band is a hardware layer that fetches its weights
     floor = conv_floor(layer, hw, read_bytes=data + weights, write_bytes=output_bytes(layer, s.out_h, s.out_k, hw))
-    serial = _serial_boundaries(layer, plan, hw)
-    start = _first_compute_floor(layer, plan, hw)
+    port = make_ports(hw)[layer.input_memory]
+    serial = _serial_boundaries(layer, plan, hw, fp, port)
+    start = _first_compute_floor(layer, plan, hw, fp, port)
     return max(floor, start + atomic_ops(layer, hw) + _tail_cycles(hw) + serial)
 
 
-def _serial_boundaries(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
+def _serial_boundaries(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, port: MemoryPort) -> int:
     """Cycles no plan hides at its hardware-layer boundaries where the next layer's fetches have no room
     in CBUF beside the previous layer's (simulate_conv's _room_beside): there the next layer starts after
     the previous one's tail, interrupt and launch (layer_gap_cycles), then waits at least one memory
     latency plus its smallest band's input before it computes."""
     s = layer.shape
-    fp = footprint(layer, plan, hw)
     bands = fp.n_data_tiles
     data_room = fp.data_capacity_tiles >= 2
-    dram = layer.input_memory is Memory.DRAM
-    rate = hw.dram_bytes_per_cycle if dram else hw.sram_bytes_per_cycle
-    latency = hw.memory.dram_latency_cycles if dram else hw.memory.sram_latency_cycles
+    rate, latency = port.bytes_per_cycle, port.latency
     rows = min(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, plan.rows_per_tile)))
     band_in = latency + math.floor(cdma.input_bytes(layer, rows, hw) / rate)
     step = layer_gap_cycles(hw) + _tail_cycles(hw)
-    n_groups = math.ceil(s.out_k / hw.kernels_per_atomic(layer.precision))
+    kpg = hw.kernels_per_atomic(layer.precision)
+    n_groups = math.ceil(s.out_k / kpg)
     if plan.order is LoopOrder.DATA_STATIONARY:
         if bands == 1 or (data_room and 2 * n_groups <= fp.weight_capacity_groups):
             return 0
@@ -132,7 +134,6 @@ def _serial_boundaries(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     total = 0
     if bands > 1 and not data_room:  # every band after the first of each tile fetches its input
         total += fp.n_weight_tiles * (bands - 1) * (step + band_in)
-    kpg = hw.kernels_per_atomic(layer.precision)
     sizes = [math.ceil((b - a) / kpg) for a, b in kernel_tiles(layer, plan.kernels_per_tile)]
     for held, fetched in itertools.pairwise(sizes):  # tile boundaries: the next tile's groups
         if (bands > 1 and not data_room) or held + fetched > fp.weight_capacity_groups:
@@ -140,7 +141,7 @@ def _serial_boundaries(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     return total
 
 
-def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
+def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, port: MemoryPort) -> int:
     """No compute starts before the first band's whole input is in (CSC waits for it:
     TimingConfig.conv_input_before_compute, measured). CDMA fetches the kernel groups the weight ring
     holds alongside, round-robin on the same port, so the input arrives one memory latency plus (input
@@ -148,7 +149,6 @@ def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     if not hw.timing.conv_input_before_compute or layer.data_resident:
         return 0
     s = layer.shape
-    fp = footprint(layer, plan, hw)
     i0, i1 = s.input_rows_for(0, min(s.out_h, plan.rows_per_tile))
     data = cdma.input_bytes(layer, i1 - i0, hw)
     weights = 0
@@ -159,10 +159,7 @@ def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
         )
         kernels = min(s.out_k, min(fp.weight_capacity_groups, first_layer) * kpg)
         weights = kernels * bytes_per_kernel(layer)
-    dram = layer.input_memory is Memory.DRAM
-    rate = hw.dram_bytes_per_cycle if dram else hw.sram_bytes_per_cycle
-    latency = hw.memory.dram_latency_cycles if dram else hw.memory.sram_latency_cycles
-    return latency + math.floor((data + min(data, weights)) / rate)
+    return port.latency + math.floor((data + min(data, weights)) / port.bytes_per_cycle)
 
 
 def _tail_cycles(hw: HwConfig) -> int:

@@ -13,7 +13,6 @@ pipeline back to the first, and one interrupt wait per operation.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,11 +85,13 @@ def _dat_text(data: bytes) -> str:
 class _Builder:
     def __init__(self, prog: TraceProgram) -> None:
         self.prog = prog
+        self.units: dict[str, None] = {}  # units written to, in order (for their S_POINTER)
 
     def line(self, text: str) -> None:
         self.prog.lines.append(text)
 
     def reg(self, unit: str, reg: str, **fields: int) -> None:
+        self.units[unit] = None
         self.line(f"reg_write(NVDLA_{unit}.{reg}, 0x{pack('NVDLA_' + unit, reg, **fields):x});")
 
     def addr(self, unit: str, low: str, high: str, value: int) -> None:
@@ -402,9 +403,6 @@ class Step:
     outputs: list[tuple[int, int]]
 
 
-_UNIT = re.compile(r"^reg_write\(NVDLA_(\w+)\.")
-
-
 def emit_program(
     name: str,
     op: Operation,
@@ -444,10 +442,10 @@ def emit_sequence(name: str, steps: list[Step], hw: HwConfig, *, lut: LutParams 
     dones = []
     for group, st in enumerate(steps):
         first = len(prog.lines)
+        b.units = {}
         enables, done = _EMIT[type(st.op)](b, st.op, hw, lut, name)
         if group:
-            units = dict.fromkeys(m.group(1) for line in prog.lines[first:] if (m := _UNIT.match(line)))
-            pointers = [f"reg_write(NVDLA_{u}.S_POINTER_0, 0x1);" for u in units if u != "GLB"]
+            pointers = [f"reg_write(NVDLA_{u}.S_POINTER_0, 0x1);" for u in b.units if u != "GLB"]
             prog.lines[first:first] = pointers
         for unit in enables:
             b.line(f"reg_write(NVDLA_{unit}.D_OP_ENABLE_0, 0x1);")
