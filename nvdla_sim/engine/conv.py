@@ -11,7 +11,9 @@ tests can check that tiling never changes the numbers.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+from collections import Counter
 from functools import lru_cache
 
 import numpy as np
@@ -36,6 +38,7 @@ from nvdla_sim.engine.tiling import (
     bytes_per_kernel,
     check_plan,
     footprint,
+    kernel_tiles,
     layer_gap_cycles,
     row_tiles,
     tile_steps,
@@ -66,6 +69,84 @@ def _blocks(
     return tuple(BlockRun(*r) for r in runs)
 
 
+def group_blocks(layer: ConvLayer, hw: HwConfig, rows: int, kernels: int) -> tuple[BlockRun, ...]:
+    """Block runs of one kernel group of `kernels` kernels over a band of `rows` output rows."""
+    s, p = layer.shape, layer.precision
+    stripes = (
+        csc.image_stripes(s.out_w, rows)
+        if layer.image_input
+        else csc.stripe_lengths(rows * s.out_w, csc.ideal_stripe(hw, p))
+    )
+    return _blocks(
+        stripes,
+        min(
+            hw.kernels_per_atomic(p), cdma.atom_channels(kernels, layer.out_precision, hw)
+        ),  # CACC delivers whole atoms
+        channel_ops_per_stripe(layer, hw),
+        csc.weight_load_cycles(hw, p),
+        drain_rate(layer, hw),
+        hw.timing.cacc_atom_gap_cycles,
+        hw.timing.cacc_stripe_gap_cycles,
+    )
+
+
+@lru_cache(maxsize=4096)
+def core_floor(
+    layer: ConvLayer,
+    hw: HwConfig,
+    rows_per_tile: int,
+    kernels_per_tile: int,
+    order: LoopOrder,
+    ring_groups: int = 0,
+    refill_cycles: float = 0.0,
+) -> int:
+    """Fewest cycles from the first compute to the last drain with bands of `rows_per_tile` output rows and
+    tiles of `kernels_per_tile` kernels in `order`. The core runs every block (stripe) of every kernel
+    group one after another, and a block cannot start before the one before it has computed and the one
+    before that has drained (run_items' one-deep delivery buffer): inside a hardware layer each block
+    takes at least the larger of its compute and the previous block's drain. A hardware layer ends when
+    its last block has drained, and the next one computes after that at the soonest.
+
+    When a hardware layer streams more kernel groups than its weight ring holds (`ring_groups`), group
+    i + ring_groups is fetched only once group i has computed (its CBUF entries released), so its compute
+    starts `refill_cycles` (memory latency plus the group's transfer) after that at the soonest: every
+    ring_groups groups take at least the larger of ring_groups computes and one compute plus a refill."""
+    kpg = hw.kernels_per_atomic(layer.precision)
+    tiles = kernel_tiles(layer, kernels_per_tile) if order is LoopOrder.WEIGHT_STATIONARY else [(0, layer.shape.out_k)]
+    bands = Counter(r1 - r0 for r0, r1 in row_tiles(layer, rows_per_tile))
+    total = 0
+    for (rows, n_bands), (kernels, n_tiles) in itertools.product(
+        bands.items(), Counter(b - a for a, b in tiles).items()
+    ):
+        # one hardware layer: its kernel groups in order, a run of full groups and the rest
+        chain, prev_d, computes = 0, 0, []
+        full, rest = divmod(kernels, kpg)
+        for size, count in ((kpg, full), (rest, 1 if rest else 0)):
+            if count:
+                runs = group_blocks(layer, hw, rows, size)
+                first, last_d = _item_chain(runs, prev_d)
+                chain += first + (count - 1) * _item_chain(runs, last_d)[0]
+                prev_d = last_d
+                computes.append(sum(n * c for n, c, _, _ in runs))
+        groups = full + (1 if rest else 0)
+        if ring_groups and groups > ring_groups:
+            c = min(computes)
+            jumps, left = divmod(groups - 1, ring_groups)
+            chain = max(chain, c + jumps * max(refill_cycles + c, ring_groups * c) + left * c)
+        total += (chain + prev_d) * n_bands * n_tiles
+    return math.floor(total)
+
+
+def _item_chain(runs: tuple[BlockRun, ...], prev_d: int) -> tuple[int, int]:
+    """(the floor of an item's blocks from the hand-over of the block before, whose drain takes `prev_d`,
+    to the hand-over of its last block; that block's drain)."""
+    chain = 0
+    for count, c, _, d in runs:
+        chain += max(c, prev_d) + (count - 1) * max(c, d)
+        prev_d = d
+    return chain, prev_d
+
+
 def output_bytes(layer: ConvLayer, rows: int, kernels: int, hw: HwConfig) -> int:
     """Bytes written for `rows` output rows of `kernels` kernels; with fused pooling, that band's share
     of the pooled cube (PDP keeps partial windows in its line buffer across row tiles)."""
@@ -84,9 +165,6 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     fp = footprint(layer, plan, hw)
     kpg = hw.kernels_per_atomic(p)
     rate = drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
-    load = csc.weight_load_cycles(hw, p)
-    ideal = csc.ideal_stripe(hw, p)
-    channel_ops = channel_ops_per_stripe(layer, hw)
     bpk = bytes_per_kernel(layer)
     dense_total = cdma.weight_bytes(s.out_k, bpk)
     w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / dense_total
@@ -166,15 +244,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
                 name=f"rows {r0}-{r1} k{g0}-{g1}",
                 fetches=tuple(fetches),
                 uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e in fetched_here),
-                blocks=_blocks(
-                    csc.image_stripes(s.out_w, r1 - r0) if layer.image_input else csc.stripe_lengths(pixels, ideal),
-                    min(kpg, cdma.atom_channels(g1 - g0, layer.out_precision, hw)),  # CACC delivers whole atoms
-                    channel_ops,
-                    load,
-                    rate,
-                    hw.timing.cacc_atom_gap_cycles,
-                    hw.timing.cacc_stripe_gap_cycles,
-                ),
+                blocks=group_blocks(layer, hw, r1 - r0, g1 - g0),
                 write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
                 write_memory=layer.output_memory,
                 drain_reads=extra - covered,
