@@ -253,10 +253,8 @@ def _serial_boundaries(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footp
 def _band_sizes(layer: ConvLayer, rows_per_tile: int) -> list[tuple[int, int]]:
     """(input rows, output rows) of every band."""
     s = layer.shape
-    return [
-        (s.input_rows_for(r0, r1)[1] - s.input_rows_for(r0, r1)[0], r1 - r0)
-        for r0, r1 in row_tiles(layer, rows_per_tile)
-    ]
+    spans = [(s.input_rows_for(r0, r1), r1 - r0) for r0, r1 in row_tiles(layer, rows_per_tile)]
+    return [(i1 - i0, rows) for (i0, i1), rows in spans]
 
 
 def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, port: MemoryPort) -> int:
