@@ -25,9 +25,9 @@ from nvdla_mapper.search.tiling_search import (
 )
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.config import CbufConfig
-from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
+from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 
 SMALL = load_config("nv_small")
 HW = dataclasses.replace(SMALL, cbuf=CbufConfig(bank_count=8, bank_depth=64, bank_width_bytes=8))
