@@ -47,33 +47,34 @@ def test_the_programs_are_the_ones_the_rtl_ran(programs):
 
 
 def test_each_program_times_as_the_mapper_costs_its_layer(programs):
-    """A one-layer program's stored register description, timed by the model, is the emitter's prediction
-    and the mapper's cycles for one instance of the task; a program of several hardware layers is timed
-    by the mapper's plan simulation, and holds one interrupt per hardware layer."""
+    """The stored register description, timed by the model (one hardware layer: op enable to interrupt;
+    several: the chain of hardware layers, first op enable to last interrupt), is the emitter's prediction
+    and the mapper's cycles for one instance of the task; one interrupt per hardware layer."""
     model = {r.name: r.model_cycles for r in compare(DOC)}
     for p in programs:
-        assert p["model_cycles"] == p["mapper_cycles_per_instance"], p["name"]
+        assert model[p["name"]] == p["model_cycles"] == p["mapper_cycles_per_instance"], p["name"]
         assert ROWS[p["name"]]["interrupts"] == p["hardware_layers"], p["name"]
-        if p["hardware_layers"] == 1:
-            assert model[p["name"]] == p["model_cycles"], p["name"]
 
 
-def _errors(programs) -> dict[str, float]:
-    """|model/RTL - 1| per program: op enable to interrupt for one layer, the span from the first op
-    enable to the last interrupt for several."""
-    return {p["name"]: abs(p["model_cycles"] / ROWS[p["name"]]["span_cycles"] - 1) for p in programs}
-
-
-def test_model_cycles_close_to_the_committed_rtl_cycles(programs):
-    """Median 0.2% today; the issue's targets are 5% / 25%. The worst rows are weight-stationary plans of
-    many hardware layers (docs/validation.md section 7: the RTL hides less of a kernel tile's weight fetch
-    than the model)."""
-    errors = _errors(programs)
+def test_model_cycles_close_to_the_committed_rtl_cycles():
+    """Median 0.06%, worst 2.2% today (PV attention as two weight-stationary hardware layers); the
+    issue's targets are 5% / 25%."""
     d = distribution(compare(DOC))
     assert d["n"] == len(ROWS)
-    worst = max(errors.values())
-    median = sorted(errors.values())[len(errors) // 2]
-    assert median <= TARGETS["median"] and worst <= TARGETS["worst"], errors
-    assert median <= 0.005, errors
-    one_layer = [e for n, e in errors.items() if ROWS[n]["interrupts"] == 1]
-    assert max(one_layer) <= 0.01, errors
+    assert d["median"] <= TARGETS["median"] and d["worst"] <= TARGETS["worst"], d
+    assert d["median"] <= 0.005 and d["worst"] <= 0.03, d
+
+
+def test_the_full_search_beats_the_previous_plans_on_the_rtl():
+    """The same layers under the plans of the search before issue 27 (full-K data-stationary, every
+    bank beside the input to weights), as measured on the RTL then (validation/data, 2026-12-03): the
+    plans chosen now are faster on the RTL itself, not only in the model."""
+    before = {
+        "tf_proj_m64_k256_n64_proj": 24878,
+        "tf_proj_m128_k256_n64_proj": 45361,
+        "tf_proj_m128_k768_n768_proj": 1213042,
+        "tf_attn_s128_layer0_attn_pv": 22813,
+        "tf_split_m64_k3072_n64_proj": 106818 + 106818 + 74030,  # three bands, each a program of its own
+    }
+    for name, old in before.items():
+        assert ROWS[name]["span_cycles"] < old, name
