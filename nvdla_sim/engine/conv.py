@@ -71,6 +71,7 @@ def _blocks(
     return tuple(BlockRun(*r) for r in runs)
 
 
+@lru_cache(maxsize=65536)  # pure; called per item of every plan the search simulates
 def group_blocks(layer: ConvLayer, hw: HwConfig, rows: int, kernels: int) -> tuple[BlockRun, ...]:
     """Block runs of one kernel group of `kernels` kernels over a band of `rows` output rows."""
     s, p = layer.shape, layer.precision
