@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -58,14 +59,17 @@ def workload(name: str) -> tuple[str, list[tuple[str, int, int, int, int]], dict
         data = json.loads((ROOT / "validation/data/nvdla_rtl_transformer.json").read_text())
         shapes, rtl = [], {}
         for row in data["rows"]:
-            if not row["name"].startswith(("tf_proj_", "tf_attn_")) or len(row["layers"]) != 1:
+            found = re.match(r"tf_(?:proj_m|attn_s)(\d+)_", row["name"])
+            if not found:
                 continue
-            s = row["layers"][0]["shape"]
-            m, k, n = s["in_w"] * s["in_h"], s["in_c"], s["out_k"]
+            # a split layer is several hardware layers (bands x kernel tiles): M from the task's name, K its
+            # input channels, N from the outputs all its hardware layers write (1x1, no padding)
+            m, k = int(found.group(1)), row["layers"][0]["shape"]["in_c"]
+            n = sum(ly["shape"]["in_w"] * ly["shape"]["in_h"] * ly["shape"]["out_k"] for ly in row["layers"]) // m
             label = f"m{m}_k{k}_n{n}"
             if label not in rtl:
                 shapes.append((label, m, k, n, 1))
-                rtl[label] = row["op_cycles"]
+                rtl[label] = row["span_cycles"]
         return "nv_small_rtl_tb", shapes, rtl
     raise SystemExit(f"--workload {name}: choose bert-base, reduced or rtl")
 

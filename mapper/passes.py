@@ -131,7 +131,10 @@ def _events_cached(layer, hw: HwConfig) -> tuple[Event, ...]:
 def _simulate_cached(layer, hw: HwConfig) -> LayerStats:
     """Stats of an unnamed layer: conv layers through the tiling search, others directly."""
     if isinstance(layer, ConvLayer):
-        return search_plan(layer, hw).stats
+        found = search_plan(layer, hw)
+        # how far the plan is proven from the best legal plan (0: the best; > 0 when the search budget ran out)
+        detail = {**found.stats.detail, "search_proven_gap": found.proven_gap}
+        return dataclasses.replace(found.stats, detail=detail)
     return simulate(layer, hw, record_events=False)
 
 

@@ -185,6 +185,9 @@ class TimingConfig:
     launch_cycles: int = 20  # D_OP_ENABLE write -> first DMA read request (SDP/PDP/CDP RDMA)
     conv_launch_cycles: int = 29  # D_OP_ENABLE of CDMA -> its first read request
     completion_cycles: int = 11  # last output write beat -> rise of the interrupt line
+    # interrupt -> op enable of the next layer in the same register group: the driver's interrupt service
+    # and register writes (nv_small RTL testbench, nvdla.cpp driver: 265 cycles interrupt to first read)
+    driver_reprogram_cycles: int = 236
     conv_pipeline_cycles: int = 44  # CBUF data in -> first result written: CSC, CMAC, CACC, SDP, WDMA
     sdp_pipeline_cycles: int = 27  # read data in -> result written (SDP_RDMA -> SDP -> WDMA)
     pdp_pipeline_cycles: int = 35  # likewise through PDP_RDMA -> PDP

@@ -31,12 +31,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.conv import simulate_conv
+from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, band_shape, default_plan, kernel_tiles, row_tiles
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import ConvLayer, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
     AluAlgo,
+    CbufReuse,
     OperandSource,
     OperandUse,
     Operation,
@@ -45,7 +48,17 @@ from nvdla_sim.program.decode import (
     SdpStageCfg,
     SdpStream,
 )
-from nvdla_sim.program.emit import Alloc, TraceProgram, conv_layer, emit_program, place, pool_pass, sdp_pass
+from nvdla_sim.program.emit import (
+    Alloc,
+    Step,
+    TraceProgram,
+    conv_layer,
+    emit_program,
+    emit_sequence,
+    place,
+    pool_pass,
+    sdp_pass,
+)
 from nvdla_sim.program.run import operation_timing
 from nvdla_sim.units.memory_format import Surface, cube_size, dc_weight_bytes, feature_image
 
@@ -75,8 +88,9 @@ class LayerProgram:
     layer: HwLayer
     op: Operation
     model_cycles: int  # op enable -> interrupt (regrun.operation_timing)
-    band: tuple[int, int] | None = None  # output rows [r0, r1) of the mapped layer (convolutions)
-    kernels: tuple[int, int] | None = None  # its kernels [k0, k1) (a weight-stationary plan's kernel tile)
+    band: tuple[int, int] | None = None  # output rows [r0, r1) of the mapped layer (one hardware layer)
+    kernels: tuple[int, int] | None = None  # its kernels [k0, k1)
+    hardware_layers: int = 1  # a split layer's plan runs as this many hardware layers in one program
 
 
 def program_name(name: str) -> str:
@@ -239,25 +253,44 @@ def _conv_programs(
     acc_std = RANGES[p].std ** 2 * math.sqrt(s.in_c * s.kernel_w * s.kernel_h)
     bands = row_tiles(layer, plan.rows_per_tile)
     tiles = kernel_tiles(layer, plan.kernels_per_tile) if plan.order is LoopOrder.WEIGHT_STATIONARY else [(0, s.out_k)]
-    out = []
     # the plan's hardware layers in its order (tile_steps): every band, for each kernel tile in
-    # weight-stationary order; each is a program of its own, so it fetches what the plan keeps in CBUF
-    for j, (k0, k1) in enumerate(tiles):
-        for i, (r0, r1) in enumerate(bands):
-            name = base if len(bands) == 1 else f"{base}_band{i}"
-            name = name if len(tiles) == 1 else f"{name}_k{j}"
-            out.append(_conv_program(layer, hw, name, x, wt, (r0, r1), (k0, k1), acc_std, rng, plan))
-    return out
+    # weight-stationary order, with the operand the plan keeps in CBUF kept (SKIP_*_RLS) and taken (*_REUSE)
+    alloc = Alloc()
+    steps, layers = [], []
+    for j, kt in enumerate(tiles):
+        for i, rows in enumerate(bands):
+            reuse = _kept(i, j, len(bands), len(tiles)) if plan.order is LoopOrder.WEIGHT_STATIONARY else CbufReuse()
+            step, sub = _conv_step(layer, hw, x, wt, rows, kt, acc_std, rng, plan, alloc, reuse)
+            steps.append(step)
+            layers.append(sub)
+    prog = emit_sequence(base, steps, hw)
+    if len(steps) == 1:
+        timing = operation_timing(steps[0].op, hw, name=base)
+        sub = dataclasses.replace(layer, name=base, shape=layers[0].shape)
+        return [LayerProgram(prog, sub, steps[0].op, timing.cycles, bands[0], tiles[0])]
+    # several hardware layers overlap (the next one fetches while the previous computes): the program's span
+    # is the mapper's plan simulation, with the fixed latencies of one layer (launch, pipeline, completion)
+    cycles = simulate_conv(layer, hw, plan, record_events=False).cycles + sum(fixed_latency(layer, hw))
+    return [LayerProgram(prog, layer, steps[-1].op, cycles, None, None, len(steps))]
 
 
-def _conv_program(layer, hw, name, x, wt, rows, kernels, acc_std, rng, plan: TilePlan) -> LayerProgram:
-    """One hardware layer of a convolution: output rows [r0, r1) of kernels [k0, k1)."""
+def _kept(band: int, tile: int, bands: int, tiles: int) -> CbufReuse:
+    """Weight-stationary order keeps a kernel tile's weights in CBUF across the bands (or, with one band,
+    the input across the kernel tiles): the first hardware layer fetches and keeps it, the next ones take
+    it, and all but the last keep it again."""
+    if bands > 1:
+        return CbufReuse(weight_reuse=band > 0, skip_weight_rls=band < bands - 1)
+    return CbufReuse(data_reuse=tile > 0, skip_data_rls=tile < tiles - 1)
+
+
+def _conv_step(layer, hw, x, wt, rows, kernels, acc_std, rng, plan: TilePlan, alloc: Alloc, reuse: CbufReuse):
+    """One hardware layer of a convolution: output rows [r0, r1) of kernels [k0, k1), with its own
+    input band, weights, SDP operands and output in memory. Returns (its Step, the layer it runs)."""
     s, p = layer.shape, layer.precision
     r0, r1 = rows
     wt = wt[kernels[0] : kernels[1]]
     k = len(wt)
     sub, i0, i1 = band_shape(dataclasses.replace(s, out_k=k), r0, r1)
-    alloc = Alloc()
     parts = _sdp_parts(layer.sdp, sub.out_w, sub.out_h, k, acc_std, p, hw, alloc, rng)
     scale, shift = requant(parts.out_std, p)
     op, din, waddr, oaddr = conv_layer(
@@ -271,16 +304,15 @@ def _conv_program(layer, hw, name, x, wt, rows, kernels, acc_std, rng, plan: Til
         streams=parts.streams,
         data_banks=plan.data_banks,
         weight_banks=plan.weight_banks,
+        reuse=reuse,
     )
     inputs = [
         *parts.inputs,
         (din.addr, feature_image(x[i0:i1], din, p, hw)),
         (waddr, dc_weight_bytes(wt, p, hw)),
     ]
-    prog = emit_program(name, op, inputs, [(oaddr, cube_size(op.out, k, p, hw))], hw)
-    sub_layer = dataclasses.replace(layer, name=name, shape=sub)
-    timing = operation_timing(op, hw, name=name)
-    return LayerProgram(prog, sub_layer, op, timing.cycles, (r0, r1), kernels)
+    step = Step(op, inputs, [(oaddr, cube_size(op.out, k, p, hw))])
+    return step, dataclasses.replace(layer, shape=sub)
 
 
 # ---- standalone SDP and PDP ------------------------------------------------------------------------------

@@ -94,6 +94,7 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
                     "count": t.count,
                     "band": list(lp.band) if lp.band else None,
                     "kernels": list(lp.kernels) if lp.kernels else None,
+                    "hardware_layers": lp.hardware_layers,
                     "model_cycles": lp.model_cycles,
                     "mapper_cycles_per_instance": r.cycles_per_instance,
                     "macs": getattr(lp.layer, "macs", 0),

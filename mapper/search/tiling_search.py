@@ -1,23 +1,37 @@
 """Search CBUF-legal tile plans for a convolution-pipeline layer, minimising simulated cycles.
 
-Candidates (candidate_plans): bands of output rows, each band a full-input hardware layer with the
-smallest data-bank count that holds it and every other bank for the weight ring. Candidates are visited
-in order of a lower bound (atomic ops after the first band's input can arrive, plus what hardware-layer
-boundaries without room in CBUF cannot hide; SDP drain; traffic including the plan's re-fetches) and
-pruned once that bound cannot beat the best simulated plan: branch and bound, so the result equals
+The space (candidate_plans) is every way NVDLA's convolution pipeline can run the layer as a sequence of
+hardware layers in full-input mode: a band height (every band count, split as evenly as it goes), every
+CBUF split into data banks and weight banks, including banks left unused (every distinct weight-ring
+depth: a deeper ring prefetches more and a shallower one lets the input in sooner on builds that fetch
+it whole before computing, NVIDIA's nv_small RTL: tf_proj_m64_k256_n64 runs 12% faster with one weight
+bank), and the order across bands: data-stationary (one hardware layer per band, every kernel through
+the weight ring) or weight-stationary (a kernel tile stays in CBUF, SKIP_WEIGHT_RLS then WEIGHT_REUSE,
+while every band runs against it: one hardware layer per band and kernel tile; with one band, the input
+stays, SKIP_DATA_RLS then DATA_REUSE, across the kernel tiles; every tile size the weight banks hold).
+Both orders and the reuse rules are measured on NVIDIA's RTL (validation/data/nvdla_rtl_reuse.json,
+nvdla_rtl_transformer.json).
+
+The search is branch and bound: a family of plans (one band height, order and kernel tile, over every
+bank split) has a lower bound that no member beats; families and then plans are visited best bound first
+and simulated until the next bound cannot beat the best plan by more than `gap` (a relative optimality
+gap: the plan returned is proven within it of the best legal plan). With gap=0 the result equals
 simulating every candidate (property test in tests/unit/test_tiling_search.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
 import itertools
 import math
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.bounds import atomic_ops, conv_floor
-from nvdla_sim.engine.conv import output_bytes, simulate_conv
+from nvdla_sim.engine.bounds import conv_floor
+from nvdla_sim.engine.conv import core_floor, group_blocks, output_bytes, simulate_conv
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import (
@@ -27,76 +41,189 @@ from nvdla_sim.engine.tiling import (
     bytes_per_kernel,
     footprint,
     illegal_reason,
-    kernel_tiles,
-    layer_gap_cycles,
     row_tiles,
 )
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer
-from nvdla_sim.units import cbuf, cdma
+from nvdla_sim.units import cbuf, cdma, sdp
 from nvdla_sim.units.dram import MemoryPort
+
+# Relative optimality gap of search_plan: stop once no remaining plan can be more than this much faster
+# than the best simulated one. 0.25% is a third of the model's median error against NVIDIA's RTL (0.8%,
+# docs/validation.md), so plans closer than this are not told apart by the model anyway; compute-bound
+# layers have hundreds of legal plans within it of the MAC floor, and simulating them all took minutes
+# on ViT-B/16 (docs/mapping.md).
+DEFAULT_GAP = 0.0
+# Plans search_plan simulates at most before it returns the best so far with its proven gap. Where the
+# bounds are tight (transformer layers) it stops long before. On the primer's 256-MAC build ResNet-50's
+# 1x1 layers with a residual have loose bounds (proven gaps 11-114%): 14x14x256->1024 has 38,051 plans,
+# 10,864 with a bound below the best (160 s of simulation); the best of the first 100 simulated is within
+# 0.1% of it and the first 500 hold it, on that layer and on 28x28x128->512, 7x7x512->2048 and
+# 56x56x256->512 (docs/mapping.md).
+DEFAULT_BUDGET = 500
 
 
 @dataclass(frozen=True)
 class SearchResult:
     plan: TilePlan
     stats: LayerStats  # of the best plan, without timeline events (simulate again to record them)
-    candidates: int  # legal candidates considered
-    simulated: int  # of which simulated (the rest pruned by the bound)
+    candidates: int  # legal plans in the space
+    simulated: int  # of which simulated (the rest pruned by their bound)
+    proven_gap: float  # the best plan is at most this fraction slower than any legal plan (0: proven best)
 
 
-def _halvings(n: int, unit: int = 1) -> list[int]:
-    out, v = [], n
-    while v >= unit:
-        out.append(v)
-        nxt = max(unit, math.ceil(v / 2 / unit) * unit)
-        if nxt == v:
-            break
-        v = nxt
+@dataclass(frozen=True)
+class _Family:
+    """Plans that differ only in the CBUF bank split: data banks lo..hi, and for each, weight banks from
+    the fewest the order needs to the rest of CBUF (`splits`, every (data, weight) pair that times
+    differently)."""
+
+    rows: int
+    kernels: int
+    order: LoopOrder
+    lo: int
+    hi: int
+    splits: tuple[tuple[int, int], ...]
+
+    def plan(self, data_banks: int, weight_banks: int) -> TilePlan:
+        return TilePlan(data_banks, weight_banks, self.rows, self.kernels, self.order)
+
+    def plans(self, hw: HwConfig) -> list[TilePlan]:
+        return [self.plan(d, w) for d, w in self.splits]
+
+    @property
+    def deep(self) -> TilePlan:
+        """The deepest weight ring: fewest data banks, every other bank for weights."""
+        return self.plan(*max(self.splits, key=lambda dw: (dw[1], -dw[0])))
+
+    @property
+    def shallow(self) -> TilePlan:
+        """The shallowest weight ring (the least weight prefetched before the first compute)."""
+        return self.plan(*min(self.splits, key=lambda dw: (dw[1], -dw[0])))
+
+
+def _splits(lo: int, hi: int, w_lo: int, banks: int, g_entries: int, cap_limit: int, hw: HwConfig):
+    """(data, weight) bank pairs: every data bank count lo..hi with, for each, the most weight banks of
+    every distinct ring depth from w_lo banks up to the rest of CBUF. A deeper ring prefetches more
+    kernel groups (and on builds that fetch the whole input before computing, delays the first compute:
+    NVIDIA's nv_small RTL, tf_proj_m64_k256_n64 runs 12% faster with one weight bank than with 28); past
+    `cap_limit` groups (what two hardware layers use) more banks change nothing, and a bank left unused
+    is a ring depth of its own."""
+    out = []
+    epb = hw.cbuf_entries_per_bank
+    for d in range(lo, hi + 1):
+        seen = set()
+        for w in range(banks - d, w_lo - 1, -1):
+            depth = min(w * epb // g_entries, cap_limit)
+            if depth not in seen:
+                seen.add(depth)
+                out.append((d, w))
+    return tuple(out)
+
+
+def _families(layer: ConvLayer, hw: HwConfig) -> list[_Family]:
+    s = layer.shape
+    banks = hw.cbuf.bank_count
+    kpg = hw.kernels_per_atomic(layer.precision)
+    g_entries = cbuf.weight_entries(min(kpg, s.out_k), bytes_per_kernel(layer), hw)
+    tiles = sorted({*range(kpg, s.out_k + 1, kpg), s.out_k}, reverse=True)
+    w_min = cbuf.banks_for(g_entries, hw)  # the weight ring holds at least one kernel group
+    n_groups = math.ceil(s.out_k / kpg)
+    out: list[_Family] = []
+    for rows in range(s.out_h, 0, -1):
+        probe = footprint(layer, TilePlan(1, banks - 1, rows, s.out_k), hw)
+        lo = cbuf.banks_for(probe.data_tile_entries, hw)
+        hi = banks - w_min
+        if lo > hi:
+            continue
+        ds = _splits(lo, hi, w_min, banks, g_entries, 2 * n_groups, hw)
+        out.append(_Family(rows, s.out_k, LoopOrder.DATA_STATIONARY, lo, hi, ds))
+        for kernels in tiles:  # with one band: kernel tiles as hardware layers keeping the input (DATA_REUSE)
+            if kernels == s.out_k and probe.n_data_tiles == 1:
+                continue  # the data-stationary plan itself
+            groups = math.ceil(kernels / kpg)
+            need = cbuf.banks_for(groups * g_entries, hw)  # the tile stays resident
+            if banks - need >= lo:
+                ws = _splits(lo, banks - need, need, banks, g_entries, 2 * groups, hw)
+                out.append(_Family(rows, kernels, LoopOrder.WEIGHT_STATIONARY, lo, banks - need, ws))
     return out
 
 
 def candidate_plans(layer: ConvLayer, hw: HwConfig) -> list[TilePlan]:
-    """Legal plans of the search space, without dominated ones: one hardware layer per band of output
-    rows (full-input mode), all kernels through the weight ring.
-
-    For a row tiling, only the smallest data-bank count that holds its band matters: more data banks only
-    take banks from the weight ring, and bands are separate hardware layers, so a second band buffered
-    beside the first would never be used (with the hardware layers now overlapping when CBUF has room,
-    that is no longer strictly true). Weight-stationary order across bands (DATA/WEIGHT_REUSE between
-    hardware layers, measured on the RTL: validation/data/nvdla_rtl_reuse.json) and rings shallower than
-    every remaining bank are not searched yet: over every legal plan the search took minutes on
-    ViT-B/16 (docs/mapping.md, status of issue 27).
-    """
-    s = layer.shape
-    banks, epb = hw.cbuf.bank_count, hw.cbuf_entries_per_bank
-    eps = max(cbuf.entry_per_slice(s.in_w, s.in_c, layer.precision, hw), 1)
-    rows_opts = set(_halvings(s.out_h))
-    for data_banks in range(1, banks):
-        r = (data_banks * epb // eps - s.kernel_h_dilated) // s.stride_y + 1
-        if 1 <= r <= s.out_h:
-            rows_opts.add(r)
-    plans: set[TilePlan] = set()
-    for rows in rows_opts:
-        probe = TilePlan(1, banks - 1, rows, s.out_k)
-        data_banks = cbuf.banks_for(footprint(layer, probe, hw).data_tile_entries, hw)
-        if data_banks < banks:
-            plan = TilePlan(data_banks, banks - data_banks, rows, s.out_k, LoopOrder.DATA_STATIONARY)
-            if illegal_reason(layer, plan, hw) is None:
-                plans.add(plan)
-    return sorted(plans, key=lambda p: (p.data_banks, p.rows_per_tile, p.kernels_per_tile, p.order.value))
+    """Every plan of the search space (module docstring), each legal."""
+    plans = [p for fam in _families(layer, hw) for p in fam.plans(hw)]
+    assert all(illegal_reason(layer, p, hw) is None for p in plans)
+    return plans
 
 
 def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     """A floor on simulate_conv(layer, hw, plan).cycles from work and the plan's traffic (hardware layers
     may overlap, so their launches add nothing to the floor)."""
-    s = layer.shape
     fp = footprint(layer, plan, hw)
-    data = sum(
-        cdma.input_bytes(layer, b - a, hw)
-        for a, b in (
-            s.input_rows_for(r0, min(s.out_h, r0 + plan.rows_per_tile)) for r0 in range(0, s.out_h, plan.rows_per_tile)
-        )
+    port = make_ports(hw)[layer.input_memory]
+    start = _first_compute_floor(layer, plan, hw, fp, port)
+    return max(
+        _traffic_floor(layer, plan, hw, fp),
+        start + _core_floor(layer, plan, hw, fp) + _tail_cycles(hw),
+    )
+
+
+def _rows_lower_bound(layer: ConvLayer, rows: int, hw: HwConfig) -> int:
+    """A floor on every plan with bands of `rows` output rows, whatever its order, kernel tiles and bank
+    split: the input and weights read once; the first band's fill with no weights beside it and the
+    fewest SDP operands (one kernel group); the core with the fewest hardware layers (data-stationary:
+    splitting a band's kernel groups into more hardware layers only adds drains) and no ring limit."""
+    s, kpg = layer.shape, hw.kernels_per_atomic(layer.precision)
+    port = make_ports(hw)[layer.input_memory]
+    band = None if layer.data_resident else _band_sizes(layer, rows)[0]
+    start = _fill_cycles(layer, hw, band, 0, min(kpg, s.out_k), port)
+    once = TilePlan(1, 1, rows, s.out_k, LoopOrder.WEIGHT_STATIONARY)  # traffic of a plan with one weight tile
+    fp = footprint(layer, once, hw)
+    core = core_floor(layer, hw, rows, s.out_k, LoopOrder.DATA_STATIONARY)
+    return max(_traffic_floor(layer, once, hw, fp), start + core + _tail_cycles(hw))
+
+
+def _family_lower_bound(layer: ConvLayer, fam: _Family, hw: HwConfig) -> int:
+    """A floor on every plan of the family. Traffic does not depend on the bank split; the first compute
+    comes soonest with the most data banks (the least weight prefetched beside the input); the core's
+    weight ring is largest with the fewest data banks."""
+    port = make_ports(hw)[layer.input_memory]
+    shallow = fam.shallow
+    start = _first_compute_floor(layer, shallow, hw, footprint(layer, shallow, hw), port)
+    deep = fam.deep
+    fp_deep = footprint(layer, deep, hw)
+    return max(
+        _traffic_floor(layer, deep, hw, fp_deep),
+        start + _core_floor(layer, deep, hw, fp_deep) + _tail_cycles(hw),
+    )
+
+
+def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
+    """core_floor under the plan, with its weight ring when a hardware layer streams more kernel groups
+    than the ring holds (data-stationary order; a weight-stationary tile stays resident)."""
+    ring, refill = 0, 0.0
+    if plan.order is LoopOrder.DATA_STATIONARY and not layer.weights_resident:
+        s, kpg = layer.shape, hw.kernels_per_atomic(layer.precision)
+        ring = fp.weight_capacity_groups
+        smallest = s.out_k % kpg or kpg  # the last group's kernels
+        nbytes = cdma.weight_bytes(min(smallest, s.out_k), bytes_per_kernel(layer))
+        if layer.weight_bytes is not None:
+            nbytes = math.ceil(nbytes * layer.weight_bytes / cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)))
+        port = make_ports(hw)[layer.weight_memory]
+        refill = port.latency + nbytes / port.bytes_per_cycle
+    return core_floor(layer, hw, plan.rows_per_tile, plan.kernels_per_tile, plan.order, ring, refill)
+
+
+def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
+    """conv_floor with the plan's reads (the input once per weight tile in weight-stationary order, the
+    weights once per band in data-stationary order; nothing for an operand resident in CBUF), and the
+    last fetch: it arrives no sooner than its port has moved every fetch on it plus one memory latency,
+    and the block that needs it then computes and drains (one block at least)."""
+    s = layer.shape
+    data = (
+        0
+        if layer.data_resident
+        else sum(cdma.input_bytes(layer, rows, hw) for rows, _ in _band_sizes(layer, plan.rows_per_tile))
     )
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
     if ws and fp.n_data_tiles > 1:
@@ -104,94 +231,171 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     weights = cdma.weight_bytes(s.out_k, bytes_per_kernel(layer))
     if layer.weight_bytes is not None:
         weights = layer.weight_bytes
+    if layer.weights_resident:
+        weights = 0
     if not ws:
         weights *= fp.n_data_tiles  # every band is a hardware layer that fetches its weights
     floor = conv_floor(layer, hw, read_bytes=data + weights, write_bytes=output_bytes(layer, s.out_h, s.out_k, hw))
-    port = make_ports(hw)[layer.input_memory]
-    serial = _serial_boundaries(layer, plan, hw, fp, port)
-    start = _first_compute_floor(layer, plan, hw, fp, port)
-    return max(floor, start + atomic_ops(layer, hw) + _tail_cycles(hw) + serial)
+    per_port = Counter({layer.input_memory: data})
+    per_port[layer.weight_memory] += weights
+    ports = make_ports(hw)
+    last = [ports[m].latency + n / ports[m].bytes_per_cycle for m, n in per_port.items() if n]
+    if last:
+        floor = max(floor, math.floor(max(last)) + _last_block(layer, plan, hw) + _tail_cycles(hw))
+    return floor
 
 
-def _serial_boundaries(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, port: MemoryPort) -> int:
-    """Cycles no plan hides at its hardware-layer boundaries where the next layer's fetches have no room
-    in CBUF beside the previous layer's (simulate_conv's _room_beside): there the next layer starts after
-    the previous one's tail, interrupt and launch (layer_gap_cycles), then waits at least one memory
-    latency plus its smallest band's input before it computes."""
+def _last_block(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
+    """The fewest cycles any block of the plan takes to compute and drain."""
+    kpg, k = hw.kernels_per_atomic(layer.precision), layer.shape.out_k
+    sizes = {min(kpg, k), k % kpg or kpg}
+    heights = {rows for _, rows in _band_sizes(layer, plan.rows_per_tile)}
+    return min(c + d for rows in heights for size in sizes for _, c, _, d in group_blocks(layer, hw, rows, size))
+
+
+def _band_sizes(layer: ConvLayer, rows_per_tile: int) -> list[tuple[int, int]]:
+    """(input rows, output rows) of every band."""
     s = layer.shape
-    bands = fp.n_data_tiles
-    data_room = fp.data_capacity_tiles >= 2
-    rate, latency = port.bytes_per_cycle, port.latency
-    rows = min(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, plan.rows_per_tile)))
-    band_in = latency + math.floor(cdma.input_bytes(layer, rows, hw) / rate)
-    step = layer_gap_cycles(hw) + _tail_cycles(hw)
-    kpg = hw.kernels_per_atomic(layer.precision)
-    n_groups = math.ceil(s.out_k / kpg)
-    if plan.order is LoopOrder.DATA_STATIONARY:
-        if bands == 1 or (data_room and 2 * n_groups <= fp.weight_capacity_groups):
-            return 0
-        return (bands - 1) * (step + band_in)
-    total = 0
-    if bands > 1 and not data_room:  # every band after the first of each tile fetches its input
-        total += fp.n_weight_tiles * (bands - 1) * (step + band_in)
-    sizes = [math.ceil((b - a) / kpg) for a, b in kernel_tiles(layer, plan.kernels_per_tile)]
-    for held, fetched in itertools.pairwise(sizes):  # tile boundaries: the next tile's groups
-        if (bands > 1 and not data_room) or held + fetched > fp.weight_capacity_groups:
-            total += step + (band_in if bands > 1 else latency)
-    return total
+    spans = [(s.input_rows_for(r0, r1), r1 - r0) for r0, r1 in row_tiles(layer, rows_per_tile)]
+    return [(i1 - i0, rows) for (i0, i1), rows in spans]
 
 
 def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, port: MemoryPort) -> int:
-    """No compute starts before the first band's whole input is in (CSC waits for it:
-    TimingConfig.conv_input_before_compute, measured). CDMA fetches the kernel groups the weight ring
-    holds alongside, round-robin on the same port, so the input arrives one memory latency plus (input
-    + the smaller of input and those weights) / port rate after the start."""
-    if not hw.timing.conv_input_before_compute or layer.data_resident:
-        return 0
+    """The first hardware layer's fill (_fill_cycles): its first band's input beside the kernel groups its
+    weight ring prefetches."""
     s = layer.shape
-    i0, i1 = s.input_rows_for(0, min(s.out_h, plan.rows_per_tile))
-    data = cdma.input_bytes(layer, i1 - i0, hw)
+    kpg = hw.kernels_per_atomic(layer.precision)
+    first_layer = min(plan.kernels_per_tile, s.out_k) if plan.order is LoopOrder.WEIGHT_STATIONARY else s.out_k
+    band = None if layer.data_resident else _band_sizes(layer, plan.rows_per_tile)[0]
+    return _fill_cycles(layer, hw, band, min(fp.weight_capacity_groups * kpg, first_layer), first_layer, port)
+
+
+def _fill_cycles(
+    layer: ConvLayer, hw: HwConfig, band: tuple[int, int] | None, kernels: int, out_kernels: int, port: MemoryPort
+) -> int:
+    """From a hardware layer's first fetch to its first compute, when it fetches the input of a band of
+    (input rows, output rows) (None: no input) and `kernels` kernels, and computes `out_kernels` kernels.
+    SDP's operand RDMAs (bias, residual) first fill their latency FIFOs on the input's port (simulate_conv
+    books that at the layer's start). Where CSC waits for the band's whole input (TimingConfig.
+    conv_input_before_compute, measured on nv_small) while CDMA fetches the weights alongside,
+    round-robin when they share the port, the input arrives one memory latency plus (input + the smaller
+    of input and those weights) / port rate after that. Otherwise CSC starts on the first part of the
+    input. Either way it never starts before its first kernel group has arrived whole. Nothing to wait
+    for when nothing is fetched. `port` is the input's."""
+    data = cdma.input_bytes(layer, band[0], hw) if band is not None else 0
     weights = 0
-    if layer.input_memory is layer.weight_memory and not layer.weights_resident and layer.weight_bytes is None:
-        kpg = hw.kernels_per_atomic(layer.precision)
-        first_layer = (
-            fp.groups_per_weight_tile if plan.order is LoopOrder.WEIGHT_STATIONARY else math.ceil(s.out_k / kpg)
-        )
-        kernels = min(s.out_k, min(fp.weight_capacity_groups, first_layer) * kpg)
+    if not layer.weights_resident and layer.weight_bytes is None:
         weights = kernels * bytes_per_kernel(layer)
-    return port.latency + math.floor((data + min(data, weights)) / port.bytes_per_cycle)
+    if not data and not weights:
+        return 0
+    operands = 0
+    if band is not None:
+        pixels = band[1] * layer.shape.out_w
+        read = sdp.operand_read_bytes(
+            layer.sdp, pixels=pixels, channels=out_kernels, operand_bytes=layer.precision.bytes
+        )
+        operands = min(read, sdp.operand_prefetch_bytes(hw))
+    first = min(weights, hw.kernels_per_atomic(layer.precision) * bytes_per_kernel(layer))
+    shared = layer.input_memory is layer.weight_memory
+    if not shared:  # the weights come over their own port
+        w_port = make_ports(hw)[layer.weight_memory]
+        group = w_port.latency + math.floor(first / w_port.bytes_per_cycle) if first else 0
+        wait_data = hw.timing.conv_input_before_compute and data
+        own = port.latency + math.floor((operands + (data if wait_data else 0)) / port.bytes_per_cycle) if data else 0
+        return max(group, own)
+    if not hw.timing.conv_input_before_compute or not data:
+        return port.latency + math.floor((operands + first + min(first, data)) / port.bytes_per_cycle)
+    return port.latency + math.floor((operands + data + min(data, weights)) / port.bytes_per_cycle)
 
 
 def _tail_cycles(hw: HwConfig) -> int:
-    """After its last atomic op a layer ends no sooner than the MAC pipeline and CACC drain it (simulate_conv
-    ends a hardware layer at its last item's end plus this)."""
-    return max(0, hw.mac.pipeline_cycles + hw.cacc.rmw_cycles - hw.timing.cacc_stripe_gap_cycles)
+    """A hardware layer ends at its last atom: the MAC pipeline and CACC after its last block's delivery,
+    less the inter-stripe gap that core_floor counts in that delivery (simulate_conv ends a hardware layer
+    at its last item's end plus this; it may be negative)."""
+    return hw.mac.pipeline_cycles + hw.cacc.rmw_cycles - hw.timing.cacc_stripe_gap_cycles
 
 
 @lru_cache(maxsize=4096)
-def search_plan(layer: ConvLayer, hw: HwConfig) -> SearchResult:
-    """Best plan by simulated cycles (ties: fewer DRAM bytes, then fewer data banks)."""
-    plans = candidate_plans(layer, hw)
-    if not plans:
+def search_plan(
+    layer: ConvLayer, hw: HwConfig, gap: float = DEFAULT_GAP, budget: int | None = DEFAULT_BUDGET
+) -> SearchResult:
+    """Best plan by simulated cycles (ties: _preference), proven within `gap` of the best legal plan, or,
+    once `budget` plans have been simulated (None: no limit), the best so far with the gap its bound
+    proves (SearchResult.proven_gap)."""
+    families = _families(layer, hw)
+    if not families:
         raise ShapeError(
             f"{layer.name}: no CBUF-legal tiling on {hw.name} ({hw.cbuf.bank_count} banks x "
             f"{hw.cbuf_entries_per_bank} entries): one output row or one kernel group does not fit; "
             "split the layer's input channels"
         )
-    ranked = sorted(plans, key=lambda pl: plan_lower_bound(layer, pl, hw))
+    by_rows: dict[int, list[_Family]] = {}
+    for fam in families:
+        by_rows.setdefault(fam.rows, []).append(fam)
+    order = itertools.count()  # ties in the heap: nodes to expand first, then plans in _preference order
+    # nodes: a band height (all its families), a family (all its bank splits), a plan
+    heap: list[tuple[int, int, int | _Family | TilePlan]] = [
+        (_rows_lower_bound(layer, rows, hw), _EXPAND, next(order), rows) for rows in by_rows
+    ]
+    heapq.heapify(heap)
     best: tuple[tuple[int, ...], TilePlan, LayerStats] | None = None
     simulated = 0
-    for plan in ranked:
-        if best is not None and plan_lower_bound(layer, plan, hw) > best[0][0]:
+    seen: dict[tuple, LayerStats] = {}
+    while heap and (best is None or heap[0][0] * (1 + gap) < best[0][0]):
+        if budget is not None and simulated >= budget and best is not None:
             break
-        st = simulate_conv(layer, hw, plan, record_events=False)
-        simulated += 1
+        _, _, _, node = heapq.heappop(heap)
+        if isinstance(node, int):
+            for fam in by_rows[node]:
+                heapq.heappush(heap, (_family_lower_bound(layer, fam, hw), _EXPAND, next(order), fam))
+            continue
+        if isinstance(node, _Family):
+            for plan in node.plans(hw):
+                heapq.heappush(heap, (plan_lower_bound(layer, plan, hw), _preference(plan), next(order), plan))
+            continue
+        twin = _timing_key(layer, node, hw)
+        if twin in seen:  # times exactly as a plan already simulated
+            st = dataclasses.replace(seen[twin], plan=node)
+        else:
+            st = seen[twin] = simulate_conv(layer, hw, node, record_events=False)
+            simulated += 1
         traffic = st.traffic.dram_total + st.traffic.sram_read + st.traffic.sram_write
-        key = (st.cycles, traffic, plan.data_banks, -plan.rows_per_tile, -plan.kernels_per_tile)
+        key = (st.cycles, traffic, *_preference(node))
         if best is None or key < best[0]:
-            best = (key, plan, st)
+            best = (key, node, st)
     assert best is not None
-    return SearchResult(best[1], best[2], len(plans), simulated)
+    proven = max(0.0, best[0][0] / heap[0][0] - 1) if heap else 0.0
+    size = sum(len(fam.splits) for fam in families)
+    return SearchResult(best[1], best[2], size, simulated, round(proven, 6))
+
+
+_EXPAND = (-math.inf,)  # heap ties: expand a band height or family before simulating a plan of equal bound
+
+
+def _preference(plan: TilePlan) -> tuple:
+    """Among plans that time the same: the deepest weight ring (a deeper ring than the model needs also
+    absorbs the RTL's slower refill of a weight ring around kept tiles, docs/mapping.md), then fewer data
+    banks, taller bands and larger kernel tiles (fewer hardware layers)."""
+    return (-plan.weight_banks, plan.data_banks, -plan.rows_per_tile, -plan.kernels_per_tile)
+
+
+def _timing_key(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> tuple:
+    """What simulate_conv's timing depends on besides the layer: the plan's loop nest and how many data
+    tiles and kernel groups CBUF holds, where holding more than two hardware layers' worth changes
+    nothing (the rings never fill, weight prefetch takes what a layer has, and there is room beside the
+    previous layer). Plans with equal keys take equal cycles."""
+    fp = footprint(layer, plan, hw)
+    kpg = hw.kernels_per_atomic(layer.precision)
+    per_layer = (
+        fp.groups_per_weight_tile if plan.order is LoopOrder.WEIGHT_STATIONARY else math.ceil(layer.shape.out_k / kpg)
+    )
+    return (
+        plan.rows_per_tile,
+        plan.kernels_per_tile,
+        plan.order,
+        min(fp.data_capacity_tiles, 2),
+        min(fp.weight_capacity_groups, 2 * per_layer),
+    )
 
 
 def exhaustive_plan(layer: ConvLayer, hw: HwConfig) -> tuple[TilePlan, int]:

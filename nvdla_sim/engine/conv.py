@@ -11,14 +11,17 @@ tests can check that tiling never changes the numbers.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+from collections import Counter
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import channel_ops_per_stripe, conv_floor, drain_rate
-from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
+from nvdla_sim.engine.stats import Bound, LayerStats, Traffic, Unit, UnitStats
 from nvdla_sim.engine.tile_pipeline import (
     BlockRun,
     Buffer,
@@ -31,11 +34,13 @@ from nvdla_sim.engine.tile_pipeline import (
     run_items,
 )
 from nvdla_sim.engine.tiling import (
+    Footprint,
     LoopOrder,
     TilePlan,
     bytes_per_kernel,
     check_plan,
     footprint,
+    kernel_tiles,
     layer_gap_cycles,
     row_tiles,
     tile_steps,
@@ -66,6 +71,85 @@ def _blocks(
     return tuple(BlockRun(*r) for r in runs)
 
 
+@lru_cache(maxsize=65536)  # pure; called per item of every plan the search simulates
+def group_blocks(layer: ConvLayer, hw: HwConfig, rows: int, kernels: int) -> tuple[BlockRun, ...]:
+    """Block runs of one kernel group of `kernels` kernels over a band of `rows` output rows."""
+    s, p = layer.shape, layer.precision
+    stripes = (
+        csc.image_stripes(s.out_w, rows)
+        if layer.image_input
+        else csc.stripe_lengths(rows * s.out_w, csc.ideal_stripe(hw, p))
+    )
+    return _blocks(
+        stripes,
+        min(
+            hw.kernels_per_atomic(p), cdma.atom_channels(kernels, layer.out_precision, hw)
+        ),  # CACC delivers whole atoms
+        channel_ops_per_stripe(layer, hw),
+        csc.weight_load_cycles(hw, p),
+        drain_rate(layer, hw),
+        hw.timing.cacc_atom_gap_cycles,
+        hw.timing.cacc_stripe_gap_cycles,
+    )
+
+
+@lru_cache(maxsize=4096)
+def core_floor(
+    layer: ConvLayer,
+    hw: HwConfig,
+    rows_per_tile: int,
+    kernels_per_tile: int,
+    order: LoopOrder,
+    ring_groups: int = 0,
+    refill_cycles: float = 0.0,
+) -> int:
+    """Fewest cycles from the first compute to the last drain with bands of `rows_per_tile` output rows and
+    tiles of `kernels_per_tile` kernels in `order`. The core runs every block (stripe) of every kernel
+    group one after another, and a block cannot start before the one before it has computed and the one
+    before that has drained (run_items' one-deep delivery buffer): inside a hardware layer each block
+    takes at least the larger of its compute and the previous block's drain. A hardware layer ends when
+    its last block has drained, and the next one computes after that at the soonest.
+
+    When a hardware layer streams more kernel groups than its weight ring holds (`ring_groups`), group
+    i + ring_groups is fetched only once group i has computed (its CBUF entries released), so its compute
+    starts `refill_cycles` (memory latency plus the group's transfer) after that at the soonest: every
+    ring_groups groups take at least the larger of ring_groups computes and one compute plus a refill."""
+    kpg = hw.kernels_per_atomic(layer.precision)
+    tiles = kernel_tiles(layer, kernels_per_tile) if order is LoopOrder.WEIGHT_STATIONARY else [(0, layer.shape.out_k)]
+    bands = Counter(r1 - r0 for r0, r1 in row_tiles(layer, rows_per_tile))
+    total = 0
+    for (rows, n_bands), (kernels, n_tiles) in itertools.product(
+        bands.items(), Counter(b - a for a, b in tiles).items()
+    ):
+        # one hardware layer: its kernel groups in order, a run of full groups and the rest
+        chain, prev_d, computes = 0, 0, []
+        full, rest = divmod(kernels, kpg)
+        for size, count in ((kpg, full), (rest, 1 if rest else 0)):
+            if count:
+                runs = group_blocks(layer, hw, rows, size)
+                first, last_d = _item_chain(runs, prev_d)
+                chain += first + (count - 1) * _item_chain(runs, last_d)[0]
+                prev_d = last_d
+                computes.append(sum(n * c for n, c, _, _ in runs))
+        groups = full + (1 if rest else 0)
+        if ring_groups and groups > ring_groups:
+            c = min(computes)
+            jumps, left = divmod(groups - 1, ring_groups)
+            chain = max(chain, c + jumps * max(refill_cycles + c, ring_groups * c) + left * c)
+        total += (chain + prev_d) * n_bands * n_tiles
+    return math.floor(total)
+
+
+def _item_chain(runs: tuple[BlockRun, ...], prev_d: int) -> tuple[int, int]:
+    """(the floor of an item's blocks from the hand-over of the block before, whose drain takes `prev_d`,
+    to the hand-over of its last block; that block's drain)."""
+    chain = 0
+    for count, c, _, d in runs:
+        chain += max(c, prev_d) + (count - 1) * max(c, d)
+        prev_d = d
+    return chain, prev_d
+
+
 def output_bytes(layer: ConvLayer, rows: int, kernels: int, hw: HwConfig) -> int:
     """Bytes written for `rows` output rows of `kernels` kernels; with fused pooling, that band's share
     of the pooled cube (PDP keeps partial windows in its line buffer across row tiles)."""
@@ -76,113 +160,158 @@ def output_bytes(layer: ConvLayer, rows: int, kernels: int, hw: HwConfig) -> int
     return math.ceil(cdma.feature_bytes(pw, ph, kernels, layer.out_precision, hw) * rows / s.out_h)
 
 
+@dataclasses.dataclass(frozen=True)
+class _HwLayerInfo:
+    """What the hardware-layer runner needs of one hardware layer besides its items."""
+
+    data_capacity: int  # data tiles the data banks hold
+    weight_capacity: int  # kernel groups the weight ring holds
+    banks: tuple[int, int]  # (data banks, weight banks): a change between layers empties the rings
+    input_memory: Memory
+
+
+@dataclasses.dataclass
+class _Chain:
+    """Items of one or more convolutions run as a sequence of hardware layers (a split layer's plan, or a
+    program's layers in ping-pong register groups), built layer by layer with one event numbering, so an
+    operand one layer keeps in CBUF (SKIP_*_RLS) and the next reuses (*_REUSE) is one fetch event."""
+
+    items: list[Item] = dataclasses.field(default_factory=list)
+    item_layer: list[int] = dataclasses.field(default_factory=list)  # each item's hardware layer (global)
+    item_extra: list[int] = dataclasses.field(default_factory=list)  # SDP operand bytes each item's pixels read
+    info: dict[int, _HwLayerInfo] = dataclasses.field(default_factory=dict)
+    events: int = 0
+    layers: int = 0
+    last_data: int = -1  # the data event the last hardware layer used
+    last_weights: dict[int, int] = dataclasses.field(default_factory=dict)  # its weight events by first kernel
+
+    def add(self, layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
+        """Append `layer` run under `plan`. Fetch keys: an operand is fetched again whenever its key is new.
+        Every band of rows is a hardware layer of its own (full-input mode), so in data-stationary order each
+        band fetches all its weights again; weight-stationary order keeps a weight tile resident across bands
+        (SKIP_WEIGHT_RLS, then WEIGHT_REUSE) and re-fetches the data per weight tile. Operands the previous
+        hardware layer left in CBUF (layer.data_resident / weights_resident) are its fetch events (or none
+        when the chain starts with them: left by a layer not in it)."""
+        hw.check_precision(layer.precision)
+        check_plan(layer, plan, hw)
+        s, p = layer.shape, layer.precision
+        fp = footprint(layer, plan, hw)
+        kpg = hw.kernels_per_atomic(p)
+        bpk = bytes_per_kernel(layer)
+        w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / cdma.weight_bytes(s.out_k, bpk)
+        rtiles = row_tiles(layer, plan.rows_per_tile)
+        ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+        weights_resident = ws or len(rtiles) == 1
+        _check_resident(layer, plan, fp, len(rtiles))
+        seen: dict[tuple, int] = {}
+        if layer.data_resident:
+            seen[("d", 0)] = self.last_data
+        if layer.weights_resident:
+            seen.update({("w", g0): self.last_weights.get(g0, -1) for g0 in range(0, s.out_k, kpg)})
+        info = _HwLayerInfo(
+            fp.data_capacity_tiles, fp.weight_capacity_groups, (plan.data_banks, plan.weight_banks), layer.input_memory
+        )
+        prefetch_left = 0  # operand bytes the current layer's SDP RDMA latency FIFO still takes up front
+        current = -1
+        first = self.layers
+        for step in tile_steps(layer, plan, hw):  # the plan's loop nest, shared with run_conv
+            d, k = step.data_tile, step.weight_tile
+            if first + _hardware_layer(plan, d, k, len(rtiles)) != current:
+                current = first + _hardware_layer(plan, d, k, len(rtiles))
+                self.info[current] = info
+                self.last_weights = {}
+                prefetch_left = sdp.operand_prefetch_bytes(hw)
+            r0, r1 = step.rows
+            i0, i1 = s.input_rows_for(r0, r1)
+            data_key = ("d", d) if (not ws or len(rtiles) == 1) else ("d", d, k)
+            g0, g1 = step.group
+            fetches: list[Fetch] = []
+            if data_key not in seen:
+                seen[data_key] = self._event()
+                nbytes = cdma.input_bytes(layer, i1 - i0, hw)
+                before = hw.timing.conv_input_before_compute
+                fetches.append(
+                    Fetch(
+                        seen[data_key], Buffer.CBUF_DATA, Channel.CDMA_DAT, nbytes, layer.input_memory,
+                        f"data rows {i0}-{i1}", not before,
+                    )
+                )  # fmt: skip
+            weight_key = ("w", g0) if weights_resident else ("w", g0, d)
+            if weight_key not in seen:
+                seen[weight_key] = self._event()
+                nbytes = math.ceil(cdma.weight_bytes(g1 - g0, bpk) * w_ratio)
+                fetches.append(
+                    Fetch(
+                        seen[weight_key], Buffer.CBUF_WEIGHT, Channel.CDMA_WT, nbytes, layer.weight_memory,
+                        f"weights k{g0}-{g1}",
+                    )
+                )  # fmt: skip
+            pixels = (r1 - r0) * s.out_w
+            extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=p.bytes)
+            self.item_extra.append(extra)
+            covered = min(prefetch_left, extra)
+            prefetch_left -= covered
+            self.item_layer.append(current)
+            self.last_data = seen[data_key]
+            self.last_weights[g0 - step.kernels[0]] = seen[weight_key]
+            self.items.append(
+                Item(
+                    name=f"rows {r0}-{r1} k{g0}-{g1}",
+                    fetches=tuple(fetches),
+                    uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e >= 0),  # -1: left by a layer before
+                    blocks=group_blocks(layer, hw, r1 - r0, g1 - g0),
+                    write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
+                    write_memory=layer.output_memory,
+                    drain_reads=extra - covered,
+                    drain_read_memory=layer.input_memory,
+                )
+            )
+        self.layers = current + 1
+        return fp
+
+    def _event(self) -> int:
+        self.events += 1
+        return self.events - 1
+
+    def run(self, hw: HwConfig, record_events: bool):
+        return _run_hardware_layers(hw, self.items, self.item_layer, self.item_extra, self.info, record_events)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainStats:
+    """Convolutions run one after another as hardware layers in ping-pong register groups."""
+
+    cycles: int  # from the first layer's start to the last layer's last atom
+    layer_ends: tuple[int, ...]  # each hardware layer's last atom
+    traffic: Traffic
+
+
+def simulate_chain(steps: Sequence[tuple[ConvLayer, TilePlan]], hw: HwConfig) -> ChainStats:
+    """Time convolutions (each under its plan) as one sequence of hardware layers, the way a split layer's
+    plan runs (simulate_conv) and the way a program's layers run in ping-pong register groups: each next
+    layer fetches into what the previous one releases, keeps what it set to keep (SKIP_*_RLS) for a layer
+    that reuses it (a layer with data_resident / weights_resident takes the previous layer's operand)."""
+    chain = _Chain()
+    for layer, plan in steps:
+        drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
+        chain.add(layer, plan, hw)
+    res, _, ends = chain.run(hw, False)
+    traffic = item_traffic(chain.items, extra_reads=sum(chain.item_extra), extra_memory=steps[0][0].input_memory)
+    return ChainStats(math.ceil(res.end), ends, traffic)
+
+
 def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True) -> LayerStats:
     """Cycle-approximate run of one convolution-pipeline layer under `plan`."""
-    hw.check_precision(layer.precision)
-    check_plan(layer, plan, hw)
-    s, p = layer.shape, layer.precision
-    fp = footprint(layer, plan, hw)
-    kpg = hw.kernels_per_atomic(p)
     rate = drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
-    load = csc.weight_load_cycles(hw, p)
-    ideal = csc.ideal_stripe(hw, p)
-    channel_ops = channel_ops_per_stripe(layer, hw)
-    bpk = bytes_per_kernel(layer)
-    dense_total = cdma.weight_bytes(s.out_k, bpk)
-    w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / dense_total
-    rtiles = row_tiles(layer, plan.rows_per_tile)
-    operand_bytes = p.bytes  # a per-element operand (the residual) is a feature cube of the layer's precision
-
-    # Fetch keys: an operand is fetched again whenever its key is new. Every band of rows is a hardware
-    # layer of its own (full-input mode), so in data-stationary order each band fetches all its weights
-    # again; weight-stationary order keeps a weight tile resident across bands (SKIP_WEIGHT_RLS, then
-    # WEIGHT_REUSE) and re-fetches the data per weight tile. Operands the previous hardware layer left in
-    # CBUF (layer.data_resident / weights_resident) are never fetched: their keys start out seen.
-    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
-    weights_resident = ws or len(rtiles) == 1
-    _check_resident(layer, plan, fp, len(rtiles))
-    items: list[Item] = []
-    item_layer: list[int] = []  # the hardware layer of each item (see _hardware_layer)
-    item_extra: list[int] = []  # SDP operand bytes each item's pixels read
-    seen: dict[tuple, int] = {}
-    held: dict[int, tuple[set, set]] = {}  # per hardware layer: the data tiles and kernel groups it uses
-    if layer.data_resident:
-        seen[("d", 0)] = -1
-    if layer.weights_resident:
-        seen.update({("w", g0): -1 for g0 in range(0, s.out_k, kpg)})
-    fetched_here: set[int] = set()  # fetch events of the current hardware layer (the rest stay resident)
-    prefetch_left = 0  # operand bytes the current layer's SDP RDMA latency FIFO still takes up front
-    current = -1
-    for step in tile_steps(layer, plan, hw):  # the plan's loop nest, shared with run_conv
-        d, k = step.data_tile, step.weight_tile
-        if _hardware_layer(plan, d, k, len(rtiles)) != current:
-            current = _hardware_layer(plan, d, k, len(rtiles))
-            fetched_here = set()
-            prefetch_left = sdp.operand_prefetch_bytes(hw)
-        r0, r1 = step.rows
-        i0, i1 = s.input_rows_for(r0, r1)
-        pixels = (r1 - r0) * s.out_w
-        data_key = ("d", d) if (not ws or len(rtiles) == 1) else ("d", d, k)
-        g0, g1 = step.group
-        fetches: list[Fetch] = []
-        if data_key not in seen:
-            seen[data_key] = len(seen)
-            nbytes = cdma.input_bytes(layer, i1 - i0, hw)
-            fetches.append(
-                Fetch(
-                    seen[data_key],
-                    Buffer.CBUF_DATA,
-                    Channel.CDMA_DAT,
-                    nbytes,
-                    layer.input_memory,
-                    f"data rows {i0}-{i1}",
-                    not hw.timing.conv_input_before_compute,
-                )
-            )
-        weight_key = ("w", g0) if weights_resident else ("w", g0, d)
-        if weight_key not in seen:
-            seen[weight_key] = len(seen)
-            nbytes = math.ceil(cdma.weight_bytes(g1 - g0, bpk) * w_ratio)
-            fetches.append(
-                Fetch(
-                    seen[weight_key],
-                    Buffer.CBUF_WEIGHT,
-                    Channel.CDMA_WT,
-                    nbytes,
-                    layer.weight_memory,
-                    f"weights k{g0}-{g1}",
-                )
-            )
-        extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=operand_bytes)
-        item_extra.append(extra)
-        covered = min(prefetch_left, extra)
-        prefetch_left -= covered
-        item_layer.append(current)
-        fetched_here.update(f.event for f in fetches)
-        held.setdefault(current, (set(), set()))[0].add(data_key)
-        held[current][1].add(weight_key)
-        items.append(
-            Item(
-                name=f"rows {r0}-{r1} k{g0}-{g1}",
-                fetches=tuple(fetches),
-                uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e in fetched_here),
-                blocks=_blocks(
-                    csc.image_stripes(s.out_w, r1 - r0) if layer.image_input else csc.stripe_lengths(pixels, ideal),
-                    min(kpg, cdma.atom_channels(g1 - g0, layer.out_precision, hw)),  # CACC delivers whole atoms
-                    channel_ops,
-                    load,
-                    rate,
-                    hw.timing.cacc_atom_gap_cycles,
-                    hw.timing.cacc_stripe_gap_cycles,
-                ),
-                write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
-                write_memory=layer.output_memory,
-                drain_reads=extra - covered,
-                drain_read_memory=layer.input_memory,
-            )
-        )
+    chain = _Chain()
+    fp = chain.add(layer, plan, hw)
+    s, p = layer.shape, layer.precision
+    w_ratio = (
+        1.0 if layer.weight_bytes is None else layer.weight_bytes / cdma.weight_bytes(s.out_k, bytes_per_kernel(layer))
+    )
+    items, item_extra = chain.items, chain.item_extra
+    res, dram_busy, layer_ends = chain.run(hw, record_events)
     extra_reads = sum(item_extra)
-    res, dram_busy, hw_layers = _run_hardware_layers(layer, hw, items, item_layer, item_extra, held, fp, record_events)
     cycles = math.ceil(res.end)
     traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
     macs = layer.performed_macs  # what the array does: utilization stays <= 100% under the sparse what-if
@@ -224,7 +353,9 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             "sdp_elements_per_cycle": rate,
             "data_tiles": fp.n_data_tiles,
             "weight_tiles": fp.n_weight_tiles,
-            "hardware_layers": hw_layers,
+            "hardware_layers": len(layer_ends),
+            # when each hardware layer's last atom leaves (its interrupt, less the fixed completion latency)
+            "hardware_layer_ends": layer_ends,
             "weight_ring_groups": fp.weight_capacity_groups,
             "weight_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer is Buffer.CBUF_WEIGHT),
             "sparse_mac_whatif": layer.sparse_mac,
@@ -252,43 +383,58 @@ def _hardware_layer(plan: TilePlan, d: int, k: int, n_bands: int) -> int:
     return k * n_bands + d if plan.order is LoopOrder.WEIGHT_STATIONARY else d
 
 
-def _run_hardware_layers(layer, hw, items, item_layer, item_extra, held, fp, record_events):
+def _run_hardware_layers(hw, items, item_layer, item_extra, info: dict[int, _HwLayerInfo], record_events):
     """Run the items hardware layer by hardware layer on shared memory ports. Each later layer is enabled in
-    the other register group while the previous one runs (a ping-pong driver). Measured on the nv_small
-    RTL (validation/data/nvdla_rtl_reuse.json): when CBUF has room for its operands beside the previous
-    layer's, the next layer's CDMA fetches as soon as the previous layer's fetches end and its CSC starts
-    when the previous layer's last item has drained; so only its compute and drain add time. Without room
-    it starts after the previous layer's interrupt and its own launch (layer_gap_cycles). Operands that
-    stay resident (DATA/WEIGHT_REUSE) have no fetch in the later layers' items. Returns the summed
-    pipeline result (end = the whole run, from the first layer's start to the last layer's last atom),
-    the busy time per memory port, and the number of hardware layers."""
+    the other register group while the previous one runs (a ping-pong driver), so layer n is enabled once
+    layer n-2 has ended and the driver has reprogrammed its group (completion + driver_reprogram_cycles)
+    and launched it (conv_launch_cycles). Measured on the nv_small RTL (validation/data/nvdla_rtl_reuse.json,
+    nvdla_rtl_transformer.json): the next layer's CDMA fetches as soon as the previous layer's fetches end,
+    into the CBUF slots the previous layer releases (a kernel group as its last band finishes with it, a
+    band of input at its end; kept operands stay, SKIP_*_RLS), and its CSC starts when the previous layer's
+    last item has drained. Operands that stay resident (DATA/WEIGHT_REUSE) are not fetched again. A layer
+    with another CBUF bank split starts after the previous one's interrupt and its own launch
+    (layer_gap_cycles; reuse_split_change on the RTL), its rings empty. Returns the
+    summed pipeline result (end = the whole run, from the first layer's start to the last layer's last
+    atom), the busy time per memory port, and each hardware layer's end."""
     fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
+    t = hw.timing
+    regroup = t.completion_cycles + t.driver_reprogram_cycles + t.conv_launch_cycles
     groups: dict[int, list[int]] = {}
+    last_layer: dict[int, int] = {}  # the hardware layer that uses a fetch event last
     for i, g in enumerate(item_layer):
         groups.setdefault(g, []).append(i)
+        for e in items[i].uses:
+            last_layer[e] = g
     total: PipelineResult | None = None
     ports = make_ports(hw)
     offset = 0.0  # end of the previous layer: its last atom, or its last transfer
     events = []
-    prev: tuple[int, PipelineResult] | None = None
+    prev: PipelineResult | None = None
+    ends: list[float] = []
     for n, idxs in groups.items():
         group = [items[i] for i in idxs]
+        lay = info[n]
         if hw.timing.conv_input_before_compute:
-            group = _prefetch_weights(group, fp.weight_capacity_groups)
-        if prev is None:
-            fetch_from = compute_from = 0.0
-        elif _room_beside(held[prev[0]], group, fp):
-            fetch_from, compute_from = prev[1].fetch_end, prev[1].end
-        else:
+            group = _prefetch_weights(group, lay.weight_capacity)
+        fetch_from = compute_from = 0.0
+        held = prev.held if prev is not None else ()
+        if prev is not None and info[n - 1].banks != lay.banks:
             fetch_from = compute_from = float(math.ceil(offset + layer_gap_cycles(hw)))
+            held = ()
+        elif prev is not None:
+            fetch_from, compute_from = prev.fetch_end, prev.end
+        if len(ends) >= 2:  # its register group is the one layer n-2 ran in
+            enabled = math.ceil(ends[-2] + regroup)
+            fetch_from, compute_from = max(fetch_from, enabled), max(compute_from, enabled)
         # SDP operand streams (bias, residual) are read by the SDP RDMAs alongside: at once until the
         # RDMA's latency FIFO is full (booked here), then paced by the drain (Item.drain_reads)
         prefetch = min(sum(item_extra[i] for i in idxs), sdp.operand_prefetch_bytes(hw))
         if prefetch:
-            ports[layer.input_memory].reserve(fetch_from, prefetch)
+            ports[lay.input_memory].reserve(fetch_from, prefetch)
+        keep = frozenset(e for it in group for e in it.uses if last_layer[e] > n)
         res = run_items(
             group,
-            capacities={Buffer.CBUF_DATA: fp.data_capacity_tiles, Buffer.CBUF_WEIGHT: fp.weight_capacity_groups},
+            capacities={Buffer.CBUF_DATA: lay.data_capacity, Buffer.CBUF_WEIGHT: lay.weight_capacity},
             ports=ports,
             fetch_unit=Unit.CDMA,
             compute_unit=Unit.CMAC,
@@ -296,13 +442,16 @@ def _run_hardware_layers(layer, hw, items, item_layer, item_extra, held, fp, rec
             record_events=record_events,
             fetch_from=fetch_from,
             compute_from=compute_from,
+            held=held,
+            keep=keep,
         )
         events += res.events
         # each stripe's delivery block ends with the inter-stripe gap; a layer ends at its last atom
         # (and not before its last transfer on the memory ports: a write or operand read still in flight)
         last_beat = max(port.last_beat for port in ports.values())
         offset = max(math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles, math.ceil(last_beat))
-        prev = (n, res)
+        prev = res
+        ends.append(offset)
         if total is None:
             total = dataclasses.replace(res, events=[])
         else:
@@ -318,20 +467,7 @@ def _run_hardware_layers(layer, hw, items, item_layer, item_extra, held, fp, rec
             )
     assert total is not None
     busy = {mem: port.channel_busy for mem, port in ports.items()}
-    return dataclasses.replace(total, end=offset, events=events), busy, len(groups)
-
-
-def _room_beside(prev_held: tuple[set, set], nxt: list[Item], fp) -> bool:
-    """Whether CBUF holds the next hardware layer's fetches beside what the previous layer holds until its
-    end, fetched or kept from before: its data tiles and its kernel groups."""
-
-    def count(buf: Buffer) -> int:
-        return sum(f.buffer is buf for it in nxt for f in it.fetches)
-
-    data, weights = count(Buffer.CBUF_DATA), count(Buffer.CBUF_WEIGHT)
-    data_ok = data == 0 or len(prev_held[0]) + data <= fp.data_capacity_tiles
-    weights_ok = weights == 0 or len(prev_held[1]) + weights <= fp.weight_capacity_groups
-    return data_ok and weights_ok
+    return dataclasses.replace(total, end=offset, events=events), busy, tuple(ends)
 
 
 def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:

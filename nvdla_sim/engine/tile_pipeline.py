@@ -84,6 +84,8 @@ class PipelineResult:
     fetch_wait_port: float
     first_compute: float = 0.0  # when the core first had work: the layer's exposed fetch prologue
     fetch_end: float = 0.0  # when the last fetch's last beat left the memory port
+    # what the rings hold at the end, oldest first: (buffer, fetch event, release time; inf = kept)
+    held: tuple[tuple[Buffer, int, float], ...] = ()
     events: list[Event] = field(default_factory=list)
     ports: dict[Memory, MemoryPort] = field(default_factory=dict)
 
@@ -99,9 +101,14 @@ def run_items(
     record_events: bool = True,
     fetch_from: float = 0.0,
     compute_from: float = 0.0,
+    held: Sequence[tuple[Buffer, int, float]] = (),
+    keep: frozenset[int] = frozenset(),
 ) -> PipelineResult:
     """Run the items through fetch -> compute -> drain. `fetch_from` / `compute_from` are the earliest
-    times the first fetch and the first compute may start (a later hardware layer on shared ports)."""
+    times the first fetch and the first compute may start (a later hardware layer on shared ports).
+    `held` is what an earlier hardware layer left in the rings (PipelineResult.held): its slots free at
+    their release time, or when their last user here computes if they were kept (an item may use a
+    held event: an operand reused from CBUF). Events in `keep` stay in CBUF after this run (SKIP_*_RLS)."""
     # Release time of each fetch event = compute end of the last item that uses it.
     last_user: dict[int, int] = {}
     for idx, it in enumerate(items):
@@ -112,6 +119,10 @@ def run_items(
     first_beat: dict[int, float] = {}
     streamed: set[int] = set()
     per_buffer: dict[Buffer, list[int]] = {}
+    for buf, ev, at in held:
+        per_buffer.setdefault(buf, []).append(ev)
+        released[ev] = at
+        arrival[ev] = first_beat[ev] = fetch_from  # fetched by an earlier layer: there before this one starts
     channel_free: dict[Channel, float] = dict.fromkeys(Channel, fetch_from)
     events: list[Event] = []
 
@@ -206,7 +217,7 @@ def run_items(
             events.append(Event(drain_unit, it.name, int(first_drain), math.ceil(drain_end)))
         for e in it.uses:
             if last_user[e] == idx:
-                released[e] = compute_end
+                released[e] = math.inf if e in keep else compute_end
         item_end = drain_end if it.blocks else start_c
         if it.drain_reads:  # paced by the drain: the RDMA refills its latency FIFO as SDP consumes
             at = first_drain if first_drain is not None else item_end
@@ -237,6 +248,9 @@ def run_items(
         fetch_wait_port=fetch_wait_port,
         first_compute=first_compute or 0.0,
         fetch_end=max(channel_free.values()),
+        held=tuple(
+            (buf, e, released.get(e, math.inf)) for buf, ring in per_buffer.items() for e in ring[-capacities[buf] :]
+        ),
         events=events,
         ports=ports,
     )

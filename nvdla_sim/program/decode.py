@@ -564,6 +564,7 @@ _NESTED: dict[str, type] = {
     "x2": SdpStageCfg,
     "alu": SdpOperand,
     "mul": SdpOperand,
+    "reuse": CbufReuse,
 }
 
 

@@ -418,13 +418,16 @@ def emit_program(
 
 
 def emit_sequence(name: str, steps: list[Step], hw: HwConfig, *, lut: LutParams | None = None) -> TraceProgram:
-    """Hardware layers in sequence, as a driver with ping-pong register groups runs them: the second
-    layer is programmed into register group 1 (S_POINTER of every unit it writes) and enabled before
-    the first ends; the hardware orders them (CDMA waits for CBUF space, reuse takes what the first left).
-    Each layer's outputs are checked at its own interrupt against the model's CRC, the model running the
-    layers in order on one memory and one CBUF (execute)."""
-    if not 1 <= len(steps) <= 2:
-        raise TraceError(f"{name}: a program holds one or two hardware layers (two register groups), not {len(steps)}")
+    """Hardware layers in sequence, as a driver with ping-pong register groups runs them: layer i is
+    programmed into register group i % 2 (S_POINTER of every unit it writes) and enabled while the
+    previous one runs; from the third layer on, the driver first waits for the interrupt of the layer
+    that last used the group (`intr_notify` before the writes: the RTL runner makes it a wait for the
+    interrupt and a write clearing that done bit). The hardware orders the layers (CDMA waits for CBUF
+    space, reuse takes what the previous layer left). Each layer's outputs are checked against the model's
+    CRC at the end (the last two layers' interrupts), the model running the layers in order on one memory
+    and one CBUF (execute)."""
+    if not steps:
+        raise TraceError(f"{name}: a program holds at least one hardware layer")
     prog = TraceProgram(name)
     b = _Builder(prog)
     b.line(f"// {name}: emitted by nvdla_sim.program.emit")
@@ -440,24 +443,29 @@ def emit_sequence(name: str, steps: list[Step], hw: HwConfig, *, lut: LutParams 
         b.line(f"mem_init(pri_mem, 0x{base:x}, 0x{size:x}, ALL_ZERO);")
         mem.write(base, np.zeros(size, np.uint8))
     dones = []
-    for group, st in enumerate(steps):
+    for i, st in enumerate(steps):
+        group = i % 2
+        if i >= 2:  # the group is free once the layer that last used it has ended
+            b.line(f"intr_notify({dones[i - 2]}, sync_id_{i - 2});")
         first = len(prog.lines)
         b.units = {}
         enables, done = _EMIT[type(st.op)](b, st.op, hw, lut, name)
-        if group:
-            pointers = [f"reg_write(NVDLA_{u}.S_POINTER_0, 0x1);" for u in b.units if u != "GLB"]
+        if i:
+            pointers = [f"reg_write(NVDLA_{u}.S_POINTER_0, 0x{group:x});" for u in b.units if u != "GLB"]
             prog.lines[first:first] = pointers
         for unit in enables:
             b.line(f"reg_write(NVDLA_{unit}.D_OP_ENABLE_0, 0x1);")
         dones.append(done[: done.rindex("_")] + f"_{group}")
-    for group, done in enumerate(dones):
-        b.line(f"intr_notify({done}, sync_id_{group});")
+    last = range(max(0, len(steps) - 2), len(steps))
+    for i in last:
+        b.line(f"intr_notify({dones[i]}, sync_id_{i});")
     execute([st.op for st in steps], mem, hw, name=name, lut=lut)
-    for group, st in enumerate(steps):
+    for i, st in enumerate(steps):
         for base, size in st.outputs:
             crc = crc32(mem.read(base, size))
             prog.expected.append((base, size, crc))
-            b.line(f"check_crc(sync_id_{group}, 1, 0x{base:x}, 0x{size:x}, 0x{crc:08x});")
+            sync = i if i in last else last[-1]  # earlier layers' outputs are final by the last interrupt
+            b.line(f"check_crc(sync_id_{sync}, 1, 0x{base:x}, 0x{size:x}, 0x{crc:08x});")
     return prog
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.conv import simulate_chain
 from nvdla_sim.engine.simulate import fixed_latency, simulate
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
@@ -43,11 +44,32 @@ class ProgramRun:
     decoded: Decoded
     operations: list[OperationTiming]
     checks: list[dict] = field(default_factory=list)  # per check: kind, base, size, golden/model CRC, match
+    span: int | None = None  # a program of several convolutions: first op enable -> last interrupt
 
     @property
     def cycles(self) -> int:
-        """Cycles from the last op enable to the last interrupt (operations of one program run together)."""
+        """Cycles from op enable to the last interrupt: the span of a program of convolutions in sequence
+        (conv_chain_cycles), else the longest operation (operations of one program run together)."""
+        if self.span is not None:
+            return self.span
         return max((o.cycles for o in self.operations), default=0)
+
+
+def conv_chain_cycles(ops: list[Operation], hw: HwConfig, name: str) -> int | None:
+    """The span from the first op enable to the last interrupt of a program of two or more convolutions
+    run in sequence (ping-pong register groups, CBUF reuse between them), timed as one chain of hardware
+    layers (engine.conv.simulate_chain); None for any other program."""
+    if len(ops) < 2 or not all(isinstance(o, ConvOp) and o.pdp is None for o in ops):
+        return None
+    steps = []
+    for i, op in enumerate(ops):
+        layer = hw_layer(op, f"{name}.{i}")
+        plan = TilePlan(op.data_banks, op.weight_banks, op.shape.out_h, op.shape.out_k, LoopOrder.DATA_STATIONARY)
+        reason = illegal_reason(layer, plan, hw)
+        if reason is not None:
+            raise TraceError(f"{name}.{i}: the program's CBUF split does not fit the model's {hw.name}: {reason}")
+        steps.append((layer, plan))
+    return simulate_chain(steps, hw).cycles + sum(fixed_latency(steps[0][0], hw))
 
 
 def _time_conv(op: ConvOp, hw: HwConfig, name: str, flying_pdp: PdpOp | None) -> tuple[HwLayer, LayerStats]:
@@ -126,6 +148,7 @@ def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True, outputs:
     for op in decoded.operations:
         check_supported(op, hw, prog.name)
     run = ProgramRun(prog.name, decoded, run_operations(decoded.operations, hw, name=prog.name))
+    run.span = conv_chain_cycles(decoded.operations, hw, prog.name)
     if outputs:
         _, run.checks = execute_program(prog, decoded, hw)
     else:

@@ -16,7 +16,7 @@ from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.program.decode import CbufReuse, decode_program
 from nvdla_sim.program.execute import execute_program
-from nvdla_sim.program.run import run_operations
+from nvdla_sim.program.run import run_operations, run_program
 from nvdla_sim.program.trace_io import parse_program
 from nvdla_validation.nvdla_rtl.compare import load_rows
 from nvdla_validation.nvdla_rtl.reuse_programs import CASES, HW, SPLITS, P, generate
@@ -125,3 +125,15 @@ def test_changing_the_bank_split_between_layers_serialises_them(folder):
         serial = sum(t.cycles for t in _timed(folder, f"reuse_{name}"))
         span = ROWS[f"reuse_{name}"]["span_cycles"]
         assert (serial / span - 1 > 0.10) if overlapped else abs(serial / span - 1) <= 0.02, (name, serial, span)
+
+
+def test_a_program_of_hardware_layers_is_timed_as_one_chain(folder):
+    """Every program here decoded and timed as one chain of hardware layers (program.run.conv_chain_cycles,
+    the mechanism the mapper's plans run on): first op enable to last interrupt within 1.5% of the RTL,
+    including two independent layers that share a bank split (the second fetches into what the first
+    releases) and the bank split changed between them (in series)."""
+    hw = load_config(HW)
+    for name, rtl in ROWS.items():
+        run = run_program(folder / name, hw, outputs=False)
+        assert run.span is not None and len(run.decoded.operations) == 2
+        assert abs(run.cycles / rtl["span_cycles"] - 1) <= 0.015, (name, run.cycles, rtl["span_cycles"])

@@ -86,7 +86,8 @@ def test_conv_with_stride_pad_dilation_is_bit_exact(cfg, w_, h_, c, k, ks, strid
     x = rng.integers(-128, 128, size=(h_, w_, c)).astype(np.int8)
     wt = rng.integers(-128, 128, size=(k, ks, ks, c)).astype(np.int8)
     ref = reference_conv(x, wt, shape)
-    for plan in candidate_plans(layer, hw)[::5]:
+    plans = candidate_plans(layer, hw)  # thousands on nv_full: an even sample of about eight
+    for plan in plans[:: max(1, len(plans) // 8)]:
         out, _ = run_conv(layer, x, wt, hw, plan)
         np.testing.assert_array_equal(out.astype(np.int64), ref)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,10 +11,11 @@ from hypothesis import strategies as st
 from nvdla_mapper.export.layer_programs import layer_programs, program_name, requant
 from nvdla_sim.config import load_config
 from nvdla_sim.engine.simulate import fixed_latency, simulate
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
 from nvdla_sim.errors import NvdlaError, TraceError
 from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import decode_program, hw_layer
+from nvdla_sim.program.decode import CbufReuse, decode_program, hw_layer
 from nvdla_sim.program.run import run_program
 from nvdla_sim.program.trace_io import parse_program
 
@@ -71,21 +71,31 @@ def test_conv_programs_give_back_the_layer_with_the_models_cycles(tmp_path_facto
     assert progs[0].model_cycles == st_.cycles + sum(fixed_latency(layer, HW))
 
 
-def test_a_split_layer_is_one_program_per_band_and_the_bands_add_up(tmp_path):
-    """64 x 3072 input (192 KB) in a 128 KB CBUF: bands of rows, each a hardware layer; the mapped
-    layer's cycles are the bands' op-enable-to-interrupt times back to back."""
-    from nvdla_mapper.search.tiling_search import search_plan
-
+@pytest.mark.parametrize("order", [LoopOrder.DATA_STATIONARY, LoopOrder.WEIGHT_STATIONARY])
+def test_a_split_layer_is_one_program_of_its_hardware_layers_in_plan_order(tmp_path, order):
+    """64 x 3072 input (192 KB) in a 128 KB CBUF: bands of 2 rows (x 8 tokens), and in weight-stationary
+    order kernel tiles of 16 of the 64 kernels: one program whose hardware layers are the plan's, in its
+    order, with the operand it keeps in CBUF kept and reused; every layer's output is the model's and the
+    program's cycles are the mapper's for the whole plan."""
     layer = ConvLayer("ffn2", ConvShape.matmul(64, 3072, 64, row=8), P, SdpSpec(bias=OperandMode.PER_KERNEL))
-    plan = search_plan(layer, HW).plan
-    progs = layer_programs(layer, HW, plan=plan)
-    bands = [p.band for p in progs]
-    assert len(bands) > 1 and bands[0][0] == 0 and bands[-1][1] == layer.shape.out_h
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(bands))  # contiguous, in order
-    for lp in progs:
-        _check(lp, tmp_path, lp.layer)
+    kernels = 16 if order is LoopOrder.WEIGHT_STATIONARY else 64
+    plan = TilePlan(12, 20, 2, kernels, order)
+    assert illegal_reason(layer, plan, HW) is None
+    (lp,) = layer_programs(layer, HW, plan=plan)
+    bands, tiles = 4, 64 // kernels
+    assert lp.hardware_layers == bands * tiles
+    d = lp.program.write(tmp_path)
+    ops = decode_program(parse_program(d)).operations
+    # hand-written plan order: data-stationary runs the bands; weight-stationary every band per kernel tile
+    expect = [(k, b) for k in range(tiles) for b in range(bands)]
+    for op, (k, b) in zip(ops, expect, strict=True):
+        assert op.shape.in_h == 2 and op.shape.out_k == kernels
+        ws = order is LoopOrder.WEIGHT_STATIONARY
+        assert op.reuse == CbufReuse(weight_reuse=ws and b > 0, skip_weight_rls=ws and b < bands - 1), (k, b)
+    run = run_program(d, HW)
+    assert len(run.checks) == bands * tiles and all(c["match"] for c in run.checks)
     whole = simulate(layer, HW, plan, record_events=False).cycles + sum(fixed_latency(layer, HW))
-    assert whole == sum(p.model_cycles for p in progs)
+    assert lp.model_cycles == whole
 
 
 def test_sdp_and_pdp_layers(tmp_path):

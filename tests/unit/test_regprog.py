@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from nvdla_sim import SdpLayer, SdpSpec, load_config, simulate
 from nvdla_sim.errors import TraceError
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import ConvOp, PdpOp, SdpOp, decode_program, describe, from_description
+from nvdla_sim.program.decode import CbufReuse, ConvOp, PdpOp, SdpOp, decode_program, describe, from_description
 from nvdla_sim.program.run import run_program
 from nvdla_sim.program.trace_io import crc32, initial_memory, load_dat, parse_program
 
@@ -152,6 +152,18 @@ def test_round_trip_of_committed_conv_and_pdp_rows():
             kinds.add(type(op))
             assert describe(op) == d
     assert {ConvOp, PdpOp, SdpOp} <= kinds
+
+
+def test_round_trip_keeps_the_cbuf_reuse_bits():
+    """Stored rows of split layers carry SKIP_*_RLS / *_REUSE: read back as the flags, not a dict."""
+    doc = json.loads((Path(__file__).parents[2] / "validation/data/nvdla_rtl_reuse.json").read_text())
+    seen = set()
+    for row in doc["rows"]:
+        for d in row["layers"]:
+            op = from_description(d)
+            assert isinstance(op.reuse, CbufReuse) and from_description(describe(op)) == op
+            seen.add(op.reuse)
+    assert CbufReuse(weight_reuse=True) in seen and CbufReuse(skip_data_rls=True) in seen
 
 
 @pytest.mark.parametrize("channels", [1, 3, 8])

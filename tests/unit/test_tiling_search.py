@@ -1,46 +1,120 @@
-"""The tile-plan search against simulating every candidate (branch and bound must lose nothing).
+"""The tile-plan search against simulating every plan (branch and bound must lose nothing).
 
-The lower bound now counts the first band's input arrival and the hardware-layer boundaries that cannot
-overlap; a bound above a plan's simulated cycles would prune the best plan, which this test catches on
-random small layers (the CBUF shrunk to 8 banks of 64 rows so that layers need several bands).
+Three references, none of them the search: the simulated cycles of every plan in the search space
+(candidate_plans), every plan the hardware accepts at all (every data/weight bank count, band height,
+kernel tile and order that illegal_reason lets through, enumerated here by brute force), and the bounds'
+own promise (no plan simulates faster than its bound, no family member faster than the family's). Random
+small layers on a CBUF shrunk to 8 banks of 64 rows, so that layers need several bands and tiles.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvdla_mapper.search.tiling_search import candidate_plans, plan_lower_bound, search_plan
+from nvdla_mapper.search.tiling_search import (
+    _families,
+    _family_lower_bound,
+    _rows_lower_bound,
+    candidate_plans,
+    plan_lower_bound,
+    search_plan,
+)
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.config import CbufConfig
 from nvdla_sim.engine.conv import simulate_conv
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
+from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 
 SMALL = load_config("nv_small")
 HW = dataclasses.replace(SMALL, cbuf=CbufConfig(bank_count=8, bank_depth=64, bank_width_bytes=8))
+# nv_full's timing (CSC starts on the first part of its input, 64-channel atoms, 32 kernels per group)
+FULL = load_config("nv_full")
+HW_FULL = dataclasses.replace(FULL, cbuf=CbufConfig(bank_count=8, bank_depth=32, bank_width_bytes=64))
 
 
 @st.composite
-def layers(draw):
+def layers(draw, max_h: int = 6, max_c: int = 40):
     kernel = draw(st.sampled_from([1, 3]))
     shape = ConvShape(
         in_w=draw(st.integers(kernel, 12)),
-        in_h=draw(st.integers(kernel, 6)),
-        in_c=draw(st.integers(1, 40)),
+        in_h=draw(st.integers(kernel, max_h)),
+        in_c=draw(st.integers(1, max_c)),
         out_k=draw(st.integers(1, 40)),
         kernel_w=kernel,
         kernel_h=kernel,
     )
-    return ConvLayer("l", shape, Precision.INT8)
+    modes = st.sampled_from(list(OperandMode))
+    spec = SdpSpec(bias=draw(modes), scale=draw(modes), relu=draw(st.booleans()))  # operand streams change timing
+    memories = st.sampled_from(list(Memory))  # SRAM only where the build has one (the tests map it to DRAM)
+    return ConvLayer("l", shape, Precision.INT8, sdp=spec, input_memory=draw(memories), weight_memory=draw(memories))
 
 
+def on(layer: ConvLayer, hw) -> ConvLayer:
+    """The layer with its memories on `hw` (DRAM where the build has no SRAM)."""
+    if hw.memory.has_sram:
+        return layer
+    return dataclasses.replace(layer, input_memory=Memory.DRAM, weight_memory=Memory.DRAM)
+
+
+def every_legal_plan(layer: ConvLayer, hw) -> list[TilePlan]:
+    """Brute force over the plan fields, kept where illegal_reason accepts the plan."""
+    s, kpg, banks = layer.shape, hw.kernels_per_atomic(layer.precision), hw.cbuf.bank_count
+    tiles = sorted({*range(kpg, s.out_k + 1, kpg), s.out_k})
+    plans = [
+        TilePlan(db, wb, rows, kernels, order)
+        for db in range(1, banks)
+        for wb in range(1, banks - db + 1)
+        for rows in range(1, s.out_h + 1)
+        for kernels in tiles
+        for order in LoopOrder
+    ]
+    return [p for p in plans if illegal_reason(layer, p, hw) is None]
+
+
+@pytest.mark.parametrize("hw", [HW, HW_FULL], ids=["small", "full"])
 @settings(max_examples=40, deadline=None)
-@given(layers())
-def test_search_equals_simulating_every_candidate_and_the_bound_holds(layer):
-    plans = candidate_plans(layer, HW)
+@given(layer=layers())
+def test_search_equals_simulating_every_candidate_and_the_bounds_hold(hw, layer):
+    layer = on(layer, hw)
+    plans = candidate_plans(layer, hw)
     if not plans:
         return
-    cycles = {p: simulate_conv(layer, HW, p, record_events=False).cycles for p in plans}
-    assert all(plan_lower_bound(layer, p, HW) <= c for p, c in cycles.items())
-    assert search_plan(layer, HW).stats.cycles == min(cycles.values())
+    cycles = {p: simulate_conv(layer, hw, p, record_events=False).cycles for p in plans}
+    bounds = {p: plan_lower_bound(layer, p, hw) for p in plans}
+    assert all(bounds[p] <= c for p, c in cycles.items())
+    for fam in _families(layer, hw):
+        fam_bound = _family_lower_bound(layer, fam, hw)
+        assert _rows_lower_bound(layer, fam.rows, hw) <= fam_bound <= min(bounds[p] for p in fam.plans(hw))
+    res = search_plan(layer, hw, 0.0)
+    assert res.stats.cycles == min(cycles.values())
+    assert res.proven_gap == 0.0 and res.candidates == len(plans)
+
+
+@pytest.mark.parametrize("hw", [HW, HW_FULL], ids=["small", "full"])
+@settings(max_examples=15, deadline=None)
+@given(layer=layers(max_h=12, max_c=64))
+def test_search_equals_the_best_of_every_legal_plan(hw, layer):
+    """The space leaves out plans it argues are never better (unused banks, uneven bands of the same
+    count, data-stationary kernel tiles, weight-stationary order over one band); the brute force keeps
+    them, so an argument that fails shows here."""
+    layer = on(layer, hw)
+    plans = every_legal_plan(layer, hw)
+    if not plans:
+        return
+    best = min(simulate_conv(layer, hw, p, record_events=False).cycles for p in plans)
+    assert search_plan(layer, hw, 0.0).stats.cycles == best
+
+
+def test_a_positive_gap_stops_early_within_it():
+    """With a relative gap the search may return a plan up to that much slower than the best, never more,
+    and says how close it proved it."""
+    layer = ConvLayer("mm", ConvShape.matmul(96, 200, 40, row=8), Precision.INT8)
+    exact = search_plan(layer, HW, 0.0)
+    loose = search_plan(layer, HW, 0.05)
+    assert loose.simulated <= exact.simulated
+    assert exact.stats.cycles <= loose.stats.cycles <= exact.stats.cycles * 1.05
+    assert loose.proven_gap <= 0.05

@@ -155,9 +155,19 @@ def extract_tests(src: Path, work: Path) -> Path:
 # ---- converter: .cfg -> nvdla.cpp binary trace ---------------------------------------------------
 
 
+def _waits(prog: Program) -> set[int]:
+    """Indices of the `intr_notify` commands a driver waits on before writing more registers (a program
+    of more than two hardware layers reuses a register group once its layer has ended)."""
+    last_write = max((i for i, c in enumerate(prog.commands) if isinstance(c, RegWrite)), default=-1)
+    return {i for i, c in enumerate(prog.commands) if isinstance(c, IntrNotify) and i < last_write}
+
+
 def convert(prog: Program, regs: dict) -> tuple[bytes, dict[int, str]]:
-    """Binary trace for nvdla.cpp (commands 2 write_reg, 3 read_reg, 5 load_mem, 6 syncpt mask,
-    7 interrupt registers, 8 syncpt CRC, 9 syncpt ignore, 0xFF end) and the op-enable register addresses."""
+    """Binary trace for nvdla.cpp (commands 1 wait for interrupt, 2 write_reg, 3 read_reg, 5 load_mem,
+    6 syncpt mask, 7 interrupt registers, 8 syncpt CRC, 9 syncpt ignore, 0xFF end) and the op-enable
+    register addresses. An `intr_notify` followed by more register writes is a wait: nvdla.cpp waits for
+    the interrupt line, then the done bit is cleared (the program's interrupt mask leaves only the SDP/PDP
+    done bits, which arrive in layer order); the rest become sync points checked at the end."""
     out = bytearray()
     # memory first (as NVIDIA's converter does): all mem_init/mem_load run before any register write
     for c in prog.commands:
@@ -168,21 +178,29 @@ def convert(prog: Program, regs: dict) -> tuple[bytes, dict[int, str]]:
             out += struct.pack("=BII", 5, c.base, len(data)) + data
     syncpts: dict[str, int] = {}
     status = regs["NVDLA_GLB"]["S_INTR_STATUS_0"]
-    for c in prog.commands:
-        if isinstance(c, IntrNotify):
+    waits = _waits(prog)
+
+    def done_bit(c: IntrNotify) -> int:
+        blk, gid = re.match(r"(.*)_(\d+)$", c.source.upper()).groups()
+        return status[f"{blk}_DONE_STATUS{gid}"]["field"]
+
+    for i, c in enumerate(prog.commands):
+        if isinstance(c, IntrNotify) and i not in waits:
             syncpts[c.sync_id] = len(syncpts)
-            blk, gid = re.match(r"(.*)_(\d+)$", c.source.upper()).groups()
-            out += struct.pack("=BII", 6, syncpts[c.sync_id], status[f"{blk}_DONE_STATUS{gid}"]["field"])
+            out += struct.pack("=BII", 6, syncpts[c.sync_id], done_bit(c))
     for c in prog.checks:
         if c.sync_id not in syncpts:
-            raise NvdlaError(f"{prog.name}: check on unknown sync id {c.sync_id!r}")
+            raise NvdlaError(f"{prog.name}: check on sync id {c.sync_id!r}, which is not one of the final interrupts")
         if c.kind == "nothing":
             out += struct.pack("=BI", 9, syncpts[c.sync_id])
         else:
             out += struct.pack("=BIIII", 8, syncpts[c.sync_id], c.base, c.size, c.crc)
     enables: dict[int, str] = {}
-    for c in prog.commands:
-        if isinstance(c, RegWrite | RegPoll):
+    for i, c in enumerate(prog.commands):
+        if i in waits:
+            out += struct.pack("=B", 1)
+            out += struct.pack("=BII", 2, status["addr"] >> 2, done_bit(c))
+        elif isinstance(c, RegWrite | RegPoll):
             addr = regs[c.unit][c.reg]["addr"] >> 2
             if isinstance(c, RegWrite):
                 out += struct.pack("=BII", 2, addr, c.value)

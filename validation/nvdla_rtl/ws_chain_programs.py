@@ -1,0 +1,74 @@
+"""Long weight-stationary chains on NVIDIA's nv_small RTL: where the model and the RTL part (issue 27).
+
+A 128 x 768 x 768 projection (rows of 32 tokens) as one program of weight-stationary hardware layers,
+each kernel tile kept in CBUF across the four bands (SKIP_WEIGHT_RLS, WEIGHT_REUSE), and the 128 x 256 x 64
+projection (rows of 64 tokens) with its 24-kernel tiles in a two-bank weight ring. The mapper's plan simulation predicts each
+program's span; the RTL agrees on some and not on others:
+
+- `wsc_k24_w20`: tiles of 24 kernels, 20 weight banks (128 hardware layers): the RTL and the model agree;
+- `wsc_k48_w20` / `wsc_k48_w19`: tiles of 48 kernels: after the eighth tile (hardware layer 32) every
+  layer's fetch runs at a quarter of the port's rate on the RTL, with 20 or 19 weight banks alike;
+- `wsc_k24_w2`: tiles of 24 kernels in a 2-bank weight ring: the last tile's two layers are 3x slower.
+
+    python -m nvdla_validation.nvdla_rtl.ws_chain_programs build/wsc
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir build/wsc \\
+        --out validation/data/nvdla_rtl_ws_chains.json
+
+tests/integration/test_nvdla_ws_chains.py checks the committed rows (bit-exact, the model's spans) and
+records the disagreement; docs/validation.md section 5 describes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from nvdla_mapper.export.layer_programs import layer_programs
+from nvdla_sim.config import HwConfig, load_config
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan
+from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, SdpSpec
+from nvdla_sim.precision import Precision
+from nvdla_validation.nvdla_rtl.overlap_programs import folder_main
+
+HW = "nv_small_rtl_tb"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    m: int
+    k: int
+    n: int
+    row: int  # tokens per row of the feature cube (the mapper's layout on nv_small_rtl_tb)
+    plan: TilePlan
+
+
+CASES = (
+    Case("wsc_k24_w20", 128, 768, 768, 32, TilePlan(12, 20, 1, 24, LoopOrder.WEIGHT_STATIONARY)),
+    Case("wsc_k48_w20", 128, 768, 768, 32, TilePlan(12, 20, 1, 48, LoopOrder.WEIGHT_STATIONARY)),
+    Case("wsc_k48_w19", 128, 768, 768, 32, TilePlan(13, 19, 1, 48, LoopOrder.WEIGHT_STATIONARY)),
+    Case("wsc_k24_w2", 128, 256, 64, 64, TilePlan(8, 2, 1, 24, LoopOrder.WEIGHT_STATIONARY)),
+)
+
+
+def layer(case: Case) -> ConvLayer:
+    """The projection as the mapper lowers it on nv_small_rtl_tb: rows of tokens, INT8, SDP bias."""
+    shape = ConvShape.matmul(case.m, case.k, case.n, row=case.row)
+    return ConvLayer(case.name, shape, Precision.INT8, SdpSpec(bias=OperandMode.PER_KERNEL))
+
+
+def programs(hw: HwConfig | None = None):
+    hw = hw or load_config(HW)
+    return [(c, layer_programs(layer(c), hw, plan=c.plan, name=c.name)[0]) for c in CASES]
+
+
+def generate(folder: str | Path, hw: HwConfig | None = None) -> list[Path]:
+    return [lp.program.write(folder) for _, lp in programs(hw)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return folder_main(__doc__, generate, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
