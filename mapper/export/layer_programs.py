@@ -14,10 +14,13 @@ the way a quantized transformer uses each mode, with seeded random INT8 operands
 * relu: X1 ReLU; requantization to the layer's precision by the output convertor (CVT scale and shift), chosen from the
   reduction depth so that the outputs spread over the INT8 range instead of saturating.
 
-Every band of output rows of the plan is one hardware layer (full-input mode, tiling.py), so a split
-layer becomes one program per band, each with its band of the input. The expected output CRC of each
-program is the bit-exact model's (regemit.emit_program), and `model_cycles` is what the model predicts
-for it from op enable to interrupt (regrun.operation_timing): the numbers the RTL run is compared with.
+Every band of output rows of the plan (and in weight-stationary order every kernel tile) is one hardware
+layer (full-input mode, tiling.py), so a split layer becomes one program of all of them in the plan's
+order (emit.emit_sequence: ping-pong register groups, the operand the plan keeps flagged SKIP_*_RLS and
+*_REUSE), each with its band of the input and its kernels. The expected output CRCs are the bit-exact
+model's, and `model_cycles` is what the model predicts from the first op enable to the last interrupt
+(run.operation_timing for one layer, the plan's chain, engine.conv.simulate_conv, for several): the
+numbers the RTL run is compared with.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`nvdla map ... --emit-program DIR`: the mapped model's hardware layers as NVDLA register programs.
 
-One trace test per hardware layer (one per band of a split convolution), in NVIDIA's trace-test format,
+One trace test per task (a split convolution's hardware layers in one program), in NVIDIA's trace-test format,
 plus DIR/programs.json: for each program the task it belongs to, the model's cycles (op enable to
 interrupt), the mapper's cycles for one instance of the task, and the expected output CRCs (the
 bit-exact model's). Run the folder on NVIDIA's RTL with
