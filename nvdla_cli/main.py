@@ -240,6 +240,7 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
             "test": run.name,
             "hw": hw.fingerprint,
             "cycles": run.cycles,
+            "chained": run.span is not None,  # cycles: first op enable -> last interrupt of the chain
             "operations": [
                 {
                     "kind": o.kind,
@@ -258,7 +259,12 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     print(f"{run.name} on {hw.fingerprint}")
-    print(f"  cycles (op enable -> interrupt)  {run.cycles:,}")
+    if run.span is not None:  # convolutions in sequence, timed as one chain of hardware layers
+        n = len(run.operations)
+        print(f"  cycles (first op enable -> last interrupt, {n} hardware layers in sequence)  {run.cycles:,}")
+        print("  each hardware layer alone:")
+    else:
+        print(f"  cycles (op enable -> interrupt)  {run.cycles:,}")
     for o in run.operations:
         print(
             f"  {o.kind:<5} {o.cycles:>10,} = launch {o.launch} + stream {o.stats.cycles:,} + pipeline {o.pipeline}"
