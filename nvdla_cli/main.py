@@ -300,6 +300,14 @@ def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:
         f"  MACs              {stats.macs:,}",
         f"  MAC utilization   {stats.mac_utilization:.1%}",
         f"  bound by          {stats.bound.value}",
+        *(
+            [
+                "  time made of      "
+                + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in stats.detail["time_breakdown"].items())
+            ]
+            if "time_breakdown" in stats.detail
+            else []
+        ),
         f"  DRAM read/write   {t.dram_read:,} / {t.dram_write:,} bytes",
     ]
     if t.sram_read or t.sram_write:

@@ -350,6 +350,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             "weight_load_bubbles": res.compute_bubbles,
             "wait_fetch": math.ceil(res.wait_fetch),
             "wait_sdp": math.ceil(res.wait_drain),
+            # what the streaming time is made of (cycles; "other": layer boundaries, tails, fills)
+            "time_breakdown": _breakdown(res),
             "sdp_elements_per_cycle": rate,
             "data_tiles": fp.n_data_tiles,
             "weight_tiles": fp.n_weight_tiles,
@@ -504,15 +506,30 @@ def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int
     return reads, output_bytes(layer, s.out_h, s.out_k, hw)
 
 
+def _breakdown(res) -> dict[str, int]:
+    parts = {
+        "mac": res.compute_busy,
+        "weight_load": res.compute_bubbles,
+        "wait_memory": math.ceil(res.wait_fetch),
+        "wait_sdp": math.ceil(res.wait_drain),
+    }
+    return {**parts, "other": max(0, math.ceil(res.end) - sum(parts.values()))}
+
+
 def _classify(res, dram_busy: float) -> Bound:
     """The bottleneck is the pipeline stage with the most time: MAC array (split into useful work and
-    CBUF weight-load bubbles), SDP drain, or memory (port time, or exposed fetch waits)."""
+    CBUF weight-load bubbles), SDP drain, or memory (port time, or exposed fetch waits). When no stage
+    fills three quarters of the run but the core's work and its waits for fetches fill nine tenths, the
+    two ran in turn (re-fetch with no room to run ahead, register-group waits): SERIAL."""
+    core = res.compute_busy + res.compute_bubbles
     stages = {
-        Bound.COMPUTE: res.compute_busy + res.compute_bubbles,
+        Bound.COMPUTE: core,
         Bound.SDP: res.drain_busy,
         Bound.DRAM: max(dram_busy, res.wait_fetch),
     }
     bound = max(stages, key=lambda b: stages[b])
+    if res.end and stages[bound] < 0.75 * res.end and core + res.wait_fetch >= 0.9 * res.end and res.wait_fetch:
+        return Bound.SERIAL
     if bound is Bound.COMPUTE and res.compute_bubbles > res.compute_busy:
         return Bound.CBUF
     return bound

@@ -36,6 +36,7 @@ class Bound(enum.Enum):
     PDP = "pdp"  # PDP element rate (standalone pooling)
     CDP = "cdp"  # CDP element rate (local response normalisation)
     DRAM = "dram"  # memory bandwidth or latency
+    SERIAL = "compute+dram"  # MACs and memory in turn, neither filling the run (fetches cannot run ahead)
     HOST = "host"  # runs on the host CPU
 
 
