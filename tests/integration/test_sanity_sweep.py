@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 
 import pytest
 
@@ -19,6 +20,7 @@ from nvdla_mapper.frontends.presets import decode_step_graph, preset
 from nvdla_mapper.frontends.resolve import model_graph
 from nvdla_mapper.passes import map_model
 from nvdla_sim import Precision, load_config
+from nvdla_sim.errors import ShapeError
 
 MIDDLE = {"mac.atomic_c": 32, "mac.atomic_k": 32, "cbuf.bank_depth": 256, "memory.dram_bandwidth_gbs": 16.0}
 AXES = {
@@ -33,6 +35,10 @@ EXPLAINED = {
     # layers pay that fill once: +0.6% over the step (docs/mapping.md)
     ("gpt2-decode", "macs", 0): 0.01,
 }
+# (model, axis, point) the mapper refuses: TinyLlama's ffn2 (K 5,632) needs one kernel group of 32
+# kernels x 5,632 B = 180 KB in CBUF beside a row of input; a 128 KiB CBUF holds neither that nor any
+# plan without splitting the input channels (docs/mapping.md)
+REFUSED = {("tinyllama", "cbuf", (("cbuf.bank_depth", 128),))}
 TINYLLAMA = {
     "model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
     "num_hidden_layers": 22, "num_key_value_heads": 4, "max_position_embeddings": 2048, "vocab_size": 32000,
@@ -59,10 +65,15 @@ def _sweep(name: str, tmp_path) -> None:
         for values in points:
             hw = base.with_values(**{**MIDDLE, **values})
             kw = {"seq": seq} if seq else {}
-            cycles.append(map_model(g, hw, precision=Precision.INT8, batch=1, **kw).total_cycles)
+            try:
+                cycles.append(map_model(g, hw, precision=Precision.INT8, batch=1, **kw).total_cycles)
+            except ShapeError as e:  # no legal mapping on the smaller design: it says what would make one
+                assert (name, axis, tuple(values.items())) in REFUSED and "split the layer's input channels" in str(e), e
+                cycles.append(math.inf)
+        assert cycles[-1] < math.inf, (name, axis)
         for i, (a, b) in enumerate(itertools.pairwise(cycles)):
             allowed = EXPLAINED.get((name, axis, i), 0.0)
-            assert b <= a * (1 + allowed), (name, axis, points[i + 1], cycles)
+            assert b <= a * (1 + allowed), (name, axis, points[i + 1], cycles)  # inf: refused, then mapped
 
 
 @pytest.mark.parametrize("name", ["bert-base", "gpt2-decode"])
