@@ -28,6 +28,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import conv_floor
@@ -44,9 +45,8 @@ from nvdla_sim.engine.tiling import (
     row_tiles,
 )
 from nvdla_sim.errors import ShapeError
-from nvdla_sim.layers import ConvLayer
+from nvdla_sim.layers import ConvLayer, Memory
 from nvdla_sim.units import cbuf, cdma, sdp
-from nvdla_sim.units.dram import MemoryPort
 
 # Relative optimality gap of search_plan: stop once no remaining plan can be more than this much faster
 # than the best simulated one. 0: the best plan (within DEFAULT_BUDGET); with the near-exact bounds the
@@ -60,6 +60,19 @@ DEFAULT_GAP = 0.0
 # 0.1% of it and the first 500 hold it, on that layer and on 28x28x128->512, 7x7x512->2048 and
 # 56x56x256->512 (docs/mapping.md).
 DEFAULT_BUDGET = 500
+
+
+class _PortRate(NamedTuple):
+    """A memory port's latency and rate, all the bounds read of it."""
+
+    latency: int
+    bytes_per_cycle: float
+
+
+@lru_cache(maxsize=64)
+def _rates(hw: HwConfig) -> dict[Memory, _PortRate]:
+    """Every memory port's latency and rate (make_ports builds stateful calendars; the bounds only read)."""
+    return {m: _PortRate(p.latency, p.bytes_per_cycle) for m, p in make_ports(hw).items()}
 
 
 @dataclass(frozen=True)
@@ -159,7 +172,7 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     """A floor on simulate_conv(layer, hw, plan).cycles from work and the plan's traffic (hardware layers
     may overlap, so their launches add nothing to the floor)."""
     fp = footprint(layer, plan, hw)
-    port = make_ports(hw)[layer.input_memory]
+    port = _rates(hw)[layer.input_memory]
     start = _first_compute_floor(layer, plan, hw, fp, port)
     return max(
         _traffic_floor(layer, plan, hw, fp),
@@ -173,7 +186,7 @@ def _rows_lower_bound(layer: ConvLayer, rows: int, hw: HwConfig) -> int:
     fewest SDP operands (one kernel group); the core with the fewest hardware layers (data-stationary:
     splitting a band's kernel groups into more hardware layers only adds drains) and no ring limit."""
     s, kpg = layer.shape, hw.kernels_per_atomic(layer.precision)
-    port = make_ports(hw)[layer.input_memory]
+    port = _rates(hw)[layer.input_memory]
     band = None if layer.data_resident else _band_sizes(layer, rows)[0]
     start = _fill_cycles(layer, hw, band, 0, min(kpg, s.out_k), port)
     once = TilePlan(1, 1, rows, s.out_k, LoopOrder.WEIGHT_STATIONARY)  # traffic of a plan with one weight tile
@@ -186,7 +199,7 @@ def _family_lower_bound(layer: ConvLayer, fam: _Family, hw: HwConfig) -> int:
     """A floor on every plan of the family. Traffic does not depend on the bank split; the first compute
     comes soonest with the most data banks (the least weight prefetched beside the input); the core's
     weight ring is largest with the fewest data banks."""
-    port = make_ports(hw)[layer.input_memory]
+    port = _rates(hw)[layer.input_memory]
     shallow = fam.shallow
     start = _first_compute_floor(layer, shallow, hw, footprint(layer, shallow, hw), port)
     deep = fam.deep
@@ -208,7 +221,7 @@ def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -
         nbytes = cdma.weight_bytes(min(smallest, s.out_k), bytes_per_kernel(layer))
         if layer.weight_bytes is not None:
             nbytes = math.ceil(nbytes * layer.weight_bytes / cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)))
-        port = make_ports(hw)[layer.weight_memory]
+        port = _rates(hw)[layer.weight_memory]
         refill = port.latency + nbytes / port.bytes_per_cycle
     return core_floor(layer, hw, plan.rows_per_tile, plan.kernels_per_tile, plan.order, ring, refill)
 
@@ -237,7 +250,7 @@ def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint
     floor = conv_floor(layer, hw, read_bytes=data + weights, write_bytes=output_bytes(layer, s.out_h, s.out_k, hw))
     per_port = Counter({layer.input_memory: data})
     per_port[layer.weight_memory] += weights
-    ports = make_ports(hw)
+    ports = _rates(hw)
     last = [ports[m].latency + n / ports[m].bytes_per_cycle for m, n in per_port.items() if n]
     if last:
         floor = max(floor, math.floor(max(last)) + _last_block(layer, plan, hw) + _tail_cycles(hw))
@@ -259,7 +272,7 @@ def _band_sizes(layer: ConvLayer, rows_per_tile: int) -> list[tuple[int, int]]:
     return [(i1 - i0, rows) for (i0, i1), rows in spans]
 
 
-def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, port: MemoryPort) -> int:
+def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, port: _PortRate) -> int:
     """The first hardware layer's fill (_fill_cycles): its first band's input beside the kernel groups its
     weight ring prefetches."""
     s = layer.shape
@@ -270,7 +283,7 @@ def _first_compute_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Foo
 
 
 def _fill_cycles(
-    layer: ConvLayer, hw: HwConfig, band: tuple[int, int] | None, kernels: int, out_kernels: int, port: MemoryPort
+    layer: ConvLayer, hw: HwConfig, band: tuple[int, int] | None, kernels: int, out_kernels: int, port: _PortRate
 ) -> int:
     """From a hardware layer's first fetch to its first compute, when it fetches the input of a band of
     (input rows, output rows) (None: no input) and `kernels` kernels, and computes `out_kernels` kernels.
@@ -297,7 +310,7 @@ def _fill_cycles(
     first = min(weights, hw.kernels_per_atomic(layer.precision) * bytes_per_kernel(layer))
     shared = layer.input_memory is layer.weight_memory
     if not shared:  # the weights come over their own port
-        w_port = make_ports(hw)[layer.weight_memory]
+        w_port = _rates(hw)[layer.weight_memory]
         group = w_port.latency + math.floor(first / w_port.bytes_per_cycle) if first else 0
         wait_data = hw.timing.conv_input_before_compute and data
         own = port.latency + math.floor((operands + (data if wait_data else 0)) / port.bytes_per_cycle) if data else 0

@@ -194,11 +194,12 @@ class _Chain:
         when the chain starts with them: left by a layer not in it)."""
         hw.check_precision(layer.precision)
         check_plan(layer, plan, hw)
+        drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
         s, p = layer.shape, layer.precision
         fp = footprint(layer, plan, hw)
         kpg = hw.kernels_per_atomic(p)
         bpk = bytes_per_kernel(layer)
-        w_ratio = 1.0 if layer.weight_bytes is None else layer.weight_bytes / cdma.weight_bytes(s.out_k, bpk)
+        w_ratio = _weight_ratio(layer)
         rtiles = row_tiles(layer, plan.rows_per_tile)
         ws = plan.order is LoopOrder.WEIGHT_STATIONARY
         weights_resident = ws or len(rtiles) == 1
@@ -276,6 +277,17 @@ class _Chain:
     def run(self, hw: HwConfig, record_events: bool):
         return _run_hardware_layers(hw, self.items, self.item_layer, self.item_extra, self.info, record_events)
 
+    def traffic(self, operand_memory: Memory) -> Traffic:
+        """Bytes the chain's fetches, SDP operand reads (from `operand_memory`) and writes move."""
+        return item_traffic(self.items, extra_reads=sum(self.item_extra), extra_memory=operand_memory)
+
+
+def _weight_ratio(layer: ConvLayer) -> float:
+    """Stored over dense weight bytes (compressed weights read fewer bytes)."""
+    if layer.weight_bytes is None:
+        return 1.0
+    return layer.weight_bytes / cdma.weight_bytes(layer.shape.out_k, bytes_per_kernel(layer))
+
 
 @dataclasses.dataclass(frozen=True)
 class ChainStats:
@@ -293,30 +305,25 @@ def simulate_chain(steps: Sequence[tuple[ConvLayer, TilePlan]], hw: HwConfig) ->
     that reuses it (a layer with data_resident / weights_resident takes the previous layer's operand)."""
     chain = _Chain()
     for layer, plan in steps:
-        drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
         chain.add(layer, plan, hw)
     res, _, ends = chain.run(hw, False)
-    traffic = item_traffic(chain.items, extra_reads=sum(chain.item_extra), extra_memory=steps[0][0].input_memory)
-    return ChainStats(math.ceil(res.end), ends, traffic)
+    return ChainStats(math.ceil(res.end), ends, chain.traffic(steps[0][0].input_memory))
 
 
 def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True) -> LayerStats:
     """Cycle-approximate run of one convolution-pipeline layer under `plan`."""
-    rate = drain_rate(layer, hw)  # raises UnsupportedError for SDP features the config lacks
     chain = _Chain()
     fp = chain.add(layer, plan, hw)
-    s, p = layer.shape, layer.precision
-    w_ratio = (
-        1.0 if layer.weight_bytes is None else layer.weight_bytes / cdma.weight_bytes(s.out_k, bytes_per_kernel(layer))
-    )
-    items, item_extra = chain.items, chain.item_extra
+    rate = drain_rate(layer, hw)
+    p = layer.precision
+    items = chain.items
     res, dram_busy, layer_ends = chain.run(hw, record_events)
-    extra_reads = sum(item_extra)
+    extra_reads = sum(chain.item_extra)
     cycles = math.ceil(res.end)
-    traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
+    traffic = chain.traffic(layer.input_memory)
     macs = layer.performed_macs  # what the array does: utilization stays <= 100% under the sparse what-if
     peak = hw.peak_macs_per_cycle(p)
-    reads, writes = _compulsory_bytes(layer, hw, w_ratio, extra_reads)
+    reads, writes = _compulsory_bytes(layer, hw, _weight_ratio(layer), extra_reads)
     lower = conv_floor(layer, hw, read_bytes=reads, write_bytes=writes)
     bound = _classify(res, max(dram_busy.values()))
     units = {

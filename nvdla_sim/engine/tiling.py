@@ -15,6 +15,7 @@ import enum
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import ShapeError
@@ -125,6 +126,7 @@ def tile_steps(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Iterator[TileS
             yield TileStep(d, k, rtiles[d], ktiles[k], (g0, min(k1, g0 + kpg)))
 
 
+@lru_cache(maxsize=65536)  # pure; asked for by every bound, timing key and simulation of a plan
 def footprint(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
     s, p = layer.shape, layer.precision
     kpg = hw.kernels_per_atomic(p)

@@ -22,7 +22,7 @@ from nvdla_sim.engine.simulate import fixed_latency, simulate
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
 from nvdla_sim.errors import TraceError
-from nvdla_sim.layers import CdpLayer, HwLayer
+from nvdla_sim.layers import CdpLayer, ConvLayer, HwLayer
 from nvdla_sim.program.decode import CdpOp, ConvOp, Decoded, Operation, PdpOp, SdpOp, decode_program, hw_layer
 from nvdla_sim.program.execute import execute_program
 from nvdla_sim.program.trace_io import parse_program
@@ -61,23 +61,23 @@ def conv_chain_cycles(ops: list[Operation], hw: HwConfig, name: str) -> int | No
     layers (engine.conv.simulate_chain); None for any other program."""
     if len(ops) < 2 or not all(isinstance(o, ConvOp) and o.pdp is None for o in ops):
         return None
-    steps = []
-    for i, op in enumerate(ops):
-        layer = hw_layer(op, f"{name}.{i}")
-        plan = TilePlan(op.data_banks, op.weight_banks, op.shape.out_h, op.shape.out_k, LoopOrder.DATA_STATIONARY)
-        reason = illegal_reason(layer, plan, hw)
-        if reason is not None:
-            raise TraceError(f"{name}.{i}: the program's CBUF split does not fit the model's {hw.name}: {reason}")
-        steps.append((layer, plan))
+    steps = [_conv_plan(op, hw, f"{name}.{i}") for i, op in enumerate(ops)]
     return simulate_chain(steps, hw).cycles + sum(fixed_latency(steps[0][0], hw))
 
 
-def _time_conv(op: ConvOp, hw: HwConfig, name: str, flying_pdp: PdpOp | None) -> tuple[HwLayer, LayerStats]:
+def _conv_plan(op: ConvOp, hw: HwConfig, name: str) -> tuple[ConvLayer, TilePlan]:
+    """A decoded convolution as the model's layer and its one-hardware-layer plan (the program's CBUF
+    split), refused with a one-line error when the split does not fit the model's config."""
     layer = hw_layer(op, name)
     plan = TilePlan(op.data_banks, op.weight_banks, op.shape.out_h, op.shape.out_k, LoopOrder.DATA_STATIONARY)
     reason = illegal_reason(layer, plan, hw)
     if reason is not None:
         raise TraceError(f"{name}: the program's CBUF split does not fit the model's {hw.name}: {reason}")
+    return layer, plan
+
+
+def _time_conv(op: ConvOp, hw: HwConfig, name: str, flying_pdp: PdpOp | None) -> tuple[HwLayer, LayerStats]:
+    layer, plan = _conv_plan(op, hw, name)
     return layer, simulate(layer, hw, plan, record_events=False)
 
 

@@ -68,7 +68,9 @@ def _sweep(name: str, tmp_path) -> None:
             try:
                 cycles.append(map_model(g, hw, precision=Precision.INT8, batch=1, **kw).total_cycles)
             except ShapeError as e:  # no legal mapping on the smaller design: it says what would make one
-                assert (name, axis, tuple(values.items())) in REFUSED and "split the layer's input channels" in str(e), e
+                assert (name, axis, tuple(values.items())) in REFUSED and "split the layer's input channels" in str(
+                    e
+                ), e
                 cycles.append(math.inf)
         assert cycles[-1] < math.inf, (name, axis)
         for i, (a, b) in enumerate(itertools.pairwise(cycles)):

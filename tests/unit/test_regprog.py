@@ -143,26 +143,23 @@ def test_description_round_trip(tmp_path_factory, w, h, c):
     assert from_description(json.loads(json.dumps(describe(op)))) == op
 
 
+def _committed_layers(data: str):
+    """(stored description, decoded operation) of every layer of a committed RTL data file."""
+    doc = json.loads((Path(__file__).parents[2] / "validation/data" / data).read_text())
+    return [(d, from_description(d)) for row in doc["rows"] for d in row["layers"]]
+
+
 def test_round_trip_of_committed_conv_and_pdp_rows():
-    doc = json.loads((Path(__file__).parents[2] / "validation/data/nvdla_rtl_nv_small.json").read_text())
-    kinds = set()
-    for row in doc["rows"]:
-        for d in row["layers"]:
-            op = from_description(d)
-            kinds.add(type(op))
-            assert describe(op) == d
-    assert {ConvOp, PdpOp, SdpOp} <= kinds
+    layers = _committed_layers("nvdla_rtl_nv_small.json")
+    assert all(describe(op) == d for d, op in layers)
+    assert {ConvOp, PdpOp, SdpOp} <= {type(op) for _, op in layers}
 
 
 def test_round_trip_keeps_the_cbuf_reuse_bits():
     """Stored rows of split layers carry SKIP_*_RLS / *_REUSE: read back as the flags, not a dict."""
-    doc = json.loads((Path(__file__).parents[2] / "validation/data/nvdla_rtl_reuse.json").read_text())
-    seen = set()
-    for row in doc["rows"]:
-        for d in row["layers"]:
-            op = from_description(d)
-            assert isinstance(op.reuse, CbufReuse) and from_description(describe(op)) == op
-            seen.add(op.reuse)
+    layers = _committed_layers("nvdla_rtl_reuse.json")
+    assert all(isinstance(op.reuse, CbufReuse) and from_description(describe(op)) == op for _, op in layers)
+    seen = {op.reuse for _, op in layers}
     assert CbufReuse(weight_reuse=True) in seen and CbufReuse(skip_data_rls=True) in seen
 
 
