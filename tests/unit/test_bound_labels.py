@@ -27,6 +27,11 @@ def test_tinyllama_ffn2_on_nv_full_runs_compute_and_memory_in_turn():
     assert st.bound is Bound.SERIAL
     assert parts["wait_memory"] > 0.3 * st.cycles
     assert sum(parts.values()) == st.cycles  # the parts add up to the streaming time
+    # no plan reads under ~7x on 512 KiB (docs/mapping.md, by hand): one 16-token row (90 KB) and at most two
+    # 32-kernel groups (2 x 180 KB) fit, so the 2.9 MB input is read once per kernel tile of <= 64 kernels
+    compulsory = 512 * 5632 + 2048 * 5632 + 2 * 2048  # input, weights, INT16 bias, once
+    floor = (2048 // 64 * 512 * 5632 + 2048 * 5632 + 2 * 2048) / compulsory
+    assert 7.0 < floor <= st.detail["refetch_factor"]
 
 
 def test_compute_and_memory_bound_layers_keep_their_labels():
