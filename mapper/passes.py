@@ -20,9 +20,9 @@ from nvdla_mapper.schedule import schedule
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.conv import simulate_conv
+from nvdla_sim.engine.conv import instances_cycles, simulate_conv
 from nvdla_sim.engine.simulate import fixed_latency, simulate
-from nvdla_sim.engine.stats import Event, LayerStats, Unit
+from nvdla_sim.engine.stats import Event, LayerStats
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
@@ -80,7 +80,7 @@ def tasks_cycles(tasks: tuple[Task, ...] | list[Task], ctx: LoweringContext) -> 
     return sum(
         handoff + t.count * max(c - handoff, 0)
         if t.resource is Resource.HOST
-        else instances_duration(c, t.count, st, ctx.hw)
+        else instances_duration(c, t.count, st, ctx.hw, t.layer)
         for c, t, st in zip(cycles, tasks, stats, strict=True)
     )
 
@@ -174,7 +174,9 @@ def map_model(
     ctx = LoweringContext(hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights)
     tasks, deps = lower_graph(g, ctx)  # fusion + lowering
     per_instance, stats = simulate_tasks(tasks, hw, host)  # tiling search + simulation
-    durations = [instances_duration(c, t.count, st, hw) for c, t, st in zip(per_instance, tasks, stats, strict=True)]
+    durations = [
+        instances_duration(c, t.count, st, hw, t.layer) for c, t, st in zip(per_instance, tasks, stats, strict=True)
+    ]
     handoff = host.overhead_cycles(hw.clock_mhz)
     sched = schedule(tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff)
     results = [
@@ -202,24 +204,25 @@ def map_model(
     )  # fmt: skip
 
 
-def instances_duration(cycles: int, count: int, stats: LayerStats | None, hw: HwConfig | None = None) -> int:
+def instances_duration(cycles: int, count: int, stats: LayerStats | None, hw: HwConfig, layer=None) -> int:
     """Time for `count` independent instances of a hardware layer run back to back (heads, windows,
-    groups, batch), each enabled in the other ping-pong register group while the previous one runs.
+    groups), each enabled in the other ping-pong register group while the previous one runs.
 
-    Convolutions, as measured on nv_small's RTL (validation/data/nvdla_rtl_overlap.json): the next
-    instance's CDMA fetches its weights as soon as the previous instance's reads end, but its input
-    waits until the previous one releases the data ring. So each later instance hides its launch and
-    weight fetch, at most the previous instance's time after its last read. Other layers (no weights)
-    hide the prologue of their reads behind the previous one's work (not measured)."""
+    Convolutions run as one chain of hardware layers (engine.conv.instances_cycles, the mechanism
+    measured on nv_small's RTL, validation/data/nvdla_rtl_overlap.json and nvdla_rtl_transformer.json):
+    the next instance fetches into what the previous one releases and computes after it, plus the fixed
+    latencies of one layer (launch, pipeline, completion). Other layers (no weights) hide the prologue of
+    their reads behind the previous one's work (not measured)."""
     if count <= 1 or stats is None:
         return cycles * count
-    weights = stats.detail.get("weight_bytes_fetched")
-    if weights is not None and hw is not None:
-        t = hw.timing
-        fetch = weights / hw.dram_bytes_per_cycle + hw.memory.dram_latency_cycles
-        reads_end = t.conv_launch_cycles + stats.units[Unit.CDMA].busy + hw.memory.dram_latency_cycles
-        hidden = min(t.conv_launch_cycles + fetch, cycles - reads_end)
-    else:
-        prologue = int(stats.detail.get("prologue_cycles", 0))
-        hidden = min(prologue, cycles - prologue)
+    if isinstance(layer, ConvLayer):
+        span = _instances_cached(dataclasses.replace(layer, name=""), hw, count)
+        return span + cycles - stats.cycles  # cycles - stats.cycles: one layer's fixed latencies
+    prologue = int(stats.detail.get("prologue_cycles", 0))
+    hidden = min(prologue, cycles - prologue)
     return cycles + (count - 1) * (cycles - max(math.ceil(hidden), 0))
+
+
+@lru_cache(maxsize=1024)
+def _instances_cached(layer: ConvLayer, hw: HwConfig, count: int) -> int:
+    return instances_cycles(layer, search_plan(layer, hw).plan, hw, count)

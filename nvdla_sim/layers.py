@@ -226,8 +226,18 @@ class ConvLayer:
     # validation/data/nvdla_rtl_reuse.json)
     data_resident: bool = False
     weights_resident: bool = False
+    # a batch of images that share the kernels: one hardware layer per image and band of rows, in the plan's
+    # order (weight-stationary keeps a kernel tile in CBUF across every image, WEIGHT_REUSE, the mechanism
+    # measured between bands; not NVDLA's MULTI_BATCH mode, D_BATCH_NUMBER, which nv_small and nv_large lack)
+    images: int = 1
 
     def __post_init__(self) -> None:
+        if not isinstance(self.images, int) or self.images < 1:
+            raise ShapeError(
+                f"{self.name}: images (a batch sharing the kernels) must be an integer >= 1, not {self.images!r}"
+            )
+        if self.images > 1 and (self.data_resident or self.weights_resident):
+            raise ShapeError(f"{self.name}: a batch of {self.images} images cannot start from operands left in CBUF")
         if self.image_input and self.shape.in_c > 4:
             raise ShapeError(
                 f"{self.name}: image-input mode reads pixel formats of up to 4 channels, not {self.shape.in_c}"
@@ -239,13 +249,20 @@ class ConvLayer:
 
     @property
     def macs(self) -> int:
-        return self.shape.macs
+        return self.shape.macs * self.images
+
+    @property
+    def out_points(self) -> int:
+        """Output points over every image (W' x H' x images)."""
+        return self.shape.out_pixels * self.images
 
     @property
     def performed_macs(self) -> int:
         """MACs the array performs: the layer's, or half the channel work under the 2:4 sparse what-if."""
         s = self.shape
-        return s.out_pixels * s.out_k * s.kernel_w * s.kernel_h * self.mac_channels if self.sparse_mac else self.macs
+        if not self.sparse_mac:
+            return self.macs
+        return self.out_points * s.out_k * s.kernel_w * s.kernel_h * self.mac_channels
 
     @property
     def mac_channels(self) -> int:

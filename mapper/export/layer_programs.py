@@ -36,7 +36,7 @@ import numpy as np
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.simulate import fixed_latency
-from nvdla_sim.engine.tiling import LoopOrder, TilePlan, band_shape, default_plan, kernel_tiles, row_tiles
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan, band_shape, data_tiles, default_plan, kernel_tiles
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import ConvLayer, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
@@ -251,26 +251,26 @@ def _conv_programs(
         )
     s = layer.shape
     p = layer.precision
-    x = _rand(rng, (s.in_h, s.in_w, s.in_c), p)
+    images = [_rand(rng, (s.in_h, s.in_w, s.in_c), p) for _ in range(layer.images)]
     wt = _rand(rng, (s.out_k, s.kernel_h, s.kernel_w, s.in_c), p)
     acc_std = RANGES[p].std ** 2 * math.sqrt(s.in_c * s.kernel_w * s.kernel_h)
-    bands = row_tiles(layer, plan.rows_per_tile)
+    bands = data_tiles(layer, plan.rows_per_tile)  # (image, rows): every band of each image
     tiles = kernel_tiles(layer, plan.kernels_per_tile) if plan.order is LoopOrder.WEIGHT_STATIONARY else [(0, s.out_k)]
     # the plan's hardware layers in its order (tile_steps): every band, for each kernel tile in
     # weight-stationary order, with the operand the plan keeps in CBUF kept (SKIP_*_RLS) and taken (*_REUSE)
     alloc = Alloc()
     steps, layers = [], []
     for j, kt in enumerate(tiles):
-        for i, rows in enumerate(bands):
+        for i, (image, rows) in enumerate(bands):
             reuse = _kept(i, j, len(bands), len(tiles)) if plan.order is LoopOrder.WEIGHT_STATIONARY else CbufReuse()
-            step, sub = _conv_step(layer, hw, x, wt, rows, kt, acc_std, rng, plan, alloc, reuse)
+            step, sub = _conv_step(layer, hw, images[image], wt, rows, kt, acc_std, rng, plan, alloc, reuse)
             steps.append(step)
             layers.append(sub)
     prog = emit_sequence(base, steps, hw)
     if len(steps) == 1:
         timing = operation_timing(steps[0].op, hw, name=base)
         sub = dataclasses.replace(layer, name=base, shape=layers[0].shape)
-        return [LayerProgram(prog, sub, steps[0].op, timing.cycles, bands[0], tiles[0])]
+        return [LayerProgram(prog, sub, steps[0].op, timing.cycles, bands[0][1], tiles[0])]
     # several hardware layers overlap (the next one fetches while the previous computes): the program's span
     # is the mapper's plan simulation, with the fixed latencies of one layer (launch, pipeline, completion)
     cycles = simulate_conv(layer, hw, plan, record_events=False).cycles + sum(fixed_latency(layer, hw))
@@ -287,8 +287,9 @@ def _kept(band: int, tile: int, bands: int, tiles: int) -> CbufReuse:
 
 
 def _conv_step(layer, hw, x, wt, rows, kernels, acc_std, rng, plan: TilePlan, alloc: Alloc, reuse: CbufReuse):
-    """One hardware layer of a convolution: output rows [r0, r1) of kernels [k0, k1), with its own
-    input band, weights, SDP operands and output in memory. Returns (its Step, the layer it runs)."""
+    """One hardware layer of a convolution: output rows [r0, r1) of kernels [k0, k1) of one image `x`, with
+    its own input band, weights, SDP operands and output in memory. Returns (its Step, the layer it runs:
+    one image)."""
     s, p = layer.shape, layer.precision
     r0, r1 = rows
     wt = wt[kernels[0] : kernels[1]]
@@ -315,7 +316,7 @@ def _conv_step(layer, hw, x, wt, rows, kernels, acc_std, rng, plan: TilePlan, al
         (waddr, dc_weight_bytes(wt, p, hw)),
     ]
     step = Step(op, inputs, [(oaddr, cube_size(op.out, k, p, hw))])
-    return step, dataclasses.replace(layer, shape=sub)
+    return step, dataclasses.replace(layer, shape=sub, images=1)
 
 
 # ---- standalone SDP and PDP ------------------------------------------------------------------------------

@@ -354,11 +354,15 @@ def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
             spec,
             pool=f.pool,
             image_input=op.attrs.image_input,
+            # the batch's images share each group's kernels: one layer of them all (kept weights across
+            # images where the search finds it faster); the groups are independent instances
+            images=op.count // op.attrs.groups,
         )
     )
     note = f"groups={op.attrs.groups}" if op.attrs.groups > 1 else ""
     stored = _stored_weights(layer) * op.attrs.groups
-    return [dataclasses.replace(_hw(op, layer, note=note), stored_weight_bytes=stored, static_weights=True)]
+    task = _hw(op, layer, count=op.attrs.groups, note=note)
+    return [dataclasses.replace(task, stored_weight_bytes=stored, static_weights=True)]
 
 
 def _data_cube_weights(name: str, m: int, k: int, n: int, ctx: LoweringContext) -> list[tuple[HwLayer, int]]:

@@ -227,15 +227,15 @@ def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -
 
 
 def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
-    """conv_floor with the plan's reads (the input once per weight tile in weight-stationary order, the
-    weights once per band in data-stationary order; nothing for an operand resident in CBUF), and the
+    """conv_floor with the plan's reads (every image's input once per weight tile in weight-stationary
+    order, the weights once per band of each image in data-stationary order; nothing for an operand resident in CBUF), and the
     last fetch: it arrives no sooner than its port has moved every fetch on it plus one memory latency,
     and the block that needs it then computes and drains (one block at least)."""
     s = layer.shape
     data = (
         0
         if layer.data_resident
-        else sum(cdma.input_bytes(layer, rows, hw) for rows, _ in _band_sizes(layer, plan.rows_per_tile))
+        else sum(cdma.input_bytes(layer, rows, hw) for rows, _ in _band_sizes(layer, plan.rows_per_tile)) * layer.images
     )
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
     if ws and fp.n_data_tiles > 1:
@@ -247,7 +247,8 @@ def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint
         weights = 0
     if not ws:
         weights *= fp.n_data_tiles  # every band is a hardware layer that fetches its weights
-    floor = conv_floor(layer, hw, read_bytes=data + weights, write_bytes=output_bytes(layer, s.out_h, s.out_k, hw))
+    written = output_bytes(layer, s.out_h, s.out_k, hw) * layer.images
+    floor = conv_floor(layer, hw, read_bytes=data + weights, write_bytes=written)
     per_port = Counter({layer.input_memory: data})
     per_port[layer.weight_memory] += weights
     ports = _rates(hw)

@@ -45,7 +45,7 @@ def conv_floor(layer: ConvLayer, hw: HwConfig, *, read_bytes: int, write_bytes: 
     x channel ops per stripe), its SDP drain (output elements at the drain rate), or moving `read_bytes`
     and `write_bytes` over the fastest memory port."""
     s = layer.shape
-    drain = math.ceil(s.out_pixels * s.out_k / drain_rate(layer, hw))
+    drain = math.ceil(layer.out_points * s.out_k / drain_rate(layer, hw))
     return max(atomic_ops(layer, hw), drain, transfer_floor(read_bytes, write_bytes, hw))
 
 
@@ -54,7 +54,7 @@ def atomic_ops(layer: ConvLayer, hw: HwConfig) -> int:
     channel ops per stripe."""
     s = layer.shape
     groups = math.ceil(s.out_k / hw.kernels_per_atomic(layer.precision))
-    return groups * s.out_pixels * channel_ops_per_stripe(layer, hw)
+    return groups * layer.out_points * channel_ops_per_stripe(layer, hw)
 
 
 def roofline_cycles(macs: int, dram_read: int, dram_write: int, hw: HwConfig, precision: Precision) -> float:

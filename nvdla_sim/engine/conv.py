@@ -116,7 +116,7 @@ def core_floor(
     ring_groups groups take at least the larger of ring_groups computes and one compute plus a refill."""
     kpg = hw.kernels_per_atomic(layer.precision)
     tiles = kernel_tiles(layer, kernels_per_tile) if order is LoopOrder.WEIGHT_STATIONARY else [(0, layer.shape.out_k)]
-    bands = Counter(r1 - r0 for r0, r1 in row_tiles(layer, rows_per_tile))
+    bands = Counter(r1 - r0 for r0, r1 in row_tiles(layer, rows_per_tile) for _ in range(layer.images))
     total = 0
     for (rows, n_bands), (kernels, n_tiles) in itertools.product(
         bands.items(), Counter(b - a for a, b in tiles).items()
@@ -200,10 +200,10 @@ class _Chain:
         kpg = hw.kernels_per_atomic(p)
         bpk = bytes_per_kernel(layer)
         w_ratio = _weight_ratio(layer)
-        rtiles = row_tiles(layer, plan.rows_per_tile)
+        n_data = fp.n_data_tiles
         ws = plan.order is LoopOrder.WEIGHT_STATIONARY
-        weights_resident = ws or len(rtiles) == 1
-        _check_resident(layer, plan, fp, len(rtiles))
+        weights_resident = ws or n_data == 1
+        _check_resident(layer, plan, fp, n_data)
         seen: dict[tuple, int] = {}
         if layer.data_resident:
             seen[("d", 0)] = self.last_data
@@ -217,14 +217,15 @@ class _Chain:
         first = self.layers
         for step in tile_steps(layer, plan, hw):  # the plan's loop nest, shared with run_conv
             d, k = step.data_tile, step.weight_tile
-            if first + _hardware_layer(plan, d, k, len(rtiles)) != current:
-                current = first + _hardware_layer(plan, d, k, len(rtiles))
+            if first + _hardware_layer(plan, d, k, n_data) != current:
+                current = first + _hardware_layer(plan, d, k, n_data)
                 self.info[current] = info
                 self.last_weights = {}
                 prefetch_left = sdp.operand_prefetch_bytes(hw)
             r0, r1 = step.rows
             i0, i1 = s.input_rows_for(r0, r1)
-            data_key = ("d", d) if (not ws or len(rtiles) == 1) else ("d", d, k)
+            data_key = ("d", d) if (not ws or n_data == 1) else ("d", d, k)
+            image = f"image {step.image} " if layer.images > 1 else ""
             g0, g1 = step.group
             fetches: list[Fetch] = []
             if data_key not in seen:
@@ -234,7 +235,7 @@ class _Chain:
                 fetches.append(
                     Fetch(
                         seen[data_key], Buffer.CBUF_DATA, Channel.CDMA_DAT, nbytes, layer.input_memory,
-                        f"data rows {i0}-{i1}", not before,
+                        f"data {image}rows {i0}-{i1}", not before,
                     )
                 )  # fmt: skip
             weight_key = ("w", g0) if weights_resident else ("w", g0, d)
@@ -257,7 +258,7 @@ class _Chain:
             self.last_weights[g0 - step.kernels[0]] = seen[weight_key]
             self.items.append(
                 Item(
-                    name=f"rows {r0}-{r1} k{g0}-{g1}",
+                    name=f"{image}rows {r0}-{r1} k{g0}-{g1}",
                     fetches=tuple(fetches),
                     uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e >= 0),  # -1: left by a layer before
                     blocks=group_blocks(layer, hw, r1 - r0, g1 - g0),
@@ -308,6 +309,32 @@ def simulate_chain(steps: Sequence[tuple[ConvLayer, TilePlan]], hw: HwConfig) ->
         chain.add(layer, plan, hw)
     res, _, ends = chain.run(hw, False)
     return ChainStats(math.ceil(res.end), ends, chain.traffic(steps[0][0].input_memory))
+
+
+# Instances of one layer a chain runs before its time per instance repeats: layer n waits for layer n-2's
+# register group, so the chain settles into a period of two instances (see instances_cycles).
+_SETTLE_INSTANCES = 6
+
+
+def instances_cycles(layer: ConvLayer, plan: TilePlan, hw: HwConfig, count: int) -> int:
+    """Cycles of `count` independent instances of a layer (heads, groups: their own input and weights)
+    under `plan`, run back to back in ping-pong register groups (simulate_chain: the next instance
+    fetches into what the previous one releases; its compute follows the previous one's). The chain of
+    identical instances repeats with a period of two (the register groups): past _SETTLE_INSTANCES the
+    last two instances' times repeat (equal to the full chain: tests/unit/test_conv_instances.py)."""
+    if count < 1:
+        raise ShapeError(f"{layer.name}: instances must be >= 1, not {count}")
+    if layer.data_resident or layer.weights_resident:
+        raise ShapeError(f"{layer.name}: independent instances cannot take operands left in CBUF (*_REUSE)")
+    n = min(count, _SETTLE_INSTANCES)
+    chain = simulate_chain([(layer, plan)] * n, hw)
+    if count == n:
+        return chain.cycles
+    per = len(chain.layer_ends) // n  # hardware layers per instance
+    ends = [chain.layer_ends[per * i - 1] for i in range(1, n + 1)]
+    odd, even = ends[-2] - ends[-3], ends[-1] - ends[-2]  # the instance before last and the last one
+    pairs, rest = divmod(count - n, 2)
+    return math.ceil(chain.cycles + pairs * (odd + even) + rest * odd)
 
 
 def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True) -> LayerStats:
@@ -374,7 +401,8 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
 
 def _check_resident(layer: ConvLayer, plan: TilePlan, fp, bands: int) -> None:
     """An operand reused from CBUF must be all there: the whole input in one band, or every kernel group
-    in the weight banks at once (the RTL keeps what the previous layer fetched, nothing more)."""
+    in the weight banks at once (the RTL keeps what the previous layer fetched, nothing more). `bands`:
+    the plan's data tiles."""
     if layer.data_resident and bands > 1:
         raise ShapeError(f"{layer.name}: reused input (DATA_REUSE) must be one band, not {bands} bands of rows")
     groups = fp.groups_per_weight_tile * fp.n_weight_tiles
@@ -386,9 +414,10 @@ def _check_resident(layer: ConvLayer, plan: TilePlan, fp, bands: int) -> None:
 
 
 def _hardware_layer(plan: TilePlan, d: int, k: int, n_bands: int) -> int:
-    """Which hardware layer runs data tile `d` with weight tile `k`. The convolution pipeline only runs
-    in full-input mode (programming_guide.rst), so every band of output rows is a hardware layer of its
-    own ("split H"); weight-stationary order also makes every weight tile one (for k: for band)."""
+    """Which hardware layer runs data tile `d` (of `n_bands`: bands of rows of every image) with weight
+    tile `k`. The convolution pipeline only runs in full-input mode (programming_guide.rst), so every band
+    of output rows (of each image) is a hardware layer of its own ("split H"); weight-stationary order
+    also makes every weight tile one (for k: for band)."""
     return k * n_bands + d if plan.order is LoopOrder.WEIGHT_STATIONARY else d
 
 
@@ -502,15 +531,15 @@ def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
 
 
 def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int) -> tuple[int, int]:
-    """(read, write) bytes no plan avoids: input, weights (unless resident in CBUF) and SDP operands once,
-    the output once."""
+    """(read, write) bytes no plan avoids: every image's input, the weights (unless resident in CBUF) and
+    SDP operands once, every image's output once."""
     s = layer.shape
     reads = (
-        (0 if layer.data_resident else cdma.input_bytes(layer, s.in_h, hw))
+        (0 if layer.data_resident else cdma.input_bytes(layer, s.in_h, hw) * layer.images)
         + (0 if layer.weights_resident else math.ceil(cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)) * w_ratio))
         + extra
     )
-    return reads, output_bytes(layer, s.out_h, s.out_k, hw)
+    return reads, output_bytes(layer, s.out_h, s.out_k, hw) * layer.images
 
 
 def _breakdown(res) -> dict[str, int]:
@@ -558,9 +587,20 @@ def run_conv(
 ) -> tuple[np.ndarray, int]:
     """Bit-exact result of the layer: data[H, W, C], weights[K, R, S, C] -> output[H', W', K'] and
     saturation count. Computed tile by tile in the plan's order through CMAC/CACC/SDP (and PDP).
-    `pad_value` is the element CSC feeds for padded positions (D_ZERO_PADDING_VALUE)."""
+    `pad_value` is the element CSC feeds for padded positions (D_ZERO_PADDING_VALUE). A layer of several
+    images takes data[images, H, W, C] and returns output[images, H', W', K']: each image's hardware
+    layers compute it alone (the plan's kept weights are the same kernels)."""
     s, p = layer.shape, layer.precision
     check_plan(layer, plan, hw)
+    if layer.images > 1:
+        if data.shape[:1] != (layer.images,):
+            raise ValueError(f"data shape {data.shape} must start with the layer's {layer.images} images")
+        one = dataclasses.replace(layer, images=1)
+        runs = [
+            run_conv(one, x, weights, hw, plan, sdp_params=sdp_params, truncate=truncate, pad_value=pad_value)
+            for x in data
+        ]
+        return np.stack([r[0] for r in runs]), sum(r[1] for r in runs)
     if data.shape != (s.in_h, s.in_w, s.in_c):
         raise ValueError(f"data shape {data.shape} != (H, W, C) = {(s.in_h, s.in_w, s.in_c)}")
     if weights.shape != (s.out_k, s.kernel_h, s.kernel_w, s.in_c):

@@ -77,6 +77,11 @@ def row_tiles(layer: ConvLayer, rows_per_tile: int) -> list[tuple[int, int]]:
     return [(r, min(oh, r + rows_per_tile)) for r in range(0, oh, rows_per_tile)]
 
 
+def data_tiles(layer: ConvLayer, rows_per_tile: int) -> list[tuple[int, tuple[int, int]]]:
+    """The plan's data tiles: (image, band of output rows), every band of the first image, then the next."""
+    return [(b, rows) for b in range(layer.images) for rows in row_tiles(layer, rows_per_tile)]
+
+
 def kernel_tiles(layer: ConvLayer, kernels_per_tile: int) -> list[tuple[int, int]]:
     k = layer.shape.out_k
     return [(s, min(k, s + kernels_per_tile)) for s in range(0, k, kernels_per_tile)]
@@ -103,18 +108,19 @@ class TileStep:
     """One kernel group of one (data tile, weight tile) pair of a plan: the unit of work the conv core
     runs, in the plan's order."""
 
-    data_tile: int  # index of the band of output rows
+    data_tile: int  # index of the data tile (image, band of output rows)
     weight_tile: int  # index of the weight tile
     rows: tuple[int, int]  # output rows [r0, r1)
     kernels: tuple[int, int]  # the weight tile's kernels [k0, k1)
     group: tuple[int, int]  # the kernel group [g0, g1): kernels_per_atomic kernels or the rest
+    image: int = 0  # which image of the layer's batch (ConvLayer.images)
 
 
 def tile_steps(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Iterator[TileStep]:
     """The plan's loop nest, written once for the timing model and the bit-exact one: data-stationary
     order runs every weight tile against a band of rows before the next band; weight-stationary keeps a
-    weight tile and runs it against every band."""
-    rtiles, ktiles = row_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
+    weight tile and runs it against every band (of every image)."""
+    rtiles, ktiles = data_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
     if plan.order is LoopOrder.WEIGHT_STATIONARY:
         nest = [(d, k) for k in range(len(ktiles)) for d in range(len(rtiles))]
     else:
@@ -122,8 +128,9 @@ def tile_steps(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Iterator[TileS
     kpg = hw.kernels_per_atomic(layer.precision)
     for d, k in nest:
         k0, k1 = ktiles[k]
+        image, rows = rtiles[d]
         for g0 in range(k0, k1, kpg):
-            yield TileStep(d, k, rtiles[d], ktiles[k], (g0, min(k1, g0 + kpg)))
+            yield TileStep(d, k, rows, ktiles[k], (g0, min(k1, g0 + kpg)), image)
 
 
 @lru_cache(maxsize=65536)  # pure; asked for by every bound, timing key and simulation of a plan
@@ -141,7 +148,7 @@ def footprint(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
         weight_tile_entries=w_entries,
         data_capacity_tiles=plan.data_banks * epb // d_entries,
         weight_capacity_groups=plan.weight_banks * epb // g_entries,
-        n_data_tiles=math.ceil(s.out_h / plan.rows_per_tile),
+        n_data_tiles=math.ceil(s.out_h / plan.rows_per_tile) * layer.images,
         n_weight_tiles=math.ceil(s.out_k / plan.kernels_per_tile),
         groups_per_weight_tile=math.ceil(min(plan.kernels_per_tile, s.out_k) / kpg),
     )
