@@ -26,6 +26,13 @@ class TaskResult:
     def cycles(self) -> int:
         return self.duration
 
+    @property
+    def bound(self) -> str:
+        """What the task's time is made of (engine.stats.Bound for hardware layers; host; a copy: dram)."""
+        if self.stats is not None:
+            return self.stats.bound.value
+        return "host" if self.task.resource is Resource.HOST else "dram"
+
     def to_row(self) -> dict[str, Any]:
         st = self.stats
         return {
@@ -40,7 +47,7 @@ class TaskResult:
             "end": self.end,
             "macs": st.macs * self.task.count if st else 0,
             "mac_utilization": round(st.mac_utilization, 4) if st else 0.0,
-            "bound": st.bound.value if st else ("host" if self.task.resource is Resource.HOST else "dram"),
+            "bound": self.bound,
             "dram_read": (st.traffic.dram_read * self.task.count) if st else self.task.copy_bytes * self.task.count,
             "dram_write": (st.traffic.dram_write * self.task.count) if st else self.task.copy_bytes * self.task.count,
             "macs_per_cycle": round(st.macs / st.cycles, 3) if st and st.cycles else 0.0,
@@ -115,6 +122,14 @@ class MapResult:
             out[r.task.group] = out.get(r.task.group, 0) + r.cycles
         return out
 
+    def by_bound(self) -> dict[str, int]:
+        """Cycles of the tasks per bound label (summed over resources, like by_group): how much of the run
+        is MAC-bound, memory-bound, the two in turn (compute+dram), SDP drain, weight loads or host."""
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.bound] = out.get(r.bound, 0) + r.cycles
+        return out
+
     def _weights_dict(self) -> dict[str, Any]:
         dense, stored = self.weight_bytes()
         w = self.weights
@@ -169,6 +184,7 @@ class MapResult:
             "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
             "dram_bytes_per_cycle": self.hw.dram_bytes_per_cycle,
             "cycles_by_group": self.by_group(),
+            "cycles_by_bound": self.by_bound(),
             "cycles_by_block": self.by_block(),
             "unit_busy": {u: s.to_dict() for u, s in busy.items()},
             "unit_utilization": {

@@ -340,6 +340,11 @@ def format_summary(res, *, top: int) -> str:
         "  time by group     "
         + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(groups.items(), key=lambda kv: -kv[1]))
     )
+    bounds = d["cycles_by_bound"]
+    lines.append(
+        "  time by bound     "
+        + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(bounds.items(), key=lambda kv: -kv[1]))
+    )
     hf = d["host_fallback"]
     if hf["tasks"]:
         lines.append(f"  host fallback     {hf['tasks']} tasks, {hf['cycles']:,} cycles of host time:")

@@ -343,7 +343,18 @@ def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMo
     return SdpSpec(bias=bias_mode, scale=scale, relu=f.activation is OpKind.RELU, lut=lut, eltwise=residual_mode)
 
 
-def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
+def lower_conv(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
+    """A convolution as one task of its batch's images (they share each group's kernels: kept across
+    images where the search finds it faster), its groups independent instances. The network's input
+    (<= 4 channels) can be read as a pixel image (CDMA_IMG, channel extension) or, laid out by the host
+    in feature format, as any other layer: both are timed and the faster kept."""
+    if op.attrs.image_input:
+        modes = (("image input (pixel format)", True), ("feature-format input (direct convolution)", False))
+        return Choice(tuple((label, (_conv_task(op, ctx, image),)) for label, image in modes))
+    return [_conv_task(op, ctx, False)]
+
+
+def _conv_task(op: Op, ctx: LoweringContext, image_input: bool) -> Task:
     f = ctx.fused.get(op.name, Fused())
     spec = _fused_sdp(f, ctx, scale=OperandMode.PER_KERNEL if op.attrs.bn else OperandMode.NONE)
     layer = ctx.weighted(
@@ -353,16 +364,14 @@ def lower_conv(op: Op, ctx: LoweringContext) -> list[Task]:
             ctx.precision,
             spec,
             pool=f.pool,
-            image_input=op.attrs.image_input,
-            # the batch's images share each group's kernels: one layer of them all (kept weights across
-            # images where the search finds it faster); the groups are independent instances
+            image_input=image_input,
             images=op.count // op.attrs.groups,
         )
     )
     note = f"groups={op.attrs.groups}" if op.attrs.groups > 1 else ""
     stored = _stored_weights(layer) * op.attrs.groups
     task = _hw(op, layer, count=op.attrs.groups, note=note)
-    return [dataclasses.replace(task, stored_weight_bytes=stored, static_weights=True)]
+    return dataclasses.replace(task, stored_weight_bytes=stored, static_weights=True)
 
 
 def _data_cube_weights(name: str, m: int, k: int, n: int, ctx: LoweringContext) -> list[tuple[HwLayer, int]]:

@@ -11,6 +11,13 @@ import io
 from pathlib import Path
 from typing import Any
 
+_BOUND_NOTE = (
+    "What each layer's time is made of: compute (the MAC array), cbuf (weight loads between stripes), "
+    "dram (the memory port or waits for fetches), compute+dram (neither fills three quarters of the layer; "
+    "the MACs and the waits for re-fetched operands ran in turn), sdp (the output drain), host (CPU "
+    "fallback), pdp and cdp (their element rates). See docs/mapping.md, 'Labels that explain'."
+)
+
 
 def _pyplot():
     """matplotlib.pyplot with the file-only Agg backend, imported on first use (it costs about half a
@@ -179,6 +186,7 @@ def render_html(d: dict[str, Any]) -> str:
         for u, s in d["unit_busy"].items()
     ]
     groups = [[g, f"{c:,}"] for g, c in sorted(d["cycles_by_group"].items(), key=lambda kv: -kv[1])]
+    bounds = [[b, f"{c:,}"] for b, c in sorted(d["cycles_by_bound"].items(), key=lambda kv: -kv[1])]
     host = [[n] for n in hf["ops"]] or [["none: every op runs on NVDLA"]]
     images = {
         "roofline": roofline_plot(d),
@@ -193,6 +201,8 @@ def render_html(d: dict[str, Any]) -> str:
         + f"<h2>Summary</h2>{_table(['metric', 'value'], summary, table_id='summary')}"
         f"<h2>Plots</h2>{imgs}"
         f"<h2>Time by op type</h2>{_table(['group', 'cycles (summed over resources)'], groups, table_id='groups')}"
+        f"<h2>Time by bound</h2><p>{_BOUND_NOTE}</p>"
+        f"{_table(['bound', 'cycles (summed over resources)'], bounds, table_id='bounds')}"
         f"<h2>Per-unit utilization</h2>{_table(['unit', 'busy', 'stall', 'busy %'], units, table_id='units')}"
         f"<h2>Host fallback</h2>{_table(['op'], host, table_id='host')}"
         + _weights_section(d)

@@ -387,7 +387,7 @@ _EXPAND = (-math.inf,)  # heap ties: expand a band height or family before simul
 
 def _preference(plan: TilePlan) -> tuple:
     """Among plans that time the same: the deepest weight ring (a deeper ring than the model needs also
-    absorbs the RTL's slower refill of a weight ring around kept tiles, docs/mapping.md), then fewer data
+    absorbs the weight releases a clock-gated RTL loses, docs/validation.md), then fewer data
     banks, taller bands and larger kernel tiles (fewer hardware layers)."""
     return (-plan.weight_banks, plan.data_banks, -plan.rows_per_tile, -plan.kernels_per_tile)
 

@@ -16,6 +16,10 @@ def test_map_bert_writes_json_and_csv(tmp_path, capsys):
     assert d["model_macs"] == 11_174_217_216  # with the pooler and classifier
     assert d["macs"] == 11_187_586_560  # + the ones-convolution sums and broadcasts of softmax and layernorm
     assert d["host_fallback"]["tasks"] >= 1  # the embedding lookup
+    # the run's time by label, printed as shares of the same total as the op groups
+    total = sum(d["cycles_by_group"].values())
+    shares = ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(d["cycles_by_bound"].items(), key=lambda kv: -kv[1]))
+    assert f"time by bound     {shares}" in out and "host" in d["cycles_by_bound"]
     assert (tmp_path / "report.html").stat().st_size > 10_000 and (tmp_path / "trace.json").exists()
 
 

@@ -72,6 +72,12 @@ def test_html_matches_json(report):
     assert len(layers) == len(d["layers"])
     assert [r[0] for r in layers] == [r["name"] for r in d["layers"]]
     assert [r[4] for r in layers] == [f"{r['cycles']:,}" for r in d["layers"]]
+    bounds = {r[0]: r[1] for r in doc.tables["bounds"][1:]}
+    assert bounds == {b: f"{c:,}" for b, c in d["cycles_by_bound"].items()}
+    # every task's time under its label: the labels split the same cycles the op groups do
+    assert sum(d["cycles_by_bound"].values()) == sum(d["cycles_by_group"].values())
+    for label in d["cycles_by_bound"]:
+        assert d["cycles_by_bound"][label] == sum(r["cycles"] for r in d["layers"] if r["bound"] == label)
     units = {r[0]: r[3] for r in doc.tables["units"][1:]}
     assert units == {u: f"{100 * v:.1f}%" for u, v in d["unit_utilization"].items()}
     assert set(doc.images) == {"plot-roofline", "plot-breakdown", "plot-units", "plot-timeline"}

@@ -158,3 +158,18 @@ def test_resnet_conv1_uses_image_mode_and_stripes_stay_in_rows():
     assert image_stripes(112, 2) == (64, 48, 64, 48)
     with pytest.raises(Exception, match="up to 4 channels"):
         ConvLayer("bad", ConvShape.square(8, 8, 16, 8, kernel=3), Precision.INT8, image_input=True)
+
+
+def test_the_mapper_times_both_input_modes_of_the_first_layer_and_keeps_the_faster():
+    """ResNet-50's conv1 (224 x 224 x 3, 7x7 stride 2 -> 64) on nv_full: in feature format (direct
+    convolution) its 3 channels fill one 64-channel atom, so 2 kernel groups x 112 x 112 outputs x 49
+    kernel positions = 1,229,312 atomic ops at one a cycle, hand arithmetic; as a pixel image, channel
+    extension packs 7 kernel columns into an atom (7 ops per output point): the mapper keeps that and
+    says what it compared."""
+    res = map_model(CNN_PRESETS["resnet50"](1), load_config("nv_full"), precision=Precision.INT8)
+    conv1 = next(r for r in res.results if r.task.name == "conv1")
+    assert conv1.task.layer.image_input
+    note = conv1.task.note
+    assert note.startswith("chosen: image input (pixel format)") and "over feature-format input" in note
+    direct = int(note.rsplit(": ", 1)[1].replace(",", ""))
+    assert direct >= 2 * 112 * 112 * 49 > conv1.cycles

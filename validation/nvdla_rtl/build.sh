@@ -99,4 +99,23 @@ if [ ! -x "$mdir/VNV_nvdla" ] || [ "$mdir/nvdla.cpp" -nt "$mdir/VNV_nvdla" ]; th
   make -C "$mdir" -f VNV_nvdla.mk -j2 OPT_FAST=-O1 OPT_SLOW=-O0 VM_PARALLEL_BUILDS=1 > "$work/make.log" 2>&1 \
     || { tail -20 "$work/make.log" >&2; exit 1; }
 fi
+# Optional: the same model with the testbench's second-level clock gating turned off
+# (NVDLA_TB_CLOCK_GATING=off; nvdla.cpp sets tmc2slcg_disable_clock_gating = 0). Only the testbench
+# file is recompiled, in a copy of the model folder; the default build is untouched. Used to show why
+# long weight-stationary chains slow down (docs/validation.md).
+if [ "${NVDLA_TB_CLOCK_GATING:-on}" = "off" ]; then
+  ndir="$hw/outdir/nv_small/verilator_no_clock_gating"
+  [ -d "$ndir" ] || cp -a "$mdir" "$ndir"
+  sed 's#tmc2slcg_disable_clock_gating = 0;#tmc2slcg_disable_clock_gating = 1;#' "$mdir/nvdla.cpp" > "$ndir/nvdla.cpp.new"
+  grep -q "tmc2slcg_disable_clock_gating = 1;" "$ndir/nvdla.cpp.new" \
+    || { echo "build.sh: could not turn off clock gating in nvdla.cpp" >&2; exit 1; }
+  cmp -s "$ndir/nvdla.cpp.new" "$ndir/nvdla.cpp" || mv "$ndir/nvdla.cpp.new" "$ndir/nvdla.cpp"
+  rm -f "$ndir/nvdla.cpp.new"
+  if [ ! -x "$ndir/VNV_nvdla" ] || [ "$ndir/nvdla.cpp" -nt "$ndir/VNV_nvdla" ]; then
+    echo "build.sh: compiling the testbench without clock gating" >&2
+    make -C "$ndir" -f VNV_nvdla.mk -j2 OPT_FAST=-O1 OPT_SLOW=-O0 VM_PARALLEL_BUILDS=1 > "$work/make_ncg.log" 2>&1 \
+      || { tail -20 "$work/make_ncg.log" >&2; exit 1; }
+  fi
+  mdir="$ndir"
+fi
 echo "$mdir/VNV_nvdla"

@@ -63,10 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         help="run the trace tests in this folder (programs of our own, e.g. from nvdla_validation.nvdla_rtl.own_programs) "
         "instead of NVIDIA's",
     )
+    ap.add_argument(
+        "--no-clock-gating",
+        action="store_true",
+        help="run a copy of the testbench with second-level clock gating off (tmc2slcg_disable_clock_gating)",
+    )
     args = ap.parse_args(argv)
 
     src, work = Path(args.src).resolve(), Path(args.work).resolve()
-    binary = build(src, work)
+    binary = build(src, work, clock_gating=not args.no_clock_gating)
     hw = work / "hw"
     regs = runpy.run_path(str(hw / "outdir/nv_small/spec/manual/opendla.py"))["registers"]
     tests_root = Path(args.tests_dir).resolve() if args.tests_dir else extract_tests(src, work)
@@ -80,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = {r["name"]: r for r in doc.get("rows", [])}
     for name in chosen:
         t0 = time.monotonic()
-        row = run_one(tests_root / name, binary, regs, work / "runs" / name, timeout=args.timeout)
+        runs = work / ("runs" if not args.no_clock_gating else "runs_no_clock_gating")
+        row = run_one(tests_root / name, binary, regs, runs / name, timeout=args.timeout)
         row["wall_s"] = round(time.monotonic() - t0, 2)
         rows[name] = row
         print(
@@ -95,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m nvdla_validation.nvdla_rtl.run_reference SRC"
         + (f" --tests-dir {args.tests_dir}" if args.tests_dir else "")
         + ("" if args.out == str(DEFAULT_OUT) else f" --out {args.out}")
-        + ("" if args.tests == ["*"] else " --tests " + " ".join(args.tests)),
+        + ("" if args.tests == ["*"] else " --tests " + " ".join(args.tests))
+        + (" --no-clock-gating" if args.no_clock_gating else ""),
         "source_commit": (hw / ".source_commit").read_text().strip() if (hw / ".source_commit").exists() else "",
         "date": datetime.date.today().isoformat(),
         "verilator": subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout.strip(),
@@ -110,8 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def build(src: Path, work: Path) -> Path:
-    res = subprocess.run(["bash", str(HERE / "build.sh"), str(src), str(work)], stdout=subprocess.PIPE, text=True)
+def build(src: Path, work: Path, *, clock_gating: bool = True) -> Path:
+    env = {**os.environ, "NVDLA_TB_CLOCK_GATING": "on" if clock_gating else "off"}
+    res = subprocess.run(
+        ["bash", str(HERE / "build.sh"), str(src), str(work)], stdout=subprocess.PIPE, text=True, env=env
+    )
     if res.returncode:
         raise SystemExit(f"run_reference: build.sh failed (exit {res.returncode}); see the logs in {work}")
     return Path(res.stdout.strip().splitlines()[-1])
