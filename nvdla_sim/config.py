@@ -15,6 +15,7 @@ from typing import Any
 
 from nvdla_sim.errors import ConfigError
 from nvdla_sim.precision import Precision
+from nvdla_sim.values import field_hash, state_without_hash
 
 # The shipped configs: the repository's configs/ folder, installed as the package data nvdla_sim.configs
 # (pyproject.toml maps the folder), so a wheel carries them and an editable checkout reads them in place.
@@ -222,6 +223,9 @@ _SECTIONS: dict[str, type] = {
 @dataclass(frozen=True)
 class HwConfig:
     """One NVDLA build. Make variants with `dataclasses.replace` or `HwConfig.with_values`."""
+
+    __hash__ = field_hash  # computed once: these key the simulator's caches (nvdla_sim.values)
+    __getstate__ = state_without_hash
 
     name: str
     clock_mhz: float

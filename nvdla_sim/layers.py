@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.precision import Precision
+from nvdla_sim.values import field_hash, state_without_hash
 
 # Register field limits (hw spec/manual NVDLA_CDMA.rdl / NVDLA_CSC.rdl, minus-one encoded widths).
 MAX_DIM = 8192  # DATAIN_WIDTH/HEIGHT/CHANNEL, WEIGHT_KERNEL: 13 bits
@@ -209,6 +210,9 @@ class ConvLayer:
 
     `weight_bytes` overrides the dense weight size (e.g. compressed weights); None means dense.
     """
+
+    __hash__ = field_hash  # computed once: these key the simulator's caches (nvdla_sim.values)
+    __getstate__ = state_without_hash
 
     name: str
     shape: ConvShape

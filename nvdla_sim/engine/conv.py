@@ -15,7 +15,7 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -215,6 +215,12 @@ class _Chain:
         prefetch_left = 0  # operand bytes the current layer's SDP RDMA latency FIFO still takes up front
         current = -1
         first = self.layers
+
+        @cache  # per (output rows, kernels) of an item: the layer and hw are this call's (hashing them is slow)
+        def per_item(rows: int, kernels: int) -> tuple[tuple[BlockRun, ...], int, int]:
+            extra = sdp.operand_read_bytes(layer.sdp, pixels=rows * s.out_w, channels=kernels, operand_bytes=p.bytes)
+            return group_blocks(layer, hw, rows, kernels), output_bytes(layer, rows, kernels, hw), extra
+
         for step in tile_steps(layer, plan, hw):  # the plan's loop nest, shared with run_conv
             d, k = step.data_tile, step.weight_tile
             if first + _hardware_layer(plan, d, k, n_data) != current:
@@ -248,8 +254,7 @@ class _Chain:
                         f"weights k{g0}-{g1}",
                     )
                 )  # fmt: skip
-            pixels = (r1 - r0) * s.out_w
-            extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=g1 - g0, operand_bytes=p.bytes)
+            blocks, write_bytes, extra = per_item(r1 - r0, g1 - g0)
             self.item_extra.append(extra)
             covered = min(prefetch_left, extra)
             prefetch_left -= covered
@@ -261,8 +266,8 @@ class _Chain:
                     name=f"{image}rows {r0}-{r1} k{g0}-{g1}",
                     fetches=tuple(fetches),
                     uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e >= 0),  # -1: left by a layer before
-                    blocks=group_blocks(layer, hw, r1 - r0, g1 - g0),
-                    write_bytes=output_bytes(layer, r1 - r0, g1 - g0, hw),
+                    blocks=blocks,
+                    write_bytes=write_bytes,
                     write_memory=layer.output_memory,
                     drain_reads=extra - covered,
                     drain_read_memory=layer.input_memory,
