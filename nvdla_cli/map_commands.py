@@ -340,6 +340,12 @@ def format_summary(res, *, top: int) -> str:
         "  time by group     "
         + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(groups.items(), key=lambda kv: -kv[1]))
     )
+    en = d["energy"]
+    lines.append(
+        f"  energy            {en['core_uj']:,.1f} uJ in NVDLA per inference ({en['average_core_power_mw']:,.1f} mW average,"
+        f" {en['tops_per_w']:.2f} TOPS/W), DRAM {en['dram_uj']:,.1f} uJ ({en['dram_device']}); area"
+        f" {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (components only, not yet calibrated)"
+    )
     bounds = d["cycles_by_bound"]
     lines.append(
         "  time by bound     "

@@ -208,6 +208,29 @@ class TimingConfig:
                 _check_int("timing", f.name, getattr(self, f.name), minimum=0)
 
 
+# Technology nodes the energy and area models accept (nm): the range over which hwcomponents' scaling and
+# CACTI give monotonic costs (an SRAM's read energy at 130 nm comes out below its 65 nm value).
+TECH_NODES_NM = (5, 65)
+# Off-chip memories with an energy model in hwcomponents (its DRAM component names).
+DRAM_DEVICES = ("LPDDR4", "LPDDR", "DDR3", "HBM2", "HBM3", "HBM4")
+
+
+@dataclass(frozen=True)
+class TechConfig:
+    """What the energy and area models build the design from (docs/energy.md)."""
+
+    node_nm: float = 16  # process node; the primer's table gives 28 nm and 16 nm
+    dram_device: str = "LPDDR4"  # the off-chip memory whose energy per access a run's DRAM bytes cost
+
+    def __post_init__(self) -> None:
+        lo, hi = TECH_NODES_NM
+        n = self.node_nm
+        if isinstance(n, bool) or not isinstance(n, int | float) or not lo <= n <= hi:
+            raise ConfigError(f"tech.node_nm must be a number of nanometres in {lo}..{hi}, not {n!r}")
+        if self.dram_device not in DRAM_DEVICES:
+            raise ConfigError(f"tech.dram_device {self.dram_device!r} is not one of {', '.join(DRAM_DEVICES)}")
+
+
 _SECTIONS: dict[str, type] = {
     "mac": MacConfig,
     "cbuf": CbufConfig,
@@ -217,6 +240,7 @@ _SECTIONS: dict[str, type] = {
     "pdp": PdpConfig,
     "cdp": CdpConfig,
     "timing": TimingConfig,
+    "tech": TechConfig,
 }
 
 
@@ -238,6 +262,7 @@ class HwConfig:
     cdp: CdpConfig
     cacc: CaccConfig = CaccConfig()
     timing: TimingConfig = TimingConfig()
+    tech: TechConfig = TechConfig()
     bdma: bool = False  # bridge DMA present (memory-to-memory copies on the accelerator)
     weight_compression: bool = False  # CDMA reads compressed weights (values + WMB + WGS)
 

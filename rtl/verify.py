@@ -239,7 +239,8 @@ def _config_path(hw: HwConfig, root: Path) -> Path:
             for k, v in vals.items():
                 if v is None:
                     continue
-                lines.append(f"{k} = {str(v).lower() if isinstance(v, bool) else v}")
+                text = str(v).lower() if isinstance(v, bool) else json.dumps(v) if isinstance(v, str) else v
+                lines.append(f"{k} = {text}")
     path = root / "hw.toml"
     path.write_text("\n".join(lines) + "\n")
     return path

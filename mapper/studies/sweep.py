@@ -60,6 +60,12 @@ METRICS = (
     "host_tasks",
     "host_cycles",
     "throughput_inferences_per_s",
+    # energy and area (issue 28; components from hwcomponents, not yet calibrated: docs/energy.md)
+    "core_energy_uj",
+    "dram_energy_uj",
+    "average_core_power_mw",
+    "tops_per_w",
+    "area_mm2",
 )
 _TOP_KEYS = {"name", "base", "space", "workloads", "options"}
 _WORKLOAD_KEYS = {"models", "seq", "batch"}
@@ -237,6 +243,11 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             host_tasks=d["host_fallback"]["tasks"],
             host_cycles=d["host_fallback"]["cycles"],
             throughput_inferences_per_s=res.throughput,
+            core_energy_uj=d["energy"]["core_uj"],
+            dram_energy_uj=d["energy"]["dram_uj"],
+            average_core_power_mw=d["energy"]["average_core_power_mw"],
+            tops_per_w=d["energy"]["tops_per_w"],
+            area_mm2=d["energy"]["area_mm2"],
             seq=res.seq,  # the sequence the model ran (a vision model's image tokens, 0 for a CNN)
             config_digest=config_digest(hw),
             notes="; ".join(hw.notes),  # values of the point the model did not take as given

@@ -316,6 +316,39 @@ def simulate_chain(steps: Sequence[tuple[ConvLayer, TilePlan]], hw: HwConfig) ->
     return ChainStats(math.ceil(res.end), ends, chain.traffic(steps[0][0].input_memory))
 
 
+@dataclasses.dataclass(frozen=True)
+class ConvActivity:
+    """What a convolution's units do under a plan, counted for its energy (nvdla_sim.energy)."""
+
+    atomic_ops: int  # CMAC atomic operations: one data atom against one kernel group (padded channels too)
+    weight_loads: int  # stripe operations: a kernel group's weights for one block loaded into CMAC
+    cbuf_read_bytes: int  # data atoms and weights CSC reads from CBUF
+    partial_sums: int  # CACC accumulations: atomic ops x kernels of their group
+    outputs: int  # output elements CACC delivers to SDP
+
+
+def conv_activity(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> ConvActivity:
+    """Count the plan's work item by item (tile_steps, group_blocks, as simulate_conv times it): each
+    atomic op reads one data atom (atomic_c elements) from CBUF; each stripe op loads its kernel group's
+    weights for one block (kernels x atomic_c elements)."""
+    p = layer.precision
+    atom = hw.mac.atomic_c * p.bytes
+    channel_ops = channel_ops_per_stripe(layer, hw)
+    ops = loads = read = sums = outputs = 0
+    for step in tile_steps(layer, plan, hw):
+        (r0, r1), (g0, g1) = step.rows, step.group
+        kernels = g1 - g0
+        runs = group_blocks(layer, hw, r1 - r0, kernels)
+        item_ops = sum(r.count * r.useful_ops for r in runs)
+        item_loads = sum(r.count for r in runs) * channel_ops
+        ops += item_ops
+        loads += item_loads
+        read += item_ops * atom + item_loads * kernels * atom
+        sums += item_ops * kernels
+        outputs += (r1 - r0) * layer.shape.out_w * kernels
+    return ConvActivity(ops, loads, read, sums, outputs)
+
+
 # Instances of one layer a chain runs before its time per instance repeats: layer n waits for layer n-2's
 # register group, so the chain settles into a period of two instances (see instances_cycles).
 _SETTLE_INSTANCES = 6
@@ -399,6 +432,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
             "hardware_layer_ends": layer_ends,
             "weight_ring_groups": fp.weight_capacity_groups,
             "weight_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer is Buffer.CBUF_WEIGHT),
+            "data_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer is Buffer.CBUF_DATA),
             "sparse_mac_whatif": layer.sparse_mac,
         },
     )

@@ -20,6 +20,9 @@ def test_map_bert_writes_json_and_csv(tmp_path, capsys):
     total = sum(d["cycles_by_group"].values())
     shares = ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(d["cycles_by_bound"].items(), key=lambda kv: -kv[1]))
     assert f"time by bound     {shares}" in out and "host" in d["cycles_by_bound"]
+    en = d["energy"]
+    assert f"  energy            {en['core_uj']:,.1f} uJ in NVDLA per inference" in out
+    assert f"area {en['area_mm2']:.3f} mm2 at 16 nm" in out
     assert (tmp_path / "report.html").stat().st_size > 10_000 and (tmp_path / "trace.json").exists()
 
 

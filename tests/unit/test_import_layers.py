@@ -31,7 +31,7 @@ def _skeleton(tmp_path: Path) -> None:
         "nvdla_sim": ["units", "engine", "program", "rtl_model"],
     }  # fmt: skip
     modules = {
-        "nvdla_sim": ["config", "layers", "precision", "errors", "values"],
+        "nvdla_sim": ["config", "layers", "precision", "errors", "values", "energy"],
         "nvdla_mapper": ["passes", "results", "schedule", "workload"],
         "nvdla_mapper/frontends": ["resolve", "hf_config", "onnx_import", "cnn", "presets", "onnx_attention",
                                    "onnx_fusion"],

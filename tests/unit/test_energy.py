@@ -1,0 +1,88 @@
+"""Energy and area (issue 28, first step): component costs against values measured with the component
+library outside the project (issue 28's text), and the energy of small cases derived by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from nvdla_mapper.frontends.presets import PRESETS, build_graph
+from nvdla_mapper.passes import map_model
+from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
+from nvdla_sim.config import TechConfig
+from nvdla_sim.energy.components import components
+from nvdla_sim.energy.model import area, layer_energy, leakage_pj
+from nvdla_sim.engine.conv import conv_activity, simulate_conv
+from nvdla_sim.engine.tiling import TilePlan
+from nvdla_sim.errors import ConfigError
+
+SMALL = load_config("nv_small")
+
+
+def test_component_costs_are_the_librarys():
+    """Measured with hwcomponents outside the project (issue 28): an 8-bit MAC with a 32-bit adder at
+    0.20 pJ and 185 um^2 at 16 nm, 0.59 pJ and 369 um^2 at 28 nm; a 512 x 64-bit SRAM at 16 nm 2,552 um^2
+    and 1.0 pJ per read (nv_small's CBUF bank: 512 entries of 8 bytes); LPDDR4 0.51 nJ per 64-bit access."""
+    c16 = components(SMALL)
+    assert c16.mac_int8.energy_pj == pytest.approx(0.20, rel=0.01)
+    assert c16.mac_int8.area_um2 == pytest.approx(185, rel=0.01)
+    c28 = components(dataclasses.replace(SMALL, tech=TechConfig(node_nm=28)))
+    assert c28.mac_int8.energy_pj == pytest.approx(0.59, rel=0.01)
+    assert c28.mac_int8.area_um2 == pytest.approx(369, rel=0.01)
+    assert (SMALL.cbuf_entries_per_bank, SMALL.cbuf_entry_bytes) == (512, 8)
+    assert c16.cbuf_bank.area_um2 == pytest.approx(2552, rel=0.01)
+    assert c16.cbuf_bank.energy_pj == pytest.approx(1.0, rel=0.02)
+    assert c16.dram_read_pj_per_byte == pytest.approx(510 / 8, rel=0.01)
+
+
+def test_a_matmuls_energy_by_hand():
+    """16 x 64 -> 32 on nv_small (8 x 8 INT8 MACs), one band, all kernels: 4 kernel groups x 16 pixels x 8
+    channel blocks = 512 atomic ops, one stripe of 16 per group and block: 32 weight loads; CSC reads 512
+    data atoms of 8 B and 32 x 8 kernels x 8 B of weights = 6,144 B; 4,096 partial sums; 512 outputs.
+    CMAC energy = 32,768 MACs x the MAC's energy; CBUF = reads x read energy per entry / 8 B + the
+    fetched input (1,024 B) and weights (2,048 B) x write energy per entry / 8 B."""
+    layer = ConvLayer("mm", ConvShape.matmul(16, 64, 32), Precision.INT8)
+    plan = TilePlan(8, 8, layer.shape.out_h, 32)
+    act = conv_activity(layer, plan, SMALL)
+    assert (act.atomic_ops, act.weight_loads, act.cbuf_read_bytes, act.partial_sums, act.outputs) == (
+        512, 32, 6_144, 4_096, 512,
+    )  # fmt: skip
+    st = simulate_conv(layer, SMALL, plan, record_events=False)
+    c = components(SMALL)
+    e = layer_energy(layer, st, SMALL)
+    assert e.cmac == pytest.approx(16 * 64 * 32 * c.mac_int8.energy_pj)
+    assert e.cbuf == pytest.approx((6_144 * c.cbuf_bank.energy_pj + 3_072 * c.cbuf_bank.write_pj) / 8)
+    reads, writes = st.traffic.dram_read, st.traffic.dram_write
+    assert writes == 16 * 32 and e.dram == pytest.approx((reads + writes) * 64, rel=0.01)
+
+
+def test_leakage_scales_with_time_and_area_with_the_cbuf():
+    assert leakage_pj(SMALL, 2_000) == pytest.approx(2 * leakage_pj(SMALL, 1_000))
+    assert leakage_pj(SMALL, 1_000) == pytest.approx(area(SMALL).leak_uw * 1_000 / SMALL.clock_mhz)
+    deeper = SMALL.with_values(**{"cbuf.bank_depth": 2 * SMALL.cbuf.bank_depth})
+    cbuf, cbuf2 = area(SMALL).by_block()["cbuf"], area(deeper).by_block()["cbuf"]
+    assert cbuf == pytest.approx(32 * components(SMALL).cbuf_bank.area_um2)
+    assert cbuf2 == pytest.approx(32 * components(deeper).cbuf_bank.area_um2) and cbuf2 > cbuf
+
+
+def test_bad_technology_fields_are_named():
+    with pytest.raises(ConfigError, match=r"tech.node_nm must be a number of nanometres in 5..65, not 3"):
+        SMALL.with_values(**{"tech.node_nm": 3})
+    with pytest.raises(ConfigError, match=r"tech.dram_device 'GDDR9' is not one of LPDDR4, LPDDR, DDR3, HBM2"):
+        SMALL.with_values(**{"tech.dram_device": "GDDR9"})
+
+
+def test_a_map_reports_energy_power_and_area():
+    """The run's energy is its layers' (each over its instances) plus leakage over the whole run; average
+    power is that over the run's time."""
+    res = map_model(build_graph(PRESETS["bert-base"], seq=32), load_config("nv_full"), precision=Precision.INT8)
+    en = json.loads(json.dumps(res.to_dict()["energy"]))
+    units = en["by_unit_uj"]
+    assert en["core_uj"] == pytest.approx(sum(units.values()), rel=1e-4)
+    assert units["leakage"] == pytest.approx(leakage_pj(res.hw, res.total_cycles) * 1e-6, rel=1e-4)
+    seconds = res.total_cycles / 1e9
+    assert en["average_core_power_mw"] == pytest.approx(en["core_uj"] * 1e-6 / seconds * 1e3, rel=1e-3)
+    assert en["area_mm2"] == pytest.approx(area(res.hw).total_um2 * 1e-6, rel=1e-4)
+    assert units["cmac"] > 0 and en["dram_uj"] > 0 and not en["calibrated"]
