@@ -11,6 +11,7 @@ from nvdla_cli.console import warn_config
 from nvdla_cli.map_commands import add_commands as add_mapper
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import builtin_configs, load_config
+from nvdla_sim.energy.model import area
 from nvdla_sim.engine.simulate import simulate
 from nvdla_sim.engine.stats import LayerStats, Unit
 from nvdla_sim.engine.trace import write_trace
@@ -114,19 +115,23 @@ def _configs(args: argparse.Namespace) -> int:
                 "cbuf_banks": hw.cbuf.bank_count,
                 "dram_bytes_per_cycle": hw.dram_bytes_per_cycle,
                 "clock_mhz": hw.clock_mhz,
+                # components only, not yet calibrated (docs/energy.md)
+                "area_mm2": round(area(hw).total_um2 * 1e-6, 4),
+                "tech_node_nm": hw.tech.node_nm,
                 "file": str(path),
             }
         )
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'config':<16}{'MACs/cycle':<28}{'CBUF':>9}{'banks':>7}{'DRAM B/cyc':>12}{'clock':>10}")
+    print(f"{'config':<16}{'MACs/cycle':<28}{'CBUF':>9}{'banks':>7}{'DRAM B/cyc':>12}{'clock':>10}{'area mm2':>17}")
     for r in rows:
         macs = " ".join(f"{k}:{v}" for k, v in r["peak_macs_per_cycle"].items())
         print(
             f"{r['name']:<16}{macs:<28}{r['cbuf_kib']:>7}Ki{r['cbuf_banks']:>7}"
-            f"{r['dram_bytes_per_cycle']:>12g}{r['clock_mhz']:>7g}MHz"
+            f"{r['dram_bytes_per_cycle']:>12g}{r['clock_mhz']:>7g}MHz{r['area_mm2']:>9.3f} @{r['tech_node_nm']:g}nm"
         )
+    print("area: the components only (MACs, SRAMs, adders), not yet calibrated; docs/energy.md")
     return 0
 
 

@@ -195,6 +195,15 @@ def _generate(args: argparse.Namespace) -> int:
                 f"  decode vs roofline   {d['decode']['over_roofline']:.2f}x the roofline (each layer at the larger of its MAC and DRAM time)"
             )
         print(f"  KV cache at the end  {d['kv_cache_bytes_end']:,} bytes")
+        en = d["energy"]
+        per_token = (
+            f", {en['decode_core_uj_per_token']:,.1f} uJ per decode step" if en["decode_core_uj_per_token"] else ""
+        )
+        print(
+            f"  energy               prefill {en['prefill_core_uj']:,.1f} uJ in NVDLA{per_token}; "
+            f"{en['average_core_power_mw']:,.1f} mW average; DRAM {en['total_dram_uj']:,.1f} uJ in all; "
+            f"area {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (components only, not yet calibrated)"
+        )
     if len(results) > 1:
         from nvdla_mapper.studies.generate import crossover_batch, roofline_crossover
 

@@ -18,6 +18,26 @@ _BOUND_NOTE = (
     "fallback), pdp and cdp (their element rates). See docs/mapping.md, 'Labels that explain'."
 )
 
+_ENERGY_NOTE = (
+    "From the Accelergy project's component library (hwcomponents, CACTI for the SRAMs) at the config's "
+    "node: the components only (MACs, SRAMs, adders), not yet calibrated against NVIDIA's table; DRAM "
+    "energy is a system figure, not the NVDLA core's. See docs/energy.md."
+)
+
+
+def _energy_rows(en: dict[str, Any]) -> list[list[str]]:
+    rows = [
+        ["NVDLA core energy per inference", f"{en['core_uj']:,.1f} uJ"],
+        *[[f"  {u}", f"{v:,.2f} uJ"] for u, v in en["by_unit_uj"].items()],
+        [f"DRAM energy ({en['dram_device']}, system)", f"{en['dram_uj']:,.1f} uJ"],
+        ["average core power", f"{en['average_core_power_mw']:,.1f} mW"],
+        ["TOPS/W (model MACs)", f"{en['tops_per_w']:.2f}"],
+        ["energy-delay product", f"{en['edp_uj_ms']:,.1f} uJ ms"],
+        [f"area at {en['tech_node_nm']:g} nm", f"{en['area_mm2']:.3f} mm2"],
+        *[[f"  {b}", f"{v:.3f} mm2"] for b, v in en["area_by_block_mm2"].items()],
+    ]
+    return rows
+
 
 def _pyplot():
     """matplotlib.pyplot with the file-only Agg backend, imported on first use (it costs about half a
@@ -204,6 +224,8 @@ def render_html(d: dict[str, Any]) -> str:
         f"<h2>Time by bound</h2><p>{_BOUND_NOTE}</p>"
         f"{_table(['bound', 'cycles (summed over resources)'], bounds, table_id='bounds')}"
         f"<h2>Per-unit utilization</h2>{_table(['unit', 'busy', 'stall', 'busy %'], units, table_id='units')}"
+        f"<h2>Energy and area</h2><p>{_ENERGY_NOTE}</p>"
+        f"{_table(['quantity', 'value'], _energy_rows(d['energy']), table_id='energy')}"
         f"<h2>Host fallback</h2>{_table(['op'], host, table_id='host')}"
         + _weights_section(d)
         + _accuracy_section(d)
@@ -266,6 +288,12 @@ GENERATE_COLUMNS: list[tuple[str, Any, str]] = [
     ("Decode bound", lambda d: d["decode"]["bound"], "{}"),
     ("Decode DRAM busy", lambda d: d["decode"]["dram_utilization"], "{:.1%}"),
     ("Decode vs roofline", lambda d: d["decode"].get("over_roofline"), "{:.2f}x"),
+    # energy: components only, not yet calibrated (docs/energy.md)
+    ("Prefill NVDLA energy (uJ)", lambda d: d["energy"]["prefill_core_uj"], "{:,.1f}"),
+    ("NVDLA energy per decode step (uJ)", lambda d: d["energy"]["decode_core_uj_per_token"], "{:,.1f}"),
+    ("Average NVDLA power (mW)", lambda d: d["energy"]["average_core_power_mw"], "{:,.1f}"),
+    ("DRAM energy, all (uJ)", lambda d: d["energy"]["total_dram_uj"], "{:,.1f}"),
+    ("Area (mm2, uncalibrated)", lambda d: d["energy"]["area_mm2"], "{:.3f}"),
 ]
 
 

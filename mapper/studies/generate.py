@@ -39,6 +39,8 @@ class StepResult:
     macs: int  # the model's multiply-accumulates (hardware MACs add tile padding and zero blocks)
     bound: str  # the bound holding the most of the step's NVDLA time
     roofline_cycles: int = 0  # roofline_cycles() of the step
+    core_energy_uj: float = 0.0  # NVDLA core energy of the step (MapResult.energy; uncalibrated, docs/energy.md)
+    dram_energy_uj: float = 0.0  # the DRAM's, a system figure
 
 
 @dataclass
@@ -53,6 +55,7 @@ class GenerateResult:
     steps: list[StepResult] = field(default_factory=list)  # tokens 2..T
     kv_bytes_per_token: int = 0  # K and V of one position of one sequence, all layers
     first_step_cycles: int = 0  # T5: the decoder step that yields the first token (after the encoder)
+    first_step_energy_uj: tuple[float, float] = (0.0, 0.0)  # T5: that step's (core, DRAM) energy
 
     @property
     def ttft_cycles(self) -> int:
@@ -122,6 +125,32 @@ class GenerateResult:
                 "over_roofline": round(dec_cyc / max(sum(s.roofline_cycles for s in self.steps), 1), 4),
             },
             "token_cycles": self.token_cycles,
+            "energy": self._energy(),
+        }
+
+    def _energy(self) -> dict[str, Any]:
+        """Prefill and decode energy (NVDLA core and DRAM apart, uJ) and the run's average core power; the
+        prefill's with its leakage over the prefill, each step's over the step (T5's first decoder step
+        counts with the prefill, as its time does in TTFT)."""
+        pre = self.prefill.energy()
+        pre_core = pre["core_uj"] + self.first_step_energy_uj[0]
+        pre_dram = pre["dram_uj"] + self.first_step_energy_uj[1]
+        core = [s.core_energy_uj for s in self.steps]
+        total_core = pre_core + sum(core)
+        seconds = self._ms(self.total_cycles) / 1e3
+        return {
+            "prefill_core_uj": round(pre_core, 6),
+            "prefill_dram_uj": round(pre_dram, 6),
+            "decode_core_uj_per_token": round(statistics.median(core), 6) if core else None,
+            "decode_dram_uj_per_token": round(statistics.median(s.dram_energy_uj for s in self.steps), 6)
+            if self.steps
+            else None,
+            "total_core_uj": round(total_core, 6),
+            "total_dram_uj": round(pre_dram + sum(s.dram_energy_uj for s in self.steps), 6),
+            "average_core_power_mw": round(total_core * 1e-6 / seconds * 1e3, 3) if seconds else 0.0,
+            "area_mm2": pre["area_mm2"],
+            "tech_node_nm": pre["tech_node_nm"],
+            "calibrated": False,
         }
 
 
@@ -234,14 +263,17 @@ def generate(
         kv_len = t if t5 else prompt + t - 1  # self-attention cache: the tokens before this one
         graph = decode_step_graph(spec, batch=batch, kv_len=kv_len, cross_len=prompt if t5 else 0)
         step = map_model(graph, hw, seq=kv_len, **kw)
+        en = step.energy()
         res.steps.append(
             StepResult(
-                kv_len, step.total_cycles, dram_bytes(step), step.model_macs, phase_bound(step), roofline_cycles(step)
+                kv_len, step.total_cycles, dram_bytes(step), step.model_macs, phase_bound(step), roofline_cycles(step),
+                en["core_uj"], en["dram_uj"],
             )
-        )
+        )  # fmt: skip
     if t5:  # TTFT covers the encoder and the first decoder step
         first_step = res.steps.pop(0)
         res.first_step_cycles = first_step.cycles
+        res.first_step_energy_uj = (first_step.core_energy_uj, first_step.dram_energy_uj)
     return res
 
 

@@ -327,6 +327,7 @@ class ConvActivity:
     outputs: int  # output elements CACC delivers to SDP
 
 
+@lru_cache(maxsize=4096)  # pure; the same layer recurs in every block and decode step
 def conv_activity(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> ConvActivity:
     """Count the plan's work item by item (tile_steps, group_blocks, as simulate_conv times it): each
     atomic op reads one data atom (atomic_c elements) from CBUF; each stripe op loads its kernel group's

@@ -21,10 +21,12 @@ def run(capsys, *argv):
 
 def test_configs_table_and_json(capsys):
     rc, out, _ = run(capsys, "configs")
-    assert rc == 0 and "nv_full" in out and "int8:2048" in out and "512Ki" in out
+    assert rc == 0 and "nv_full" in out and "int8:2048" in out and "512Ki" in out and "not yet calibrated" in out
     rc, out, _ = run(capsys, "configs", "--json")
     rows = {r["name"]: r for r in json.loads(out)}
     assert rows["nv_small"]["peak_macs_per_cycle"] == {"int8": 64}
+    # components-only area: nv_full's 2,048 INT8 MACs (1,024 INT16 cells) and 512 KiB outweigh nv_small's
+    assert rows["nv_full"]["area_mm2"] > 5 * rows["nv_small"]["area_mm2"] > 0
 
 
 def test_simulate_matmul_prints_and_traces(capsys, tmp_path):

@@ -78,6 +78,9 @@ def test_html_matches_json(report):
     assert sum(d["cycles_by_bound"].values()) == sum(d["cycles_by_group"].values())
     for label in d["cycles_by_bound"]:
         assert d["cycles_by_bound"][label] == sum(r["cycles"] for r in d["layers"] if r["bound"] == label)
+    energy = {r[0]: r[1] for r in doc.tables["energy"][1:]}
+    assert energy["NVDLA core energy per inference"] == f"{d['energy']['core_uj']:,.1f} uJ"
+    assert energy["average core power"] == f"{d['energy']['average_core_power_mw']:,.1f} mW"
     units = {r[0]: r[3] for r in doc.tables["units"][1:]}
     assert units == {u: f"{100 * v:.1f}%" for u, v in d["unit_utilization"].items()}
     assert set(doc.images) == {"plot-roofline", "plot-breakdown", "plot-units", "plot-timeline"}

@@ -219,3 +219,19 @@ def test_decode_attention_picks_the_faster_of_per_group_and_fused_heads():
     qk_rows = [r for r in step.results if r.task.op == "layer0.attn.qk"]
     assert [r.task.resource for r in qk_rows] == [Resource.BDMA, Resource.NVDLA] and qk_rows[1].task.count == 8
     assert step.model_macs == sum(o.own_macs for o in ops_in_order(g))
+
+
+def test_generation_energy_is_its_prefill_and_steps():
+    """The run's NVDLA energy is the prefill's and every decode step's, each a map's energy (its layers
+    plus leakage over its own time); per token is the median step; average power is the total over
+    the run's time."""
+    hw = load_config("nv_small")
+    r = generate(preset("gpt2"), hw, prompt=16, new_tokens=4)
+    en = r.to_dict()["energy"]
+    steps = [s.core_energy_uj for s in r.steps]
+    assert len(steps) == 3 and all(s > 0 for s in steps)
+    assert en["prefill_core_uj"] == pytest.approx(r.prefill.energy()["core_uj"])
+    assert en["total_core_uj"] == pytest.approx(en["prefill_core_uj"] + sum(steps), rel=1e-6)
+    assert en["decode_core_uj_per_token"] == pytest.approx(sorted(steps)[1])
+    seconds = r.total_cycles / (hw.clock_mhz * 1e6)
+    assert en["average_core_power_mw"] == pytest.approx(en["total_core_uj"] * 1e-6 / seconds * 1e3, rel=1e-3)
