@@ -7,6 +7,8 @@ and a dram_bandwidth_gbs cap, at the 1 GHz nominal clock (the primer states no c
 map ResNet-50 and compare frames/s.
 
 Run: .venv/bin/python validation/primer_resnet50.py   (prints the table; docs/validation.md records it)
+     .venv/bin/python validation/primer_resnet50.py --energy   (area and power against the primer's:
+     docs/energy.md records it)
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from nvdla_mapper.frontends.cnn import resnet50
 from nvdla_mapper.passes import map_model
 from nvdla_sim import Precision, load_config
+from nvdla_sim.energy.model import area
 
 # (MACs, (atomic_c, atomic_k), CBUF KB, SDRAM GB/s, primer frames/s)
 PRIMER_ROWS = [
@@ -27,6 +30,19 @@ PRIMER_ROWS = [
     (64, (8, 8), 128, 1, 7.3),
     (32, (8, 4), 128, 0.5, 3.6),
 ]
+
+# The same table's area and power columns as nvdla.org publishes it (nvdla/nvdla.github.io, primer.html,
+# commit 0fa0e49a; the copy of doc/primer.rst in nvdla/doc has the 28 nm area only): MACs -> (silicon cell
+# area mm^2 at 28 nm, at 16 nm, power estimate peak / average mW at 16 nm), 1 GHz, ResNet-50 INT8.
+PRIMER_AREA_POWER = {
+    2048: (5.5, 3.3, 766, 291),
+    1024: (3.0, 1.8, 375, 143),
+    512: (2.3, 1.4, 210, 80),
+    256: (1.7, 1.0, 135, 48),
+    128: (1.4, 0.84, 82, 31),
+    64: (0.91, 0.55, 55, 21),
+    32: (0.85, 0.51, 45, 17),
+}
 
 
 def config_for(atomic_c: int, atomic_k: int, cbuf_kb: int, gbs: float):
@@ -54,8 +70,13 @@ def rows() -> list[dict]:
         t0 = time.perf_counter()
         res = map_model(g, hw, precision=Precision.INT8, batch=1, seq=0)
         ours = res.throughput
+        energy = res.energy()
+        area28 = area(hw.with_values(**{"tech.node_nm": 28})).total_um2 * 1e-6
         out.append(
             {
+                "area_mm2_28nm": area28,
+                "area_mm2_16nm": energy["area_mm2"],
+                "average_power_mw_16nm": energy["average_core_power_mw"],
                 "macs": macs,
                 "atomic": f"{ac}x{ak}",
                 "cbuf_kb": cbuf_kb,
@@ -81,5 +102,18 @@ def main() -> None:
         )
 
 
+def main_energy() -> None:
+    """The area and power columns: the primer's against the components (uncalibrated, docs/energy.md)."""
+    print(f"{'MACs':>5} {'area 28nm':>16} {'area 16nm':>16} {'avg mW 16nm':>16} {'primer peak mW':>15}")
+    for r in rows():
+        a28, a16, peak, avg = PRIMER_AREA_POWER[r["macs"]]
+        print(
+            f"{r['macs']:>5} {a28:>6g} / {r['area_mm2_28nm']:>6.3f} {a16:>6g} / {r['area_mm2_16nm']:>6.3f} "
+            f"{avg:>6g} / {r['average_power_mw_16nm']:>6.1f} {peak:>15g}"
+        )
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main_energy() if "--energy" in sys.argv[1:] else main()
