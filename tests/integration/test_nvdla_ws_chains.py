@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import itertools
 
-from nvdla_sim.program.trace_io import parse_program
-from nvdla_validation.nvdla_rtl.compare import compare, load_rows
+from nvdla_validation.nvdla_rtl.compare import changed_programs, compare, load_rows
 from nvdla_validation.nvdla_rtl.transformer_programs import DATA
 from nvdla_validation.nvdla_rtl.ws_chain_programs import CASES, generate
 
@@ -33,8 +32,7 @@ def test_every_chain_wrote_the_models_bytes_with_one_interrupt_per_hardware_laye
 
 
 def test_regenerated_programs_are_the_measured_ones(tmp_path):
-    for d in generate(tmp_path):
-        assert [c.crc for c in parse_program(d).checks] == [c["golden_crc"] for c in ROWS[d.name]["checks"]]
+    assert changed_programs(generate, DOC, tmp_path) == []
 
 
 def test_with_clock_gating_the_rtl_loses_weight_releases():

@@ -22,6 +22,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.program.decode import from_description
 from nvdla_sim.program.run import check_supported, conv_chain_cycles, run_operations
+from nvdla_sim.program.trace_io import parse_program
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_nv_small.json"
 OWN_DATA = DATA.with_name("nvdla_rtl_own.json")  # validation/nvdla_rtl/own_programs.py on the same RTL
@@ -50,6 +51,18 @@ class Row:
 
 def load_rows(path: Path = DATA) -> dict:
     return json.loads(path.read_text())
+
+
+def changed_programs(generate, doc: dict, folder: Path) -> list[str]:
+    """Programs that `generate(folder)` writes today whose expected output CRCs differ from the rows
+    measured on the RTL (`doc`): a committed row only checks the model if its program is still the one
+    that ran."""
+    rows = {r["name"]: r for r in doc["rows"]}
+    return [
+        d.name
+        for d in generate(folder)
+        if [c.crc for c in parse_program(d).checks] != [c["golden_crc"] for c in rows[d.name]["checks"]]
+    ]
 
 
 def compare(doc: dict | None = None, hw: HwConfig | None = None) -> list[Row]:
