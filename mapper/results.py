@@ -111,13 +111,14 @@ class MapResult:
         figure), and what follows: average core power at the clock, TOPS/W on the model's MACs, the
         energy-delay product, and the build's area."""
         total = Energy()
-        by_layer = {}
+        by_layer = []  # each task's NVDLA energy over its instances (uJ), in the order of self.results
         for r in self.results:
             if r.stats is None or r.task.layer is None:
+                by_layer.append(0.0)
                 continue
             e = layer_energy(r.task.layer, r.stats, self.hw).scaled(r.task.count)
             total = total + e
-            by_layer[r.task.name] = round((e.core) * 1e-6, 6)
+            by_layer.append(round(e.core * 1e-6, 6))
         leak = leakage_pj(self.hw, self.total_cycles)
         core = total.core + leak
         seconds = self.total_cycles / (self.hw.clock_mhz * 1e6)
@@ -197,6 +198,7 @@ class MapResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        energy = self.energy()
         host = self.host_tasks()
         busy = self.unit_busy()
         peak = self.hw.peak_macs_per_cycle(self.precision)
@@ -231,9 +233,11 @@ class MapResult:
                 "cycles": sum(r.cycles for r in host),
                 "ops": sorted({r.task.note for r in host}),
             },
-            "energy": self.energy(),
+            "energy": energy,
             "notes": self.notes,
             "weights": self._weights_dict(),
             "accuracy": self.accuracy,
-            "layers": [r.to_row() for r in self.results],
+            "layers": [
+                {**r.to_row(), "core_energy_uj": e} for r, e in zip(self.results, energy["by_layer_uj"], strict=True)
+            ],
         }

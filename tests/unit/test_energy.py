@@ -78,8 +78,11 @@ def test_a_map_reports_energy_power_and_area():
     """The run's energy is its layers' (each over its instances) plus leakage over the whole run; average
     power is that over the run's time."""
     res = map_model(build_graph(PRESETS["bert-base"], seq=32), load_config("nv_full"), precision=Precision.INT8)
-    en = json.loads(json.dumps(res.to_dict()["energy"]))
+    d = json.loads(json.dumps(res.to_dict()))
+    en = d["energy"]
     units = en["by_unit_uj"]
+    # every layer's row (layers.csv) carries its energy; they add up to the run's, leakage apart
+    assert sum(r["core_energy_uj"] for r in d["layers"]) == pytest.approx(en["core_uj"] - units["leakage"], rel=1e-5)
     assert en["core_uj"] == pytest.approx(sum(units.values()), rel=1e-4)
     assert units["leakage"] == pytest.approx(leakage_pj(res.hw, res.total_cycles) * 1e-6, rel=1e-4)
     seconds = res.total_cycles / 1e9
