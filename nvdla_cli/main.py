@@ -11,7 +11,7 @@ from nvdla_cli.console import warn_config
 from nvdla_cli.map_commands import add_commands as add_mapper
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import builtin_configs, load_config
-from nvdla_sim.energy.model import area
+from nvdla_sim.energy.model import area, layer_energy, leakage_pj
 from nvdla_sim.engine.simulate import simulate
 from nvdla_sim.engine.stats import LayerStats, Unit
 from nvdla_sim.engine.trace import write_trace
@@ -188,22 +188,44 @@ def _simulate(args: argparse.Namespace) -> int:
         stats = simulate(layer, hw, plan)
     elif args.op == "sdp":
         _need(args, ["width", "height", "channels"], "sdp")
-        stats = simulate(SdpLayer("sdp", args.width, args.height, args.channels, prec, spec), hw)
+        layer = SdpLayer("sdp", args.width, args.height, args.channels, prec, spec)
+        stats = simulate(layer, hw)
     else:
         _need(args, ["width", "height", "channels"], "pdp")
         ks = args.kernel_size
         pool = PoolSpec(PoolMode.MAX, ks, ks, args.stride, args.stride)
-        stats = simulate(PdpLayer("pdp", args.width, args.height, args.channels, prec, pool), hw)
+        layer = PdpLayer("pdp", args.width, args.height, args.channels, prec, pool)
+        stats = simulate(layer, hw)
+    energy = _layer_energy(layer, stats, hw)
     if args.trace:
         path = write_trace(
             args.trace, stats.events, clock_mhz=hw.clock_mhz, process=f"{stats.name} on {hw.fingerprint}"
         )
         print(f"trace: {path}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"hw": hw.fingerprint, **stats.to_dict()}, indent=2))
+        print(json.dumps({"hw": hw.fingerprint, **stats.to_dict(), "energy": energy}, indent=2))
     else:
         print(format_layer(stats, hw.clock_mhz, hw.fingerprint))
+        by_unit = ", ".join(f"{u} {v:,.1f}" for u, v in energy["by_unit_nj"].items() if v)
+        print(
+            f"  energy            {energy['core_nj']:,.1f} nJ in NVDLA ({by_unit}; leakage {energy['leakage_nj']:,.1f}),"
+            f" DRAM {energy['dram_nj']:,.1f} nJ ({hw.tech.dram_device}); components only, not yet calibrated"
+        )
     return 0
+
+
+def _layer_energy(layer, stats: LayerStats, hw) -> dict:
+    """One layer's energy (nJ) as `nvdla simulate` reports it: its units, its leakage over its cycles,
+    the DRAM's apart (nvdla_sim.energy; docs/energy.md)."""
+    e = layer_energy(layer, stats, hw)
+    leak = leakage_pj(hw, stats.cycles)
+    return {
+        "core_nj": round((e.core + leak) * 1e-3, 3),
+        "by_unit_nj": {u: round(v * 1e-3, 3) for u, v in e.by_unit().items()},
+        "leakage_nj": round(leak * 1e-3, 3),
+        "dram_nj": round(e.dram * 1e-3, 3),
+        "calibrated": False,
+    }
 
 
 def _simulate_split_matmul(args: argparse.Namespace, hw, spec: SdpSpec, name: str) -> int:
