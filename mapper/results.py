@@ -73,6 +73,7 @@ class MapResult:
     accuracy: dict[str, Any] | None = None  # filled by the quantization run (nvdla_mapper.studies.accuracy)
     model_macs: int = 0  # the model's own multiply-accumulates (no tile padding or ones-convolution sums)
     dense_weight_bytes: int = 0  # the model's static weights at this precision (workload.Op.weight_elems)
+    _energy: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def weight_bytes(self) -> tuple[int, int]:
         """(dense, stored) bytes of the model's static weights (linear layers' weight matrices and
@@ -109,7 +110,13 @@ class MapResult:
         """Energy of the run (issue 28, first step: components from hwcomponents, uncalibrated; docs/energy.md):
         every NVDLA task's units over its instances, leakage over the whole run, DRAM apart (a system
         figure), and what follows: average core power at the clock, TOPS/W on the model's MACs, the
-        energy-delay product, and the build's area."""
+        energy-delay product, and the build's area. Priced once (the summary, report.json and the sweep
+        row all ask; the results do not change after the map)."""
+        if self._energy is None:
+            self._energy = self._price()
+        return self._energy
+
+    def _price(self) -> dict[str, Any]:
         total = Energy()
         by_layer = []  # each task's NVDLA energy over its instances (uJ), in the order of self.results
         for r in self.results:

@@ -70,6 +70,7 @@ class Components:
         return self.mac_wide
 
 
+@lru_cache(maxsize=1)  # the installed packages' versions: part of every cache key, read once
 def versions() -> dict[str, str]:
     out = {}
     for p in _PACKAGES:
@@ -116,8 +117,8 @@ def _query(kind: str, node_nm: float, **args: float) -> Cost:
 
 
 def _compute(kind: str, node_nm: float, **args: float) -> tuple[float, float, float, float]:
-    """(energy pJ, leakage uW, area um^2, write pJ) of one model from hwcomponents."""
-    versions()
+    """(energy pJ, leakage uW, area um^2, write pJ) of one model from hwcomponents (installed: _query
+    checked the versions)."""
     for name in ("hwcomponents", "SRAM", "AladdinIntMAC", "AladdinAdder", "AladdinMultiplier"):
         logging.getLogger(name).setLevel(logging.WARNING)  # their INFO lines narrate every CACTI call
     import hwcomponents_library  # noqa: F401  (registers the Aladdin models)

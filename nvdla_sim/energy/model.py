@@ -20,6 +20,7 @@ files, clock gating, voltage and frequency scaling, glitches; the host.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.components import Components, Cost, components
@@ -124,6 +125,7 @@ class Area:
         return sum(cost.leak_uw * n for _, cost, n in self.blocks)
 
 
+@lru_cache(maxsize=256)  # pure; every map prices its leakage and reports its area with it
 def area(hw: HwConfig) -> Area:
     """The build's components and how many of each (MAC cells, CBUF banks, CACC buffers and adders,
     SDP/PDP/CDP lanes at their throughputs)."""

@@ -25,12 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nvdla_mapper.export.layer_programs import layer_programs
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, SdpSpec
 from nvdla_sim.precision import Precision
-from nvdla_validation.nvdla_rtl.overlap_programs import folder_main
+from nvdla_validation.nvdla_rtl.overlap_programs import folder_main, write_planned
 
 HW = "nv_small_rtl_tb"
 _PAD1 = {"pad_left": 1, "pad_right": 1, "pad_top": 1, "pad_bottom": 1}
@@ -60,13 +59,8 @@ def layer(case: Case) -> ConvLayer:
     return ConvLayer(case.name, case.shape, Precision.INT8, SdpSpec(bias=OperandMode.PER_KERNEL), images=case.images)
 
 
-def programs(hw: HwConfig | None = None):
-    hw = hw or load_config(HW)
-    return [(c, layer_programs(layer(c), hw, plan=c.plan, name=c.name)[0]) for c in CASES]
-
-
 def generate(folder: str | Path, hw: HwConfig | None = None) -> list[Path]:
-    return [lp.program.write(folder) for _, lp in programs(hw)]
+    return write_planned(CASES, layer, folder, hw or load_config(HW))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -92,13 +92,17 @@ fi
 sed 's#^\(\s*\)axi_dbb->eval();#\1{ static int nvsim_intr = 0; if (dla->dla_intr != nvsim_intr) { nvsim_intr = dla->dla_intr; printf("(%lu) nvdla-sim: dla_intr %d\\n", ticks, nvsim_intr); } }\n&#' \
   "$vdir/nvdla.cpp" > "$mdir/nvdla.cpp.new"
 grep -q nvsim_intr "$mdir/nvdla.cpp.new" || { echo "build.sh: could not add the interrupt log to nvdla.cpp" >&2; exit 1; }
-cmp -s "$mdir/nvdla.cpp.new" "$mdir/nvdla.cpp" || mv "$mdir/nvdla.cpp.new" "$mdir/nvdla.cpp"
-rm -f "$mdir/nvdla.cpp.new"
-if [ ! -x "$mdir/VNV_nvdla" ] || [ "$mdir/nvdla.cpp" -nt "$mdir/VNV_nvdla" ]; then
-  echo "build.sh: compiling the model (~2.5 min on 2 cores)" >&2
-  make -C "$mdir" -f VNV_nvdla.mk -j2 OPT_FAST=-O1 OPT_SLOW=-O0 VM_PARALLEL_BUILDS=1 > "$work/make.log" 2>&1 \
-    || { tail -20 "$work/make.log" >&2; exit 1; }
-fi
+# compile DIR LOG WHAT: install DIR/nvdla.cpp.new if it changed, then (re)build DIR's model if stale
+compile() {
+  cmp -s "$1/nvdla.cpp.new" "$1/nvdla.cpp" || mv "$1/nvdla.cpp.new" "$1/nvdla.cpp"
+  rm -f "$1/nvdla.cpp.new"
+  if [ ! -x "$1/VNV_nvdla" ] || [ "$1/nvdla.cpp" -nt "$1/VNV_nvdla" ]; then
+    echo "build.sh: compiling $3" >&2
+    make -C "$1" -f VNV_nvdla.mk -j2 OPT_FAST=-O1 OPT_SLOW=-O0 VM_PARALLEL_BUILDS=1 > "$work/$2" 2>&1 \
+      || { tail -20 "$work/$2" >&2; exit 1; }
+  fi
+}
+compile "$mdir" make.log "the model (~2.5 min on 2 cores)"
 # Optional: the same model with the testbench's second-level clock gating turned off
 # (NVDLA_TB_CLOCK_GATING=off; nvdla.cpp sets tmc2slcg_disable_clock_gating = 0). Only the testbench
 # file is recompiled, in a copy of the model folder; the default build is untouched. Used to show why
@@ -109,13 +113,7 @@ if [ "${NVDLA_TB_CLOCK_GATING:-on}" = "off" ]; then
   sed 's#tmc2slcg_disable_clock_gating = 0;#tmc2slcg_disable_clock_gating = 1;#' "$mdir/nvdla.cpp" > "$ndir/nvdla.cpp.new"
   grep -q "tmc2slcg_disable_clock_gating = 1;" "$ndir/nvdla.cpp.new" \
     || { echo "build.sh: could not turn off clock gating in nvdla.cpp" >&2; exit 1; }
-  cmp -s "$ndir/nvdla.cpp.new" "$ndir/nvdla.cpp" || mv "$ndir/nvdla.cpp.new" "$ndir/nvdla.cpp"
-  rm -f "$ndir/nvdla.cpp.new"
-  if [ ! -x "$ndir/VNV_nvdla" ] || [ "$ndir/nvdla.cpp" -nt "$ndir/VNV_nvdla" ]; then
-    echo "build.sh: compiling the testbench without clock gating" >&2
-    make -C "$ndir" -f VNV_nvdla.mk -j2 OPT_FAST=-O1 OPT_SLOW=-O0 VM_PARALLEL_BUILDS=1 > "$work/make_ncg.log" 2>&1 \
-      || { tail -20 "$work/make_ncg.log" >&2; exit 1; }
-  fi
+  compile "$ndir" make_ncg.log "the testbench without clock gating"
   mdir="$ndir"
 fi
 echo "$mdir/VNV_nvdla"

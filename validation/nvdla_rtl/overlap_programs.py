@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nvdla_mapper.export.layer_programs import layer_programs
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.layers import ConvShape
 from nvdla_sim.precision import Precision
@@ -72,6 +73,11 @@ def generate(folder: str | Path, hw: HwConfig | None = None) -> list[Path]:
         b = _matmul(f"overlap_{tag}_b", mkn, 0x80100000, 2, hw)
         out += [a.write(folder), pair(f"overlap_{tag}_ab", a, b).write(folder)]
     return out
+
+
+def write_planned(cases, layer_of, folder: str | Path, hw: HwConfig) -> list[Path]:
+    """Write one register program per case: `layer_of(case)` under `case.plan`, named `case.name`."""
+    return [layer_programs(layer_of(c), hw, plan=c.plan, name=c.name)[0].program.write(folder) for c in cases]
 
 
 def folder_main(doc: str, generate: Callable[[str], list[Path]], argv: list[str] | None) -> int:
