@@ -26,7 +26,7 @@ from nvdla_mapper.search.tiling_search import (
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.config import CbufConfig
 from nvdla_sim.engine.conv import simulate_conv
-from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan, footprint, illegal_reason
 from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 
 SMALL = load_config("nv_small")
@@ -99,7 +99,7 @@ def test_search_equals_simulating_every_candidate_and_the_bounds_hold(hw, layer)
 @given(layer=layers(max_h=12, max_c=64))
 def test_search_equals_the_best_of_every_legal_plan(hw, layer):
     """The space leaves out plans it argues are never better (unused banks, uneven bands of the same
-    count, data-stationary kernel tiles, weight-stationary order over one band); the brute force keeps
+    count, data-stationary kernel tiles, spare data banks beside one data tile); the brute force keeps
     them, so an argument that fails shows here."""
     layer = on(layer, hw)
     plans = every_legal_plan(layer, hw)
@@ -118,3 +118,32 @@ def test_a_positive_gap_stops_early_within_it():
     assert loose.simulated <= exact.simulated
     assert exact.stats.cycles <= loose.stats.cycles <= exact.stats.cycles * 1.05
     assert loose.proven_gap <= 0.05
+
+
+@settings(max_examples=15, deadline=None)
+@given(layer=layers(max_h=12, max_c=64), extra=st.integers(1, 6))
+def test_with_one_data_tile_spare_data_banks_time_nothing(layer, extra):
+    """The space tries one data-bank count when the layer is one data tile (the fewest that hold it): a
+    plan with more data banks and the same weight banks simulates to the same cycles."""
+    layer = on(layer, HW)
+    for plan in every_legal_plan(layer, HW):
+        if footprint(layer, plan, HW).n_data_tiles != 1:
+            continue
+        wider = dataclasses.replace(plan, data_banks=plan.data_banks + extra)
+        if illegal_reason(layer, wider, HW) is None:
+            one = simulate_conv(layer, HW, plan, record_events=False).cycles
+            assert simulate_conv(layer, HW, wider, record_events=False).cycles == one, (plan, wider)
+
+
+def test_weight_stationary_kernel_tiles_over_one_band_are_in_the_space():
+    """Found by the brute-force test: over one band, kernel tiles of 16 as hardware layers that keep the
+    input (their kernels streaming through a 4-bank weight ring: two groups need 7 banks) run 3 cycles
+    faster than one hardware layer (each hardware layer's SDP operand prefetch starts afresh)."""
+    layer = on(
+        ConvLayer("l", ConvShape(4, 6, 22, 25, 3, 3), Precision.INT8, sdp=SdpSpec(scale=OperandMode.PER_KERNEL)), HW
+    )
+    ws16 = TilePlan(2, 4, 4, 16, LoopOrder.WEIGHT_STATIONARY)
+    assert illegal_reason(layer, ws16, HW) is None
+    best = min(simulate_conv(layer, HW, p, record_events=False).cycles for p in every_legal_plan(layer, HW))
+    assert simulate_conv(layer, HW, ws16, record_events=False).cycles == best
+    assert search_plan(layer, HW, 0.0).stats.cycles == best
