@@ -7,18 +7,25 @@ and a dram_bandwidth_gbs cap, at the 1 GHz nominal clock (the primer states no c
 map ResNet-50 and compare frames/s.
 
 Run: .venv/bin/python validation/primer_resnet50.py   (prints the table; docs/validation.md records it)
-     .venv/bin/python validation/primer_resnet50.py --energy   (area and power against the primer's:
-     docs/energy.md records it)
+     .venv/bin/python validation/primer_resnet50.py --energy   (writes the components' raw figures of
+     every row to validation/data/primer_energy.json, fits the overheads on the calibration's fit rows
+     and prints every row against the primer's: docs/energy.md records it)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
+from pathlib import Path
 
 from nvdla_mapper.frontends.cnn import resnet50
 from nvdla_mapper.passes import map_model
 from nvdla_sim import Precision, load_config
-from nvdla_sim.energy.model import area
+from nvdla_sim.energy import calibration
+from nvdla_sim.energy.model import area, full_rate_pj_per_cycle
+
+DATA = Path(__file__).resolve().parent / "data" / "primer_energy.json"
 
 # (MACs, (atomic_c, atomic_k), CBUF KB, SDRAM GB/s, primer frames/s)
 PRIMER_ROWS = [
@@ -71,12 +78,10 @@ def rows() -> list[dict]:
         res = map_model(g, hw, precision=Precision.INT8, batch=1, seq=0)
         ours = res.throughput
         energy = res.energy()
-        area28 = area(hw.with_values(**{"tech.node_nm": 28})).total_um2 * 1e-6
+        units = energy["by_unit_uj"]
+        dynamic = sum(v for u, v in units.items() if u not in ("always_on", "leakage"))
         out.append(
             {
-                "area_mm2_28nm": area28,
-                "area_mm2_16nm": energy["area_mm2"],
-                "average_power_mw_16nm": energy["average_core_power_mw"],
                 "macs": macs,
                 "atomic": f"{ac}x{ak}",
                 "cbuf_kb": cbuf_kb,
@@ -86,6 +91,19 @@ def rows() -> list[dict]:
                 "ratio": ours / fps,
                 "mac_utilization": res.mac_utilization,
                 "wall_s": time.perf_counter() - t0,
+                "raw": calibration.PrimerRow(
+                    macs=macs,
+                    primer_area_mm2_28nm=PRIMER_AREA_POWER[macs][0],
+                    primer_area_mm2_16nm=PRIMER_AREA_POWER[macs][1],
+                    primer_peak_mw=PRIMER_AREA_POWER[macs][2],
+                    primer_average_mw=PRIMER_AREA_POWER[macs][3],
+                    components_area_mm2_28nm=area(hw.with_values(**{"tech.node_nm": 28})).components_um2 * 1e-6,
+                    components_area_mm2_16nm=area(hw).components_um2 * 1e-6,
+                    cycles=res.total_cycles,
+                    dynamic_uj=dynamic / calibration.DYNAMIC_FACTOR,  # the components' own energy per action
+                    leakage_uj=units["leakage"],
+                    full_rate_mw=full_rate_pj_per_cycle(hw) * hw.clock_mhz * 1e-3,
+                ),
             }
         )
     return out
@@ -103,14 +121,33 @@ def main() -> None:
 
 
 def main_energy() -> None:
-    """The area and power columns: the primer's against the components (uncalibrated, docs/energy.md)."""
-    print(f"{'MACs':>5} {'area 28nm':>16} {'area 16nm':>16} {'avg mW 16nm':>16} {'primer peak mW':>15}")
-    for r in rows():
-        a28, a16, peak, avg = PRIMER_AREA_POWER[r["macs"]]
-        print(
-            f"{r['macs']:>5} {a28:>6g} / {r['area_mm2_28nm']:>6.3f} {a16:>6g} / {r['area_mm2_16nm']:>6.3f} "
-            f"{avg:>6g} / {r['average_power_mw_16nm']:>6.1f} {peak:>15g}"
+    """The area and power columns: the components' raw figures (written to DATA), the overheads fitted on
+    calibration.FIT_ROWS, and every row against the primer's."""
+    raw = [r["raw"] for r in rows()]
+    DATA.write_text(
+        json.dumps(
+            {
+                "source": "python validation/primer_resnet50.py --energy (ResNet-50 INT8 batch 1 at 1 GHz, 16 nm)",
+                "date": time.strftime("%Y-%m-%d"),
+                "rows": [dataclasses.asdict(r) for r in raw],
+            },
+            indent=1,
         )
+        + "\n"
+    )
+    fit = calibration.fit([r for r in raw if r.macs in calibration.FIT_ROWS])
+    print(f"fit on {calibration.FIT_ROWS}: {fit}")
+    print(f"{'MACs':>5} {'row':>5} {'area 28nm':>20} {'area 16nm':>20} {'avg mW 16nm':>22} {'peak mW 16nm':>22}")
+    for r in raw:
+        p = calibration.predicted(r, fit)
+        cells = [
+            (r.primer_area_mm2_28nm, p["area_mm2_28nm"]),
+            (r.primer_area_mm2_16nm, p["area_mm2_16nm"]),
+            (r.primer_average_mw, p["average_mw"]),
+            (r.primer_peak_mw, p["peak_mw"]),
+        ]
+        kind = "fit" if r.macs in calibration.FIT_ROWS else "pred"
+        print(f"{r.macs:>5} {kind:>5} " + " ".join(f"{a:>6g} / {b:>6.3g} {100 * (b / a - 1):+6.1f}%" for a, b in cells))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ class StepResult:
     macs: int  # the model's multiply-accumulates (hardware MACs add tile padding and zero blocks)
     bound: str  # the bound holding the most of the step's NVDLA time
     roofline_cycles: int = 0  # roofline_cycles() of the step
-    core_energy_uj: float = 0.0  # NVDLA core energy of the step (MapResult.energy; uncalibrated, docs/energy.md)
+    core_energy_uj: float = 0.0  # NVDLA core energy of the step (MapResult.energy; docs/energy.md)
     dram_energy_uj: float = 0.0  # the DRAM's, a system figure
 
 
@@ -150,7 +150,8 @@ class GenerateResult:
             "average_core_power_mw": round(total_core * 1e-6 / seconds * 1e3, 3) if seconds else 0.0,
             "area_mm2": pre["area_mm2"],
             "tech_node_nm": pre["tech_node_nm"],
-            "calibrated": False,
+            "peak_core_power_mw": pre["peak_core_power_mw"],
+            "calibrated": True,
         }
 
 

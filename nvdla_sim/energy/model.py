@@ -1,6 +1,7 @@
-"""Energy and area of a run: the simulator's activity counts times the components' costs (components.py).
+"""Energy and area of a run: the simulator's activity counts times the components' costs (components.py),
+with the named overheads fitted on NVIDIA's table (calibration.py, docs/energy.md).
 
-Energy of a hardware layer, per unit (pJ, NVDLA core):
+Energy of a hardware layer, per unit (pJ, NVDLA core), each x DYNAMIC_FACTOR:
 - CMAC: MACs the array performs x the MAC cell's energy at the layer's precision;
 - CBUF: bytes CSC reads (data atoms, weights per stripe) and CDMA writes (fetched data and weights), at
   the bank's energy per entry read / write spread over the entry's bytes;
@@ -8,13 +9,13 @@ Energy of a hardware layer, per unit (pJ, NVDLA core):
   group, in units of the entry's atomic_k), the delivery buffer's write and read per output atom;
 - SDP: per output element, each stage the layer uses (ALU: bias, ReLU, residual add; MUL: scale, the
   LUT's interpolation, the output converter);
-- PDP / CDP: an adder per input element (pooling; CDP's window sum and a multiplier per element);
-- leakage: every component's leakage over the run's time (MapResult adds it once, over the whole run).
-DRAM energy (bytes read and written x the device's energy per byte) is a system figure kept apart: the
-primer's power column is the NVDLA core's.
+- PDP / CDP: an adder per input element (pooling; CDP's window sum and a multiplier per element).
+Over a run (run_energy): the always-on power (ALWAYS_ON_FACTOR x the build's full-rate switching power:
+the clock tree and ungated logic) and every component's leakage, both over the run's time.
+DRAM energy (bytes read and written x the device's energy per byte, not calibrated) is a system figure
+kept apart: the primer's power column is the NVDLA core's.
 
-Not modelled (docs/energy.md): clock tree and wiring beyond the components' own, control and register
-files, clock gating, voltage and frequency scaling, glitches; the host.
+Not modelled (docs/energy.md): clock gating, voltage and frequency scaling, glitches; the host.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
+from nvdla_sim.energy.calibration import ALWAYS_ON_FACTOR, DYNAMIC_FACTOR, area_overhead
 from nvdla_sim.energy.components import Components, Cost, components
 from nvdla_sim.engine.conv import conv_activity
 from nvdla_sim.engine.stats import LayerStats
@@ -71,7 +73,13 @@ def _sdp_pj(c: Components, spec: SdpSpec, elements: int) -> float:
 
 
 def layer_energy(layer, stats: LayerStats, hw: HwConfig) -> Energy:
-    """Dynamic energy of one hardware layer as simulated (`stats`, with its plan for a convolution)."""
+    """Dynamic energy of one hardware layer as simulated (`stats`, with its plan for a convolution): the
+    components' energy per action x DYNAMIC_FACTOR; DRAM at the device's."""
+    e = _component_energy(layer, stats, hw)
+    return Energy(*(getattr(e, u) * DYNAMIC_FACTOR for u in UNITS), dram=e.dram)
+
+
+def _component_energy(layer, stats: LayerStats, hw: HwConfig) -> Energy:
     c = components(hw)
     dram = stats.traffic.dram_read * c.dram_read_pj_per_byte + stats.traffic.dram_write * c.dram_write_pj_per_byte
     if isinstance(layer, ConvLayer):
@@ -106,19 +114,27 @@ def layer_energy(layer, stats: LayerStats, hw: HwConfig) -> Energy:
 
 @dataclass(frozen=True)
 class Area:
-    """Area (um^2) and leakage (uW) of a build, by block."""
+    """Area (um^2) and leakage (uW) of a build, by block: the components, and what they leave out (wiring,
+    placement density, control, DMA engines, register files, the other memories) as AREA_OVERHEAD - 1
+    times their area, the block "other"."""
 
     blocks: tuple[tuple[str, Cost, int], ...]  # (block, its component, how many)
+    overhead: float = 1.0  # cell area / the components' area (calibration.area_overhead at the node)
+
+    @property
+    def components_um2(self) -> float:
+        return sum(cost.area_um2 * n for _, cost, n in self.blocks)
 
     def by_block(self) -> dict[str, float]:
         out: dict[str, float] = {}
         for name, cost, n in self.blocks:
             out[name] = out.get(name, 0.0) + cost.area_um2 * n
+        out["other"] = (self.overhead - 1) * self.components_um2
         return out
 
     @property
     def total_um2(self) -> float:
-        return sum(cost.area_um2 * n for _, cost, n in self.blocks)
+        return self.overhead * self.components_um2
 
     @property
     def leak_uw(self) -> float:
@@ -145,9 +161,68 @@ def area(hw: HwConfig) -> Area:
         ("cdp", c.elem_adder, hw.cdp.throughput),
         ("cdp", c.sdp_mul, hw.cdp.throughput),
     )
-    return Area(blocks)
+    return Area(blocks, area_overhead(hw.tech.node_nm))
 
 
 def leakage_pj(hw: HwConfig, cycles: int) -> float:
     """Every component's leakage over `cycles` at the build's clock (uW x us = pJ)."""
     return area(hw).leak_uw * cycles / hw.clock_mhz
+
+
+@lru_cache(maxsize=256)
+def full_rate_pj_per_cycle(hw: HwConfig) -> float:
+    """The components' energy of one cycle with every component acting once (the build at its full rate):
+    every MAC cell; one CBUF entry read and one written; every CACC adder, an assembly-buffer read and
+    write and a delivery-buffer write and read; every SDP lane's ALU and multiplier; every PDP and CDP
+    lane."""
+    c = components(hw)
+    cells = sum(cost.energy_pj * n for name, cost, n in area(hw).blocks if name == "cmac")
+    k = hw.mac.atomic_k
+    sdp_lanes = hw.sdp.bs_throughput + hw.sdp.bn_throughput + hw.sdp.ew_throughput
+    return (
+        cells
+        + c.cbuf_bank.energy_pj
+        + c.cbuf_bank.write_pj
+        + k * c.cacc_adder.energy_pj
+        + c.cacc_assembly.energy_pj
+        + c.cacc_assembly.write_pj
+        + c.cacc_delivery.energy_pj
+        + c.cacc_delivery.write_pj
+        + sdp_lanes * (c.sdp_alu.energy_pj + c.sdp_mul.energy_pj)
+        + hw.pdp.throughput * c.elem_adder.energy_pj
+        + hw.cdp.throughput * (c.elem_adder.energy_pj + c.sdp_mul.energy_pj)
+    )
+
+
+def always_on_pj(hw: HwConfig, cycles: int) -> float:
+    """The clock tree and ungated logic over `cycles`: ALWAYS_ON_FACTOR x the full-rate switching energy."""
+    return ALWAYS_ON_FACTOR * full_rate_pj_per_cycle(hw) * cycles
+
+
+def peak_power_mw(hw: HwConfig) -> float:
+    """NVDLA core power with every component acting every cycle, at the build's clock."""
+    per_cycle = (DYNAMIC_FACTOR + ALWAYS_ON_FACTOR) * full_rate_pj_per_cycle(hw)
+    return per_cycle * hw.clock_mhz * 1e-3 + area(hw).leak_uw * 1e-3
+
+
+@dataclass(frozen=True)
+class RunEnergy:
+    """NVDLA core energy of a run (pJ): its units' dynamic energy, the always-on power and leakage over
+    its time; DRAM apart (units.dram)."""
+
+    units: Energy
+    always_on: float
+    leakage: float
+
+    @property
+    def core(self) -> float:
+        return self.units.core + self.always_on + self.leakage
+
+    def by_unit(self) -> dict[str, float]:
+        return {**self.units.by_unit(), "always_on": self.always_on, "leakage": self.leakage}
+
+
+def run_energy(units: Energy, hw: HwConfig, cycles: int) -> RunEnergy:
+    """A run's core energy: the units' dynamic energy (layer_energy over its layers) plus the always-on
+    power and leakage over its `cycles`."""
+    return RunEnergy(units, always_on_pj(hw, cycles), leakage_pj(hw, cycles))

@@ -16,7 +16,6 @@ def test_resnet50_within_2x_of_the_published_primer_rows(row):
     res = map_model(resnet50(1), hw, precision=Precision.INT8, batch=1, seq=0)
     ratio = (1e3 / res.latency_ms) / fps
     assert 0.5 < ratio < 2.0, f"{macs} MACs: {1e3 / res.latency_ms:.1f} fps vs primer {fps}"
-    # average power at 16 nm, components only and not yet calibrated (docs/energy.md): a guard that the
-    # energy model stays within 2x of NVIDIA's estimate on these rows (252 vs 291 mW, 48 vs 48 mW today)
+    # average power at 16 nm against NVIDIA's (the overheads' fit and every row's error: test_calibration)
     power = res.energy()["average_core_power_mw"]
-    assert 0.5 < power / PRIMER_AREA_POWER[macs][3] < 2.0, f"{macs} MACs: {power:.1f} mW"
+    assert 0.75 < power / PRIMER_AREA_POWER[macs][3] < 1.25, f"{macs} MACs: {power:.1f} mW"
