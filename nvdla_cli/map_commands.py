@@ -76,6 +76,10 @@ def add_commands(sub, registry: dict) -> None:
     )
     sw.add_argument("--workers", type=int, default=2, help="local worker processes")
     sw.add_argument("--scheduler", default=None, help="dask.distributed scheduler address, e.g. tcp://host:8786")
+    sw.add_argument("--rank", metavar="METRIC", default=None,
+                    help="rank the points by this metric (e.g. core_energy_uj; overrides the file's [rank])")  # fmt: skip
+    sw.add_argument("--where", metavar="CONSTRAINT", action="append", default=None,
+                    help="with --rank: keep points meeting METRIC<=N or METRIC>=N (repeatable; e.g. latency_ms<=20)")  # fmt: skip
     registry["sweep"] = _sweep
     ge = sub.add_parser("generate", help="autoregressive generation: prefill, then decode steps with a KV cache")
     ge.add_argument(
@@ -96,9 +100,24 @@ def add_commands(sub, registry: dict) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from nvdla_mapper.studies.sweep import load_sweep, pareto_front, run_sweep, write_pareto
+    from nvdla_mapper.studies.sweep import (
+        load_sweep,
+        pareto_front,
+        parse_constraint,
+        phase_of,
+        rank,
+        run_sweep,
+        write_pareto,
+        write_ranking,
+    )
 
     spec = load_sweep(args.file)
+    objective = args.rank or spec.objective
+    if args.where is not None and objective is None:
+        raise NvdlaError("--where needs an objective to rank by: --rank METRIC or [rank] objective in the file")
+    constraints = tuple(parse_constraint(t) for t in args.where) if args.where is not None else spec.constraints
+    if objective is not None:
+        rank([], objective)  # the objective's name is checked before the sweep runs
     out = Path(args.out)
     db = Path(args.db) if args.db else out / "sweep.sqlite"
     executor = args.executor or ("dask" if args.scheduler else "local")
@@ -114,7 +133,7 @@ def _sweep(args: argparse.Namespace) -> int:
     front = pareto_front(rows)
     print(
         f"sweep {spec.name}: {len(rows)}/{n} points in {db} ({wall:.1f} s this run), {len(errors)} errors, "
-        f"{len(front)} on the Pareto front"
+        f"{len(front)} on the Pareto front of latency, NVDLA energy and area"
     )
     clamped = sum(1 for r in rows if r.get("notes"))
     if clamped:
@@ -126,14 +145,33 @@ def _sweep(args: argparse.Namespace) -> int:
         f"or configuration), {run.reused} reused; model version {run.model_version}"
     )
     for r in front[:10]:
-        print(
-            f"  {r['model']} s{r['seq']} b{r['batch']}  {r['latency_ms']:.3f} ms  {int(r['peak_macs_per_cycle'])} MACs  "
-            f"{int(r['cbuf_bytes']) // 1024} KiB  {json.dumps(r['params']['hw'], sort_keys=True)}"
-        )
+        print(f"  {_point_line(r)}")
+    if objective is not None:
+        ranked = rank(rows, objective, constraints)
+        where = " and ".join(str(c) for c in constraints) or "no constraint"
+        ok = sum(1 for r in rows if r["status"] == "ok")
+        print(f"ranked by {objective} with {where}: {len(ranked)} of {ok} points qualify")
+        shown: dict[tuple, int] = {}
+        for r in ranked:  # the best three of each workload
+            key = (r["model"], r["seq"], r["batch"], phase_of(r))
+            shown[key] = shown.get(key, 0) + 1
+            if shown[key] <= 3:
+                print(f"  {shown[key]:>2}. {objective} {r[objective]:,.4g}  {_point_line(r)}")
+        print(f"wrote {write_ranking(ranked, out)}", file=sys.stderr)
     for r in errors[:5]:
         print(f"  error {r['id']}: {r['error']}", file=sys.stderr)
-    print(f"wrote {paths['csv']} and {paths['png']}", file=sys.stderr)
+    print(f"wrote {paths['csv']} (and a CSV per pair of latency, energy, area) and {paths['png']}", file=sys.stderr)
     return 0
+
+
+def _point_line(r: dict) -> str:
+    from nvdla_mapper.studies.sweep import phase_of
+
+    return (
+        f"{r['model']} {phase_of(r)} s{r['seq']} b{r['batch']}  {r['latency_ms']:.3f} ms  {r['core_energy_uj']:,.1f} uJ  "
+        f"{r['area_mm2']:.3f} mm2  {int(r['peak_macs_per_cycle'])} MACs  {int(r['cbuf_bytes']) // 1024} KiB  "
+        f"{json.dumps(r['params']['hw'], sort_keys=True)}"
+    )
 
 
 def _precision(text: str) -> Precision:
@@ -202,7 +240,7 @@ def _generate(args: argparse.Namespace) -> int:
         print(
             f"  energy               prefill {en['prefill_core_uj']:,.1f} uJ in NVDLA{per_token}; "
             f"{en['average_core_power_mw']:,.1f} mW average; DRAM {en['total_dram_uj']:,.1f} uJ in all; "
-            f"area {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (components only, not yet calibrated)"
+            f"area {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)"
         )
     if len(results) > 1:
         from nvdla_mapper.studies.generate import crossover_batch, roofline_crossover
@@ -352,8 +390,8 @@ def format_summary(res, *, top: int) -> str:
     en = d["energy"]
     lines.append(
         f"  energy            {en['core_uj']:,.1f} uJ in NVDLA per inference ({en['average_core_power_mw']:,.1f} mW average,"
-        f" {en['tops_per_w']:.2f} TOPS/W), DRAM {en['dram_uj']:,.1f} uJ ({en['dram_device']}); area"
-        f" {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (components only, not yet calibrated)"
+        f" {en['peak_core_power_mw']:,.1f} mW peak, {en['tops_per_w']:.2f} TOPS/W), DRAM {en['dram_uj']:,.1f} uJ"
+        f" ({en['dram_device']}); area {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)"
     )
     bounds = d["cycles_by_bound"]
     lines.append(

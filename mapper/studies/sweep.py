@@ -12,10 +12,19 @@ Sweep file (TOML):
     precision = ["int8"]
     [workloads]
     models = ["bert-base"]                   # presets or config.json paths
-    seq = [128]
+    seq = [128]                              # prefill: the prompt; decode: the cached tokens before the step
     batch = [1]
+    phase = ["prefill", "decode"]            # optional (default prefill: the forward pass `nvdla map` runs);
+                                             # decode: one token-by-token step with a KV cache
     [options]                                # optional: softmax / layernorm placement
     softmax = "auto"
+    [rank]                                   # optional: the best point by an objective, within constraints
+    objective = "core_energy_uj"             # a sweep metric (METRICS)
+    constraints = ["latency_ms<=20", "area_mm2<=2"]
+
+`nvdla sweep` writes the Pareto fronts over latency, NVDLA energy and area (every pair and all three)
+as CSVs and a plot, and with [rank] (or --rank / --where) the ranking of the points that meet the
+constraints.
 
 Each point has a stable id (hash of its parameters); a result row is committed as soon as the point
 finishes, so a killed sweep resumes with nothing lost or duplicated. Each row records the model version
@@ -43,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
+from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
 from nvdla_mapper.passes import map_model
 from nvdla_sim.config import HwConfig, load_config
@@ -60,15 +70,19 @@ METRICS = (
     "host_tasks",
     "host_cycles",
     "throughput_inferences_per_s",
-    # energy and area (issue 28; components from hwcomponents, not yet calibrated: docs/energy.md)
+    # energy and area (issue 28; components from hwcomponents with the fitted overheads: docs/energy.md)
     "core_energy_uj",
     "dram_energy_uj",
+    "system_energy_uj",  # NVDLA core + DRAM: what a decode step costs the system (DRAM dominates it)
     "average_core_power_mw",
+    "peak_core_power_mw",
     "tops_per_w",
     "area_mm2",
 )
-_TOP_KEYS = {"name", "base", "space", "workloads", "options"}
-_WORKLOAD_KEYS = {"models", "seq", "batch"}
+_TOP_KEYS = {"name", "base", "space", "workloads", "options", "rank"}
+_RANK_KEYS = {"objective", "constraints"}
+_WORKLOAD_KEYS = {"models", "seq", "batch", "phase"}
+PHASES = ("prefill", "decode")
 _OPTION_KEYS = {"softmax", "layernorm"}
 
 
@@ -81,13 +95,16 @@ class SweepSpec:
     seqs: list[int]
     batches: list[int]
     options: dict[str, str]
+    phases: tuple[str, ...] = ("prefill",)
+    objective: str | None = None  # [rank] objective: rank the points by it
+    constraints: tuple[Constraint, ...] = ()  # [rank] constraints
 
     def points(self) -> list[dict[str, Any]]:
         keys = sorted(self.space)
         out = []
         for values in itertools.product(*(self.space[k] for k in keys)):
             hw_params = dict(zip(keys, values, strict=True))
-            for model, seq, batch in itertools.product(self.models, self.seqs, self.batches):
+            for model, seq, batch, phase in itertools.product(self.models, self.seqs, self.batches, self.phases):
                 p = {
                     "base": self.base,
                     "hw": hw_params,
@@ -96,13 +113,16 @@ class SweepSpec:
                     "batch": batch,
                     "options": self.options,
                 }
+                if phase != "prefill":  # prefill points keep the ids they had before phases existed
+                    p["phase"] = phase
                 p["id"] = point_id(p)
                 out.append(p)
         return out
 
 
 def point_id(p: dict[str, Any]) -> str:
-    key = json.dumps({k: p[k] for k in ("base", "hw", "model", "seq", "batch", "options")}, sort_keys=True)
+    keys = ("base", "hw", "model", "seq", "batch", "options", "phase")  # phase only on decode points
+    key = json.dumps({k: p[k] for k in keys if k in p}, sort_keys=True)
     return hashlib.sha1(key.encode()).hexdigest()[:16]
 
 
@@ -201,6 +221,18 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
     for name, vals in (("seq", seqs), ("batch", batches)):
         if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and x >= 1 for x in vals):
             raise err(f"workloads.{name} must be a non-empty list of positive integers, not {vals!r}")
+    phases = wl.get("phase", ["prefill"])
+    if not isinstance(phases, list) or not phases or any(ph not in PHASES for ph in phases):
+        raise err(f"workloads.phase must be a non-empty list of {', '.join(PHASES)}, not {phases!r}")
+    if "decode" in phases:
+        for m in models:
+            src = None if str(m) in CNN_PRESETS else resolve_model(str(m))
+            if not isinstance(src, ModelSpec):
+                raise err(f"workloads.phase decode: {m} is not a transformer preset or config.json")
+            try:
+                check_generative(src)
+            except NvdlaError as e:
+                raise err(f"workloads.phase decode: {e}") from None
     options = data.get("options", {})
     extra = set(options) - _OPTION_KEYS
     if extra:
@@ -208,7 +240,26 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
     for k, v in options.items():
         if v not in ("auto", "nvdla", "host"):
             raise err(f"options.{k} must be auto, nvdla or host, not {v!r}")
-    return SweepSpec(str(data.get("name", "sweep")), str(base), space, [str(m) for m in models], seqs, batches, options)
+    rank_table = data.get("rank", {})
+    if not isinstance(rank_table, dict):
+        raise err("[rank] must be a table (objective, constraints)")
+    extra = set(rank_table) - _RANK_KEYS
+    if extra:
+        raise err(f"unknown key(s) {sorted(extra)} in [rank]; allowed: {sorted(_RANK_KEYS)}")
+    objective = rank_table.get("objective")
+    if objective is not None and objective not in METRICS:
+        raise err(f"rank.objective {objective!r} is not a sweep metric; one of {', '.join(METRICS)}")
+    texts = rank_table.get("constraints", [])
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise err('rank.constraints must be a list of strings like "latency_ms<=20"')
+    try:
+        constraints = tuple(parse_constraint(t) for t in texts)
+    except NvdlaError as e:
+        raise err(f"rank.constraints: {e}") from None
+    return SweepSpec(
+        str(data.get("name", "sweep")), str(base), space, [str(m) for m in models], seqs, batches, options,
+        tuple(phases), objective, constraints,
+    )  # fmt: skip
 
 
 def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
@@ -217,17 +268,18 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"id": p["id"], "params": p}
     try:
         hw, prec = point_config(p)
-        # a CNN or a vision model runs its own sequence whatever the sweep's seq axis says
-        seq = p["seq"] if fixed_sequence(p["model"]) is None else None
-        g = model_graph(p["model"], batch=p["batch"], seq=seq)
         opts = p.get("options", {})
-        res = map_model(
-            g,
-            hw,
-            precision=prec,
-            softmax=opts.get("softmax", "auto"),
-            layernorm=opts.get("layernorm", "auto"),
-        )
+        kw = dict(precision=prec, softmax=opts.get("softmax", "auto"), layernorm=opts.get("layernorm", "auto"))
+        if p.get("phase", "prefill") == "decode":  # one step: every sequence has seq cached tokens, adds one
+            spec = resolve_model(p["model"])
+            g = decode_step_graph(
+                spec, batch=p["batch"], kv_len=p["seq"], cross_len=p["seq"] if spec.decoder_layers else 0
+            )
+            res = map_model(g, hw, seq=p["seq"], batch=p["batch"], **kw)
+        else:
+            # a CNN or a vision model runs its own sequence whatever the sweep's seq axis says
+            seq = p["seq"] if fixed_sequence(p["model"]) is None else None
+            res = map_model(model_graph(p["model"], batch=p["batch"], seq=seq), hw, **kw)
         d = res.to_dict()
         row.update(
             status="ok",
@@ -245,7 +297,9 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             throughput_inferences_per_s=res.throughput,
             core_energy_uj=d["energy"]["core_uj"],
             dram_energy_uj=d["energy"]["dram_uj"],
+            system_energy_uj=round(d["energy"]["core_uj"] + d["energy"]["dram_uj"], 6),
             average_core_power_mw=d["energy"]["average_core_power_mw"],
+            peak_core_power_mw=d["energy"]["peak_core_power_mw"],
             tops_per_w=d["energy"]["tops_per_w"],
             area_mm2=d["energy"]["area_mm2"],
             seq=res.seq,  # the sequence the model ran (a vision model's image tokens, 0 for a CNN)
@@ -277,6 +331,12 @@ def open_db(path: str | Path) -> sqlite3.Connection:
         f"hw_fingerprint TEXT, config_digest TEXT, model_version TEXT, notes TEXT, model TEXT, seq INTEGER, batch INTEGER, "
         f"{cols}, wall_s REAL, PRIMARY KEY (sweep, id))"
     )
+    # a database from before a metric existed gains its column (its rows, of another model version, are
+    # recomputed by run_sweep)
+    have = {r[1] for r in con.execute(f"PRAGMA table_info({_TABLE})")}
+    for m in METRICS:
+        if m not in have:
+            con.execute(f"ALTER TABLE {_TABLE} ADD COLUMN {m} REAL")
     con.commit()
     return con
 
@@ -428,24 +488,92 @@ def run_sweep(
     return SweepRun(rows, len(todo), len(current), len(stale), version)
 
 
-# ---- Pareto front -----------------------------------------------------------------------------------
+# ---- Pareto fronts and ranking ----------------------------------------------------------------------
 
-PARETO_AXES = ("latency_ms", "peak_macs_per_cycle", "cbuf_bytes")
+# The design objectives a sweep trades (all minimised): time, NVDLA core energy, silicon area.
+OBJECTIVES = ("latency_ms", "core_energy_uj", "area_mm2")
+# The fronts `nvdla sweep` writes: every pair, and all three together (pareto.csv).
+FRONTS = (("latency_ms", "core_energy_uj"), ("latency_ms", "area_mm2"), ("core_energy_uj", "area_mm2"), OBJECTIVES)
+_LABELS = {"latency_ms": "latency (ms)", "core_energy_uj": "NVDLA energy (uJ)", "area_mm2": "area (mm2)"}
 
 
-def pareto_front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows not dominated in (latency, MAC array size, CBUF bytes), per workload (model, seq, batch)."""
+def phase_of(r: dict[str, Any]) -> str:
+    return r.get("params", {}).get("phase", "prefill")
+
+
+def _workload(r: dict[str, Any]) -> tuple:
+    return (r["model"], r["seq"], r["batch"], phase_of(r))
+
+
+def pareto_front(rows: list[dict[str, Any]], axes: tuple[str, ...] = OBJECTIVES) -> list[dict[str, Any]]:
+    """Rows no other row of the same workload (model, seq, batch, phase) dominates on `axes` (all minimised: no
+    worse on every axis and better on one); rows with the same values on every axis are all kept."""
     ok = [r for r in rows if r["status"] == "ok"]
-    front = []
+    by_workload: dict[tuple, list[dict[str, Any]]] = {}
     for r in ok:
-        same = [o for o in ok if (o["model"], o["seq"], o["batch"]) == (r["model"], r["seq"], r["batch"])]
-        dominated = any(all(o[a] <= r[a] for a in PARETO_AXES) and any(o[a] < r[a] for a in PARETO_AXES) for o in same)
-        if not dominated:
-            front.append(r)
-    return sorted(front, key=lambda r: (r["model"], r["seq"], r["batch"], r["latency_ms"]))
+        by_workload.setdefault(_workload(r), []).append(r)
+    front = []
+    for same in by_workload.values():
+        for r in same:
+            if not any(all(o[a] <= r[a] for a in axes) and any(o[a] < r[a] for a in axes) for o in same):
+                front.append(r)
+    return sorted(front, key=lambda r: (*_workload(r), *(r[a] for a in axes)))
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """metric <= bound or metric >= bound (a sweep METRIC)."""
+
+    metric: str
+    op: str  # "<=" or ">="
+    bound: float
+
+    def holds(self, row: dict[str, Any]) -> bool:
+        v = row[self.metric]
+        return v is not None and (v <= self.bound if self.op == "<=" else v >= self.bound)
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.bound:g}"
+
+
+def parse_constraint(text: str) -> Constraint:
+    """`latency_ms<=20`, `area_mm2 <= 2`, `tops_per_w>=5`: a sweep metric, <= or >=, a number."""
+    for op in ("<=", ">="):
+        if op in text:
+            name, _, value = (t.strip() for t in text.partition(op))
+            break
+    else:
+        raise NvdlaError(f"constraint {text!r}: write METRIC<=NUMBER or METRIC>=NUMBER (e.g. latency_ms<=20)")
+    if name not in METRICS:
+        raise NvdlaError(f"constraint {text!r}: {name!r} is not a sweep metric; one of {', '.join(METRICS)}")
+    try:
+        bound = float(value)
+    except ValueError:
+        raise NvdlaError(f"constraint {text!r}: {value!r} is not a number") from None
+    return Constraint(name, op, bound)
+
+
+def rank(rows: list[dict[str, Any]], objective: str, constraints: tuple[Constraint, ...] = ()) -> list[dict]:
+    """The points that meet every constraint, per workload (model, seq, batch, phase) and in each best first
+    by `objective` (a sweep metric; minimised, except the higher-is-better throughput_inferences_per_s,
+    mac_utilization and tops_per_w)."""
+    if objective not in METRICS:
+        raise NvdlaError(f"rank objective {objective!r} is not a sweep metric; one of {', '.join(METRICS)}")
+    sign = -1 if objective in _HIGHER_IS_BETTER else 1
+    ok = [r for r in rows if r["status"] == "ok" and r[objective] is not None and all(c.holds(r) for c in constraints)]
+    return sorted(ok, key=lambda r: (_workload(r), sign * r[objective], r["id"]))
+
+
+_HIGHER_IS_BETTER = {"throughput_inferences_per_s", "mac_utilization", "tops_per_w"}
+
+
+def _front_name(axes: tuple[str, ...]) -> str:
+    return "pareto" if axes == OBJECTIVES else "pareto_" + "_vs_".join(a.split("_")[0] for a in axes)
 
 
 def write_pareto(rows: list[dict[str, Any]], out_dir: str | Path) -> dict[str, Path]:
+    """pareto.csv (the front over latency, energy and area), one CSV per pair of them, and pareto.png:
+    every point and each pair's front, one panel per pair."""
     import csv
 
     import matplotlib
@@ -455,39 +583,52 @@ def write_pareto(rows: list[dict[str, Any]], out_dir: str | Path) -> dict[str, P
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    front = pareto_front(rows)
-    cols = ["id", "model", "seq", "batch", "hw_fingerprint", *METRICS]
-    with (out / "pareto.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[*cols, "hw"])
-        w.writeheader()
-        for r in front:
-            w.writerow({**{c: r[c] for c in cols}, "hw": json.dumps(r["params"]["hw"], sort_keys=True)})
+    cols = ["id", "model", "seq", "batch", "phase", "hw_fingerprint", *METRICS]
+    paths: dict[str, Path] = {}
+    for axes in FRONTS:
+        name = _front_name(axes)
+        paths[name] = out / f"{name}.csv"
+        with paths[name].open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=[*cols, "hw"])
+            w.writeheader()
+            for r in pareto_front(rows, axes):
+                w.writerow({**{c: r.get(c) for c in cols}, "phase": phase_of(r),
+                            "hw": json.dumps(r["params"]["hw"], sort_keys=True)})  # fmt: skip
     ok = [r for r in rows if r["status"] == "ok"]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    pairs = FRONTS[:3]
+    fig, axs = plt.subplots(1, len(pairs), figsize=(5.2 * len(pairs), 4.2))
+    for ax, (x, y) in zip(axs, pairs, strict=True):
+        if ok:
+            sc = ax.scatter([r[x] for r in ok], [r[y] for r in ok], c=[r["peak_macs_per_cycle"] for r in ok],
+                            cmap="viridis", s=16, alpha=0.6, norm=matplotlib.colors.LogNorm())  # fmt: skip
+            front = pareto_front(rows, (x, y))
+            ax.plot([r[x] for r in front], [r[y] for r in front], "r-", lw=0.8)
+            ax.scatter([r[x] for r in front], [r[y] for r in front], facecolors="none", edgecolors="red", s=50,
+                       label=f"Pareto front ({len(front)})")  # fmt: skip
+            ax.legend(fontsize=8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(_LABELS[x])
+        ax.set_ylabel(_LABELS[y])
     if ok:
-        sc = ax.scatter(
-            [r["peak_macs_per_cycle"] for r in ok],
-            [r["latency_ms"] for r in ok],
-            c=[r["cbuf_bytes"] / 1024 for r in ok],
-            cmap="viridis",
-            s=18,
-            alpha=0.6,
-        )
-        fig.colorbar(sc, ax=ax, label="CBUF KiB")
-        ax.scatter(
-            [r["peak_macs_per_cycle"] for r in front],
-            [r["latency_ms"] for r in front],
-            facecolors="none",
-            edgecolors="red",
-            s=60,
-            label="Pareto front",
-        )
-        ax.legend()
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("MAC array size (MACs/cycle)")
-    ax.set_ylabel("latency (ms)")
-    ax.set_title("Design space")
-    fig.savefig(out / "pareto.png", dpi=110, bbox_inches="tight")
+        fig.colorbar(sc, ax=list(axs), label="MACs per cycle")
+    fig.suptitle("Design space: every point and each pair's Pareto front (per workload in the CSVs)")
+    paths["png"] = out / "pareto.png"
+    fig.savefig(paths["png"], dpi=110, bbox_inches="tight")
     plt.close(fig)
-    return {"csv": out / "pareto.csv", "png": out / "pareto.png"}
+    paths["csv"] = paths["pareto"]
+    return paths
+
+
+def write_ranking(ranked: list[dict[str, Any]], out_dir: str | Path) -> Path:
+    import csv
+
+    path = Path(out_dir) / "ranking.csv"
+    cols = ["id", "model", "seq", "batch", "phase", "hw_fingerprint", *METRICS]
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["rank", *cols, "hw"])
+        w.writeheader()
+        for i, r in enumerate(ranked, 1):
+            w.writerow({"rank": i, **{c: r.get(c) for c in cols}, "phase": phase_of(r),
+                        "hw": json.dumps(r["params"]["hw"], sort_keys=True)})  # fmt: skip
+    return path

@@ -192,3 +192,119 @@ def test_rows_of_the_table_before_versioning_are_recomputed(tmp_path):
     con.commit()
     run = run_sweep(spec, db, executor="serial")
     assert (run.evaluated, run.recomputed) == (4, 4) and all(r["total_cycles"] > 0 for r in run.rows)
+
+
+def _row(i, latency, energy, area, model="m", **extra):
+    return {"id": f"p{i}", "status": "ok", "model": model, "seq": 1, "batch": 1, "latency_ms": latency,
+            "core_energy_uj": energy, "area_mm2": area, **extra}  # fmt: skip
+
+
+def test_pareto_fronts_by_hand():
+    """Five points of one workload: p0 (1 ms, 9 uJ, 4 mm2), p1 (2, 5, 2), p2 (3, 6, 1), p3 (4, 4, 3),
+    p4 (2, 9, 4: p1 is no worse anywhere and better in energy and area). Latency vs energy: p0, p1, p3
+    (p2 loses to p1); latency vs area: p0, p1, p2; energy vs area: p1, p2, p3; all three: p0-p3. A second
+    workload's point never dominates the first's."""
+    from nvdla_mapper.studies.sweep import pareto_front
+
+    rows = [_row(0, 1, 9, 4), _row(1, 2, 5, 2), _row(2, 3, 6, 1), _row(3, 4, 4, 3), _row(4, 2, 9, 4),
+            _row(5, 0.5, 1, 0.1, model="other")]  # fmt: skip
+
+    def ids(axes):
+        return {r["id"] for r in pareto_front(rows, axes) if r["model"] == "m"}
+
+    assert ids(("latency_ms", "core_energy_uj")) == {"p0", "p1", "p3"}
+    assert ids(("latency_ms", "area_mm2")) == {"p0", "p1", "p2"}
+    assert ids(("core_energy_uj", "area_mm2")) == {"p1", "p2", "p3"}
+    assert ids(("latency_ms", "core_energy_uj", "area_mm2")) == {"p0", "p1", "p2", "p3"}
+
+
+def test_ranking_under_constraints_by_hand():
+    from nvdla_mapper.studies.sweep import parse_constraint, rank
+
+    rows = [_row(0, 1, 9, 4, tops_per_w=2.0), _row(1, 2, 5, 2, tops_per_w=3.0), _row(2, 3, 6, 1, tops_per_w=1.0),
+            _row(3, 4, 4, 3, tops_per_w=4.0)]  # fmt: skip
+    cons = (parse_constraint("latency_ms<=3"), parse_constraint("area_mm2 <= 2"))
+    assert [r["id"] for r in rank(rows, "core_energy_uj", cons)] == ["p1", "p2"]
+    assert [r["id"] for r in rank(rows, "core_energy_uj")] == ["p3", "p1", "p2", "p0"]
+    assert [r["id"] for r in rank(rows, "tops_per_w", (parse_constraint("latency_ms<=2"),))] == ["p1", "p0"]
+    for text, msg in (("latency<=3", "'latency' is not a sweep metric"), ("latency_ms<3", "write METRIC<=NUMBER"),
+                      ("area_mm2<=two", "'two' is not a number")):  # fmt: skip
+        with pytest.raises(NvdlaError, match=msg):
+            parse_constraint(text)
+    with pytest.raises(NvdlaError, match="rank objective 'speed' is not a sweep metric"):
+        rank(rows, "speed")
+
+
+def test_a_bad_rank_table_is_named():
+    data = {"workloads": {"models": ["bert-base"]}}
+    with pytest.raises(NvdlaError, match=r"rank.objective 'joules' is not a sweep metric"):
+        sweep_from_dict({**data, "rank": {"objective": "joules"}})
+    with pytest.raises(NvdlaError, match=r"rank.constraints: constraint 'area_mm2=2'"):
+        sweep_from_dict({**data, "rank": {"objective": "area_mm2", "constraints": ["area_mm2=2"]}})
+    with pytest.raises(NvdlaError, match=r"unknown key\(s\) \['best'\] in \[rank\]"):
+        sweep_from_dict({**data, "rank": {"best": 1}})
+
+
+def test_cli_sweep_ranks_under_constraints(sweep_file, tmp_path, capsys):
+    """The least NVDLA energy among the points within a latency bound: the ranking's order and its
+    qualifying set are the rows' own (read back from the database)."""
+    from nvdla_cli.main import main
+
+    sweep_file.write_text(SWEEP + '[rank]\nobjective = "core_energy_uj"\nconstraints = ["latency_ms<=1000"]\n')
+    assert main(["sweep", str(sweep_file), "--out", str(tmp_path), "--executor", "serial"]) == 0
+    out = capsys.readouterr().out
+    assert "ranked by core_energy_uj with latency_ms<=1000: 8 of 8 points qualify" in out
+    import csv
+
+    with (tmp_path / "ranking.csv").open() as f:
+        ranking = list(csv.DictReader(f))
+    energies = [float(r["core_energy_uj"]) for r in ranking]
+    assert len(ranking) == 8 and energies == sorted(energies)
+    bound = sorted(float(r["latency_ms"]) for r in ranking)[3]  # the four fastest points
+    assert main(["sweep", str(sweep_file), "--out", str(tmp_path), "--executor", "serial", "--rank", "area_mm2",
+                 "--where", f"latency_ms<={bound}"]) == 0  # fmt: skip
+    assert "4 of 8 points qualify" in capsys.readouterr().out
+    for name in ("pareto_latency_vs_core", "pareto_latency_vs_area", "pareto_core_vs_area"):
+        assert (tmp_path / f"{name}.csv").exists()
+    assert main(["sweep", str(sweep_file), "--out", str(tmp_path), "--where", "latency_ms<=1", "--rank", "speed"]) == 2
+    assert "rank objective 'speed' is not a sweep metric" in capsys.readouterr().err
+
+
+def test_a_decode_point_is_one_generation_step(tmp_path):
+    """phase = decode: the point is one token-by-token step with `seq` tokens cached, the step `nvdla
+    generate` times for the token after a `seq`-token prompt; the prefill point of the same model is the
+    forward pass `nvdla map` runs (every position's logits), more cycles than generate's prefill (the
+    last position's) and than one step."""
+    from nvdla_mapper.frontends.presets import PRESETS
+    from nvdla_mapper.studies.generate import generate
+
+    spec = sweep_from_dict(tomllib.loads('base = "nv_small"\n[workloads]\nmodels = ["gpt2"]\nseq = [16]\n'
+                                         'phase = ["prefill", "decode"]\n'))  # fmt: skip
+    rows = {
+        r["params"].get("phase", "prefill"): r for r in run_sweep(spec, tmp_path / "s.sqlite", executor="serial").rows
+    }
+    gen = generate(PRESETS["gpt2"], load_config_small(), prompt=16, new_tokens=2)
+    (step,) = gen.steps
+    assert step.kv_len == 16 and rows["decode"]["total_cycles"] == step.cycles
+    assert rows["decode"]["core_energy_uj"] == pytest.approx(step.core_energy_uj, rel=1e-6)
+    assert rows["decode"]["dram_energy_uj"] == pytest.approx(step.dram_energy_uj, rel=1e-6)
+    assert rows["decode"]["system_energy_uj"] == pytest.approx(step.core_energy_uj + step.dram_energy_uj, rel=1e-6)
+    assert rows["prefill"]["total_cycles"] > gen.prefill.total_cycles > step.cycles
+
+
+def load_config_small():
+    from nvdla_sim import load_config
+
+    return load_config("nv_small")
+
+
+@pytest.mark.parametrize(
+    ("models", "message"),
+    [(["bert-base"], "workloads.phase decode: bert-base: generation is modelled for decoder models"),
+     (["lenet5"], "workloads.phase decode: lenet5 is not a transformer preset or config.json")],
+)  # fmt: skip
+def test_decode_of_a_model_that_cannot_generate_is_named(models, message):
+    with pytest.raises(NvdlaError, match=message):
+        sweep_from_dict({"workloads": {"models": models, "phase": ["decode"]}})
+    with pytest.raises(NvdlaError, match=r"workloads.phase must be a non-empty list of prefill, decode"):
+        sweep_from_dict({"workloads": {"models": ["gpt2"], "phase": ["train"]}})
