@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nvdla_mapper.lowering.rules import Resource
 from nvdla_mapper.passes import layer_events
+from nvdla_mapper.reports.power import counter_events
 from nvdla_mapper.results import MapResult
 from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.engine.stats import Unit
@@ -61,12 +62,14 @@ def output_folder(path: str | Path, flag: str) -> Path:
 
 
 def write_results(result: MapResult, out_dir: str | Path) -> dict[str, Path]:
-    """Write report.json, layers.csv and trace.json (and return their paths)."""
+    """Write report.json, layers.csv and trace.json (the timeline and a power counter track), and return
+    their paths."""
     out = output_folder(out_dir, "--report")
     d = result.to_dict()
     paths = {"json": out / "report.json", "csv": out / "layers.csv", "trace": out / "trace.json"}
     process = f"{result.model} on {result.hw.fingerprint}"
-    write_trace_doc(paths["trace"], span_events(trace_spans(result), clock_mhz=result.hw.clock_mhz, process=process))
+    spans = span_events(trace_spans(result), clock_mhz=result.hw.clock_mhz, process=process)
+    write_trace_doc(paths["trace"], spans + counter_events(d))
     tmp = paths["json"].with_suffix(".json.tmp")
     tmp.write_text(json.dumps(d, indent=2))
     tmp.replace(paths["json"])

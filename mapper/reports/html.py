@@ -11,6 +11,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+from nvdla_mapper.reports.power import power_profile
+
 _BOUND_NOTE = (
     "What each layer's time is made of: compute (the MAC array), cbuf (weight loads between stripes), "
     "dram (the memory port or waits for fetches), compute+dram (neither fills three quarters of the layer; "
@@ -126,6 +128,27 @@ def units_plot(d: dict[str, Any]) -> str:
     return _png(fig)
 
 
+def energy_plot(d: dict[str, Any]) -> str:
+    """Energy by unit (always-on and leakage included) and the core power over time (reports.power)."""
+    en = d["energy"]
+    fig, (left, right) = _pyplot().subplots(1, 2, figsize=(11, 3.2), gridspec_kw={"width_ratios": [1, 2]})
+    units = list(en["by_unit_uj"])
+    left.barh(units, [en["by_unit_uj"][u] for u in units], color="#c0504d")
+    left.set_xlabel("NVDLA energy (uJ)")
+    left.set_title(f"Energy by unit ({en['core_uj']:,.0f} uJ)")
+    clock = d["hw_config"]["clock_mhz"]
+    pieces = power_profile(d)
+    xs = [x for a, b, _ in pieces for x in (a / clock, b / clock)]
+    ys = [p for _, _, p in pieces for _ in (0, 1)]
+    right.plot(xs, ys, color="#c0504d", lw=0.8)
+    right.axhline(en["average_core_power_mw"], color="#444", ls="--", lw=0.8, label="average")
+    right.set_xlabel("time (us)")
+    right.set_ylabel("NVDLA core power (mW)")
+    right.set_title("Power over time")
+    right.legend(fontsize=7)
+    return _png(fig)
+
+
 def timeline_plot(d: dict[str, Any]) -> str:
     rows = d["layers"]
     resources = sorted({r["resource"] for r in rows})
@@ -215,6 +238,7 @@ def render_html(d: dict[str, Any]) -> str:
         "breakdown": breakdown_plot(d),
         "units": units_plot(d),
         "timeline": timeline_plot(d),
+        "energy": energy_plot(d),
     }
     imgs = "".join(f'<figure><img id="plot-{k}" alt="{k}" src="{v}"></figure>' for k, v in images.items())
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in d["notes"])

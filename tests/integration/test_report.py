@@ -83,7 +83,7 @@ def test_html_matches_json(report):
     assert energy["average core power"] == f"{d['energy']['average_core_power_mw']:,.1f} mW"
     units = {r[0]: r[3] for r in doc.tables["units"][1:]}
     assert units == {u: f"{100 * v:.1f}%" for u, v in d["unit_utilization"].items()}
-    assert set(doc.images) == {"plot-roofline", "plot-breakdown", "plot-units", "plot-timeline"}
+    assert set(doc.images) == {"plot-roofline", "plot-breakdown", "plot-units", "plot-timeline", "plot-energy"}
     for src in doc.images.values():
         img = Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1])))
         assert img.size[0] > 200 and img.size[1] > 100
@@ -116,7 +116,7 @@ def test_renders_in_headless_chromium(report, tmp_path):
     url = (report / "report.html").as_uri()
     r = subprocess.run([CHROMIUM, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert '<table id="layers">' in r.stdout and r.stdout.count("<img") == 4
+    assert '<table id="layers">' in r.stdout and r.stdout.count("<img") == 5
     console_errors = [line for line in r.stderr.splitlines() if "CONSOLE" in line and "rror" in line]
     assert not console_errors, console_errors
     shot = tmp_path / "shot.png"
