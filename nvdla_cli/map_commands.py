@@ -235,11 +235,15 @@ def _generate(args: argparse.Namespace) -> int:
         print(f"  KV cache at the end  {d['kv_cache_bytes_end']:,} bytes")
         en = d["energy"]
         per_token = (
-            f", {en['decode_core_uj_per_token']:,.1f} uJ per decode step" if en["decode_core_uj_per_token"] else ""
+            f", {en['decode_core_uj_per_token']:,.1f} uJ per generated token"
+            + (f" ({en['decode_core_uj_per_step']:,.1f} per step of {d['batch']})" if d["batch"] > 1 else "")
+            if en["decode_core_uj_per_token"]
+            else ""
         )
         print(
             f"  energy               prefill {en['prefill_core_uj']:,.1f} uJ in NVDLA{per_token}; "
-            f"{en['average_core_power_mw']:,.1f} mW average; DRAM {en['total_dram_uj']:,.1f} uJ in all; "
+            f"{en['average_core_power_mw']:,.1f} mW average, {en['peak_core_power_mw']:,.1f} mW peak, "
+            f"{en['tops_per_w']:.2f} TOPS/W; DRAM {en['total_dram_uj']:,.1f} uJ in all; "
             f"area {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)"
         )
     if len(results) > 1:

@@ -316,8 +316,10 @@ GENERATE_COLUMNS: list[tuple[str, Any, str]] = [
     ("Decode vs roofline", lambda d: d["decode"].get("over_roofline"), "{:.2f}x"),
     # energy and area: docs/energy.md
     ("Prefill NVDLA energy (uJ)", lambda d: d["energy"]["prefill_core_uj"], "{:,.1f}"),
-    ("NVDLA energy per decode step (uJ)", lambda d: d["energy"]["decode_core_uj_per_token"], "{:,.1f}"),
+    ("NVDLA energy per generated token (uJ)", lambda d: d["energy"]["decode_core_uj_per_token"], "{:,.1f}"),
     ("Average NVDLA power (mW)", lambda d: d["energy"]["average_core_power_mw"], "{:,.1f}"),
+    ("Peak NVDLA power (mW)", lambda d: d["energy"]["peak_core_power_mw"], "{:,.1f}"),
+    ("TOPS/W (model MACs)", lambda d: d["energy"]["tops_per_w"], "{:.2f}"),
     ("DRAM energy, all (uJ)", lambda d: d["energy"]["total_dram_uj"], "{:,.1f}"),
     ("Area (mm2)", lambda d: d["energy"]["area_mm2"], "{:.3f}"),
 ]

@@ -56,6 +56,7 @@ class GenerateResult:
     kv_bytes_per_token: int = 0  # K and V of one position of one sequence, all layers
     first_step_cycles: int = 0  # T5: the decoder step that yields the first token (after the encoder)
     first_step_energy_uj: tuple[float, float] = (0.0, 0.0)  # T5: that step's (core, DRAM) energy
+    first_step_macs: int = 0  # T5: that step's model MACs
 
     @property
     def ttft_cycles(self) -> int:
@@ -129,25 +130,30 @@ class GenerateResult:
         }
 
     def _energy(self) -> dict[str, Any]:
-        """Prefill and decode energy (NVDLA core and DRAM apart, uJ) and the run's average core power; the
-        prefill's with its leakage over the prefill, each step's over the step (T5's first decoder step
-        counts with the prefill, as its time does in TTFT)."""
+        """Prefill and decode energy (NVDLA core and DRAM apart, uJ), the run's average core power and TOPS/W
+        (the model's MACs of every pass over the core energy); the prefill's with its always-on power and
+        leakage over the prefill, each step's over the step (T5's first decoder step counts with the
+        prefill, as its time does in TTFT). A decode step makes `batch` tokens: per token is the median
+        step's energy over the batch."""
         pre = self.prefill.energy()
         pre_core = pre["core_uj"] + self.first_step_energy_uj[0]
         pre_dram = pre["dram_uj"] + self.first_step_energy_uj[1]
         core = [s.core_energy_uj for s in self.steps]
         total_core = pre_core + sum(core)
         seconds = self._ms(self.total_cycles) / 1e3
+        step_core = statistics.median(core) if core else None
+        step_dram = statistics.median(s.dram_energy_uj for s in self.steps) if self.steps else None
+        macs = self.prefill.model_macs + self.first_step_macs + sum(s.macs for s in self.steps)
         return {
             "prefill_core_uj": round(pre_core, 6),
             "prefill_dram_uj": round(pre_dram, 6),
-            "decode_core_uj_per_token": round(statistics.median(core), 6) if core else None,
-            "decode_dram_uj_per_token": round(statistics.median(s.dram_energy_uj for s in self.steps), 6)
-            if self.steps
-            else None,
+            "decode_core_uj_per_step": None if step_core is None else round(step_core, 6),
+            "decode_core_uj_per_token": None if step_core is None else round(step_core / self.batch, 6),
+            "decode_dram_uj_per_token": None if step_dram is None else round(step_dram / self.batch, 6),
             "total_core_uj": round(total_core, 6),
             "total_dram_uj": round(pre_dram + sum(s.dram_energy_uj for s in self.steps), 6),
             "average_core_power_mw": round(total_core * 1e-6 / seconds * 1e3, 3) if seconds else 0.0,
+            "tops_per_w": round(2 * macs / (total_core * 1e-6) / 1e12, 3) if total_core else 0.0,
             "area_mm2": pre["area_mm2"],
             "tech_node_nm": pre["tech_node_nm"],
             "peak_core_power_mw": pre["peak_core_power_mw"],
@@ -275,6 +281,7 @@ def generate(
         first_step = res.steps.pop(0)
         res.first_step_cycles = first_step.cycles
         res.first_step_energy_uj = (first_step.core_energy_uj, first_step.dram_energy_uj)
+        res.first_step_macs = first_step.macs
     return res
 
 

@@ -223,8 +223,9 @@ def test_decode_attention_picks_the_faster_of_per_group_and_fused_heads():
 
 def test_generation_energy_is_its_prefill_and_steps():
     """The run's NVDLA energy is the prefill's and every decode step's, each a map's energy (its layers
-    plus leakage over its own time); per token is the median step; average power is the total over
-    the run's time."""
+    plus always-on power and leakage over its own time); per token is the median step over the batch;
+    average power is the total over the run's time; TOPS/W counts two operations per model MAC of every
+    pass."""
     hw = load_config("nv_small")
     r = generate(preset("gpt2"), hw, prompt=16, new_tokens=4)
     en = r.to_dict()["energy"]
@@ -232,6 +233,12 @@ def test_generation_energy_is_its_prefill_and_steps():
     assert len(steps) == 3 and all(s > 0 for s in steps)
     assert en["prefill_core_uj"] == pytest.approx(r.prefill.energy()["core_uj"])
     assert en["total_core_uj"] == pytest.approx(en["prefill_core_uj"] + sum(steps), rel=1e-6)
-    assert en["decode_core_uj_per_token"] == pytest.approx(sorted(steps)[1])
+    assert en["decode_core_uj_per_token"] == en["decode_core_uj_per_step"] == pytest.approx(sorted(steps)[1])
     seconds = r.total_cycles / (hw.clock_mhz * 1e6)
     assert en["average_core_power_mw"] == pytest.approx(en["total_core_uj"] * 1e-6 / seconds * 1e3, rel=1e-3)
+    macs = r.prefill.model_macs + sum(s.macs for s in r.steps)
+    assert en["tops_per_w"] == pytest.approx(2 * macs / (en["total_core_uj"] * 1e-6) / 1e12, rel=1e-3)
+    # at batch 2 a step makes two tokens: per token is half the step
+    r2 = generate(preset("gpt2"), hw, prompt=16, new_tokens=2, batch=2)
+    en2 = r2.to_dict()["energy"]
+    assert en2["decode_core_uj_per_token"] == pytest.approx(r2.steps[0].core_energy_uj / 2, rel=1e-5)
