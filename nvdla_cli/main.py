@@ -11,7 +11,7 @@ from nvdla_cli.console import warn_config
 from nvdla_cli.map_commands import add_commands as add_mapper
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import builtin_configs, load_config
-from nvdla_sim.energy.model import area, layer_energy, run_energy
+from nvdla_sim.energy.model import Energy, area, layer_energy, run_energy
 from nvdla_sim.engine.simulate import simulate
 from nvdla_sim.engine.stats import LayerStats, Unit
 from nvdla_sim.engine.trace import write_trace
@@ -206,18 +206,25 @@ def _simulate(args: argparse.Namespace) -> int:
         print(json.dumps({"hw": hw.fingerprint, **stats.to_dict(), "energy": energy}, indent=2))
     else:
         print(format_layer(stats, hw.clock_mhz, hw.fingerprint))
-        by_unit = ", ".join(f"{u} {v:,.1f}" for u, v in energy["by_unit_nj"].items() if v)
-        print(
-            f"  energy            {energy['core_nj']:,.1f} nJ in NVDLA ({by_unit}),"
-            f" DRAM {energy['dram_nj']:,.1f} nJ ({hw.tech.dram_device}); docs/energy.md"
-        )
+        print(_energy_line(energy, hw))
     return 0
 
 
 def _layer_energy(layer, stats: LayerStats, hw) -> dict:
     """One layer's energy (nJ) as `nvdla simulate` reports it: its units, the always-on power and leakage
     over its cycles, the DRAM's apart (nvdla_sim.energy; docs/energy.md)."""
-    run = run_energy(layer_energy(layer, stats, hw), hw, stats.cycles)
+    return _energy_dict(run_energy(layer_energy(layer, stats, hw), hw, stats.cycles))
+
+
+def _energy_line(energy: dict, hw) -> str:
+    by_unit = ", ".join(f"{u} {v:,.1f}" for u, v in energy["by_unit_nj"].items() if v)
+    return (
+        f"  energy            {energy['core_nj']:,.1f} nJ in NVDLA ({by_unit}),"
+        f" DRAM {energy['dram_nj']:,.1f} nJ ({hw.tech.dram_device}); docs/energy.md"
+    )
+
+
+def _energy_dict(run) -> dict:
     return {
         "core_nj": round(run.core * 1e-3, 3),
         "by_unit_nj": {u: round(v * 1e-3, 3) for u, v in run.by_unit().items()},
@@ -235,19 +242,24 @@ def _simulate_split_matmul(args: argparse.Namespace, hw, spec: SdpSpec, name: st
 
     ctx = LoweringContext(hw=hw, precision=args.precision, host=HostModel())
     rows = []
+    dynamic = Energy()
     for layer in matmul_layers(name, args.m, args.k, args.n, ctx, spec):
         st, cycles = layer_cycles(layer, hw)
         rows.append((layer.name, cycles, st.macs))
+        dynamic = dynamic + layer_energy(layer, st, hw)
     total = sum(c for _, c, _ in rows)
+    energy = _energy_dict(run_energy(dynamic, hw, total))
     if args.json:
         layers = [{"name": n, "cycles": c, "macs": m} for n, c, m in rows]
-        print(json.dumps({"hw": hw.fingerprint, "name": name, "cycles": total, "layers": layers}, indent=2))
+        doc = {"hw": hw.fingerprint, "name": name, "cycles": total, "layers": layers, "energy": energy}
+        print(json.dumps(doc, indent=2))
         return 0
     print(f"{name} on {hw.fingerprint}: split into {len(rows)} hardware layers (8192-per-dimension register fields)")
     print(
         f"  cycles            {total:,}  ({total / hw.clock_mhz:,.2f} us at {hw.clock_mhz:g} MHz), op enable to interrupt, in sequence"
     )
     print(f"  MACs              {sum(m for _, _, m in rows):,}")
+    print(_energy_line(energy, hw))
     for n, c, _ in rows[:12]:
         print(f"    {n:<52}{c:>14,}")
     if len(rows) > 12:
@@ -261,6 +273,10 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
 
     hw = load_config(args.hw or "nv_small_rtl_tb")
     run = run_program(args.trace_test, hw, strict=not args.allow_unknown_registers)
+    dynamic = Energy()
+    for o in run.operations:
+        dynamic = dynamic + layer_energy(o.layer, o.stats, hw)
+    energy = _energy_dict(run_energy(dynamic, hw, run.cycles))
     if args.json:
         doc = {
             "test": run.name,
@@ -281,6 +297,7 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
             "layers": [describe(op) for op in run.decoded.operations],
             "unknown_registers": run.decoded.unknown,
             "checks": run.checks,
+            "energy": energy,
         }
         print(json.dumps(doc, indent=2))
         return 0
@@ -300,6 +317,7 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
     print("  unit busy cycles  " + ", ".join(f"{u} {c:,}" for u, c in units.items()))
     t = sum((o.stats.traffic for o in run.operations[1:]), run.operations[0].stats.traffic)
     print(f"  memory read/write {t.dram_read:,} / {t.dram_write:,} bytes")
+    print(_energy_line(energy, hw))
     if run.decoded.unknown:
         print("  registers not understood (ignored): " + ", ".join(run.decoded.unknown))
     for c in run.checks:

@@ -36,6 +36,7 @@ class OperationTiming:
     launch: int
     pipeline: int
     completion: int
+    layer: HwLayer | None = None  # the layer the model timed (for its energy)
 
 
 @dataclass
@@ -119,7 +120,7 @@ def operation_timing(
     kind = _KIND[type(op)]
     launch, pipe, done = fixed_latency(layer, hw)
     cycles = launch + stats.cycles + pipe + done
-    return OperationTiming(kind, cycles, stats, launch, pipe, done)
+    return OperationTiming(kind, cycles, stats, launch, pipe, done, layer)
 
 
 def run_operations(ops: list[Operation], hw: HwConfig, *, name: str) -> list[OperationTiming]:

@@ -122,6 +122,18 @@ def test_simulate_trace_test_end_to_end(tmp_path):
     # 8x8 pixels x 4 atoms x 8 lanes at 1 lane/cycle, plus launch, memory latency, pipeline and completion
     assert 2048 < doc["cycles"] < 2048 + 150
     assert doc["layers"][0]["kind"] == "sdp" and doc["unknown_registers"] == []
+    # its energy: SDP's element work, and the always-on power and leakage over the program's cycles
+    from nvdla_sim import load_config
+    from nvdla_sim.energy.calibration import ALWAYS_ON_FACTOR
+    from nvdla_sim.energy.model import full_rate_pj_per_cycle
+
+    en = doc["energy"]
+    hw = load_config("nv_small_rtl_tb")
+    assert en["by_unit_nj"]["sdp"] > 0 and en["by_unit_nj"]["cmac"] == 0
+    always_on = ALWAYS_ON_FACTOR * full_rate_pj_per_cycle(hw) * doc["cycles"] / 1e3
+    assert en["by_unit_nj"]["always_on"] == pytest.approx(always_on, rel=1e-3)
+    assert en["core_nj"] == pytest.approx(sum(en["by_unit_nj"].values()), rel=1e-3)
+    assert "nJ in NVDLA (sdp " in out.stdout
 
 
 def test_simulate_trace_test_errors_are_one_line(tmp_path):
@@ -138,6 +150,10 @@ def test_a_matmul_past_the_register_fields_is_split(capsys):
     names = [lay["name"] for lay in d["layers"]]
     assert names == ["matmul_8x9000x8[k 0:8192]", "matmul_8x9000x8[k 8192:9000]", "matmul_8x9000x8[+ partial 1]"]
     assert d["cycles"] == sum(lay["cycles"] for lay in d["layers"])
+    # 8 x 9000 x 8 = 576,000 MACs (no padding on 8 x 8 MACs: 8,192 and 808 channels, 8 kernels) x 0.2002 pJ
+    # (the INT8 MAC at 16 nm) x 0.4465 (the fitted dynamic factor) = 51.5 nJ in CMAC
+    assert d["energy"]["by_unit_nj"]["cmac"] == pytest.approx(576_000 * 0.2002 * 0.4465 / 1e3, rel=1e-3)
+    assert d["energy"]["by_unit_nj"]["sdp"] > 0  # the partial sums' add
 
 
 def test_simulate_matmul_takes_the_mappers_layout(capsys, tmp_path):
