@@ -119,6 +119,7 @@ class MapResult:
     def _price(self) -> dict[str, Any]:
         total = Energy()
         by_layer = []  # each task's dynamic NVDLA energy over its instances (uJ), in the order of self.results
+        pruned_cmac = 0.0  # CMAC energy of the layers whose static weights the treatment prunes
         for r in self.results:
             if r.stats is None or r.task.layer is None:
                 by_layer.append(0.0)
@@ -126,6 +127,8 @@ class MapResult:
             e = layer_energy(r.task.layer, r.stats, self.hw).scaled(r.task.count)
             total = total + e
             by_layer.append(round(e.core * 1e-6, 6))
+            if r.task.static_weights:
+                pruned_cmac += e.cmac
         run = run_energy(total, self.hw, self.total_cycles)
         core = run.core
         seconds = self.total_cycles / (self.hw.clock_mhz * 1e6)
@@ -144,6 +147,23 @@ class MapResult:
             "tech_node_nm": self.hw.tech.node_nm,
             "dram_device": self.hw.tech.dram_device,
             "calibrated": True,
+            "zero_gating_whatif": self._zero_gating(pruned_cmac, core),
+        }
+
+    def _zero_gating(self, pruned_cmac_pj: float, core_pj: float) -> dict[str, Any] | None:
+        """What-if for pruned weights (--prune) on the dense array: a multiplier whose weight is zero does not
+        toggle (operand gating), so the pruned layers' CMAC energy scales with the weights' density; time,
+        CBUF and the rest are unchanged. Not a claim about NVDLA v1's RTL; None without pruning (or with the
+        2:4 sparse-array what-if, which already skips the MACs)."""
+        w = self.weights
+        if not w.prune or w.sparse_mac:
+            return None
+        saved = pruned_cmac_pj * (1 - w.density)
+        return {
+            "label": "what-if: zero weights gate their multipliers (pruned layers' CMAC energy x density)",
+            "density": w.density,
+            "core_uj": round((core_pj - saved) * 1e-6, 6),
+            "saved_uj": round(saved * 1e-6, 6),
         }
 
     def host_tasks(self) -> list[TaskResult]:

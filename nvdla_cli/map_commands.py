@@ -397,6 +397,12 @@ def format_summary(res, *, top: int) -> str:
         f" {en['peak_core_power_mw']:,.1f} mW peak, {en['tops_per_w']:.2f} TOPS/W), DRAM {en['dram_uj']:,.1f} uJ"
         f" ({en['dram_device']}); area {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)"
     )
+    zg = en["zero_gating_whatif"]
+    if zg:
+        lines.append(
+            f"  zero-gating what-if  {zg['core_uj']:,.1f} uJ in NVDLA if zero weights gated their multipliers "
+            f"(density {zg['density']:.2f}: {zg['saved_uj']:,.1f} uJ less; not NVDLA v1)"
+        )
     bounds = d["cycles_by_bound"]
     lines.append(
         "  time by bound     "

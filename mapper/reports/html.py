@@ -40,6 +40,9 @@ def _energy_rows(en: dict[str, Any]) -> list[list[str]]:
         [f"area at {en['tech_node_nm']:g} nm", f"{en['area_mm2']:.3f} mm2"],
         *[[f"  {b}", f"{v:.3f} mm2"] for b, v in en["area_by_block_mm2"].items()],
     ]
+    if en.get("zero_gating_whatif"):
+        zg = en["zero_gating_whatif"]
+        rows.append([zg["label"], f"{zg['core_uj']:,.1f} uJ ({zg['saved_uj']:,.1f} uJ less)"])
     return rows
 
 

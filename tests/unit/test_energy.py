@@ -95,3 +95,21 @@ def test_a_map_reports_energy_power_and_area():
     assert en["average_core_power_mw"] == pytest.approx(en["core_uj"] * 1e-6 / seconds * 1e3, rel=1e-3)
     assert en["area_mm2"] == pytest.approx(area(res.hw).total_um2 * 1e-6, rel=1e-4)
     assert units["cmac"] > 0 and en["dram_uj"] > 0 and en["calibrated"]
+
+
+def test_zero_gating_whatif_saves_the_pruned_layers_multiplies():
+    """Magnitude pruning at 50% on the dense array: if zero weights gated their multipliers, the layers with
+    static weights would spend half their CMAC energy: half of (their performed MACs x instances x the MAC's
+    energy x the dynamic factor); attention's activation matmuls are not pruned."""
+    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_sim.energy.calibration import DYNAMIC_FACTOR
+
+    hw = load_config("nv_full")
+    g = build_graph(PRESETS["bert-base"], seq=32)
+    res = map_model(g, hw, precision=Precision.INT8, weights=WeightTreatment(prune="magnitude:0.5"))
+    zg = res.energy()["zero_gating_whatif"]
+    macs = sum(r.task.layer.performed_macs * r.task.count for r in res.results if r.task.static_weights)
+    expected = 0.5 * macs * components(hw).mac_int8.energy_pj * DYNAMIC_FACTOR * 1e-6
+    assert zg["density"] == 0.5 and zg["saved_uj"] == pytest.approx(expected, rel=1e-4)
+    assert zg["core_uj"] == pytest.approx(res.energy()["core_uj"] - zg["saved_uj"], rel=1e-5)
+    assert map_model(g, hw, precision=Precision.INT8).energy()["zero_gating_whatif"] is None
