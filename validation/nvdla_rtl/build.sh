@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Build NVIDIA's nv_small RTL as a Verilator model, from an nvdla/hw checkout or bare mirror.
+# Build one of NVIDIA's NVDLA builds as a Verilator model, from an nvdla/hw checkout or bare mirror.
 #
-#   validation/nvdla_rtl/build.sh SRC WORK
+#   validation/nvdla_rtl/build.sh SRC WORK [PROJECT]
 #
-# SRC  an nvdla/hw git checkout or bare mirror (branch nv_small is used), or an already
-#      extracted tree (a folder with vmod/, spec/, tools/, verif/verilator/).
-# WORK a folder of ours: the tree is extracted to WORK/hw and built there; nothing of NVIDIA's
-#      is written into this repository. Prints the path of the built VNV_nvdla on success.
+# SRC     an nvdla/hw git checkout or bare mirror, or (nv_small only) an already extracted tree (a
+#         folder with vmod/, spec/, tools/, verif/verilator/).
+# WORK    a folder of ours: the tree is extracted to WORK/hw (branch nv_small) or WORK/hw-master and
+#         built there; nothing of NVIDIA's is written into this repository. Prints the path of the
+#         built VNV_nvdla on success.
+# PROJECT nv_small (default: branch nv_small, its own Verilator file list) or a build of branch
+#         master's spec/defs (nv_small_256_full, nv_large, nv_medium_1024_full, ...): master's file
+#         list is stale (nvdla/hw issue 293), so it is written from the generated tree, and the
+#         testbench is branch nv_small's nvdla.cpp (master's assumes a wide bus) with the secondary
+#         port's data members taken by address like the primary's.
 #
 # Steps and why (measured on this machine type, see docs/validation.md):
 #  - a fixed tree.make instead of the interactive `make` (no DesignWare, system gcc/perl/java);
@@ -16,11 +22,12 @@
 #  - Verilator 5 needs --no-timing and -y rams/model (RAM models missing from the .f file).
 # Needs: verilator (Debian 12's 5.006 works), perl with YAML/Capture::Tiny/XML::Simple, java, g++.
 set -euo pipefail
-src="${1:?usage: build.sh SRC WORK  (SRC: nvdla/hw checkout or mirror, WORK: build folder)}"
-work="${2:?usage: build.sh SRC WORK}"
+src="${1:?usage: build.sh SRC WORK [PROJECT]  (SRC: nvdla/hw checkout or mirror, WORK: build folder)}"
+work="${2:?usage: build.sh SRC WORK [PROJECT]}"
+proj="${3:-nv_small}"
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"
-hw="$work/hw"
+if [ "$proj" = nv_small ]; then branch=nv_small; hw="$work/hw"; else branch=master; hw="$work/hw-master"; fi
 
 need() { command -v "$1" >/dev/null 2>&1 || { echo "build.sh: '$1' is missing; $2" >&2; exit 1; }; }
 need verilator "install it with: apt-get install -y verilator"
@@ -34,21 +41,23 @@ if [ ! -d "$hw/vmod" ]; then
   if [ -d "$src/vmod" ] && [ -d "$src/verif/verilator" ]; then
     echo "build.sh: copying extracted tree $src" >&2
     cp -a "$src/." "$hw/"
-  elif git -C "$src" rev-parse --verify -q nv_small >/dev/null; then
-    echo "build.sh: extracting branch nv_small of $src" >&2
-    git -C "$src" archive nv_small vmod spec tools verif/verilator verif/tools Makefile | tar x -C "$hw"
-    git -C "$src" show nv_small:LICENSE > "$hw/LICENSE"   # tools/bin/depth finds the top by it
-    git -C "$src" show nv_small:.cleanme > "$hw/.cleanme"
-    git -C "$src" rev-parse nv_small > "$hw/.source_commit"
+  elif git -C "$src" rev-parse --verify -q "$branch" >/dev/null; then
+    echo "build.sh: extracting branch $branch of $src" >&2
+    git -C "$src" archive "$branch" vmod spec tools verif/verilator verif/tools Makefile | tar x -C "$hw"
+    git -C "$src" show "$branch:LICENSE" > "$hw/LICENSE"   # tools/bin/depth finds the top by it
+    git -C "$src" show "$branch:.cleanme" > "$hw/.cleanme"
+    git -C "$src" rev-parse "$branch" > "$hw/.source_commit"
   else
-    echo "build.sh: $src is neither an nvdla/hw git repository with branch nv_small nor an extracted tree" >&2
+    echo "build.sh: $src is neither an nvdla/hw git repository with branch $branch nor an extracted tree" >&2
     exit 1
   fi
 fi
+[ -f "$hw/spec/defs/$proj.spec" ] || {
+  echo "build.sh: no build '$proj' in $src ($branch); one of: $(cd "$hw/spec/defs" && ls *.spec | sed 's/.spec$//' | grep -v projects | tr '\n' ' ')" >&2; exit 1; }
 
 cd "$hw"
 cat > tree.make <<MK
-PROJECTS := nv_small
+PROJECTS := $proj
 USE_DESIGNWARE := 0
 DESIGNWARE_DIR := /nonexistent
 CPP := $(command -v cpp)
@@ -66,52 +75,81 @@ VERILATOR := verilator
 MK
 cp .cleanme .cleaned
 
-if [ ! -d outdir/nv_small/vmod/nvdla ]; then
-  echo "build.sh: generating RTL and register specs (tmake -build vmod, ~75 s)" >&2
-  tools/bin/tmake -build vmod > "$work/tmake.log" 2>&1 || { tail -20 "$work/tmake.log" >&2; exit 1; }
+if [ ! -d "outdir/$proj/vmod/nvdla" ]; then
+  echo "build.sh: generating $proj's RTL and register specs (tmake -build vmod, ~75-120 s)" >&2
+  tools/bin/tmake -build vmod > "$work/tmake_$proj.log" 2>&1 || { tail -20 "$work/tmake_$proj.log" >&2; exit 1; }
 fi
 
 vdir="$hw/verif/verilator"
-flist="$vdir/verilator_nv_small_fpga.f"
+flist="$vdir/verilator_${proj}_fpga.f"
+out="../../outdir/$proj/vmod"
 if [ ! -f "$flist" ]; then
-  sed 's#^-I../../outdir/nv_small/vmod/rams/synth$#-I../../outdir/nv_small/vmod/rams/fpga/small_rams\n&#' \
-    "$vdir/verilator_nv_small.f" > "$flist"
-  grep -q small_rams "$flist" || { echo "build.sh: could not insert the FPGA RAM path into $flist" >&2; exit 1; }
+  if [ "$proj" = nv_small ]; then
+    sed 's#^-I../../outdir/nv_small/vmod/rams/synth$#-I../../outdir/nv_small/vmod/rams/fpga/small_rams\n&#' \
+      "$vdir/verilator_nv_small.f" > "$flist"
+    grep -q small_rams "$flist" || { echo "build.sh: could not insert the FPGA RAM path into $flist" >&2; exit 1; }
+  else  # written from the generated tree (NVDLA_RTL_RECIPE: the FPGA register-array RAMs first)
+    {
+      for d in "$hw/outdir/$proj/vmod/nvdla"/*/; do n="$(basename "$d")"; echo "-y $out/nvdla/$n"; echo "-I$out/nvdla/$n"; done
+      for r in rams/fpga/model rams/synth rams/model; do
+        [ -d "$hw/outdir/$proj/vmod/$r" ] && { echo "-y $out/$r"; echo "-I$out/$r"; }
+      done
+      echo "-I$out/vlibs"; echo "-I$out/include"; echo "-y $out/vlibs"
+      for f in "$hw/outdir/$proj/vmod/fifos"/*.v; do [ -f "$f" ] && echo "-v $out/fifos/$(basename "$f")"; done
+      echo "-v $out/vlibs/RANDFUNC.vlib"; echo "-v $out/vlibs/nv_assert_no_x.vlib"
+      echo "-v $out/nvdla/nocif/NV_NVDLA_XXIF_libs.v"
+      printf '%s\n' -DNO_PLI_OR_EMU -DNO_PLI -DDESIGNWARE_NOEXIST -DSYNTHESIS -Wno-moddup -Wno-fatal \
+        "--top-module NV_nvdla" "$out/nvdla/top/NV_nvdla.v"
+    } > "$flist"
+  fi
 fi
 
-mdir="$hw/outdir/nv_small/verilator"
+mdir="$hw/outdir/$proj/verilator"
+if [ "$proj" = nv_small ]; then
+  cp "$vdir/nvdla.cpp" "$work/tb_$proj.cpp"
+else  # branch nv_small's testbench; the secondary port's data like the primary's (AXI_WDATA_MKPTR)
+  git -C "$src" show nv_small:verif/verilator/nvdla.cpp \
+    | sed 's#\(\.[wr]_[wr]data = \)dla->nvdla_core2cvsram#\1AXI_WDATA_MKPTR dla->nvdla_core2cvsram#' > "$work/tb_$proj.cpp"
+  [ "$(grep -c 'AXI_WDATA_MKPTR dla->nvdla_core2cvsram' "$work/tb_$proj.cpp")" = 2 ] \
+    || { echo "build.sh: could not adapt branch nv_small's nvdla.cpp for $proj's secondary port" >&2; exit 1; }
+  cp "$work/tb_$proj.cpp" "$vdir/nvdla_$proj.cpp"
+fi
 if [ ! -f "$mdir/VNV_nvdla.mk" ]; then
-  echo "build.sh: verilating (~40 s)" >&2
+  echo "build.sh: verilating $proj (~20-40 s)" >&2
+  tb="nvdla.cpp"; [ "$proj" = nv_small ] || tb="nvdla_$proj.cpp"
+  # nv_small's list misses some RAM models (rams/model); the generated lists have the folder
   (cd "$vdir" && verilator --no-timing -Wno-fatal -Wno-lint -Wno-style --cc --exe \
-    -f verilator_nv_small_fpga.f -y ../../outdir/nv_small/vmod/rams/model \
-    --Mdir ../../outdir/nv_small/verilator/ nvdla.cpp --output-split 20000 -j 2) > "$work/verilate.log" 2>&1 \
-    || { tail -20 "$work/verilate.log" >&2; exit 1; }
+    -f "verilator_${proj}_fpga.f" -y "$out/rams/model" --Mdir "../../outdir/$proj/verilator/" "$tb" -o VNV_nvdla \
+    --output-split 20000 -j 2) > "$work/verilate_$proj.log" 2>&1 \
+    || { tail -20 "$work/verilate_$proj.log" >&2; exit 1; }
 fi
 # Our one change to the testbench (in the build folder only): log every edge of the interrupt
 # line, so an operation's end is the cycle the interrupt rises, not when CSB polling notices it.
+tbsrc="nvdla.cpp"; [ "$proj" = nv_small ] || tbsrc="nvdla_$proj.cpp"
 sed 's#^\(\s*\)axi_dbb->eval();#\1{ static int nvsim_intr = 0; if (dla->dla_intr != nvsim_intr) { nvsim_intr = dla->dla_intr; printf("(%lu) nvdla-sim: dla_intr %d\\n", ticks, nvsim_intr); } }\n&#' \
-  "$vdir/nvdla.cpp" > "$mdir/nvdla.cpp.new"
-grep -q nvsim_intr "$mdir/nvdla.cpp.new" || { echo "build.sh: could not add the interrupt log to nvdla.cpp" >&2; exit 1; }
-# compile DIR LOG WHAT: install DIR/nvdla.cpp.new if it changed, then (re)build DIR's model if stale
+  "$work/tb_$proj.cpp" > "$mdir/$tbsrc.new"
+grep -q nvsim_intr "$mdir/$tbsrc.new" || { echo "build.sh: could not add the interrupt log to nvdla.cpp" >&2; exit 1; }
+# compile DIR LOG WHAT: install DIR/$tbsrc.new if it changed, then (re)build DIR's model if stale
 compile() {
-  cmp -s "$1/nvdla.cpp.new" "$1/nvdla.cpp" || mv "$1/nvdla.cpp.new" "$1/nvdla.cpp"
-  rm -f "$1/nvdla.cpp.new"
-  if [ ! -x "$1/VNV_nvdla" ] || [ "$1/nvdla.cpp" -nt "$1/VNV_nvdla" ]; then
+  cmp -s "$1/$tbsrc.new" "$1/$tbsrc" || mv "$1/$tbsrc.new" "$1/$tbsrc"
+  rm -f "$1/$tbsrc.new"
+  if [ ! -x "$1/VNV_nvdla" ] || [ "$1/$tbsrc" -nt "$1/VNV_nvdla" ]; then
     echo "build.sh: compiling $3" >&2
     make -C "$1" -f VNV_nvdla.mk -j2 OPT_FAST=-O1 OPT_SLOW=-O0 VM_PARALLEL_BUILDS=1 > "$work/$2" 2>&1 \
       || { tail -20 "$work/$2" >&2; exit 1; }
   fi
 }
-compile "$mdir" make.log "the model (~2.5 min on 2 cores)"
+mlog=make.log; [ "$proj" = nv_small ] || mlog="make_$proj.log"
+compile "$mdir" "$mlog" "the $proj model (~2.5 min on 2 cores)"
 # Optional: the same model with the testbench's second-level clock gating turned off
 # (NVDLA_TB_CLOCK_GATING=off; nvdla.cpp sets tmc2slcg_disable_clock_gating = 0). Only the testbench
 # file is recompiled, in a copy of the model folder; the default build is untouched. Used to show why
 # long weight-stationary chains slow down (docs/validation.md).
 if [ "${NVDLA_TB_CLOCK_GATING:-on}" = "off" ]; then
-  ndir="$hw/outdir/nv_small/verilator_no_clock_gating"
+  ndir="$hw/outdir/$proj/verilator_no_clock_gating"
   [ -d "$ndir" ] || cp -a "$mdir" "$ndir"
-  sed 's#tmc2slcg_disable_clock_gating = 0;#tmc2slcg_disable_clock_gating = 1;#' "$mdir/nvdla.cpp" > "$ndir/nvdla.cpp.new"
-  grep -q "tmc2slcg_disable_clock_gating = 1;" "$ndir/nvdla.cpp.new" \
+  sed 's#tmc2slcg_disable_clock_gating = 0;#tmc2slcg_disable_clock_gating = 1;#' "$mdir/$tbsrc" > "$ndir/$tbsrc.new"
+  grep -q "tmc2slcg_disable_clock_gating = 1;" "$ndir/$tbsrc.new" \
     || { echo "build.sh: could not turn off clock gating in nvdla.cpp" >&2; exit 1; }
   compile "$ndir" make_ncg.log "the testbench without clock gating"
   mdir="$ndir"
