@@ -74,6 +74,8 @@ def compare(doc: dict | None = None, hw: HwConfig | None = None) -> list[Row]:
         refused = None
         model = chain = None
         try:
+            if not ops:
+                raise NvdlaError(f"{r['name']}: no operation recorded ({r['status']}: {r.get('reason', '')})")
             for op in ops:
                 check_supported(op, hw, r["name"])
             model = chain = conv_chain_cycles(ops, hw, r["name"])
@@ -166,8 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print the per-test table as Markdown")
     ap.add_argument("--plot", help="write the log-log scatter plot (PNG) of both data files")
     ap.add_argument("--data", default=str(DATA), help="measurements (default: NVIDIA's trace tests)")
+    ap.add_argument("--hw", default=CONFIG, help=f"the testbench's config (default {CONFIG}; "
+                    "nv_small_256_full_rtl_tb for validation/data/nvdla_rtl_nv_small_256_full.json)")  # fmt: skip
     args = ap.parse_args(argv)
-    rows = compare(load_rows(Path(args.data)))
+    rows = compare(load_rows(Path(args.data)), load_config(args.hw))
     if args.markdown:
         print(markdown(rows))
     else:

@@ -1,13 +1,14 @@
-"""Run NVIDIA's nv_small trace tests on NVIDIA's RTL (Verilator) and record cycles and pass/fail.
+"""Run NVIDIA's trace tests on NVIDIA's RTL (Verilator) and record cycles and pass/fail.
 
-    python -m nvdla_validation.nvdla_rtl.run_reference SRC [--work DIR] [--tests GLOB ...] [--out FILE]
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC [--project P] [--work DIR] [--tests GLOB ...] [--out FILE]
 
-SRC is an nvdla/hw checkout or bare mirror (branch nv_small); the RTL is built in WORK by build.sh and
-nothing of NVIDIA's is written into this repository. Per test this writes one row: pass/fail and why,
+SRC is an nvdla/hw checkout or bare mirror; PROJECT is nv_small (default, branch nv_small) or a build of
+branch master (nv_small_256_full, nv_large, ...: its tests in verif/tests/trace_tests/PROJECT). The RTL is
+built in WORK by build.sh and nothing of NVIDIA's is written into this repository. Per test this writes one row: pass/fail and why,
 the layer decoded from its registers by nvdla_sim.program.decode, the core-clock cycles from the last
 D_OP_ENABLE write to the last rise of the interrupt line, the whole-trace cycles, and the AXI traffic
-the testbench saw. The rows go to validation/data/nvdla_rtl_nv_small.json with the command, the source
-commit and the date; tests/integration/test_nvdla_reference.py reads that file.
+the testbench saw. The rows go to validation/data/nvdla_rtl_PROJECT.json with the command, the source
+commit and the date; tests/integration/test_nvdla_reference.py reads nv_small's.
 
 The converter from .cfg to the testbench's binary trace is our own (the format is read by
 verif/verilator/nvdla.cpp): unlike NVIDIA's new_trace_to_verilator.py it accepts `pri_mem` as the
@@ -37,26 +38,52 @@ from nvdla_sim.program.decode import decode_program, describe
 from nvdla_sim.program.trace_io import IntrNotify, MemInit, MemLoad, Program, RegPoll, RegWrite, load_dat, parse_program
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_OUT = HERE.parent / "data" / "nvdla_rtl_nv_small.json"
-TESTS_PATH = "verif/tests/trace_tests/nv_small"
 
-# The testbench memory (verif/verilator/nvdla.cpp, class AXIResponder), recorded with every row set.
-TESTBENCH_MEMORY = {
-    "read_latency_cycles": 32,  # AXI_R_LATENCY: fixed 32-entry read-data pipeline
-    "read_request_every_cycles": 2,  # ar_arready drops for one cycle after each accepted request
-    "write_request_every_cycles": 2,  # aw_awready likewise
-    "beat_bytes": 8,  # 64-bit DBBIF on nv_small
-}
+
+def default_out(project: str) -> Path:
+    return HERE.parent / "data" / f"nvdla_rtl_{project}.json"
+
+
+def tests_path(project: str) -> str:
+    return f"verif/tests/trace_tests/{project}"
+
+
+def branch_of(project: str) -> str:
+    return "nv_small" if project == "nv_small" else "master"
+
+
+def tree_of(work: Path, project: str) -> Path:
+    """The extracted and built tree (build.sh): WORK/hw for branch nv_small, WORK/hw-master for master's."""
+    return work / ("hw" if project == "nv_small" else "hw-master")
+
+
+def testbench_memory(hw: Path, project: str) -> dict:
+    """The testbench memory (verif/verilator/nvdla.cpp, class AXIResponder), recorded with every row set;
+    the beat is the build's primary memory interface (spec/defs/PROJECT.spec, PRIMARY_MEMIF_WIDTH)."""
+    spec = (hw / "spec" / "defs" / f"{project}.spec").read_text()
+    width = re.search(r"#define PRIMARY_MEMIF_WIDTH_(\d+)", spec)
+    return {
+        "read_latency_cycles": 32,  # AXI_R_LATENCY: fixed 32-entry read-data pipeline
+        "read_request_every_cycles": 2,  # ar_arready drops for one cycle after each accepted request
+        "write_request_every_cycles": 2,  # aw_awready likewise
+        "beat_bytes": int(width.group(1)) // 8 if width else 8,  # the DBBIF width (64-bit on nv_small)
+    }
+
 
 _OP_ENABLE = "D_OP_ENABLE_0"  # the register whose write of 1 starts a unit's operation
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("src", help="nvdla/hw checkout or bare git mirror (branch nv_small)")
+    ap.add_argument("src", help="nvdla/hw checkout or bare git mirror")
+    ap.add_argument("--project", default="nv_small", help="nv_small (branch nv_small) or a build of branch master")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "nvdla_rtl_ref"), help="build folder")
     ap.add_argument("--tests", nargs="*", default=["*"], help="test name globs (default: all)")
-    ap.add_argument("--out", default=str(DEFAULT_OUT), help="result JSON (merged with existing rows)")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="result JSON, merged with existing rows (default: validation/data/nvdla_rtl_PROJECT.json)",
+    )
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per test run")
     ap.add_argument(
         "--tests-dir",
@@ -70,22 +97,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
-    src, work = Path(args.src).resolve(), Path(args.work).resolve()
-    binary = build(src, work, clock_gating=not args.no_clock_gating)
-    hw = work / "hw"
-    regs = runpy.run_path(str(hw / "outdir/nv_small/spec/manual/opendla.py"))["registers"]
-    tests_root = Path(args.tests_dir).resolve() if args.tests_dir else extract_tests(src, work)
+    src, work, project = Path(args.src).resolve(), Path(args.work).resolve(), args.project
+    binary = build(src, work, project, clock_gating=not args.no_clock_gating)
+    hw = tree_of(work, project)
+    regs = runpy.run_path(str(hw / f"outdir/{project}/spec/manual/opendla.py"))["registers"]
+    tests_root = Path(args.tests_dir).resolve() if args.tests_dir else extract_tests(src, work, project)
     names = sorted(p.name for p in tests_root.iterdir() if p.is_dir())
     chosen = [n for n in names if any(fnmatch.fnmatch(n, g) for g in args.tests)]
     if not chosen:
         print(f"run_reference: no test matches {args.tests}; tests: {', '.join(names)}", file=sys.stderr)
         return 2
-    out = Path(args.out)
+    out = Path(args.out) if args.out else default_out(project)
     doc = json.loads(out.read_text()) if out.exists() else {"rows": []}
     rows = {r["name"]: r for r in doc.get("rows", [])}
     for name in chosen:
         t0 = time.monotonic()
         runs = work / ("runs" if not args.no_clock_gating else "runs_no_clock_gating")
+        if project != "nv_small":
+            runs = runs.with_name(f"{runs.name}-{project}")
         row = run_one(tests_root / name, binary, regs, runs / name, timeout=args.timeout)
         row["wall_s"] = round(time.monotonic() - t0, 2)
         rows[name] = row
@@ -95,18 +124,19 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     doc = {
-        "what": "NVIDIA nv_small RTL (Verilator) on "
+        "what": f"NVIDIA {project} RTL (Verilator) on "
         + ("register programs of our own" if args.tests_dir else "NVIDIA's trace tests")
         + ": cycles and pass/fail",
         "command": "python -m nvdla_validation.nvdla_rtl.run_reference SRC"
+        + ("" if project == "nv_small" else f" --project {project}")
         + (f" --tests-dir {args.tests_dir}" if args.tests_dir else "")
-        + ("" if args.out == str(DEFAULT_OUT) else f" --out {args.out}")
+        + ("" if args.out is None else f" --out {args.out}")
         + ("" if args.tests == ["*"] else " --tests " + " ".join(args.tests))
         + (" --no-clock-gating" if args.no_clock_gating else ""),
         "source_commit": (hw / ".source_commit").read_text().strip() if (hw / ".source_commit").exists() else "",
         "date": datetime.date.today().isoformat(),
         "verilator": subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout.strip(),
-        "testbench_memory": TESTBENCH_MEMORY,
+        "testbench_memory": testbench_memory(hw, project),
         "cycle_definition": "op_cycles: core clocks from the last D_OP_ENABLE write issued on CSB to the last "
         "rising edge of the interrupt line; trace_cycles: from the first CSB write to that edge",
         "rows": [rows[k] for k in sorted(rows)],
@@ -117,27 +147,28 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def build(src: Path, work: Path, *, clock_gating: bool = True) -> Path:
+def build(src: Path, work: Path, project: str = "nv_small", *, clock_gating: bool = True) -> Path:
     env = {**os.environ, "NVDLA_TB_CLOCK_GATING": "on" if clock_gating else "off"}
     res = subprocess.run(
-        ["bash", str(HERE / "build.sh"), str(src), str(work)], stdout=subprocess.PIPE, text=True, env=env
+        ["bash", str(HERE / "build.sh"), str(src), str(work), project], stdout=subprocess.PIPE, text=True, env=env
     )
     if res.returncode:
         raise SystemExit(f"run_reference: build.sh failed (exit {res.returncode}); see the logs in {work}")
     return Path(res.stdout.strip().splitlines()[-1])
 
 
-def extract_tests(src: Path, work: Path) -> Path:
+def extract_tests(src: Path, work: Path, project: str = "nv_small") -> Path:
     """Trace-test folders: from a checkout's folder, or archived one by one from a git mirror (the stored
     mirror lacks the objects of some tests, which are then left out with a note)."""
-    if (src / TESTS_PATH).is_dir():
-        return src / TESTS_PATH
-    dest = work / "tests"
+    path, branch = tests_path(project), branch_of(project)
+    if (src / path).is_dir():
+        return src / path
+    dest = work / ("tests" if project == "nv_small" else f"tests-{project}")
     if dest.is_dir() and any(dest.iterdir()):
         return dest
     dest.mkdir(parents=True, exist_ok=True)
     listing = subprocess.run(
-        ["git", "-C", str(src), "ls-tree", "--name-only", f"nv_small:{TESTS_PATH}"],
+        ["git", "-C", str(src), "ls-tree", "--name-only", f"{branch}:{path}"],
         capture_output=True,
         text=True,
         check=True,
@@ -145,7 +176,7 @@ def extract_tests(src: Path, work: Path) -> Path:
     for name in listing:
         with tempfile.TemporaryFile() as tmp:
             r = subprocess.run(
-                ["git", "-C", str(src), "archive", "nv_small", f"{TESTS_PATH}/{name}"],
+                ["git", "-C", str(src), "archive", branch, f"{path}/{name}"],
                 stdout=tmp,
                 stderr=subprocess.PIPE,
             )

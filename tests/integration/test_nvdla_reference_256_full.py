@@ -1,0 +1,81 @@
+"""The model against NVIDIA's nv_small_256_full RTL (master branch: 32x8 MACs, SDP element-wise unit and
+LUT), from the committed measurements (no Verilator needed): issue 29's first build beyond nv_small.
+
+validation/data/nvdla_rtl_nv_small_256_full.json holds one row per NVIDIA trace test of that build,
+measured by `python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_small_256_full`; each
+row is re-timed with configs/nv_small_256_full_rtl_tb.toml. SDP (element-wise and LUT included), PDP and
+CDP already meet issue 29's targets; the convolutions do not (the [timing] values are nv_small's): their
+range is pinned so that the work on them shows here (docs/validation.md).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nvdla_sim import load_config
+from nvdla_validation.nvdla_rtl.compare import compare, distribution, load_rows
+
+DATA = Path(__file__).resolve().parents[2] / "validation" / "data" / "nvdla_rtl_nv_small_256_full.json"
+DOC = load_rows(DATA)
+ROWS = {r.name: r for r in compare(DOC, load_config("nv_small_256_full_rtl_tb"))}
+
+
+def test_provenance_and_pass_fail():
+    """75 of the build's 85 tests are in the stored mirror (the img_* data is missing); 74 pass on the RTL;
+    the one our converter cannot run loads memory through the secondary port (sec_mem)."""
+    assert DOC["command"] == "python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_small_256_full"
+    assert len(DOC["source_commit"]) == 40 and DOC["testbench_memory"]["beat_bytes"] == 8
+    assert len(DOC["rows"]) == 75
+    not_run = [n for n, r in ROWS.items() if r.rtl_status != "pass"]
+    assert not_run == ["sdp_13x4x29_ew_lut_int8"] and "sec_mem" in ROWS[not_run[0]].refused
+
+
+def test_sdp_pdp_cdp_meet_issue_29s_targets():
+    """Median |model/RTL - 1| <= 2%, 90th percentile <= 5%, worst <= 15% (issue 29), over the 62
+    SDP (four with the element-wise unit, three of them with its LUT), PDP and CDP tests."""
+    rows = [r for r in ROWS.values() if r.unit != "conv" and r.rtl_status == "pass"]
+    d = distribution(rows)
+    assert d["n"] == 62
+    assert d["median"] <= 0.02 and d["p90"] <= 0.05 and d["worst"] <= 0.15, d
+    for name in ("sdp_3x3x33_ew_le_exp_int8", "sdp_3x3x32_ew_lo_lin_int8", "sdp_3x3x33_ew_int8_reg_0"):
+        assert abs(ROWS[name].ratio - 1) <= 0.03, (name, ROWS[name].ratio)
+
+
+def test_convolutions_are_the_open_gap():
+    """The 12 convolutions run 3-93% long in the model (median 1.21x) with nv_small's convolution timing;
+    what differs on this build is not known yet (docs/validation.md). Pinned: a change shows here."""
+    ratios = sorted(r.ratio for r in ROWS.values() if r.unit == "conv" and r.rtl_status == "pass")
+    assert len(ratios) == 12
+    assert ratios[0] > 1.0 and ratios[-1] < 2.0
+
+
+def test_model_output_bytes_match_nvidia_golden(tmp_path_factory):
+    """Bit-exactness on this build (needs NVIDIA's trace tests: NVDLA_HW_SRC, a checkout or mirror): every
+    test the model executes matches NVIDIA's golden CRCs, 70 of 70 on 2026-12-04 (32x8 convolutions
+    included); the four with the SDP element-wise unit are timed but not executed (the model refuses
+    them by name), and sec_mem loads are not read yet."""
+    from nvdla_sim.errors import NvdlaError
+    from nvdla_sim.program.run import run_program
+    from nvdla_validation.nvdla_rtl.run_reference import extract_tests
+
+    src = os.environ.get("NVDLA_HW_SRC")
+    if not src:
+        pytest.skip("set NVDLA_HW_SRC to an nvdla/hw checkout or mirror to check the model's output bytes")
+    root = extract_tests(Path(src), Path(os.environ.get("NVDLA_HW_WORK", tmp_path_factory.mktemp("hw"))),
+                         "nv_small_256_full")  # fmt: skip
+    hw = load_config("nv_small_256_full_rtl_tb")
+    checked, refused = 0, []
+    for r in DOC["rows"]:
+        try:
+            run = run_program(root / r["name"], hw)
+        except NvdlaError as e:
+            refused.append((r["name"], str(e)))
+            continue
+        bad = [c for c in run.checks if not c["match"]]
+        assert run.checks and not bad, f"{r['name']}: model CRC differs from NVIDIA's golden: {bad}"
+        checked += 1
+    assert checked == 70, refused
+    assert all("element-wise" in why or "sec_mem" in why for _, why in refused), refused
