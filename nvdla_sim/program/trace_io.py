@@ -177,10 +177,14 @@ def _parse_command(line: str, cfg: Path, no: int) -> Command:
 
 
 def _memory(name: str, cfg: Path, no: int) -> str:
-    """Memory type: 'pri_mem' or '1' is the primary memory (DBBIF); the secondary one is not modelled."""
+    """Memory type: 'pri_mem' or '1' is the primary memory (DBBIF), 'sec_mem' or '2' the secondary one
+    (SRAMIF, on builds that have it). Both are one address space here, as in NVIDIA's testbench, which
+    sends an address with bit 31 clear to the secondary port (verif/verilator/nvdla.cpp, TraceLoader)."""
     if name in ("pri_mem", "1"):
         return "pri"
-    raise TraceError(f"{cfg}:{no}: memory {name!r} is not supported; nv_small has only the primary memory (pri_mem)")
+    if name in ("sec_mem", "2"):
+        return "sec"
+    raise TraceError(f"{cfg}:{no}: memory {name!r} is not one of pri_mem (1) or sec_mem (2)")
 
 
 def load_dat(path: Path, *, size: int | None = None) -> np.ndarray:

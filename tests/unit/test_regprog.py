@@ -76,7 +76,7 @@ def test_dat_records_at_offsets(tmp_path):
     [
         ("reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1)", "does not end with ';'"),
         ("mem_fill(pri_mem, 0x0, 0x10);", "unsupported trace command 'mem_fill'"),
-        ("mem_init(sec_mem, 0x0, 0x10, ALL_ZERO);", "memory 'sec_mem' is not supported"),
+        ("mem_init(ext_mem, 0x0, 0x10, ALL_ZERO);", "memory 'ext_mem' is not one of pri_mem"),
         ("mem_init(pri_mem, 0x0, 0x10, RANDOM);", "pattern 'RANDOM' is not supported"),
     ],
 )
