@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--trace-test",
         metavar="DIR",
-        help="run an NVDLA register program (NVIDIA trace-test folder or .cfg) through the model",
+        help="run an NVDLA register program (a trace-test folder or .cfg; nv_full's traceplayer input.txn) through the model",
     )
     s.add_argument(
         "--allow-unknown-registers",

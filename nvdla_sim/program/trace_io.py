@@ -14,6 +14,21 @@ is a list of commands:
 
 `.dat` files hold `{offset:0x0, size:4, payload:0x00 0x10 0x00 0x00}` records. This module parses both
 into plain data and keeps a sparse byte memory; it does not interpret registers (regdecode does).
+
+It also reads the traceplayer format of branch nvdlav1 (nv_full's tests, hw@nvdlav1:verif/traces/
+traceplayer/<test>/input.txn):
+
+    load_mem 0x80000000 0x1000 input_feature_map.dat #comment
+    write_reg 0xffff1405 0x11001100 #NVDLA_CDMA.D_MISC_CFG_0FULL_INPUT, FULL_WEIGHT, ...
+    read_reg 0xffff1401 0x00010001 0x00000000 #NVDLA_CDMA.S_POINTER_0...
+    wait
+    dump_mem 0x80400000 0x20 output_feature_map.dat
+
+Registers are taken by the name in the comment (the address map differs between builds), the comment's
+text glued after the name is cut at the longest known register name; `wait` waits for an interrupt; a
+`dump_mem` is a check of the memory against the dumped file (the golden output); `read_reg` compares
+a register value on the testbench and is not modelled. Its `.dat` files are a `Key = value` header and
+bytes as `0x..` tokens (a dump adds its own header and `===` lines).
 """
 
 from __future__ import annotations
@@ -114,14 +129,18 @@ _DAT = re.compile(r"^\{\s*offset\s*:\s*(\w+)\s*,\s*size\s*:\s*(\w+)\s*,\s*payloa
 
 
 def find_cfg(path: str | Path) -> Path:
-    """The .cfg of a trace test given its folder or the file itself."""
+    """The trace file of a test given its folder or the file itself: its .cfg, or nvdlav1's input.txn."""
     p = Path(path)
     if p.is_dir():
         cfgs = sorted(p.glob("*.cfg"))
+        if not cfgs and (p / "input.txn").is_file():
+            return p / "input.txn"
         if len(cfgs) != 1:
-            raise TraceError(f"{p}: expected one .cfg trace file in the test folder, found {len(cfgs)}")
+            raise TraceError(
+                f"{p}: expected one .cfg trace file (or an input.txn) in the test folder, found {len(cfgs)}"
+            )
         return cfgs[0]
-    if p.suffix == ".cfg" and p.is_file():
+    if p.suffix in (".cfg", ".txn") and p.is_file():
         return p
     raise TraceError(f"{p}: not a trace-test folder or .cfg file")
 
@@ -133,6 +152,8 @@ def parse_program(path: str | Path) -> Program:
         text = cfg.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise TraceError(f"{cfg}: cannot read trace ({e})") from None
+    if cfg.suffix == ".txn":
+        return _parse_txn(cfg, text)
     prog = Program(name=cfg.stem, folder=cfg.parent)
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.split("//", 1)[0].strip()
@@ -187,12 +208,96 @@ def _memory(name: str, cfg: Path, no: int) -> str:
     raise TraceError(f"{cfg}:{no}: memory {name!r} is not one of pri_mem (1) or sec_mem (2)")
 
 
+def _txn_memory(addr: int) -> str:
+    """nvdlav1's testbench sends an address with bit 31 clear to the secondary port (nvdla.cpp)."""
+    return "pri" if addr & 0x80000000 else "sec"
+
+
+def _txn_register(comment: str, txn: Path, no: int) -> tuple[str, str]:
+    """(unit, register) from a traceplayer comment `NVDLA_UNIT.REG_0<text glued on>`: the longest prefix
+    ending in `_0` that the model knows, else the shortest (an unknown register, named as such)."""
+    from nvdla_sim.program.fields import is_known
+
+    m = re.match(r"^(NVDLA_\w+?)\.(\w+)", comment)
+    if not m:
+        raise TraceError(
+            f"{txn}:{no}: write_reg without a '#NVDLA_UNIT.REGISTER' comment (registers are taken by name)"
+        )
+    unit, text = m.groups()
+    ends = [i + 2 for i in range(len(text) - 1) if text[i : i + 2] == "_0"]
+    if not ends:
+        raise TraceError(f"{txn}:{no}: no register name ending in _0 in {comment[:60]!r}")
+    known = [e for e in ends if is_known(unit, text[:e])]
+    return unit, text[: (known[-1] if known else ends[0])]
+
+
+def _parse_txn(txn: Path, text: str) -> Program:
+    prog = Program(name=txn.parent.name, folder=txn.parent)
+    waits = 0
+    for no, raw in enumerate(text.splitlines(), 1):
+        body, _, comment = raw.partition("#")
+        words = body.split()
+        if not words:
+            continue
+        verb, args = words[0], words[1:]
+        try:
+            if verb == "load_mem" and len(args) == 3:
+                base, size = int(args[0], 0), int(args[1], 0)
+                prog.commands.append(MemInit(_txn_memory(base), base, size, "ALL_ZERO", no))
+                prog.commands.append(MemLoad(_txn_memory(base), base, txn.parent / args[2], no))
+            elif verb == "write_reg" and len(args) == 2:
+                unit, reg = _txn_register(comment.strip(), txn, no)
+                prog.commands.append(RegWrite(unit, reg, int(args[1], 0) & 0xFFFFFFFF, no))
+            elif verb == "read_reg" and len(args) == 3:
+                continue  # a register compare on the testbench, not modelled
+            elif verb == "wait" and not args:
+                waits += 1
+                prog.commands.append(IntrNotify("", f"wait_{waits}", no))
+            elif verb == "dump_mem" and len(args) == 3:
+                base, size = int(args[0], 0), int(args[1], 0)
+                golden = txn.parent / args[2]
+                crc = crc32(load_dat(golden, size=size))
+                prog.commands.append(Check("file", f"wait_{waits}", _txn_memory(base), base, size, crc, golden, no))
+            else:
+                raise TraceError(
+                    f"{txn}:{no}: {raw.strip()[:60]!r} is not one of load_mem ADDR SIZE FILE, write_reg ADDR VALUE "
+                    "#NAME, read_reg ADDR MASK VALUE, wait, dump_mem ADDR SIZE FILE"
+                )
+        except ValueError:
+            raise TraceError(f"{txn}:{no}: not a number in {raw.strip()[:60]!r}") from None
+    return prog
+
+
+_HEX_BYTE = re.compile(r"^0x[0-9a-fA-F]{1,2}$")
+
+
+def _load_hex_dump(path: Path, text: str) -> list[tuple[int, bytes]]:
+    """nvdlav1's `.dat`: `Key = value` header lines (and a dump's own header and `===` lines), then the
+    bytes in order as `0x..` tokens."""
+    data = bytearray()
+    for no, raw in enumerate(text.splitlines(), 1):
+        tokens = raw.split()
+        if tokens and all(_HEX_BYTE.match(t) for t in tokens):
+            data += bytes(int(t, 16) for t in tokens)
+        elif tokens and not ("=" in raw or ":" in raw or "dump" in raw or raw.strip().startswith("=")):
+            raise TraceError(f"{path}:{no}: neither a header line nor 0x.. bytes: {raw.strip()[:60]!r}")
+    return [(0, bytes(data))]
+
+
 def load_dat(path: Path, *, size: int | None = None) -> np.ndarray:
-    """Bytes of a `.dat` memory image (records at offsets; gaps are zero), optionally padded/cut to `size`."""
+    """Bytes of a `.dat` memory image (records at offsets; gaps are zero; or nvdlav1's header and byte
+    list), optionally padded/cut to `size`."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise TraceError(f"{path}: cannot read memory image ({e})") from None
+    if not text.lstrip().startswith("{"):
+        chunks = _load_hex_dump(path, text)
+        end = len(chunks[0][1])
+        out = np.zeros(end if size is None else size, np.uint8)
+        take = end if size is None else min(end, size)
+        out[:take] = np.frombuffer(chunks[0][1][:take], np.uint8)
+        return out
     chunks: list[tuple[int, bytes]] = []
     end = 0
     for no, raw in enumerate(text.splitlines(), 1):

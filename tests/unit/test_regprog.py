@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import zlib
 from pathlib import Path
 
 import pytest
@@ -179,3 +181,57 @@ def test_separate_write_channel_overlaps_reads_and_writes():
     shared = tb.with_values(**{"memory.separate_write_channel": False})
     layer = SdpLayer("s", 64, 64, 8, Precision.INT8, SdpSpec())
     assert simulate(layer, shared).cycles > simulate(layer, tb).cycles
+
+
+def _txn_of(cfg_text: str, golden: bytes) -> str:
+    """The same program in nvdlav1's traceplayer syntax (hw@nvdlav1:verif/traces/traceplayer/*/input.txn):
+    registers by a made-up address with the name in a comment that runs on into text, as NVIDIA's do."""
+    lines = ["# load_mem(addr, offset,  file)", "load_mem 0x80000000 0x1000 in.dat #input"]
+    for i, m in enumerate(re.finditer(r"reg_write\((NVDLA_\w+)\.(\w+), (\w+)\);", cfg_text)):
+        unit, reg, value = m.groups()
+        lines.append(f"write_reg 0xffff{i:04x} {int(value, 0):#x} #{unit}.{reg}SOME, TEXT=1")
+        lines.append(f"read_reg 0xffff{i:04x} 0xffffffff {int(value, 0):#x} #{unit}.{reg}")
+    lines += ["wait", f"dump_mem 0x80080000 {len(golden):#x} out.dat"]
+    return "\n".join(lines) + "\n"
+
+
+def test_nvdlav1_traceplayer_format(tmp_path):
+    """nvdlav1's input.txn: registers named in glued comments, NVIDIA's header-and-bytes .dat files, a
+    dump_mem as the golden check. The zero-stride pass-through writes every line onto the first: the
+    output's first atom is the input's first (1 2 3 4 0 0 0 0); the model runs it and matches."""
+    from nvdla_sim.program.run import run_program
+
+    d = tmp_path / "txn_test"
+    d.mkdir()
+    golden = bytes([1, 2, 3, 4, 0, 0, 0, 0])
+    (d / "input.txn").write_text(_txn_of(sdp_program(8, 8, 32), golden))
+    (d / "in.dat").write_text("Data_size = 0x4\nW = 1\nPrecision = INT8\n0x01 0x02 0x03 0x04\n")
+    (d / "out.dat").write_text(
+        "dumped memory,start_address=0x80080000 size=0x8\nmemory type:dram\n======\n\n"
+        + " ".join(f"0x{b:02x}" for b in golden) + "\n\n=====\ndump done\n"
+    )  # fmt: skip
+    prog = parse_program(d)
+    assert prog.name == "txn_test" and len(prog.writes) == 18
+    assert ("NVDLA_SDP", "D_DATA_CUBE_WIDTH_0") in {(w.unit, w.reg) for w in prog.writes}
+    (check,) = prog.checks
+    assert (check.kind, check.base, check.size, check.crc) == ("file", 0x80080000, 8, zlib.crc32(golden))
+    assert list(initial_memory(prog).read(0x80000000, 6)) == [1, 2, 3, 4, 0, 0]
+    run = run_program(d, load_config("nv_small_rtl_tb"))
+    assert [c["match"] for c in run.checks] == [True]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("write_reg 0xffff0001 0x1", "write_reg without a '#NVDLA_UNIT.REGISTER' comment"),
+        ("write_reg 0xffff0001 0x1 #NVDLA_SDP.DATA", "no register name ending in _0"),
+        ("poke 0x1 0x2", "is not one of load_mem ADDR SIZE FILE"),
+        ("load_mem 0x8000000g 0x10 in.dat", "not a number"),
+    ],
+)
+def test_bad_txn_lines_name_file_and_line(tmp_path, line, message):
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "input.txn").write_text(f"# header\n{line}\n")
+    with pytest.raises(TraceError, match=re.escape("input.txn:2: ") + ".*" + re.escape(message)):
+        parse_program(d)

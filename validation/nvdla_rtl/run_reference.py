@@ -160,10 +160,27 @@ def build(src: Path, work: Path, project: str = "nv_small", *, clock_gating: boo
 def extract_tests(src: Path, work: Path, project: str = "nv_small") -> Path:
     """Trace-test folders: from a checkout's folder, or archived one by one from a git mirror (the stored
     mirror lacks the objects of some tests, which are then left out with a note)."""
-    path, branch = tests_path(project), branch_of(project)
+    path = tests_path(project)
     if (src / path).is_dir():
         return src / path
     dest = work / ("tests" if project == "nv_small" else f"tests-{project}")
+    return _archive_folders(src, branch_of(project), path, dest)
+
+
+TRACEPLAYER_PATH = "verif/traces/traceplayer"  # branch nvdlav1 (nv_full): input.txn tests
+
+
+def extract_traceplayer(src: Path, work: Path) -> Path:
+    """nv_full's traceplayer tests (branch nvdlav1; the stored mirror lacks the data of
+    cc_alexnet_conv5_relu5_int16_dtest_cvsram, left out with a note)."""
+    if (src / TRACEPLAYER_PATH).is_dir():
+        return src / TRACEPLAYER_PATH
+    return _archive_folders(src, "nvdlav1", TRACEPLAYER_PATH, work / "tests-nvdlav1")
+
+
+def _archive_folders(src: Path, branch: str, path: str, dest: Path) -> Path:
+    """Every folder under `branch:path` of a git mirror into dest/<folder>/ (once: an existing dest is
+    kept), each archived on its own so that one with missing objects does not stop the rest."""
     if dest.is_dir() and any(dest.iterdir()):
         return dest
     dest.mkdir(parents=True, exist_ok=True)
@@ -176,9 +193,7 @@ def extract_tests(src: Path, work: Path, project: str = "nv_small") -> Path:
     for name in listing:
         with tempfile.TemporaryFile() as tmp:
             r = subprocess.run(
-                ["git", "-C", str(src), "archive", branch, f"{path}/{name}"],
-                stdout=tmp,
-                stderr=subprocess.PIPE,
+                ["git", "-C", str(src), "archive", branch, f"{path}/{name}"], stdout=tmp, stderr=subprocess.PIPE
             )
             if r.returncode:
                 print(f"run_reference: {name}: not in this mirror ({r.stderr.decode().strip()[:80]})", file=sys.stderr)
