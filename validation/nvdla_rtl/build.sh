@@ -108,9 +108,13 @@ mdir="$hw/outdir/$proj/verilator"
 if [ "$proj" = nv_small ]; then
   cp "$vdir/nvdla.cpp" "$work/tb_$proj.cpp"
 else  # branch nv_small's testbench; the secondary port's data like the primary's (AXI_WDATA_MKPTR)
+  # and a 256-bit bus case (nv_large): 32-bit words like the 512-bit case, a 32-bit write strobe
   git -C "$src" show nv_small:verif/verilator/nvdla.cpp \
-    | sed 's#\(\.[wr]_[wr]data = \)dla->nvdla_core2cvsram#\1AXI_WDATA_MKPTR dla->nvdla_core2cvsram#' > "$work/tb_$proj.cpp"
+    | sed 's#\(\.[wr]_[wr]data = \)dla->nvdla_core2cvsram#\1AXI_WDATA_MKPTR dla->nvdla_core2cvsram#' \
+    | sed 's@^\(#elif NVDLA_PRIMARY_MEMIF_WIDTH == 512\)@#elif NVDLA_PRIMARY_MEMIF_WIDTH == 256\n#\tdefine AXI_WDATA_TYPE uint32_t\n#\tdefine AXI_WDATA_TYLEN 32\n#\tdefine AXI_WDATA_MKPTR\n#\tdefine AXI_WSTRB_TYPE uint32_t\n\1@' \
+    > "$work/tb_$proj.cpp"
   [ "$(grep -c 'AXI_WDATA_MKPTR dla->nvdla_core2cvsram' "$work/tb_$proj.cpp")" = 2 ] \
+    && grep -q 'NVDLA_PRIMARY_MEMIF_WIDTH == 256' "$work/tb_$proj.cpp" \
     || { echo "build.sh: could not adapt branch nv_small's nvdla.cpp for $proj's secondary port" >&2; exit 1; }
   cp "$work/tb_$proj.cpp" "$vdir/nvdla_$proj.cpp"
 fi
