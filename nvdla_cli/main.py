@@ -124,11 +124,12 @@ def _configs(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'config':<16}{'MACs/cycle':<28}{'CBUF':>9}{'banks':>7}{'DRAM B/cyc':>12}{'clock':>10}{'area mm2':>17}")
+    w = max(16, *(len(r["name"]) + 2 for r in rows))
+    print(f"{'config':<{w}}{'MACs/cycle':<28}{'CBUF':>9}{'banks':>7}{'DRAM B/cyc':>12}{'clock':>10}{'area mm2':>17}")
     for r in rows:
         macs = " ".join(f"{k}:{v}" for k, v in r["peak_macs_per_cycle"].items())
         print(
-            f"{r['name']:<16}{macs:<28}{r['cbuf_kib']:>7}Ki{r['cbuf_banks']:>7}"
+            f"{r['name']:<{w}}{macs:<28}{r['cbuf_kib']:>7}Ki{r['cbuf_banks']:>7}"
             f"{r['dram_bytes_per_cycle']:>12g}{r['clock_mhz']:>7g}MHz{r['area_mm2']:>9.3f} @{r['tech_node_nm']:g}nm"
         )
     print("area: the components (MACs, SRAMs, adders) x the overhead fitted on NVIDIA's primer table; docs/energy.md")
