@@ -101,6 +101,7 @@ def add_commands(sub, registry: dict) -> None:
 
 def _sweep(args: argparse.Namespace) -> int:
     from nvdla_mapper.studies.sweep import (
+        check_metric,
         load_sweep,
         pareto_front,
         parse_constraint,
@@ -117,7 +118,7 @@ def _sweep(args: argparse.Namespace) -> int:
         raise NvdlaError("--where needs an objective to rank by: --rank METRIC or [rank] objective in the file")
     constraints = tuple(parse_constraint(t) for t in args.where) if args.where is not None else spec.constraints
     if objective is not None:
-        rank([], objective)  # the objective's name is checked before the sweep runs
+        check_metric(objective, "rank objective")  # before the sweep runs
     out = Path(args.out)
     db = Path(args.db) if args.db else out / "sweep.sqlite"
     executor = args.executor or ("dask" if args.scheduler else "local")

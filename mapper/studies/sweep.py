@@ -177,9 +177,7 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
     def err(msg: str) -> NvdlaError:
         return NvdlaError(f"{source}: {msg}")
 
-    extra = set(data) - _TOP_KEYS
-    if extra:
-        raise err(f"unknown key(s) {sorted(extra)}; allowed: {sorted(_TOP_KEYS)}")
+    _check_keys(data, _TOP_KEYS, "", err)
     base = data.get("base", "nv_full")
     try:
         hw = load_config(base)
@@ -205,9 +203,7 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
     wl = data.get("workloads")
     if not isinstance(wl, dict):
         raise err("missing [workloads] table (models, seq, batch)")
-    extra = set(wl) - _WORKLOAD_KEYS
-    if extra:
-        raise err(f"unknown key(s) {sorted(extra)} in [workloads]; allowed: {sorted(_WORKLOAD_KEYS)}")
+    _check_keys(wl, _WORKLOAD_KEYS, " in [workloads]", err)
     models = wl.get("models")
     if not isinstance(models, list) or not models:
         raise err("workloads.models must be a non-empty list of presets or config.json paths")
@@ -234,21 +230,20 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
             except NvdlaError as e:
                 raise err(f"workloads.phase decode: {e}") from None
     options = data.get("options", {})
-    extra = set(options) - _OPTION_KEYS
-    if extra:
-        raise err(f"unknown key(s) {sorted(extra)} in [options]; allowed: {sorted(_OPTION_KEYS)}")
+    _check_keys(options, _OPTION_KEYS, " in [options]", err)
     for k, v in options.items():
         if v not in ("auto", "nvdla", "host"):
             raise err(f"options.{k} must be auto, nvdla or host, not {v!r}")
     rank_table = data.get("rank", {})
     if not isinstance(rank_table, dict):
         raise err("[rank] must be a table (objective, constraints)")
-    extra = set(rank_table) - _RANK_KEYS
-    if extra:
-        raise err(f"unknown key(s) {sorted(extra)} in [rank]; allowed: {sorted(_RANK_KEYS)}")
+    _check_keys(rank_table, _RANK_KEYS, " in [rank]", err)
     objective = rank_table.get("objective")
-    if objective is not None and objective not in METRICS:
-        raise err(f"rank.objective {objective!r} is not a sweep metric; one of {', '.join(METRICS)}")
+    if objective is not None:
+        try:
+            check_metric(objective, "rank.objective")
+        except NvdlaError as e:
+            raise err(str(e)) from None
     texts = rank_table.get("constraints", [])
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise err('rank.constraints must be a list of strings like "latency_ms<=20"')
@@ -260,6 +255,18 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
         str(data.get("name", "sweep")), str(base), space, [str(m) for m in models], seqs, batches, options,
         tuple(phases), objective, constraints,
     )  # fmt: skip
+
+
+def _check_keys(table: dict, allowed: set[str], where: str, err: Callable[[str], NvdlaError]) -> None:
+    extra = set(table) - allowed
+    if extra:
+        raise err(f"unknown key(s) {sorted(extra)}{where}; allowed: {sorted(allowed)}")
+
+
+def check_metric(name: str, what: str) -> None:
+    """A one-line error unless `name` is a sweep metric (`what` says where it was given)."""
+    if name not in METRICS:
+        raise NvdlaError(f"{what} {name!r} is not a sweep metric; one of {', '.join(METRICS)}")
 
 
 def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
@@ -544,8 +551,7 @@ def parse_constraint(text: str) -> Constraint:
             break
     else:
         raise NvdlaError(f"constraint {text!r}: write METRIC<=NUMBER or METRIC>=NUMBER (e.g. latency_ms<=20)")
-    if name not in METRICS:
-        raise NvdlaError(f"constraint {text!r}: {name!r} is not a sweep metric; one of {', '.join(METRICS)}")
+    check_metric(name, f"constraint {text!r}:")
     try:
         bound = float(value)
     except ValueError:
@@ -557,8 +563,7 @@ def rank(rows: list[dict[str, Any]], objective: str, constraints: tuple[Constrai
     """The points that meet every constraint, per workload (model, seq, batch, phase) and in each best first
     by `objective` (a sweep metric; minimised, except the higher-is-better throughput_inferences_per_s,
     mac_utilization and tops_per_w)."""
-    if objective not in METRICS:
-        raise NvdlaError(f"rank objective {objective!r} is not a sweep metric; one of {', '.join(METRICS)}")
+    check_metric(objective, "rank objective")
     sign = -1 if objective in _HIGHER_IS_BETTER else 1
     ok = [r for r in rows if r["status"] == "ok" and r[objective] is not None and all(c.holds(r) for c in constraints)]
     return sorted(ok, key=lambda r: (_workload(r), sign * r[objective], r["id"]))

@@ -171,27 +171,10 @@ def leakage_pj(hw: HwConfig, cycles: int) -> float:
 
 @lru_cache(maxsize=256)
 def full_rate_pj_per_cycle(hw: HwConfig) -> float:
-    """The components' energy of one cycle with every component acting once (the build at its full rate):
-    every MAC cell; one CBUF entry read and one written; every CACC adder, an assembly-buffer read and
-    write and a delivery-buffer write and read; every SDP lane's ALU and multiplier; every PDP and CDP
-    lane."""
-    c = components(hw)
-    cells = sum(cost.energy_pj * n for name, cost, n in area(hw).blocks if name == "cmac")
-    k = hw.mac.atomic_k
-    sdp_lanes = hw.sdp.bs_throughput + hw.sdp.bn_throughput + hw.sdp.ew_throughput
-    return (
-        cells
-        + c.cbuf_bank.energy_pj
-        + c.cbuf_bank.write_pj
-        + k * c.cacc_adder.energy_pj
-        + c.cacc_assembly.energy_pj
-        + c.cacc_assembly.write_pj
-        + c.cacc_delivery.energy_pj
-        + c.cacc_delivery.write_pj
-        + sdp_lanes * (c.sdp_alu.energy_pj + c.sdp_mul.energy_pj)
-        + hw.pdp.throughput * c.elem_adder.energy_pj
-        + hw.cdp.throughput * (c.elem_adder.energy_pj + c.sdp_mul.energy_pj)
-    )
+    """The components' energy of one cycle with every component of area(hw) acting once (the build at its
+    full rate): every MAC cell, CACC adder and SDP/PDP/CDP lane; a read and a write of each SRAM, of
+    CBUF's one bank (a port's entry a cycle, not every bank)."""
+    return sum((1 if name == "cbuf" else n) * (cost.energy_pj + cost.write_pj) for name, cost, n in area(hw).blocks)
 
 
 def always_on_pj(hw: HwConfig, cycles: int) -> float:

@@ -276,9 +276,9 @@ def _parse_txn(txn: Path, text: str) -> Program:
 _HEX_BYTE = re.compile(r"^0x[0-9a-fA-F]{1,2}$")
 
 
-def _load_hex_dump(path: Path, text: str) -> list[tuple[int, bytes]]:
+def _hex_dump_chunks(path: Path, text: str) -> list[tuple[int, bytes]]:
     """nvdlav1's `.dat`: `Key = value` header lines (and a dump's own header and `===` lines), then the
-    bytes in order as `0x..` tokens."""
+    bytes in order as `0x..` tokens: one chunk at offset 0."""
     data = bytearray()
     for no, raw in enumerate(text.splitlines(), 1):
         tokens = raw.split()
@@ -289,22 +289,9 @@ def _load_hex_dump(path: Path, text: str) -> list[tuple[int, bytes]]:
     return [(0, bytes(data))]
 
 
-def load_dat(path: Path, *, size: int | None = None) -> np.ndarray:
-    """Bytes of a `.dat` memory image (records at offsets; gaps are zero; or nvdlav1's header and byte
-    list), optionally padded/cut to `size`."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise TraceError(f"{path}: cannot read memory image ({e})") from None
-    if not text.lstrip().startswith("{"):
-        chunks = _load_hex_dump(path, text)
-        end = len(chunks[0][1])
-        out = np.zeros(end if size is None else size, np.uint8)
-        take = end if size is None else min(end, size)
-        out[:take] = np.frombuffer(chunks[0][1][:take], np.uint8)
-        return out
+def _record_chunks(path: Path, text: str) -> list[tuple[int, bytes]]:
+    """The trace tests' `{offset:..., size:..., payload:...}` records."""
     chunks: list[tuple[int, bytes]] = []
-    end = 0
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if line in ("", "{", "}"):
@@ -317,7 +304,18 @@ def load_dat(path: Path, *, size: int | None = None) -> np.ndarray:
         if len(payload) != n:
             raise TraceError(f"{path}:{no}: record says size {n} but has {len(payload)} payload bytes")
         chunks.append((off, payload))
-        end = max(end, off + n)
+    return chunks
+
+
+def load_dat(path: Path, *, size: int | None = None) -> np.ndarray:
+    """Bytes of a `.dat` memory image (records at offsets; gaps are zero; or nvdlav1's header and byte
+    list), optionally padded/cut to `size`."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise TraceError(f"{path}: cannot read memory image ({e})") from None
+    chunks = (_record_chunks if text.lstrip().startswith("{") else _hex_dump_chunks)(path, text)
+    end = max((off + len(payload) for off, payload in chunks), default=0)
     out = np.zeros(end if size is None else size, np.uint8)
     for off, payload in chunks:
         take = len(payload) if size is None else max(0, min(len(payload), size - off))
