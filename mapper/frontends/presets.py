@@ -16,6 +16,7 @@ import networkx as nx
 
 from nvdla_mapper.workload import Graph, Op, OpKind, Relayout, verify
 from nvdla_sim.errors import NvdlaError
+from nvdla_sim.layers import MAX_DIM as MAX_CONV_WIDTH
 from nvdla_sim.layers import MAX_STRIDE, ConvShape
 
 
@@ -35,6 +36,12 @@ class Stage:
     heads: int
     ffn: int
     token_divisor: int = 1  # tokens = base tokens / token_divisor (Swin patch merging)
+
+
+# Blocks a model may have: a sanity bound far past published configs (Llama 3.1 405B has 126 layers,
+# GPT-3 175B 96); a random or mistyped config.json with millions of layers would otherwise build a graph
+# until memory runs out (found by tests/unit/test_bad_input.py: 24 GB and an OOM kill).
+MAX_BLOCKS = 1024
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,22 @@ class ModelSpec:
         return self.num_labels or (1000 if self.image_tokens else 2)
 
     def __post_init__(self) -> None:
+        blocks = sum(st.layers for st in self.stages) + self.decoder_layers
+        if blocks > MAX_BLOCKS:  # the workload graph grows with the blocks: refuse before it fills memory
+            raise NvdlaError(
+                f"{self.name}: {blocks:,} transformer blocks (num_hidden_layers / n_layer / num_layers / depths); "
+                f"at most {MAX_BLOCKS} are mapped"
+            )
+        if self.attention is Attention.SLIDING and (self.window < 2 or self.window % 2):
+            raise NvdlaError(
+                f"{self.name}: attention_window {self.window} must be an even number >= 2 (window/2 keys each side)"
+            )
+        image, patch, _ = self.patch_embed
+        if image > MAX_CONV_WIDTH and patch <= MAX_STRIDE:  # the patch embedding is a direct convolution
+            raise NvdlaError(
+                f"{self.name}: image_size {image} is past the convolution's {MAX_CONV_WIDTH}-pixel input width "
+                "(13-bit register field)"
+            )
         for st in self.stages:
             if st.hidden % st.heads and not self.head_dim:
                 raise NvdlaError(f"{self.name}: hidden {st.hidden} is not divisible by heads {st.heads}")

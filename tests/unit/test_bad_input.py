@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -95,3 +96,23 @@ def test_report_into_an_existing_file(tmp_path, capsys):
     f.write_text("")
     assert main(["map", "bert-base", "--seq", "16", "--report", str(f)]) == 2
     assert "exists and is not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"model_type": "bert", "num_hidden_layers": 10**7}, "10,000,000 transformer blocks"),
+        ({"model_type": "t5", "num_layers": 600}, "1,200 transformer blocks"),
+        ({"model_type": "swin", "depths": [2000], "num_heads": [3]}, "2,000 transformer blocks"),
+        ({"model_type": "longformer", "attention_window": 1}, "attention_window 1 must be an even number >= 2"),
+        ({"model_type": "vit", "image_size": 10**6, "patch_size": 1}, "image_size 1000000 is past the convolution"),
+    ],
+)
+def test_configs_the_mapper_cannot_build_are_refused_up_front(tmp_path, fields, message):
+    """Found by the random-fields test above: ten million layers built a graph until the OOM killer stopped
+    the worker (24 GB); a window of 1 divided by zero deep in the attention lowering."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(fields))
+    with pytest.raises(NvdlaError, match=re.escape(message)) as e:
+        from_hf_config(p)
+    _one_line(e.value, str(p))
