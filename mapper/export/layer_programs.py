@@ -26,9 +26,11 @@ numbers the RTL run is compared with.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,10 +45,12 @@ from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
     AluAlgo,
     CbufReuse,
+    EwOperand,
     OperandSource,
     OperandUse,
     Operation,
     Rdma,
+    SdpEwCfg,
     SdpOperand,
     SdpStageCfg,
     SdpStream,
@@ -63,7 +67,20 @@ from nvdla_sim.program.emit import (
     sdp_pass,
 )
 from nvdla_sim.program.run import operation_timing
-from nvdla_sim.units.memory_format import Surface, cube_size, dc_weight_bytes, feature_image
+from nvdla_sim.units import sdp as sdp_unit
+from nvdla_sim.units.lut import (
+    ENTRY_MAX,
+    ENTRY_MIN,
+    LE_ENTRIES,
+    LO_ENTRIES,
+    IndexMode,
+    LutParams,
+    LutPath,
+    LutTable,
+    Table,
+    lut_apply,
+)
+from nvdla_sim.units.memory_format import Surface, cube_size, dc_weight_bytes, elements_per_atom, feature_image
 
 
 @dataclass(frozen=True)
@@ -116,6 +133,9 @@ def layer_programs(
     if layer.precision not in RANGES:
         raise TraceError(f"{base}: programs are emitted for INT8 and INT16 layers, not {layer.precision.value}")
     hw.check_precision(layer.precision)
+    spec = getattr(layer, "sdp", None)
+    if spec is not None and spec.uses_y:
+        sdp_unit.elements_per_cycle(spec, hw)  # a build without the Y unit or its LUT: a one-line error
     if isinstance(layer, ConvLayer):
         return _conv_programs(layer, plan or default_plan(layer, hw), hw, base, rng)
     if isinstance(layer, SdpLayer):
@@ -156,6 +176,8 @@ class _SdpParts:
     streams: tuple[SdpStream, ...]
     inputs: list[tuple[int, np.ndarray]]
     out_std: float  # spread of the value reaching the convertor
+    ew: SdpEwCfg | None = None
+    lut: LutParams | None = None
 
 
 def _sdp_parts(
@@ -168,23 +190,23 @@ def _sdp_parts(
     hw: HwConfig,
     alloc: Alloc,
     rng: np.random.Generator,
+    *,
+    name: str,
+    src: Surface | None = None,
 ) -> _SdpParts:
-    if spec.uses_y:
-        what = "a LUT activation" if spec.lut else "an element-wise (EW) operand"
-        raise TraceError(
-            f"the layer uses {what} on SDP's Y unit; programs with the Y unit are not emitted yet (the nv_small "
-            "RTL they are validated on has none)"
-        )
     inputs: list[tuple[int, np.ndarray]] = []
     streams: list[SdpStream] = []
     x1 = x2 = None
     std = acc_std
+    y_std = acc_std  # the spread reaching Y, counting the X1 operand (std, kept for the programs measured
+    # before Y programs existed, counts the accumulator alone)
     if spec.bias is OperandMode.PER_KERNEL:
         addr = alloc.take(2 * k)
         b = rng.integers(-(2**12), 2**12, k).astype("<i2")
         inputs.append((addr, b.view(np.uint8)))
         streams.append(SdpStream(Rdma.BRDMA, OperandMode.PER_KERNEL, 2, addr, use=OperandUse.ALU))
         shift = _acc_shift(acc_std, 2**12 / math.sqrt(3))
+        y_std = math.hypot(acc_std, 2**12 / math.sqrt(3) * 2**shift)
         x1 = SdpStageCfg(
             SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_KERNEL, 2), AluAlgo.SUM, None, False, spec.relu
         )
@@ -203,6 +225,7 @@ def _sdp_parts(
             )
         )
         shift = _acc_shift(acc_std, RANGES[p].std)
+        y_std = math.hypot(acc_std, RANGES[p].std * 2**shift)
         x1 = SdpStageCfg(
             SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, p.bytes),
             AluAlgo.SUM,
@@ -219,6 +242,7 @@ def _sdp_parts(
     if spec.scale is OperandMode.REG:
         x2 = SdpStageCfg(None, AluAlgo.SUM, SdpOperand(OperandSource.REG, SCORE_SCALE, 0), False, False, mul_shift=8)
         std = std * SCORE_SCALE / 256
+        y_std = y_std * SCORE_SCALE / 256
     elif spec.scale is OperandMode.PER_KERNEL:
         addr = alloc.take(2 * k)
         m = rng.integers(2**14, 2**15, k).astype("<i2")
@@ -233,9 +257,171 @@ def _sdp_parts(
             mul_shift=15,
         )
         std = std * 0.75
+        y_std = y_std * 0.75
     elif spec.scale is OperandMode.PER_ELEMENT:
         raise TraceError("a per-element SDP multiplier (X2 from memory, per element) is not emitted")
-    return _SdpParts(x1, x2, tuple(streams), inputs, std)
+    parts = _SdpParts(x1, x2, tuple(streams), inputs, std)
+    if spec.uses_y:
+        # a pass straight from memory (no X stage) sees the input's own range
+        bound = RANGES[p].bound if src is not None and x1 is None and x2 is None else None
+        parts.out_std = y_std
+        _y_parts(parts, spec, name, w, h, k, p, hw, alloc, rng, src, bound)
+    return parts
+
+
+# ---- SDP's Y stage (EW operand, LUT) ---------------------------------------------------------------------
+
+
+class _EwUse(enum.Enum):
+    """What a per-element EW operand does in the mapper's lowering (rules.py)."""
+
+    ADD = "add"  # the residual (ALU), or layernorm's -mean^2 before rsqrt
+    MUL = "mul"  # softmax's broadcast 1/sum; layernorm's square (the input times itself)
+    BOTH = "both"  # layernorm's normalize: MUL rstd, ALU -mean * rstd, one stream of (ALU, MUL) pairs
+
+
+# The function behind a LUT pass, by the mapper's step name (rules.py: lower_softmax, lower_layernorm);
+# any other LUT pass is an activation (GELU: lower_elementwise, the FFN's fused activation). Each is a
+# function of the LUT's input scaled to [-4, 4]; the reciprocals take a sum or a variance, positive, so
+# their input is offset onto [1, 9].
+_LUT_FUNCTIONS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
+    "exp": ("exp", np.exp),
+    "recip": ("reciprocal", lambda v: 1.0 / (v + 5.0)),
+    "rsqrt": ("reciprocal square root", lambda v: 1.0 / np.sqrt(v + 5.0)),
+}
+_GELU = ("GELU", lambda v: 0.5 * v * (1.0 + np.tanh(0.7978845608 * (v + 0.044715 * v**3))))
+_EW_USES = {"square": _EwUse.MUL, "rsqrt": _EwUse.ADD}
+LUT_ENTRY_PEAK = 1 << 14  # table entries span +-2**14 (16-bit entries with headroom for interpolation)
+
+
+def _step(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def lut_function(name: str) -> tuple[str, Callable[[np.ndarray], np.ndarray]]:
+    """(description, function) of the LUT pass named `name`."""
+    return _LUT_FUNCTIONS.get(_step(name), _GELU)
+
+
+def ew_use(name: str, spec: SdpSpec) -> _EwUse:
+    """What the per-element EW operand of the pass named `name` does."""
+    if _step(name) == "normalize":
+        return _EwUse.BOTH if spec.scale is not OperandMode.NONE else _EwUse.MUL
+    return _EW_USES.get(_step(name), _EwUse.ADD)
+
+
+def sdp_lut(func: Callable[[np.ndarray], np.ndarray], lo: int, hi: int, in_scale: float) -> LutParams:
+    """LE (linear, 64 intervals) over the integer inputs [lo, hi) and LO (linear, 256 intervals) over its
+    central quarter (hybrid hits take LO), 16-bit entries of func(x * in_scale) scaled to +-2**14, end
+    slopes continuing the outer intervals (scale over a 2**15 shift, the 5-bit signed shift's largest)."""
+    span = max(hi - lo, 2)
+    le_shift = max(0, math.ceil(math.log2(span / (LE_ENTRIES - 1))))
+    lo_shift = max(0, math.ceil(math.log2(span / 4 / (LO_ENTRIES - 1))))
+    centre = (lo + hi) // 2  # both tables centred on the range (LE's power-of-two span may exceed it)
+    xs = [
+        centre - ((LE_ENTRIES - 1) << le_shift) // 2 + (np.arange(LE_ENTRIES, dtype=np.int64) << le_shift),
+        centre - ((LO_ENTRIES - 1) << lo_shift) // 2 + (np.arange(LO_ENTRIES, dtype=np.int64) << lo_shift),
+    ]
+    inside = np.arange(lo, hi + 1, max(1, span // 1024), dtype=np.int64)
+    out_scale = LUT_ENTRY_PEAK / max(float(np.max(np.abs(func(inside * in_scale)))), 1e-9)  # entries beyond saturate
+    tables = []
+    for x, shift in zip(xs, (le_shift, lo_shift), strict=True):
+        e = np.clip(np.round(func(x * in_scale) * out_scale), ENTRY_MIN, ENTRY_MAX).astype(np.int64)
+        step = 1 << shift
+
+        def slope(d: int, step: int = step) -> int:
+            return int(np.clip(round(d / step * 2**15), -(2**15), 2**15 - 1))
+
+        tables.append(
+            LutTable(e, IndexMode.LINEAR, int(x[0]), shift, slope(int(e[1] - e[0])), 15, slope(int(e[-1] - e[-2])), 15)
+        )
+    return LutParams(tables[0], tables[1], priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LE)
+
+
+def _pair_image(alu: np.ndarray, mul: np.ndarray, surf: Surface, p: Precision, hw: HwConfig) -> np.ndarray:
+    """Two per-element operands [h, w, c] as one E-RDMA stream of (ALU, MUL) pairs: each atom's elements
+    twice as wide (doc/hw/format.rst, SDP operand formats), lines of `w` such atoms."""
+    h, w, c = alu.shape
+    epa = elements_per_atom(p, hw)
+    surfaces = -(-c // epa)
+    pairs = np.zeros((surfaces, h, w, epa, 2), RANGES[p].dtype)
+    for i, v in enumerate((alu, mul)):
+        padded = np.zeros((h, w, surfaces * epa), RANGES[p].dtype)
+        padded[:, :, :c] = v
+        pairs[..., i] = padded.reshape(h, w, surfaces, epa).transpose(2, 0, 1, 3)
+    out = np.zeros(surfaces * surf.surface_stride, np.uint8)
+    raw = pairs.view(np.uint8).reshape(surfaces, h, -1)
+    for s_ in range(surfaces):
+        for y in range(h):
+            o = s_ * surf.surface_stride + y * surf.line_stride
+            out[o : o + raw.shape[2]] = raw[s_, y]
+    return out
+
+
+def _y_parts(
+    parts: _SdpParts,
+    spec: SdpSpec,
+    name: str,
+    w: int,
+    h: int,
+    k: int,
+    p: Precision,
+    hw: HwConfig,
+    alloc: Alloc,
+    rng: np.random.Generator,
+    src: Surface | None,
+    bound: int | None,
+) -> None:
+    """The Y stage as the mapper's lowering uses it: an element-wise operand (a register value, or a
+    cube from E-RDMA) and/or a LUT function, numbers chosen so the values spread over the datapath."""
+    x_std = parts.out_std  # the value reaching Y
+    alu = mul = None
+    truncate = 0
+    if spec.eltwise is OperandMode.REG:
+        alu = EwOperand(OperandSource.REG, round(x_std))
+    elif spec.eltwise is OperandMode.PER_ELEMENT:
+        use = ew_use(name, spec)
+        r = RANGES[p]
+        if use is _EwUse.BOTH:
+            line = w * elements_per_atom(p, hw) * 2 * p.bytes
+            surf = Surface(alloc.take(0), line, line * h)
+            alloc.take(-(-k // elements_per_atom(p, hw)) * surf.surface_stride)
+            a, m = _rand(rng, (h, w, k), p), _rand(rng, (h, w, k), p)
+            parts.inputs.append((surf.addr, _pair_image(a, m, surf, p, hw)))
+            stream_use = OperandUse.BOTH
+        else:
+            if use is _EwUse.MUL and _step(name) == "square" and src is not None:
+                surf = src  # the input times itself: E-RDMA reads the source cube again
+            else:
+                surf = place(alloc, w, h, k, p, hw)
+                parts.inputs.append((surf.addr, feature_image(_rand(rng, (h, w, k), p), surf, p, hw)))
+            stream_use = OperandUse.MUL if use is _EwUse.MUL else OperandUse.ALU
+        parts.streams = (
+            *parts.streams,
+            SdpStream(
+                Rdma.ERDMA, OperandMode.PER_ELEMENT, p.bytes, surf.addr, surf.line_stride, surf.surface_stride,
+                use=stream_use,
+            ),
+        )  # fmt: skip
+        if use in (_EwUse.MUL, _EwUse.BOTH):  # x * op >> truncate keeps x's spread
+            truncate = max(0, round(math.log2(r.std)))
+            mul = EwOperand(OperandSource.MEM)
+            x_std = x_std * r.std / 2**truncate
+        if use in (_EwUse.ADD, _EwUse.BOTH):  # the operand lifted to x's spread by its convertor
+            lift = max(1, min(2**15 - 1, round(x_std / r.std)))
+            alu = EwOperand(OperandSource.MEM, cvt_bypass=lift == 1, cvt_scale=lift)
+            x_std = x_std * math.sqrt(2)
+    lut = None
+    if spec.lut:
+        _, func = lut_function(name)
+        # the table covers +-4 spreads of its input (or the input's range); beyond, the end slopes extrapolate
+        span = bound if bound is not None else 4 * x_std
+        lut = sdp_lut(func, -round(span), round(span), 4.0 / max(span, 1.0))
+        sample = np.linspace(-span, span, 257).round().astype(np.int64)
+        x_std = max(float(np.std(lut_apply(sample, lut, path=LutPath.SDP)[0])), 1.0)
+    parts.ew = SdpEwCfg(alu, AluAlgo.SUM, mul, False, truncate, lut is not None)
+    parts.lut = lut
+    parts.out_std = x_std
 
 
 # ---- convolutions --------------------------------------------------------------------------------------
@@ -263,10 +449,10 @@ def _conv_programs(
     for j, kt in enumerate(tiles):
         for i, (image, rows) in enumerate(bands):
             reuse = _kept(i, j, len(bands), len(tiles)) if plan.order is LoopOrder.WEIGHT_STATIONARY else CbufReuse()
-            step, sub = _conv_step(layer, hw, images[image], wt, rows, kt, acc_std, rng, plan, alloc, reuse)
+            step, sub, lut = _conv_step(layer, hw, images[image], wt, rows, kt, acc_std, rng, plan, alloc, reuse)
             steps.append(step)
             layers.append(sub)
-    prog = emit_sequence(base, steps, hw)
+    prog = emit_sequence(base, steps, hw, lut=lut)
     if len(steps) == 1:
         timing = operation_timing(steps[0].op, hw, name=base)
         sub = dataclasses.replace(layer, name=base, shape=layers[0].shape)
@@ -295,7 +481,7 @@ def _conv_step(layer, hw, x, wt, rows, kernels, acc_std, rng, plan: TilePlan, al
     wt = wt[kernels[0] : kernels[1]]
     k = len(wt)
     sub, i0, i1 = band_shape(dataclasses.replace(s, out_k=k), r0, r1)
-    parts = _sdp_parts(layer.sdp, sub.out_w, sub.out_h, k, acc_std, p, hw, alloc, rng)
+    parts = _sdp_parts(layer.sdp, sub.out_w, sub.out_h, k, acc_std, p, hw, alloc, rng, name=layer.name)
     scale, shift = requant(parts.out_std, p)
     op, din, waddr, oaddr = conv_layer(
         sub,
@@ -306,6 +492,7 @@ def _conv_step(layer, hw, x, wt, rows, kernels, acc_std, rng, plan: TilePlan, al
         x2=parts.x2,
         cvt=(0, scale, shift),
         streams=parts.streams,
+        ew=parts.ew,
         data_banks=plan.data_banks,
         weight_banks=plan.weight_banks,
         reuse=reuse,
@@ -316,7 +503,7 @@ def _conv_step(layer, hw, x, wt, rows, kernels, acc_std, rng, plan: TilePlan, al
         (waddr, dc_weight_bytes(wt, p, hw)),
     ]
     step = Step(op, inputs, [(oaddr, cube_size(op.out, k, p, hw))])
-    return step, dataclasses.replace(layer, shape=sub, images=1)
+    return step, dataclasses.replace(layer, shape=sub, images=1), parts.lut
 
 
 # ---- standalone SDP and PDP ------------------------------------------------------------------------------
@@ -328,13 +515,13 @@ def _sdp_program(layer: SdpLayer, hw: HwConfig, base: str, rng: np.random.Genera
     alloc = Alloc()
     src = place(alloc, w, h, c, p, hw)
     dst = place(alloc, w, h, c, p, hw)
-    parts = _sdp_parts(layer.sdp, w, h, c, RANGES[p].std, p, hw, alloc, rng)
+    parts = _sdp_parts(layer.sdp, w, h, c, RANGES[p].std, p, hw, alloc, rng, name=layer.name, src=src)
     # the sum of input and operand, back to the layer's precision
     scale, shift = requant(parts.out_std * (math.sqrt(2) if parts.x1 and parts.x1.alu else 1.0), p)
     op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=parts.x1, x2=parts.x2, cvt=(0, scale, shift),
-                  streams=parts.streams)  # fmt: skip
+                  streams=parts.streams, ew=parts.ew)  # fmt: skip
     inputs = [(src.addr, feature_image(_rand(rng, (h, w, c), p), src, p, hw)), *parts.inputs]
-    prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
+    prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw, lut=parts.lut)
     return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)
 
 

@@ -120,7 +120,7 @@ def summary(res: EmitResult) -> str:
     if res.skipped:
         lines.append(f"  {len(res.skipped)} hardware layers without a program:")
         lines += [f"    - {s['task']}: {s['reason']}" for s in res.skipped[:10]]
-    hosts = [h for h in res.host if Resource.HOST in h]
+    hosts = [h for h in res.host if f"({Resource.HOST.value}" in h]
     if hosts:
         lines.append(f"  {len(hosts)} host tasks (no program), e.g. {hosts[0]}")
     return "\n".join(lines)

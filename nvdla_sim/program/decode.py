@@ -62,15 +62,19 @@ class OperandUse(enum.Enum):
 
 
 class AluAlgo(enum.Enum):
-    """D_DP_{BS,BN}_CFG_0.ALU_ALGO (the register's names; the arithmetic is units.sdp.AluOp)."""
+    """D_DP_{BS,BN,EW}_CFG_0.ALU_ALGO (the register's names; the arithmetic is units.sdp.AluOp)."""
 
     MAX = "max"
     MIN = "min"
     SUM = "sum"
+    EQL = "eql"  # the EW (Y) ALU only
 
 
 _STREAM_USE = {0: OperandUse.MUL, 1: OperandUse.ALU, 2: OperandUse.BOTH}  # DATA_USE (NVDLA_SDP_RDMA.rdl)
-_ALU_ALGO = {0: AluAlgo.MAX, 1: AluAlgo.MIN, 2: AluAlgo.SUM}
+# X stages: code 3 (EQL) sums, as the X datapath has no comparator (cmod hls/sdp/sdp_x.cpp: MAX, MIN,
+# else SUM); the Y stage compares (sdp_y_core.cpp SDP_ALU_MODE_EQL)
+_ALU_ALGO = {0: AluAlgo.MAX, 1: AluAlgo.MIN, 2: AluAlgo.SUM, 3: AluAlgo.SUM}
+_EW_ALU_ALGO = {0: AluAlgo.MAX, 1: AluAlgo.MIN, 2: AluAlgo.SUM, 3: AluAlgo.EQL}
 _POOL_METHOD = {0: PoolMode.AVG, 1: PoolMode.MAX, 2: PoolMode.MIN}  # D_OPERATION_MODE_CFG_0.POOLING_METHOD
 
 
@@ -112,6 +116,32 @@ class SdpStageCfg:
 
 
 @dataclass(frozen=True)
+class EwOperand:
+    """One Y-stage (EW) ALU or MUL operand: a 32-bit register value, or the E-RDMA stream through its
+    convertor (D_DP_EW_{ALU,MUL}_CVT_*: y = (x - offset) * scale >> truncate; bypassed when cvt_bypass)."""
+
+    source: OperandSource
+    value: int = 0  # D_DP_EW_*_SRC_VALUE (signed 32-bit)
+    cvt_bypass: bool = True
+    cvt_offset: int = 0
+    cvt_scale: int = 1
+    cvt_truncate: int = 0
+
+
+@dataclass(frozen=True)
+class SdpEwCfg:
+    """The Y (EW) stage registers: D_DP_EW_CFG_0 and its operands; the LUT's own registers and tables are
+    read by decode_lut."""
+
+    alu_operand: EwOperand | None  # None: ALU bypassed
+    alu_algo: AluAlgo
+    mul_operand: EwOperand | None  # None: MUL bypassed
+    mul_prelu: bool
+    truncate: int  # D_DP_EW_TRUNCATE_VALUE: the multiplier's rounding right shift
+    lut: bool
+
+
+@dataclass(frozen=True)
 class SdpOp:
     """SDP registers for one pass: cube, source (memory or flying from CACC), stages and the convertor."""
 
@@ -133,6 +163,7 @@ class SdpOp:
     cvt_scale: int
     cvt_shift: int
     operand_streams: tuple[SdpStream, ...] = ()
+    ew: SdpEwCfg | None = None  # the Y stage's numbers (rows recorded before they were decoded: None)
 
 
 @dataclass(frozen=True)
@@ -422,6 +453,32 @@ def _stage(sdp: _Regs, rdma: _Regs, tag: str, rdma_tag: str) -> SdpStageCfg | No
     )
 
 
+def _ew(sdp: _Regs) -> SdpEwCfg | None:
+    cfg = "D_DP_EW_CFG_0"
+    if sdp.f(cfg, "BYPASS"):
+        return None
+
+    def operand(kind: str) -> EwOperand:
+        c = f"D_DP_EW_{kind}_CFG_0"
+        return EwOperand(
+            source=OperandSource.MEM if sdp.f(c, "SRC") else OperandSource.REG,
+            value=signed(sdp.f(f"D_DP_EW_{kind}_SRC_VALUE_0", "OPERAND"), 32),
+            cvt_bypass=bool(sdp.f(c, "CVT_BYPASS")),
+            cvt_offset=signed(sdp.f(f"D_DP_EW_{kind}_CVT_OFFSET_VALUE_0", "OFFSET"), 32),
+            cvt_scale=signed(sdp.f(f"D_DP_EW_{kind}_CVT_SCALE_VALUE_0", "SCALE"), 16),
+            cvt_truncate=sdp.f(f"D_DP_EW_{kind}_CVT_TRUNCATE_VALUE_0", "TRUNCATE"),
+        )
+
+    return SdpEwCfg(
+        alu_operand=None if sdp.f(cfg, "ALU_BYPASS") else operand("ALU"),
+        alu_algo=_EW_ALU_ALGO[sdp.f(cfg, "ALU_ALGO")],
+        mul_operand=None if sdp.f(cfg, "MUL_BYPASS") else operand("MUL"),
+        mul_prelu=bool(sdp.f(cfg, "MUL_PRELU")),
+        truncate=sdp.f("D_DP_EW_TRUNCATE_VALUE_0", "TRUNCATE"),
+        lut=not sdp.f(cfg, "LUT_BYPASS"),
+    )
+
+
 def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
     sdp, rdma = _regs(snap, "NVDLA_SDP"), _regs(snap, "NVDLA_SDP_RDMA")
     if bool(sdp.f("D_FEATURE_MODE_CFG_0", "FLYING_MODE")) != flying:
@@ -434,7 +491,8 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
     to_pdp = bool(sdp.f("D_FEATURE_MODE_CFG_0", "OUTPUT_DST"))
     x1 = _stage(sdp, rdma, "BS", "B")
     x2 = _stage(sdp, rdma, "BN", "N")
-    ew_enabled = not sdp.f("D_DP_EW_CFG_0", "BYPASS")
+    ew = _ew(sdp)
+    ew_enabled = ew is not None
     used = {
         "B": x1 is not None and any(o is not None and o.source is OperandSource.MEM for o in (x1.alu, x1.mul)),
         "N": x2 is not None and any(o is not None and o.source is OperandSource.MEM for o in (x2.alu, x2.mul)),
@@ -483,6 +541,7 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
         cvt_scale=signed(sdp.f("D_CVT_SCALE_0", "SCALE"), 16),
         cvt_shift=sdp.f("D_CVT_SHIFT_0", "SHIFT"),
         operand_streams=tuple(streams),
+        ew=ew,
     )
 
 
@@ -564,6 +623,9 @@ _NESTED: dict[str, type] = {
     "x2": SdpStageCfg,
     "alu": SdpOperand,
     "mul": SdpOperand,
+    "ew": SdpEwCfg,
+    "alu_operand": EwOperand,
+    "mul_operand": EwOperand,
     "reuse": CbufReuse,
 }
 
@@ -574,6 +636,9 @@ def describe(op: Operation) -> dict[str, Any]:
     d = {"kind": kind, **_plain(dataclasses.asdict(op))}
     if d.get("reuse") == _plain(dataclasses.asdict(CbufReuse())):
         del d["reuse"]  # no reuse, as in every row recorded before the reuse bits were decoded
+    for sdp in (d, d.get("sdp")):  # an SDP pass, or one behind a convolution
+        if isinstance(sdp, dict) and "ew" in sdp and sdp["ew"] is None:
+            del sdp["ew"]  # Y bypassed, as in every row recorded before its registers were decoded
     return d
 
 
@@ -725,11 +790,21 @@ def decode_lut(prog: Program, unit: str = "NVDLA_CDP") -> LutParams:
     regs: dict[str, int] = {}
     addr = table = 0
     writing = False
+    enabled = rewritten = False
     for c in prog.commands:
         if not isinstance(c, RegWrite) or c.unit != unit:
             continue
         if c.reg == "D_OP_ENABLE_0" and c.value & 1:
-            break
+            if rewritten:
+                raise TraceError(
+                    f"{prog.name}:{c.line}: {unit}'s LUT is reprogrammed between two of its operations; one LUT "
+                    "per program is modelled (split the program)"
+                )
+            enabled = True
+            continue
+        if enabled:
+            rewritten = rewritten or c.reg.startswith("S_LUT_")
+            continue
         regs[c.reg] = c.value
         if c.reg == "S_LUT_ACCESS_CFG_0":
             addr = get_field(c.value, unit, c.reg, "ADDR")
@@ -743,7 +818,12 @@ def decode_lut(prog: Program, unit: str = "NVDLA_CDP") -> LutParams:
     r = _Regs(unit, regs)
     le_e, lo_e = np.array(tables[0], np.int64), np.array(tables[1], np.int64)
 
-    def wide(name: str) -> int:  # 38-bit signed start/end: LOW[31:0], HIGH[5:0]
+    sdp = unit == "NVDLA_SDP"
+
+    def wide(name: str) -> int:
+        if sdp:  # SDP: one 32-bit signed register (NVDLA_SDP.rdl S_LUT_LE_START; cmod yLutRegType)
+            return signed(r.f(f"S_LUT_{name}_0", "VALUE"), 32)
+        # CDP: 38-bit signed start/end, LOW[31:0] and HIGH[5:0]
         return signed((r.f(f"S_LUT_{name}_HIGH_0", "VALUE") << 32) | r.f(f"S_LUT_{name}_LOW_0", "VALUE"), 38)
 
     def slopes(t: str) -> dict[str, int]:
@@ -756,8 +836,10 @@ def decode_lut(prog: Program, unit: str = "NVDLA_CDP") -> LutParams:
         }
 
     info = "S_LUT_INFO_0"
-    le_select = signed(r.f(info, "LE_INDEX_SELECT") & 0x3F, 6)
-    lo_select = signed(r.f(info, "LO_INDEX_SELECT") & 0x3F, 6)
+    # index selects: 8-bit signed in SDP (cmod hls/sdp/sdp.h yLutRegIdxType), 6-bit in CDP's datapath
+    bits = 8 if sdp else 6
+    le_select = signed(r.f(info, "LE_INDEX_SELECT"), bits)
+    lo_select = signed(r.f(info, "LO_INDEX_SELECT"), bits)
     if r.f("S_LUT_CFG_0", "LE_FUNCTION"):  # 1 = LINEAR
         le = LutTable(le_e, IndexMode.LINEAR, wide("LE_START"), le_select, **slopes("LE"), end=wide("LE_END"))
     else:

@@ -27,15 +27,18 @@ from nvdla_sim.program.decode import (
     CbufReuse,
     CdpOp,
     ConvOp,
+    EwOperand,
     OperandSource,
     OperandUse,
     Operation,
     PdpOp,
+    Rdma,
+    SdpEwCfg,
     SdpOp,
     SdpStageCfg,
     SdpStream,
 )
-from nvdla_sim.program.execute import execute
+from nvdla_sim.program.execute import execute, program_luts
 from nvdla_sim.program.fields import pack
 from nvdla_sim.program.trace_io import SparseMemory, crc32
 from nvdla_sim.units import cbuf
@@ -44,7 +47,7 @@ from nvdla_sim.units.memory_format import Surface, cube_size
 from nvdla_sim.units.pdp import recip
 
 _PREC = {Precision.INT8: 0, Precision.INT16: 1, Precision.FP16: 2}
-_ALGO = {AluAlgo.MAX: 0, AluAlgo.MIN: 1, AluAlgo.SUM: 2}
+_ALGO = {AluAlgo.MAX: 0, AluAlgo.MIN: 1, AluAlgo.SUM: 2, AluAlgo.EQL: 3}
 _METHOD = {PoolMode.AVG: 0, PoolMode.MAX: 1, PoolMode.MIN: 2}
 _USE = {OperandUse.MUL: 0, OperandUse.ALU: 1, OperandUse.BOTH: 2}
 RAM_MC = 1  # RAM_TYPE: 1 = the memory controller interface (nv_small has no CV SRAM)
@@ -118,6 +121,8 @@ def _stage_regs(b: _Builder, tag: str, st: SdpStageCfg | None) -> None:
     if st is None:
         b.reg("SDP", f"D_DP_{tag}_CFG_0", BYPASS=1, ALU_BYPASS=1, MUL_BYPASS=1, RELU_BYPASS=1)
         return
+    if st.alu_algo is AluAlgo.EQL:
+        raise TraceError(f"SDP {tag} ALU: EQL is the EW (Y) stage's; the X stages have MAX, MIN and SUM")
     b.reg(
         "SDP",
         f"D_DP_{tag}_CFG_0",
@@ -142,6 +147,49 @@ def _stage_regs(b: _Builder, tag: str, st: SdpStageCfg | None) -> None:
     b.reg("SDP", f"D_DP_{tag}_MUL_SRC_VALUE_0", OPERAND=(mul.value if mul else 0) & 0xFFFF)
 
 
+def _ew_regs(b: _Builder, ew: SdpEwCfg | None) -> None:
+    """D_DP_EW_*: the Y stage (NVDLA_SDP.rdl), bypassed when `ew` is None."""
+    if ew is None:
+        b.reg("SDP", "D_DP_EW_CFG_0", BYPASS=1, ALU_BYPASS=1, MUL_BYPASS=1, LUT_BYPASS=1)
+        return
+    b.reg(
+        "SDP",
+        "D_DP_EW_CFG_0",
+        BYPASS=0,
+        ALU_BYPASS=int(ew.alu_operand is None),
+        ALU_ALGO=_ALGO[ew.alu_algo],
+        MUL_BYPASS=int(ew.mul_operand is None),
+        MUL_PRELU=int(ew.mul_prelu),
+        LUT_BYPASS=int(not ew.lut),
+    )
+    for kind, o in (("ALU", ew.alu_operand), ("MUL", ew.mul_operand)):
+        o = o or EwOperand(OperandSource.REG)
+        b.reg("SDP", f"D_DP_EW_{kind}_CFG_0", SRC=int(o.source is OperandSource.MEM), CVT_BYPASS=int(o.cvt_bypass))
+        b.reg("SDP", f"D_DP_EW_{kind}_SRC_VALUE_0", OPERAND=o.value & 0xFFFFFFFF)
+        b.reg("SDP", f"D_DP_EW_{kind}_CVT_OFFSET_VALUE_0", OFFSET=o.cvt_offset & 0xFFFFFFFF)
+        b.reg("SDP", f"D_DP_EW_{kind}_CVT_SCALE_VALUE_0", SCALE=o.cvt_scale & 0xFFFF)
+        b.reg("SDP", f"D_DP_EW_{kind}_CVT_TRUNCATE_VALUE_0", TRUNCATE=o.cvt_truncate)
+    b.reg("SDP", "D_DP_EW_TRUNCATE_VALUE_0", TRUNCATE=ew.truncate)
+
+
+def _erdma_cfg(b: _Builder, op: SdpOp) -> None:
+    """E-RDMA: the Y stage's operand stream, disabled when no EW operand comes from memory."""
+    stream = next((s for s in op.operand_streams if s.rdma is Rdma.ERDMA), None)
+    b.reg(
+        "SDP_RDMA",
+        "D_ERDMA_CFG_0",
+        DISABLE=int(stream is None),
+        DATA_USE=_USE[stream.use if stream else OperandUse.ALU],
+        DATA_SIZE=int(stream is not None and stream.size_bytes == 2),
+        DATA_MODE=int(stream is not None and stream.mode is OperandMode.PER_ELEMENT),
+        RAM_TYPE=RAM_MC,
+    )
+    if stream is not None:
+        b.addr("SDP_RDMA", "D_EW_BASE_ADDR_LOW_0", "D_EW_BASE_ADDR_HIGH_0", stream.addr)
+        b.reg("SDP_RDMA", "D_EW_LINE_STRIDE_0", STRIDE=stream.line_stride)
+        b.reg("SDP_RDMA", "D_EW_SURFACE_STRIDE_0", STRIDE=stream.surface_stride)
+
+
 def _rdma_cfg(b: _Builder, op: SdpOp, tag: str, regs: str, stage: SdpStageCfg | None) -> None:
     stream = next((s for s in op.operand_streams if s.rdma.tag == tag), None)
     operand = None if stage is None else (stage.alu or stage.mul)
@@ -164,8 +212,8 @@ def _rdma_cfg(b: _Builder, op: SdpOp, tag: str, regs: str, stage: SdpStageCfg | 
 
 def _sdp_regs(b: _Builder, op: SdpOp) -> bool:
     """SDP and, when it reads memory, SDP_RDMA registers. Returns whether SDP_RDMA is used."""
-    if op.ew_enabled or op.lut_enabled:
-        raise TraceError("emitting SDP element-wise (Y) or LUT programs is not supported (nv_small has no EW unit)")
+    if op.ew_enabled and op.ew is None:
+        raise TraceError("an SDP pass with its Y stage enabled needs the stage's registers (SdpOp.ew)")
     uses_rdma = not op.flying or bool(op.operand_streams)
     if uses_rdma:
         b.cube("SDP_RDMA", op.width, op.height, op.channels)
@@ -174,7 +222,7 @@ def _sdp_regs(b: _Builder, op: SdpOp) -> bool:
             b.reg("SDP_RDMA", "D_SRC_DMA_CFG_0", RAM_TYPE=RAM_MC)
         _rdma_cfg(b, op, "B", "BS", op.x1)
         _rdma_cfg(b, op, "N", "BN", op.x2)
-        b.reg("SDP_RDMA", "D_ERDMA_CFG_0", DISABLE=1, RAM_TYPE=RAM_MC)
+        _erdma_cfg(b, op)
         b.reg(
             "SDP_RDMA",
             "D_FEATURE_MODE_CFG_0",
@@ -189,7 +237,7 @@ def _sdp_regs(b: _Builder, op: SdpOp) -> bool:
         b.reg("SDP", "D_DST_DMA_CFG_0", RAM_TYPE=RAM_MC)
     _stage_regs(b, "BS", op.x1)
     _stage_regs(b, "BN", op.x2)
-    b.reg("SDP", "D_DP_EW_CFG_0", BYPASS=1, ALU_BYPASS=1, MUL_BYPASS=1, LUT_BYPASS=1)
+    _ew_regs(b, op.ew)
     b.reg("SDP", "D_FEATURE_MODE_CFG_0", FLYING_MODE=int(op.flying), OUTPUT_DST=int(op.to_pdp))
     b.reg("SDP", "D_DATA_FORMAT_0", PROC_PRECISION=_PREC[op.proc_precision], OUT_PRECISION=_PREC[op.out_precision])
     b.reg("SDP", "D_CVT_OFFSET_0", OFFSET=op.cvt_offset & 0xFFFFFFFF)
@@ -300,15 +348,16 @@ def _pdp_regs(b: _Builder, op: PdpOp) -> None:
     b.reg("PDP", "D_DATA_FORMAT_0", INPUT_DATA=p)
 
 
-def _lut_regs(b: _Builder, lut: LutParams) -> None:
+def _lut_regs(b: _Builder, unit: str, lut: LutParams) -> None:
+    """S_LUT_*: the tables through the access port, then the index and flow registers (CDP or SDP)."""
     for table_id, t in ((1, lut.lo), (0, lut.le)):
-        b.reg("CDP", "S_LUT_ACCESS_CFG_0", ADDR=0, TABLE_ID=table_id, ACCESS_TYPE=1)
+        b.reg(unit, "S_LUT_ACCESS_CFG_0", ADDR=0, TABLE_ID=table_id, ACCESS_TYPE=1)
         for v in np.asarray(t.entries, np.int64):
-            b.reg("CDP", "S_LUT_ACCESS_DATA_0", DATA=int(v) & 0xFFFF)
+            b.reg(unit, "S_LUT_ACCESS_DATA_0", DATA=int(v) & 0xFFFF)
     le, lo = lut.le, lut.lo
     prio = {Table.LE: 0, Table.LO: 1}
     b.reg(
-        "CDP",
+        unit,
         "S_LUT_CFG_0",
         LE_FUNCTION=int(le.mode is IndexMode.LINEAR),
         UFLOW_PRIORITY=prio[lut.uflow_priority],
@@ -316,29 +365,36 @@ def _lut_regs(b: _Builder, lut: LutParams) -> None:
         HYBRID_PRIORITY=prio[lut.priority],
     )
     exponent = le.mode is IndexMode.EXPONENT
+    sdp = unit == "SDP"
+    select_mask = 0xFF if sdp else 0x3F  # 8-bit signed selects in SDP, 6 bits used by CDP
     b.reg(
-        "CDP",
+        unit,
         "S_LUT_INFO_0",
         LE_INDEX_OFFSET=(le.start if exponent else 0) & 0xFF,
-        LE_INDEX_SELECT=(0 if exponent else le.index_shift) & 0x3F,
-        LO_INDEX_SELECT=lo.index_shift & 0x3F,
+        LE_INDEX_SELECT=(0 if exponent else le.index_shift) & select_mask,
+        LO_INDEX_SELECT=lo.index_shift & select_mask,
     )
     le_start = le.origin if exponent else le.start
     for name, v in (("LE_START", le_start), ("LE_END", le.last_x), ("LO_START", lo.start), ("LO_END", lo.last_x)):
+        if sdp:
+            if not -(1 << 31) <= v < (1 << 31):
+                raise TraceError(f"SDP.S_LUT_{name}: {v} does not fit the 32-bit signed register")
+            b.reg(unit, f"S_LUT_{name}_0", VALUE=v & 0xFFFFFFFF)
+            continue
         if not -(1 << 37) <= v < (1 << 37):
             raise TraceError(f"CDP.S_LUT_{name}: {v} does not fit the 38-bit signed LOW/HIGH register pair")
-        b.reg("CDP", f"S_LUT_{name}_LOW_0", VALUE=v & 0xFFFFFFFF)
-        b.reg("CDP", f"S_LUT_{name}_HIGH_0", VALUE=(v >> 32) & 0x3F)
+        b.reg(unit, f"S_LUT_{name}_LOW_0", VALUE=v & 0xFFFFFFFF)
+        b.reg(unit, f"S_LUT_{name}_HIGH_0", VALUE=(v >> 32) & 0x3F)
     for tag, t in (("LE", le), ("LO", lo)):
         b.reg(
-            "CDP", f"S_LUT_{tag}_SLOPE_SCALE_0", UFLOW_SCALE=t.uflow_scale & 0xFFFF, OFLOW_SCALE=t.oflow_scale & 0xFFFF
+            unit, f"S_LUT_{tag}_SLOPE_SCALE_0", UFLOW_SCALE=t.uflow_scale & 0xFFFF, OFLOW_SCALE=t.oflow_scale & 0xFFFF
         )
-        b.reg("CDP", f"S_LUT_{tag}_SLOPE_SHIFT_0", UFLOW_SHIFT=t.uflow_shift & 0x1F, OFLOW_SHIFT=t.oflow_shift & 0x1F)
+        b.reg(unit, f"S_LUT_{tag}_SLOPE_SHIFT_0", UFLOW_SHIFT=t.uflow_shift & 0x1F, OFLOW_SHIFT=t.oflow_shift & 0x1F)
 
 
 def _cdp_regs(b: _Builder, op: CdpOp, lut: LutParams) -> None:
     p = _PREC[op.precision]
-    _lut_regs(b, lut)
+    _lut_regs(b, "CDP", lut)
     b.reg("CDP_RDMA", "D_DATA_CUBE_WIDTH_0", WIDTH=op.width - 1)
     b.reg("CDP_RDMA", "D_DATA_CUBE_HEIGHT_0", HEIGHT=op.height - 1)
     b.reg("CDP_RDMA", "D_DATA_CUBE_CHANNEL_0", CHANNEL=op.channels - 1)
@@ -363,6 +419,10 @@ def _cdp_regs(b: _Builder, op: CdpOp, lut: LutParams) -> None:
 
 def _emit_conv(b: _Builder, op: ConvOp, hw: HwConfig, lut: LutParams | None, name: str) -> tuple[list[str], str]:
     b.reg("GLB", "S_INTR_MASK_0", MASK=INTR_MASK)
+    if op.sdp.lut_enabled:
+        if lut is None:
+            raise TraceError(f"{name}: an SDP pass through the LUT needs its tables (lut=)")
+        _lut_regs(b, "SDP", lut)
     rdma = _sdp_regs(b, op.sdp)
     _conv_regs(b, op, hw)
     if op.pdp is not None:
@@ -373,6 +433,10 @@ def _emit_conv(b: _Builder, op: ConvOp, hw: HwConfig, lut: LutParams | None, nam
 
 
 def _emit_sdp(b: _Builder, op: SdpOp, hw: HwConfig, lut: LutParams | None, name: str) -> tuple[list[str], str]:
+    if op.lut_enabled:
+        if lut is None:
+            raise TraceError(f"{name}: an SDP pass through the LUT needs its tables (lut=)")
+        _lut_regs(b, "SDP", lut)
     _sdp_regs(b, op)
     return ["SDP", "SDP_RDMA"], "SDP_0"
 
@@ -459,7 +523,7 @@ def emit_sequence(name: str, steps: list[Step], hw: HwConfig, *, lut: LutParams 
     last = range(max(0, len(steps) - 2), len(steps))
     for i in last:
         b.line(f"intr_notify({dones[i]}, sync_id_{i});")
-    execute([st.op for st in steps], mem, hw, name=name, lut=lut)
+    execute([st.op for st in steps], mem, hw, name=name, luts=program_luts([st.op for st in steps], lut, name))
     for i, st in enumerate(steps):
         for base, size in st.outputs:
             crc = crc32(mem.read(base, size))
@@ -513,8 +577,10 @@ def sdp_pass(
     x2: SdpStageCfg | None = None,
     cvt: tuple[int, int, int] = (0, 1, 0),
     streams: tuple = (),
+    ew: SdpEwCfg | None = None,
 ) -> SdpOp:
-    """An SDP pass: on the fly behind a convolution (`flying`) or reading `src` from memory."""
+    """An SDP pass: on the fly behind a convolution (`flying`) or reading `src` from memory; `ew` the Y
+    stage (None: bypassed)."""
     return SdpOp(
         width=w,
         height=h,
@@ -528,12 +594,13 @@ def sdp_pass(
         in_precision=precision,
         x1=x1,
         x2=x2,
-        ew_enabled=False,
-        lut_enabled=False,
+        ew_enabled=ew is not None,
+        lut_enabled=ew is not None and ew.lut,
         cvt_offset=cvt[0],
         cvt_scale=cvt[1],
         cvt_shift=cvt[2],
         operand_streams=tuple(streams),
+        ew=ew,
     )
 
 
@@ -561,6 +628,7 @@ def conv_layer(
     x2: SdpStageCfg | None = None,
     cvt: tuple[int, int, int] = (0, 1, 0),
     streams: tuple[SdpStream, ...] = (),
+    ew: SdpEwCfg | None = None,
     clip: int = 0,
     pad_value: int = 0,
     data_banks: int | None = None,
@@ -598,7 +666,17 @@ def conv_layer(
     if (reuse.weight_reuse or reuse.skip_weight_rls) and all_w > wb:
         raise ShapeError(f"weights kept in or reused from CBUF need {all_w} weight banks, not {wb}, on {hw.name}")
     sdp = sdp_pass(
-        s.out_w, s.out_h, s.out_k, flying=True, dst=out, precision=precision, x1=x1, x2=x2, cvt=cvt, streams=streams
+        s.out_w,
+        s.out_h,
+        s.out_k,
+        flying=True,
+        dst=out,
+        precision=precision,
+        x1=x1,
+        x2=x2,
+        cvt=cvt,
+        streams=streams,
+        ew=ew,
     )
     op = ConvOp(
         shape=s,

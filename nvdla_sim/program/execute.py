@@ -34,6 +34,7 @@ from nvdla_sim.program.decode import (
     CdpOp,
     ConvOp,
     Decoded,
+    EwOperand,
     OperandSource,
     OperandUse,
     Operation,
@@ -54,7 +55,10 @@ from nvdla_sim.units.cdp import LrnParams, lrn
 from nvdla_sim.units.lut import LutParams
 from nvdla_sim.units.memory_format import elements_per_atom, read_cube, read_dc_weights, write_cube
 
-_ALU = {AluAlgo.MAX: sdp_fn.AluOp.MAX, AluAlgo.MIN: sdp_fn.AluOp.MIN, AluAlgo.SUM: sdp_fn.AluOp.ADD}
+_ALU = {
+    AluAlgo.MAX: sdp_fn.AluOp.MAX, AluAlgo.MIN: sdp_fn.AluOp.MIN, AluAlgo.SUM: sdp_fn.AluOp.ADD,
+    AluAlgo.EQL: sdp_fn.AluOp.EQL,
+}  # fmt: skip
 # PDP padding-value registers: sign bit of the n-element value for INT8 / INT16 data (cmod NV_NVDLA_pdp.cpp
 # int_sign_extend widths for D_POOLING_PADDING_VALUE_1..7)
 _PDP_PAD_BITS = {Precision.INT8: (8, 9, 10, 10, 11, 11, 11), Precision.INT16: (16, 17, 18, 18, 19, 19, 19)}
@@ -88,8 +92,11 @@ def _operand(
 # ---- SDP ------------------------------------------------------------------------------------------
 
 
-def sdp_params(op: SdpOp, mem: SparseMemory, w: int, h: int, cp: int, hw: HwConfig) -> sdp_fn.SdpParams:
-    """The numbers of an SDP pass: register operands, or operands streamed from memory."""
+def sdp_params(
+    op: SdpOp, mem: SparseMemory, w: int, h: int, cp: int, hw: HwConfig, *, lut: LutParams | None = None
+) -> sdp_fn.SdpParams:
+    """The numbers of an SDP pass: register operands, or operands streamed from memory; `lut` is the
+    program's SDP LUT when the pass uses it."""
     streams = {s.rdma: s for s in op.operand_streams}
     proc = op.proc_precision
 
@@ -117,20 +124,53 @@ def sdp_params(op: SdpOp, mem: SparseMemory, w: int, h: int, cp: int, hw: HwConf
             relu=cfg.relu,
         )
 
+    def ew_value(o: EwOperand | None, which: OperandUse) -> np.ndarray | int | None:
+        if o is None:
+            return None
+        if o.source is OperandSource.REG:
+            return o.value
+        if Rdma.ERDMA not in streams:
+            raise TraceError(f"SDP EW {which.name} operand comes from memory but SDP_RDMA.D_ERDMA_CFG_0 disables it")
+        v = _operand(mem, streams[Rdma.ERDMA], which, w, h, cp, proc, hw)
+        return v.reshape(h * w, cp) if v.ndim == 3 else v
+
+    def ew_cvt(o: EwOperand | None) -> sdp_fn.Convertor | None:
+        if o is None or o.source is OperandSource.REG or o.cvt_bypass:
+            return None
+        return sdp_fn.Convertor(o.cvt_offset, o.cvt_scale, o.cvt_truncate)
+
+    y = None
     if op.ew_enabled:
-        raise TraceError("SDP element-wise (Y) execution is not modelled bit-exactly; nv_small has no EW unit")
+        ew = op.ew
+        if ew is None:
+            raise TraceError("SDP Y stage enabled but its registers were not decoded (a row recorded before they were)")
+        if ew.lut and lut is None:
+            raise TraceError(
+                "SDP LUT enabled but the program's SDP LUT was not decoded (decode_lut(prog, 'NVDLA_SDP'))"
+            )
+        y = sdp_fn.EwStage(
+            alu_op=_ALU[ew.alu_algo],
+            alu_operand=ew_value(ew.alu_operand, OperandUse.ALU),
+            alu_cvt=ew_cvt(ew.alu_operand),
+            mul_operand=ew_value(ew.mul_operand, OperandUse.MUL),
+            mul_cvt=ew_cvt(ew.mul_operand),
+            mul_truncate=ew.truncate,
+            mul_prelu=ew.mul_prelu,
+            lut=lut if ew.lut else None,
+        )
     x1, x2 = stage(op.x1, Rdma.BRDMA), stage(op.x2, Rdma.NRDMA)
     return sdp_fn.SdpParams(
         x1=x1,
         x2=x2,
+        y=y,
         cvt=sdp_fn.Convertor(op.cvt_offset, op.cvt_scale, op.cvt_shift),
         out_precision=op.out_precision,
     )
 
 
-def _apply_sdp(op: SdpOp, x: np.ndarray, mem: SparseMemory, hw: HwConfig) -> np.ndarray:
+def _apply_sdp(op: SdpOp, x: np.ndarray, mem: SparseMemory, hw: HwConfig, lut: LutParams | None) -> np.ndarray:
     h, w, cp = x.shape
-    params = sdp_params(op, mem, w, h, cp, hw)
+    params = sdp_params(op, mem, w, h, cp, hw, lut=lut)
     res = sdp_fn.sdp_apply(x.reshape(h * w, cp).astype(np.int64), params)
     return res.values.reshape(h, w, cp)
 
@@ -147,24 +187,50 @@ class ExecState:
     kept_weights: np.ndarray | None = None  # weights it left there (SKIP_WEIGHT_RLS)
 
 
+@dataclass(frozen=True)
+class ProgramLuts:
+    """The LUT tables and registers a program's operations use: CDP's and SDP's (decode.decode_lut)."""
+
+    cdp: LutParams | None = None
+    sdp: LutParams | None = None
+
+
+def _uses_sdp_lut(op: Operation) -> bool:
+    sdp = op.sdp if isinstance(op, ConvOp) else op
+    return isinstance(sdp, SdpOp) and sdp.lut_enabled
+
+
+def program_luts(ops: list[Operation], lut: LutParams | None, name: str) -> ProgramLuts:
+    """The one LUT an emitted program writes, given to the unit whose operations use it."""
+    cdp = any(isinstance(op, CdpOp) for op in ops)
+    sdp = any(_uses_sdp_lut(op) for op in ops)
+    if cdp and sdp:
+        raise TraceError(f"{name}: a program with both a CDP and an SDP LUT pass is not emitted (one LUT per program)")
+    return ProgramLuts(cdp=lut if cdp else None, sdp=lut if sdp else None)
+
+
 def execute(
-    ops: list[Operation], mem: SparseMemory, hw: HwConfig, *, name: str = "program", lut: LutParams | None = None
+    ops: list[Operation], mem: SparseMemory, hw: HwConfig, *, name: str = "program", luts: ProgramLuts = ProgramLuts()
 ) -> None:
-    """Run the operations in order on `mem` (modified in place). `lut` is the CDP's LUT (decode_lut)."""
+    """Run the operations in order on `mem` (modified in place) with the program's LUTs."""
     st = ExecState(mem, hw)
     for op in ops:
-        _EXECUTE[type(op)](op, st, name, lut)
+        _EXECUTE[type(op)](op, st, name, luts)
 
 
 def execute_program(prog: Program, decoded: Decoded, hw: HwConfig) -> tuple[SparseMemory, list[dict]]:
     """The program's memory after its operations, and its CRC/file checks recomputed on it."""
     mem = initial_memory(prog)
-    has_cdp = any(isinstance(op, CdpOp) for op in decoded.operations)
-    execute(decoded.operations, mem, hw, name=prog.name, lut=decode_lut(prog) if has_cdp else None)
+    ops = decoded.operations
+    luts = ProgramLuts(
+        cdp=decode_lut(prog, "NVDLA_CDP") if any(isinstance(op, CdpOp) for op in ops) else None,
+        sdp=decode_lut(prog, "NVDLA_SDP") if any(_uses_sdp_lut(op) for op in ops) else None,
+    )
+    execute(ops, mem, hw, name=prog.name, luts=luts)
     return mem, check_results(prog.checks, mem)
 
 
-def _conv(op: ConvOp, st: ExecState, name: str, lut: LutParams | None) -> None:
+def _conv(op: ConvOp, st: ExecState, name: str, luts: ProgramLuts) -> None:
     s, p, hw = op.shape, op.precision, st.hw
     if op.pixel_input:
         raise TraceError(f"{name}: image (pixel) input is not executed bit-exactly yet; only feature-data convolutions")
@@ -189,9 +255,9 @@ def _conv(op: ConvOp, st: ExecState, name: str, lut: LutParams | None) -> None:
     epa = elements_per_atom(op.sdp.out_precision, hw)
     cube = np.zeros((s.out_h, s.out_w, math.ceil(s.out_k / epa) * epa), np.int64)
     cube[:, :, : s.out_k] = acc  # kernels past K in the last group compute 0
-    _after_sdp(op.sdp, _apply_sdp(op.sdp, cube, st.mem, hw), st)
+    _after_sdp(op.sdp, _apply_sdp(op.sdp, cube, st.mem, hw, luts.sdp), st)
     if op.pdp is not None:  # pooling on the fly, fed by the SDP pass
-        _pdp(op.pdp, st, name, lut)
+        _pdp(op.pdp, st, name, luts)
 
 
 def _kept(kept: np.ndarray | None, shape: tuple[int, ...], what: str, field: str, name: str) -> np.ndarray:
@@ -205,9 +271,9 @@ def _kept(kept: np.ndarray | None, shape: tuple[int, ...], what: str, field: str
     return kept
 
 
-def _sdp(op: SdpOp, st: ExecState, name: str, lut: LutParams | None) -> None:
+def _sdp(op: SdpOp, st: ExecState, name: str, luts: ProgramLuts) -> None:
     x = read_cube(st.mem, op.src, op.width, op.height, op.channels, op.in_precision, st.hw)
-    _after_sdp(op, _apply_sdp(op, x.astype(np.int64), st.mem, st.hw), st)
+    _after_sdp(op, _apply_sdp(op, x.astype(np.int64), st.mem, st.hw, luts.sdp), st)
 
 
 def _after_sdp(op: SdpOp, out: np.ndarray, st: ExecState) -> None:
@@ -217,7 +283,7 @@ def _after_sdp(op: SdpOp, out: np.ndarray, st: ExecState) -> None:
         write_cube(st.mem, op.dst, out, op.out_precision, st.hw)
 
 
-def _pdp(op: PdpOp, st: ExecState, name: str, lut: LutParams | None) -> None:
+def _pdp(op: PdpOp, st: ExecState, name: str, luts: ProgramLuts) -> None:
     if op.flying:
         if st.flying is None:
             raise TraceError("PDP is programmed on the fly but no SDP pass feeds it")
@@ -238,7 +304,8 @@ def _pdp(op: PdpOp, st: ExecState, name: str, lut: LutParams | None) -> None:
     write_cube(st.mem, op.dst, out, op.precision, st.hw)
 
 
-def _cdp(op: CdpOp, st: ExecState, name: str, lut: LutParams | None) -> None:
+def _cdp(op: CdpOp, st: ExecState, name: str, luts: ProgramLuts) -> None:
+    lut = luts.cdp
     if lut is None:
         raise TraceError(f"{name}: a CDP operation needs the program's LUT (decode.decode_lut)")
     x = read_cube(st.mem, op.src, op.width, op.height, op.channels, op.precision, st.hw).astype(np.int64)

@@ -241,6 +241,18 @@ NVDLA_CDP S_LUT_LE_SLOPE_SCALE_0 UFLOW_SCALE:15:0 OFLOW_SCALE:31:16
 NVDLA_CDP S_LUT_LE_SLOPE_SHIFT_0 UFLOW_SHIFT:4:0 OFLOW_SHIFT:9:5
 NVDLA_CDP S_LUT_LO_SLOPE_SCALE_0 UFLOW_SCALE:15:0 OFLOW_SCALE:31:16
 NVDLA_CDP S_LUT_LO_SLOPE_SHIFT_0 UFLOW_SHIFT:4:0 OFLOW_SHIFT:9:5
+NVDLA_SDP S_LUT_ACCESS_CFG_0 ADDR:9:0 TABLE_ID:16 ACCESS_TYPE:17
+NVDLA_SDP S_LUT_ACCESS_DATA_0 DATA:15:0
+NVDLA_SDP S_LUT_CFG_0 LE_FUNCTION:0 UFLOW_PRIORITY:4 OFLOW_PRIORITY:5 HYBRID_PRIORITY:6
+NVDLA_SDP S_LUT_INFO_0 LE_INDEX_OFFSET:7:0 LE_INDEX_SELECT:15:8 LO_INDEX_SELECT:23:16
+NVDLA_SDP S_LUT_LE_START_0 VALUE:31:0
+NVDLA_SDP S_LUT_LE_END_0 VALUE:31:0
+NVDLA_SDP S_LUT_LO_START_0 VALUE:31:0
+NVDLA_SDP S_LUT_LO_END_0 VALUE:31:0
+NVDLA_SDP S_LUT_LE_SLOPE_SCALE_0 UFLOW_SCALE:15:0 OFLOW_SCALE:31:16
+NVDLA_SDP S_LUT_LE_SLOPE_SHIFT_0 UFLOW_SHIFT:4:0 OFLOW_SHIFT:9:5
+NVDLA_SDP S_LUT_LO_SLOPE_SCALE_0 UFLOW_SCALE:15:0 OFLOW_SCALE:31:16
+NVDLA_SDP S_LUT_LO_SLOPE_SHIFT_0 UFLOW_SHIFT:4:0 OFLOW_SHIFT:9:5
 """
 
 # Registers that carry no layer semantics the model needs: status and performance counters (written
@@ -250,10 +262,6 @@ _IGNORED = re.compile(
     r"S_CBUF_FLUSH_STATUS_0|D_OUT_SATURATION_0|D_INF_INPUT_\w+|D_NAN_INPUT_\w+|D_NAN_OUTPUT_\w+|"
     r"D_RESERVED_X_CFG_0|D_RESERVED_Y_CFG_0|S_INTR_SET_0|D_PERF_ENABLE_0)$"
 )
-
-# SDP's LUT registers (NVDLA_SDP.S_LUT_*): nv_small has no SDP LUT (SDP_LUT_DISABLE), so a program that
-# enables the LUT is refused; the writes themselves only program the unused table.
-_SDP_LUT = re.compile(r"^S_LUT_\w+$")
 
 FieldSpec = dict[str, tuple[int, int]]
 FIELDS: dict[tuple[str, str], FieldSpec] = {}
@@ -276,7 +284,7 @@ _load()
 
 def is_known(unit: str, reg: str) -> bool:
     """True when the model decodes the register or knows it carries nothing it needs."""
-    return (unit, reg) in FIELDS or bool(_IGNORED.match(reg)) or (unit == "NVDLA_SDP" and bool(_SDP_LUT.match(reg)))
+    return (unit, reg) in FIELDS or bool(_IGNORED.match(reg))
 
 
 def field(value: int, unit: str, reg: str, name: str) -> int:

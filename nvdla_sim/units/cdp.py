@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nvdla_sim.precision import Precision, saturate, shift_round
-from nvdla_sim.units.lut import LutParams, lut_apply
+from nvdla_sim.units.lut import LutParams, LutPath, lut_apply
 
 IN_BITS = 9  # input convertor output (cdp_icvt.h vDataOutHSize)
 OUT_OFFSET_BITS = 25  # output convertor operand (cdp_ocvt.h vDataInHSize)
@@ -70,7 +70,7 @@ def lrn(x: np.ndarray, params: LrnParams, precision: Precision = Precision.INT8)
         sq = np.pad(a * a, [(0, 0)] * (a.ndim - 1) + [(half, half)])
         c = a.shape[-1]
         s = sum(sq[..., j : j + c] for j in range(params.window))
-    lut_v, _ = lut_apply(s, params.lut)
+    lut_v, _ = lut_apply(s, params.lut, path=LutPath.CDP)
     p = lut_v if params.mul_bypass else lut_v * a
     y = shift_round((p - _signed(params.out_offset, OUT_OFFSET_BITS)) * _signed(params.out_scale, 16), params.out_shift)
     return saturate(y, 8)[0].astype(np.int8)

@@ -15,6 +15,16 @@ distance from the table end by the slope scale and divides by 2**shift (a 5-bit 
 rounding; every result saturates to 16 bits. When one table hits and the other misses, the hit wins; both
 under (over) flowing pick the underflow (overflow) priority; otherwise the hybrid priority. Float inputs
 (FP16 mode) use the same formulas in float64.
+
+SDP's Y-stage LUT (LutPath.SDP) indexes and picks the same way but keeps more bits, as NVIDIA's HLS
+source of the RTL computes it (hw@master:cmod/hls/sdp/sdp_y_idx.cpp, sdp_y_inp.cpp, and the table
+read and flow operands in cmod/hls_wrapper/sdp_hls_wrapper.cpp sdp_y): a 35-bit fraction
+(yLutFracSize) taken from the bits below the index, an interpolation y0 (2**35 - f) + y1 f rounded half
+away from zero over 2**35 and saturated to 32 bits (not 16); an out-of-range value is
+y0 + ((x - (offset + bias)) * scale >> shift) with the start (underflow) or end (overflow) register as
+offset, bias 2**index_offset for an underflow of an exponent LE table with a positive index offset (0
+otherwise), the shift a 5-bit signed value (negative shifts left), saturated to 32 bits. A linear index
+for a negative index select is shifted left and has no fraction.
 """
 
 from __future__ import annotations
@@ -35,6 +45,13 @@ ENTRY_MIN, ENTRY_MAX = -(1 << 15), (1 << 15) - 1
 class IndexMode(enum.Enum):
     LINEAR = "linear"
     EXPONENT = "exponent"
+
+
+class LutPath(enum.Enum):
+    """Which unit's interpolation datapath evaluates the tables (their index and pick logic is shared)."""
+
+    CDP = "cdp"  # 16-bit fraction, 16-bit result (cmod NV_NVDLA_cdp.cpp lookup_lut_int8)
+    SDP = "sdp"  # 35-bit fraction, 32-bit result (cmod hls/sdp/sdp_y_idx.cpp, sdp_y_inp.cpp)
 
 
 class Table(enum.Enum):
@@ -65,8 +82,10 @@ class LutTable:
             raise ValueError("LUT entries must fit in 16 bits (-32768..32767)")
         if self.mode is IndexMode.EXPONENT and not -128 <= self.start <= 127:
             raise ValueError(f"exponent-mode LUT start (index offset) must fit 8 bits signed, not {self.start}")
-        if not -32 <= self.index_shift <= 31:
-            raise ValueError(f"LUT index_shift must be in -32..31 (6-bit signed index select), not {self.index_shift}")
+        if not -128 <= self.index_shift <= 127:
+            raise ValueError(
+                f"LUT index_shift must be in -128..127 (8-bit signed index select), not {self.index_shift}"
+            )
         for name in ("uflow_shift", "oflow_shift"):
             if not -16 <= getattr(self, name) <= 31:
                 raise ValueError(f"LUT {name} must be in -16..31, not {getattr(self, name)}")
@@ -113,10 +132,10 @@ class LutStats:
     overflow: int
 
 
-def _lookup(t: LutTable, x: np.ndarray, is_float: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _lookup(t: LutTable, x: np.ndarray, is_float: bool, path: LutPath) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (value, hit, under) for every x; value already extrapolated outside the table."""
     if not is_float:
-        return _lookup_int(t, x)
+        return _lookup_sdp(t, x) if path is LutPath.SDP else _lookup_int(t, x)
     e = np.asarray(t.entries, np.int64)
     n = len(e) - 1
     if t.mode is IndexMode.LINEAR:
@@ -158,19 +177,18 @@ def _lookup_int(t: LutTable, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     if t.mode is IndexMode.LINEAR:
         rel = x - t.start
         if t.index_shift >= 0:
-            idx = np.right_shift(rel, t.index_shift)
-            frac = rel - np.left_shift(idx, t.index_shift)
-            frac16 = _scale_frac(frac, t.index_shift)
+            sel = min(t.index_shift, 62)
+            idx = np.right_shift(rel, sel)
+            frac = rel - np.left_shift(idx, sel)
+            frac16 = _scale_frac(frac, sel)
         else:
-            idx = np.left_shift(rel, -t.index_shift)
+            idx = np.left_shift(rel, min(-t.index_shift, 20))
             frac16 = np.zeros_like(rel)
         under = (rel <= 0) | (idx < 0)
     else:
         rel = x - t.origin
         safe = np.where(rel > 0, rel, 1)
-        k = np.floor(np.log2(safe.astype(np.float64))).astype(np.int64)
-        k = np.where(np.left_shift(np.int64(1), np.minimum(k + 1, 62)) <= safe, k + 1, k)  # guard log2 rounding
-        k = np.where(np.left_shift(np.int64(1), k) > safe, k - 1, k)
+        k = _floor_log2(safe)
         idx = k - t.start
         frac16 = _scale_frac(safe - np.left_shift(np.int64(1), k), k)
         under = (rel <= 0) | (idx < 0)
@@ -185,6 +203,74 @@ def _lookup_int(t: LutTable, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return np.clip(val, -lim, lim - 1), hit, under
 
 
+SDP_FRAC_BITS = 35  # yLutFracSize (cmod hls/sdp/sdp.h)
+SDP_OUT_BITS = 32  # yInpOutSize
+SDP_SLOPE_SHIFT_BITS = 5  # yLutSlopeShiftSize: a signed shift, negative shifts left
+
+
+def _sat(v: np.ndarray, bits: int) -> np.ndarray:
+    lim = 1 << (bits - 1)
+    return np.clip(v, -lim, lim - 1)
+
+
+def _lookup_sdp(t: LutTable, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SDP Y-stage LUT on 32-bit integers (sdp_y_idx.cpp, sdp_y_inp.cpp)."""
+    e = np.asarray(t.entries, np.int64)
+    n = len(e) - 1
+    if t.mode is IndexMode.LINEAR:
+        under = x <= t.start
+        u = np.where(under, 0, x - t.start)  # below 2**32: x and the start are 32-bit
+        sel = t.index_shift
+        if sel >= 0:
+            idx = np.right_shift(u, min(sel, 63))
+            f = u & ((1 << min(sel, 63)) - 1)
+            frac = (
+                np.left_shift(f, SDP_FRAC_BITS - sel)
+                if sel <= SDP_FRAC_BITS
+                else np.right_shift(f, sel - SDP_FRAC_BITS)
+            )
+        else:  # a negative select shifts left (u << 20 already passes every table's end)
+            idx = np.left_shift(u, min(-sel, 20))
+            frac = np.zeros_like(u)
+    else:
+        rel = x - t.origin
+        under0 = rel <= 0
+        safe = np.where(under0, 1, rel)
+        k = _floor_log2(safe)
+        idx = k - t.start
+        under = under0 | (idx < 0)
+        frac = np.left_shift(safe - np.left_shift(np.int64(1), k), SDP_FRAC_BITS - k)
+    over = ~under & (idx >= n)
+    hit = ~under & ~over
+    ci = np.clip(idx, 0, n - 1).astype(np.int64)
+    frac = np.where(hit, frac, 0)
+    interp = shift_round(e[ci] * ((1 << SDP_FRAC_BITS) - frac) + e[ci + 1] * frac, SDP_FRAC_BITS)
+    # out of range: y0 + (x - (offset + bias)) * scale >> shift; the flow offset is the START register
+    # (underflow) or END (overflow); bias 2**index_offset for an exponent table's underflow
+    bias = (1 << (t.start & 31)) if t.mode is IndexMode.EXPONENT and t.start > 0 else 0  # (uint32_t)1 << offset
+    under_x = (t.origin if t.mode is IndexMode.EXPONENT else t.start) + bias
+    under_v = e[0] + _flow_term((x - under_x) * t.uflow_scale, t.uflow_shift)
+    over_v = e[n] + _flow_term((x - t.last_x) * t.oflow_scale, t.oflow_shift)
+    val = np.where(under, under_v, np.where(over, over_v, interp))
+    return _sat(val, SDP_OUT_BITS), hit, under
+
+
+def _flow_term(v: np.ndarray, shift: int) -> np.ndarray:
+    """IntSignedShiftRight<50, 5, 32>: v / 2**shift rounded half away from zero (a negative shift
+    multiplies), saturated to 32 bits. Before a left shift |v| is clipped to 2**46, so that it stays inside
+    int64 (anything that large saturates either way)."""
+    if shift < 0:
+        v = np.clip(v, -(1 << 46), 1 << 46)
+    return _sat(shift_round(v, shift), SDP_OUT_BITS)
+
+
+def _floor_log2(v: np.ndarray) -> np.ndarray:
+    """floor(log2(v)) for positive int64 v, exact (cmod IntLog2: the leading one's position)."""
+    k = np.floor(np.log2(v.astype(np.float64))).astype(np.int64)
+    k = np.where(np.left_shift(np.int64(1), np.minimum(k + 1, 62)) <= v, k + 1, k)  # guard log2 rounding
+    return np.where(np.left_shift(np.int64(1), k) > v, k - 1, k)
+
+
 def _scale_frac(frac: np.ndarray, bits: int | np.ndarray) -> np.ndarray:
     """A `bits`-wide fraction as a 16-bit one (the low bits truncated when wider)."""
     b = np.asarray(bits, np.int64)
@@ -193,12 +279,12 @@ def _scale_frac(frac: np.ndarray, bits: int | np.ndarray) -> np.ndarray:
     return np.where(b <= INTERP_BITS, up, down)
 
 
-def lut_apply(x: np.ndarray, params: LutParams) -> tuple[np.ndarray, LutStats]:
-    """Evaluate the LUT on x (int64 or float array). Returns (y, hit statistics)."""
+def lut_apply(x: np.ndarray, params: LutParams, *, path: LutPath) -> tuple[np.ndarray, LutStats]:
+    """Evaluate the LUT on x (int64 or float array) with `path`'s datapath. Returns (y, hit statistics)."""
     is_float = np.issubdtype(np.asarray(x).dtype, np.floating)
     x = np.asarray(x, np.float64 if is_float else np.int64)
-    le_v, le_hit, le_under = _lookup(params.le, x, is_float)
-    lo_v, lo_hit, lo_under = _lookup(params.lo, x, is_float)
+    le_v, le_hit, le_under = _lookup(params.le, x, is_float, path)
+    lo_v, lo_hit, lo_under = _lookup(params.lo, x, is_float, path)
     le_over, lo_over = ~le_hit & ~le_under, ~lo_hit & ~lo_under
     under_both = le_under & lo_under
     over_both = le_over & lo_over

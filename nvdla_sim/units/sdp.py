@@ -1,7 +1,8 @@
 """SDP: single data point processor (functional and cost).
 
 Pipeline (unit_description.rst SDP; spec/manual/NVDLA_SDP.rdl): X1 (BS: ALU, MUL, ReLU) -> X2 (BN: ALU,
-MUL, ReLU) -> Y (EW: ALU and MUL with a per-element operand through its convertor, then LUT) -> output
+MUL, ReLU) -> Y (EW: MUL then ALU, each with a register operand or a streamed one through its convertor,
+then LUT) -> output
 convertor y = sat(round((x - offset) * scale >> shift)). FP16 mode runs the same stages in float32 and casts
 to float16 (no output convertor, as in NVDLA).
 
@@ -25,7 +26,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import UnsupportedError
 from nvdla_sim.layers import OperandMode, SdpSpec
 from nvdla_sim.precision import Precision, saturate, shift_round
-from nvdla_sim.units.lut import LutParams, lut_apply
+from nvdla_sim.units.lut import LutParams, LutPath, lut_apply
 
 STAGE_BITS = 32
 
@@ -34,6 +35,7 @@ class AluOp(enum.Enum):
     ADD = "add"
     MAX = "max"
     MIN = "min"
+    EQL = "eql"  # Y stage only: 0 where equal, 1 elsewhere (cmod sdp_y_core.cpp SDP_ALU_MODE_EQL)
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,14 +78,27 @@ class Convertor:
 
 @dataclass(frozen=True, eq=False)
 class EwStage:
-    """Y: x = lut((x alu cvt(operand)) * mul), each piece optional."""
+    """Y (EW): x = lut(alu(mul(x))), each piece optional (None bypasses it).
+
+    Integer path (cmod hls/sdp/sdp_y_core.cpp, sdp_y_cvt.cpp): the multiplier first, x * operand (32 x 32
+    bits) rounded half away from zero over 2**mul_truncate (D_DP_EW_TRUNCATE_VALUE, 10 bits) and
+    saturated to 32 bits (PReLU passes x >= 0 untouched); then the ALU, x op operand saturated to 32 bits
+    (EQL gives 0 where equal, 1 elsewhere); then the LUT (lut.LutPath.SDP). An operand is a 32-bit
+    register value, or values streamed from memory (8 or 16 bits) through their convertor, saturated to
+    32 bits; a register operand skips the convertor (the RTL converts only the E-RDMA stream)."""
 
     alu_op: AluOp = AluOp.ADD
-    alu_operand: np.ndarray | None = None
-    alu_cvt: Convertor = field(default_factory=Convertor)
-    mul_operand: np.ndarray | None = None
-    mul_cvt: Convertor = field(default_factory=Convertor)
+    alu_operand: np.ndarray | int | None = None
+    alu_cvt: Convertor | None = None  # None: CVT_BYPASS
+    mul_operand: np.ndarray | int | None = None
+    mul_cvt: Convertor | None = None
+    mul_truncate: int = 0
+    mul_prelu: bool = False
     lut: LutParams | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.mul_truncate <= 1023:
+            raise ValueError(f"SDP EW multiplier truncate must be in 0..1023 (10 bits), not {self.mul_truncate}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,6 +121,8 @@ class SdpResult:
 def _alu(op: AluOp, x, b):
     if op is AluOp.ADD:
         return x + b
+    if op is AluOp.EQL:
+        return np.where(x == b, 0, 1).astype(np.asarray(x).dtype)
     return np.maximum(x, b) if op is AluOp.MAX else np.minimum(x, b)
 
 
@@ -159,22 +176,36 @@ def sdp_apply(x: np.ndarray, params: SdpParams) -> SdpResult:
             x, n = _stage_int(x, st)
             sat += n
     if params.y is not None:
-        y = params.y
-        if y.alu_operand is not None:
-            x, n = saturate(_alu(y.alu_op, x, y.alu_cvt.apply(y.alu_operand)), STAGE_BITS)
-            sat += n
-        if y.mul_operand is not None:
-            x, n = saturate(x * y.mul_cvt.apply(y.mul_operand), STAGE_BITS)
-            sat += n
-        if y.lut is not None:
-            x, _ = lut_apply(x, y.lut)
-            x, n = saturate(x, STAGE_BITS)
-            sat += n
+        x, n = _ew_int(x, params.y)
+        sat += n
     out_bits = 8 * params.out_precision.bytes
     if params.out_precision.is_float:
         raise ValueError("integer SDP input cannot produce fp16 output; use the fp16 datapath")
     out, n = saturate(params.cvt.apply(x), out_bits)
     return SdpResult(out.astype(params.out_precision.numpy_dtype), sat + n)
+
+
+def _ew_operand(v: np.ndarray | int, cvt: Convertor | None) -> tuple[np.ndarray, int]:
+    v = np.asarray(v, np.int64)
+    return saturate(cvt.apply(v), STAGE_BITS) if cvt is not None else (v, 0)
+
+
+def _ew_int(x: np.ndarray, y: EwStage) -> tuple[np.ndarray, int]:
+    sat = 0
+    if y.mul_operand is not None:
+        op, n = _ew_operand(y.mul_operand, y.mul_cvt)
+        rounded = shift_round(x * op, min(y.mul_truncate, 63))  # a 64-bit product; 2**63 and up give 0 anyway
+        lo, hi = -(1 << (STAGE_BITS - 1)), (1 << (STAGE_BITS - 1)) - 1
+        keep = x >= 0 if y.mul_prelu else np.zeros(np.shape(rounded), bool)
+        sat += n + int(np.count_nonzero(((rounded < lo) | (rounded > hi)) & ~keep))
+        x = np.where(keep, x, np.clip(rounded, lo, hi))
+    if y.alu_operand is not None:
+        op, n = _ew_operand(y.alu_operand, y.alu_cvt)
+        x, m = saturate(_alu(y.alu_op, x, op), STAGE_BITS)
+        sat += n + m
+    if y.lut is not None:
+        x, _ = lut_apply(x, y.lut, path=LutPath.SDP)  # already 32 bits
+    return x, sat
 
 
 def _sdp_float(x: np.ndarray, params: SdpParams) -> SdpResult:
@@ -183,12 +214,13 @@ def _sdp_float(x: np.ndarray, params: SdpParams) -> SdpResult:
             x = _stage_float(x, st)
     if params.y is not None:
         y = params.y
+        if y.mul_operand is not None:  # the multiplier before the ALU, as in the integer path
+            prod = (x * np.asarray(y.mul_operand, np.float32)).astype(np.float32)
+            x = np.where(x >= 0, x, prod) if y.mul_prelu else prod
         if y.alu_operand is not None:
             x = _alu(y.alu_op, x, np.asarray(y.alu_operand, np.float32)).astype(np.float32)
-        if y.mul_operand is not None:
-            x = (x * np.asarray(y.mul_operand, np.float32)).astype(np.float32)
         if y.lut is not None:
-            v, _ = lut_apply(x.astype(np.float64), y.lut)
+            v, _ = lut_apply(x.astype(np.float64), y.lut, path=LutPath.SDP)
             x = v.astype(np.float32)
     with np.errstate(over="ignore"):
         out = x.astype(np.float16)

@@ -121,3 +121,30 @@ def test_a_bad_layer_is_named_before_the_map_runs(capsys, tmp_path, monkeypatch)
     assert rc == 2 and "no such task in bert-base; did you mean layer0.attn.qk" in err, err
     assert main(["map", "bert-base", "--layer", "layer0.attn.qk"]) == 2
     assert "give --emit-program DIR too" in capsys.readouterr().err
+
+
+def test_map_emit_program_whole_model_on_a_y_unit_build(tmp_path, capsys):
+    """Every hardware layer of a one-block BERT (a Hugging Face config.json) on a build with SDP's Y unit:
+    softmax, layernorm and GELU emitted as programs too (none skipped), the host steps listed; the
+    softmax's exp program decodes and runs to its own CRC and the mapper's cycles."""
+    from nvdla_sim.config import load_config
+    from nvdla_sim.program.run import run_program
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({
+        "model_type": "bert", "hidden_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2,
+        "intermediate_size": 512, "vocab_size": 30522, "max_position_embeddings": 512,
+    }))  # fmt: skip
+    out = tmp_path / "progs"
+    args = ["map", str(cfg), "--hw", "nv_small_256_full_rtl_tb", "--seq", "64", "--top", "1"]
+    assert main([*args, "--emit-program", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "NVDLA register programs" in printed and "without a program" not in printed
+    assert "host tasks (no program), e.g. embed (host: embedding lookup on host)" in printed
+    doc = json.loads((out / "programs.json").read_text())
+    assert not doc["skipped"]
+    (exp,) = [p for p in doc["programs"] if p["task"] == "layer0.attn.softmax.exp"]
+    run = run_program(out / exp["name"], load_config("nv_small_256_full_rtl_tb"))
+    assert run.cycles == exp["model_cycles"] == exp["mapper_cycles_per_instance"]
+    assert all(c["match"] for c in run.checks)
+    assert run.decoded.operations[0].ew is not None and run.decoded.operations[0].lut_enabled

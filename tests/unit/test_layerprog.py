@@ -114,7 +114,7 @@ def test_refusals_name_what_is_missing():
         layer_programs(ConvLayer("x", ConvShape.matmul(8, 8, 8), Precision.INT16), HW)
     with pytest.raises(TraceError, match="INT8 and INT16 layers, not fp16"):
         layer_programs(ConvLayer("x", ConvShape.matmul(8, 8, 8), Precision.FP16), load_config("nv_full"))
-    with pytest.raises(TraceError, match="LUT activation"):
+    with pytest.raises(NvdlaError, match="nv_small_rtl_tb has no SDP EW sub-unit .* the LUT are unavailable"):
         layer_programs(ConvLayer("x", ConvShape.matmul(8, 8, 8), P, SdpSpec(lut=True)), HW)
     pool = PoolSpec(PoolMode.MAX, 2, 2, 2, 2)
     with pytest.raises(TraceError, match="fused-pooling"):

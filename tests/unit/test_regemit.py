@@ -8,16 +8,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nvdla_sim.config import load_config
-from nvdla_sim.errors import ShapeError
+from nvdla_sim.errors import ShapeError, TraceError
 from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
     AluAlgo,
     CdpOp,
+    EwOperand,
     OperandSource,
     OperandUse,
     PdpOp,
     Rdma,
+    SdpEwCfg,
     SdpOperand,
     SdpStageCfg,
     SdpStream,
@@ -56,7 +58,7 @@ def stages(draw, mode: OperandMode):
     alu = operand(OperandSource.REG) if draw(st.booleans()) else None
     mul = operand(OperandSource.REG) if draw(st.booleans()) else None
     return SdpStageCfg(
-        alu, draw(st.sampled_from(list(AluAlgo))), mul, draw(st.booleans()) and mul is not None,
+        alu, draw(st.sampled_from([AluAlgo.MAX, AluAlgo.MIN, AluAlgo.SUM])), mul, draw(st.booleans()) and mul is not None,
         draw(st.booleans()), mul_shift=mul.shift if mul else draw(st.integers(0, 8)),
     )  # fmt: skip
 
@@ -217,3 +219,83 @@ def test_a_conv_programs_expected_crc_is_that_of_an_independent_convolution(tmp_
     parsed = parse_program(prog.write(tmp_path))
     mem, checks = execute_program(parsed, decode_program(parsed), HW)
     np.testing.assert_array_equal(mem.read(oaddr, size), image)
+
+
+HW_Y = load_config("nv_small_256_full_rtl_tb")  # a build with SDP's element-wise unit and LUT
+
+
+@st.composite
+def ew_operands(draw, source: OperandSource) -> EwOperand:
+    return EwOperand(
+        source,
+        value=draw(st.integers(-(2**31), 2**31 - 1)) if source is OperandSource.REG else 0,
+        cvt_bypass=draw(st.booleans()) if source is OperandSource.MEM else True,
+        cvt_offset=draw(st.integers(-(2**31), 2**31 - 1)),
+        cvt_scale=draw(st.integers(-(2**15), 2**15 - 1)),
+        cvt_truncate=draw(st.integers(0, 63)),
+    )
+
+
+@SETTINGS
+@given(st.integers(1, 6), st.integers(1, 4), st.integers(1, 40), st.data(), st.integers(0, 2**31))
+def test_sdp_y_round_trip(tmp_path_factory, w, h, c, data, seed):
+    """An SDP pass through the Y stage (register or E-RDMA operands, their convertors, the SDP LUT) is
+    written, parsed, decoded to the same operation and LUT, and executed to the CRCs it was emitted with."""
+    rng = np.random.default_rng(seed)
+    stream_use = data.draw(st.sampled_from([None, OperandUse.ALU, OperandUse.MUL, OperandUse.BOTH]))
+    mem = OperandSource.MEM
+
+    def source(which: OperandUse) -> OperandSource:
+        uses = stream_use is OperandUse.BOTH or stream_use is which
+        return mem if uses else OperandSource.REG
+
+    alu = data.draw(st.one_of(st.none(), ew_operands(source(OperandUse.ALU))))
+    mul = data.draw(st.one_of(st.none(), ew_operands(source(OperandUse.MUL))))
+    lut_on = data.draw(st.booleans())
+    ew = SdpEwCfg(
+        alu, data.draw(st.sampled_from(list(AluAlgo))), mul, data.draw(st.booleans()), data.draw(st.integers(0, 1023)),
+        lut_on,
+    )  # fmt: skip
+    a = Alloc()
+    src, dst = place(a, w, h, c, P, HW_Y), place(a, w, h, c, P, HW_Y)
+    inputs = [(src.addr, feature_image(rng.integers(-128, 128, (h, w, c)).astype(np.int8), src, P, HW_Y))]
+    streams = ()
+    if stream_use is not None and ((alu and alu.source is mem) or (mul and mul.source is mem)):
+        comps = 2 if stream_use is OperandUse.BOTH else 1
+        line = w * HW_Y.memory.memory_atomic_bytes * comps
+        surfaces = -(-c // HW_Y.memory.memory_atomic_bytes)
+        addr = a.take(surfaces * line * h)
+        raw = rng.integers(0, 256, surfaces * line * h).astype(np.uint8)
+        inputs.append((addr, raw))
+        streams = (SdpStream(Rdma.ERDMA, OperandMode.PER_ELEMENT, 1, addr, line, line * h, use=stream_use),)
+    elif (alu and alu.source is mem) or (mul and mul.source is mem):
+        return  # a memory operand needs its stream
+    op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, cvt=(3, 5, 2), streams=streams, ew=ew)
+    lut = None
+    if lut_on:
+        le = LutTable(rng.integers(-30000, 30000, 65), IndexMode.LINEAR, -100, 2, 100, -2, -50, 3, end=156)
+        lo = LutTable(rng.integers(-30000, 30000, 257), IndexMode.LINEAR, -64, -1, 7, 4, 9, 0, end=64)
+        lut = LutParams(le, lo, priority=Table.LE, uflow_priority=Table.LO, oflow_priority=Table.LE)
+    prog = emit_program("y", op, inputs, [(dst.addr, cube_size(dst, c, P, HW_Y))], HW_Y, lut=lut)
+    d = prog.write(tmp_path_factory.mktemp("y"))
+    parsed = parse_program(d)
+    decoded = decode_program(parsed)
+    assert decoded.unknown == [] and decoded.operations == [op]
+    _, checks = execute_program(parsed, decoded, HW_Y)
+    assert [ch["model_crc"] for ch in checks] == [crc for _, _, crc in prog.expected]
+    if lut_on:
+        got = decode_lut(parsed, "NVDLA_SDP")
+        for t, u in ((got.le, lut.le), (got.lo, lut.lo)):
+            np.testing.assert_array_equal(t.entries, u.entries)
+            assert (t.start, t.index_shift, t.last_x, t.uflow_scale, t.uflow_shift, t.oflow_scale, t.oflow_shift) == (
+                u.start, u.index_shift, u.last_x, u.uflow_scale, u.uflow_shift, u.oflow_scale, u.oflow_shift,
+            )  # fmt: skip
+
+
+def test_x_stages_refuse_eql():
+    a = Alloc()
+    src, dst = place(a, 2, 2, 8, P, HW), place(a, 2, 2, 8, P, HW)
+    x1 = SdpStageCfg(SdpOperand(OperandSource.REG, 3, 0), AluAlgo.EQL, None, False, False)
+    op = sdp_pass(2, 2, 8, flying=False, src=src, dst=dst, x1=x1)
+    with pytest.raises(TraceError, match="EQL is the EW"):
+        emit_program("x", op, [], [(dst.addr, 64)], HW)

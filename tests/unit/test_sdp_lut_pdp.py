@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from nvdla_sim import PoolMode, PoolSpec, Precision, SdpSpec, UnsupportedError
 from nvdla_sim.layers import OperandMode
 from nvdla_sim.units import pdp, sdp
-from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table, function_lut, lut_apply
+from nvdla_sim.units.lut import IndexMode, LutParams, LutPath, LutTable, Table, function_lut, lut_apply
 
 
 def _round(x: int, s: int) -> int:
@@ -79,7 +79,7 @@ def test_lut_interpolation_matches_scalar_reference(xs, seed):
     le = LutTable(rng.integers(-30000, 30000, 65), IndexMode.LINEAR, -2048, 6, 300, 4, -200, 3)
     lo = LutTable(rng.integers(-30000, 30000, 257), IndexMode.LINEAR, -512, 2, 100, 2, 50, 1)
     params = LutParams(le, lo, priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LO)
-    got, stats = lut_apply(np.array(xs), params)
+    got, stats = lut_apply(np.array(xs), params, path=LutPath.CDP)
     for x, g in zip(xs, got.tolist(), strict=True):
         vle, kle = _ref_lut(x, le)
         vlo, klo = _ref_lut(x, lo)
@@ -99,7 +99,7 @@ def test_exponent_table():
     e = np.arange(65) * 100
     le = LutTable(e, IndexMode.EXPONENT, 2)  # entry i at 2**(2+i)
     lo = LutTable(np.zeros(257, np.int64), IndexMode.LINEAR, -(10**9), 0)
-    y, _ = lut_apply(np.array([4, 6, 8, 12]), LutParams(le, lo, priority=Table.LE))
+    y, _ = lut_apply(np.array([4, 6, 8, 12]), LutParams(le, lo, priority=Table.LE), path=LutPath.CDP)
     assert y.tolist() == [0, 50, 100, 150]
 
 
@@ -108,7 +108,7 @@ def test_gelu_lut_accuracy():
     in_scale, out_scale = 1 / 256, 1 / 256
     params = function_lut(gelu, q_min=-6 * 256, q_max=6 * 256, in_scale=in_scale, out_scale=out_scale)
     q = np.arange(-8 * 256, 8 * 256)
-    y, _ = lut_apply(q, params)
+    y, _ = lut_apply(q, params, path=LutPath.CDP)
     err = np.abs(y * out_scale - gelu(q * in_scale))
     assert err.max() < 0.03
 

@@ -14,9 +14,17 @@ chosen hardware layers with the layout, CBUF split and band split the mapper cho
 * a whole BERT encoder block at hidden 128, 2 heads, FFN 512, sequence 64 (no head): every NVDLA layer of it
   (softmax, GELU and layernorm run on the host on nv_small, which has no SDP LUT).
 
+Suite `y_unit` (issue 29): the same block mapped onto nv_small_256_full (configs/nv_small_256_full_rtl_tb.toml),
+a build with SDP's element-wise (Y) unit and LUT, where the mapper runs softmax (exp and 1/sum through the
+LUT, the normalisation as an element-wise multiply), layernorm (square, rsqrt through the LUT, the
+normalisation with a pair of element-wise operands), GELU (fused LUT) and the residual adds on NVDLA.
+
     python -m nvdla_validation.nvdla_rtl.transformer_programs build/tf        # write the programs
     python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir build/tf \\
         --out validation/data/nvdla_rtl_transformer.json                # run them on the RTL
+    python -m nvdla_validation.nvdla_rtl.transformer_programs build/tfy --suite y_unit
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_small_256_full --tests-dir build/tfy \\
+        --out validation/data/nvdla_rtl_transformer_y.json
 
 tests/integration/test_nvdla_transformer.py regenerates the programs in CI (no RTL) and checks the CRCs
 the RTL met and the model's cycles against the committed measurements.
@@ -39,7 +47,9 @@ from nvdla_sim.config import load_config
 from nvdla_sim.precision import Precision
 
 HW = "nv_small_rtl_tb"
+HW_Y = "nv_small_256_full_rtl_tb"
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_transformer.json"
+DATA_Y = DATA.with_name("nvdla_rtl_transformer_y.json")
 BLOCK = ModelSpec("bert-h128", "bert", (Stage(1, 128, 2, 512),), vocab=30522)  # BERT-tiny's block width
 BASE = ModelSpec("bert-base-1layer", "bert", (Stage(1, 768, 12, 3072),), vocab=30522)
 BLOCK_SEQ = 64
@@ -54,6 +64,7 @@ class Case:
     graph: object
     seq: int
     tasks: tuple[str, ...] | None  # None: every hardware layer
+    hw: str = HW
 
 
 def _projection(m: int, k: int, n: int):
@@ -77,24 +88,33 @@ def cases() -> list[Case]:
     return out
 
 
+def y_unit_cases() -> list[Case]:
+    """The block on a build with SDP's Y unit: every layer, softmax and layernorm included."""
+    return [Case("tfy_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ, head="none"), BLOCK_SEQ, None, HW_Y)]
+
+
+SUITES = {"nv_small": (HW, DATA, cases), "y_unit": (HW_Y, DATA_Y, y_unit_cases)}
+
+
 def map_case(case: Case) -> MapResult:
-    return map_model(case.graph, load_config(HW), precision=Precision.INT8, batch=1, seq=case.seq)
+    return map_model(case.graph, load_config(case.hw), precision=Precision.INT8, batch=1, seq=case.seq)
 
 
-def generate(folder: str | Path) -> list[dict]:
-    """Write every case's programs into `folder` (flat, one trace-test folder each) and return the
-    manifest rows: program name, case kind, task, band, model and mapper cycles, expected CRCs."""
+def generate(folder: str | Path, suite: str = "nv_small") -> list[dict]:
+    """Write every case's programs of `suite` into `folder` (flat, one trace-test folder each) and return
+    the manifest rows: program name, case kind, task, band, model and mapper cycles, expected CRCs."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    hw, _, suite_cases = SUITES[suite]
     rows = []
-    for case in cases():
+    for case in suite_cases():
         res = map_case(case)
         for task in case.tasks or (None,):
             for p in emit_programs(res, folder, layer=task, prefix=case.prefix).programs:
                 rows.append({**p, "case": case.prefix, "kind": case.kind, "model": res.model})
         if case.kind == "block":
             rows.append(_host_row(res))
-    (folder / MANIFEST).write_text(json.dumps({"hw": HW, "programs": rows}, indent=1) + "\n")
+    (folder / MANIFEST).write_text(json.dumps({"hw": hw, "programs": rows}, indent=1) + "\n")
     return rows
 
 
@@ -155,11 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", help="where to write the trace-test folders and programs.json")
     ap.add_argument("--markdown", action="store_true", help="print the tables of docs/validation.md (committed data)")
+    ap.add_argument("--suite", choices=sorted(SUITES), default="nv_small", help="which programs (default: nv_small)")
     args = ap.parse_args(argv)
     if args.markdown:
-        print(markdown(generate(args.folder), json.loads(DATA.read_text())))
+        print(markdown(generate(args.folder, args.suite), json.loads(SUITES[args.suite][1].read_text())))
         return 0
-    rows = [r for r in generate(args.folder) if r["name"]]
+    rows = [r for r in generate(args.folder, args.suite) if r["name"]]
     for r in rows:
         print(f"{r['name']:44s} {r['kind']:10s} model {r['model_cycles']:>9,} cycles")
     print(f"wrote {len(rows)} programs to {args.folder}", file=sys.stderr)
