@@ -198,6 +198,9 @@ class TimingConfig:
     cacc_atom_gap_cycles: int = 0  # idle cycles per output atom: CACC reads a delivery-buffer entry only when sent
     cacc_stripe_gap_cycles: int = 0  # idle delivery between two stripes of output atoms
     conv_input_before_compute: bool = False  # CSC's first atomic op waits for CDMA's whole input fetch
+    # measured on nv_small_256_full (docs/validation.md 5e); the RTL source has it on every build, but
+    # neutral by default until measured on one where it limits (cdma.feature_ingest_bytes_per_cycle):
+    cdma_entry_blocked_cycles: int = 0  # CDMA feature-data responses blocked per CBUF entry staged out
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -52,17 +52,28 @@ from nvdla_sim.units import cacc, cdma, cmac, csc, pdp, sdp
 
 @lru_cache(maxsize=8192)
 def _blocks(
-    stripes: tuple[int, ...], kernels: int, channel_ops: int, load: int, rate: int, atom_gap: int, stripe_gap: int
+    stripes: tuple[int, ...],
+    kernels: int,
+    channel_ops: int,
+    load: int,
+    rate: int,
+    cacc_rate: int,
+    atom_gap: int,
+    stripe_gap: int,
 ) -> tuple[BlockRun, ...]:
-    """Block runs per stripe of one kernel group. CACC delivers a stripe's
-    output atoms (`kernels` elements each) at the SDP rate, with `atom_gap` idle cycles per atom and
-    `stripe_gap` per stripe (TimingConfig, measured on the nv_small RTL)."""
+    """Block runs per stripe of one kernel group. CACC sends a stripe's output atoms (`kernels` elements
+    each) over its `cacc_rate`-wide path to SDP with `atom_gap` idle cycles after each, and `stripe_gap`
+    per stripe (TimingConfig, measured on the nv_small RTL); SDP takes them at `rate` (its slowest
+    sub-unit in use, or PDP's): an atom takes the longer of the two, so the gap is hidden behind a slower
+    SDP (nv_small_256_full's LUT on the fly, 1 element/cycle behind a 2-wide path: exactly 1.000 a cycle
+    on the RTL, docs/validation.md 5e)."""
+    atom = max(math.ceil(kernels / rate), math.ceil(kernels / cacc_rate) + atom_gap)
     runs: list[list[int]] = []
     for length in stripes:
         block = [
             channel_ops * csc.stripe_op_cycles(length, load),
             channel_ops * length,
-            length * (math.ceil(kernels / rate) + atom_gap) + stripe_gap,
+            length * atom + stripe_gap,
         ]
         if runs and runs[-1][1:] == block:
             runs[-1][0] += 1
@@ -88,6 +99,7 @@ def group_blocks(layer: ConvLayer, hw: HwConfig, rows: int, kernels: int) -> tup
         channel_ops_per_stripe(layer, hw),
         csc.weight_load_cycles(hw, p),
         drain_rate(layer, hw),
+        hw.sdp.max_throughput,  # the CACC -> SDP width
         hw.timing.cacc_atom_gap_cycles,
         hw.timing.cacc_stripe_gap_cycles,
     )
@@ -242,6 +254,7 @@ class _Chain:
                     Fetch(
                         seen[data_key], Buffer.CBUF_DATA, Channel.CDMA_DAT, nbytes, layer.input_memory,
                         f"data {image}rows {i0}-{i1}", not before,
+                        0.0 if layer.image_input else cdma.feature_ingest_bytes_per_cycle(hw, layer.input_memory),
                     )
                 )  # fmt: skip
             weight_key = ("w", g0) if weights_resident else ("w", g0, d)

@@ -58,6 +58,8 @@ class Fetch:
     memory: Memory
     label: str
     streamed: bool = False  # consumers may start on the first part (CSC polls CBUF per stripe)
+    max_bytes_per_cycle: float = 0.0  # the receiving DMA's own rate limit (0: the port's); the port is free
+    # for other channels in the cycles it leaves (cdma.feature_ingest_bytes_per_cycle)
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ def run_items(
                 ready = max(ready, released[ring[-cap]])
             port = ports[f.memory]
             start, last_beat = port.reserve(ready, f.nbytes)
+            if f.max_bytes_per_cycle:
+                last_beat = max(last_beat, start + f.nbytes / f.max_bytes_per_cycle)
             fetch_wait_port += start - ready
             fetch_busy += last_beat - start
             channel_free[f.channel] = last_beat

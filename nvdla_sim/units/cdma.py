@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from nvdla_sim.config import HwConfig
+from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
 
 WEIGHT_ALIGN_BYTES = 128  # D_WEIGHT_BYTES must be 128-byte aligned (programming_guide.rst)
@@ -44,3 +45,21 @@ def input_bytes(layer, rows: int, hw: HwConfig) -> int:
 def weight_bytes(kernels: int, bytes_per_kernel: int) -> int:
     """Dense weight bytes for `kernels` kernels, 128-byte aligned as CDMA fetches them."""
     return math.ceil(kernels * bytes_per_kernel / WEIGHT_ALIGN_BYTES) * WEIGHT_ALIGN_BYTES
+
+
+def feature_ingest_bytes_per_cycle(hw: HwConfig, memory: Memory) -> float:
+    """Bytes a cycle CDMA's direct-convolution path takes feature data in from `memory` (0: no limit of
+    its own, the port's rate).
+
+    CDMA stages the response beats in a single-ported buffer and reads each CBUF entry back out of it;
+    every read-out blocks the response path for timing.cdma_entry_blocked_cycles (hw@master
+    vmod/nvdla/cdma/NV_NVDLA_CDMA_dc.v: dma_rd_rsp_rdy = ~is_blocking, is_blocking raised for one cycle
+    per entry read). An entry of E bytes (cbuf.bank_width_bytes) from beats of B bytes (the port width)
+    takes E/B + blocked cycles. Measured on nv_small_256_full (E 32, B 8, 1 cycle): 0.801 beats a cycle
+    (6.4 B) on the 8 KB input of a one-kernel reduction (docs/validation.md 5e)."""
+    blocked = hw.timing.cdma_entry_blocked_cycles
+    if not blocked:
+        return 0.0
+    entry = hw.cbuf.bank_width_bytes
+    beat = (hw.memory.sram_width_bits if memory is Memory.SRAM else hw.memory.dram_width_bits) // 8
+    return entry / (entry / beat + blocked)

@@ -51,11 +51,13 @@ def test_each_program_times_as_the_mapper_costs_its_layer(programs):
         assert model[p["name"]] == p["model_cycles"] == p["mapper_cycles_per_instance"], p["name"]
 
 
-# Rows past issue 29's 15% worst case, with what is known of the cause (docs/validation.md section 5e).
+# Rows past issue 29's 15% worst case, with what is known of the cause (docs/validation.md section 5e): the
+# E-RDMA may have 16 beats in flight (MCIF tieoff_depth_sdp_e), sized for PRIMARY_MEMIF_LATENCY 64, and the
+# testbench's read latency grows by one cycle each time CDMA holds r_rready low (to 163 and 316 cycles
+# here), so the operand stream runs at 128 B per latency + ~27 cycles; the model has neither.
 KNOWN_OUTLIERS = {
-    "tfy_block_layer0_attn_o": "convolution with a per-element E-RDMA operand on the fly: RTL 24% longer",
-    "tfy_block_layer0_ffn2": "convolution with a per-element E-RDMA operand on the fly: RTL 28% longer",
-    "tfy_block_layer0_attn_softmax_rowsum": "one-kernel reduction: the feature fetch runs below the port rate",
+    "tfy_block_layer0_attn_o": "per-element E-RDMA operand on the fly, credit-bound at the testbench's grown latency",
+    "tfy_block_layer0_ffn2": "per-element E-RDMA operand on the fly, credit-bound at the testbench's grown latency",
 }
 
 
@@ -78,8 +80,13 @@ def test_each_program_within_issue_29s_worst_case(name):
     assert row.error <= 0.15, f"{name}: model {row.model_cycles} vs RTL {row.rtl_cycles} ({row.ratio:.3f})"
 
 
-@pytest.mark.xfail(strict=True, reason="90th percentile 14.3% and worst 23.2% (KNOWN_OUTLIERS); median 1.8% meets it")
-def test_model_cycles_meet_issue_29s_targets():
+def test_model_cycles_meet_issue_29s_median_and_90th_percentile():
+    """Median 1.2%, 90th percentile 2.9% (2026-12-04); the worst case is a known outlier (above)."""
     d = distribution(compare(DOC, load_config(HW_Y)))
     assert d["n"] == len(ROWS)
-    assert d["median"] <= 0.02 and d["p90"] <= 0.05 and d["worst"] <= 0.15, d
+    assert d["median"] <= 0.02 and d["p90"] <= 0.05, d
+
+
+@pytest.mark.xfail(strict=True, reason="worst 25.2%: tfy_block_layer0_attn_o (KNOWN_OUTLIERS)")
+def test_model_cycles_meet_issue_29s_worst_case():
+    assert distribution(compare(DOC, load_config(HW_Y)))["worst"] <= 0.15

@@ -252,3 +252,50 @@ def test_refetch_factor_counts_weights_read_again_per_band(configs):
     assert two_bands.detail["refetch_factor"] == pytest.approx(163_840 / 98_304, abs=1e-4)
     one_band = simulate_conv(layer, hw, TilePlan(2, 4, 2, 256, LoopOrder.DATA_STATIONARY))
     assert one_band.detail["refetch_factor"] == 1.0
+
+
+def test_cdma_feature_ingest_blocks_one_cycle_per_cbuf_entry():
+    """nv_small_256_full: 32-byte CBUF entries from 8-byte beats, one blocked response cycle per entry
+    (NV_NVDLA_CDMA_dc.v is_blocking): 32 / (4 + 1) = 6.4 B/cycle, so a one-kernel reduction's 8 KB input
+    takes 8192 / 6.4 = 1280 cycles instead of 8192 / 8 = 1024: 256 more, as the RTL's 254 blocked cycles."""
+    import dataclasses
+
+    from nvdla_sim.config import load_config
+    from nvdla_sim.engine.conv import simulate_conv
+    from nvdla_sim.engine.tiling import default_plan
+    from nvdla_sim.layers import ConvLayer, ConvShape, Memory
+    from nvdla_sim.precision import Precision
+    from nvdla_sim.units import cdma
+
+    hw = load_config("nv_small_256_full_rtl_tb")
+    assert cdma.feature_ingest_bytes_per_cycle(hw, Memory.DRAM) == 6.4
+    assert cdma.feature_ingest_bytes_per_cycle(load_config("nv_full"), Memory.DRAM) == 0.0  # not measured there
+    free = dataclasses.replace(hw, timing=dataclasses.replace(hw.timing, cdma_entry_blocked_cycles=0))
+    layer = ConvLayer("rowsum", ConvShape.matmul(64, 128, 1), Precision.INT8)
+
+    def fetch(h) -> tuple[int, int]:
+        st = simulate_conv(layer, h, default_plan(layer, h), record_events=True)
+        (ev,) = [e for e in st.events if e.name.startswith("data")]
+        return ev.end - ev.start, st.cycles
+
+    (blocked, cycles), (port, cycles_free) = fetch(hw), fetch(free)
+    latency = hw.memory.dram_latency_cycles
+    assert (blocked - latency, port - latency) == (1280, 1024)
+    assert cycles - cycles_free == 256
+
+
+def test_cacc_atom_gap_hides_behind_a_slower_sdp():
+    """An output atom takes max(kernels / SDP rate, kernels / CACC->SDP width + gap): on nv_small_256_full
+    (2-wide path, gap 1) 8 kernels through the LUT (1 element/cycle) take 8 cycles, not 8 + 1; with only
+    the bias stage (2 a cycle) 8 / 2 + 1 = 5. Stripes of 16 output points: 128 and 80 cycles."""
+    from nvdla_sim.config import load_config
+    from nvdla_sim.engine.conv import group_blocks
+    from nvdla_sim.layers import ConvLayer, ConvShape, SdpSpec
+    from nvdla_sim.precision import Precision
+
+    hw = load_config("nv_small_256_full_rtl_tb")
+    drains = []
+    for spec in (SdpSpec(lut=True), SdpSpec(bias=OperandMode.PER_KERNEL)):
+        (run,) = group_blocks(ConvLayer("f", ConvShape.matmul(64, 128, 16), Precision.INT8, spec), hw, 1, 8)
+        drains.append((run.count, run.drain_cycles))
+    assert drains == [(4, 16 * 8), (4, 16 * 5)]
