@@ -1,13 +1,21 @@
 """Benchmark: how long `nvdla generate gpt2 --prompt 128 --new-tokens 128` takes to simulate.
 
 Prints the wall time of a cold run (empty per-layer caches) and a warm one in the same process, per
-config, with the modelled time to first token and per-token latency.
-Run: .venv/bin/python benchmarks/bench_generate.py
+config, with the modelled time to first token and per-token latency. `--tinyllama PROMPT NEW` times
+instead the issue-30 case: TinyLlama-1.1B's config.json (22 layers, hidden 2048, 32 heads, 4 KV heads)
+on nv_full, with the wall time per generated token and the peak memory (targets: 2,048 + 2,048 in at
+most 10 s; GPT-2 128 + 128 in at most 1 s).
+Run: .venv/bin/python benchmarks/bench_generate.py [--tinyllama 256 256]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import resource
+import tempfile
 import time
+from pathlib import Path
 
 from nvdla_mapper.frontends.presets import preset
 from nvdla_mapper.passes import _simulate_cached
@@ -15,8 +23,37 @@ from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_mapper.studies.generate import generate
 from nvdla_sim import load_config
 
+TINYLLAMA = {
+    "model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
+    "num_hidden_layers": 22, "num_key_value_heads": 4, "max_position_embeddings": 4096, "vocab_size": 32000,
+}  # fmt: skip
+
+
+def tinyllama(prompt: int, new: int) -> None:
+    from nvdla_mapper.frontends.hf_config import from_hf_config
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "config.json"
+        p.write_text(json.dumps(TINYLLAMA))
+        spec = from_hf_config(p)
+    t0 = time.perf_counter()
+    r = generate(spec, load_config("nv_full"), prompt=prompt, new_tokens=new)
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    d = r.to_dict()
+    print(
+        f"TinyLlama {prompt} + {new} on nv_full: simulate {wall:.1f} s ({wall / new * 1000:.0f} ms per generated "
+        f"token), peak {peak:.0f} MB | TTFT {d['ttft_ms']:.2f} ms, median step {d['per_token_ms']['median_step']:.3f} ms"
+    )
+
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tinyllama", nargs=2, type=int, metavar=("PROMPT", "NEW"), help="time TinyLlama instead")
+    args = ap.parse_args()
+    if args.tinyllama:
+        tinyllama(*args.tinyllama)
+        return
     for name in ("nv_small", "nv_large", "nv_full"):
         hw = load_config(name)
         search_plan.cache_clear()

@@ -162,10 +162,11 @@ def map_model(
     softmax: str = "auto",
     layernorm: str = "auto",
     weights: WeightTreatment | None = None,
+    with_baseline: bool = True,
 ) -> MapResult:
     """Run the whole pass list on a workload graph. `batch` and `seq` are the graph's own (recorded by the
     front end that built it); given, they must agree with it, so a result never reports a shape other
-    than the one that ran."""
+    than the one that ran. With a weight treatment, `with_baseline` maps the dense model too (baseline_cycles)."""
     batch = _graph_shape(g, "batch", batch, default=1)
     seq = _graph_shape(g, "seq", seq, default=0)
     hw.check_precision(precision)
@@ -192,7 +193,7 @@ def map_model(
     if fused:
         notes.append("ONNX patterns fused before import: " + ", ".join(f"{k} x{v}" for k, v in sorted(fused.items())))
     baseline = None
-    if weights.active:  # the dense, uncompressed run, to report what the treatment saves
+    if weights.active and with_baseline:  # the dense, uncompressed run, to report what the treatment saves
         baseline = map_model(
             g, hw, precision=precision, batch=batch, seq=seq, host=host, softmax=softmax, layernorm=layernorm
         ).total_cycles

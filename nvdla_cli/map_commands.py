@@ -93,6 +93,14 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
     ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
+    gw = ge.add_argument_group("weight what-ifs (the static weights a decode step streams; the KV cache stays dense)")
+    gw.add_argument("--prune", default="", help="2:4 or magnitude:S (fraction S of weights zeroed)")
+    gw.add_argument("--weight-compression", action="store_true", help="store weights NVDLA-compressed (nv_full)")
+    gw.add_argument(
+        "--sparse-mac-whatif",
+        action="store_true",
+        help="what-if beyond NVDLA v1: a 2:4-sparse MAC array (needs --prune 2:4)",
+    )
     registry["generate"] = _generate
     z = sub.add_parser("zoo", help="list model presets")
     z.set_defaults()
@@ -192,25 +200,50 @@ def _batches(text: str) -> list[int]:
     return out
 
 
+def _print_weight_whatif(d: dict, dense: dict) -> None:
+    """The weight treatment against the dense run: weights stored, time and energy per generated token."""
+    w = d["weights"]
+    what = ", ".join(
+        x for x in (f"prune {w['prune']}" if w["prune"] != "none" else "", "compression" if w["compression"] else "",
+                    "2:4 sparse MACs (what-if)" if w["sparse_mac_whatif"] else "") if x
+    )  # fmt: skip
+    med, base_med = d["per_token_ms"]["median_step"], dense["per_token_ms"]["median_step"]
+    e, base_e = d["energy"]["decode_core_uj_per_token"], dense["energy"]["decode_core_uj_per_token"]
+    line = (
+        f"  weights ({what})  {w['stored_weight_bytes']:,} bytes stored of {w['dense_weight_bytes']:,} dense; "
+        f"DRAM {d['dram_bytes_per_token']:,} bytes per token (dense {dense['dram_bytes_per_token']:,})"
+    )
+    if med is not None and base_med is not None:
+        line += f"; {med:.3f} ms per token (dense {base_med:.3f}, {base_med / med:.2f}x)"
+    if e and base_e:
+        line += f", {e:,.1f} uJ per token (dense {base_e:,.1f})"
+    print(line)
+    if w["prune"] != "none" and not w["compression"] and not w["sparse_mac_whatif"]:
+        print(
+            "  note: pruned zeros are still stored and multiplied: without --weight-compression NVDLA v1 gains nothing"
+        )
+
+
 def _generate(args: argparse.Namespace) -> int:
     import csv
 
     from nvdla_mapper.frontends.resolve import resolve_model
+    from nvdla_mapper.lowering.rules import WeightTreatment
     from nvdla_mapper.reports.files import output_folder
     from nvdla_mapper.studies.generate import generate
 
     prec = _precision(args.precision)
+    weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
     hw = load_config(args.hw)
     warn_config(hw)
     spec = resolve_model(args.model)
     if not hasattr(spec, "stages"):
         raise NvdlaError(f"{args.model}: generation needs a preset or a config.json, not an ONNX graph")
-    results = [
-        generate(spec, hw, prompt=args.prompt, new_tokens=args.new_tokens, batch=b, precision=prec,
-                 softmax=args.softmax, layernorm=args.layernorm)
-        for b in _batches(args.batch)
-    ]  # fmt: skip
-    for r in results:
+    kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, precision=prec, softmax=args.softmax,
+              layernorm=args.layernorm)  # fmt: skip
+    results = [generate(spec, hw, batch=b, weights=weights, **kw) for b in _batches(args.batch)]
+    dense = [generate(spec, hw, batch=r.batch, **kw) for r in results] if weights.active else [None] * len(results)
+    for r, base in zip(results, dense, strict=True):
         d = r.to_dict()
         pt = d["per_token_ms"]
         print(
@@ -247,6 +280,8 @@ def _generate(args: argparse.Namespace) -> int:
             f"{en['tops_per_w']:.2f} TOPS/W; DRAM {en['total_dram_uj']:,.1f} uJ in all; "
             f"area {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)"
         )
+        if base is not None:
+            _print_weight_whatif(d, base.to_dict())
     if len(results) > 1:
         from nvdla_mapper.studies.generate import crossover_batch, roofline_crossover
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
-from nvdla_mapper.lowering.rules import HostModel, Resource
+from nvdla_mapper.lowering.rules import HostModel, Resource, WeightTreatment
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.results import MapResult
 from nvdla_mapper.workload import ops_in_order
@@ -57,6 +57,8 @@ class GenerateResult:
     first_step_cycles: int = 0  # T5: the decoder step that yields the first token (after the encoder)
     first_step_energy_uj: tuple[float, float] = (0.0, 0.0)  # T5: that step's (core, DRAM) energy
     first_step_macs: int = 0  # T5: that step's model MACs
+    weights: WeightTreatment = field(default_factory=WeightTreatment)  # pruning / compression what-if
+    step_weight_bytes: tuple[int, int] = (0, 0)  # a decode step's static weights: (dense, as stored)
 
     @property
     def ttft_cycles(self) -> int:
@@ -127,6 +129,22 @@ class GenerateResult:
             },
             "token_cycles": self.token_cycles,
             "energy": self._energy(),
+            "weights": self._weights(),
+        }
+
+    def _weights(self) -> dict[str, Any]:
+        """The weight treatment and the static weight bytes a decode step streams: dense, as stored (the
+        prefill's stored figure can be larger: it computes V^T with the V weights as feature data, which
+        NVDLA cannot compress)."""
+        w = self.weights
+        dense, stored = self.step_weight_bytes if self.steps else self.prefill.weight_bytes()
+        return {
+            "prune": w.prune or "none",
+            "density": w.density,
+            "compression": w.compression,
+            "sparse_mac_whatif": w.sparse_mac,
+            "dense_weight_bytes": dense,
+            "stored_weight_bytes": stored,
         }
 
     def _energy(self) -> dict[str, Any]:
@@ -244,8 +262,11 @@ def generate(
     host: HostModel | None = None,
     softmax: str = "auto",
     layernorm: str = "auto",
+    weights: WeightTreatment | None = None,
 ) -> GenerateResult:
-    """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence."""
+    """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
+    `weights` prunes and/or compresses the static weights in every pass (what a DRAM-bound decode step
+    streams); the KV caches are activations and stay dense."""
     for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
@@ -257,19 +278,24 @@ def generate(
     check_generative(spec)  # refuses encoders with a clear error
     hw.check_precision(precision)
     check_fits(spec, hw, precision, batch=batch, positions=prompt + new_tokens)
-    kw = dict(precision=precision, batch=batch, host=host, softmax=softmax, layernorm=layernorm)
+    weights = weights or WeightTreatment()
+    kw = dict(
+        precision=precision, batch=batch, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
+        with_baseline=False,
+    )  # fmt: skip
     t5 = bool(spec.decoder_layers)
     if t5:  # the encoder once (filling the cross-attention caches), then the first decoder step
         prefill = map_model(t5_prefill_graph(spec, batch=batch, prompt=prompt), hw, seq=prompt, **kw)
     else:
         prefill = map_model(build_graph(spec, batch=batch, seq=prompt, head="lm_last"), hw, seq=prompt, **kw)
-    res = GenerateResult(spec.name, hw, precision, batch, prompt, new_tokens, prefill)
+    res = GenerateResult(spec.name, hw, precision, batch, prompt, new_tokens, prefill, weights=weights)
     res.kv_bytes_per_token = kv_bytes_per_token(spec, precision)
     first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
     for t in range(first, new_tokens):
         kv_len = t if t5 else prompt + t - 1  # self-attention cache: the tokens before this one
         graph = decode_step_graph(spec, batch=batch, kv_len=kv_len, cross_len=prompt if t5 else 0)
         step = map_model(graph, hw, seq=kv_len, **kw)
+        res.step_weight_bytes = step.weight_bytes()
         en = step.energy()
         res.steps.append(
             StepResult(

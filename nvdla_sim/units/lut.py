@@ -164,11 +164,15 @@ EXTRAP_BITS = 56  # saturation of the scaled extrapolation term (cmod INTERP_INT
 OUT_BITS = 16
 
 
+def _sat(v: np.ndarray, bits: int) -> np.ndarray:
+    """Saturate to a `bits`-wide two's-complement value."""
+    lim = 1 << (bits - 1)
+    return np.clip(v, -lim, lim - 1)
+
+
 def _shift_div(v: np.ndarray, shift: int) -> np.ndarray:
     """v / 2**shift rounded half away from zero (a negative shift multiplies), saturated to EXTRAP_BITS."""
-    out = shift_round(v, shift) if shift >= 0 else np.left_shift(v, -shift)
-    lim = 1 << (EXTRAP_BITS - 1)
-    return np.clip(out, -lim, lim - 1)
+    return _sat(shift_round(v, shift) if shift >= 0 else np.left_shift(v, -shift), EXTRAP_BITS)
 
 
 def _lookup_int(t: LutTable, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -199,18 +203,11 @@ def _lookup_int(t: LutTable, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     under_v = e[0] + _shift_div((x - t.first_x) * t.uflow_scale, t.uflow_shift)
     over_v = e[n] + _shift_div((x - t.last_x) * t.oflow_scale, t.oflow_shift)
     val = np.where(under, under_v, np.where(over, over_v, interp))
-    lim = 1 << (OUT_BITS - 1)
-    return np.clip(val, -lim, lim - 1), hit, under
+    return _sat(val, OUT_BITS), hit, under
 
 
 SDP_FRAC_BITS = 35  # yLutFracSize (cmod hls/sdp/sdp.h)
 SDP_OUT_BITS = 32  # yInpOutSize
-SDP_SLOPE_SHIFT_BITS = 5  # yLutSlopeShiftSize: a signed shift, negative shifts left
-
-
-def _sat(v: np.ndarray, bits: int) -> np.ndarray:
-    lim = 1 << (bits - 1)
-    return np.clip(v, -lim, lim - 1)
 
 
 def _lookup_sdp(t: LutTable, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -65,6 +65,21 @@ def changed_programs(generate, doc: dict, folder: Path) -> list[str]:
     ]
 
 
+def manifest_mismatches(programs: list[dict], doc: dict) -> list[str]:
+    """Programs of an emit manifest (`programs.json` rows) that are not the ones measured in `doc`: a
+    name the measurements lack or have more of, or an expected output CRC that differs from the one the
+    RTL met (the model's bytes changed)."""
+    rows = {r["name"]: r for r in doc["rows"]}
+    names = {p["name"] for p in programs}
+    out = sorted(names ^ set(rows))
+    for p in programs:
+        if p["name"] in rows:
+            committed = [f"0x{c['golden_crc']:08x}" for c in rows[p["name"]]["checks"]]
+            if [c["crc"] for c in p["checks"]] != committed:
+                out.append(p["name"])
+    return out
+
+
 def compare(doc: dict | None = None, hw: HwConfig | None = None) -> list[Row]:
     doc = doc or load_rows()
     hw = hw or load_config(CONFIG)
