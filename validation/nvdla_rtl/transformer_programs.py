@@ -25,6 +25,9 @@ normalisation with a pair of element-wise operands), GELU (fused LUT) and the re
     python -m nvdla_validation.nvdla_rtl.transformer_programs build/tfy --suite y_unit
     python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_small_256_full --tests-dir build/tfy \\
         --out validation/data/nvdla_rtl_transformer_y.json
+    python -m nvdla_validation.nvdla_rtl.transformer_programs build/tfyl --suite y_unit_large   # on nv_large
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_large --tests-dir build/tfyl \\
+        --out validation/data/nvdla_rtl_transformer_y_nv_large.json
 
 tests/integration/test_nvdla_transformer.py regenerates the programs in CI (no RTL) and checks the CRCs
 the RTL met and the model's cycles against the committed measurements.
@@ -48,8 +51,10 @@ from nvdla_sim.precision import Precision
 
 HW = "nv_small_rtl_tb"
 HW_Y = "nv_small_256_full_rtl_tb"
+HW_Y_LARGE = "nv_large_rtl_tb"
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_transformer.json"
 DATA_Y = DATA.with_name("nvdla_rtl_transformer_y.json")
+DATA_Y_LARGE = DATA.with_name("nvdla_rtl_transformer_y_nv_large.json")
 BLOCK = ModelSpec("bert-h128", "bert", (Stage(1, 128, 2, 512),), vocab=30522)  # BERT-tiny's block width
 BASE = ModelSpec("bert-base-1layer", "bert", (Stage(1, 768, 12, 3072),), vocab=30522)
 BLOCK_SEQ = 64
@@ -93,7 +98,16 @@ def y_unit_cases() -> list[Case]:
     return [Case("tfy_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ, head="none"), BLOCK_SEQ, None, HW_Y)]
 
 
-SUITES = {"nv_small": (HW, DATA, cases), "y_unit": (HW_Y, DATA_Y, y_unit_cases)}
+def y_unit_large_cases() -> list[Case]:
+    """The same block on nv_large (64x32 MACs, EW 4 elements/cycle with the LUT, a 256-bit bus)."""
+    return [Case("tfyl_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ, head="none"), BLOCK_SEQ, None, HW_Y_LARGE)]
+
+
+SUITES = {
+    "nv_small": (HW, DATA, cases),
+    "y_unit": (HW_Y, DATA_Y, y_unit_cases),
+    "y_unit_large": (HW_Y_LARGE, DATA_Y_LARGE, y_unit_large_cases),
+}
 
 
 def map_case(case: Case) -> MapResult:
