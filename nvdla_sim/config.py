@@ -143,8 +143,14 @@ class SdpConfig:
     bn_throughput: int
     ew_throughput: int
     lut: bool
+    # Memory beats each SDP operand RDMA (B/N/E) may have in flight: its latency FIFO and the MCIF credit
+    # (vmod/include/NV_NVDLA_MCIF_define.vh tieoff_depth_sdp_{b,n,e}, from spec/defs/projects.spec
+    # max(4, ceil(PRIMARY_MEMIF_LATENCY x throughput / beat bytes))). nv_small's 160 (measured: a fused
+    # residual requested 168 beats at once) unless a config states its build's.
+    operand_fifo_beats: int = 160
 
     def __post_init__(self) -> None:
+        _check_int("sdp", "operand_fifo_beats", self.operand_fifo_beats, minimum=4)
         _check_int("sdp", "bs_throughput", self.bs_throughput, pow2=True)
         _check_int("sdp", "bn_throughput", self.bn_throughput, minimum=0)
         _check_int("sdp", "ew_throughput", self.ew_throughput, minimum=0)

@@ -250,16 +250,13 @@ def elements_per_cycle(spec: SdpSpec, hw: HwConfig) -> int:
     return min(rates)
 
 
-# Entries of the SDP B/N-RDMA latency FIFOs: one memory beat each (hw@nv_small
-# vmod/nvdla/sdp/NV_NVDLA_SDP_BRDMA_lat_fifo.v instantiates nv_ram_rwsp_160x514). On the nv_small RTL a
-# fused per-element operand stream reads 168 beats at once, then keeps pace with the output
-# (docs/modelling.md "SDP operand streams").
-OPERAND_FIFO_ENTRIES = 160
-
-
 def operand_prefetch_bytes(hw: HwConfig) -> int:
-    """Operand bytes an SDP RDMA requests before it waits for SDP to consume: its latency FIFO."""
-    return OPERAND_FIFO_ENTRIES * hw.memory.dram_width_bits // 8
+    """Operand bytes an SDP RDMA requests before it waits for SDP to consume: its latency FIFO, one memory
+    beat an entry (sdp.operand_fifo_beats: 160 on nv_small, hw@nv_small vmod/nvdla/sdp/
+    NV_NVDLA_SDP_BRDMA_lat_fifo.v nv_ram_rwsp_160x514; on the nv_small RTL a fused per-element operand
+    stream reads 168 beats at once, then keeps pace with the output: docs/modelling.md "SDP operand
+    streams")."""
+    return hw.sdp.operand_fifo_beats * hw.memory.dram_width_bits // 8
 
 
 def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_bytes: int) -> int:

@@ -299,3 +299,21 @@ def test_cacc_atom_gap_hides_behind_a_slower_sdp():
         (run,) = group_blocks(ConvLayer("f", ConvShape.matmul(64, 128, 16), Precision.INT8, spec), hw, 1, 8)
         drains.append((run.count, run.drain_cycles))
     assert drains == [(4, 16 * 8), (4, 16 * 5)]
+
+
+def test_operand_prefetch_is_the_builds_latency_fifo():
+    """Beats in flight per SDP operand RDMA times the beat: nv_small 160 x 8 B, nv_small_256_full 16 x 8 B
+    (MCIF tieoff_depth_sdp_e 16), nv_large 256 x 32 B (256); a config below the spec's minimum of 4 is refused."""
+    import dataclasses
+
+    from nvdla_sim.config import ConfigError, SdpConfig, load_config
+    from nvdla_sim.units import sdp
+
+    got = {
+        n: sdp.operand_prefetch_bytes(load_config(n))
+        for n in ("nv_small_rtl_tb", "nv_small_256_full_rtl_tb", "nv_large_rtl_tb")
+    }
+    assert got == {"nv_small_rtl_tb": 1280, "nv_small_256_full_rtl_tb": 128, "nv_large_rtl_tb": 8192}
+    with pytest.raises(ConfigError, match="sdp.operand_fifo_beats must be"):
+        dataclasses.replace(load_config("nv_large").sdp, operand_fifo_beats=2)
+    assert isinstance(load_config("nv_full").sdp, SdpConfig)
