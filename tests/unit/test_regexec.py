@@ -122,3 +122,37 @@ def test_decode_lut_programs_tables_with_auto_increment():
     assert (lut.le.index_shift, lut.lo.index_shift) == (3, -2)
     assert lut.le.start == -(2**32) and lut.le.uflow_shift == -1
     assert lut.priority is Table.LO and lut.uflow_priority is Table.LE
+
+
+def test_sdp_lut_registers_and_one_lut_per_program():
+    """SDP's START/END are single 32-bit registers and its index selects 8-bit signed; a program that
+    rewrites a unit's LUT between two of its operations is refused (one LUT per program is modelled),
+    as is emitting one that needs both a CDP and an SDP LUT."""
+    import pytest
+
+    from nvdla_sim.errors import TraceError
+    from nvdla_sim.program.decode import AluAlgo, CdpOp, SdpEwCfg, SdpOp
+    from nvdla_sim.program.execute import program_luts
+
+    w = [
+        RegWrite("NVDLA_SDP", "S_LUT_ACCESS_CFG_0", 0x20000, 1),  # write, LE table, address 0
+        RegWrite("NVDLA_SDP", "S_LUT_ACCESS_DATA_0", 0x8000, 2),  # -32768
+        RegWrite("NVDLA_SDP", "S_LUT_CFG_0", 0x1, 3),  # LE linear
+        RegWrite("NVDLA_SDP", "S_LUT_INFO_0", (0x80 << 16) | (0x7F << 8), 4),  # LO select -128, LE 127
+        RegWrite("NVDLA_SDP", "S_LUT_LE_START_0", 0xFFFFFFFE, 5),  # -2 (32-bit signed)
+        RegWrite("NVDLA_SDP", "S_LUT_LE_END_0", 0x7FFFFFFF, 6),
+        RegWrite("NVDLA_SDP", "D_OP_ENABLE_0", 1, 7),
+    ]
+    lut = decode_lut(Program("s", None, w), "NVDLA_SDP")
+    assert lut.le.entries[0] == -32768 and (lut.le.start, lut.le.last_x) == (-2, 2**31 - 1)
+    assert (lut.le.index_shift, lut.lo.index_shift) == (127, -128)
+    again = [*w, RegWrite("NVDLA_SDP", "S_LUT_LE_START_0", 3, 8), RegWrite("NVDLA_SDP", "D_OP_ENABLE_0", 1, 9)]
+    with pytest.raises(TraceError, match=r"s:9: NVDLA_SDP's LUT is reprogrammed between two of its operations"):
+        decode_lut(Program("s", None, again), "NVDLA_SDP")
+    ew = SdpEwCfg(None, AluAlgo.SUM, None, False, 0, True)  # the LUT alone
+    surf = Surface(0, 8, 8)
+    sop = SdpOp(1, 1, 8, False, surf, surf, False, *(Precision.INT8,) * 3, None, None, True, True, 0, 1, 0, (), ew)
+    cop = CdpOp(1, 1, 8, 3, False, False, 0, 1, 0, 0, 1, 0, surf, surf, Precision.INT8)
+    assert program_luts([sop], lut, "p").sdp is lut and program_luts([cop], lut, "p").cdp is lut
+    with pytest.raises(TraceError, match="both a CDP and an SDP LUT pass"):
+        program_luts([sop, cop], lut, "p")
