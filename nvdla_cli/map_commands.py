@@ -52,13 +52,7 @@ def add_commands(sub, registry: dict) -> None:
     q.add_argument("--calib", default="max", help="calibration: max or percentile:P (e.g. percentile:99.9)")
     q.add_argument("--calib-data", default=None, help=".npy calibration activations [N, seq, hidden]; default seeded")
     q.add_argument("--dynamic", action="store_true", help="dynamic (per-input) activation scales")
-    q.add_argument("--prune", default="", help="2:4 or magnitude:S (fraction S of weights zeroed)")
-    q.add_argument("--weight-compression", action="store_true", help="store weights NVDLA-compressed (nv_full)")
-    q.add_argument(
-        "--sparse-mac-whatif",
-        action="store_true",
-        help="what-if beyond NVDLA v1: a 2:4-sparse MAC array (needs --prune 2:4)",
-    )
+    _weight_flags(q)
     m.add_argument("--top", type=int, default=15, help="rows of the per-layer table to print")
     m.add_argument(
         "--emit-program",
@@ -94,13 +88,7 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
     gw = ge.add_argument_group("weight what-ifs (the static weights a decode step streams; the KV cache stays dense)")
-    gw.add_argument("--prune", default="", help="2:4 or magnitude:S (fraction S of weights zeroed)")
-    gw.add_argument("--weight-compression", action="store_true", help="store weights NVDLA-compressed (nv_full)")
-    gw.add_argument(
-        "--sparse-mac-whatif",
-        action="store_true",
-        help="what-if beyond NVDLA v1: a 2:4-sparse MAC array (needs --prune 2:4)",
-    )
+    _weight_flags(gw)
     registry["generate"] = _generate
     z = sub.add_parser("zoo", help="list model presets")
     z.set_defaults()
@@ -198,6 +186,17 @@ def _batches(text: str) -> list[int]:
     if not out or any(b < 1 for b in out):
         raise NvdlaError(f"--batch {text!r}: give a positive integer or a comma-separated list such as 1,2,4,8")
     return out
+
+
+def _weight_flags(group: argparse._ArgumentGroup) -> None:
+    """The weight treatment's flags (WeightTreatment), shared by map and generate."""
+    group.add_argument("--prune", default="", help="2:4 or magnitude:S (fraction S of weights zeroed)")
+    group.add_argument("--weight-compression", action="store_true", help="store weights NVDLA-compressed (nv_full)")
+    group.add_argument(
+        "--sparse-mac-whatif",
+        action="store_true",
+        help="what-if beyond NVDLA v1: a 2:4-sparse MAC array (needs --prune 2:4)",
+    )
 
 
 def _print_weight_whatif(d: dict, dense: dict) -> None:

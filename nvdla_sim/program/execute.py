@@ -100,7 +100,7 @@ def sdp_params(
     streams = {s.rdma: s for s in op.operand_streams}
     proc = op.proc_precision
 
-    def value(o: SdpOperand | None, rdma: Rdma, which: OperandUse) -> np.ndarray | int | None:
+    def value(o: SdpOperand | EwOperand | None, rdma: Rdma, which: OperandUse) -> np.ndarray | int | None:
         if o is None:
             return None
         if o.source is OperandSource.REG:
@@ -124,16 +124,6 @@ def sdp_params(
             relu=cfg.relu,
         )
 
-    def ew_value(o: EwOperand | None, which: OperandUse) -> np.ndarray | int | None:
-        if o is None:
-            return None
-        if o.source is OperandSource.REG:
-            return o.value
-        if Rdma.ERDMA not in streams:
-            raise TraceError(f"SDP EW {which.name} operand comes from memory but SDP_RDMA.D_ERDMA_CFG_0 disables it")
-        v = _operand(mem, streams[Rdma.ERDMA], which, w, h, cp, proc, hw)
-        return v.reshape(h * w, cp) if v.ndim == 3 else v
-
     def ew_cvt(o: EwOperand | None) -> sdp_fn.Convertor | None:
         if o is None or o.source is OperandSource.REG or o.cvt_bypass:
             return None
@@ -150,9 +140,9 @@ def sdp_params(
             )
         y = sdp_fn.EwStage(
             alu_op=_ALU[ew.alu_algo],
-            alu_operand=ew_value(ew.alu_operand, OperandUse.ALU),
+            alu_operand=value(ew.alu_operand, Rdma.ERDMA, OperandUse.ALU),
             alu_cvt=ew_cvt(ew.alu_operand),
-            mul_operand=ew_value(ew.mul_operand, OperandUse.MUL),
+            mul_operand=value(ew.mul_operand, Rdma.ERDMA, OperandUse.MUL),
             mul_cvt=ew_cvt(ew.mul_operand),
             mul_truncate=ew.truncate,
             mul_prelu=ew.mul_prelu,
@@ -195,15 +185,15 @@ class ProgramLuts:
     sdp: LutParams | None = None
 
 
-def _uses_sdp_lut(op: Operation) -> bool:
-    sdp = op.sdp if isinstance(op, ConvOp) else op
-    return isinstance(sdp, SdpOp) and sdp.lut_enabled
+def _lut_users(ops: list[Operation]) -> tuple[bool, bool]:
+    """Whether any operation uses CDP's LUT, and whether any uses SDP's (alone or behind a convolution)."""
+    sdps = [op.sdp if isinstance(op, ConvOp) else op for op in ops]
+    return any(isinstance(op, CdpOp) for op in ops), any(isinstance(s, SdpOp) and s.lut_enabled for s in sdps)
 
 
 def program_luts(ops: list[Operation], lut: LutParams | None, name: str) -> ProgramLuts:
     """The one LUT an emitted program writes, given to the unit whose operations use it."""
-    cdp = any(isinstance(op, CdpOp) for op in ops)
-    sdp = any(_uses_sdp_lut(op) for op in ops)
+    cdp, sdp = _lut_users(ops)
     if cdp and sdp:
         raise TraceError(f"{name}: a program with both a CDP and an SDP LUT pass is not emitted (one LUT per program)")
     return ProgramLuts(cdp=lut if cdp else None, sdp=lut if sdp else None)
@@ -222,9 +212,9 @@ def execute_program(prog: Program, decoded: Decoded, hw: HwConfig) -> tuple[Spar
     """The program's memory after its operations, and its CRC/file checks recomputed on it."""
     mem = initial_memory(prog)
     ops = decoded.operations
+    cdp, sdp = _lut_users(ops)
     luts = ProgramLuts(
-        cdp=decode_lut(prog, "NVDLA_CDP") if any(isinstance(op, CdpOp) for op in ops) else None,
-        sdp=decode_lut(prog, "NVDLA_SDP") if any(_uses_sdp_lut(op) for op in ops) else None,
+        cdp=decode_lut(prog, "NVDLA_CDP") if cdp else None, sdp=decode_lut(prog, "NVDLA_SDP") if sdp else None
     )
     execute(ops, mem, hw, name=prog.name, luts=luts)
     return mem, check_results(prog.checks, mem)
