@@ -30,8 +30,31 @@ from nvdla_sim.precision import Precision
 # ---- passes -------------------------------------------------------------------------------------------
 
 
-def lower_graph(g: nx.DiGraph, ctx: LoweringContext) -> tuple[list[Task], list[list[int]]]:
-    """Lowering pass: tasks in dependency order and, per task, the indices of the tasks it waits for."""
+@dataclasses.dataclass
+class PassMemo:
+    """What the lowering and simulation passes computed for ops and tasks, kept across maps of graphs that
+    share most of their ops under one lowering context (the decode steps of a generation: every step
+    has the same projections, FFN and head; only attention against the cache changes with its length).
+    Each entry is the pure function of its key the pass computes (lower + cheapest of an op with what
+    fusion gave it; a task's cycles and stats), so a map with a memo equals one without
+    (tests/unit/test_generate.py compares every step against a fresh map). Valid for one context only:
+    map_model refuses a memo made for another."""
+
+    context: tuple  # (hw, precision, host, softmax, layernorm, weights) it was filled under
+    lowered: dict[tuple, list[Task]] = dataclasses.field(default_factory=dict)
+    timed: dict[Task, tuple[int, LayerStats | None]] = dataclasses.field(default_factory=dict)
+    energy: dict[Task, object] = dataclasses.field(default_factory=dict)  # results.MapResult's per-task pricing
+
+
+def _context_key(ctx: LoweringContext) -> tuple:
+    return (ctx.hw, ctx.precision, ctx.host, ctx.softmax, ctx.layernorm, ctx.weights)
+
+
+def lower_graph(
+    g: nx.DiGraph, ctx: LoweringContext, memo: PassMemo | None = None
+) -> tuple[list[Task], list[list[int]]]:
+    """Lowering pass: tasks in dependency order and, per task, the indices of the tasks it waits for.
+    With a memo, an op lowered before (same op, attributes and fusion) takes its earlier tasks."""
     ctx.fused, absorbed = fuse(g, has_lut=ctx.has_lut)
     last_task: dict[str, list[int]] = {}
     tasks: list[Task] = []
@@ -42,10 +65,15 @@ def lower_graph(g: nx.DiGraph, ctx: LoweringContext) -> tuple[list[Task], list[l
         if op.name in absorbed:
             last_task[op.name] = pred_tasks  # its work happens inside the producer's SDP
             continue
-        lowered = lower(op, ctx)
-        if isinstance(lowered, Choice):
-            lowered = cheapest(lowered, ctx)
         extra = ctx.fused.get(op.name)
+        key = (op, op.attrs, extra)  # Op's equality leaves its attributes out
+        lowered = memo.lowered.get(key) if memo is not None else None
+        if lowered is None:
+            lowered = lower(op, ctx)
+            if isinstance(lowered, Choice):
+                lowered = cheapest(lowered, ctx)
+            if memo is not None:
+                memo.lowered[key] = lowered
         if extra is not None and extra.residual_input:  # the residual operand is read by this layer's SDP
             pred_tasks = sorted({*pred_tasks, *last_task.get(extra.residual_input, [])})
         prev = pred_tasks
@@ -85,11 +113,19 @@ def tasks_cycles(tasks: tuple[Task, ...] | list[Task], ctx: LoweringContext) -> 
     )
 
 
-def simulate_tasks(tasks: list[Task], hw: HwConfig, host: HostModel) -> tuple[list[int], list[LayerStats | None]]:
-    """Tiling + simulation pass: cycles per instance of every task (identical layers simulated once)."""
+def simulate_tasks(
+    tasks: list[Task], hw: HwConfig, host: HostModel, memo: PassMemo | None = None
+) -> tuple[list[int], list[LayerStats | None]]:
+    """Tiling + simulation pass: cycles per instance of every task (identical layers simulated once; with
+    a memo, a task timed before takes its earlier figures)."""
     cycles: list[int] = []
     stats: list[LayerStats | None] = []
     for t in tasks:
+        known = memo.timed.get(t) if memo is not None else None
+        if known is not None:
+            cycles.append(known[0])
+            stats.append(known[1])
+            continue
         if t.layer is not None:
             try:
                 st, c = layer_cycles(t.layer, hw)
@@ -103,6 +139,8 @@ def simulate_tasks(tasks: list[Task], hw: HwConfig, host: HostModel) -> tuple[li
         else:
             cycles.append(host.cycles(flops=t.host_flops, nbytes=t.host_bytes, clock_mhz=hw.clock_mhz))
             stats.append(None)
+        if memo is not None:
+            memo.timed[t] = (cycles[-1], stats[-1])
     return cycles, stats
 
 
@@ -163,18 +201,23 @@ def map_model(
     layernorm: str = "auto",
     weights: WeightTreatment | None = None,
     with_baseline: bool = True,
+    memo: PassMemo | None = None,
 ) -> MapResult:
     """Run the whole pass list on a workload graph. `batch` and `seq` are the graph's own (recorded by the
     front end that built it); given, they must agree with it, so a result never reports a shape other
-    than the one that ran. With a weight treatment, `with_baseline` maps the dense model too (baseline_cycles)."""
+    than the one that ran. With a weight treatment, `with_baseline` maps the dense model too (baseline_cycles).
+    `memo` (new_memo) carries lowered ops and timed tasks over maps that share them under the same
+    context: the decode steps of a generation."""
     batch = _graph_shape(g, "batch", batch, default=1)
     seq = _graph_shape(g, "seq", seq, default=0)
     hw.check_precision(precision)
     host = host or HostModel()
     weights = weights or WeightTreatment()
     ctx = LoweringContext(hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights)
-    tasks, deps = lower_graph(g, ctx)  # fusion + lowering
-    per_instance, stats = simulate_tasks(tasks, hw, host)  # tiling search + simulation
+    if memo is not None and memo.context != _context_key(ctx):
+        raise ValueError("map_model: the memo was filled under another hw, precision, host or lowering option")
+    tasks, deps = lower_graph(g, ctx, memo)  # fusion + lowering
+    per_instance, stats = simulate_tasks(tasks, hw, host, memo)  # tiling search + simulation
     durations = [
         instances_duration(c, t.count, st, hw, t.layer) for c, t, st in zip(per_instance, tasks, stats, strict=True)
     ]
@@ -202,7 +245,25 @@ def map_model(
     return MapResult(
         str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes, weights, baseline,
         model_macs=model_macs, dense_weight_bytes=sum(op.weight_elems for op in ops) * precision.bytes,
+        energy_memo=memo.energy if memo is not None else None,
     )  # fmt: skip
+
+
+def new_memo(
+    hw: HwConfig,
+    *,
+    precision: Precision,
+    host: HostModel | None = None,
+    softmax: str = "auto",
+    layernorm: str = "auto",
+    weights: WeightTreatment | None = None,
+) -> PassMemo:
+    """An empty memo for maps under these options (map_model's own defaults when omitted)."""
+    ctx = LoweringContext(
+        hw=hw, precision=precision, host=host or HostModel(), softmax=softmax, layernorm=layernorm,
+        weights=weights or WeightTreatment(),
+    )  # fmt: skip
+    return PassMemo(_context_key(ctx))
 
 
 def instances_duration(cycles: int, count: int, stats: LayerStats | None, hw: HwConfig, layer=None) -> int:

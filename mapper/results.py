@@ -74,6 +74,8 @@ class MapResult:
     model_macs: int = 0  # the model's own multiply-accumulates (no tile padding or ones-convolution sums)
     dense_weight_bytes: int = 0  # the model's static weights at this precision (workload.Op.weight_elems)
     _energy: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
+    # per task, its dynamic energy over its instances, shared by maps of the same context (passes.PassMemo)
+    energy_memo: dict[Task, Energy] | None = field(default=None, repr=False, compare=False)
 
     def weight_bytes(self) -> tuple[int, int]:
         """(dense, stored) bytes of the model's static weights (linear layers' weight matrices and
@@ -124,7 +126,12 @@ class MapResult:
             if r.stats is None or r.task.layer is None:
                 by_layer.append(0.0)
                 continue
-            e = layer_energy(r.task.layer, r.stats, self.hw).scaled(r.task.count)
+            memo = self.energy_memo
+            e = memo.get(r.task) if memo is not None else None
+            if e is None:  # a task's stats are a function of the task and the build: one pricing serves all
+                e = layer_energy(r.task.layer, r.stats, self.hw).scaled(r.task.count)
+                if memo is not None:
+                    memo[r.task] = e
             total = total + e
             by_layer.append(round(e.core * 1e-6, 6))
             if r.task.static_weights:

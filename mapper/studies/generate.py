@@ -21,7 +21,7 @@ from typing import Any
 
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
 from nvdla_mapper.lowering.rules import HostModel, Resource, WeightTreatment
-from nvdla_mapper.passes import map_model
+from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.results import MapResult
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
@@ -291,10 +291,12 @@ def generate(
     res = GenerateResult(spec.name, hw, precision, batch, prompt, new_tokens, prefill, weights=weights)
     res.kv_bytes_per_token = kv_bytes_per_token(spec, precision)
     first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
+    # the steps share every op but attention against the cache: lowered and timed once, priced once
+    memo = new_memo(hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights)
     for t in range(first, new_tokens):
         kv_len = t if t5 else prompt + t - 1  # self-attention cache: the tokens before this one
         graph = decode_step_graph(spec, batch=batch, kv_len=kv_len, cross_len=prompt if t5 else 0)
-        step = map_model(graph, hw, seq=kv_len, **kw)
+        step = map_model(graph, hw, seq=kv_len, memo=memo, **kw)
         res.step_weight_bytes = step.weight_bytes()
         en = step.energy()
         res.steps.append(

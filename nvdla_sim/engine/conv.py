@@ -555,6 +555,7 @@ def _run_hardware_layers(hw, items, item_layer, item_extra, info: dict[int, _HwL
                 drain_busy=total.drain_busy + res.drain_busy,
                 fetch_busy=total.fetch_busy + res.fetch_busy,
                 fetch_wait_port=total.fetch_wait_port + res.fetch_wait_port,
+                skipped=total.skipped + res.skipped,
             )
     assert total is not None
     busy = {mem: port.channel_busy for mem, port in ports.items()}

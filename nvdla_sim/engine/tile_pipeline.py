@@ -11,8 +11,10 @@ Outputs are written as they drain. All memory traffic goes through MemoryPort ca
 
 from __future__ import annotations
 
+import bisect
 import enum
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -90,6 +92,7 @@ class PipelineResult:
     held: tuple[tuple[Buffer, int, float], ...] = ()
     events: list[Event] = field(default_factory=list)
     ports: dict[Memory, MemoryPort] = field(default_factory=dict)
+    skipped: int = 0  # items timed by the periodic steady state rather than one by one (_FastForward)
 
 
 def run_items(
@@ -135,7 +138,16 @@ def run_items(
     compute_busy = bubbles = drain_busy = 0
     wait_fetch = wait_drain = fetch_busy = fetch_wait_port = 0.0
 
-    for idx, it in enumerate(items):
+    ff = (
+        _FastForward(items, last_user, capacities, ports)
+        if FAST_FORWARD and not record_events and len(items) >= _MIN_ITEMS
+        else None
+    )
+    idx = -1
+    jumped = 0
+    while idx + 1 < len(items):
+        idx += 1
+        it = items[idx]
         # Parallel DMA channels share the port; booking the channel with less to move first approximates
         # their round-robin arbitration (it finishes at twice its size, the other at the sum of both).
         per_channel: dict[Channel, int] = {}
@@ -241,6 +253,25 @@ def run_items(
                     )
                 )
         end = max(end, item_end)
+        if ff is not None:
+            acc = (compute_busy, bubbles, drain_busy, wait_fetch, wait_drain, fetch_busy, fetch_wait_port)
+            jump = ff.after(
+                idx, core_free, drain_end, end, acc, channel_free, per_buffer, released, arrival, first_beat
+            )
+            if jump is not None:
+                periods, shift, inc, skipped = jump
+                core_free += periods * shift
+                drain_end += periods * shift
+                end += periods * shift
+                compute_busy, bubbles, drain_busy = (a + periods * i for a, i in zip(acc[:3], inc[:3], strict=True))
+                wait_fetch, wait_drain, fetch_busy, fetch_wait_port = (
+                    a + periods * i for a, i in zip(acc[3:], inc[3:], strict=True)
+                )
+                ff.extend(
+                    idx, skipped, periods, shift, channel_free, per_buffer, released, arrival, first_beat, streamed
+                )
+                idx += skipped
+                jumped += skipped
     return PipelineResult(
         end=end,
         compute_busy=compute_busy,
@@ -257,7 +288,187 @@ def run_items(
         ),
         events=events,
         ports=ports,
+        skipped=jumped,
     )
+
+
+# Skip ahead over runs of identical items once the pipeline repeats itself (_FastForward); tests compare
+# against the item-by-item run with this off (tests/unit/test_fast_forward.py).
+FAST_FORWARD = True
+_MIN_ITEMS = 32  # shorter lists of items are timed item by item (the bookkeeping would cost more than it saves)
+_MIN_AHEAD = 16  # nor is a state looked at with fewer identical items still to come
+_MAX_PERIOD = 64  # states of a run kept to find its period (ring slots and port phases repeat every few items)
+_GRID = 2.0**-16  # every time in a repeating state must be a multiple of this (and below _LIMIT): then the
+_LIMIT = 2.0**34  # float sums and maxima the items make are exact, and a shifted state evolves shifted
+
+
+def _on_grid(v: float) -> bool:
+    return abs(v) < _LIMIT and (v / _GRID).is_integer()
+
+
+class _FastForward:
+    """Periodic steady state of run_items over identical items (one hardware layer's kernel groups, a
+    stream unit's chunks): the pipeline is max-plus, so once the state after item i (every time that can
+    still matter: channels, rings, delivery, the memory ports' booked intervals, all relative to the core's
+    free time) equals the state after item i - p, every later item of the run repeats the item p before
+    it, shifted by the same D. The run then jumps whole periods to just before the run ends (or before a
+    shared operand's last user): every skipped fetch gets the arrival and release of its twin a period
+    before plus D, the counters their per-period increase, the ports' intervals past the horizon (the
+    earliest time anything still to come can ask for) move by the jump. Exact when every time is on a
+    binary grid (float sums exact); anything else (items that differ, a time off the grid, a shared
+    operand still in flight) runs item by item."""
+
+    def __init__(self, items, last_user, capacities, ports) -> None:
+        self.items = items
+        self.last_user = last_user
+        self.capacities = capacities
+        self.ports = [p for port in ports.values() for p in (port, port.write_port) if p is not None]
+        self._sigs: dict[int, tuple | None] = {}
+        self._run_last: dict[int, int] = {}
+        self.seen: dict[tuple, tuple] = {}  # state after an item of the current run -> (item, core_free, counters)
+        self.last = -1  # the item the last state is of
+        self.horizon = 0.0
+
+    def sig(self, i: int) -> tuple | None:
+        """What item i's timing depends on besides the state (None: an item whose operand later items use)."""
+        if i in self._sigs:
+            return self._sigs[i]
+        it = self.items[i]
+        own = {f.event: q for q, f in enumerate(it.fetches)}
+        out = None
+        if all(self.last_user.get(e) == i for e in own):
+            uses = tuple(("own", own[e]) if e in own else ("old", e) for e in it.uses)
+            fetch = tuple(
+                (f.buffer, f.channel, f.nbytes, f.memory, f.streamed, f.max_bytes_per_cycle) for f in it.fetches
+            )
+            out = (fetch, uses, tuple(it.blocks), it.write_bytes, it.write_memory, it.drain_reads, it.drain_read_memory)
+        self._sigs[i] = out
+        return out
+
+    def run_last(self, i: int) -> int:
+        """The last item of the run of items with item i's signature (each item compared once)."""
+        if i not in self._run_last:
+            j = i
+            while j + 1 < len(self.items) and self.sig(j) is not None and self.sig(j + 1) == self.sig(j):
+                j += 1
+            for k in range(i, j + 1):
+                self._run_last[k] = j
+        return self._run_last[i]
+
+    def after(self, idx, core_free, drain_end, end, acc, channel_free, per_buffer, released, arrival, first_beat):
+        """After item idx: (periods, shift, counter increase per period, items skipped) to jump, or None."""
+        sig = self.sig(idx)
+        if sig is None or self.run_last(idx) - idx < _MIN_AHEAD:
+            self.seen.clear()
+            return None
+        if self.seen and self.last != idx - 1:
+            self.seen.clear()
+        self.last = idx
+        state = self._state(sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat)
+        if state is None:
+            self.seen.clear()
+            return None
+        booked = tuple((p.busy_cycles, p.bytes_moved) for p in self.ports)
+        before = self.seen.get(state)
+        if before is None:
+            if len(self.seen) >= _MAX_PERIOD:
+                self.seen.clear()
+            self.seen[state] = (idx, core_free, acc, booked)
+            return None
+        i0, t0, acc0, booked0 = before
+        p = idx - i0
+        shift = core_free - t0
+        self.seen.clear()
+        if shift <= 0 or not _on_grid(shift):
+            return None
+        stop = self.run_last(idx) - 1  # the run's last item runs item by item
+        for kind, e in sig[1]:
+            if kind == "old":  # so does a shared operand's last user (it releases the operand)
+                stop = min(stop, self.last_user[e] - 1)
+        periods = (stop - idx) // p
+        if periods < 1:
+            return None
+        inc = tuple(a - b for a, b in zip(acc, acc0, strict=True))
+        port_inc = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(booked0, booked, strict=True)]
+        if not all(_on_grid(v * periods) for v in (*inc[3:], *(b for b, _ in port_inc))):
+            return None
+        self.port_inc = port_inc
+        return periods, shift, inc, periods * p
+
+    def _state(self, sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat):
+        """Every time that can still matter after an item, relative to core_free; None when one is off the
+        grid or a shared operand has not arrived yet."""
+        t = core_free
+        channels = {f[1] for f in sig[0]}
+        horizon = min([t, *(channel_free[c] for c in channels)])
+        for c, v in channel_free.items():
+            if c not in channels and v > horizon:
+                return None
+        for kind, e in sig[1]:
+            if kind == "old" and (arrival.get(e, 0.0) > horizon or first_beat.get(e, 0.0) > horizon):
+                return None
+        absolute = [t, drain_end, end, horizon, *(channel_free[c] for c in channels)]
+        rel = [drain_end - t, end - t, horizon - t, *(channel_free[c] - t for c in sorted(channels, key=str))]
+        rings = []
+        for buf, ring in per_buffer.items():
+            slots: list = []
+            for e in ring[-self.capacities[buf] :]:
+                r = released.get(e)
+                if r is None:
+                    slots.append(("held", e))  # a shared operand, released by a later item
+                elif r == math.inf:
+                    slots.append(("kept", e))
+                elif r <= horizon:
+                    slots.append(None)  # free before anything still to come asks
+                else:
+                    slots.append(r - t)
+                    absolute.append(r)
+            while slots and slots[0] is None:
+                del slots[0]
+            rings.append((buf, tuple(slots)))
+        booked = []
+        for port in self.ports:
+            i = bisect.bisect_right(port._ends, horizon)
+            booked.append(
+                tuple((max(s, horizon) - t, e - t) for s, e in zip(port._starts[i:], port._ends[i:], strict=True))
+            )
+            absolute.extend(port._starts[i:])
+            absolute.extend(port._ends[i:])
+        if not all(_on_grid(v) for v in absolute):
+            return None
+        self.horizon = horizon
+        return (tuple(rel), tuple(rings), tuple(booked))
+
+    def extend(self, idx, skipped, periods, shift, channel_free, per_buffer, released, arrival, first_beat, streamed):
+        """Apply a jump of `skipped` items (`periods` periods of `shift` cycles) after item idx: the channels
+        and the ports' intervals past the horizon move by the jump; the fetches of the last skipped items,
+        as many as a ring can still ask about, enter their rings with the times of their twin in the last
+        period before the jump plus a whole number of shifts (the earlier ones are never asked again)."""
+        jump = periods * shift
+        p = skipped // periods
+        for c in {f.channel for f in self.items[idx].fetches}:
+            channel_free[c] += jump
+        per_item = Counter(f.buffer for f in self.items[idx].fetches)
+        keep = max((math.ceil((self.capacities[b] + 1) / n) for b, n in per_item.items()), default=0)
+        for j in range(max(idx + 1, idx + skipped + 1 - keep), idx + skipped + 1):
+            twin = idx - p + 1 + (j - idx - 1) % p  # the item of the last period before the jump it repeats
+            later = (j - twin) // p * shift
+            for f, g in zip(self.items[twin].fetches, self.items[j].fetches, strict=True):
+                e, n = f.event, g.event
+                arrival[n] = arrival[e] + later
+                first_beat[n] = first_beat[e] + later
+                released[n] = released[e] + later
+                if f.streamed:
+                    streamed.add(n)
+                per_buffer[g.buffer].append(n)
+        for buf, ring in per_buffer.items():  # only the newest slots of a ring are ever asked again
+            del ring[: max(0, len(ring) - self.capacities[buf] - 1)]
+        for port, (busy, moved) in zip(self.ports, self.port_inc, strict=True):
+            i = bisect.bisect_right(port._ends, self.horizon)
+            port._starts[i:] = [v + jump for v in port._starts[i:]]
+            port._ends[i:] = [v + jump for v in port._ends[i:]]
+            port.busy_cycles += periods * busy
+            port.bytes_moved += periods * moved
 
 
 def item_traffic(items: Sequence[Item], *, extra_reads: int = 0, extra_memory: Memory = Memory.DRAM) -> Traffic:

@@ -12,7 +12,7 @@ from nvdla_mapper.frontends.presets import decode_step_graph, preset
 from nvdla_mapper.lowering.rules import HostModel, Resource
 from nvdla_mapper.passes import _simulate_cached, map_model
 from nvdla_mapper.search.tiling_search import search_plan
-from nvdla_mapper.studies.generate import generate, kv_bytes_per_token
+from nvdla_mapper.studies.generate import dram_bytes, generate, kv_bytes_per_token
 from nvdla_sim import Precision, load_config
 from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.errors import NvdlaError
@@ -58,8 +58,9 @@ def test_int16_doubles_the_bytes_per_token_and_the_step_follows():
 
 
 def test_steps_are_exact_with_the_per_layer_cache():
-    """Every step is simulated; the per-layer cache only serves identical layers: clearing it before
-    every step gives the same cycles."""
+    """Every step is simulated; the per-layer cache only serves identical layers and the steps' memo
+    (passes.PassMemo) only ops and tasks met before: a fresh map of every step, caches cleared, gives
+    the same cycles, DRAM bytes and energy."""
     hw = load_config("nv_small")
     cached = generate(preset("gpt2"), hw, prompt=16, new_tokens=5)
     cold = []
@@ -67,9 +68,30 @@ def test_steps_are_exact_with_the_per_layer_cache():
         _simulate_cached.cache_clear()
         search_plan.cache_clear()
         step = map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=16 + t - 1), hw, precision=Precision.INT8)
-        cold.append(step.total_cycles)
-    assert [s.cycles for s in cached.steps] == cold
-    assert cold == sorted(cold) and cold[-1] > cold[0]  # a longer cache costs more
+        cold.append((step.total_cycles, dram_bytes(step), step.energy()["core_uj"]))
+    assert [(s.cycles, s.dram_bytes, s.core_energy_uj) for s in cached.steps] == cold
+    cycles = [c for c, _, _ in cold]
+    assert cycles == sorted(cycles) and cycles[-1] > cycles[0]  # a longer cache costs more
+
+
+def test_a_memo_serves_only_its_own_context():
+    """A memo filled under one precision (or weight treatment) is refused by a map under another, and a
+    map with a memo equals one without, also for a graph the memo has not seen."""
+    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_mapper.passes import new_memo
+
+    hw = load_config("nv_full")
+    memo = new_memo(hw, precision=Precision.INT8)
+    g = decode_step_graph(preset("gpt2"), batch=2, kv_len=40)
+    with pytest.raises(ValueError, match="memo was filled under another"):
+        map_model(g, hw, precision=Precision.INT16, memo=memo)
+    with pytest.raises(ValueError, match="memo was filled under another"):
+        map_model(g, hw, precision=Precision.INT8, memo=memo, weights=WeightTreatment(compression=True))
+    for kv in (40, 41, 40):
+        g = decode_step_graph(preset("gpt2"), batch=2, kv_len=kv)
+        a, b = map_model(g, hw, precision=Precision.INT8, memo=memo), map_model(g, hw, precision=Precision.INT8)
+        assert [(r.task, r.start, r.end) for r in a.results] == [(r.task, r.start, r.end) for r in b.results]
+        assert a.energy() == b.energy()
 
 
 def test_results_and_tinyllama(tmp_path):
