@@ -90,6 +90,25 @@ def add_commands(sub, registry: dict) -> None:
     gw = ge.add_argument_group("weight what-ifs (the static weights a decode step streams; the KV cache stays dense)")
     _weight_flags(gw)
     registry["generate"] = _generate
+    se = sub.add_parser(
+        "serve", help="many requests on one build: continuous batching over a paged KV cache (TTFT, TPOT, p50/p90/p99)"
+    )
+    se.add_argument("model", help="decoder preset (gpt2, ...) or a Hugging Face config.json")
+    se.add_argument("--hw", default="nv_full", help="config name or .toml path")
+    se.add_argument("--rate", type=float, default=10.0, help="Poisson arrivals per second (without --trace)")
+    se.add_argument("--requests", type=int, default=100, help="requests to simulate (without --trace)")
+    se.add_argument("--prompt", type=int, default=128, help="prompt tokens per request (without --trace)")
+    se.add_argument("--output", type=int, default=32, help="output tokens per request (without --trace)")
+    se.add_argument("--trace", help="CSV of requests: arrival_s, prompt, output")
+    se.add_argument("--seed", type=int, default=0, help="seed of the Poisson arrivals")
+    se.add_argument("--block-tokens", type=int, default=16, help="KV positions per cache block")
+    se.add_argument("--max-batch", type=int, default=32, help="requests running at once")
+    se.add_argument("--dram-gib", type=float, default=None,
+                    help="the system's DRAM for weights and KV cache (memory.dram_size_gib; default: the config's, "
+                         "else NVDLA's address space)")  # fmt: skip
+    se.add_argument("--precision", default="int8", help="int8, int16 or fp16")
+    se.add_argument("--report", help="directory for report.html, serve.json and requests.csv")
+    registry["serve"] = _serve
     z = sub.add_parser("zoo", help="list model presets")
     z.set_defaults()
     registry["zoo"] = _zoo
@@ -308,6 +327,81 @@ def _generate(args: argparse.Namespace) -> int:
 
         page = write_generate_html([r.to_dict() for r in results], out)
         print(f"wrote {out / 'generate.json'}, {out / 'tokens.csv'} and {page}", file=sys.stderr)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import csv
+
+    from nvdla_mapper.frontends.resolve import resolve_model
+    from nvdla_mapper.reports.files import output_folder
+    from nvdla_mapper.studies.generate import memory_limit
+    from nvdla_mapper.studies.serve import (
+        ServeSettings,
+        SimulatedCosts,
+        kv_capacity_blocks,
+        poisson_requests,
+        read_trace,
+        simulate_serving,
+    )
+
+    prec = _precision(args.precision)
+    hw = load_config(args.hw)
+    if args.dram_gib is not None:
+        hw = hw.with_values(**{"memory.dram_size_gib": args.dram_gib})
+    warn_config(hw)
+    spec = resolve_model(args.model)
+    if not hasattr(spec, "stages"):
+        raise NvdlaError(f"{args.model}: serving needs a preset or a config.json, not an ONNX graph")
+    settings = ServeSettings(block_tokens=args.block_tokens, max_batch=args.max_batch)
+    if args.trace:
+        requests = read_trace(args.trace, hw.clock_mhz)
+    else:
+        requests = poisson_requests(
+            args.requests, args.rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz, seed=args.seed
+        )
+    for r in requests:
+        if spec.max_positions and r.prompt + r.output > spec.max_positions:
+            raise NvdlaError(
+                f"request {r.id}: {r.prompt} prompt + {r.output} output tokens; {spec.name} has {spec.max_positions} positions"
+            )
+    capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens)
+    res = simulate_serving(requests, SimulatedCosts(spec, hw, prec), capacity_blocks=capacity, settings=settings)
+    res.clock_mhz = hw.clock_mhz
+    res.meta = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
+                "arrivals": f"trace {args.trace}" if args.trace else f"poisson {args.rate:g}/s seed {args.seed}"}  # fmt: skip
+    d = res.to_dict()
+    print(f"{spec.name} on {hw.fingerprint} ({prec.value}): {d['requests']} requests, {d['arrivals']}, "
+          f"{d['policy']}, KV cache {capacity:,} blocks of {settings.block_tokens} positions "
+          f"(beside the weights in {memory_limit(hw)[1]})")  # fmt: skip
+    for k, v in d["percentiles"].items():
+        if v:
+            print(f"  {k:<8} p50 {v['p50']:>10,.3f}  p90 {v['p90']:>10,.3f}  p99 {v['p99']:>10,.3f}")
+    th = d["throughput"]
+    print(f"  throughput {th['output_tokens_per_s']:,.1f} output tokens/s, {th['requests_per_s']:,.2f} requests/s; "
+          f"mean decode batch {d['mean_decode_batch']}, peak KV {d['peak_kv_blocks']:,} blocks, "
+          f"{d['preemptions']} preemptions ({d['preemption']})")  # fmt: skip
+    if args.report:
+        from nvdla_mapper.reports.html import write_serve_html
+
+        out = output_folder(args.report, "--report")
+        timeline = [
+            {"kind": it.kind.value, "start_ms": round(it.start / hw.clock_mhz / 1e3, 6),
+             "end_ms": round(it.end / hw.clock_mhz / 1e3, 6), "batch": len(it.requests),
+             "kv_blocks": it.blocks_used, "preempted": list(it.preempted)}
+            for it in res.iterations
+        ]  # fmt: skip
+        (out / "serve.json").write_text(json.dumps({**d, "timeline": timeline}, indent=1) + "\n")
+        with open(out / "requests.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["id", "arrival_ms", "prompt", "output", "ttft_ms", "e2e_ms", "preemptions"])
+            for r in res.requests:
+                a = r.request.arrival_cycle
+                w.writerow([r.request.id, round(a / hw.clock_mhz / 1e3, 6), r.request.prompt, r.request.output,
+                            round((r.first_token_cycle - a) / hw.clock_mhz / 1e3, 6),
+                            round((r.finish_cycle - a) / hw.clock_mhz / 1e3, 6), r.preemptions])  # fmt: skip
+        page = write_serve_html(d, timeline, res.latencies_ms(), out)
+        print(f"wrote {out / 'serve.json'}, {out / 'requests.csv'} and {page}", file=sys.stderr)
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import networkx as nx
@@ -462,8 +463,10 @@ def _ffn(g: Graph, spec: ModelSpec, st: Stage, p: str, h: str, x: str, *, m: int
 # ---- one decode step (autoregressive generation) -----------------------------------------------------
 
 
-def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int, cross_len: int = 0) -> nx.DiGraph:
-    """Workload graph of one decode step: each of `batch` sequences has `kv_len` cached tokens and adds one.
+def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int | tuple[int, ...], cross_len: int = 0) -> nx.DiGraph:
+    """Workload graph of one decode step: each of `batch` sequences has `kv_len` cached tokens and adds one
+    (a tuple: each sequence's own cache length, as a serving batch has them; the sequences with the same
+    length share their attention layers, one set per distinct length).
 
     Projections and the FFN are M = batch matmuls (GEMV at batch 1). The K and V of the new token are
     appended to the caches, which are kept in the layouts QK^T and PV read as kernels: K in the
@@ -473,20 +476,26 @@ def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int, cross_len: in
     cross-attention against the `cross_len` encoder positions whose K/V caches the prefill filled.
     """
     check_generative(spec)
-    if batch < 1 or kv_len < 0 or (spec.decoder_layers and cross_len < 1):
-        raise NvdlaError(f"batch >= 1, kv_len >= 0 and (T5) cross_len >= 1 needed, got {batch}, {kv_len}, {cross_len}")
-    g = Graph(f"{spec.name}.decode", batch=batch, seq=kv_len)
+    lens = (kv_len,) * batch if isinstance(kv_len, int) else tuple(kv_len)
+    if batch < 1 or len(lens) != batch or min(lens) < 0 or (spec.decoder_layers and cross_len < 1):
+        raise NvdlaError(
+            f"batch >= 1, kv_len >= 0 (one per sequence) and (T5) cross_len >= 1 needed, got {batch}, {kv_len}, {cross_len}"
+        )
+    groups = tuple(sorted(Counter(lens).items()))  # (cache length, sequences)
+    g = Graph(f"{spec.name}.decode", batch=batch, seq=max(lens))
     st = spec.stages[0]
     layers, prefix = (spec.decoder_layers, "dec") if spec.decoder_layers else (st.layers, "layer")
     last = g.add(Op("embed", OpKind.GATHER, batch, st.hidden, group="host"))
     for i in range(layers):
         p = f"{prefix}{i}"
         h = _norm(g, spec, f"{p}.ln1", last, m=batch, n=st.hidden)
-        a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=batch, kv_len=kv_len)
+        a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=batch, groups=groups)
         x = g.add(Op(f"{p}.res1", OpKind.ADD, batch, st.hidden, group="elementwise"), a, last)
         if spec.decoder_layers:
             h = _norm(g, spec, f"{p}.lnx", x, m=batch, n=st.hidden)
-            a = _decode_attention(g, spec, st, f"{p}.xattn", h, batch=batch, kv_len=cross_len - 1, cross=True)
+            a = _decode_attention(
+                g, spec, st, f"{p}.xattn", h, batch=batch, groups=((cross_len - 1, batch),), cross=True
+            )
             x = g.add(Op(f"{p}.resx", OpKind.ADD, batch, st.hidden, group="elementwise"), a, x)
         h = _norm(g, spec, f"{p}.ln2", x, m=batch, n=st.hidden)
         last = _ffn(g, spec, st, p, h, x, m=batch)
@@ -526,10 +535,18 @@ def t5_prefill_graph(spec: ModelSpec, *, batch: int, prompt: int) -> nx.DiGraph:
 
 
 def _decode_attention(
-    g: Graph, spec: ModelSpec, st: Stage, p: str, src: str, *, batch: int, kv_len: int, cross: bool = False
+    g: Graph,
+    spec: ModelSpec,
+    st: Stage,
+    p: str,
+    src: str,
+    *,
+    batch: int,
+    groups: tuple[tuple[int, int], ...],
+    cross: bool = False,
 ) -> str:
-    """One token's attention against kv_len + 1 cached keys; `cross`: against the encoder's cached K/V
-    (only q is projected, nothing is appended)."""
+    """One token's attention against kv_len + 1 cached keys, for each (kv_len, sequences) group; `cross`:
+    against the encoder's cached K/V (only q is projected, nothing is appended)."""
     hd = spec.head_dim or st.hidden // st.heads
     inner, kv_inner = hd * st.heads, hd * (spec.kv_heads or st.heads)
     share = st.heads // (spec.kv_heads or st.heads)
@@ -568,27 +585,35 @@ def _decode_attention(
         )
     # the query heads of a K/V group run as one layer, as `share` pixels against the group's cached K
     # (resp. V^T) kernels: the cache slice is fetched into CBUF once for the whole group
-    keys, count, rows = kv_len + 1, batch * (spec.kv_heads or st.heads), share
+    rows = share
     cached = {"kv_share": 1, "cached": True, "causal": False, "kv_groups": spec.kv_heads or st.heads}
     if spec.relative == "bias" and not cross:
         cached["bias"] = True  # T5's relative-position bias on the self-attention scores
     scale = _score_scale(spec, hd)
-    scores = g.add(
-        Op(
-            f"{p}.qk",
-            OpKind.ATTN_SCORES,
-            rows,
-            keys,
-            k=hd,
-            count=count,
-            group="attention",
-            attrs={**cached, "scale": scale},
-        ),
-        q,
-        k,
-    )
-    probs = g.add(Op(f"{p}.softmax", OpKind.SOFTMAX, rows, keys, count=count, group="softmax"), scores)
-    ctx = g.add(
-        Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=cached), probs, v
-    )
-    return g.add(Op(f"{p}.o", OpKind.MATMUL, batch, st.hidden, k=inner, group="matmul", attrs=out_proj), ctx)
+    contexts = []
+    for kv_len, seqs in groups:
+        keys, count = kv_len + 1, seqs * (spec.kv_heads or st.heads)
+        at = "" if len(groups) == 1 else f"@{kv_len}"  # the sequences with this cache length
+        scores = g.add(
+            Op(
+                f"{p}.qk{at}",
+                OpKind.ATTN_SCORES,
+                rows,
+                keys,
+                k=hd,
+                count=count,
+                group="attention",
+                attrs={**cached, "scale": scale},
+            ),
+            q,
+            k,
+        )
+        probs = g.add(Op(f"{p}.softmax{at}", OpKind.SOFTMAX, rows, keys, count=count, group="softmax"), scores)
+        contexts.append(
+            g.add(
+                Op(f"{p}.pv{at}", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=cached),
+                probs,
+                v,
+            )
+        )
+    return g.add(Op(f"{p}.o", OpKind.MATMUL, batch, st.hidden, k=inner, group="matmul", attrs=out_proj), *contexts)

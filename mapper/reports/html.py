@@ -354,6 +354,58 @@ def write_generate_html(runs: list[dict[str, Any]], out_dir: str | Path) -> Path
     return path
 
 
+def serve_timeline_plot(timeline: list[dict[str, Any]], capacity_blocks: int) -> str:
+    """KV blocks held and the decode batch over time (ms) of a serving run."""
+    plt = _pyplot()
+    fig, (kv, batch) = plt.subplots(2, 1, figsize=(8, 4.5), sharex=True)
+    t = [p["end_ms"] for p in timeline]
+    kv.step(t, [p["kv_blocks"] for p in timeline], where="post", color="#4472c4")
+    kv.axhline(capacity_blocks, color="#c00000", lw=0.8, ls="--", label="capacity")
+    kv.set_ylabel("KV blocks held")
+    kv.legend(loc="upper right", fontsize=8)
+    dec = [p for p in timeline if p["kind"] == "decode"]
+    batch.step([p["end_ms"] for p in dec], [p["batch"] for p in dec], where="post", color="#ed7d31")
+    batch.set_ylabel("decode batch")
+    batch.set_xlabel("time (ms)")
+    return _png(fig)
+
+
+def serve_latency_plot(latencies: dict[str, list[float]]) -> str:
+    """Distribution of each request's TTFT, time per output token and end-to-end latency (ms)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(10, 2.8))
+    for ax, (name, values) in zip(axes, latencies.items(), strict=True):
+        if values:
+            ax.hist(values, bins=30, color="#4472c4")
+        ax.set_xlabel(name.replace("_", " "))
+    axes[0].set_ylabel("requests")
+    return _png(fig)
+
+
+def write_serve_html(summary: dict[str, Any], timeline: list[dict[str, Any]], latencies, out_dir: str | Path) -> Path:
+    """report.html of `nvdla serve`: percentiles, throughput, KV occupancy and batch over time."""
+    pct = summary["percentiles"]
+    rows = [[name, *(f"{v[f'p{q}']:,.3f}" if v else "-" for q in (50, 90, 99))] for name, v in pct.items()]
+    info = [[k, str(v)] for k, v in summary.items() if not isinstance(v, dict)]
+    info += [[k, str(v)] for k, v in summary["throughput"].items()]
+    images = {
+        "timeline": serve_timeline_plot(timeline, summary["kv_capacity_blocks"]),
+        "latency": serve_latency_plot(latencies),
+    }
+    imgs = "".join(f'<figure><img id="plot-{k}" alt="{k}" src="{v}"></figure>' for k, v in images.items())
+    page = (
+        _head(f"{summary.get('model', 'model')} serving on {summary.get('hw', '')}")
+        + "<h2>Latency (ms)</h2>"
+        + _table(["", "p50", "p90", "p99"], rows, table_id="percentiles")
+        + "<h2>Run</h2>"
+        + _table(["", ""], info, table_id="run")
+        + f"<h2>Plots</h2>{imgs}</body></html>"
+    )
+    path = Path(out_dir) / "report.html"
+    path.write_text(page)
+    return path
+
+
 def write_html(result, out_dir: str | Path) -> Path:
     path = Path(out_dir) / "report.html"
     path.write_text(render_html(result.to_dict()))

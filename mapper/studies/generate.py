@@ -227,14 +227,21 @@ def weight_bytes(spec: ModelSpec, precision: Precision) -> int:
     return (mats + embed) * precision.bytes
 
 
-def check_fits(spec: ModelSpec, hw: HwConfig, precision: Precision, *, batch: int, positions: int) -> None:
-    """Weights plus the KV cache at the end must fit the memory NVDLA can address (and the system's DRAM
-    when the config states one)."""
+def memory_limit(hw: HwConfig) -> tuple[int, str]:
+    """Bytes of memory NVDLA can use for weights and caches, and what limits them: its address space, or the
+    system's DRAM when the config states a smaller one."""
     mem = hw.memory
     limit = 2**mem.address_bits
     what = f"the {mem.address_bits}-bit address space of {hw.name}"
     if mem.dram_size_gib is not None and mem.dram_size_gib * 2**30 < limit:
         limit, what = int(mem.dram_size_gib * 2**30), f"the {mem.dram_size_gib:g} GiB of DRAM in {hw.name}"
+    return limit, what
+
+
+def check_fits(spec: ModelSpec, hw: HwConfig, precision: Precision, *, batch: int, positions: int) -> None:
+    """Weights plus the KV cache at the end must fit the memory NVDLA can address (and the system's DRAM
+    when the config states one)."""
+    limit, what = memory_limit(hw)
     need = weight_bytes(spec, precision) + kv_bytes_per_token(spec, precision) * batch * positions
     if need > limit:
         raise NvdlaError(

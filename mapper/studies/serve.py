@@ -1,0 +1,347 @@
+"""Serving: many requests share one NVDLA build, with iteration-level continuous batching over a paged KV cache.
+
+    simulate_serving(requests, costs, capacity_blocks=..., settings=ServeSettings()) -> ServeResult
+    SimulatedCosts(spec, hw, precision)   # every iteration's cycles from the mapper's exact simulation
+    poisson_requests(n, rate_per_s, prompt=..., output=..., seed=0, clock_mhz=...)
+
+The scheduler (policy FCFS_PREFILL_FIRST, after vLLM's default): at every iteration, if requests are
+waiting, the ones at the head of the queue whose prompt fits the free KV blocks (and the batch limit) are
+admitted and prefilled, one after another, in that iteration; their first token comes out at its end.
+Otherwise every running request decodes one token in one batched step (attention per sequence against
+its own cache: presets.decode_step_graph with per-sequence cache lengths). The KV cache is paged in
+blocks of `block_tokens` positions; a request holds ceil(cached positions / block_tokens) blocks. When a
+decode step needs more blocks than are free, the running request admitted last is preempted by
+RECOMPUTE (vLLM's default): its blocks are freed and it goes back to the head of the queue, keeping the
+tokens it generated; when it is admitted again its prefill covers its prompt and those tokens. A request
+that could never fit alone is refused before the run with a one-line error.
+
+Iteration costs come from a `StepCosts` (tests use hand-set costs); SimulatedCosts maps the prefill and
+decode graphs with the same passes as `nvdla map` / `nvdla generate`, each distinct prefill length and
+each distinct multiset of cache lengths once.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph
+from nvdla_mapper.passes import map_model, new_memo
+from nvdla_mapper.studies.generate import kv_bytes_per_token, memory_limit, weight_bytes
+from nvdla_sim.config import HwConfig
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.precision import Precision
+
+
+class Policy(enum.Enum):
+    FCFS_PREFILL_FIRST = "fcfs-prefill-first"  # waiting prompts first, then a decode step for all running
+
+
+class Preemption(enum.Enum):
+    RECOMPUTE = "recompute"  # free the KV blocks, prefill prompt + generated tokens again on return
+
+
+class IterationKind(enum.Enum):
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+
+@dataclass(frozen=True)
+class Request:
+    id: int
+    arrival_cycle: int
+    prompt: int  # tokens
+    output: int  # tokens to generate (the first comes from the prefill)
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    block_tokens: int = 16  # KV positions per block (vLLM's default)
+    max_batch: int = 32  # requests running at once
+    policy: Policy = Policy.FCFS_PREFILL_FIRST
+    preemption: Preemption = Preemption.RECOMPUTE
+
+    def __post_init__(self) -> None:
+        for name in ("block_tokens", "max_batch"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise NvdlaError(f"--{name.replace('_', '-')} must be a positive integer, not {v!r}")
+
+
+@dataclass(frozen=True)
+class Iteration:
+    kind: IterationKind
+    start: int  # cycles
+    end: int
+    requests: tuple[int, ...]  # ids prefilled, or decoded
+    blocks_used: int  # KV blocks held after the iteration
+    preempted: tuple[int, ...] = ()  # ids preempted before it
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    request: Request
+    first_token_cycle: int
+    finish_cycle: int
+    preemptions: int
+
+
+class StepCosts(Protocol):
+    def prefill(self, tokens: int) -> int: ...
+
+    def decode(self, kv_lens: tuple[int, ...]) -> int: ...
+
+
+@dataclass
+class _Running:
+    request: Request
+    cached: int = 0  # positions in the KV cache
+    generated: int = 0
+    first_token: int = -1
+    preemptions: int = 0
+    admitted: int = 0  # admission order (the last admitted is preempted first)
+
+
+def blocks_for(positions: int, block_tokens: int) -> int:
+    return math.ceil(positions / block_tokens)
+
+
+def simulate_serving(
+    requests: list[Request], costs: StepCosts, *, capacity_blocks: int, settings: ServeSettings | None = None
+) -> ServeResult:
+    """Run the requests through the scheduler (module docstring) and return every iteration and request."""
+    s = settings or ServeSettings()
+    b = s.block_tokens
+    for r in requests:
+        need = blocks_for(r.prompt + r.output - 1, b)  # the last token's K/V is never written
+        if need > capacity_blocks:
+            raise NvdlaError(
+                f"request {r.id} ({r.prompt} prompt + {r.output} output tokens) needs {need} KV blocks of {b} "
+                f"positions alone; the cache holds {capacity_blocks}: {need - capacity_blocks} too many"
+            )
+    pending = deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id)))
+    waiting: deque[_Running] = deque()
+    running: list[_Running] = []
+    done: dict[int, RequestResult] = {}
+    iterations: list[Iteration] = []
+    free = capacity_blocks
+    t = 0
+    order = 0
+
+    def finish(x: _Running, at: int) -> None:
+        nonlocal free
+        free += blocks_for(x.cached, b)
+        done[x.request.id] = RequestResult(x.request, x.first_token, at, x.preemptions)
+
+    while pending or waiting or running:
+        while pending and pending[0].arrival_cycle <= t:
+            waiting.append(_Running(pending.popleft()))
+        admitted: list[_Running] = []
+        while waiting and len(running) + len(admitted) < s.max_batch:
+            head = waiting[0]
+            tokens = head.request.prompt + max(head.generated - 1, 0)  # what the prefill puts in the cache
+            if blocks_for(tokens, b) > free:
+                break
+            waiting.popleft()
+            free -= blocks_for(tokens, b)
+            head.cached = tokens
+            order += 1
+            head.admitted = order
+            admitted.append(head)
+        if admitted:
+            end = t + sum(costs.prefill(x.cached) for x in admitted)
+            for x in admitted:
+                if x.generated == 0:
+                    x.generated, x.first_token = 1, end
+                if x.generated >= x.request.output:
+                    finish(x, end)
+                else:
+                    running.append(x)
+            iterations.append(
+                Iteration(IterationKind.PREFILL, t, end, tuple(x.request.id for x in admitted), capacity_blocks - free)
+            )
+            t = end
+            _check_blocks(running, free, capacity_blocks, b)
+            continue
+        if running:
+            preempted = []
+            while sum(blocks_for(x.cached + 1, b) - blocks_for(x.cached, b) for x in running) > free:
+                victim = max(running, key=lambda x: x.admitted)  # the last admitted
+                running.remove(victim)
+                free += blocks_for(victim.cached, b)
+                victim.cached = 0
+                victim.preemptions += 1
+                waiting.appendleft(victim)
+                preempted.append(victim.request.id)
+            if not running:  # cannot happen (every request fits alone, checked above); never a step of none
+                raise AssertionError("every running request was preempted")
+            end = t + costs.decode(tuple(x.cached for x in running))
+            batch = tuple(x.request.id for x in running)
+            for x in running:
+                free -= blocks_for(x.cached + 1, b) - blocks_for(x.cached, b)
+                x.cached += 1
+                x.generated += 1
+            for x in [x for x in running if x.generated >= x.request.output]:
+                running.remove(x)
+                finish(x, end)
+            iterations.append(
+                Iteration(IterationKind.DECODE, t, end, batch, capacity_blocks - free, tuple(preempted))
+            )  # fmt: skip
+            t = end
+            _check_blocks(running, free, capacity_blocks, b)
+            continue
+        if pending:  # idle until the next arrival
+            t = pending[0].arrival_cycle
+    return ServeResult([done[r.id] for r in requests], iterations, capacity_blocks, s)
+
+
+def _check_blocks(running: list[_Running], free: int, capacity: int, b: int) -> None:
+    """The blocks the running requests hold and the free ones add up to the cache, at every iteration."""
+    held = sum(blocks_for(x.cached, b) for x in running)
+    if held + free != capacity or free < 0:
+        raise AssertionError(f"KV blocks do not add up: {held} held + {free} free != {capacity}")
+
+
+@dataclass
+class ServeResult:
+    requests: list[RequestResult]
+    iterations: list[Iteration]
+    capacity_blocks: int
+    settings: ServeSettings
+    clock_mhz: float = 1000.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def _ms(self, cycles: float) -> float:
+        return cycles / self.clock_mhz / 1e3
+
+    def latencies_ms(self) -> dict[str, list[float]]:
+        """Per request: time to first token, time per output token after it, end to end."""
+        ttft = [self._ms(r.first_token_cycle - r.request.arrival_cycle) for r in self.requests]
+        tpot = [
+            self._ms((r.finish_cycle - r.first_token_cycle) / (r.request.output - 1))
+            for r in self.requests
+            if r.request.output > 1
+        ]
+        e2e = [self._ms(r.finish_cycle - r.request.arrival_cycle) for r in self.requests]
+        return {"ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e}
+
+    def to_dict(self) -> dict[str, Any]:
+        lat = self.latencies_ms()
+        start = min(r.request.arrival_cycle for r in self.requests)
+        end = max(r.finish_cycle for r in self.requests)
+        seconds = self._ms(end - start) / 1e3
+        tokens = sum(r.request.output for r in self.requests)
+        decode = [it for it in self.iterations if it.kind is IterationKind.DECODE]
+        return {
+            **self.meta,
+            "requests": len(self.requests),
+            "policy": self.settings.policy.value,
+            "preemption": self.settings.preemption.value,
+            "block_tokens": self.settings.block_tokens,
+            "max_batch": self.settings.max_batch,
+            "kv_capacity_blocks": self.capacity_blocks,
+            "percentiles": {
+                k: {f"p{q}": round(float(np.percentile(v, q)), 4) for q in (50, 90, 99)} if v else None
+                for k, v in lat.items()
+            },
+            "throughput": {
+                "output_tokens_per_s": round(tokens / seconds, 3) if seconds else 0.0,
+                "requests_per_s": round(len(self.requests) / seconds, 3) if seconds else 0.0,
+            },
+            "preemptions": sum(r.preemptions for r in self.requests),
+            "iterations": {"prefill": len(self.iterations) - len(decode), "decode": len(decode)},
+            "mean_decode_batch": round(sum(len(it.requests) for it in decode) / len(decode), 3) if decode else 0.0,
+            "peak_kv_blocks": max((it.blocks_used for it in self.iterations), default=0),
+            "span_ms": round(self._ms(end - start), 4),
+        }
+
+
+def kv_capacity_blocks(spec: ModelSpec, hw: HwConfig, precision: Precision, block_tokens: int) -> int:
+    """KV blocks that fit beside the model's weights in the memory NVDLA can address (generate.memory_limit)."""
+    limit, what = memory_limit(hw)
+    room = limit - weight_bytes(spec, precision)
+    per_block = kv_bytes_per_token(spec, precision) * block_tokens
+    if room < per_block:
+        raise NvdlaError(
+            f"{spec.name}'s weights ({weight_bytes(spec, precision) / 2**30:.2f} GiB, {precision.value}) leave no "
+            f"room for one KV block in {what}"
+        )
+    return room // per_block
+
+
+class SimulatedCosts:
+    """Iteration cycles from the mapper's own simulation: a prefill of n tokens is `nvdla generate`'s
+    prefill at batch 1 (the prompt's pass with the LM head on its last position), a decode step is one
+    step of the running sequences, each against its own cache (decode_step_graph with per-sequence
+    lengths). Each distinct prefill length and multiset of cache lengths is mapped once."""
+
+    def __init__(self, spec: ModelSpec, hw: HwConfig, precision: Precision = Precision.INT8) -> None:
+        check_generative(spec)
+        if spec.decoder_layers:
+            raise NvdlaError(f"{spec.name}: serving is modelled for decoder-only models (gpt2, llama family)")
+        self.spec, self.hw, self.precision = spec, hw, precision
+        self.memo = new_memo(hw, precision=precision)
+        self._prefill: dict[int, int] = {}
+        self._decode: dict[tuple[int, ...], int] = {}
+
+    def prefill(self, tokens: int) -> int:
+        if tokens not in self._prefill:
+            g = build_graph(self.spec, batch=1, seq=tokens, head="lm_last")
+            self._prefill[tokens] = map_model(g, self.hw, precision=self.precision, memo=self.memo).total_cycles
+        return self._prefill[tokens]
+
+    def decode(self, kv_lens: tuple[int, ...]) -> int:
+        key = tuple(sorted(kv_lens))
+        if key not in self._decode:
+            g = decode_step_graph(self.spec, batch=len(key), kv_len=key)
+            self._decode[key] = map_model(g, self.hw, precision=self.precision, memo=self.memo).total_cycles
+        return self._decode[key]
+
+
+def poisson_requests(
+    n: int, rate_per_s: float, *, prompt: int, output: int, clock_mhz: float, seed: int = 0
+) -> list[Request]:
+    """`n` requests arriving as a Poisson process of `rate_per_s` (exponential gaps, seeded), each with the
+    given prompt and output lengths."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise NvdlaError(f"--requests must be a positive integer, not {n!r}")
+    if not rate_per_s > 0:
+        raise NvdlaError(f"--rate must be a positive number of requests per second, not {rate_per_s!r}")
+    for name, v in (("--prompt", prompt), ("--output", output)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
+    rng = random.Random(seed)
+    t, out = 0.0, []
+    for i in range(n):
+        out.append(Request(i, round(t * clock_mhz * 1e6), prompt, output))
+        t += rng.expovariate(rate_per_s)
+    return out
+
+
+def read_trace(path, clock_mhz: float) -> list[Request]:
+    """Requests from a CSV with columns arrival_s, prompt, output (one request per row)."""
+    import csv
+
+    rows = []
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = {"arrival_s", "prompt", "output"} - set(reader.fieldnames or ())
+        if missing:
+            raise NvdlaError(f"{path}: missing column(s) {sorted(missing)}; needs arrival_s, prompt, output")
+        for i, row in enumerate(reader):
+            try:
+                arrival, prompt, output = float(row["arrival_s"]), int(row["prompt"]), int(row["output"])
+            except ValueError:
+                raise NvdlaError(f"{path}: row {i + 2} is not arrival_s (seconds), prompt, output (integers)") from None
+            if arrival < 0 or prompt < 1 or output < 1:
+                raise NvdlaError(f"{path}: row {i + 2}: arrival_s >= 0, prompt >= 1 and output >= 1 needed")
+            rows.append(Request(i, round(arrival * clock_mhz * 1e6), prompt, output))
+    if not rows:
+        raise NvdlaError(f"{path}: no requests")
+    return rows

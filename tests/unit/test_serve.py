@@ -1,0 +1,182 @@
+"""Serving (mapper/studies/serve.py): the scheduler on hand-worked traces with hand-set iteration costs, the
+KV block accounting, the simulator-backed costs against `generate`, and bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from nvdla_cli.main import main
+from nvdla_mapper.frontends.presets import decode_step_graph, preset
+from nvdla_mapper.passes import map_model
+from nvdla_mapper.studies.generate import generate, kv_bytes_per_token, weight_bytes
+from nvdla_mapper.studies.serve import (
+    IterationKind,
+    Request,
+    ServeSettings,
+    SimulatedCosts,
+    kv_capacity_blocks,
+    poisson_requests,
+    read_trace,
+    simulate_serving,
+)
+from nvdla_sim import Precision, load_config
+from nvdla_sim.errors import NvdlaError
+
+
+class Fixed:
+    """Hand-set costs: every prefill call and every decode step takes a fixed number of cycles."""
+
+    def __init__(self, prefill: int, decode: int) -> None:
+        self.p, self.d = prefill, decode
+        self.decoded: list[tuple[int, ...]] = []
+
+    def prefill(self, tokens: int) -> int:
+        return self.p
+
+    def decode(self, kv_lens: tuple[int, ...]) -> int:
+        self.decoded.append(kv_lens)
+        return self.d
+
+
+def _by_id(res):
+    return {r.request.id: r for r in res.requests}
+
+
+def test_two_requests_without_contention_by_hand():
+    """A (arrives 0, prompt 4, 3 tokens) and B (arrives 150, prompt 4, 2 tokens), prefill 100, decode 10,
+    blocks of 4 positions: A prefills 0-100 (first token at 100), decodes 100-110 (cache 4 -> 5, a second
+    block) and 110-120 (its third token: done at 120); idle until B arrives at 150; B prefills 150-250 and
+    decodes 250-260. TTFT 100 and 100, end to end 120 and 110, 10 per output token after the first."""
+    costs = Fixed(100, 10)
+    res = simulate_serving(
+        [Request(0, 0, 4, 3), Request(1, 150, 4, 2)], costs, capacity_blocks=10, settings=ServeSettings(block_tokens=4)
+    )
+    a, b = _by_id(res)[0], _by_id(res)[1]
+    assert (a.first_token_cycle, a.finish_cycle, b.first_token_cycle, b.finish_cycle) == (100, 120, 250, 260)
+    assert [(it.kind, it.start, it.end, it.requests, it.blocks_used) for it in res.iterations] == [
+        (IterationKind.PREFILL, 0, 100, (0,), 1),
+        (IterationKind.DECODE, 100, 110, (0,), 2),
+        (IterationKind.DECODE, 110, 120, (0,), 0),  # A finished: its blocks are free again
+        (IterationKind.PREFILL, 150, 250, (1,), 1),
+        (IterationKind.DECODE, 250, 260, (1,), 0),
+    ]
+    assert costs.decoded == [(4,), (5,), (4,)]  # each step against the cache before its new token
+    res.clock_mhz = 1.0  # 1 cycle = 1 us
+    lat = res.latencies_ms()
+    assert lat == {"ttft_ms": [0.1, 0.1], "tpot_ms": [0.01, 0.01], "e2e_ms": [0.12, 0.11]}
+
+
+def test_preemption_by_recompute_by_hand():
+    """Three blocks of 2 positions; A (prompt 2, 4 tokens) and B (prompt 2, 3 tokens) both arrive at 0;
+    prefill 100 a request, decode 10 a step. Both prefill 0-200 (one block each). At 200 both need a
+    second block, one is free: B (admitted last) is preempted, A decodes 200-210. B comes back first
+    (prefill-first): its prompt and its 1 generated token less the one not yet cached, 2 positions,
+    210-310. At 310 A's cache (3 -> 4) fits its blocks, B needs one, none free: B again; A decodes
+    310-320. B prefills 320-420; at 420 A (4 -> 5) and B both need one, 0 free: B preempted a third time,
+    A decodes 420-430 and is done (4 tokens), freeing 3 blocks. B prefills 430-530 and decodes 530-540
+    and 540-550, done. A: first token 200, done 430; B: first token 200 (kept across preemptions), done
+    550, 3 preemptions."""
+    costs = Fixed(100, 10)
+    res = simulate_serving(
+        [Request(0, 0, 2, 4), Request(1, 0, 2, 3)], costs, capacity_blocks=3, settings=ServeSettings(block_tokens=2)
+    )
+    a, b = _by_id(res)[0], _by_id(res)[1]
+    assert (a.first_token_cycle, a.finish_cycle, a.preemptions) == (200, 430, 0)
+    assert (b.first_token_cycle, b.finish_cycle, b.preemptions) == (200, 550, 3)
+    assert [(it.kind.value, it.start, it.end, it.requests, it.preempted) for it in res.iterations] == [
+        ("prefill", 0, 200, (0, 1), ()),
+        ("decode", 200, 210, (0,), (1,)),
+        ("prefill", 210, 310, (1,), ()),
+        ("decode", 310, 320, (0,), (1,)),
+        ("prefill", 320, 420, (1,), ()),
+        ("decode", 420, 430, (0,), (1,)),
+        ("prefill", 430, 530, (1,), ()),
+        ("decode", 530, 540, (1,), ()),
+        ("decode", 540, 550, (1,), ()),
+    ]
+    assert max(it.blocks_used for it in res.iterations) <= 3
+    assert res.to_dict()["preemptions"] == 3
+
+
+def test_batch_limit_and_fcfs_order():
+    """Four requests at 0 with room for two at a time: the first two prefill and decode together, the
+    other two wait for them (FCFS), whatever the cache."""
+    costs = Fixed(100, 10)
+    reqs = [Request(i, 0, 8, 3) for i in range(4)]
+    res = simulate_serving(reqs, costs, capacity_blocks=100, settings=ServeSettings(block_tokens=16, max_batch=2))
+    kinds = [(it.kind.value, it.requests) for it in res.iterations]
+    assert kinds == [
+        ("prefill", (0, 1)), ("decode", (0, 1)), ("decode", (0, 1)),
+        ("prefill", (2, 3)), ("decode", (2, 3)), ("decode", (2, 3)),
+    ]  # fmt: skip
+    assert [r.finish_cycle for r in res.requests] == [220, 220, 440, 440]
+
+
+def test_a_request_that_can_never_fit_is_refused():
+    with pytest.raises(NvdlaError, match=r"request 7 \(100 prompt \+ 29 output tokens\) needs 8 KV blocks"):
+        simulate_serving([Request(7, 0, 100, 29)], Fixed(1, 1), capacity_blocks=5)
+    with pytest.raises(NvdlaError, match="--block-tokens must be a positive integer"):
+        ServeSettings(block_tokens=0)
+
+
+def test_capacity_from_the_memory_beside_the_weights():
+    """GPT-2 INT8 on nv_small (32-bit addresses) with 1 GiB of DRAM stated: (1 GiB - the weights) over 16
+    positions x 2 (K, V) x 12 layers x 768 bytes."""
+    spec, hw = preset("gpt2"), load_config("nv_small").with_values(**{"memory.dram_size_gib": 1.0})
+    assert kv_bytes_per_token(spec, Precision.INT8) == 2 * 12 * 768
+    expect = (2**30 - weight_bytes(spec, Precision.INT8)) // (16 * 2 * 12 * 768)
+    assert kv_capacity_blocks(spec, hw, Precision.INT8, 16) == expect
+    with pytest.raises(NvdlaError, match="leave no room for one KV block in the 0.1 GiB of DRAM"):
+        kv_capacity_blocks(spec, hw.with_values(**{"memory.dram_size_gib": 0.1}), Precision.INT8, 16)
+
+
+def test_one_request_served_alone_is_generate():
+    """A single request through the simulator-backed costs takes exactly `generate`'s time: its prefill
+    and then one decode step per further token at the same cache lengths."""
+    spec, hw = preset("gpt2"), load_config("nv_full")
+    costs = SimulatedCosts(spec, hw)
+    res = simulate_serving([Request(0, 0, 16, 4)], costs, capacity_blocks=1000)
+    g = generate(spec, hw, prompt=16, new_tokens=4)
+    assert res.requests[0].first_token_cycle == g.ttft_cycles
+    assert res.requests[0].finish_cycle == g.total_cycles
+    # a mixed batch: each sequence's attention against its own cache length
+    mixed = map_model(decode_step_graph(spec, batch=2, kv_len=(16, 40)), hw, precision=Precision.INT8).total_cycles
+    assert costs.decode((40, 16)) == mixed
+
+
+def test_arrivals_and_trace(tmp_path):
+    reqs = poisson_requests(1000, 100.0, prompt=8, output=4, clock_mhz=1000.0, seed=3)
+    gaps = [b.arrival_cycle - a.arrival_cycle for a, b in itertools.pairwise(reqs)]
+    assert all(g >= 0 for g in gaps)
+    assert 0.9e7 < sum(gaps) / len(gaps) < 1.1e7  # mean gap 1/100 s = 1e7 cycles at 1 GHz
+    p = tmp_path / "t.csv"
+    p.write_text("arrival_s,prompt,output\n0,10,2\n0.5,20,3\n")
+    assert read_trace(p, 1000.0) == [Request(0, 0, 10, 2), Request(1, 500_000_000, 20, 3)]
+    p.write_text("arrival,prompt,output\n0,10,2\n")
+    with pytest.raises(NvdlaError, match=r"missing column\(s\) \['arrival_s'\]"):
+        read_trace(p, 1000.0)
+    p.write_text("arrival_s,prompt,output\n0,ten,2\n")
+    with pytest.raises(NvdlaError, match="row 2 is not arrival_s"):
+        read_trace(p, 1000.0)
+    with pytest.raises(NvdlaError, match="--rate must be a positive"):
+        poisson_requests(3, 0.0, prompt=8, output=4, clock_mhz=1000.0)
+
+
+def test_serve_cli(tmp_path, capsys):
+    out = tmp_path / "rep"
+    rc = main(
+        ["serve", "gpt2", "--hw", "nv_full", "--dram-gib", "0.2", "--rate", "100", "--requests", "6",
+         "--prompt", "16", "--output", "3", "--report", str(out)]
+    )  # fmt: skip
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "ttft_ms" in text and "requests/s" in text and "0.2 GiB of DRAM in nv_full" in text
+    d = json.loads((out / "serve.json").read_text())
+    assert d["requests"] == 6 and set(d["percentiles"]) == {"ttft_ms", "tpot_ms", "e2e_ms"}
+    assert len((out / "requests.csv").read_text().splitlines()) == 7
+    assert 'id="plot-timeline"' in (out / "report.html").read_text()
+    assert main(["serve", "t5-base", "--requests", "1"]) == 2
+    assert "decoder-only" in capsys.readouterr().err
