@@ -49,8 +49,8 @@ def main() -> None:
     pct = d["percentiles"]
     print(
         f"{args.model} on {args.hw}: {args.requests} requests at {args.rate:g}/s ({args.prompt} + {args.output} tokens): "
-        f"simulate {wall:.1f} s, peak {peak:.0f} MB, {len(costs._decode)} distinct decode steps and "
-        f"{len(costs._prefill)} prefill lengths mapped, {d['iterations']['decode']} decode iterations | "
+        f"simulate {wall:.1f} s, peak {peak:.0f} MB, {costs.mapped[1]} distinct decode steps and "
+        f"{costs.mapped[0]} prefill lengths mapped, {d['iterations']['decode']} decode iterations | "
         f"TTFT p50/p99 {pct['ttft_ms']['p50']:.2f}/{pct['ttft_ms']['p99']:.2f} ms, "
         f"TPOT p50/p99 {pct['tpot_ms']['p50']:.3f}/{pct['tpot_ms']['p99']:.3f} ms, "
         f"{d['throughput']['output_tokens_per_s']:,.0f} tokens/s"

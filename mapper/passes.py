@@ -20,6 +20,7 @@ from nvdla_mapper.schedule import schedule
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
+from nvdla_sim.energy.model import Energy
 from nvdla_sim.engine.conv import instances_cycles, simulate_conv
 from nvdla_sim.engine.simulate import fixed_latency, simulate
 from nvdla_sim.engine.stats import Event, LayerStats
@@ -43,7 +44,7 @@ class PassMemo:
     context: tuple  # (hw, precision, host, softmax, layernorm, weights) it was filled under
     lowered: dict[tuple, list[Task]] = dataclasses.field(default_factory=dict)
     timed: dict[Task, tuple[int, LayerStats | None]] = dataclasses.field(default_factory=dict)
-    energy: dict[Task, object] = dataclasses.field(default_factory=dict)  # results.MapResult's per-task pricing
+    energy: dict[Task, Energy] = dataclasses.field(default_factory=dict)  # results.MapResult's per-task pricing
 
 
 def _context_key(ctx: LoweringContext) -> tuple:

@@ -385,21 +385,13 @@ def _serve(args: argparse.Namespace) -> int:
         from nvdla_mapper.reports.html import write_serve_html
 
         out = output_folder(args.report, "--report")
-        timeline = [
-            {"kind": it.kind.value, "start_ms": round(it.start / hw.clock_mhz / 1e3, 6),
-             "end_ms": round(it.end / hw.clock_mhz / 1e3, 6), "batch": len(it.requests),
-             "kv_blocks": it.blocks_used, "preempted": list(it.preempted)}
-            for it in res.iterations
-        ]  # fmt: skip
+        timeline = res.timeline()
         (out / "serve.json").write_text(json.dumps({**d, "timeline": timeline}, indent=1) + "\n")
+        rows = res.request_rows()
         with open(out / "requests.csv", "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["id", "arrival_ms", "prompt", "output", "ttft_ms", "e2e_ms", "preemptions"])
-            for r in res.requests:
-                a = r.request.arrival_cycle
-                w.writerow([r.request.id, round(a / hw.clock_mhz / 1e3, 6), r.request.prompt, r.request.output,
-                            round((r.first_token_cycle - a) / hw.clock_mhz / 1e3, 6),
-                            round((r.finish_cycle - a) / hw.clock_mhz / 1e3, 6), r.preemptions])  # fmt: skip
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
         page = write_serve_html(d, timeline, res.latencies_ms(), out)
         print(f"wrote {out / 'serve.json'}, {out / 'requests.csv'} and {page}", file=sys.stderr)
     return 0

@@ -231,6 +231,26 @@ class ServeResult:
         e2e = [self._ms(r.finish_cycle - r.request.arrival_cycle) for r in self.requests]
         return {"ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e}
 
+    def timeline(self) -> list[dict[str, Any]]:
+        """Every iteration: kind, start and end (ms), batch, KV blocks held after it, requests preempted."""
+        return [
+            {"kind": it.kind.value, "start_ms": round(self._ms(it.start), 6), "end_ms": round(self._ms(it.end), 6),
+             "batch": len(it.requests), "kv_blocks": it.blocks_used, "preempted": list(it.preempted)}
+            for it in self.iterations
+        ]  # fmt: skip
+
+    def request_rows(self) -> list[dict[str, Any]]:
+        """Every request: arrival, lengths, TTFT and end-to-end latency (ms), preemptions."""
+        rows = []
+        for r in self.requests:
+            a = r.request.arrival_cycle
+            rows.append(
+                {"id": r.request.id, "arrival_ms": round(self._ms(a), 6), "prompt": r.request.prompt,
+                 "output": r.request.output, "ttft_ms": round(self._ms(r.first_token_cycle - a), 6),
+                 "e2e_ms": round(self._ms(r.finish_cycle - a), 6), "preemptions": r.preemptions}
+            )  # fmt: skip
+        return rows
+
     def to_dict(self) -> dict[str, Any]:
         lat = self.latencies_ms()
         start = min(r.request.arrival_cycle for r in self.requests)
@@ -289,6 +309,11 @@ class SimulatedCosts:
         self.memo = new_memo(hw, precision=precision)
         self._prefill: dict[int, int] = {}
         self._decode: dict[tuple[int, ...], int] = {}
+
+    @property
+    def mapped(self) -> tuple[int, int]:
+        """(distinct prefill lengths, distinct decode batches) mapped so far."""
+        return len(self._prefill), len(self._decode)
 
     def prefill(self, tokens: int) -> int:
         if tokens not in self._prefill:

@@ -11,7 +11,6 @@ Outputs are written as they drain. All memory traffic goes through MemoryPort ca
 
 from __future__ import annotations
 
-import bisect
 import enum
 import math
 from collections import Counter
@@ -259,19 +258,15 @@ def run_items(
                 idx, core_free, drain_end, end, acc, channel_free, per_buffer, released, arrival, first_beat
             )
             if jump is not None:
-                periods, shift, inc, skipped = jump
-                core_free += periods * shift
-                drain_end += periods * shift
-                end += periods * shift
-                compute_busy, bubbles, drain_busy = (a + periods * i for a, i in zip(acc[:3], inc[:3], strict=True))
-                wait_fetch, wait_drain, fetch_busy, fetch_wait_port = (
-                    a + periods * i for a, i in zip(acc[3:], inc[3:], strict=True)
+                core_free += jump.cycles
+                drain_end += jump.cycles
+                end += jump.cycles
+                compute_busy, bubbles, drain_busy, wait_fetch, wait_drain, fetch_busy, fetch_wait_port = (
+                    a + jump.periods * i for a, i in zip(acc, jump.counters, strict=True)
                 )
-                ff.extend(
-                    idx, skipped, periods, shift, channel_free, per_buffer, released, arrival, first_beat, streamed
-                )
-                idx += skipped
-                jumped += skipped
+                ff.extend(idx, jump, channel_free, per_buffer, released, arrival, first_beat, streamed)
+                idx += jump.items
+                jumped += jump.items
     return PipelineResult(
         end=end,
         compute_busy=compute_busy,
@@ -306,6 +301,26 @@ def _on_grid(v: float) -> bool:
     return abs(v) < _LIMIT and (v / _GRID).is_integer()
 
 
+@dataclass(frozen=True)
+class _Jump:
+    """Whole periods of a steady state to skip (_FastForward.after) and what they add."""
+
+    periods: int
+    period: int  # items per period
+    shift: float  # cycles per period
+    counters: tuple  # per period: run_items' counters (compute_busy ... fetch_wait_port)
+    port_counters: tuple[tuple[float, int], ...]  # per period and port: (busy cycles, bytes)
+    horizon: float  # nothing still to come asks a port or a ring slot for a time before this
+
+    @property
+    def items(self) -> int:
+        return self.periods * self.period
+
+    @property
+    def cycles(self) -> float:
+        return self.periods * self.shift
+
+
 class _FastForward:
     """Periodic steady state of run_items over identical items (one hardware layer's kernel groups, a
     stream unit's chunks): the pipeline is max-plus, so once the state after item i (every time that can
@@ -327,7 +342,6 @@ class _FastForward:
         self._run_last: dict[int, int] = {}
         self.seen: dict[tuple, tuple] = {}  # state after an item of the current run -> (item, core_free, counters)
         self.last = -1  # the item the last state is of
-        self.horizon = 0.0
 
     def sig(self, i: int) -> tuple | None:
         """What item i's timing depends on besides the state (None: an item whose operand later items use)."""
@@ -356,7 +370,7 @@ class _FastForward:
         return self._run_last[i]
 
     def after(self, idx, core_free, drain_end, end, acc, channel_free, per_buffer, released, arrival, first_beat):
-        """After item idx: (periods, shift, counter increase per period, items skipped) to jump, or None."""
+        """After item idx: the jump the run can make from here, or None."""
         sig = self.sig(idx)
         if sig is None or self.run_last(idx) - idx < _MIN_AHEAD:
             self.seen.clear()
@@ -364,10 +378,11 @@ class _FastForward:
         if self.seen and self.last != idx - 1:
             self.seen.clear()
         self.last = idx
-        state = self._state(sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat)
-        if state is None:
+        found = self._state(sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat)
+        if found is None:
             self.seen.clear()
             return None
+        state, horizon = found
         booked = tuple((p.busy_cycles, p.bytes_moved) for p in self.ports)
         before = self.seen.get(state)
         if before is None:
@@ -389,15 +404,15 @@ class _FastForward:
         if periods < 1:
             return None
         inc = tuple(a - b for a, b in zip(acc, acc0, strict=True))
-        port_inc = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(booked0, booked, strict=True)]
+        port_inc = tuple((b[0] - a[0], b[1] - a[1]) for a, b in zip(booked0, booked, strict=True))
         if not all(_on_grid(v * periods) for v in (*inc[3:], *(b for b, _ in port_inc))):
             return None
-        self.port_inc = port_inc
-        return periods, shift, inc, periods * p
+        return _Jump(periods, p, shift, inc, port_inc, horizon)
 
     def _state(self, sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat):
-        """Every time that can still matter after an item, relative to core_free; None when one is off the
-        grid or a shared operand has not arrived yet."""
+        """Every time that can still matter after an item, relative to core_free, and the horizon (the
+        earliest time still to be asked for); None when a time is off the grid or a shared operand has not
+        arrived yet."""
         t = core_free
         channels = {f[1] for f in sig[0]}
         horizon = min([t, *(channel_free[c] for c in channels)])
@@ -428,26 +443,21 @@ class _FastForward:
             rings.append((buf, tuple(slots)))
         booked = []
         for port in self.ports:
-            i = bisect.bisect_right(port._ends, horizon)
-            booked.append(
-                tuple((max(s, horizon) - t, e - t) for s, e in zip(port._starts[i:], port._ends[i:], strict=True))
-            )
-            absolute.extend(port._starts[i:])
-            absolute.extend(port._ends[i:])
+            tail = port.booked_after(horizon)
+            booked.append(tuple((max(s, horizon) - t, e - t) for s, e in tail))
+            absolute.extend(v for interval in tail for v in interval)
         if not all(_on_grid(v) for v in absolute):
             return None
-        self.horizon = horizon
-        return (tuple(rel), tuple(rings), tuple(booked))
+        return (tuple(rel), tuple(rings), tuple(booked)), horizon
 
-    def extend(self, idx, skipped, periods, shift, channel_free, per_buffer, released, arrival, first_beat, streamed):
-        """Apply a jump of `skipped` items (`periods` periods of `shift` cycles) after item idx: the channels
-        and the ports' intervals past the horizon move by the jump; the fetches of the last skipped items,
-        as many as a ring can still ask about, enter their rings with the times of their twin in the last
-        period before the jump plus a whole number of shifts (the earlier ones are never asked again)."""
-        jump = periods * shift
-        p = skipped // periods
+    def extend(self, idx, jump: _Jump, channel_free, per_buffer, released, arrival, first_beat, streamed):
+        """Apply `jump` after item idx: the channels and the ports' intervals past the horizon move by the
+        jump; the fetches of the last skipped items, as many as a ring can still ask about, enter their
+        rings with the times of their twin in the last period before the jump plus a whole number of
+        shifts (the earlier ones are never asked again)."""
+        p, shift, skipped = jump.period, jump.shift, jump.items
         for c in {f.channel for f in self.items[idx].fetches}:
-            channel_free[c] += jump
+            channel_free[c] += jump.cycles
         per_item = Counter(f.buffer for f in self.items[idx].fetches)
         keep = max((math.ceil((self.capacities[b] + 1) / n) for b, n in per_item.items()), default=0)
         for j in range(max(idx + 1, idx + skipped + 1 - keep), idx + skipped + 1):
@@ -463,12 +473,8 @@ class _FastForward:
                 per_buffer[g.buffer].append(n)
         for buf, ring in per_buffer.items():  # only the newest slots of a ring are ever asked again
             del ring[: max(0, len(ring) - self.capacities[buf] - 1)]
-        for port, (busy, moved) in zip(self.ports, self.port_inc, strict=True):
-            i = bisect.bisect_right(port._ends, self.horizon)
-            port._starts[i:] = [v + jump for v in port._starts[i:]]
-            port._ends[i:] = [v + jump for v in port._ends[i:]]
-            port.busy_cycles += periods * busy
-            port.bytes_moved += periods * moved
+        for port, (busy, moved) in zip(self.ports, jump.port_counters, strict=True):
+            port.jump(jump.horizon, jump.cycles, busy=jump.periods * busy, nbytes=jump.periods * moved)
 
 
 def item_traffic(items: Sequence[Item], *, extra_reads: int = 0, extra_memory: Memory = Memory.DRAM) -> Traffic:

@@ -69,6 +69,21 @@ class MemoryPort:
         assert first is not None
         return first, t
 
+    def booked_after(self, t: float) -> list[tuple[float, float]]:
+        """The booked intervals that end after `t`: all a transfer ready at `t` or later can meet."""
+        i = bisect.bisect_right(self._ends, t)
+        return list(zip(self._starts[i:], self._ends[i:], strict=True))
+
+    def jump(self, t: float, by: float, *, busy: float, nbytes: int) -> None:
+        """Stand for transfers of `nbytes` and `busy` cycles booked in a stretch skipped after `t` (a steady
+        state repeating itself, tile_pipeline._FastForward): the intervals ending after `t` move `by` later,
+        the counters grow; nothing ready before `t` + `by` is asked of the port again."""
+        i = bisect.bisect_right(self._ends, t)
+        self._starts[i:] = [v + by for v in self._starts[i:]]
+        self._ends[i:] = [v + by for v in self._ends[i:]]
+        self.busy_cycles += busy
+        self.bytes_moved += nbytes
+
     def _insert(self, s: float, e: float) -> None:
         starts, ends = self._starts, self._ends
         i = bisect.bisect_left(starts, s)
