@@ -72,6 +72,30 @@ class CbufConfig:
 
 
 @dataclass(frozen=True)
+class CscConfig:
+    """CSC's stripe lengths and the CACC delivery credits it holds, in output points (atomic ops). None: as
+    branch master's RTL derives them from the MAC array (vmod/nvdla/csc/NV_NVDLA_CSC.h): lower CSC_ATOMK
+    (atomic_k), upper CSC_ATOMK_MUL2 (2 x atomic_k), the image stripe CSC_IMG_STRIPE and the credits
+    NVDLA_CC_CREDIT_SIZE both 2 x atomic_k, or 4 x atomic_k where atomic_c = 4 x atomic_k. Branch nvdlav1
+    (nv_full) sets its own (configs/nv_full.toml)."""
+
+    stripe_lower: int | None = None  # NV_NVDLA_CSC_sg.v lower_limit: the stripe between the two cases below
+    stripe_upper: int | None = None  # upper_limit: while 2 x upper points are left; all of the rest once <= upper
+    image_stripe: int | None = None  # both limits in image-input mode
+    credit_atoms: int | None = None  # credit_cnt reset: output points CACC's delivery buffer holds
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if getattr(self, f.name) is not None:
+                _check_int("csc", f.name, getattr(self, f.name))
+        lo, up = self.stripe_lower, self.stripe_upper
+        if lo is not None and up is not None and up not in (lo, 2 * lo):
+            raise ConfigError(
+                f"csc.stripe_upper must equal csc.stripe_lower or twice it (NV_NVDLA_CSC_sg.v), not {up} with {lo}"
+            )
+
+
+@dataclass(frozen=True)
 class CaccConfig:
     """Convolution accumulator timing."""
 
@@ -202,7 +226,8 @@ class TimingConfig:
     # Convolution sequencing measured on the nv_small RTL with our own programs (docs/modelling.md
     # "Convolution delivery"); neutral by default because no RTL of the other builds was measured:
     cacc_atom_gap_cycles: int = 0  # idle cycles per output atom: CACC reads a delivery-buffer entry only when sent
-    cacc_stripe_gap_cycles: int = 0  # idle delivery between two stripes of output atoms
+    # the CSC -> CACC latency, seen as idle delivery where two stripes overflow CACC's credits (csc.stripe_gaps)
+    cacc_stripe_gap_cycles: int = 0
     conv_input_before_compute: bool = False  # CSC's first atomic op waits for CDMA's whole input fetch
     # measured on nv_small_256_full (docs/validation.md 5e); the RTL source has it on every build, but
     # neutral by default until measured on one where it limits (cdma.feature_ingest_bytes_per_cycle):
@@ -243,6 +268,7 @@ class TechConfig:
 _SECTIONS: dict[str, type] = {
     "mac": MacConfig,
     "cbuf": CbufConfig,
+    "csc": CscConfig,
     "cacc": CaccConfig,
     "memory": MemoryConfig,
     "sdp": SdpConfig,
@@ -269,6 +295,7 @@ class HwConfig:
     sdp: SdpConfig
     pdp: PdpConfig
     cdp: CdpConfig
+    csc: CscConfig = CscConfig()
     cacc: CaccConfig = CaccConfig()
     timing: TimingConfig = TimingConfig()
     tech: TechConfig = TechConfig()
@@ -290,6 +317,11 @@ class HwConfig:
             raise ConfigError(
                 f"cbuf bank of {self.cbuf.bank_bytes} B (bank_depth x bank_width_bytes) is too small for one "
                 f"CBUF entry of {self.cbuf_entry_bytes} B (mac.atomic_c x widest precision); enlarge the bank"
+            )
+        if self.cacc_credit_atoms < max(*self.stripe_limits, self.image_stripe):
+            raise ConfigError(
+                f"csc.credit_atoms ({self.cacc_credit_atoms}) must hold the longest stripe (stripe limits "
+                f"{self.stripe_limits}, image stripe {self.image_stripe}), or CSC would wait for ever"
             )
         if self.memory.memory_atomic_bytes > self.cbuf_entry_bytes:
             raise ConfigError(
@@ -324,6 +356,30 @@ class HwConfig:
         """Kernels computed per atomic op: atomic_k at int8, atomic_k/2 at int16/fp16 (the int8 split)."""
         self.check_precision(precision)
         return self.mac.atomic_k if precision is Precision.INT8 else self.mac.atomic_k // 2
+
+    @property
+    def stripe_limits(self) -> tuple[int, int]:
+        """(lower, upper) stripe lengths CSC cuts output points into (CscConfig; units/csc.py stripe_lengths)."""
+        k = self.mac.atomic_k
+        lo = self.csc.stripe_lower if self.csc.stripe_lower is not None else k
+        return lo, self.csc.stripe_upper if self.csc.stripe_upper is not None else 2 * k
+
+    @property
+    def _csc_multiple(self) -> int:
+        """NV_NVDLA_CSC.h: 4 x atomic_k where atomic_c / atomic_k = 4 (NVDLA_CC_ATOMC_DIV_ATOMK), else 2."""
+        return 4 if self.mac.atomic_c == 4 * self.mac.atomic_k else 2
+
+    @property
+    def image_stripe(self) -> int:
+        s = self.csc.image_stripe
+        return s if s is not None else self._csc_multiple * self.mac.atomic_k
+
+    @property
+    def cacc_credit_atoms(self) -> int:
+        """Output points CACC's delivery buffer holds: CSC starts a stripe's last channel op only with that
+        many credits free for it (NV_NVDLA_CSC_sg.v credit_ready)."""
+        c = self.csc.credit_atoms
+        return c if c is not None else self._csc_multiple * self.mac.atomic_k
 
     def peak_macs_per_cycle(self, precision: Precision) -> int:
         return self.mac.atomic_c * self.kernels_per_atomic(precision)

@@ -46,6 +46,7 @@ from nvdla_sim.engine.tiling import (
     footprint,
     illegal_reason,
     row_tiles,
+    unaligned_weight_tile,
 )
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, Memory
@@ -161,6 +162,8 @@ def _families(layer: ConvLayer, hw: HwConfig) -> list[_Family]:
         for kernels in tiles:  # with one band: kernel tiles as hardware layers keeping the input (DATA_REUSE)
             if kernels == s.out_k and probe.n_data_tiles == 1:
                 continue  # the data-stationary plan itself
+            if kernels < s.out_k and unaligned_weight_tile(layer, kernels):
+                continue  # wrong on NVIDIA's RTL (tiling.illegal_reason)
             groups = math.ceil(kernels / kpg)
             # over several data tiles the kernel tile stays resident; over one it may stream through the ring
             need = w_min if one_tile else cbuf.banks_for(groups * g_entries, hw)
@@ -216,14 +219,18 @@ def _family_lower_bound(layer: ConvLayer, fam: _Family, hw: HwConfig) -> int:
     fp_deep = footprint(layer, deep, hw)
     return max(
         _traffic_floor(layer, deep, hw, fp_deep),
-        start + _core_floor(layer, deep, hw, fp_deep) + _tail_cycles(hw),
+        # the data ring holds one band in every split when it does with the most data banks
+        start
+        + _core_floor(layer, deep, hw, fp_deep, band_ring=footprint(layer, shallow, hw).data_capacity_tiles == 1)
+        + _tail_cycles(hw),
     )
 
 
-def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
+def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, *, band_ring: bool = True) -> int:
     """core_floor under the plan, with its weight ring when a hardware layer streams more kernel groups
     than the ring holds (data-stationary order, or a weight-stationary tile over one data tile that does
-    not fit the weight banks; over several data tiles a weight-stationary tile stays resident)."""
+    not fit the weight banks; over several data tiles a weight-stationary tile stays resident), and with
+    its data ring when that holds one band (not with `band_ring` False: a floor for every bank split)."""
     ring, refill = 0, 0.0
     streams = plan.order is LoopOrder.DATA_STATIONARY or fp.weight_capacity_groups < fp.groups_per_weight_tile
     if streams and not layer.weights_resident:
@@ -235,7 +242,16 @@ def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -
             nbytes = math.ceil(nbytes * layer.weight_bytes / cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)))
         port = _rates(hw)[layer.weight_memory]
         refill = port.latency + nbytes / port.bytes_per_cycle
-    return core_floor(layer, hw, plan.rows_per_tile, plan.kernels_per_tile, plan.order, ring, refill)
+    # a data ring of one band that every hardware layer fetches anew: the next band's first data arrives a
+    # memory latency after this band's compute released it at the soonest (all of it, when CSC waits for it)
+    band_refill = 0.0
+    if band_ring and fp.data_capacity_tiles == 1 and fp.n_data_tiles > 1 and not layer.data_resident:
+        port = _rates(hw)[layer.input_memory]
+        band_refill = float(port.latency)
+        if hw.timing.conv_input_before_compute:
+            smallest = min(n for n, _ in _band_sizes(layer, plan.rows_per_tile))
+            band_refill += cdma.input_bytes(layer, smallest, hw) / port.bytes_per_cycle
+    return core_floor(layer, hw, plan.rows_per_tile, plan.kernels_per_tile, plan.order, ring, refill, band_refill)
 
 
 def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
@@ -271,11 +287,17 @@ def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint
 
 
 def _last_block(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
-    """The fewest cycles any block of the plan takes to compute and drain."""
+    """The fewest cycles any block of the plan takes to compute and drain (its drain starts `lead` cycles
+    before its compute ends at the soonest)."""
     kpg, k = hw.kernels_per_atomic(layer.precision), layer.shape.out_k
     sizes = {min(kpg, k), k % kpg or kpg}
     heights = {rows for _, rows in _band_sizes(layer, plan.rows_per_tile)}
-    return min(c + d for rows in heights for size in sizes for _, c, _, d in group_blocks(layer, hw, rows, size))
+    return min(
+        r.compute_cycles + r.drain_cycles - r.lead
+        for rows in heights
+        for size in sizes
+        for r in group_blocks(layer, hw, rows, size)
+    )
 
 
 @lru_cache(maxsize=65536)  # pure; every bound of every plan asks
@@ -336,8 +358,8 @@ def _fill_cycles(
 
 def _tail_cycles(hw: HwConfig) -> int:
     """A hardware layer ends at its last atom: the MAC pipeline and CACC after its last block's delivery,
-    less the inter-stripe gap that core_floor counts in that delivery (simulate_conv ends a hardware layer
-    at its last item's end plus this; it may be negative)."""
+    less the largest stripe gap core_floor may count in that delivery (simulate_conv ends a hardware layer
+    at its last item's end plus this, less the gap its last stripe has; it may be negative)."""
     return hw.mac.pipeline_cycles + hw.cacc.rmw_cycles - hw.timing.cacc_stripe_gap_cycles
 
 

@@ -31,6 +31,7 @@ from nvdla_sim.engine.tile_pipeline import (
     PipelineResult,
     item_traffic,
     make_ports,
+    run_blocks,
     run_items,
 )
 from nvdla_sim.engine.tiling import (
@@ -59,37 +60,45 @@ def _blocks(
     rate: int,
     cacc_rate: int,
     atom_gap: int,
+    credits: int,
     stripe_gap: int,
-) -> tuple[BlockRun, ...]:
-    """Block runs per stripe of one kernel group. CACC sends a stripe's output atoms (`kernels` elements
-    each) over its `cacc_rate`-wide path to SDP with `atom_gap` idle cycles after each, and `stripe_gap`
-    per stripe (TimingConfig, measured on the nv_small RTL); SDP takes them at `rate` (its slowest
-    sub-unit in use, or PDP's): an atom takes the longer of the two, so the gap is hidden behind a slower
-    SDP (nv_small_256_full's LUT on the fly, 1 element/cycle behind a 2-wide path: exactly 1.000 a cycle
-    on the RTL, docs/validation.md 5e)."""
-    atom = max(math.ceil(kernels / rate), math.ceil(kernels / cacc_rate) + atom_gap)
+) -> tuple[tuple[BlockRun, ...], int]:
+    """(block runs per stripe of one kernel group, the gap after its last stripe). CACC sends a stripe's
+    output atoms (`kernels` elements each) over its `cacc_rate`-wide path to SDP with `atom_gap` idle
+    cycles after each, starting with the stripe's last channel op (each point is delivered once that op
+    has accumulated it: the block's `lead`), and the stripe's gap after it (csc.stripe_gaps: `stripe_gap`
+    less what the next stripe's credits hide). SDP takes them at `rate` (its slowest sub-unit in use, or
+    PDP's): an atom takes the longer of the two. Behind a slower SDP both gaps are hidden: the atom gap
+    (nv_small_256_full's LUT on the fly, 1 element/cycle behind a 2-wide path: exactly 1.000 a cycle on
+    the RTL) and the stripe gap (SDP still holds atoms when the credits return: nv_large's FFN1 with GELU
+    on the LUT and attention output with the residual from E-RDMA, docs/validation.md 5c)."""
+    path = math.ceil(kernels / cacc_rate) + atom_gap
+    atom = max(math.ceil(kernels / rate), path)
+    gaps = csc.stripe_gaps(stripes, credits, stripe_gap if atom == path else 0, atom)
     runs: list[list[int]] = []
-    for length in stripes:
+    for length, gap in zip(stripes, gaps, strict=True):
         block = [
             channel_ops * csc.stripe_op_cycles(length, load),
             channel_ops * length,
-            length * atom + stripe_gap,
+            length * atom + gap,
+            length,  # lead: the last channel op's points are delivered as they are accumulated
         ]
         if runs and runs[-1][1:] == block:
             runs[-1][0] += 1
         else:
             runs.append([1, *block])
-    return tuple(BlockRun(*r) for r in runs)
+    return tuple(BlockRun(*r) for r in runs), gaps[-1]
 
 
 @lru_cache(maxsize=65536)  # pure; called per item of every plan the search simulates
-def group_blocks(layer: ConvLayer, hw: HwConfig, rows: int, kernels: int) -> tuple[BlockRun, ...]:
-    """Block runs of one kernel group of `kernels` kernels over a band of `rows` output rows."""
+def group_delivery(layer: ConvLayer, hw: HwConfig, rows: int, kernels: int) -> tuple[tuple[BlockRun, ...], int]:
+    """(block runs of one kernel group of `kernels` kernels over a band of `rows` output rows, the stripe gap
+    after the group's last block: for a next group, which a hardware layer's last group does not have)."""
     s, p = layer.shape, layer.precision
     stripes = (
-        csc.image_stripes(s.out_w, rows)
+        csc.image_stripes(s.out_w, rows, hw.image_stripe)
         if layer.image_input
-        else csc.stripe_lengths(rows * s.out_w, csc.ideal_stripe(hw, p))
+        else csc.stripe_lengths(rows * s.out_w, *hw.stripe_limits)
     )
     return _blocks(
         stripes,
@@ -101,8 +110,14 @@ def group_blocks(layer: ConvLayer, hw: HwConfig, rows: int, kernels: int) -> tup
         drain_rate(layer, hw),
         hw.sdp.max_throughput,  # the CACC -> SDP width
         hw.timing.cacc_atom_gap_cycles,
+        hw.cacc_credit_atoms,
         hw.timing.cacc_stripe_gap_cycles,
     )
+
+
+def group_blocks(layer: ConvLayer, hw: HwConfig, rows: int, kernels: int) -> tuple[BlockRun, ...]:
+    """Block runs of one kernel group of `kernels` kernels over a band of `rows` output rows."""
+    return group_delivery(layer, hw, rows, kernels)[0]
 
 
 @lru_cache(maxsize=4096)
@@ -114,52 +129,75 @@ def core_floor(
     order: LoopOrder,
     ring_groups: int = 0,
     refill_cycles: float = 0.0,
+    band_refill_cycles: float = 0.0,
 ) -> int:
     """Fewest cycles from the first compute to the last drain with bands of `rows_per_tile` output rows and
     tiles of `kernels_per_tile` kernels in `order`. The core runs every block (stripe) of every kernel
-    group one after another, and a block cannot start before the one before it has computed and the one
-    before that has drained (run_items' one-deep delivery buffer): inside a hardware layer each block
-    takes at least the larger of its compute and the previous block's drain. A hardware layer ends when
-    its last block has drained, and the next one computes after that at the soonest.
+    group one after another, as run_items does (run_blocks: the one-deep delivery buffer, drains that start
+    `lead` before their compute ends) with every operand already there: waiting for a fetch only delays
+    that max-plus recurrence. A hardware layer ends when its last block has drained, and the next one
+    computes after that at the soonest.
 
     When a hardware layer streams more kernel groups than its weight ring holds (`ring_groups`), group
     i + ring_groups is fetched only once group i has computed (its CBUF entries released), so its compute
     starts `refill_cycles` (memory latency plus the group's transfer) after that at the soonest: every
-    ring_groups groups take at least the larger of ring_groups computes and one compute plus a refill."""
+    ring_groups groups take at least the larger of ring_groups computes and one compute plus a refill.
+    Likewise with `band_refill_cycles` (a data ring of one band, which each hardware layer fetches anew):
+    the next hardware layer's band is fetched only once this one has computed, and computes no sooner
+    than that refill after."""
     kpg = hw.kernels_per_atomic(layer.precision)
     tiles = kernel_tiles(layer, kernels_per_tile) if order is LoopOrder.WEIGHT_STATIONARY else [(0, layer.shape.out_k)]
     bands = Counter(r1 - r0 for r0, r1 in row_tiles(layer, rows_per_tile) for _ in range(layer.images))
-    total = 0
+    total = 0.0
+    excess = 0.0  # the most a band refill adds to one hardware layer: the last has no next band
     for (rows, n_bands), (kernels, n_tiles) in itertools.product(
         bands.items(), Counter(b - a for a, b in tiles).items()
     ):
         # one hardware layer: its kernel groups in order, a run of full groups and the rest
-        chain, prev_d, computes = 0, 0, []
+        chain, lag, idle, computes = 0.0, 0.0, 0.0, []
         full, rest = divmod(kernels, kpg)
         for size, count in ((kpg, full), (rest, 1 if rest else 0)):
             if count:
                 runs = group_blocks(layer, hw, rows, size)
-                first, last_d = _item_chain(runs, prev_d)
-                chain += first + (count - 1) * _item_chain(runs, last_d)[0]
-                prev_d = last_d
-                computes.append(sum(n * c for n, c, _, _ in runs))
+                elapsed, lag, idle = _items_chain(runs, lag, count)
+                chain += elapsed
+                computes.append(sum(r.count * r.compute_cycles for r in runs))
+        end = chain + lag  # the last drain's end
+        computed = chain - idle  # the last block's compute end
         groups = full + (1 if rest else 0)
         if ring_groups and groups > ring_groups:
             c = min(computes)
             jumps, left = divmod(groups - 1, ring_groups)
-            chain = max(chain, c + jumps * max(refill_cycles + c, ring_groups * c) + left * c)
-        total += (chain + prev_d) * n_bands * n_tiles
-    return math.floor(total)
+            ring = c + jumps * max(refill_cycles + c, ring_groups * c) + left * c  # the last compute's end
+            last = runs[-1]
+            end = max(end, ring + last.drain_cycles - last.lead)
+            computed = max(computed, ring)
+        pace = max(end, computed + band_refill_cycles)
+        excess = max(excess, pace - end)
+        total += pace * n_bands * n_tiles
+    return math.floor(total - excess)
 
 
-def _item_chain(runs: tuple[BlockRun, ...], prev_d: int) -> tuple[int, int]:
-    """(the floor of an item's blocks from the hand-over of the block before, whose drain takes `prev_d`,
-    to the hand-over of its last block; that block's drain)."""
-    chain = 0
-    for count, c, _, d in runs:
-        chain += max(c, prev_d) + (count - 1) * max(c, d)
-        prev_d = d
-    return chain, prev_d
+def _items_chain(runs: tuple[BlockRun, ...], lag: float, count: int) -> tuple[float, float, float]:
+    """(cycles from the first of `count` items' first hand-over to the hand-over after their last block,
+    the drain's lag behind that hand-over, the hand-over's lag behind the last block's compute end) for
+    items of `runs` whose data is there, starting with the drain `lag` cycles behind (run_blocks, block by
+    block; items until the lag repeats, then whole)."""
+    elapsed = idle = 0.0
+    done = 0
+    while done < count:
+        t, end, c_end = 0.0, lag, 0.0
+        for r in runs:
+            out = run_blocks(t, end, r.count, r.compute_cycles, r.drain_cycles, r.lead)
+            t, end, c_end = out.t, out.drain_end, out.c_end
+        done += 1
+        elapsed += t
+        idle = t - c_end
+        if end - t == lag:  # the next items repeat this one
+            elapsed += (count - done) * t
+            done = count
+        lag = end - t
+    return elapsed, lag, idle
 
 
 def output_bytes(layer: ConvLayer, rows: int, kernels: int, hw: HwConfig) -> int:
@@ -191,6 +229,7 @@ class _Chain:
     items: list[Item] = dataclasses.field(default_factory=list)
     item_layer: list[int] = dataclasses.field(default_factory=list)  # each item's hardware layer (global)
     item_extra: list[int] = dataclasses.field(default_factory=list)  # SDP operand bytes each item's pixels read
+    item_tail_gap: list[int] = dataclasses.field(default_factory=list)  # the stripe gap after each item's last block
     info: dict[int, _HwLayerInfo] = dataclasses.field(default_factory=dict)
     events: int = 0
     layers: int = 0
@@ -229,9 +268,10 @@ class _Chain:
         first = self.layers
 
         @cache  # per (output rows, kernels) of an item: the layer and hw are this call's (hashing them is slow)
-        def per_item(rows: int, kernels: int) -> tuple[tuple[BlockRun, ...], int, int]:
+        def per_item(rows: int, kernels: int) -> tuple[tuple[BlockRun, ...], int, int, int]:
             extra = sdp.operand_read_bytes(layer.sdp, pixels=rows * s.out_w, channels=kernels, operand_bytes=p.bytes)
-            return group_blocks(layer, hw, rows, kernels), output_bytes(layer, rows, kernels, hw), extra
+            blocks, tail_gap = group_delivery(layer, hw, rows, kernels)
+            return blocks, output_bytes(layer, rows, kernels, hw), extra, tail_gap
 
         for step in tile_steps(layer, plan, hw):  # the plan's loop nest, shared with run_conv
             d, k = step.data_tile, step.weight_tile
@@ -267,8 +307,9 @@ class _Chain:
                         f"weights k{g0}-{g1}",
                     )
                 )  # fmt: skip
-            blocks, write_bytes, extra = per_item(r1 - r0, g1 - g0)
+            blocks, write_bytes, extra, tail_gap = per_item(r1 - r0, g1 - g0)
             self.item_extra.append(extra)
+            self.item_tail_gap.append(tail_gap)
             covered = min(prefetch_left, extra)
             prefetch_left -= covered
             self.item_layer.append(current)
@@ -294,7 +335,9 @@ class _Chain:
         return self.events - 1
 
     def run(self, hw: HwConfig, record_events: bool):
-        return _run_hardware_layers(hw, self.items, self.item_layer, self.item_extra, self.info, record_events)
+        return _run_hardware_layers(
+            hw, self.items, self.item_layer, self.item_extra, self.item_tail_gap, self.info, record_events
+        )
 
     def traffic(self, operand_memory: Memory) -> Traffic:
         """Bytes the chain's fetches, SDP operand reads (from `operand_memory`) and writes move."""
@@ -474,7 +517,9 @@ def _hardware_layer(plan: TilePlan, d: int, k: int, n_bands: int) -> int:
     return k * n_bands + d if plan.order is LoopOrder.WEIGHT_STATIONARY else d
 
 
-def _run_hardware_layers(hw, items, item_layer, item_extra, info: dict[int, _HwLayerInfo], record_events):
+def _run_hardware_layers(
+    hw, items, item_layer, item_extra, item_tail_gap, info: dict[int, _HwLayerInfo], record_events
+):
     """Run the items hardware layer by hardware layer on shared memory ports. Each later layer is enabled in
     the other register group while the previous one runs (a ping-pong driver), so layer n is enabled once
     layer n-2 has ended and the driver has reprogrammed its group (completion + driver_reprogram_cycles)
@@ -537,10 +582,10 @@ def _run_hardware_layers(hw, items, item_layer, item_extra, info: dict[int, _HwL
             keep=keep,
         )
         events += res.events
-        # each stripe's delivery block ends with the inter-stripe gap; a layer ends at its last atom
+        # a stripe's delivery block ends with its gap before the next; a layer ends at its last atom
         # (and not before its last transfer on the memory ports: a write or operand read still in flight)
         last_beat = max(port.last_beat for port in ports.values())
-        offset = max(math.ceil(res.end) + fill - hw.timing.cacc_stripe_gap_cycles, math.ceil(last_beat))
+        offset = max(math.ceil(res.end) + fill - item_tail_gap[idxs[-1]], math.ceil(last_beat))
         prev = res
         ends.append(offset)
         if total is None:

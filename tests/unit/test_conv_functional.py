@@ -146,7 +146,7 @@ def test_one_loop_nest_orders_timing_and_function():
     from nvdla_sim.engine.tiling import LoopOrder, TilePlan, tile_steps
 
     hw = load_config("nv_small")
-    layer = ConvLayer("c", ConvShape.square(4, 4, 8, 20, kernel=1), Precision.INT8)
+    layer = ConvLayer("c", ConvShape.square(4, 4, 32, 20, kernel=1), Precision.INT8)  # 128-byte weight tiles
     ds = TilePlan(4, 8, 2, 16, LoopOrder.DATA_STATIONARY)
     ws = TilePlan(4, 8, 2, 16, LoopOrder.WEIGHT_STATIONARY)
     assert [(t.data_tile, t.group) for t in tile_steps(layer, ds, hw)] == [
@@ -156,8 +156,8 @@ def test_one_loop_nest_orders_timing_and_function():
         (0, (0, 8)), (0, (8, 16)), (1, (0, 8)), (1, (8, 16)), (0, (16, 20)), (1, (16, 20))
     ]  # fmt: skip
     rng = np.random.default_rng(3)
-    x = rng.integers(-128, 128, (4, 4, 8)).astype(np.int8)
-    w = rng.integers(-128, 128, (20, 1, 1, 8)).astype(np.int8)
+    x = rng.integers(-128, 128, (4, 4, 32)).astype(np.int8)
+    w = rng.integers(-128, 128, (20, 1, 1, 32)).astype(np.int8)
     a, _ = run_conv(layer, x, w, hw, ds)
     b, _ = run_conv(layer, x, w, hw, ws)
     np.testing.assert_array_equal(a, b)

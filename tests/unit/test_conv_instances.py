@@ -86,10 +86,10 @@ def test_a_batch_computes_each_image_as_alone():
     """Bit-exact: a batch layer's output is each image through the layer on its own."""
     hw = load_config("nv_small")
     rng = np.random.default_rng(3)
-    one = ConvLayer("c", _conv3x3(5, 8, 16), Precision.INT8)
+    one = ConvLayer("c", _conv3x3(5, 16, 16), Precision.INT8)  # kernel tiles of 8: 1,152-byte weight blobs
     batch = dataclasses.replace(one, images=3)
-    x = rng.integers(-128, 128, (3, 5, 5, 8), dtype=np.int8)
-    w = rng.integers(-128, 128, (16, 3, 3, 8), dtype=np.int8)
+    x = rng.integers(-128, 128, (3, 5, 5, 16), dtype=np.int8)
+    w = rng.integers(-128, 128, (16, 3, 3, 16), dtype=np.int8)
     plan = TilePlan(4, 8, 2, 8, LoopOrder.WEIGHT_STATIONARY)
     out, _ = run_conv(batch, x, w, hw, plan)
     for b in range(3):

@@ -37,9 +37,14 @@ def test_memory_port_fills_gaps():
 
 
 def test_stripe_rule_and_weight_load(nv_full, nv_small):
-    assert stripe_lengths(128, 16) == (16,) * 8
-    assert stripe_lengths(40, 16) == (16, 24)
-    assert stripe_lengths(7, 16) == (7,)
+    # NV_NVDLA_CSC_sg.v: `upper` while 2 x upper are left, all of the rest once <= upper, else `lower`
+    assert stripe_lengths(128, 8, 16) == (16,) * 8
+    assert stripe_lengths(40, 8, 16) == (16, 8, 16)  # 40 >= 32: 16; 24 in (16, 32): 8; 16 <= 16: the rest
+    assert stripe_lengths(7, 8, 16) == (7,)
+    assert stripe_lengths(100, 32, 64) == (32, 32, 36)
+    assert stripe_lengths(200, 32, 64) == (64, 64, 32, 40)
+    assert stripe_lengths(64, 32, 64) == (64,)
+    assert stripe_lengths(100, 16, 32) == (32, 32, 16, 20)
     assert weight_load_cycles(nv_full, Precision.INT8) == 16
     assert weight_load_cycles(nv_full, Precision.INT16) == 16
     assert weight_load_cycles(nv_small, Precision.INT8) == 8
@@ -49,15 +54,16 @@ def test_analytic_small_matmul(nv_small):
     """16x8x8 on nv_small: one kernel group, one channel block, one 16-long stripe.
 
     Weights 64 B (fetched as 128 B: D_WEIGHT_BYTES is 128-B aligned) + data 128 B arrive over an 8 B/cycle
-    port with 50 cycles latency; the stripe computes in 16 cycles, delivers its 16 output atoms at 8 + 1
-    cycles each (nv_small's CACC reads the next delivery entry only after the last left), writes 128 B,
-    plus 7 + 11 pipeline fill; the 38-cycle gap after a stripe does not follow the last one.
+    port with 50 cycles latency; the stripe computes in 16 cycles, its one channel op, which delivers each
+    of its 16 output atoms as it finishes it, at 8 + 1 cycles each (nv_small's CACC reads the next delivery
+    entry only after the last left), writes 128 B, plus 7 + 11 pipeline fill; the 38-cycle gap after a
+    stripe does not follow the last one.
     """
     layer = ConvLayer("mm", ConvShape.matmul(16, 8, 8), Precision.INT8)
     st = simulate(layer, nv_small, TilePlan(16, 16, 1, 8, LoopOrder.DATA_STATIONARY))
     # weights and data, 16 cycles each on the port, interleaved round-robin: both in at 32, +50 latency
     compute_start = 32 + 50
-    drain_end = compute_start + 16 + 16 * 9
+    drain_end = compute_start + 16 * 9  # the drain starts with the stripe's (last) channel op
     assert st.cycles == drain_end + 7 + 11
     assert st.macs == 16 * 8 * 8
     assert st.traffic.dram_read == 128 + 128 and st.traffic.dram_write == 128
@@ -144,7 +150,7 @@ def test_events_are_ordered_and_inside_run(nv_full):
 
 @given(
     st.lists(
-        st.tuples(st.integers(1, 20), st.integers(1, 40), st.integers(0, 40), st.integers(1, 60)),
+        st.tuples(st.integers(1, 20), st.integers(1, 40), st.integers(0, 40), st.integers(1, 60), st.integers(0, 40)),
         min_size=1,
         max_size=6,
     ),
@@ -152,11 +158,14 @@ def test_events_are_ordered_and_inside_run(nv_full):
     st.integers(0, 5000),
 )
 def test_run_closed_form_equals_block_loop(runs, items, nbytes):
-    """Runs of identical blocks (closed form) schedule exactly like the same blocks one by one."""
+    """Runs of identical blocks (closed form) schedule exactly like the same blocks one by one, with a drain
+    that may start before the compute ends (lead)."""
     from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Item, run_items
 
-    runs = [BlockRun(n, c, min(u, c), d) for n, c, u, d in runs]
-    expanded = [BlockRun(1, c, u, d) for n, c, u, d in runs for _ in range(n)]
+    runs = [BlockRun(n, c, min(u, c), d, min(lead, c)) for n, c, u, d, lead in runs]
+    expanded = [
+        BlockRun(1, r.compute_cycles, r.useful_ops, r.drain_cycles, r.lead) for r in runs for _ in range(r.count)
+    ]
 
     def go(blocks):
         its = [
