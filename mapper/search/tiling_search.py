@@ -418,7 +418,8 @@ def search_plan(
     return SearchResult(best[1], best[2], size, simulated, round(proven, 6), found_at)
 
 
-_EXPAND = (-math.inf,)  # heap ties: expand a band height or family before simulating a plan of equal bound
+_EXPAND = (math.inf,)  # heap ties: simulate a plan before expanding a band height or family of equal bound
+# (a plan at its bound then ends the search before nodes that only tie it are expanded)
 
 
 def _preference(plan: TilePlan) -> tuple:
