@@ -1,6 +1,7 @@
 """The model against NVIDIA's RTL of builds beyond nv_small (issue 29), from the committed measurements (no
 Verilator needed): branch master's nv_small_256_full (32x8 MACs, SDP element-wise unit and LUT, 64-bit
-bus) and nv_large (64x32 MACs, element-wise unit and LUT, 256-bit bus).
+bus), nv_large (64x32 MACs, element-wise unit and LUT, 256-bit bus) and nv_medium_1024_full (32x32 MACs,
+element-wise unit and LUT, 256-bit bus in bursts of 4).
 
 validation/data/nvdla_rtl_<build>.json holds one row per NVIDIA trace test of the build, measured by
 `python -m nvdla_validation.nvdla_rtl.run_reference SRC --project <build>`; each row is re-timed with
@@ -22,7 +23,7 @@ from nvdla_validation.nvdla_rtl.compare import compare, distribution, load_rows
 DATA = Path(__file__).resolve().parents[2] / "validation" / "data"
 # build -> (rows in the stored mirror, tests the model executes bit-exactly: all, the SDP element-wise and
 # LUT ones included since the Y stage's arithmetic is modelled)
-BUILDS = {"nv_small_256_full": (75, 75), "nv_large": (11, 11)}
+BUILDS = {"nv_small_256_full": (75, 75), "nv_large": (11, 11), "nv_medium_1024_full": (4, 4)}
 DOCS = {b: load_rows(DATA / f"nvdla_rtl_{b}.json") for b in BUILDS}
 ROWS = {b: {r.name: r for r in compare(DOCS[b], load_config(f"{b}_rtl_tb"))} for b in BUILDS}
 KNOWN_OUTLIERS: dict[str, str] = {}  # "build/test": cause
@@ -41,7 +42,8 @@ def test_provenance_and_pass_fail(build):
 @pytest.mark.parametrize("build", BUILDS)
 def test_the_build_meets_issue_29s_targets(build):
     """nv_small_256_full: 75 tests (SDP with the element-wise unit and LUT, PDP, CDP, 12 convolutions);
-    nv_large: 11 (two convolutions, the element-wise LUT test, SDP, PDP, CDP)."""
+    nv_large: 11 (two convolutions, the element-wise LUT test, SDP, PDP, CDP); nv_medium_1024_full: 4 (a
+    convolution, the element-wise LUT test, PDP, CDP)."""
     d = distribution(list(ROWS[build].values()))
     assert d["n"] == BUILDS[build][0]
     assert d["median"] <= 0.02 and d["p90"] <= 0.05 and d["worst"] <= 0.15, d
@@ -64,8 +66,8 @@ def test_each_row_within_the_worst_case(key):
 @pytest.mark.parametrize("build", BUILDS)
 def test_model_output_bytes_match_nvidia_golden(build, tmp_path_factory):
     """Bit-exactness (needs NVIDIA's trace tests: NVDLA_HW_SRC, a checkout or mirror): every test matches
-    NVIDIA's golden CRCs (2026-12-04: 75 of 75 on nv_small_256_full, 11 of 11 on nv_large, the SDP
-    element-wise and LUT tests and the convolutions included)."""
+    NVIDIA's golden CRCs (2026-12-04: 75 of 75 on nv_small_256_full, 11 of 11 on nv_large; 2026-12-05: 4 of
+    4 on nv_medium_1024_full; the SDP element-wise and LUT tests and the convolutions included)."""
     from nvdla_sim.errors import NvdlaError
     from nvdla_sim.program.run import run_program
     from nvdla_validation.nvdla_rtl.run_reference import extract_tests

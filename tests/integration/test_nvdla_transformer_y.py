@@ -1,9 +1,9 @@
-"""The mapper's BERT block on NVIDIA's RTL with SDP's element-wise (Y) unit and LUT: nv_small_256_full and
-nv_large; bit-exact output and cycles, checked in CI without the RTL (issue 29).
+"""The mapper's BERT block on NVIDIA's RTL with SDP's element-wise (Y) unit and LUT: nv_small_256_full,
+nv_large and nv_medium_1024_full; bit-exact output and cycles, checked in CI without the RTL (issue 29).
 
 validation/data/nvdla_rtl_transformer_y.json (nv_small_256_full) and nvdla_rtl_transformer_y_nv_large.json
 hold what the RTL measured on the programs `python -m nvdla_validation.nvdla_rtl.transformer_programs DIR
---suite y_unit` (`y_unit_large`) makes: every NVDLA layer of a BERT encoder block (hidden 128, 2 heads,
+--suite y_unit` (`y_unit_large`, `y_unit_medium`) makes: every NVDLA layer of a BERT encoder block (hidden 128, 2 heads,
 FFN 512, sequence 64) as the mapper lowers it onto a build with the Y unit, softmax (exp and 1/sum
 through the LUT, the normalisation by an element-wise multiply), layernorm (square, rsqrt through the
 LUT, normalisation with a pair of element-wise operands), the fused GELU and the residual adds included.
@@ -19,7 +19,11 @@ from nvdla_sim import load_config
 from nvdla_validation.nvdla_rtl.compare import compare, distribution, load_rows, manifest_mismatches
 from nvdla_validation.nvdla_rtl.transformer_programs import SUITES, generate
 
-BUILDS = {"y_unit": ("nv_small_256_full", "tfy_block_"), "y_unit_large": ("nv_large", "tfyl_block_")}
+BUILDS = {
+    "y_unit": ("nv_small_256_full", "tfy_block_"),
+    "y_unit_large": ("nv_large", "tfyl_block_"),
+    "y_unit_medium": ("nv_medium_1024_full", "tfym_block_"),
+}
 DOCS = {s: load_rows(SUITES[s][1]) for s in BUILDS}
 ROWS = {s: {r["name"]: r for r in DOCS[s]["rows"]} for s in BUILDS}
 MODEL = {s: {r.name: r for r in compare(DOCS[s], load_config(SUITES[s][0]))} for s in BUILDS}
@@ -36,7 +40,12 @@ KNOWN_OUTLIERS = {
 # 2026-12-05: nv_small_256_full median 1.1%, p90 2.9%, worst 26.4% (the outliers above); nv_large median
 # 1.3%, p90 3.5%, worst 9.2% since CSC's stripe rule and CACC's 64 credits are modelled (1.9 / 8.2 / 8.2%
 # before, docs/validation.md 5c; its SDP passes within 3.2%)
-MISSES = {("y_unit", "worst"): "tfy_block_layer0_attn_o (KNOWN_OUTLIERS)"}
+# nv_medium_1024_full (2026-12-05): median 1.95%, p90 8.0%, worst 8.0%: its six one-kernel row sums (layernorm's
+# sum and sum of squares, 128 channels) at 0.920, 79 cycles short (the prologue of docs/validation.md 5c)
+MISSES = {
+    ("y_unit", "worst"): "tfy_block_layer0_attn_o (KNOWN_OUTLIERS)",
+    ("y_unit_medium", "p90"): "8.0%: the one-kernel row sums at 0.920",
+}
 
 
 @pytest.mark.parametrize("suite", BUILDS)

@@ -28,6 +28,9 @@ from nvdla_sim.units.csc import stripe_gaps
         # credit_cnt reset 64
         ("nv_large", (32, 64), 64, 64),
         ("nv_large_rtl_tb", (32, 64), 64, 64),
+        # master, generated outdir/nv_medium_1024_full NV_NVDLA_CSC_sg.v (32 x 32 MACs): lower 7'h20,
+        # upper 7'h40, image 7'h40, credit_cnt reset 64
+        ("nv_medium_1024_full_rtl_tb", (32, 64), 64, 64),
         # branch nvdlav1 NV_NVDLA_CSC_sg.v: lower 7'h10, upper 7'h20 (no batching), image 7'h40,
         # credit_cnt reset 9'h100
         ("nv_full", (16, 32), 64, 256),

@@ -55,6 +55,8 @@ HW_Y_LARGE = "nv_large_rtl_tb"
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_transformer.json"
 DATA_Y = DATA.with_name("nvdla_rtl_transformer_y.json")
 DATA_Y_LARGE = DATA.with_name("nvdla_rtl_transformer_y_nv_large.json")
+HW_Y_MEDIUM = "nv_medium_1024_full_rtl_tb"
+DATA_Y_MEDIUM = DATA.with_name("nvdla_rtl_transformer_y_nv_medium_1024_full.json")
 BLOCK = ModelSpec("bert-h128", "bert", (Stage(1, 128, 2, 512),), vocab=30522)  # BERT-tiny's block width
 BASE = ModelSpec("bert-base-1layer", "bert", (Stage(1, 768, 12, 3072),), vocab=30522)
 BLOCK_SEQ = 64
@@ -103,10 +105,16 @@ def y_unit_large_cases() -> list[Case]:
     return [Case("tfyl_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ, head="none"), BLOCK_SEQ, None, HW_Y_LARGE)]
 
 
+def y_unit_medium_cases() -> list[Case]:
+    """The same block on nv_medium_1024_full (32x32 MACs, EW 2 elements/cycle with the LUT, a 256-bit bus)."""
+    return [Case("tfym_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ, head="none"), BLOCK_SEQ, None, HW_Y_MEDIUM)]
+
+
 SUITES = {
     "nv_small": (HW, DATA, cases),
     "y_unit": (HW_Y, DATA_Y, y_unit_cases),
     "y_unit_large": (HW_Y_LARGE, DATA_Y_LARGE, y_unit_large_cases),
+    "y_unit_medium": (HW_Y_MEDIUM, DATA_Y_MEDIUM, y_unit_medium_cases),
 }
 
 
