@@ -214,15 +214,14 @@ def _family_lower_bound(layer: ConvLayer, fam: _Family, hw: HwConfig) -> int:
     weight ring is largest with the fewest data banks."""
     port = _rates(hw)[layer.input_memory]
     shallow = fam.shallow
-    start = _first_compute_floor(layer, shallow, hw, footprint(layer, shallow, hw), port)
+    fp_shallow = footprint(layer, shallow, hw)
+    start = _first_compute_floor(layer, shallow, hw, fp_shallow, port)
     deep = fam.deep
     fp_deep = footprint(layer, deep, hw)
+    one_band = fp_shallow.data_capacity_tiles == 1  # then every split's data ring holds one band
     return max(
         _traffic_floor(layer, deep, hw, fp_deep),
-        # the data ring holds one band in every split when it does with the most data banks
-        start
-        + _core_floor(layer, deep, hw, fp_deep, band_ring=footprint(layer, shallow, hw).data_capacity_tiles == 1)
-        + _tail_cycles(hw),
+        start + _core_floor(layer, deep, hw, fp_deep, band_ring=one_band) + _tail_cycles(hw),
     )
 
 

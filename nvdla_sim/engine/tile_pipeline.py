@@ -259,13 +259,11 @@ def run_items(
                     if ready > t:
                         wait_fetch += ready - t
                         t = ready
-                c_end = t + c
-                d_start = max(c_end - lead, drain_end)
-                drain_end = d_start + d
-                wait_drain += max(0, d_start - c_end)
+                one = run_blocks(t, drain_end, 1, c, d, lead)
                 if first_drain is None:
-                    first_drain = d_start
-                t = max(c_end, d_start)  # assembly buffer frees when the block has moved to delivery
+                    first_drain = one.first_drain
+                t, drain_end, c_end = one.t, one.drain_end, one.c_end
+                wait_drain += one.wait_drain
                 j += 1
         compute_end = c_end
         core_free = t
