@@ -121,6 +121,10 @@ class MemoryConfig:
     # The build's PRIMARY_MEMIF_LATENCY, which sizes the RDMA latency FIFOs (projects.spec); None: the
     # same as dram_latency_cycles. A testbench memory faster than the build assumed keeps the build's FIFOs.
     fifo_latency_cycles: int | None = None
+    # Beats a DMA read request may ask for (PRIMARY_MEMIF_MAX_BURST_LENGTH_1/4, SECONDARY_...): how many beats
+    # one credit round trip of a streaming RDMA carries (sdp.operand_stream_cycles)
+    max_burst_beats: int = 1
+    sram_max_burst_beats: int = 1
     # NVDLA_MEM_ADDRESS_WIDTH (spec/defs/*.spec MEM_ADDRESS_WIDTH_32/64): what NVDLA can address at all
     address_bits: int = 64
     # The system's DRAM, not an NVDLA parameter (None: only the address width limits); models that do not
@@ -150,6 +154,11 @@ class MemoryConfig:
             raise ConfigError(f"memory.dram_size_gib must be a positive number of GiB, not {ds!r}")
         if self.fifo_latency_cycles is not None:
             _check_int("memory", "fifo_latency_cycles", self.fifo_latency_cycles, minimum=0)
+        for name in ("max_burst_beats", "sram_max_burst_beats"):
+            if getattr(self, name) not in (1, 4):
+                raise ConfigError(
+                    f"memory.{name} must be 1 or 4 (MEMIF_MAX_BURST_LENGTH_1/4), not {getattr(self, name)!r}"
+                )
         bw = self.dram_bandwidth_gbs
         if bw is not None and (isinstance(bw, bool) or not isinstance(bw, int | float) or bw <= 0):
             raise ConfigError(f"memory.dram_bandwidth_gbs must be a positive number of GB/s, not {bw!r}")
@@ -172,9 +181,14 @@ class SdpConfig:
     # max(4, ceil(PRIMARY_MEMIF_LATENCY x throughput / beat bytes))). nv_small's 160 (measured: a fused
     # residual requested 168 beats at once) unless a config states its build's.
     operand_fifo_beats: int = 160
+    # The E-RDMA's, where a build sizes it apart from the B/N-RDMAs' (nvdlav1's nv_full: 80 against 160,
+    # NV_NVDLA_MCIF_READ_ig.v tieoff_lat_fifo_depth); None: operand_fifo_beats
+    eltwise_fifo_beats: int | None = None
 
     def __post_init__(self) -> None:
         _check_int("sdp", "operand_fifo_beats", self.operand_fifo_beats, minimum=4)
+        if self.eltwise_fifo_beats is not None:
+            _check_int("sdp", "eltwise_fifo_beats", self.eltwise_fifo_beats, minimum=4)
         _check_int("sdp", "bs_throughput", self.bs_throughput, pow2=True)
         _check_int("sdp", "bn_throughput", self.bn_throughput, minimum=0)
         _check_int("sdp", "ew_throughput", self.ew_throughput, minimum=0)
@@ -182,6 +196,11 @@ class SdpConfig:
             raise ConfigError(f"sdp.lut must be true or false, not {self.lut!r}")
         if self.lut and self.ew_throughput == 0:
             raise ConfigError("sdp.lut = true needs the EW sub-unit (sdp.ew_throughput > 0): the LUT lives in SDP_Y")
+
+    @property
+    def erdma_fifo_beats(self) -> int:
+        """Beats the E-RDMA may have in flight."""
+        return self.operand_fifo_beats if self.eltwise_fifo_beats is None else self.eltwise_fifo_beats
 
     @property
     def max_throughput(self) -> int:
@@ -232,6 +251,11 @@ class TimingConfig:
     # measured on nv_small_256_full (docs/validation.md 5e); the RTL source has it on every build, but
     # neutral by default until measured on one where it limits (cdma.feature_ingest_bytes_per_cycle):
     cdma_entry_blocked_cycles: int = 0  # CDMA feature-data responses blocked per CBUF entry staged out
+    # From a read burst's last beat to the request that reuses its credit (an SDP operand RDMA: the beat
+    # through the latency FIFO to SDP, whose pop returns the credit, and the next request out; dram.
+    # credit_bytes_per_cycle). Measured on nv_small_256_full's E-RDMA, 14 cycles on all 252 bursts of
+    # attn_o and ffn2 (docs/validation.md 5e); not measured on another build.
+    rdma_credit_reuse_cycles: int = 14
 
     def __post_init__(self) -> None:
         for f in fields(self):

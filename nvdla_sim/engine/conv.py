@@ -268,10 +268,14 @@ class _Chain:
         first = self.layers
 
         @cache  # per (output rows, kernels) of an item: the layer and hw are this call's (hashing them is slow)
-        def per_item(rows: int, kernels: int) -> tuple[tuple[BlockRun, ...], int, int, int]:
-            extra = sdp.operand_read_bytes(layer.sdp, pixels=rows * s.out_w, channels=kernels, operand_bytes=p.bytes)
+        def per_item(rows: int, kernels: int) -> tuple[tuple[BlockRun, ...], int, int, int, float]:
+            pixels = rows * s.out_w
+            extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=kernels, operand_bytes=p.bytes)
+            credit = sdp.operand_stream_cycles(
+                layer.sdp, hw, pixels=pixels, channels=kernels, operand_bytes=p.bytes, memory=layer.input_memory
+            )
             blocks, tail_gap = group_delivery(layer, hw, rows, kernels)
-            return blocks, output_bytes(layer, rows, kernels, hw), extra, tail_gap
+            return blocks, output_bytes(layer, rows, kernels, hw), extra, tail_gap, credit
 
         for step in tile_steps(layer, plan, hw):  # the plan's loop nest, shared with run_conv
             d, k = step.data_tile, step.weight_tile
@@ -307,7 +311,7 @@ class _Chain:
                         f"weights k{g0}-{g1}",
                     )
                 )  # fmt: skip
-            blocks, write_bytes, extra, tail_gap = per_item(r1 - r0, g1 - g0)
+            blocks, write_bytes, extra, tail_gap, credit = per_item(r1 - r0, g1 - g0)
             self.item_extra.append(extra)
             self.item_tail_gap.append(tail_gap)
             covered = min(prefetch_left, extra)
@@ -325,6 +329,8 @@ class _Chain:
                     write_memory=layer.output_memory,
                     drain_reads=extra - covered,
                     drain_read_memory=layer.input_memory,
+                    # what the prefetch did not cover streams at the credits' pace
+                    drain_read_cycles=credit * (extra - covered) / extra if extra else 0.0,
                 )
             )
         self.layers = current + 1

@@ -120,6 +120,7 @@ class Item:
     write_memory: Memory
     drain_reads: int = 0  # bytes SDP's RDMAs read as the item drains (operand streams), on the input memory
     drain_read_memory: Memory = Memory.DRAM
+    drain_read_cycles: float = 0.0  # fewest cycles the RDMAs' credits let drain_reads take (sdp.operand_stream_cycles)
 
 
 @dataclass
@@ -175,6 +176,7 @@ def run_items(
         released[ev] = at
         arrival[ev] = first_beat[ev] = fetch_from  # fetched by an earlier layer: there before this one starts
     channel_free: dict[Channel, float] = dict.fromkeys(Channel, fetch_from)
+    credit_free = fetch_from  # when SDP's operand RDMAs' credits have paced out the streams booked so far
     events: list[Event] = []
 
     core_free = compute_from  # when the assembly buffer can take the next block
@@ -278,6 +280,9 @@ def run_items(
             at = first_drain if first_drain is not None else item_end
             _, r_end = ports[it.drain_read_memory].reserve(at, it.drain_reads)
             item_end = max(item_end, r_end)  # the drain cannot finish before its operands have been read
+            if it.drain_read_cycles:  # nor before the RDMAs' credits have paced them out, item after item
+                credit_free = max(credit_free, at) + it.drain_read_cycles
+                item_end = max(item_end, credit_free)
         if it.write_bytes:
             port = ports[it.write_memory].writes
             w_start, w_end = port.reserve(first_drain if first_drain is not None else item_end, it.write_bytes)
@@ -295,7 +300,17 @@ def run_items(
         if ff is not None:
             acc = (compute_busy, bubbles, drain_busy, wait_fetch, wait_drain, fetch_busy, fetch_wait_port)
             jump = ff.after(
-                idx, core_free, drain_end, end, acc, channel_free, per_buffer, released, arrival, first_beat
+                idx,
+                core_free,
+                drain_end,
+                end,
+                acc,
+                channel_free,
+                per_buffer,
+                released,
+                arrival,
+                first_beat,
+                credit_free,
             )
             if jump is not None:
                 core_free += jump.cycles
@@ -305,6 +320,7 @@ def run_items(
                     a + jump.periods * i for a, i in zip(acc, jump.counters, strict=True)
                 )
                 ff.extend(idx, jump, channel_free, per_buffer, released, arrival, first_beat, streamed)
+                credit_free += jump.cycles
                 idx += jump.items
                 jumped += jump.items
     return PipelineResult(
@@ -395,7 +411,10 @@ class _FastForward:
             fetch = tuple(
                 (f.buffer, f.channel, f.nbytes, f.memory, f.streamed, f.max_bytes_per_cycle) for f in it.fetches
             )
-            out = (fetch, uses, tuple(it.blocks), it.write_bytes, it.write_memory, it.drain_reads, it.drain_read_memory)
+            out = (
+                fetch, uses, tuple(it.blocks), it.write_bytes, it.write_memory,
+                it.drain_reads, it.drain_read_memory, it.drain_read_cycles,
+            )  # fmt: skip
         self._sigs[i] = out
         return out
 
@@ -409,7 +428,9 @@ class _FastForward:
                 self._run_last[k] = j
         return self._run_last[i]
 
-    def after(self, idx, core_free, drain_end, end, acc, channel_free, per_buffer, released, arrival, first_beat):
+    def after(
+        self, idx, core_free, drain_end, end, acc, channel_free, per_buffer, released, arrival, first_beat, credit_free
+    ):
         """After item idx: the jump the run can make from here, or None."""
         sig = self.sig(idx)
         if sig is None or self.run_last(idx) - idx < _MIN_AHEAD:
@@ -418,7 +439,9 @@ class _FastForward:
         if self.seen and self.last != idx - 1:
             self.seen.clear()
         self.last = idx
-        found = self._state(sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat)
+        found = self._state(
+            sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat, credit_free
+        )
         if found is None:
             self.seen.clear()
             return None
@@ -449,7 +472,9 @@ class _FastForward:
             return None
         return _Jump(periods, p, shift, inc, port_inc, horizon)
 
-    def _state(self, sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat):
+    def _state(
+        self, sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat, credit_free
+    ):
         """Every time that can still matter after an item, relative to core_free, and the horizon (the
         earliest time still to be asked for); None when a time is off the grid or a shared operand has not
         arrived yet."""
@@ -464,6 +489,11 @@ class _FastForward:
                 return None
         absolute = [t, drain_end, end, horizon, *(channel_free[c] for c in channels)]
         rel = [drain_end - t, end - t, horizon - t, *(channel_free[c] - t for c in sorted(channels, key=str))]
+        if sig[7]:  # the operand RDMAs' credit clock
+            absolute.append(credit_free)
+            rel.append(credit_free - t)
+        elif credit_free > horizon:
+            return None
         rings = []
         for buf, ring in per_buffer.items():
             slots: list = []

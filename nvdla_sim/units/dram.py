@@ -96,3 +96,14 @@ class MemoryPort:
         if i > 0 and abs(ends[i - 1] - starts[i]) < 1e-9:
             ends[i - 1] = ends[i]
             del starts[i], ends[i]
+
+
+def credit_bytes_per_cycle(
+    credits: int, beat_bytes: float, latency: int, request_beats: int, reuse_cycles: int
+) -> float:
+    """The most a DMA client with `credits` beats in flight can read per cycle (Little's law): a credit
+    leaves with a request, comes back with the request's last beat `latency + request_beats - 1` cycles
+    later, and goes out again `reuse_cycles` after that (the beat's way through the client's latency
+    FIFO to its consumer and the next request's way out). A latency FIFO sized for the build's
+    PRIMARY_MEMIF_LATENCY keeps up with its unit at that latency; behind a slower memory it does not."""
+    return credits * beat_bytes / (latency + request_beats - 1 + reuse_cycles)

@@ -24,8 +24,9 @@ import numpy as np
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import UnsupportedError
-from nvdla_sim.layers import OperandMode, SdpSpec
+from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 from nvdla_sim.precision import Precision, saturate, shift_round
+from nvdla_sim.units.dram import credit_bytes_per_cycle
 from nvdla_sim.units.lut import LutParams, LutPath, lut_apply
 
 STAGE_BITS = 32
@@ -268,6 +269,36 @@ def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_byt
         elif mode is OperandMode.PER_ELEMENT:
             total += pixels * channels * operand_bytes
     return total
+
+
+def operand_stream_cycles(
+    spec: SdpSpec, hw: HwConfig, *, pixels: int, channels: int, operand_bytes: int, memory: Memory
+) -> float:
+    """Fewest cycles the B/N/E-RDMAs' credits let a pass's operand streams take from `memory`: each RDMA
+    reads its own stream with sdp.operand_fifo_beats (the E-RDMA sdp.eltwise_fifo_beats) in flight, in
+    requests of the port's longest burst (memory.max_burst_beats; dram.credit_bytes_per_cycle). Binds only behind a memory slower than the
+    build's PRIMARY_MEMIF_LATENCY (nv_small_256_full's 16 beats of 8 bytes at the testbench's grown
+    latency: docs/validation.md 5e)."""
+    m = hw.memory
+    if memory is Memory.SRAM:
+        beat, latency, request_beats = m.sram_width_bits / 8, m.sram_latency_cycles, m.sram_max_burst_beats
+    else:
+        beat, latency, request_beats = m.dram_width_bits / 8, m.dram_latency_cycles, m.max_burst_beats
+    reuse = hw.timing.rdma_credit_reuse_cycles
+    worst = 0.0
+    for mode, credits in (
+        (spec.bias, hw.sdp.operand_fifo_beats),
+        (spec.scale, hw.sdp.operand_fifo_beats),
+        (spec.eltwise, hw.sdp.erdma_fifo_beats),
+    ):
+        if mode is OperandMode.PER_KERNEL:
+            nbytes = channels * 2
+        elif mode is OperandMode.PER_ELEMENT:
+            nbytes = pixels * channels * operand_bytes
+        else:
+            continue
+        worst = max(worst, nbytes / credit_bytes_per_cycle(credits, beat, latency, request_beats, reuse))
+    return worst
 
 
 def process_cycles(elements: int, spec: SdpSpec, hw: HwConfig) -> int:

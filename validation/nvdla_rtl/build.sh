@@ -158,4 +158,21 @@ if [ "${NVDLA_TB_CLOCK_GATING:-on}" = "off" ]; then
   compile "$ndir" make_ncg.log "the testbench without clock gating"
   mdir="$ndir"
 fi
+# Optional: the same model with a fixed-latency memory (NVDLA_TB_MEMORY=fixed_latency). NVIDIA's
+# AXIResponder moves one entry a cycle into a read pipeline of AXI_R_LATENCY entries and takes one out
+# only while the DLA holds r_rready high, so every cycle of back-pressure lengthens the pipeline for the
+# rest of the run, bubbles included: a memory whose read latency grows with the run (32 -> 163 and 316
+# cycles on nv_small_256_full's attn_o and ffn2, docs/validation.md 5e). Here the surplus bubbles at
+# the pipeline's head are dropped, so a beat the DLA stalls still waits, and the latency returns to
+# AXI_R_LATENCY once the stalled beats are taken. The DUT is untouched.
+if [ "${NVDLA_TB_MEMORY:-nvidia}" = "fixed_latency" ]; then
+  fdir="$mdir""_fixed_latency"
+  [ -d "$fdir" ] || cp -a "$mdir" "$fdir"
+  sed 's#^\(\s*\)if (\*dla.r_rready \&\& !r0_fifo.empty()) {#\1while (r0_fifo.size() > AXI_R_LATENCY + 1 \&\& !r0_fifo.front().rvalid) r0_fifo.pop();  /* nvdla-sim: fixed latency */\n\1if (*dla.r_rready \&\& !r0_fifo.empty()) {#' \
+    "$mdir/$tbsrc" > "$fdir/$tbsrc.new"
+  grep -q "nvdla-sim: fixed latency" "$fdir/$tbsrc.new" \
+    || { echo "build.sh: could not make the testbench memory's latency fixed in nvdla.cpp" >&2; exit 1; }
+  compile "$fdir" make_fixed_latency.log "the testbench with a fixed-latency memory"
+  mdir="$fdir"
+fi
 echo "$mdir/VNV_nvdla"

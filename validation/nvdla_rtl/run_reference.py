@@ -57,18 +57,25 @@ def tree_of(work: Path, project: str) -> Path:
     return work / ("hw" if project == "nv_small" else "hw-master")
 
 
-def testbench_memory(hw: Path, project: str) -> dict:
+def testbench_memory(hw: Path, project: str, memory: str = "nvidia") -> dict:
     """The testbench memory (verif/verilator/nvdla.cpp, class AXIResponder), recorded with every row set;
     the beat is the build's primary memory interface (spec/defs/PROJECT.spec, PRIMARY_MEMIF_WIDTH)."""
     spec = (hw / "spec" / "defs" / f"{project}.spec").read_text()
     width = re.search(r"#define PRIMARY_MEMIF_WIDTH_(\d+)", spec)
     return {
-        "read_latency_cycles": 32,  # AXI_R_LATENCY: fixed 32-entry read-data pipeline
+        "read_latency_cycles": 32,  # AXI_R_LATENCY: a 32-entry read-data pipeline
+        "read_latency_growth": MEMORIES[memory],
         "read_request_every_cycles": 2,  # ar_arready drops for one cycle after each accepted request
         "write_request_every_cycles": 2,  # aw_awready likewise
         "beat_bytes": int(width.group(1)) // 8 if width else 8,  # the DBBIF width (64-bit on nv_small)
     }
 
+
+# The testbench memory's read pipeline under back-pressure (build.sh NVDLA_TB_MEMORY)
+MEMORIES = {
+    "nvidia": "NVIDIA's: each cycle the DLA holds r_rready low lengthens the pipeline for the rest of the run",
+    "fixed_latency": "ours: surplus bubbles are dropped, so the latency returns to 32 once stalled beats are taken",
+}
 
 _OP_ENABLE = "D_OP_ENABLE_0"  # the register whose write of 1 starts a unit's operation
 
@@ -95,10 +102,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run a copy of the testbench with second-level clock gating off (tmc2slcg_disable_clock_gating)",
     )
+    ap.add_argument(
+        "--memory",
+        choices=sorted(MEMORIES),
+        default="nvidia",
+        help="the testbench memory's read pipeline: NVIDIA's (latency grows with every cycle of back-pressure) "
+        "or fixed_latency (a copy of the testbench; docs/validation.md 5e)",
+    )
     args = ap.parse_args(argv)
 
     src, work, project = Path(args.src).resolve(), Path(args.work).resolve(), args.project
-    binary = build(src, work, project, clock_gating=not args.no_clock_gating)
+    binary = build(src, work, project, clock_gating=not args.no_clock_gating, memory=args.memory)
     hw = tree_of(work, project)
     regs = runpy.run_path(str(hw / f"outdir/{project}/spec/manual/opendla.py"))["registers"]
     tests_root = Path(args.tests_dir).resolve() if args.tests_dir else extract_tests(src, work, project)
@@ -113,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in chosen:
         t0 = time.monotonic()
         runs = work / ("runs" if not args.no_clock_gating else "runs_no_clock_gating")
+        if args.memory != "nvidia":
+            runs = runs.with_name(f"{runs.name}_{args.memory}")
         if project != "nv_small":
             runs = runs.with_name(f"{runs.name}-{project}")
         row = run_one(tests_root / name, binary, regs, runs / name, timeout=args.timeout)
@@ -132,11 +148,12 @@ def main(argv: list[str] | None = None) -> int:
         + (f" --tests-dir {args.tests_dir}" if args.tests_dir else "")
         + ("" if args.out is None else f" --out {args.out}")
         + ("" if args.tests == ["*"] else " --tests " + " ".join(args.tests))
-        + (" --no-clock-gating" if args.no_clock_gating else ""),
+        + (" --no-clock-gating" if args.no_clock_gating else "")
+        + ("" if args.memory == "nvidia" else f" --memory {args.memory}"),
         "source_commit": (hw / ".source_commit").read_text().strip() if (hw / ".source_commit").exists() else "",
         "date": datetime.date.today().isoformat(),
         "verilator": subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout.strip(),
-        "testbench_memory": testbench_memory(hw, project),
+        "testbench_memory": testbench_memory(hw, project, args.memory),
         "cycle_definition": "op_cycles: core clocks from the last D_OP_ENABLE write issued on CSB to the last "
         "rising edge of the interrupt line; trace_cycles: from the first CSB write to that edge",
         "rows": [rows[k] for k in sorted(rows)],
@@ -147,8 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def build(src: Path, work: Path, project: str = "nv_small", *, clock_gating: bool = True) -> Path:
-    env = {**os.environ, "NVDLA_TB_CLOCK_GATING": "on" if clock_gating else "off"}
+def build(
+    src: Path, work: Path, project: str = "nv_small", *, clock_gating: bool = True, memory: str = "nvidia"
+) -> Path:
+    env = {**os.environ, "NVDLA_TB_CLOCK_GATING": "on" if clock_gating else "off", "NVDLA_TB_MEMORY": memory}
     res = subprocess.run(
         ["bash", str(HERE / "build.sh"), str(src), str(work), project], stdout=subprocess.PIPE, text=True, env=env
     )
@@ -279,6 +298,8 @@ def parse_log(log: str, enables: dict[int, str]) -> dict:
     intr_rises: list[int] = []
     reads = writes = 0
     first_read = last_write_data = None
+    requests: dict[str, list[list[int]]] = {}  # per memory port: [tick, beats left] of each read request
+    last_latency = None  # ticks from the last request answered to its first beat
     for line in log.splitlines():
         m = _TICK.match(line)
         if not m:
@@ -295,8 +316,18 @@ def parse_log(log: str, enables: dict[int, str]) -> dict:
             intr_rises.append(tick)
         elif "read request from dla" in msg:
             reads += 1
+            port, words = msg.split(":")[0], msg.split()  # "DBB: read request from dla, addr A burst LEN id N"
+            requests.setdefault(port, []).append([tick, int(words[words.index("burst") + 1]) + 1])
             if first_read is None and last_enable is not None:
                 first_read = tick
+        elif ": read push:" in msg and requests.get(msg.split(":")[0]):  # answered in request order
+            queue = requests[msg.split(":")[0]]
+            if queue[0][1] and queue[0][0] >= 0:
+                last_latency = tick - queue[0][0]
+                queue[0][0] = -1  # its first beat is in
+            queue[0][1] -= 1
+            if not queue[0][1]:
+                queue.pop(0)
         elif "write data from dla" in msg:
             writes += 1
             last_write_data = tick
@@ -313,6 +344,9 @@ def parse_log(log: str, enables: dict[int, str]) -> dict:
         "last_write_cycle": None if last_write_data is None else (last_write_data - last_enable) // 2,
         "axi_read_requests": reads,
         "axi_write_beats": writes,
+        # the testbench memory's read latency at the end: the last request's first beat (NVIDIA's
+        # AXIResponder lengthens it by a cycle for every cycle of back-pressure, docs/validation.md 5e)
+        "last_read_latency_cycles": None if last_latency is None else last_latency // 2,
         "interrupts": len(intr_rises),
     }
 

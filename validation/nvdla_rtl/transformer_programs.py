@@ -24,7 +24,8 @@ normalisation with a pair of element-wise operands), GELU (fused LUT) and the re
         --out validation/data/nvdla_rtl_transformer.json                # run them on the RTL
     python -m nvdla_validation.nvdla_rtl.transformer_programs build/tfy --suite y_unit
     python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_small_256_full --tests-dir build/tfy \\
-        --out validation/data/nvdla_rtl_transformer_y.json
+        --memory fixed_latency --out validation/data/nvdla_rtl_transformer_y.json   # (and without --memory:
+        # NVIDIA's testbench memory, --out validation/data/nvdla_rtl_transformer_y_nvidia_memory.json)
     python -m nvdla_validation.nvdla_rtl.transformer_programs build/tfyl --suite y_unit_large   # on nv_large
     python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_large --tests-dir build/tfyl \\
         --out validation/data/nvdla_rtl_transformer_y_nv_large.json
