@@ -107,7 +107,14 @@ def add_commands(sub, registry: dict) -> None:
                     help="the system's DRAM for weights and KV cache (memory.dram_size_gib; default: the config's, "
                          "else NVDLA's address space)")  # fmt: skip
     se.add_argument("--precision", default="int8", help="int8, int16 or fp16")
-    se.add_argument("--report", help="directory for report.html, serve.json and requests.csv")
+    se.add_argument("--report", help="directory for report.html, serve.json and requests.csv (sweep.json, sweep.csv)")
+    sw = se.add_argument_group("request rates: the latency-throughput curve and the highest rate a target allows")
+    sw.add_argument("--rates", help="comma-separated Poisson rates per second to sweep (the same seeded draws, scaled)")
+    sw.add_argument("--slo-ttft-ms", type=float, help="latency target: time to first token at --slo-percentile, ms")
+    sw.add_argument("--slo-tpot-ms", type=float, help="latency target: time per output token at --slo-percentile, ms")
+    sw.add_argument("--slo-percentile", type=int, default=99, help="50, 90 or 99 (default 99)")
+    sw.add_argument("--bisect", type=int, default=4,
+                    help="bisection steps between the highest swept rate that meets the target and the next")  # fmt: skip
     registry["serve"] = _serve
     z = sub.add_parser("zoo", help="list model presets")
     z.set_defaults()
@@ -366,6 +373,8 @@ def _serve(args: argparse.Namespace) -> int:
                 f"request {r.id}: {r.prompt} prompt + {r.output} output tokens; {spec.name} has {spec.max_positions} positions"
             )
     capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens)
+    if args.rates or args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
+        return _serve_sweep(args, spec, hw, prec, settings, capacity)
     res = simulate_serving(requests, SimulatedCosts(spec, hw, prec), capacity_blocks=capacity, settings=settings)
     res.clock_mhz = hw.clock_mhz
     res.meta = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
@@ -394,6 +403,71 @@ def _serve(args: argparse.Namespace) -> int:
             w.writerows(rows)
         page = write_serve_html(d, timeline, res.latencies_ms(), out)
         print(f"wrote {out / 'serve.json'}, {out / 'requests.csv'} and {page}", file=sys.stderr)
+    return 0
+
+
+def _serve_sweep(args: argparse.Namespace, spec, hw, prec, settings, capacity: int) -> int:
+    """`nvdla serve --rates ... [--slo-ttft-ms T] [--slo-tpot-ms P]`: one run per rate, the same requests."""
+    import csv
+
+    from nvdla_mapper.reports.files import output_folder
+    from nvdla_mapper.studies.serve import SimulatedCosts, Slo, poisson_requests, sweep_rates
+
+    if args.trace:
+        raise NvdlaError("--rates and the latency targets sweep Poisson arrivals; leave out --trace")
+    rates = [args.rate]
+    if args.rates:
+        try:
+            rates = [float(r) for r in args.rates.split(",") if r.strip()]
+        except ValueError:
+            raise NvdlaError(
+                f"--rates must be comma-separated numbers of requests per second, not {args.rates!r}"
+            ) from None
+    slo = None
+    if args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
+        slo = Slo(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_percentile)
+
+    def arrivals(rate: float):
+        return poisson_requests(
+            args.requests, rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz, seed=args.seed
+        )
+
+    costs = SimulatedCosts(spec, hw, prec)
+    sweep = sweep_rates(
+        arrivals, rates, costs, capacity_blocks=capacity, settings=settings, clock_mhz=hw.clock_mhz, slo=slo,
+        bisect_steps=args.bisect,
+    )  # fmt: skip
+    d = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value, "requests": args.requests,
+         "prompt": args.prompt, "output": args.output, "seed": args.seed, "policy": settings.policy.value,
+         "max_batch": settings.max_batch, "kv_capacity_blocks": capacity,
+         "slo_ttft_ms": args.slo_ttft_ms, "slo_tpot_ms": args.slo_tpot_ms, **sweep.to_dict()}  # fmt: skip
+    print(f"{spec.name} on {hw.fingerprint} ({prec.value}): {args.requests} requests of {args.prompt} + "
+          f"{args.output} tokens, Poisson seed {args.seed}, {settings.policy.value}")  # fmt: skip
+    print(f"  {'rate/s':>9} {'TTFT p50':>10} {'TTFT p99':>10} {'TPOT p50':>9} {'TPOT p99':>9} {'tokens/s':>10}  target")
+    for r in d["rates"]:
+        ok = "" if r["meets_slo"] is None else ("met" if r["meets_slo"] else "missed")
+        print(f"  {r['rate_per_s']:>9,.2f} {r['ttft_p50_ms']:>10,.3f} {r['ttft_p99_ms']:>10,.3f} "
+              f"{r['tpot_p50_ms'] or 0:>9,.3f} {r['tpot_p99_ms'] or 0:>9,.3f} {r['output_tokens_per_s']:>10,.1f}  {ok}")  # fmt: skip
+    if slo is not None:
+        best = d["highest_rate_meeting_slo_per_s"]
+        if best is None:
+            print(f"  no rate run meets {slo.describe()} (the lowest, {min(rates):g}/s, misses it)")
+        elif d["bracket_per_s"]:
+            lo, hi = d["bracket_per_s"]
+            print(f"  highest rate meeting {slo.describe()}: {best:,.2f}/s (met at {lo:,.2f}, missed at {hi:,.2f})")
+        else:
+            print(f"  every rate run meets {slo.describe()}; the highest is {best:,.2f}/s (sweep higher rates)")
+    if args.report:
+        from nvdla_mapper.reports.html import write_sweep_serve_html
+
+        out = output_folder(args.report, "--report")
+        (out / "sweep.json").write_text(json.dumps(d, indent=1) + "\n")
+        with open(out / "sweep.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(d["rates"][0]))
+            w.writeheader()
+            w.writerows(d["rates"])
+        page = write_sweep_serve_html(d, out)
+        print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'} and {page}", file=sys.stderr)
     return 0
 
 

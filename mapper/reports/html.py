@@ -406,6 +406,52 @@ def write_serve_html(summary: dict[str, Any], timeline: list[dict[str, Any]], la
     return path
 
 
+def serve_sweep_plot(rates: list[dict[str, Any]], slo: dict[str, float | None]) -> str:
+    """Latency against throughput over a rate sweep: p50 and p99 of TTFT and of time per output token
+    against the output tokens per second each rate achieved (the targets dashed)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+    x = [r["output_tokens_per_s"] for r in rates]
+    for ax, key, label in ((axes[0], "ttft", "TTFT (ms)"), (axes[1], "tpot", "time per output token (ms)")):
+        for q, style in ((50, "o-"), (99, "s--")):
+            ys = [r[f"{key}_p{q}_ms"] for r in rates]
+            if all(y is not None for y in ys):
+                ax.plot(x, ys, style, label=f"p{q}", ms=4)
+        if slo.get(key) is not None:
+            ax.axhline(slo[key], color="#c00000", lw=0.8, ls=":", label="target")
+        ax.set_xlabel("output tokens/s")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def write_sweep_serve_html(summary: dict[str, Any], out_dir: str | Path) -> Path:
+    """report.html of `nvdla serve --rates`: the latency-throughput table and curve, the highest rate that
+    meets the target."""
+    rates = summary["rates"]
+    cols = list(rates[0])
+    rows = [
+        [("" if r[c] is None else f"{r[c]:,.3f}" if isinstance(r[c], float) else str(r[c])) for c in cols]
+        for r in rates
+    ]
+    info = [[k, str(v)] for k, v in summary.items() if k != "rates"]
+    targets = {"ttft": summary.get("slo_ttft_ms"), "tpot": summary.get("slo_tpot_ms")}
+    img = serve_sweep_plot(rates, targets)
+    page = (
+        _head(f"{summary.get('model', 'model')} serving on {summary.get('hw', '')}: request rates")
+        + "<h2>Run</h2>"
+        + _table(["", ""], info, table_id="run")
+        + "<h2>Rates</h2>"
+        + _table(cols, rows, table_id="rates")
+        + f'<h2>Latency against throughput</h2><figure><img id="plot-sweep" alt="sweep" src="{img}"></figure></body></html>'
+    )
+    path = Path(out_dir) / "report.html"
+    path.write_text(page)
+    return path
+
+
 def write_html(result, out_dir: str | Path) -> Path:
     path = Path(out_dir) / "report.html"
     path.write_text(render_html(result.to_dict()))

@@ -3,6 +3,12 @@
     simulate_serving(requests, costs, capacity_blocks=..., settings=ServeSettings()) -> ServeResult
     SimulatedCosts(spec, hw, precision)   # every iteration's cycles from the mapper's exact simulation
     poisson_requests(n, rate_per_s, prompt=..., output=..., seed=0, clock_mhz=...)
+    sweep_rates(arrivals, rates, costs, ..., slo=Slo(ttft_ms=..., tpot_ms=...)) -> RateSweep
+
+A rate sweep runs the same requests at each rate (Poisson arrivals from one seed: the same draws, their
+gaps scaled by 1/rate) through the same costs, so a multiset of cache lengths met at one rate is mapped
+once for all; with a latency target (Slo) it bisects between the highest rate that meets it and the
+lowest that does not, for the highest rate that does.
 
 The scheduler (policy FCFS_PREFILL_FIRST, after vLLM's default): at every iteration, if requests are
 waiting, the ones at the head of the queue whose prompt fits the free KV blocks (and the batch limit) are
@@ -26,6 +32,7 @@ import enum
 import math
 import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -370,3 +377,119 @@ def read_trace(path, clock_mhz: float) -> list[Request]:
     if not rows:
         raise NvdlaError(f"{path}: no requests")
     return rows
+
+
+# ---- request rates: the latency-throughput curve and the highest rate that meets a latency target ----
+
+
+@dataclass(frozen=True)
+class Slo:
+    """A latency target: the given percentile of time to first token and of time per output token (ms)
+    at most these (None: not part of the target)."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    percentile: int = 99
+
+    def __post_init__(self) -> None:
+        if self.ttft_ms is None and self.tpot_ms is None:
+            raise NvdlaError("a latency target needs --slo-ttft-ms, --slo-tpot-ms or both")
+        for name in ("ttft_ms", "tpot_ms"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not v > 0):
+                raise NvdlaError(f"--slo-{name.replace('_', '-')} must be a positive number of ms, not {v!r}")
+        if self.percentile not in (50, 90, 99):
+            raise NvdlaError(f"--slo-percentile must be 50, 90 or 99, not {self.percentile!r}")
+
+    def met(self, summary: dict[str, Any]) -> bool:
+        """Whether a run (ServeResult.to_dict()) meets the target."""
+        pct, q = summary["percentiles"], f"p{self.percentile}"
+        for key, limit in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)):
+            if limit is not None and pct[key] is not None and pct[key][q] > limit:
+                return False
+        return True
+
+    def describe(self) -> str:
+        parts = [f"{k} <= {v:g} ms" for k, v in (("TTFT", self.ttft_ms), ("TPOT", self.tpot_ms)) if v is not None]
+        return f"p{self.percentile} " + " and ".join(parts)
+
+
+@dataclass(frozen=True)
+class RatePoint:
+    rate_per_s: float
+    summary: dict[str, Any]  # ServeResult.to_dict() of the run at this rate
+    meets: bool | None  # None: no target
+
+    def row(self) -> dict[str, Any]:
+        """The figures of a latency-throughput table: one row per rate."""
+        pct, th = self.summary["percentiles"], self.summary["throughput"]
+        row: dict[str, Any] = {"rate_per_s": self.rate_per_s}
+        for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
+            for q in (50, 99):
+                row[f"{key[:-3]}_p{q}_ms"] = pct[key][f"p{q}"] if pct[key] else None
+        row |= {
+            "output_tokens_per_s": th["output_tokens_per_s"],
+            "requests_per_s": th["requests_per_s"],
+            "mean_decode_batch": self.summary["mean_decode_batch"],
+            "preemptions": self.summary["preemptions"],
+            "meets_slo": self.meets,
+        }
+        return row
+
+
+@dataclass(frozen=True)
+class RateSweep:
+    points: tuple[RatePoint, ...]  # by rate; bisection's points included
+    slo: Slo | None
+    best_rate_per_s: float | None  # the highest rate run that meets the target (None: none did, or no target)
+    bracket: tuple[float, float] | None  # (meets, does not) around the limit after bisection
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "slo": None if self.slo is None else self.slo.describe(),
+            "highest_rate_meeting_slo_per_s": self.best_rate_per_s,
+            "bracket_per_s": None if self.bracket is None else list(self.bracket),
+            "rates": [p.row() for p in self.points],
+        }
+
+
+def sweep_rates(
+    arrivals: Callable[[float], list[Request]],
+    rates: list[float],
+    costs: StepCosts,
+    *,
+    capacity_blocks: int,
+    settings: ServeSettings | None = None,
+    clock_mhz: float = 1000.0,
+    slo: Slo | None = None,
+    bisect_steps: int = 4,
+) -> RateSweep:
+    """Serve `arrivals(rate)` at every rate; with `slo`, bisect `bisect_steps` times (geometric midpoints)
+    between the highest swept rate that meets it and the next that does not. Latency is taken to grow with
+    the rate between those two points; the result says which rates were run."""
+    if not rates or any(isinstance(r, bool) or not isinstance(r, int | float) or not r > 0 for r in rates):
+        raise NvdlaError(f"--rates must be positive numbers of requests per second, not {rates!r}")
+    if isinstance(bisect_steps, bool) or not isinstance(bisect_steps, int) or bisect_steps < 0:
+        raise NvdlaError(f"--bisect must be a whole number >= 0, not {bisect_steps!r}")
+
+    def run(rate: float) -> RatePoint:
+        res = simulate_serving(arrivals(rate), costs, capacity_blocks=capacity_blocks, settings=settings)
+        res.clock_mhz = clock_mhz
+        summary = res.to_dict()
+        return RatePoint(float(rate), summary, None if slo is None else slo.met(summary))
+
+    points = {float(r): run(r) for r in sorted(set(rates))}
+    best = bracket = None
+    if slo is not None:
+        ordered = [points[r] for r in sorted(points)]
+        first_miss = next((i for i, p in enumerate(ordered) if not p.meets), None)
+        if first_miss is None:
+            best = ordered[-1].rate_per_s
+        elif first_miss > 0:
+            lo, hi = ordered[first_miss - 1].rate_per_s, ordered[first_miss].rate_per_s
+            for _ in range(bisect_steps):
+                mid = math.sqrt(lo * hi)
+                points[mid] = run(mid)
+                lo, hi = (mid, hi) if points[mid].meets else (lo, mid)
+            best, bracket = lo, (lo, hi)
+    return RateSweep(tuple(points[r] for r in sorted(points)), slo, best, bracket)

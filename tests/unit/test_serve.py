@@ -17,10 +17,12 @@ from nvdla_mapper.studies.serve import (
     Request,
     ServeSettings,
     SimulatedCosts,
+    Slo,
     kv_capacity_blocks,
     poisson_requests,
     read_trace,
     simulate_serving,
+    sweep_rates,
 )
 from nvdla_sim import Precision, load_config
 from nvdla_sim.errors import NvdlaError
@@ -180,3 +182,93 @@ def test_serve_cli(tmp_path, capsys):
     assert 'id="plot-timeline"' in (out / "report.html").read_text()
     assert main(["serve", "t5-base", "--requests", "1"]) == 2
     assert "decoder-only" in capsys.readouterr().err
+
+
+# ---- rate sweeps and latency targets ----
+
+
+def _evenly(n: int, prompt: int = 4, output: int = 1):
+    """n requests 1/rate seconds apart (cycles at 1 GHz)."""
+    return lambda rate: [Request(i, round(i / rate * 1e9), prompt, output) for i in range(n)]
+
+
+def test_rate_sweep_by_hand():
+    """Five one-token requests, a prefill of 1 ms (10^6 cycles at 1 GHz). At 500/s (2 ms apart) each is
+    prefilled alone on arrival: TTFT 1 ms each; tokens 5 over 0-9 ms, 555.6 a second. At 2,000/s (0.5 ms
+    apart) r0 runs 0-1; at 1 r1 and r2 (arrived 0.5, 1.0) are prefilled together, 1-3; at 3 r3 and r4
+    (1.5, 2.0), 3-5: TTFTs 1, 2.5, 2, 3.5, 3 ms, p50 2.5, p99 3.48 (numpy's linear interpolation)."""
+    sweep = sweep_rates(_evenly(5), [2000, 500], Fixed(10**6, 0), capacity_blocks=100)
+    slow, fast = (p.row() for p in sweep.points)
+    assert slow["rate_per_s"] == 500 and fast["rate_per_s"] == 2000
+    assert (slow["ttft_p50_ms"], slow["ttft_p99_ms"]) == (1.0, 1.0)
+    assert slow["output_tokens_per_s"] == pytest.approx(5 / 0.009, abs=1e-3)
+    assert fast["ttft_p50_ms"] == 2.5 and fast["ttft_p99_ms"] == pytest.approx(3.48)
+    assert fast["meets_slo"] is None and sweep.best_rate_per_s is None and sweep.bracket is None
+
+
+def test_highest_rate_meeting_a_target_by_hand():
+    """Same requests, target p99 TTFT <= 1 ms: met while requests are at least a prefill apart, i.e. up to
+    1,000/s exactly (at 1,000/s r1 arrives as r0's prefill ends). Bisection between 500 (met) and 2,000
+    (missed) tries 1,000 first (the geometric midpoint) and then only higher rates, all missed: the bracket
+    narrows from a factor 2 to 2^(1/16)."""
+    sweep = sweep_rates(
+        _evenly(5), [500, 2000], Fixed(10**6, 0), capacity_blocks=100, slo=Slo(ttft_ms=1.0), bisect_steps=5
+    )
+    assert sweep.best_rate_per_s == pytest.approx(1000)
+    lo, hi = sweep.bracket
+    assert lo == pytest.approx(1000) and hi == pytest.approx(1000 * 2 ** (1 / 16))  # 2 -> 2^(1/16) wide
+    assert [p.meets for p in sweep.points] == [True, True, False, False, False, False, False]
+    d = sweep.to_dict()
+    assert d["slo"] == "p99 TTFT <= 1 ms" and len(d["rates"]) == 7
+
+
+def test_sweep_ends_without_a_bracket():
+    """Every rate meets the target: the highest swept rate, no bracket; the lowest misses: none."""
+    met = sweep_rates(_evenly(3), [10, 20], Fixed(10**6, 0), capacity_blocks=100, slo=Slo(ttft_ms=1.0))
+    assert met.best_rate_per_s == 20 and met.bracket is None
+    missed = sweep_rates(_evenly(3), [5000], Fixed(10**6, 0), capacity_blocks=100, slo=Slo(ttft_ms=1.0))
+    assert missed.best_rate_per_s is None and missed.bracket is None and len(missed.points) == 1
+
+
+def test_tpot_target_counts_only_multi_token_requests():
+    """Decode 0.1 ms a step, one request alone: TPOT 0.1 ms; a 0.05 ms target misses, 0.1 meets."""
+    arrivals = _evenly(1, output=3)
+    assert sweep_rates(arrivals, [1], Fixed(10**6, 10**5), capacity_blocks=9, slo=Slo(tpot_ms=0.1)).points[0].meets
+    assert not sweep_rates(arrivals, [1], Fixed(10**6, 10**5), capacity_blocks=9, slo=Slo(tpot_ms=0.05)).points[0].meets
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({}, "needs --slo-ttft-ms, --slo-tpot-ms or both"),
+        ({"ttft_ms": -1}, "--slo-ttft-ms must be a positive number"),
+        ({"tpot_ms": 1, "percentile": 95}, "--slo-percentile must be 50, 90 or 99"),
+    ],
+)
+def test_bad_targets_are_refused_by_name(kwargs, message):
+    with pytest.raises(NvdlaError, match=message):
+        Slo(**kwargs)
+
+
+def test_bad_rates_are_refused_by_name():
+    with pytest.raises(NvdlaError, match="--rates must be positive numbers"):
+        sweep_rates(_evenly(1), [0], Fixed(1, 1), capacity_blocks=9)
+    with pytest.raises(NvdlaError, match="--bisect must be a whole number"):
+        sweep_rates(_evenly(1), [1], Fixed(1, 1), capacity_blocks=9, bisect_steps=-1)
+
+
+def test_serve_rate_sweep_cli(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    rc = main(
+        ["serve", "gpt2", "--hw", "nv_full", "--requests", "4", "--prompt", "16", "--output", "2",
+         "--rates", "5,500", "--slo-ttft-ms", "1000", "--bisect", "0", "--report", str(out)]
+    )  # fmt: skip
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "every rate run meets p99 TTFT <= 1000 ms; the highest is 500.00/s" in text
+    d = json.loads((out / "sweep.json").read_text())
+    assert [r["rate_per_s"] for r in d["rates"]] == [5.0, 500.0] and d["highest_rate_meeting_slo_per_s"] == 500.0
+    assert len((out / "sweep.csv").read_text().splitlines()) == 3
+    assert 'id="plot-sweep"' in (out / "report.html").read_text()
+    assert main(["serve", "gpt2", "--rates", "5,x"]) == 2
+    assert "--rates must be comma-separated numbers" in capsys.readouterr().err
