@@ -103,6 +103,9 @@ def add_commands(sub, registry: dict) -> None:
     se.add_argument("--seed", type=int, default=0, help="seed of the Poisson arrivals")
     se.add_argument("--block-tokens", type=int, default=16, help="KV positions per cache block")
     se.add_argument("--max-batch", type=int, default=32, help="requests running at once")
+    se.add_argument("--preemption", choices=["recompute", "swap"], default="recompute",
+                    help="when the KV cache is full: free the victim's blocks and prefill it again (recompute), or "
+                         "copy its cache to host memory and back (swap)")  # fmt: skip
     se.add_argument("--dram-gib", type=float, default=None,
                     help="the system's DRAM for weights and KV cache (memory.dram_size_gib; default: the config's, "
                          "else NVDLA's address space)")  # fmt: skip
@@ -344,6 +347,7 @@ def _serve(args: argparse.Namespace) -> int:
     from nvdla_mapper.reports.files import output_folder
     from nvdla_mapper.studies.generate import memory_limit
     from nvdla_mapper.studies.serve import (
+        Preemption,
         ServeSettings,
         SimulatedCosts,
         kv_capacity_blocks,
@@ -360,7 +364,9 @@ def _serve(args: argparse.Namespace) -> int:
     spec = resolve_model(args.model)
     if not hasattr(spec, "stages"):
         raise NvdlaError(f"{args.model}: serving needs a preset or a config.json, not an ONNX graph")
-    settings = ServeSettings(block_tokens=args.block_tokens, max_batch=args.max_batch)
+    settings = ServeSettings(
+        block_tokens=args.block_tokens, max_batch=args.max_batch, preemption=Preemption(args.preemption)
+    )
     if args.trace:
         requests = read_trace(args.trace, hw.clock_mhz)
     else:
@@ -389,7 +395,8 @@ def _serve(args: argparse.Namespace) -> int:
     th = d["throughput"]
     print(f"  throughput {th['output_tokens_per_s']:,.1f} output tokens/s, {th['requests_per_s']:,.2f} requests/s; "
           f"mean decode batch {d['mean_decode_batch']}, peak KV {d['peak_kv_blocks']:,} blocks, "
-          f"{d['preemptions']} preemptions ({d['preemption']})")  # fmt: skip
+          f"{d['preemptions']} preemptions ({d['preemption']}"
+          + (f", {d['swap_ms']:,.3f} ms of KV copies" if d["swap_ms"] else "") + ")")  # fmt: skip
     if args.report:
         from nvdla_mapper.reports.html import write_serve_html
 

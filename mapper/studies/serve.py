@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph
+from nvdla_mapper.lowering.rules import HostModel
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import kv_bytes_per_token, memory_limit, weight_bytes
 from nvdla_sim.config import HwConfig
@@ -52,6 +53,7 @@ class Policy(enum.Enum):
 
 class Preemption(enum.Enum):
     RECOMPUTE = "recompute"  # free the KV blocks, prefill prompt + generated tokens again on return
+    SWAP = "swap"  # copy the KV blocks out to host memory and back in on return (StepCosts.swap each way)
 
 
 class IterationKind(enum.Enum):
@@ -89,6 +91,8 @@ class Iteration:
     requests: tuple[int, ...]  # ids prefilled, or decoded
     blocks_used: int  # KV blocks held after the iteration
     preempted: tuple[int, ...] = ()  # ids preempted before it
+    swapped_in: tuple[int, ...] = ()  # ids whose KV blocks were copied back in before it
+    swap_cycles: int = 0  # of its time: the KV copies out (preemption by swap) and in
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,8 @@ class StepCosts(Protocol):
 
     def decode(self, kv_lens: tuple[int, ...]) -> int: ...
 
+    def swap(self, positions: int) -> int: ...  # copy one sequence's KV cache of `positions` out or in
+
 
 @dataclass
 class _Running:
@@ -113,6 +119,7 @@ class _Running:
     first_token: int = -1
     preemptions: int = 0
     admitted: int = 0  # admission order (the last admitted is preempted first)
+    swapped: int = 0  # positions of its KV cache in host memory (preempted by swap)
 
 
 def blocks_for(positions: int, block_tokens: int) -> int:
@@ -150,8 +157,19 @@ def simulate_serving(
         while pending and pending[0].arrival_cycle <= t:
             waiting.append(_Running(pending.popleft()))
         admitted: list[_Running] = []
-        while waiting and len(running) + len(admitted) < s.max_batch:
+        swapped_in: list[_Running] = []
+        while waiting and len(running) + len(admitted) + len(swapped_in) < s.max_batch:
             head = waiting[0]
+            if head.swapped:  # back in when its cache and its next token fit (no swap in, swap out at once)
+                if blocks_for(head.swapped + 1, b) > free:
+                    break
+                waiting.popleft()
+                free -= blocks_for(head.swapped, b)
+                head.cached, head.swapped = head.swapped, 0
+                order += 1
+                head.admitted = order
+                swapped_in.append(head)
+                continue
             tokens = head.request.prompt + max(head.generated - 1, 0)  # what the prefill puts in the cache
             if blocks_for(tokens, b) > free:
                 break
@@ -161,8 +179,11 @@ def simulate_serving(
             order += 1
             head.admitted = order
             admitted.append(head)
+        swap_in = sum(costs.swap(x.cached) for x in swapped_in)
+        running.extend(swapped_in)
+        back = tuple(x.request.id for x in swapped_in)
         if admitted:
-            end = t + sum(costs.prefill(x.cached) for x in admitted)
+            end = t + swap_in + sum(costs.prefill(x.cached) for x in admitted)
             for x in admitted:
                 if x.generated == 0:
                     x.generated, x.first_token = 1, end
@@ -171,24 +192,31 @@ def simulate_serving(
                 else:
                     running.append(x)
             iterations.append(
-                Iteration(IterationKind.PREFILL, t, end, tuple(x.request.id for x in admitted), capacity_blocks - free)
-            )
+                Iteration(
+                    IterationKind.PREFILL, t, end, tuple(x.request.id for x in admitted), capacity_blocks - free,
+                    swapped_in=back, swap_cycles=swap_in,
+                )
+            )  # fmt: skip
             t = end
             _check_blocks(running, free, capacity_blocks, b)
             continue
         if running:
             preempted = []
+            swap_out = 0
             while sum(blocks_for(x.cached + 1, b) - blocks_for(x.cached, b) for x in running) > free:
                 victim = max(running, key=lambda x: x.admitted)  # the last admitted
                 running.remove(victim)
                 free += blocks_for(victim.cached, b)
+                if s.preemption is Preemption.SWAP:
+                    swap_out += costs.swap(victim.cached)
+                    victim.swapped = victim.cached
                 victim.cached = 0
                 victim.preemptions += 1
                 waiting.appendleft(victim)
                 preempted.append(victim.request.id)
             if not running:  # cannot happen (every request fits alone, checked above); never a step of none
                 raise AssertionError("every running request was preempted")
-            end = t + costs.decode(tuple(x.cached for x in running))
+            end = t + swap_in + swap_out + costs.decode(tuple(x.cached for x in running))
             batch = tuple(x.request.id for x in running)
             for x in running:
                 free -= blocks_for(x.cached + 1, b) - blocks_for(x.cached, b)
@@ -198,7 +226,10 @@ def simulate_serving(
                 running.remove(x)
                 finish(x, end)
             iterations.append(
-                Iteration(IterationKind.DECODE, t, end, batch, capacity_blocks - free, tuple(preempted))
+                Iteration(
+                    IterationKind.DECODE, t, end, batch, capacity_blocks - free, tuple(preempted), back,
+                    swap_in + swap_out,
+                )
             )  # fmt: skip
             t = end
             _check_blocks(running, free, capacity_blocks, b)
@@ -242,7 +273,8 @@ class ServeResult:
         """Every iteration: kind, start and end (ms), batch, KV blocks held after it, requests preempted."""
         return [
             {"kind": it.kind.value, "start_ms": round(self._ms(it.start), 6), "end_ms": round(self._ms(it.end), 6),
-             "batch": len(it.requests), "kv_blocks": it.blocks_used, "preempted": list(it.preempted)}
+             "batch": len(it.requests), "kv_blocks": it.blocks_used, "preempted": list(it.preempted),
+             "swapped_in": list(it.swapped_in), "swap_ms": round(self._ms(it.swap_cycles), 6)}
             for it in self.iterations
         ]  # fmt: skip
 
@@ -282,6 +314,7 @@ class ServeResult:
                 "requests_per_s": round(len(self.requests) / seconds, 3) if seconds else 0.0,
             },
             "preemptions": sum(r.preemptions for r in self.requests),
+            "swap_ms": round(self._ms(sum(it.swap_cycles for it in self.iterations)), 4),
             "iterations": {"prefill": len(self.iterations) - len(decode), "decode": len(decode)},
             "mean_decode_batch": round(sum(len(it.requests) for it in decode) / len(decode), 3) if decode else 0.0,
             "peak_kv_blocks": max((it.blocks_used for it in self.iterations), default=0),
@@ -313,6 +346,7 @@ class SimulatedCosts:
         if spec.decoder_layers:
             raise NvdlaError(f"{spec.name}: serving is modelled for decoder-only models (gpt2, llama family)")
         self.spec, self.hw, self.precision = spec, hw, precision
+        self.host = HostModel()
         self.memo = new_memo(hw, precision=precision)
         self._prefill: dict[int, int] = {}
         self._decode: dict[tuple[int, ...], int] = {}
@@ -327,6 +361,12 @@ class SimulatedCosts:
             g = build_graph(self.spec, batch=1, seq=tokens, head="lm_last")
             self._prefill[tokens] = map_model(g, self.hw, precision=self.precision, memo=self.memo).total_cycles
         return self._prefill[tokens]
+
+    def swap(self, positions: int) -> int:
+        """One sequence's KV cache copied between NVDLA's memory and the host's by the host CPU (HostModel:
+        every byte read and written at its memory bandwidth, plus one hand-off)."""
+        nbytes = positions * kv_bytes_per_token(self.spec, self.precision)
+        return self.host.cycles(flops=0, nbytes=2 * nbytes, clock_mhz=self.hw.clock_mhz)
 
     def decode(self, kv_lens: tuple[int, ...]) -> int:
         key = tuple(sorted(kv_lens))

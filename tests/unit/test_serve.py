@@ -14,6 +14,7 @@ from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.generate import generate, kv_bytes_per_token, weight_bytes
 from nvdla_mapper.studies.serve import (
     IterationKind,
+    Preemption,
     Request,
     ServeSettings,
     SimulatedCosts,
@@ -41,6 +42,9 @@ class Fixed:
     def decode(self, kv_lens: tuple[int, ...]) -> int:
         self.decoded.append(kv_lens)
         return self.d
+
+    def swap(self, positions: int) -> int:
+        return 5 * positions
 
 
 def _by_id(res):
@@ -101,6 +105,45 @@ def test_preemption_by_recompute_by_hand():
     ]
     assert max(it.blocks_used for it in res.iterations) <= 3
     assert res.to_dict()["preemptions"] == 3
+
+
+def test_preemption_by_swap_by_hand():
+    """The trace above with SWAP (5 cycles a position each way). Both prefill 0-200; at 200 B is
+    preempted, its 2 positions copied out (10), A decodes: 200-220. At 220 B's cache and its next token
+    need 2 blocks, 1 is free: A decodes alone 220-230 (3 -> 4 positions, no new block) and 230-240 (its
+    fourth token: done, 3 blocks free). At 240 B is copied back in (10) and decodes 240-260, then 260-270:
+    done at 270 with one preemption and no second prefill (550 by recompute)."""
+    costs = Fixed(100, 10)
+    res = simulate_serving(
+        [Request(0, 0, 2, 4), Request(1, 0, 2, 3)], costs, capacity_blocks=3,
+        settings=ServeSettings(block_tokens=2, preemption=Preemption.SWAP),
+    )  # fmt: skip
+    a, b = _by_id(res)[0], _by_id(res)[1]
+    assert (a.first_token_cycle, a.finish_cycle, a.preemptions) == (200, 240, 0)
+    assert (b.first_token_cycle, b.finish_cycle, b.preemptions) == (200, 270, 1)
+    got = [
+        (it.kind.value, it.start, it.end, it.requests, it.preempted, it.swapped_in, it.swap_cycles)
+        for it in res.iterations
+    ]
+    assert got == [
+        ("prefill", 0, 200, (0, 1), (), (), 0),
+        ("decode", 200, 220, (0,), (1,), (), 10),
+        ("decode", 220, 230, (0,), (), (), 0),
+        ("decode", 230, 240, (0,), (), (), 0),
+        ("decode", 240, 260, (1,), (), (1,), 10),
+        ("decode", 260, 270, (1,), (), (), 0),
+    ]
+    assert costs.decoded == [(2,), (3,), (4,), (2,), (3,)]  # B resumes at its 2 cached positions
+    res.clock_mhz = 1.0
+    d = res.to_dict()
+    assert d["preemption"] == "swap" and d["preemptions"] == 1 and d["swap_ms"] == 0.02
+
+
+def test_swap_costs_the_host_copy_of_the_cache():
+    """GPT-2 INT8: 2 x 12 layers x 768 bytes a position; 100 positions read and written by the host at
+    10 GB/s plus its 10 us hand-off: 10 + 2 x 1,843,200 / 10^4 us = 378.64 us, 378,640 cycles at 1 GHz."""
+    costs = SimulatedCosts(preset("gpt2"), load_config("nv_full"))
+    assert costs.swap(100) == 378_640
 
 
 def test_batch_limit_and_fcfs_order():
