@@ -218,6 +218,7 @@ class _HwLayerInfo:
     weight_capacity: int  # kernel groups the weight ring holds
     banks: tuple[int, int]  # (data banks, weight banks): a change between layers empties the rings
     input_memory: Memory
+    startup: int = 0  # cycles CSC's first package adds before the first compute (csc.startup_cycles)
 
 
 @dataclasses.dataclass
@@ -281,7 +282,9 @@ class _Chain:
             d, k = step.data_tile, step.weight_tile
             if first + _hardware_layer(plan, d, k, n_data) != current:
                 current = first + _hardware_layer(plan, d, k, n_data)
-                self.info[current] = info
+                self.info[current] = dataclasses.replace(
+                    info, startup=csc.startup_cycles(step.group[1] - step.group[0], kpg)
+                )
                 self.last_weights = {}
                 prefetch_left = sdp.operand_prefetch_bytes(hw)
             r0, r1 = step.rows
@@ -586,6 +589,7 @@ def _run_hardware_layers(
             compute_from=compute_from,
             held=held,
             keep=keep,
+            startup=lay.startup,
         )
         events += res.events
         # a stripe's delivery block ends with its gap before the next; a layer ends at its last atom

@@ -155,12 +155,14 @@ def run_items(
     compute_from: float = 0.0,
     held: Sequence[tuple[Buffer, int, float]] = (),
     keep: frozenset[int] = frozenset(),
+    startup: float = 0.0,
 ) -> PipelineResult:
     """Run the items through fetch -> compute -> drain. `fetch_from` / `compute_from` are the earliest
     times the first fetch and the first compute may start (a later hardware layer on shared ports).
     `held` is what an earlier hardware layer left in the rings (PipelineResult.held): its slots free at
     their release time, or when their last user here computes if they were kept (an item may use a
-    held event: an operand reused from CBUF). Events in `keep` stay in CBUF after this run (SKIP_*_RLS)."""
+    held event: an operand reused from CBUF). Events in `keep` stay in CBUF after this run (SKIP_*_RLS).
+    `startup`: cycles the first compute starts after its operands are in (csc.startup_cycles)."""
     # Release time of each fetch event = compute end of the last item that uses it.
     last_user: dict[int, int] = {}
     for idx, it in enumerate(items):
@@ -237,6 +239,7 @@ def run_items(
         start_c = max(core_free, need)
         wait_fetch += start_c - core_free
         if first_compute is None:
+            start_c += startup
             first_compute = start_c
         t = start_c
         first_drain = None

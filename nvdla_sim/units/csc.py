@@ -87,3 +87,15 @@ def image_stripes(out_w: int, rows: int, stripe: int) -> tuple[int, ...]:
     full, rem = divmod(out_w, stripe)
     per_row = (stripe,) * full + ((rem,) if rem else ())
     return per_row * rows
+
+
+def startup_cycles(first_group_kernels: int, kernels_per_group: int) -> int:
+    """Cycles a hardware layer's first compute waits beyond its operands: CSC's sequence generator pops the
+    first package's weights alone and its data max(K, 2) cycles later, K the package's kernels (later
+    packages pop their weights with the previous package's data, hidden). hw@master NV_NVDLA_CSC_sg.v
+    (nv_large's generated tree, lines 1423-1435: the package timer re-armed to max(data, weight cycles) - 1,
+    a one-kernel package reserving 2); the 2 cycles of a one-kernel package are already in
+    timing.conv_pipeline_cycles (measured on nv_small with one kernel), so the layer adds max(K, 2) - 2.
+    Measured on the RTL logs (docs/validation.md 5c): nv_large's attention products and broadcasts (K 32)
+    write their first output 30 cycles later than its one-kernel row sums."""
+    return max(min(first_group_kernels, kernels_per_group), 2) - 2

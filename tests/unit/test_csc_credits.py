@@ -79,3 +79,40 @@ def test_bad_csc_values_are_named():
         hw.with_values(**{"csc.credit_atoms": 32})
     with pytest.raises(ConfigError, match="csc.stripe_lower must be an integer"):
         hw.with_values(**{"csc.stripe_lower": "16"})
+
+
+@pytest.mark.parametrize(
+    ("first", "kpg", "startup"), [(1, 32, 0), (2, 32, 0), (8, 8, 6), (32, 32, 30), (64, 32, 30), (5, 8, 3)]
+)
+def test_first_package_startup_by_hand(first, kpg, startup):
+    """NV_NVDLA_CSC_sg.v: the first package of a layer pops its weights alone and its data max(K, 2)
+    cycles later, K = its kernels (at most a kernel group); the 2 of a one-kernel package are already in
+    the measured pipeline constant."""
+    from nvdla_sim.units.csc import startup_cycles
+
+    assert startup_cycles(first, kpg) == startup
+
+
+def test_first_package_delays_a_layer_once(monkeypatch):
+    """nv_large, a 1x1 layer of 64 pixels, 64 channels and 32 kernels (one hardware layer, one kernel group):
+    its first compute, and so its end, comes 30 cycles later than without the start-up; its 32 kernels in
+    two kernel tiles (two hardware layers) pay it twice."""
+    import dataclasses
+
+    import nvdla_sim.units.csc as csc
+    from nvdla_mapper.search.tiling_search import search_plan
+    from nvdla_sim.engine.conv import simulate_conv
+    from nvdla_sim.engine.tiling import LoopOrder, TilePlan
+
+    hw = load_config("nv_large_rtl_tb")
+    layer = ConvLayer("l", ConvShape.matmul(64, 64, 32, row=64), Precision.INT8)
+    plan = search_plan(layer, hw).plan
+    with_startup = simulate_conv(layer, hw, plan).cycles
+    monkeypatch.setattr(csc, "startup_cycles", lambda first, kpg: 0)
+    assert with_startup - simulate_conv(layer, hw, plan).cycles == 30
+    monkeypatch.undo()
+    two = dataclasses.replace(layer, shape=ConvShape.matmul(64, 64, 64, row=64))
+    tiles = TilePlan(plan.data_banks, plan.weight_banks, plan.rows_per_tile, 32, LoopOrder.WEIGHT_STATIONARY)
+    a = simulate_conv(two, hw, tiles).cycles
+    monkeypatch.setattr(csc, "startup_cycles", lambda first, kpg: 0)
+    assert a - simulate_conv(two, hw, tiles).cycles == 60

@@ -58,13 +58,13 @@ def test_search_matches_exhaustive_on_small_spaces():
 
 def test_search_is_no_worse_than_a_naive_weight_stationary_plan():
     """Issue 27: with weight-stationary order in the space, the search beats the naive 8-layer
-    weight-stationary plan of a 64x512x64 matmul on nv_small (38,734 cycles, 38,862 before a stripe's
-    drain started with its last channel op: 16 cycles earlier in each of 8 hardware layers; the search's
-    data-stationary-only space gave 41,172)."""
+    weight-stationary plan of a 64x512x64 matmul on nv_small (38,782 cycles: 38,734 before CSC's first
+    package, 6 cycles in each of its 8 hardware layers; 38,862 before a stripe's drain started with its
+    last channel op: 16 cycles earlier in each; the search's data-stationary-only space gave 41,172)."""
     hw = load_config("nv_small")
     layer = ConvLayer("mm", ConvShape.matmul(64, 512, 64), Precision.INT8)
     naive = simulate(layer, hw, naive_plan(layer, hw)).cycles
-    assert naive == 38_734
+    assert naive == 38_782
     assert search_plan(layer, hw).stats.cycles <= naive
 
 

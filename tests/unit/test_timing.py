@@ -57,12 +57,13 @@ def test_analytic_small_matmul(nv_small):
     port with 50 cycles latency; the stripe computes in 16 cycles, its one channel op, which delivers each
     of its 16 output atoms as it finishes it, at 8 + 1 cycles each (nv_small's CACC reads the next delivery
     entry only after the last left), writes 128 B, plus 7 + 11 pipeline fill; the 38-cycle gap after a
-    stripe does not follow the last one.
+    stripe does not follow the last one. CSC pops the first package's 8 kernels alone and its data
+    max(8, 2) cycles later, 6 more than the one-kernel package in the measured pipeline (csc.startup_cycles).
     """
     layer = ConvLayer("mm", ConvShape.matmul(16, 8, 8), Precision.INT8)
     st = simulate(layer, nv_small, TilePlan(16, 16, 1, 8, LoopOrder.DATA_STATIONARY))
     # weights and data, 16 cycles each on the port, interleaved round-robin: both in at 32, +50 latency
-    compute_start = 32 + 50
+    compute_start = 32 + 50 + 6
     drain_end = compute_start + 16 * 9  # the drain starts with the stripe's (last) channel op
     assert st.cycles == drain_end + 7 + 11
     assert st.macs == 16 * 8 * 8
