@@ -3,6 +3,7 @@
 Prints the wall time, the peak memory, how many distinct iteration shapes were mapped and the run's
 percentiles (target: GPT-2 on nv_full with 1,000 requests in at most 60 s).
 Run: .venv/bin/python benchmarks/bench_serve.py [--requests 100] [--rate 20] [--prompt 128] [--output 32]
+     [--policy chunked-prefill --chunk-tokens 256]
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 
 from nvdla_mapper.frontends.presets import preset
 from nvdla_mapper.studies.serve import (
+    Policy,
     ServeSettings,
     SimulatedCosts,
     kv_capacity_blocks,
@@ -30,12 +32,14 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=20.0)
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--output", type=int, default=32)
+    ap.add_argument("--policy", default="fcfs-prefill-first", help="fcfs-prefill-first or chunked-prefill")
+    ap.add_argument("--chunk-tokens", type=int, default=256)
     args = ap.parse_args()
     spec, hw = preset(args.model), load_config(args.hw)
     reqs = poisson_requests(args.requests, args.rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz)
     costs = SimulatedCosts(spec, hw)
     t0 = time.perf_counter()
-    settings = ServeSettings()
+    settings = ServeSettings(policy=Policy(args.policy), chunk_tokens=args.chunk_tokens)
     res = simulate_serving(
         reqs,
         costs,
@@ -50,7 +54,7 @@ def main() -> None:
     print(
         f"{args.model} on {args.hw}: {args.requests} requests at {args.rate:g}/s ({args.prompt} + {args.output} tokens): "
         f"simulate {wall:.1f} s, peak {peak:.0f} MB, {costs.mapped[1]} distinct decode steps and "
-        f"{costs.mapped[0]} prefill lengths mapped, {d['iterations']['decode']} decode iterations | "
+        f"{costs.mapped[0]} prefill lengths mapped, {d['iterations']} iterations ({args.policy}) | "
         f"TTFT p50/p99 {pct['ttft_ms']['p50']:.2f}/{pct['ttft_ms']['p99']:.2f} ms, "
         f"TPOT p50/p99 {pct['tpot_ms']['p50']:.3f}/{pct['tpot_ms']['p99']:.3f} ms, "
         f"{d['throughput']['output_tokens_per_s']:,.0f} tokens/s"

@@ -103,6 +103,10 @@ def add_commands(sub, registry: dict) -> None:
     se.add_argument("--seed", type=int, default=0, help="seed of the Poisson arrivals")
     se.add_argument("--block-tokens", type=int, default=16, help="KV positions per cache block")
     se.add_argument("--max-batch", type=int, default=32, help="requests running at once")
+    se.add_argument("--policy", choices=["fcfs-prefill-first", "chunked-prefill"], default="fcfs-prefill-first",
+                    help="whole prompts first, then a decode step (vLLM's default); or every iteration all decodes "
+                         "and prompt chunks up to --chunk-tokens (Sarathi-Serve)")  # fmt: skip
+    se.add_argument("--chunk-tokens", type=int, default=256, help="tokens per iteration with --policy chunked-prefill")
     se.add_argument("--preemption", choices=["recompute", "swap"], default="recompute",
                     help="when the KV cache is full: free the victim's blocks and prefill it again (recompute), or "
                          "copy its cache to host memory and back (swap)")  # fmt: skip
@@ -347,6 +351,7 @@ def _serve(args: argparse.Namespace) -> int:
     from nvdla_mapper.reports.files import output_folder
     from nvdla_mapper.studies.generate import memory_limit
     from nvdla_mapper.studies.serve import (
+        Policy,
         Preemption,
         ServeSettings,
         SimulatedCosts,
@@ -365,7 +370,11 @@ def _serve(args: argparse.Namespace) -> int:
     if not hasattr(spec, "stages"):
         raise NvdlaError(f"{args.model}: serving needs a preset or a config.json, not an ONNX graph")
     settings = ServeSettings(
-        block_tokens=args.block_tokens, max_batch=args.max_batch, preemption=Preemption(args.preemption)
+        block_tokens=args.block_tokens,
+        max_batch=args.max_batch,
+        preemption=Preemption(args.preemption),
+        policy=Policy(args.policy),
+        chunk_tokens=args.chunk_tokens,
     )
     if args.trace:
         requests = read_trace(args.trace, hw.clock_mhz)

@@ -504,6 +504,40 @@ def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int | tuple[int, .
     return verify(g.g)
 
 
+def mixed_step_graph(spec: ModelSpec, seqs: tuple[tuple[int, int], ...], *, emitting: int) -> nx.DiGraph:
+    """One iteration of chunked prefill mixed with decodes: each sequence has (cached positions, new tokens);
+    a decode adds 1 token, a prefill chunk several. The projections and the FFN run on all new tokens at
+    once (M = their sum, the weights read once); attention runs per group of equal (cached, new), each
+    new token's queries against the cache and the chunk's keys (a chunk's causal mask from SDP); the LM
+    head projects the `emitting` positions that produce a token (the decodes and the chunks that end
+    their prompt). With every sequence adding one token this is decode_step_graph."""
+    check_generative(spec)
+    if spec.decoder_layers:
+        raise NvdlaError(f"{spec.name}: chunked prefill is modelled for decoder-only models (gpt2, llama family)")
+    if not seqs or any(c < 0 or n < 1 for c, n in seqs) or not 0 <= emitting <= len(seqs):
+        raise NvdlaError(
+            f"a mixed step needs (cached >= 0, new >= 1) per sequence and 0..{len(seqs)} emitting, got {seqs}"
+        )
+    if all(n == 1 for _, n in seqs):
+        return decode_step_graph(spec, batch=len(seqs), kv_len=tuple(c for c, _ in seqs))
+    groups = tuple((c, k, n) for (c, n), k in sorted(Counter(seqs).items()))
+    m = sum(n for _, n in seqs)
+    g = Graph(f"{spec.name}.mixed", batch=len(seqs), seq=max(c + n for c, n in seqs))
+    st = spec.stages[0]
+    last = g.add(Op("embed", OpKind.GATHER, m, st.hidden, group="host"))
+    for i in range(st.layers):
+        p = f"layer{i}"
+        h = _norm(g, spec, f"{p}.ln1", last, m=m, n=st.hidden)
+        a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=m, groups=groups)
+        x = g.add(Op(f"{p}.res1", OpKind.ADD, m, st.hidden, group="elementwise"), a, last)
+        h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)
+        last = _ffn(g, spec, st, p, h, x, m=m)
+    last = _norm(g, spec, "layer_final_norm", last, m=m, n=st.hidden)
+    if emitting:
+        _head(g, spec, last, "lm", m=emitting, batch=emitting)
+    return verify(g.g)
+
+
 def check_generative(spec: ModelSpec) -> None:
     if spec.family not in ("gpt2", "llama", "t5"):
         raise NvdlaError(
@@ -583,17 +617,21 @@ def _decode_attention(
             ),
             v,
         )
-    # the query heads of a K/V group run as one layer, as `share` pixels against the group's cached K
-    # (resp. V^T) kernels: the cache slice is fetched into CBUF once for the whole group
-    rows = share
+    # the query heads of a K/V group run as one layer, as `share` pixels (per new token) against the group's
+    # cached K (resp. V^T) kernels: the cache slice is fetched into CBUF once for the whole group
     cached = {"kv_share": 1, "cached": True, "causal": False, "kv_groups": spec.kv_heads or st.heads}
     if spec.relative == "bias" and not cross:
         cached["bias"] = True  # T5's relative-position bias on the self-attention scores
     scale = _score_scale(spec, hd)
     contexts = []
-    for kv_len, seqs in groups:
-        keys, count = kv_len + 1, seqs * (spec.kv_heads or st.heads)
-        at = "" if len(groups) == 1 else f"@{kv_len}"  # the sequences with this cache length
+    for group in groups:
+        kv_len, seqs = group[0], group[1]
+        new = group[2] if len(group) > 2 else 1  # tokens each of these sequences adds (a prefill chunk: > 1)
+        keys, count = kv_len + new, seqs * (spec.kv_heads or st.heads)
+        at = "" if len(groups) == 1 else f"@{kv_len}" if new == 1 else f"@{kv_len}+{new}"
+        rows = share * new
+        if new > 1:  # a chunk's queries see the cache and the chunk's keys up to their own: SDP masks the rest
+            cached = {**cached, "causal": True}
         scores = g.add(
             Op(
                 f"{p}.qk{at}",

@@ -363,8 +363,8 @@ def serve_timeline_plot(timeline: list[dict[str, Any]], capacity_blocks: int) ->
     kv.axhline(capacity_blocks, color="#c00000", lw=0.8, ls="--", label="capacity")
     kv.set_ylabel("KV blocks held")
     kv.legend(loc="upper right", fontsize=8)
-    dec = [p for p in timeline if p["kind"] == "decode"]
-    batch.step([p["end_ms"] for p in dec], [p["batch"] for p in dec], where="post", color="#ed7d31")
+    dec = [p for p in timeline if p["decodes"]]
+    batch.step([p["end_ms"] for p in dec], [p["decodes"] for p in dec], where="post", color="#ed7d31")
     batch.set_ylabel("decode batch")
     batch.set_xlabel("time (ms)")
     return _png(fig)

@@ -10,7 +10,8 @@ gaps scaled by 1/rate) through the same costs, so a multiset of cache lengths me
 once for all; with a latency target (Slo) it bisects between the highest rate that meets it and the
 lowest that does not, for the highest rate that does.
 
-The scheduler (policy FCFS_PREFILL_FIRST, after vLLM's default): at every iteration, if requests are
+Policies: CHUNKED_PREFILL (Sarathi-Serve; `_chunked`) takes every iteration's decodes and prompt chunks in
+one pass up to a token budget (presets.mixed_step_graph). FCFS_PREFILL_FIRST (vLLM's default): at every iteration, if requests are
 waiting, the ones at the head of the queue whose prompt fits the free KV blocks (and the batch limit) are
 admitted and prefilled, one after another, in that iteration; their first token comes out at its end.
 Otherwise every running request decodes one token in one batched step (attention per sequence against
@@ -38,7 +39,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph
+from nvdla_mapper.frontends.presets import (
+    ModelSpec,
+    build_graph,
+    check_generative,
+    decode_step_graph,
+    mixed_step_graph,
+)
 from nvdla_mapper.lowering.rules import HostModel
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import kv_bytes_per_token, memory_limit, weight_bytes
@@ -49,6 +56,7 @@ from nvdla_sim.precision import Precision
 
 class Policy(enum.Enum):
     FCFS_PREFILL_FIRST = "fcfs-prefill-first"  # waiting prompts first, then a decode step for all running
+    CHUNKED_PREFILL = "chunked-prefill"  # every iteration: all decodes, then prompt chunks up to a token budget
 
 
 class Preemption(enum.Enum):
@@ -59,6 +67,7 @@ class Preemption(enum.Enum):
 class IterationKind(enum.Enum):
     PREFILL = "prefill"
     DECODE = "decode"
+    MIXED = "mixed"  # decodes and prompt chunks in one pass (chunked prefill)
 
 
 @dataclass(frozen=True)
@@ -75,9 +84,10 @@ class ServeSettings:
     max_batch: int = 32  # requests running at once
     policy: Policy = Policy.FCFS_PREFILL_FIRST
     preemption: Preemption = Preemption.RECOMPUTE
+    chunk_tokens: int = 256  # CHUNKED_PREFILL: tokens an iteration takes (decodes first, then prompt chunks)
 
     def __post_init__(self) -> None:
-        for name in ("block_tokens", "max_batch"):
+        for name in ("block_tokens", "max_batch", "chunk_tokens"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise NvdlaError(f"--{name.replace('_', '-')} must be a positive integer, not {v!r}")
@@ -93,6 +103,7 @@ class Iteration:
     preempted: tuple[int, ...] = ()  # ids preempted before it
     swapped_in: tuple[int, ...] = ()  # ids whose KV blocks were copied back in before it
     swap_cycles: int = 0  # of its time: the KV copies out (preemption by swap) and in
+    decodes: int = 0  # requests that decoded a token in it (all of a DECODE iteration's; some of a MIXED one's)
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,8 @@ class StepCosts(Protocol):
 
     def swap(self, positions: int) -> int: ...  # copy one sequence's KV cache of `positions` out or in
 
+    def mixed(self, seqs: tuple[tuple[int, int], ...], emitting: int) -> int: ...  # (cached, new) per sequence
+
 
 @dataclass
 class _Running:
@@ -120,6 +133,7 @@ class _Running:
     preemptions: int = 0
     admitted: int = 0  # admission order (the last admitted is preempted first)
     swapped: int = 0  # positions of its KV cache in host memory (preempted by swap)
+    target: int = 0  # CHUNKED_PREFILL: positions its (re)prefill puts in the cache before it decodes
 
 
 def blocks_for(positions: int, block_tokens: int) -> int:
@@ -153,6 +167,8 @@ def simulate_serving(
         free += blocks_for(x.cached, b)
         done[x.request.id] = RequestResult(x.request, x.first_token, at, x.preemptions)
 
+    if s.policy is Policy.CHUNKED_PREFILL:
+        return _chunked(requests, costs, capacity_blocks, s)
     while pending or waiting or running:
         while pending and pending[0].arrival_cycle <= t:
             waiting.append(_Running(pending.popleft()))
@@ -228,7 +244,7 @@ def simulate_serving(
             iterations.append(
                 Iteration(
                     IterationKind.DECODE, t, end, batch, capacity_blocks - free, tuple(preempted), back,
-                    swap_in + swap_out,
+                    swap_in + swap_out, len(batch),
                 )
             )  # fmt: skip
             t = end
@@ -237,6 +253,120 @@ def simulate_serving(
         if pending:  # idle until the next arrival
             t = pending[0].arrival_cycle
     return ServeResult([done[r.id] for r in requests], iterations, capacity_blocks, s)
+
+
+def _chunked(requests: list[Request], costs: StepCosts, capacity: int, s: ServeSettings) -> ServeResult:
+    """CHUNKED_PREFILL (Sarathi-Serve, vLLM's chunked prefill): every iteration takes up to `chunk_tokens`
+    tokens, one per running request that decodes, then the prompts of the requests still prefilling in
+    admission order, then new requests (FCFS, the batch limit, their first chunk's blocks free), each a
+    chunk of what budget is left; all in one pass (StepCosts.mixed). A request's first token comes at the
+    end of the iteration that takes its prompt's last chunk. When the decodes and continuing chunks need
+    more blocks than are free, the last admitted is preempted (recompute: its cache is dropped and its
+    prompt and generated tokens are prefilled again, in chunks; swap: copied out and back in)."""
+    b = s.block_tokens
+    pending = deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id)))
+    waiting: deque[_Running] = deque()
+    running: list[_Running] = []
+    done: dict[int, RequestResult] = {}
+    iterations: list[Iteration] = []
+    free, t, order = capacity, 0, 0
+
+    def grow(x: _Running, new: int) -> int:
+        return blocks_for(x.cached + new, b) - blocks_for(x.cached, b)
+
+    while pending or waiting or running:
+        while pending and pending[0].arrival_cycle <= t:
+            waiting.append(_Running(pending.popleft()))
+        swapped_in: list[_Running] = []
+        while waiting and waiting[0].swapped and len(running) < s.max_batch:  # swapped requests come back first
+            head = waiting[0]
+            if blocks_for(head.swapped + 1, b) > free:
+                break
+            waiting.popleft()
+            free -= blocks_for(head.swapped, b)
+            head.cached, head.swapped = head.swapped, 0
+            order += 1
+            head.admitted = order
+            swapped_in.append(head)
+            running.append(head)
+        # what the running requests take: a decode token each, then their prompts' chunks
+        budget = s.chunk_tokens
+        plan: list[tuple[_Running, int]] = []
+        by_age = sorted(running, key=lambda x: x.admitted)
+        for x in (x for x in by_age if x.cached >= x.target):  # decodes first, a token each
+            if budget < 1:
+                break
+            plan.append((x, 1))
+            budget -= 1
+        for x in (x for x in by_age if x.cached < x.target):  # then the prompts still prefilling
+            if budget < 1:
+                break
+            plan.append((x, min(x.target - x.cached, budget)))
+            budget -= plan[-1][1]
+        preempted, swap_out = [], 0
+        while sum(grow(x, n) for x, n in plan) > free:
+            victim = max((x for x, _ in plan), key=lambda x: x.admitted)
+            plan = [(x, n) for x, n in plan if x is not victim]
+            running.remove(victim)
+            free += blocks_for(victim.cached, b)
+            if s.preemption is Preemption.SWAP and victim.cached >= victim.target:
+                swap_out += costs.swap(victim.cached)
+                victim.swapped = victim.cached
+            # (a request preempted while still prefilling starts its prefill again, whatever the policy)
+            victim.cached = victim.target = 0
+            victim.preemptions += 1
+            waiting.appendleft(victim)
+            preempted.append(victim.request.id)
+        free -= sum(grow(x, n) for x, n in plan)
+        # new requests take what budget is left, while their first chunk's blocks are free
+        while not preempted and budget > 0 and waiting and not waiting[0].swapped and len(running) < s.max_batch:
+            head = waiting[0]
+            target = head.request.prompt + max(head.generated - 1, 0)
+            new = min(target, budget)
+            if blocks_for(new, b) > free:
+                break
+            waiting.popleft()
+            head.target, head.cached = target, 0
+            order += 1
+            head.admitted = order
+            running.append(head)
+            plan.append((head, new))
+            free -= blocks_for(new, b)
+            budget -= new
+        if not plan:
+            if running or swapped_in:  # cannot happen: a running request always fits alone (checked)
+                raise AssertionError("an iteration with nothing to run")
+            if pending:
+                t = pending[0].arrival_cycle
+            continue
+        emits = [x for x, n in plan if x.cached >= x.target or (x.cached + n >= x.target and x.generated == 0)]
+        seqs = tuple((x.cached, n) for x, n in plan)
+        swap_in = sum(costs.swap(x.cached) for x in swapped_in)
+        decoding_only = all(x.cached >= x.target for x, _ in plan)
+        step = costs.decode(tuple(c for c, _ in seqs)) if decoding_only else costs.mixed(seqs, len(emits))
+        end = t + swap_in + swap_out + step
+        decodes = sum(1 for x, _ in plan if x.cached >= x.target)
+        for x, n in plan:
+            was_decoding = x.cached >= x.target
+            x.cached += n
+            if was_decoding:
+                x.generated += 1
+            elif x.cached >= x.target and x.generated == 0:
+                x.generated, x.first_token = 1, end
+        for x in [x for x, _ in plan if x.generated >= x.request.output]:
+            running.remove(x)
+            free += blocks_for(x.cached, b)
+            done[x.request.id] = RequestResult(x.request, x.first_token, end, x.preemptions)
+        kind = IterationKind.DECODE if decoding_only else IterationKind.MIXED
+        iterations.append(
+            Iteration(
+                kind, t, end, tuple(x.request.id for x, _ in plan), capacity - free, tuple(preempted),
+                tuple(x.request.id for x in swapped_in), swap_in + swap_out, decodes,
+            )
+        )  # fmt: skip
+        t = end
+        _check_blocks(running, free, capacity, b)
+    return ServeResult([done[r.id] for r in requests], iterations, capacity, s)
 
 
 def _check_blocks(running: list[_Running], free: int, capacity: int, b: int) -> None:
@@ -273,7 +403,7 @@ class ServeResult:
         """Every iteration: kind, start and end (ms), batch, KV blocks held after it, requests preempted."""
         return [
             {"kind": it.kind.value, "start_ms": round(self._ms(it.start), 6), "end_ms": round(self._ms(it.end), 6),
-             "batch": len(it.requests), "kv_blocks": it.blocks_used, "preempted": list(it.preempted),
+             "batch": len(it.requests), "decodes": it.decodes, "kv_blocks": it.blocks_used, "preempted": list(it.preempted),
              "swapped_in": list(it.swapped_in), "swap_ms": round(self._ms(it.swap_cycles), 6)}
             for it in self.iterations
         ]  # fmt: skip
@@ -296,7 +426,7 @@ class ServeResult:
         end = max(r.finish_cycle for r in self.requests)
         seconds = self._ms(end - start) / 1e3
         tokens = sum(r.request.output for r in self.requests)
-        decode = [it for it in self.iterations if it.kind is IterationKind.DECODE]
+        decode = [it for it in self.iterations if it.decodes]
         return {
             **self.meta,
             "requests": len(self.requests),
@@ -315,8 +445,8 @@ class ServeResult:
             },
             "preemptions": sum(r.preemptions for r in self.requests),
             "swap_ms": round(self._ms(sum(it.swap_cycles for it in self.iterations)), 4),
-            "iterations": {"prefill": len(self.iterations) - len(decode), "decode": len(decode)},
-            "mean_decode_batch": round(sum(len(it.requests) for it in decode) / len(decode), 3) if decode else 0.0,
+            "iterations": {k.value: sum(1 for it in self.iterations if it.kind is k) for k in IterationKind},
+            "mean_decode_batch": round(sum(it.decodes for it in decode) / len(decode), 3) if decode else 0.0,
             "peak_kv_blocks": max((it.blocks_used for it in self.iterations), default=0),
             "span_ms": round(self._ms(end - start), 4),
         }
@@ -350,11 +480,12 @@ class SimulatedCosts:
         self.memo = new_memo(hw, precision=precision)
         self._prefill: dict[int, int] = {}
         self._decode: dict[tuple[int, ...], int] = {}
+        self._mixed: dict[tuple, int] = {}
 
     @property
     def mapped(self) -> tuple[int, int]:
-        """(distinct prefill lengths, distinct decode batches) mapped so far."""
-        return len(self._prefill), len(self._decode)
+        """(distinct prefill lengths, distinct decode and mixed iterations) mapped so far."""
+        return len(self._prefill), len(self._decode) + len(self._mixed)
 
     def prefill(self, tokens: int) -> int:
         if tokens not in self._prefill:
@@ -367,6 +498,13 @@ class SimulatedCosts:
         every byte read and written at its memory bandwidth, plus one hand-off)."""
         nbytes = positions * kv_bytes_per_token(self.spec, self.precision)
         return self.host.cycles(flops=0, nbytes=2 * nbytes, clock_mhz=self.hw.clock_mhz)
+
+    def mixed(self, seqs: tuple[tuple[int, int], ...], emitting: int) -> int:
+        key = (tuple(sorted(seqs)), emitting)
+        if key not in self._mixed:
+            g = mixed_step_graph(self.spec, key[0], emitting=emitting)
+            self._mixed[key] = map_model(g, self.hw, precision=self.precision, memo=self.memo).total_cycles
+        return self._mixed[key]
 
     def decode(self, kv_lens: tuple[int, ...]) -> int:
         key = tuple(sorted(kv_lens))

@@ -14,6 +14,7 @@ from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.generate import generate, kv_bytes_per_token, weight_bytes
 from nvdla_mapper.studies.serve import (
     IterationKind,
+    Policy,
     Preemption,
     Request,
     ServeSettings,
@@ -35,6 +36,7 @@ class Fixed:
     def __init__(self, prefill: int, decode: int) -> None:
         self.p, self.d = prefill, decode
         self.decoded: list[tuple[int, ...]] = []
+        self.mixes: list[tuple[tuple[tuple[int, int], ...], int]] = []
 
     def prefill(self, tokens: int) -> int:
         return self.p
@@ -45,6 +47,10 @@ class Fixed:
 
     def swap(self, positions: int) -> int:
         return 5 * positions
+
+    def mixed(self, seqs: tuple[tuple[int, int], ...], emitting: int) -> int:
+        self.mixes.append((seqs, emitting))
+        return 10 + sum(n for _, n in seqs)
 
 
 def _by_id(res):
@@ -144,6 +150,70 @@ def test_swap_costs_the_host_copy_of_the_cache():
     10 GB/s plus its 10 us hand-off: 10 + 2 x 1,843,200 / 10^4 us = 378.64 us, 378,640 cycles at 1 GHz."""
     costs = SimulatedCosts(preset("gpt2"), load_config("nv_full"))
     assert costs.swap(100) == 378_640
+
+
+def test_chunked_prefill_by_hand():
+    """CHUNKED_PREFILL, 4 tokens an iteration, a mixed pass 10 cycles + 1 a token, a decode step 10 (Fixed).
+    A (prompt 6, 3 tokens) and B (prompt 4, 2 tokens) at 0. 0-14: A's first 4 prompt tokens (B not
+    admitted: no budget left). 14-28: A's last 2 and B's first 2; A's first token at 28. 28-41: A decodes,
+    B's last 2 (its first token at 41). 41-51: both decode (a decode-only step); A has 3 tokens, B 2:
+    both done at 51. Blocks of 4 positions are taken chunk by chunk."""
+    costs = Fixed(100, 10)
+    res = simulate_serving(
+        [Request(0, 0, 6, 3), Request(1, 0, 4, 2)], costs, capacity_blocks=10,
+        settings=ServeSettings(block_tokens=4, policy=Policy.CHUNKED_PREFILL, chunk_tokens=4),
+    )  # fmt: skip
+    a, b = _by_id(res)[0], _by_id(res)[1]
+    assert (a.first_token_cycle, a.finish_cycle, b.first_token_cycle, b.finish_cycle) == (28, 51, 41, 51)
+    assert [(it.kind.value, it.start, it.end, it.requests, it.blocks_used) for it in res.iterations] == [
+        ("mixed", 0, 14, (0,), 1),
+        ("mixed", 14, 28, (0, 1), 3),
+        ("mixed", 28, 41, (0, 1), 3),
+        ("decode", 41, 51, (0, 1), 0),  # both done: their blocks free again
+    ]
+    # (cached, new) per sequence and how many positions make a token: A's last chunk, then A's decode and B's
+    assert costs.mixes == [(((0, 4),), 0), (((4, 2), (0, 2)), 1), (((6, 1), (2, 2)), 2)]
+    assert costs.decoded == [(7, 4)]
+    assert res.to_dict()["policy"] == "chunked-prefill"
+
+
+def test_chunked_prefill_preempts_and_recomputes_in_chunks():
+    """Three blocks of 2 positions, 8 tokens an iteration; A (prompt 2, 4 tokens) and B (prompt 2, 3 tokens)
+    at 0. 0-14: both prompts (10 + 4; a block each, first tokens at 14). At 14 both decodes need a block, 1
+    is free: B (admitted last) is preempted, A decodes alone 14-24 (3 positions, 2 blocks). At 24 A's
+    decode needs no block; B comes back for its prompt and its token less the one not yet cached, 2
+    positions, in the free block: 24-37 (10 + 3), no token from B. At 37 both need a block, none free: B
+    again; A decodes 37-47, its fourth token: done, 3 blocks free. B: 47-59 (its 2 positions again),
+    59-69 and 69-79 (its second and third tokens)."""
+    costs = Fixed(100, 10)
+    res = simulate_serving(
+        [Request(0, 0, 2, 4), Request(1, 0, 2, 3)], costs, capacity_blocks=3,
+        settings=ServeSettings(block_tokens=2, policy=Policy.CHUNKED_PREFILL, chunk_tokens=8),
+    )  # fmt: skip
+    a, b = _by_id(res)[0], _by_id(res)[1]
+    assert (a.first_token_cycle, a.finish_cycle, a.preemptions) == (14, 47, 0)
+    assert (b.first_token_cycle, b.finish_cycle, b.preemptions) == (14, 79, 2)
+    assert [(it.kind.value, it.start, it.end, it.requests, it.blocks_used, it.preempted) for it in res.iterations] == [
+        ("mixed", 0, 14, (0, 1), 2, ()),
+        ("decode", 14, 24, (0,), 2, (1,)),
+        ("mixed", 24, 37, (0, 1), 3, ()),
+        ("decode", 37, 47, (0,), 0, (1,)),
+        ("mixed", 47, 59, (1,), 1, ()),
+        ("decode", 59, 69, (1,), 2, ()),
+        ("decode", 69, 79, (1,), 0, ()),
+    ]
+    assert costs.mixes == [(((0, 2), (0, 2)), 2), (((3, 1), (0, 2)), 1), (((0, 2),), 0)]
+    assert costs.decoded == [(2,), (4,), (2,), (3,)]
+
+
+def test_chunked_mixed_step_against_its_parts():
+    """The simulator's mixed pass: decodes only is exactly decode_step_graph; a chunk costs more than the
+    decodes alone and less than the decodes and the chunk's prefill run one after the other."""
+    spec, hw = preset("gpt2"), load_config("nv_full")
+    costs = SimulatedCosts(spec, hw)
+    assert costs.mixed(((100, 1), (130, 1)), 2) == costs.decode((100, 130))
+    both = costs.mixed(((100, 1), (130, 1), (0, 32)), 3)
+    assert costs.decode((100, 130)) < both < costs.decode((100, 130)) + costs.prefill(32)
 
 
 def test_batch_limit_and_fcfs_order():
