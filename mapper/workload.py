@@ -239,5 +239,11 @@ class Graph:
 
 
 def ops_in_order(g: nx.DiGraph) -> list[Op]:
-    """Dependency order, ties broken by insertion order (stable, readable reports)."""
-    return [g.nodes[n]["op"] for n in nx.lexicographical_topological_sort(g, key=lambda n: g.nodes[n].get("idx", 0))]
+    """Dependency order, ties broken by insertion order (stable, readable reports). When every edge runs
+    from an earlier-inserted op to a later one (the front ends add an op after its inputs) that order is
+    the insertion order itself, which the lexicographic sort would return; it is read off directly."""
+    nodes = g.nodes
+    idx = {n: d.get("idx", 0) for n, d in nodes(data=True)}
+    if len(set(idx.values())) == len(idx) and all(idx[u] < idx[v] for u, v in g.edges):
+        return [nodes[n]["op"] for n in sorted(idx, key=idx.__getitem__)]
+    return [nodes[n]["op"] for n in nx.lexicographical_topological_sort(g, key=lambda n: nodes[n].get("idx", 0))]

@@ -47,8 +47,9 @@ class Precision(enum.Enum):
 def shift_round(x: np.ndarray, shift: int | np.ndarray) -> np.ndarray:
     """Arithmetic right shift by `shift` bits, rounding half away from zero (NVDLA convertor rounding).
 
-    `shift` may be 0 (identity) or negative (left shift). Works on int64 arrays without overflow for
-    |x| < 2**62.
+    `shift` may be 0 (identity) or negative (left shift), at most 63. Works on int64 arrays for |x| < 2**63
+    (the rounding bit is read, not added: |x| + 2**(shift-1) would overflow for a product of two INT32
+    extremes, 2**62, over 2**63).
     """
     x = np.asarray(x, dtype=np.int64)
     s = np.asarray(shift, dtype=np.int64)
@@ -56,8 +57,9 @@ def shift_round(x: np.ndarray, shift: int | np.ndarray) -> np.ndarray:
         return x.copy()
     left = np.left_shift(x, np.maximum(-s, 0))
     sr = np.maximum(s, 0)
-    half = np.where(sr > 0, np.left_shift(np.int64(1), np.maximum(sr - 1, 0)), 0)
-    mag = np.right_shift(np.abs(x) + half, sr)
+    ax = np.abs(x)
+    half_bit = np.where(sr > 0, np.right_shift(ax, np.maximum(sr - 1, 0)) & 1, 0)  # floor(|x| / 2**s + 1/2)
+    mag = np.right_shift(ax, sr) + half_bit
     right = np.where(x < 0, -mag, mag)
     return np.where(s > 0, right, left)
 

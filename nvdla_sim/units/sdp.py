@@ -195,7 +195,9 @@ def _ew_int(x: np.ndarray, y: EwStage) -> tuple[np.ndarray, int]:
     sat = 0
     if y.mul_operand is not None:
         op, n = _ew_operand(y.mul_operand, y.mul_cvt)
-        rounded = shift_round(x * op, min(y.mul_truncate, 63))  # a 64-bit product; 2**63 and up give 0 anyway
+        product = x * op  # at most 2**62 in magnitude (two INT32 values)
+        # a shift of 64 or more rounds every such product to 0 (|p| / 2**t + 1/2 < 1)
+        rounded = shift_round(product, y.mul_truncate) if y.mul_truncate < 64 else np.zeros_like(product)
         lo, hi = -(1 << (STAGE_BITS - 1)), (1 << (STAGE_BITS - 1)) - 1
         keep = x >= 0 if y.mul_prelu else np.zeros(np.shape(rounded), bool)
         sat += n + int(np.count_nonzero(((rounded < lo) | (rounded > hi)) & ~keep))

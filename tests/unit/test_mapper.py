@@ -214,3 +214,28 @@ def test_long_sequences_map():
         g = build_graph(PRESETS[name], seq=32768, extend_positions=True)  # beyond 512 / 4096 positions
         res = map_model(g, hw, precision=Precision.INT8, batch=1, seq=32768)
         assert res.total_cycles > 0
+
+
+def test_ops_in_order_is_the_lexicographic_topological_order():
+    """The insertion-order shortcut returns what networkx's lexicographic topological sort returns, on the
+    front ends' graphs and on a graph whose edges run against insertion order (the sort itself then)."""
+    import networkx as nx
+
+    from nvdla_mapper.frontends.presets import decode_step_graph, mixed_step_graph
+
+    def reference(g):
+        return [
+            g.nodes[n]["op"] for n in nx.lexicographical_topological_sort(g, key=lambda n: g.nodes[n].get("idx", 0))
+        ]
+
+    gpt2 = PRESETS["gpt2"]
+    for g in (
+        build_graph(PRESETS["bert-base"], seq=128),
+        decode_step_graph(gpt2, batch=3, kv_len=(5, 9, 9)),
+        mixed_step_graph(gpt2, ((4, 1), (0, 16)), emitting=2),
+    ):
+        assert ops_in_order(g) == reference(g)
+    g = build_graph(PRESETS["bert-base"], seq=16)
+    first, last = min(g.nodes, key=lambda n: g.nodes[n]["idx"]), max(g.nodes, key=lambda n: g.nodes[n]["idx"])
+    g.nodes[first]["idx"], g.nodes[last]["idx"] = g.nodes[last]["idx"], g.nodes[first]["idx"]  # edges now run backwards
+    assert ops_in_order(g) == reference(g)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nvdla_sim.precision import Precision
@@ -229,6 +229,8 @@ def test_sdp_lut_matches_the_reference(le, lo, prio, xs):
     prelu=st.booleans(),
     algo=st.sampled_from(list(sdp.AluOp)),
 )
+@example(xs=[-(2**31)], mul=-(2**31), alu=None, truncate=63, prelu=False, algo=sdp.AluOp.ADD)  # 2**62 / 2**63: 1
+@example(xs=[-(2**31)], mul=-(2**31), alu=None, truncate=64, prelu=False, algo=sdp.AluOp.ADD)  # and / 2**64: 0
 def test_y_core_matches_the_reference(xs, mul, alu, truncate, prelu, algo):
     y = sdp.EwStage(alu_op=algo, alu_operand=alu, mul_operand=mul, mul_truncate=truncate, mul_prelu=prelu)
     expect = []
