@@ -162,7 +162,7 @@ def _families(layer: ConvLayer, hw: HwConfig) -> list[_Family]:
         for kernels in tiles:  # with one band: kernel tiles as hardware layers keeping the input (DATA_REUSE)
             if kernels == s.out_k and probe.n_data_tiles == 1:
                 continue  # the data-stationary plan itself
-            if kernels < s.out_k and unaligned_weight_tile(layer, kernels):
+            if kernels < s.out_k and unaligned_weight_tile(layer, kernels, hw):
                 continue  # wrong on NVIDIA's RTL (tiling.illegal_reason)
             groups = math.ceil(kernels / kpg)
             # over several data tiles the kernel tile stays resident; over one it may stream through the ring

@@ -16,6 +16,20 @@ from nvdla_sim.precision import Precision
 WEIGHT_ALIGN_BYTES = 128  # D_WEIGHT_BYTES must be 128-byte aligned (programming_guide.rst)
 
 
+def weight_pointer_lag(blob_bytes: int, entry_bytes: int) -> int:
+    """CBUF weight entries by which CSC's read pointer falls behind CDMA's write pointer after a hardware
+    layer that fetched a weight blob of `blob_bytes` (packed) bytes: CDMA writes all of D_WEIGHT_BYTES, the
+    blob rounded up to 128 bytes, padding included, and keeps its write pointer for the next layer
+    (NV_NVDLA_CDMA_wt.v wt_cbuf_wr_idx, reset only at the first layer, a pending clear or a wrap); CSC
+    reads the blob as one packed stream and moves its read pointer only by the entries it read, ceil(blob /
+    entry) (NV_NVDLA_CSC_wl.v wt_entry_st: the next layer's weights are read from there). The two meet again
+    only where a bank change runs the pending handshake. A later layer that fetches weights after a lag
+    reads shifted weights: every one of the 132 programs of docs/validation.md 5f, on nv_small (entries of
+    8 bytes), nv_small_256_full (32) and nv_large (64)."""
+    padded = math.ceil(blob_bytes / WEIGHT_ALIGN_BYTES) * WEIGHT_ALIGN_BYTES
+    return padded // entry_bytes - math.ceil(blob_bytes / entry_bytes)
+
+
 def feature_bytes(width: int, rows: int, channels: int, precision: Precision, hw: HwConfig) -> int:
     """Bytes of a W x rows x C feature region in memory (channels padded to whole memory atoms)."""
     ab = hw.memory.memory_atomic_bytes

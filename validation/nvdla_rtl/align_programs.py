@@ -8,8 +8,9 @@ not multiples of 128 bytes:
 - `ks` / `kn`: one band, the kernels in two halves, the input kept in CBUF or fetched again;
 - `ds` / `ws`: two bands of rows, the weights fetched again or kept (WEIGHT_REUSE).
 On nv_small, nv_small_256_full and nv_large a program fails exactly when its second hardware layer fetches
-weights after a blob that is not a whole number of 128-byte blocks (CDMA fetches D_WEIGHT_BYTES rounded up
-to 128 bytes); `ws` never fetches again and always passes.
+weights after a blob whose 128-byte padding spans a CBUF entry of the build (8, 32 and 64 bytes): CDMA
+writes the padding and keeps its write pointer, CSC's read pointer moves only by the entries it read
+(nvdla_sim.units.cdma.weight_pointer_lag); `ws` never fetches again and always passes.
 
     python -m nvdla_validation.nvdla_rtl.align_programs build/align [--hw nv_small_rtl_tb]
     python -m nvdla_validation.nvdla_rtl.run_reference SRC [--project P] --tests-dir build/align \\
@@ -27,7 +28,7 @@ from pathlib import Path
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.layers import ConvShape
 from nvdla_sim.program.emit import TraceProgram
-from nvdla_sim.units.cdma import WEIGHT_ALIGN_BYTES
+from nvdla_sim.units.cdma import weight_pointer_lag
 from nvdla_validation.nvdla_rtl.reuse_programs import Case, case_program
 
 HW = "nv_small_rtl_tb"
@@ -46,10 +47,11 @@ def first_blob_bytes(split: str, c: int, k: int) -> int:
     return (k // 2 if SPLITS[split][0] == "kernels" else k) * c
 
 
-def expected_to_fail(split: str, c: int, k: int) -> bool:
-    """The rule the RTL runs show: the second layer fetches weights after an unaligned blob."""
+def expected_to_fail(split: str, c: int, k: int, hw: HwConfig) -> bool:
+    """The rule (cdma.weight_pointer_lag): the second layer fetches weights after a blob that left CSC's
+    weight pointer behind CDMA's (its 128-byte padding spans at least one CBUF entry of the build)."""
     fetches_again = split != "ws"
-    return fetches_again and first_blob_bytes(split, c, k) % WEIGHT_ALIGN_BYTES != 0
+    return fetches_again and weight_pointer_lag(first_blob_bytes(split, c, k), hw.cbuf_entry_bytes) > 0
 
 
 def programs(hw: HwConfig | None = None) -> list[TraceProgram]:
