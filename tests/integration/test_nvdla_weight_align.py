@@ -73,3 +73,23 @@ def test_the_search_leaves_unaligned_kernel_tiles_out():
     # 64 channels: 16 kernels are 1,024 bytes, kernel tiles stay in the space
     wide = ConvLayer("mm", ConvShape.matmul(64, 64, 128), Precision.INT8)
     assert any(p.order is LoopOrder.WEIGHT_STATIONARY and p.kernels_per_tile < 128 for p in candidate_plans(wide, hw))
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_weight_bytes_in_whole_entries_remove_the_lag(build):
+    """The candidate fix, as the RTL ran it: the same 44 programs with D_WEIGHT_BYTES rounded up to the
+    build's CBUF entry instead of 128 bytes (CDMA then writes exactly the entries CSC reads) all pass, on
+    all three builds (26, 26 and 21 fail with 128-byte blocks); today's programs are the ones that ran."""
+    hw = load_config(CONFIGS[build])
+    doc = json.loads((DATA / BUILDS[build].replace("weight_align", "weight_align_entries")).read_text())
+    assert "--tests-dir build/align_e_" in doc["command"]
+    rows = {r["name"]: r for r in doc["rows"]}
+    progs = programs(hw, entry_weight_bytes=True)
+    assert sorted(p.name for p in progs) == sorted(rows) and len(rows) == len(SHAPES) * len(SPLITS)
+    assert all(r["status"] == "pass" for r in rows.values())
+    for p in progs:
+        assert [crc for _, _, crc in p.expected] == [c["golden_crc"] for c in rows[p.name]["checks"]], p.name
+        for layer in rows[p.name]["layers"]:
+            s = layer["shape"]
+            blob = s["out_k"] * s["in_c"] * s["kernel_w"] * s["kernel_h"]
+            assert layer["weight_bytes"] == -(-blob // hw.cbuf_entry_bytes) * hw.cbuf_entry_bytes

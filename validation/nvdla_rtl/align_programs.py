@@ -54,26 +54,36 @@ def expected_to_fail(split: str, c: int, k: int, hw: HwConfig) -> bool:
     return fetches_again and weight_pointer_lag(first_blob_bytes(split, c, k), hw.cbuf_entry_bytes) > 0
 
 
-def programs(hw: HwConfig | None = None) -> list[TraceProgram]:
+def programs(hw: HwConfig | None = None, *, entry_weight_bytes: bool = False) -> list[TraceProgram]:
+    """The 44 programs; `entry_weight_bytes`: D_WEIGHT_BYTES in whole CBUF entries instead of 128-byte
+    blocks (what CSC reads: no weight pointer lag; names end in _e)."""
     hw = hw or load_config(HW)
+    unit = hw.cbuf_entry_bytes if entry_weight_bytes else 128
     out = []
     for i, (c, k) in enumerate(SHAPES):
         for j, (split, (how, reuse)) in enumerate(SPLITS.items()):
             shape = ConvShape(in_w=16, in_h=8, in_c=c, out_k=k)
-            out.append(case_program(Case(f"align_{split}_c{c}_k{k}", shape, how, reuse, 4), hw, 900 + 8 * i + j))
+            name = f"align_{split}_c{c}_k{k}" + ("_e" if entry_weight_bytes else "")
+            out.append(case_program(Case(name, shape, how, reuse, 4), hw, 900 + 8 * i + j, weight_unit=unit))
     return out
 
 
-def generate(folder: str | Path, hw: HwConfig | None = None) -> list[Path]:
-    return [p.write(folder) for p in programs(hw)]
+def generate(folder: str | Path, hw: HwConfig | None = None, *, entry_weight_bytes: bool = False) -> list[Path]:
+    return [p.write(folder) for p in programs(hw, entry_weight_bytes=entry_weight_bytes)]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", help="where to write the trace-test folders")
     ap.add_argument("--hw", default=HW, help=f"the testbench config of the build (default {HW})")
+    ap.add_argument(
+        "--entry-weight-bytes",
+        action="store_true",
+        help="D_WEIGHT_BYTES in whole CBUF entries instead of 128-byte blocks (a candidate fix of the weight "
+        "pointer lag, docs/validation.md 5f)",
+    )
     args = ap.parse_args(argv)
-    for path in generate(args.folder, load_config(args.hw)):
+    for path in generate(args.folder, load_config(args.hw), entry_weight_bytes=args.entry_weight_bytes):
         print(path)
     return 0
 

@@ -90,7 +90,9 @@ def _step(shape: ConvShape, x: np.ndarray, w: np.ndarray, base: int, data_banks:
     return Step(op, inputs, [(oaddr, cube_size(op.out, shape.out_k, P, hw))])
 
 
-def case_program(case: Case, hw: HwConfig, seed: int) -> TraceProgram:
+def case_program(case: Case, hw: HwConfig, seed: int, *, weight_unit: int = 128) -> TraceProgram:
+    """`weight_unit`: D_WEIGHT_BYTES rounds each blob up to it (128: the programming guide's rule; a CBUF
+    entry: what CSC reads, docs/validation.md 5f)."""
     s = case.shape
     rng = np.random.default_rng(seed)
     x = _i8(rng, (s.in_h, s.in_w, s.in_c))
@@ -114,7 +116,15 @@ def case_program(case: Case, hw: HwConfig, seed: int) -> TraceProgram:
             _step(sh, x, w[:half], BASES[0], case.data_banks, CbufReuse(skip_data_rls=case.reuse), hw),
             _step(sh, xb, w[half:], BASES[1], case.data_banks, CbufReuse(data_reuse=case.reuse), hw),
         ]
+    if weight_unit != 128:
+        steps = [_weight_bytes_in_units(st, weight_unit) for st in steps]
     return emit_sequence(f"reuse_{case.name}", steps, hw)
+
+
+def _weight_bytes_in_units(step: Step, unit: int) -> Step:
+    s = step.op.shape
+    blob = s.out_k * s.kernel_w * s.kernel_h * s.in_c * P.bytes
+    return dataclasses.replace(step, op=dataclasses.replace(step.op, weight_bytes=-(-blob // unit) * unit))
 
 
 def split_program(name: str, banks: tuple[int, int], hw: HwConfig, seed: int) -> TraceProgram:
