@@ -483,24 +483,30 @@ def decode_step_graph(spec: ModelSpec, *, batch: int, kv_len: int | tuple[int, .
         )
     groups = tuple(sorted(Counter(lens).items()))  # (cache length, sequences)
     g = Graph(f"{spec.name}.decode", batch=batch, seq=max(lens))
+    return _step(g, spec, tokens=batch, groups=groups, emitting=batch, cross_len=cross_len)
+
+
+def _step(g: Graph, spec: ModelSpec, *, tokens: int, groups: tuple, emitting: int, cross_len: int = 0) -> nx.DiGraph:
+    """The layers of one generation step on `tokens` new positions, attention per group (_decode_attention),
+    the LM head on the `emitting` positions that make a token (none: no head)."""
     st = spec.stages[0]
     layers, prefix = (spec.decoder_layers, "dec") if spec.decoder_layers else (st.layers, "layer")
-    last = g.add(Op("embed", OpKind.GATHER, batch, st.hidden, group="host"))
+    m = tokens
+    last = g.add(Op("embed", OpKind.GATHER, m, st.hidden, group="host"))
     for i in range(layers):
         p = f"{prefix}{i}"
-        h = _norm(g, spec, f"{p}.ln1", last, m=batch, n=st.hidden)
-        a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=batch, groups=groups)
-        x = g.add(Op(f"{p}.res1", OpKind.ADD, batch, st.hidden, group="elementwise"), a, last)
+        h = _norm(g, spec, f"{p}.ln1", last, m=m, n=st.hidden)
+        a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=m, groups=groups)
+        x = g.add(Op(f"{p}.res1", OpKind.ADD, m, st.hidden, group="elementwise"), a, last)
         if spec.decoder_layers:
-            h = _norm(g, spec, f"{p}.lnx", x, m=batch, n=st.hidden)
-            a = _decode_attention(
-                g, spec, st, f"{p}.xattn", h, batch=batch, groups=((cross_len - 1, batch),), cross=True
-            )
-            x = g.add(Op(f"{p}.resx", OpKind.ADD, batch, st.hidden, group="elementwise"), a, x)
-        h = _norm(g, spec, f"{p}.ln2", x, m=batch, n=st.hidden)
-        last = _ffn(g, spec, st, p, h, x, m=batch)
-    last = _norm(g, spec, f"{prefix}_final_norm", last, m=batch, n=st.hidden)
-    _head(g, spec, last, "lm", m=batch, batch=batch)
+            h = _norm(g, spec, f"{p}.lnx", x, m=m, n=st.hidden)
+            a = _decode_attention(g, spec, st, f"{p}.xattn", h, batch=m, groups=((cross_len - 1, m),), cross=True)
+            x = g.add(Op(f"{p}.resx", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
+        h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)
+        last = _ffn(g, spec, st, p, h, x, m=m)
+    last = _norm(g, spec, f"{prefix}_final_norm", last, m=m, n=st.hidden)
+    if emitting:
+        _head(g, spec, last, "lm", m=emitting, batch=emitting)
     return verify(g.g)
 
 
@@ -521,21 +527,8 @@ def mixed_step_graph(spec: ModelSpec, seqs: tuple[tuple[int, int], ...], *, emit
     if all(n == 1 for _, n in seqs):
         return decode_step_graph(spec, batch=len(seqs), kv_len=tuple(c for c, _ in seqs))
     groups = tuple((c, k, n) for (c, n), k in sorted(Counter(seqs).items()))
-    m = sum(n for _, n in seqs)
     g = Graph(f"{spec.name}.mixed", batch=len(seqs), seq=max(c + n for c, n in seqs))
-    st = spec.stages[0]
-    last = g.add(Op("embed", OpKind.GATHER, m, st.hidden, group="host"))
-    for i in range(st.layers):
-        p = f"layer{i}"
-        h = _norm(g, spec, f"{p}.ln1", last, m=m, n=st.hidden)
-        a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=m, groups=groups)
-        x = g.add(Op(f"{p}.res1", OpKind.ADD, m, st.hidden, group="elementwise"), a, last)
-        h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)
-        last = _ffn(g, spec, st, p, h, x, m=m)
-    last = _norm(g, spec, "layer_final_norm", last, m=m, n=st.hidden)
-    if emitting:
-        _head(g, spec, last, "lm", m=emitting, batch=emitting)
-    return verify(g.g)
+    return _step(g, spec, tokens=sum(n for _, n in seqs), groups=groups, emitting=emitting)
 
 
 def check_generative(spec: ModelSpec) -> None:

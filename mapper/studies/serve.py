@@ -140,6 +140,57 @@ def blocks_for(positions: int, block_tokens: int) -> int:
     return math.ceil(positions / block_tokens)
 
 
+@dataclass
+class _Pool:
+    """The KV blocks both schedulers hand out, and the admission order (the last admitted is preempted first)."""
+
+    capacity: int
+    block_tokens: int
+    free: int = -1
+    order: int = 0
+
+    def __post_init__(self) -> None:
+        self.free = self.capacity
+
+    def blocks(self, positions: int) -> int:
+        return blocks_for(positions, self.block_tokens)
+
+    def grow(self, x: _Running, new: int) -> int:
+        """Blocks `x` needs beyond its own to cache `new` more positions."""
+        return self.blocks(x.cached + new) - self.blocks(x.cached)
+
+    def admit(self, x: _Running) -> None:
+        self.order += 1
+        x.admitted = self.order
+
+    def swap_in(self, x: _Running) -> bool:
+        """Copy a swapped request's cache back in when it and its next token fit (no swap in, swap out at once)."""
+        if self.blocks(x.swapped + 1) > self.free:
+            return False
+        self.free -= self.blocks(x.swapped)
+        x.cached, x.swapped = x.swapped, 0
+        self.admit(x)
+        return True
+
+    def preempt(self, x: _Running, preemption: Preemption, costs: StepCosts) -> int:
+        """Free `x`'s blocks; by SWAP (a request past its prefill) its cache goes to host memory: the copy's
+        cycles. A request preempted while still prefilling (chunked) starts its prefill again."""
+        self.free += self.blocks(x.cached)
+        cycles = 0
+        if preemption is Preemption.SWAP and x.cached >= x.target:
+            cycles = costs.swap(x.cached)
+            x.swapped = x.cached
+        x.cached = x.target = 0
+        x.preemptions += 1
+        return cycles
+
+    def check(self, running: list[_Running]) -> None:
+        """The blocks the running requests hold and the free ones add up to the cache, at every iteration."""
+        held = sum(self.blocks(x.cached) for x in running)
+        if held + self.free != self.capacity or self.free < 0:
+            raise AssertionError(f"KV blocks do not add up: {held} held + {self.free} free != {self.capacity}")
+
+
 def simulate_serving(
     requests: list[Request], costs: StepCosts, *, capacity_blocks: int, settings: ServeSettings | None = None
 ) -> ServeResult:
@@ -153,22 +204,20 @@ def simulate_serving(
                 f"request {r.id} ({r.prompt} prompt + {r.output} output tokens) needs {need} KV blocks of {b} "
                 f"positions alone; the cache holds {capacity_blocks}: {need - capacity_blocks} too many"
             )
+    if s.policy is Policy.CHUNKED_PREFILL:
+        return _chunked(requests, costs, _Pool(capacity_blocks, b), s)
+    pool = _Pool(capacity_blocks, b)
     pending = deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id)))
     waiting: deque[_Running] = deque()
     running: list[_Running] = []
     done: dict[int, RequestResult] = {}
     iterations: list[Iteration] = []
-    free = capacity_blocks
     t = 0
-    order = 0
 
     def finish(x: _Running, at: int) -> None:
-        nonlocal free
-        free += blocks_for(x.cached, b)
+        pool.free += pool.blocks(x.cached)
         done[x.request.id] = RequestResult(x.request, x.first_token, at, x.preemptions)
 
-    if s.policy is Policy.CHUNKED_PREFILL:
-        return _chunked(requests, costs, capacity_blocks, s)
     while pending or waiting or running:
         while pending and pending[0].arrival_cycle <= t:
             waiting.append(_Running(pending.popleft()))
@@ -176,24 +225,18 @@ def simulate_serving(
         swapped_in: list[_Running] = []
         while waiting and len(running) + len(admitted) + len(swapped_in) < s.max_batch:
             head = waiting[0]
-            if head.swapped:  # back in when its cache and its next token fit (no swap in, swap out at once)
-                if blocks_for(head.swapped + 1, b) > free:
+            if head.swapped:
+                if not pool.swap_in(head):
                     break
-                waiting.popleft()
-                free -= blocks_for(head.swapped, b)
-                head.cached, head.swapped = head.swapped, 0
-                order += 1
-                head.admitted = order
-                swapped_in.append(head)
+                swapped_in.append(waiting.popleft())
                 continue
             tokens = head.request.prompt + max(head.generated - 1, 0)  # what the prefill puts in the cache
-            if blocks_for(tokens, b) > free:
+            if pool.blocks(tokens) > pool.free:
                 break
             waiting.popleft()
-            free -= blocks_for(tokens, b)
+            pool.free -= pool.blocks(tokens)
             head.cached = tokens
-            order += 1
-            head.admitted = order
+            pool.admit(head)
             admitted.append(head)
         swap_in = sum(costs.swap(x.cached) for x in swapped_in)
         running.extend(swapped_in)
@@ -209,25 +252,20 @@ def simulate_serving(
                     running.append(x)
             iterations.append(
                 Iteration(
-                    IterationKind.PREFILL, t, end, tuple(x.request.id for x in admitted), capacity_blocks - free,
+                    IterationKind.PREFILL, t, end, tuple(x.request.id for x in admitted), pool.capacity - pool.free,
                     swapped_in=back, swap_cycles=swap_in,
                 )
             )  # fmt: skip
             t = end
-            _check_blocks(running, free, capacity_blocks, b)
+            pool.check(running)
             continue
         if running:
             preempted = []
             swap_out = 0
-            while sum(blocks_for(x.cached + 1, b) - blocks_for(x.cached, b) for x in running) > free:
+            while sum(pool.grow(x, 1) for x in running) > pool.free:
                 victim = max(running, key=lambda x: x.admitted)  # the last admitted
                 running.remove(victim)
-                free += blocks_for(victim.cached, b)
-                if s.preemption is Preemption.SWAP:
-                    swap_out += costs.swap(victim.cached)
-                    victim.swapped = victim.cached
-                victim.cached = 0
-                victim.preemptions += 1
+                swap_out += pool.preempt(victim, s.preemption, costs)
                 waiting.appendleft(victim)
                 preempted.append(victim.request.id)
             if not running:  # cannot happen (every request fits alone, checked above); never a step of none
@@ -235,7 +273,7 @@ def simulate_serving(
             end = t + swap_in + swap_out + costs.decode(tuple(x.cached for x in running))
             batch = tuple(x.request.id for x in running)
             for x in running:
-                free -= blocks_for(x.cached + 1, b) - blocks_for(x.cached, b)
+                pool.free -= pool.grow(x, 1)
                 x.cached += 1
                 x.generated += 1
             for x in [x for x in running if x.generated >= x.request.output]:
@@ -243,19 +281,19 @@ def simulate_serving(
                 finish(x, end)
             iterations.append(
                 Iteration(
-                    IterationKind.DECODE, t, end, batch, capacity_blocks - free, tuple(preempted), back,
+                    IterationKind.DECODE, t, end, batch, pool.capacity - pool.free, tuple(preempted), back,
                     swap_in + swap_out, len(batch),
                 )
             )  # fmt: skip
             t = end
-            _check_blocks(running, free, capacity_blocks, b)
+            pool.check(running)
             continue
         if pending:  # idle until the next arrival
             t = pending[0].arrival_cycle
     return ServeResult([done[r.id] for r in requests], iterations, capacity_blocks, s)
 
 
-def _chunked(requests: list[Request], costs: StepCosts, capacity: int, s: ServeSettings) -> ServeResult:
+def _chunked(requests: list[Request], costs: StepCosts, pool: _Pool, s: ServeSettings) -> ServeResult:
     """CHUNKED_PREFILL (Sarathi-Serve, vLLM's chunked prefill): every iteration takes up to `chunk_tokens`
     tokens, one per running request that decodes, then the prompts of the requests still prefilling in
     admission order, then new requests (FCFS, the batch limit, their first chunk's blocks free), each a
@@ -263,32 +301,21 @@ def _chunked(requests: list[Request], costs: StepCosts, capacity: int, s: ServeS
     end of the iteration that takes its prompt's last chunk. When the decodes and continuing chunks need
     more blocks than are free, the last admitted is preempted (recompute: its cache is dropped and its
     prompt and generated tokens are prefilled again, in chunks; swap: copied out and back in)."""
-    b = s.block_tokens
     pending = deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id)))
     waiting: deque[_Running] = deque()
     running: list[_Running] = []
     done: dict[int, RequestResult] = {}
     iterations: list[Iteration] = []
-    free, t, order = capacity, 0, 0
-
-    def grow(x: _Running, new: int) -> int:
-        return blocks_for(x.cached + new, b) - blocks_for(x.cached, b)
-
+    t = 0
     while pending or waiting or running:
         while pending and pending[0].arrival_cycle <= t:
             waiting.append(_Running(pending.popleft()))
         swapped_in: list[_Running] = []
         while waiting and waiting[0].swapped and len(running) < s.max_batch:  # swapped requests come back first
-            head = waiting[0]
-            if blocks_for(head.swapped + 1, b) > free:
+            if not pool.swap_in(waiting[0]):
                 break
-            waiting.popleft()
-            free -= blocks_for(head.swapped, b)
-            head.cached, head.swapped = head.swapped, 0
-            order += 1
-            head.admitted = order
-            swapped_in.append(head)
-            running.append(head)
+            swapped_in.append(waiting.popleft())
+            running.append(swapped_in[-1])
         # what the running requests take: a decode token each, then their prompts' chunks
         budget = s.chunk_tokens
         plan: list[tuple[_Running, int]] = []
@@ -304,34 +331,27 @@ def _chunked(requests: list[Request], costs: StepCosts, capacity: int, s: ServeS
             plan.append((x, min(x.target - x.cached, budget)))
             budget -= plan[-1][1]
         preempted, swap_out = [], 0
-        while sum(grow(x, n) for x, n in plan) > free:
+        while sum(pool.grow(x, n) for x, n in plan) > pool.free:
             victim = max((x for x, _ in plan), key=lambda x: x.admitted)
             plan = [(x, n) for x, n in plan if x is not victim]
             running.remove(victim)
-            free += blocks_for(victim.cached, b)
-            if s.preemption is Preemption.SWAP and victim.cached >= victim.target:
-                swap_out += costs.swap(victim.cached)
-                victim.swapped = victim.cached
-            # (a request preempted while still prefilling starts its prefill again, whatever the policy)
-            victim.cached = victim.target = 0
-            victim.preemptions += 1
+            swap_out += pool.preempt(victim, s.preemption, costs)
             waiting.appendleft(victim)
             preempted.append(victim.request.id)
-        free -= sum(grow(x, n) for x, n in plan)
+        pool.free -= sum(pool.grow(x, n) for x, n in plan)
         # new requests take what budget is left, while their first chunk's blocks are free
         while not preempted and budget > 0 and waiting and not waiting[0].swapped and len(running) < s.max_batch:
             head = waiting[0]
             target = head.request.prompt + max(head.generated - 1, 0)
             new = min(target, budget)
-            if blocks_for(new, b) > free:
+            if pool.blocks(new) > pool.free:
                 break
             waiting.popleft()
             head.target, head.cached = target, 0
-            order += 1
-            head.admitted = order
+            pool.admit(head)
             running.append(head)
             plan.append((head, new))
-            free -= blocks_for(new, b)
+            pool.free -= pool.blocks(new)
             budget -= new
         if not plan:
             if running or swapped_in:  # cannot happen: a running request always fits alone (checked)
@@ -339,41 +359,33 @@ def _chunked(requests: list[Request], costs: StepCosts, capacity: int, s: ServeS
             if pending:
                 t = pending[0].arrival_cycle
             continue
-        emits = [x for x, n in plan if x.cached >= x.target or (x.cached + n >= x.target and x.generated == 0)]
+        decoding = {id(x) for x, _ in plan if x.cached >= x.target}
+        emits = sum(1 for x, n in plan if id(x) in decoding or (x.cached + n >= x.target and x.generated == 0))
         seqs = tuple((x.cached, n) for x, n in plan)
         swap_in = sum(costs.swap(x.cached) for x in swapped_in)
-        decoding_only = all(x.cached >= x.target for x, _ in plan)
-        step = costs.decode(tuple(c for c, _ in seqs)) if decoding_only else costs.mixed(seqs, len(emits))
+        decoding_only = len(decoding) == len(plan)
+        step = costs.decode(tuple(c for c, _ in seqs)) if decoding_only else costs.mixed(seqs, emits)
         end = t + swap_in + swap_out + step
-        decodes = sum(1 for x, _ in plan if x.cached >= x.target)
         for x, n in plan:
-            was_decoding = x.cached >= x.target
             x.cached += n
-            if was_decoding:
+            if id(x) in decoding:
                 x.generated += 1
             elif x.cached >= x.target and x.generated == 0:
                 x.generated, x.first_token = 1, end
         for x in [x for x, _ in plan if x.generated >= x.request.output]:
             running.remove(x)
-            free += blocks_for(x.cached, b)
+            pool.free += pool.blocks(x.cached)
             done[x.request.id] = RequestResult(x.request, x.first_token, end, x.preemptions)
         kind = IterationKind.DECODE if decoding_only else IterationKind.MIXED
         iterations.append(
             Iteration(
-                kind, t, end, tuple(x.request.id for x, _ in plan), capacity - free, tuple(preempted),
-                tuple(x.request.id for x in swapped_in), swap_in + swap_out, decodes,
+                kind, t, end, tuple(x.request.id for x, _ in plan), pool.capacity - pool.free, tuple(preempted),
+                tuple(x.request.id for x in swapped_in), swap_in + swap_out, len(decoding),
             )
         )  # fmt: skip
         t = end
-        _check_blocks(running, free, capacity, b)
-    return ServeResult([done[r.id] for r in requests], iterations, capacity, s)
-
-
-def _check_blocks(running: list[_Running], free: int, capacity: int, b: int) -> None:
-    """The blocks the running requests hold and the free ones add up to the cache, at every iteration."""
-    held = sum(blocks_for(x.cached, b) for x in running)
-    if held + free != capacity or free < 0:
-        raise AssertionError(f"KV blocks do not add up: {held} held + {free} free != {capacity}")
+        pool.check(running)
+    return ServeResult([done[r.id] for r in requests], iterations, pool.capacity, s)
 
 
 @dataclass

@@ -262,15 +262,19 @@ def operand_prefetch_bytes(hw: HwConfig) -> int:
     return hw.sdp.operand_fifo_beats * hw.memory.dram_width_bits // 8
 
 
+def _stream_bytes(mode: OperandMode, *, pixels: int, channels: int, operand_bytes: int) -> int:
+    """Bytes one operand RDMA reads for a pass: 2 a channel per kernel, the layer's precision per element."""
+    if mode is OperandMode.PER_KERNEL:
+        return channels * 2
+    if mode is OperandMode.PER_ELEMENT:
+        return pixels * channels * operand_bytes
+    return 0
+
+
 def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_bytes: int) -> int:
     """Bytes the B/N/E-RDMAs read for one pass over pixels x channels outputs."""
-    total = 0
-    for mode in (spec.bias, spec.scale, spec.eltwise):
-        if mode is OperandMode.PER_KERNEL:
-            total += channels * 2
-        elif mode is OperandMode.PER_ELEMENT:
-            total += pixels * channels * operand_bytes
-    return total
+    size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
+    return sum(_stream_bytes(mode, **size) for mode in (spec.bias, spec.scale, spec.eltwise))
 
 
 def operand_stream_cycles(
@@ -287,20 +291,16 @@ def operand_stream_cycles(
     else:
         beat, latency, request_beats = m.dram_width_bits / 8, m.dram_latency_cycles, m.max_burst_beats
     reuse = hw.timing.rdma_credit_reuse_cycles
-    worst = 0.0
-    for mode, credits in (
+    size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
+    streams = (
         (spec.bias, hw.sdp.operand_fifo_beats),
         (spec.scale, hw.sdp.operand_fifo_beats),
         (spec.eltwise, hw.sdp.erdma_fifo_beats),
-    ):
-        if mode is OperandMode.PER_KERNEL:
-            nbytes = channels * 2
-        elif mode is OperandMode.PER_ELEMENT:
-            nbytes = pixels * channels * operand_bytes
-        else:
-            continue
-        worst = max(worst, nbytes / credit_bytes_per_cycle(credits, beat, latency, request_beats, reuse))
-    return worst
+    )
+    return max(
+        _stream_bytes(mode, **size) / credit_bytes_per_cycle(credits, beat, latency, request_beats, reuse)
+        for mode, credits in streams
+    )
 
 
 def process_cycles(elements: int, spec: SdpSpec, hw: HwConfig) -> int:

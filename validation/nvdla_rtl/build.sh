@@ -145,18 +145,22 @@ compile() {
 }
 mlog=make.log; [ "$proj" = nv_small ] || mlog="make_$proj.log"
 compile "$mdir" "$mlog" "the $proj model (~2.5 min on 2 cores)"
+# variant DIR SED MARK LOG WHAT: a copy of the model folder whose testbench is the current one edited
+# by SED (MARK must then be in it), recompiled there (only the testbench file); the default is untouched
+variant() {
+  [ -d "$1" ] || cp -a "$mdir" "$1"
+  sed "$2" "$mdir/$tbsrc" > "$1/$tbsrc.new"
+  grep -q "$3" "$1/$tbsrc.new" || { echo "build.sh: could not make $5 from nvdla.cpp" >&2; exit 1; }
+  compile "$1" "$4" "$5"
+  mdir="$1"
+}
 # Optional: the same model with the testbench's second-level clock gating turned off
-# (NVDLA_TB_CLOCK_GATING=off; nvdla.cpp sets tmc2slcg_disable_clock_gating = 0). Only the testbench
-# file is recompiled, in a copy of the model folder; the default build is untouched. Used to show why
+# (NVDLA_TB_CLOCK_GATING=off; nvdla.cpp sets tmc2slcg_disable_clock_gating = 0). Used to show why
 # long weight-stationary chains slow down (docs/validation.md).
 if [ "${NVDLA_TB_CLOCK_GATING:-on}" = "off" ]; then
-  ndir="$hw/outdir/$proj/verilator_no_clock_gating"
-  [ -d "$ndir" ] || cp -a "$mdir" "$ndir"
-  sed 's#tmc2slcg_disable_clock_gating = 0;#tmc2slcg_disable_clock_gating = 1;#' "$mdir/$tbsrc" > "$ndir/$tbsrc.new"
-  grep -q "tmc2slcg_disable_clock_gating = 1;" "$ndir/$tbsrc.new" \
-    || { echo "build.sh: could not turn off clock gating in nvdla.cpp" >&2; exit 1; }
-  compile "$ndir" make_ncg.log "the testbench without clock gating"
-  mdir="$ndir"
+  variant "$hw/outdir/$proj/verilator_no_clock_gating" \
+    's#tmc2slcg_disable_clock_gating = 0;#tmc2slcg_disable_clock_gating = 1;#' \
+    "tmc2slcg_disable_clock_gating = 1;" make_ncg.log "the testbench without clock gating"
 fi
 # Optional: the same model with a fixed-latency memory (NVDLA_TB_MEMORY=fixed_latency). NVIDIA's
 # AXIResponder moves one entry a cycle into a read pipeline of AXI_R_LATENCY entries and takes one out
@@ -166,13 +170,8 @@ fi
 # the pipeline's head are dropped, so a beat the DLA stalls still waits, and the latency returns to
 # AXI_R_LATENCY once the stalled beats are taken. The DUT is untouched.
 if [ "${NVDLA_TB_MEMORY:-nvidia}" = "fixed_latency" ]; then
-  fdir="$mdir""_fixed_latency"
-  [ -d "$fdir" ] || cp -a "$mdir" "$fdir"
-  sed 's#^\(\s*\)if (\*dla.r_rready \&\& !r0_fifo.empty()) {#\1while (r0_fifo.size() > AXI_R_LATENCY + 1 \&\& !r0_fifo.front().rvalid) r0_fifo.pop();  /* nvdla-sim: fixed latency */\n\1if (*dla.r_rready \&\& !r0_fifo.empty()) {#' \
-    "$mdir/$tbsrc" > "$fdir/$tbsrc.new"
-  grep -q "nvdla-sim: fixed latency" "$fdir/$tbsrc.new" \
-    || { echo "build.sh: could not make the testbench memory's latency fixed in nvdla.cpp" >&2; exit 1; }
-  compile "$fdir" make_fixed_latency.log "the testbench with a fixed-latency memory"
-  mdir="$fdir"
+  variant "$mdir""_fixed_latency" \
+    's#^\(\s*\)if (\*dla.r_rready \&\& !r0_fifo.empty()) {#\1while (r0_fifo.size() > AXI_R_LATENCY + 1 \&\& !r0_fifo.front().rvalid) r0_fifo.pop();  /* nvdla-sim: fixed latency */\n\1if (*dla.r_rready \&\& !r0_fifo.empty()) {#' \
+    "nvdla-sim: fixed latency" make_fixed_latency.log "the testbench with a fixed-latency memory"
 fi
 echo "$mdir/VNV_nvdla"
