@@ -151,7 +151,7 @@ class LoweringContext:
         stored = None
         if w.compression:
             s = layer.shape
-            dense = cdma.weight_bytes(s.out_k, s.kernel_w * s.kernel_h * s.in_c * layer.precision.bytes)
+            dense = cdma.weight_bytes(s.out_k, s.kernel_w * s.kernel_h * s.in_c * layer.precision.bytes, self.hw)
             groups = math.ceil(s.out_k / self.hw.kernels_per_atomic(layer.precision))
             stored = sparsity.compressed_bytes(
                 dense, density=w.density, element_bytes=layer.precision.bytes, kernel_groups=groups

@@ -46,7 +46,6 @@ from nvdla_sim.engine.tiling import (
     footprint,
     illegal_reason,
     row_tiles,
-    unaligned_weight_tile,
 )
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, Memory
@@ -162,8 +161,6 @@ def _families(layer: ConvLayer, hw: HwConfig) -> list[_Family]:
         for kernels in tiles:  # with one band: kernel tiles as hardware layers keeping the input (DATA_REUSE)
             if kernels == s.out_k and probe.n_data_tiles == 1:
                 continue  # the data-stationary plan itself
-            if kernels < s.out_k and unaligned_weight_tile(layer, kernels, hw):
-                continue  # wrong on NVIDIA's RTL (tiling.illegal_reason)
             groups = math.ceil(kernels / kpg)
             # over several data tiles the kernel tile stays resident; over one it may stream through the ring
             need = w_min if one_tile else cbuf.banks_for(groups * g_entries, hw)
@@ -236,9 +233,9 @@ def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, *
         s, kpg = layer.shape, hw.kernels_per_atomic(layer.precision)
         ring = fp.weight_capacity_groups
         smallest = s.out_k % kpg or kpg  # the last group's kernels
-        nbytes = cdma.weight_bytes(min(smallest, s.out_k), bytes_per_kernel(layer))
+        nbytes = cdma.weight_bytes(min(smallest, s.out_k), bytes_per_kernel(layer), hw)
         if layer.weight_bytes is not None:
-            nbytes = math.ceil(nbytes * layer.weight_bytes / cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)))
+            nbytes = math.ceil(nbytes * layer.weight_bytes / cdma.weight_bytes(s.out_k, bytes_per_kernel(layer), hw))
         port = _rates(hw)[layer.weight_memory]
         refill = port.latency + nbytes / port.bytes_per_cycle
     # a data ring of one band that every hardware layer fetches anew: the next band's first data arrives a
@@ -267,7 +264,7 @@ def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
     if ws and fp.n_data_tiles > 1:
         data *= fp.n_weight_tiles
-    weights = cdma.weight_bytes(s.out_k, bytes_per_kernel(layer))
+    weights = cdma.weight_bytes(s.out_k, bytes_per_kernel(layer), hw)
     if layer.weight_bytes is not None:
         weights = layer.weight_bytes
     if layer.weights_resident:

@@ -251,7 +251,7 @@ class _Chain:
         fp = footprint(layer, plan, hw)
         kpg = hw.kernels_per_atomic(p)
         bpk = bytes_per_kernel(layer)
-        w_ratio = _weight_ratio(layer)
+        w_ratio = _weight_ratio(layer, hw)
         n_data = fp.n_data_tiles
         ws = plan.order is LoopOrder.WEIGHT_STATIONARY
         weights_resident = ws or n_data == 1
@@ -307,7 +307,7 @@ class _Chain:
             weight_key = ("w", g0) if weights_resident else ("w", g0, d)
             if weight_key not in seen:
                 seen[weight_key] = self._event()
-                nbytes = math.ceil(cdma.weight_bytes(g1 - g0, bpk) * w_ratio)
+                nbytes = math.ceil(cdma.weight_bytes(g1 - g0, bpk, hw) * w_ratio)
                 fetches.append(
                     Fetch(
                         seen[weight_key], Buffer.CBUF_WEIGHT, Channel.CDMA_WT, nbytes, layer.weight_memory,
@@ -353,11 +353,11 @@ class _Chain:
         return item_traffic(self.items, extra_reads=sum(self.item_extra), extra_memory=operand_memory)
 
 
-def _weight_ratio(layer: ConvLayer) -> float:
+def _weight_ratio(layer: ConvLayer, hw: HwConfig) -> float:
     """Stored over dense weight bytes (compressed weights read fewer bytes)."""
     if layer.weight_bytes is None:
         return 1.0
-    return layer.weight_bytes / cdma.weight_bytes(layer.shape.out_k, bytes_per_kernel(layer))
+    return layer.weight_bytes / cdma.weight_bytes(layer.shape.out_k, bytes_per_kernel(layer), hw)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -454,7 +454,7 @@ def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_even
     traffic = chain.traffic(layer.input_memory)
     macs = layer.performed_macs  # what the array does: utilization stays <= 100% under the sparse what-if
     peak = hw.peak_macs_per_cycle(p)
-    reads, writes = _compulsory_bytes(layer, hw, _weight_ratio(layer), extra_reads)
+    reads, writes = _compulsory_bytes(layer, hw, _weight_ratio(layer, hw), extra_reads)
     lower = conv_floor(layer, hw, read_bytes=reads, write_bytes=writes)
     bound = _classify(res, max(dram_busy.values()))
     units = {
@@ -645,7 +645,11 @@ def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int
     s = layer.shape
     reads = (
         (0 if layer.data_resident else cdma.input_bytes(layer, s.in_h, hw) * layer.images)
-        + (0 if layer.weights_resident else math.ceil(cdma.weight_bytes(s.out_k, bytes_per_kernel(layer)) * w_ratio))
+        + (
+            0
+            if layer.weights_resident
+            else math.ceil(cdma.weight_bytes(s.out_k, bytes_per_kernel(layer), hw) * w_ratio)
+        )
         + extra
     )
     return reads, output_bytes(layer, s.out_h, s.out_k, hw) * layer.images

@@ -20,8 +20,7 @@ from functools import lru_cache
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, ConvShape
-from nvdla_sim.units import cbuf, cdma
-from nvdla_sim.units.cdma import WEIGHT_ALIGN_BYTES
+from nvdla_sim.units import cbuf
 
 
 class LoopOrder(enum.Enum):
@@ -162,20 +161,6 @@ def _data_entries(layer: ConvLayer, rows: int, hw: HwConfig) -> int:
     return cbuf.data_entries(s.in_w, rows, s.in_c, layer.precision, hw)
 
 
-def unaligned_weight_tile(layer: ConvLayer, kernels_per_tile: int, hw: HwConfig) -> int:
-    """The weight bytes of a kernel tile of `layer` (a full one, or the last) whose fetch leaves CSC's
-    weight read pointer behind CDMA's (cdma.weight_pointer_lag > 0; 0: no such tile). A hardware layer
-    that fetches weights after one did reads shifted weights on NVIDIA's RTL (docs/validation.md 5f), so
-    the search does not split a band into such kernel tiles (a band's data-stationary plan, all kernels
-    in each hardware layer, stays)."""
-    k = layer.shape.out_k
-    for kernels in {min(kernels_per_tile, k), k % kernels_per_tile or kernels_per_tile}:
-        raw = kernels * bytes_per_kernel(layer)
-        if cdma.weight_pointer_lag(raw, hw.cbuf_entry_bytes):
-            return raw
-    return 0
-
-
 def illegal_reason(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> str | None:
     """Why `plan` cannot run `layer` on `hw`, or None when it can."""
     s = layer.shape
@@ -206,14 +191,6 @@ def illegal_reason(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> str | None
             f"weight-stationary order keeps a weight tile resident ({fp.weight_tile_entries} entries) but "
             f"{plan.weight_banks} weight banks hold {plan.weight_banks * hw.cbuf_entries_per_bank}"
         )
-    if plan.order is LoopOrder.WEIGHT_STATIONARY and fp.n_weight_tiles > 1:
-        odd = unaligned_weight_tile(layer, plan.kernels_per_tile, hw)
-        if odd:
-            return (
-                f"kernel tiles of {odd}-byte weight blobs leave CSC's weight pointer behind CDMA's "
-                f"({WEIGHT_ALIGN_BYTES}-byte fetches into {hw.cbuf_entry_bytes}-byte CBUF entries): the next "
-                "layer computes with shifted weights on NVIDIA's RTL (docs/validation.md 5f)"
-            )
     return None
 
 

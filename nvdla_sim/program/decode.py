@@ -768,6 +768,7 @@ def _conv_layer(op: ConvOp, name: str) -> ConvLayer:
         sdp_spec(op.sdp),
         pool=pool,
         image_input=op.pixel_input,
+        weight_bytes=op.weight_bytes,  # D_WEIGHT_BYTES: what CDMA fetches (padding, or compression, included)
         data_resident=op.reuse.data_reuse,
         weights_resident=op.reuse.weight_reuse,
     )

@@ -41,7 +41,7 @@ from nvdla_sim.program.decode import (
 from nvdla_sim.program.execute import execute, program_luts
 from nvdla_sim.program.fields import pack
 from nvdla_sim.program.trace_io import SparseMemory, crc32
-from nvdla_sim.units import cbuf
+from nvdla_sim.units import cbuf, cdma
 from nvdla_sim.units.lut import IndexMode, LutParams, Table
 from nvdla_sim.units.memory_format import Surface, cube_size
 from nvdla_sim.units.pdp import recip
@@ -646,7 +646,7 @@ def conv_layer(
     data = packed_surface(alloc.take(0), s.in_w, s.in_h, precision, hw)
     alloc.take(cube_size(data, s.in_c, precision, hw))
     bpk = s.kernel_w * s.kernel_h * s.in_c * precision.bytes
-    wbytes = -(-s.out_k * bpk // 128) * 128  # weights padded to 128 bytes (format.rst)
+    wbytes = cdma.weight_bytes(s.out_k, bpk, hw)  # in whole CBUF entries (what CSC reads, cdma.weight_bytes)
     waddr = alloc.take(wbytes)
     out = packed_surface(alloc.take(0), s.out_w, s.out_h, precision, hw)
     alloc.take(cube_size(out, s.out_k, precision, hw))

@@ -16,18 +16,20 @@ from nvdla_sim.precision import Precision
 WEIGHT_ALIGN_BYTES = 128  # D_WEIGHT_BYTES must be 128-byte aligned (programming_guide.rst)
 
 
-def weight_pointer_lag(blob_bytes: int, entry_bytes: int) -> int:
+def weight_pointer_lag(blob_bytes: int, entry_bytes: int, register_unit: int = WEIGHT_ALIGN_BYTES) -> int:
     """CBUF weight entries by which CSC's read pointer falls behind CDMA's write pointer after a hardware
-    layer that fetched a weight blob of `blob_bytes` (packed) bytes: CDMA writes all of D_WEIGHT_BYTES, the
-    blob rounded up to 128 bytes, padding included, and keeps its write pointer for the next layer
+    layer that fetched a weight blob of `blob_bytes` (packed) bytes with D_WEIGHT_BYTES the blob rounded up
+    to `register_unit` bytes (128: the programming guide's rule, as NVIDIA's tests do; our emitter rounds
+    to the CBUF entry, `weight_bytes`, which leaves no lag): CDMA writes all of D_WEIGHT_BYTES, padding
+    included, and keeps its write pointer for the next layer
     (NV_NVDLA_CDMA_wt.v wt_cbuf_wr_idx, reset only at the first layer, a pending clear or a wrap); CSC
     reads the blob as one packed stream and moves its read pointer only by the entries it read, ceil(blob /
     entry) (NV_NVDLA_CSC_wl.v wt_entry_st: the next layer's weights are read from there). The two meet again
     only where a bank change runs the pending handshake. A later layer that fetches weights after a lag
     reads shifted weights: every one of the 132 programs of docs/validation.md 5f, on nv_small (entries of
     8 bytes), nv_small_256_full (32) and nv_large (64)."""
-    padded = math.ceil(blob_bytes / WEIGHT_ALIGN_BYTES) * WEIGHT_ALIGN_BYTES
-    return padded // entry_bytes - math.ceil(blob_bytes / entry_bytes)
+    padded = math.ceil(blob_bytes / register_unit) * register_unit
+    return math.ceil(padded / entry_bytes) - math.ceil(blob_bytes / entry_bytes)
 
 
 def feature_bytes(width: int, rows: int, channels: int, precision: Precision, hw: HwConfig) -> int:
@@ -56,9 +58,15 @@ def input_bytes(layer, rows: int, hw: HwConfig) -> int:
     return feature_bytes(s.in_w, rows, s.in_c, layer.precision, hw)
 
 
-def weight_bytes(kernels: int, bytes_per_kernel: int) -> int:
-    """Dense weight bytes for `kernels` kernels, 128-byte aligned as CDMA fetches them."""
-    return math.ceil(kernels * bytes_per_kernel / WEIGHT_ALIGN_BYTES) * WEIGHT_ALIGN_BYTES
+def weight_bytes(kernels: int, bytes_per_kernel: int, hw: HwConfig) -> int:
+    """Dense weight bytes CDMA fetches for `kernels` kernels: D_WEIGHT_BYTES as our emitter writes it, the
+    packed blob rounded up to whole CBUF entries (hw.cbuf_entry_bytes: 8, 32, 64 and 128 bytes on
+    nv_small, nv_small_256_full, nv_large and nv_full), what CSC reads. The programming guide asks for 128-byte blocks;
+    on NVIDIA's RTL those leave CSC's weight pointer behind CDMA's when the padding spans an entry
+    (`weight_pointer_lag`), and whole entries ran bit-exact on all 132 programs of docs/validation.md 5f
+    on three builds. A program's own D_WEIGHT_BYTES is what the model fetches when it runs one
+    (program.decode)."""
+    return math.ceil(kernels * bytes_per_kernel / hw.cbuf_entry_bytes) * hw.cbuf_entry_bytes
 
 
 def feature_ingest_bytes_per_cycle(hw: HwConfig, memory: Memory) -> float:

@@ -11,7 +11,7 @@ import pytest
 
 from nvdla_mapper.search.tiling_search import candidate_plans
 from nvdla_sim import load_config
-from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason, unaligned_weight_tile
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
 from nvdla_sim.layers import ConvLayer, ConvShape
 from nvdla_sim.precision import Precision
 from nvdla_validation.nvdla_rtl.align_programs import SHAPES, SPLITS, case_name, expected_to_fail, programs
@@ -61,18 +61,22 @@ def test_the_programs_are_the_ones_the_rtl_ran():
         assert [crc for _, _, crc in p.expected] == crcs[p.name], p.name
 
 
-def test_the_search_leaves_unaligned_kernel_tiles_out():
+def test_kernel_tiles_of_any_blob_are_in_the_space_and_emitted_without_lag():
+    """The emitter writes D_WEIGHT_BYTES in whole CBUF entries (cdma.weight_bytes), the fix measured below,
+    so a kernel tile of any blob size leaves no pointer lag and the search keeps it. The one-channel
+    broadcast (the mapper's layernorm mean): tiles of 16 kernels are 16-byte blobs, two 8-byte entries
+    on nv_small (with 128-byte blocks it would lag by 14 entries)."""
+    from nvdla_sim.program.emit import Alloc, conv_layer
+    from nvdla_sim.units.cdma import weight_pointer_lag
+
     hw = load_config("nv_small")
-    # one-channel broadcast (the mapper's layernorm mean): tiles of 16 kernels are 16-byte blobs
     layer = ConvLayer("bc", ConvShape.matmul(64, 1, 128), Precision.INT8)
-    assert unaligned_weight_tile(layer, 16, hw) == 16 and unaligned_weight_tile(layer, 128, hw) == 0
     tiles = TilePlan(1, 8, layer.shape.out_h, 16, LoopOrder.WEIGHT_STATIONARY)
-    assert "kernel tiles of 16-byte weight blobs leave CSC's weight pointer behind" in illegal_reason(layer, tiles, hw)
-    plans = candidate_plans(layer, hw)
-    assert plans and all(p.order is LoopOrder.DATA_STATIONARY or p.kernels_per_tile == 128 for p in plans)
-    # 64 channels: 16 kernels are 1,024 bytes, kernel tiles stay in the space
-    wide = ConvLayer("mm", ConvShape.matmul(64, 64, 128), Precision.INT8)
-    assert any(p.order is LoopOrder.WEIGHT_STATIONARY and p.kernels_per_tile < 128 for p in candidate_plans(wide, hw))
+    assert illegal_reason(layer, tiles, hw) is None
+    assert any(p.order is LoopOrder.WEIGHT_STATIONARY and p.kernels_per_tile < 128 for p in candidate_plans(layer, hw))
+    assert weight_pointer_lag(16, 8) == 14 and weight_pointer_lag(16, 8, register_unit=8) == 0
+    op = conv_layer(ConvShape.matmul(64, 1, 16), Precision.INT8, hw, Alloc(next_addr=0x80000000))[0]
+    assert op.weight_bytes == 16
 
 
 @pytest.mark.parametrize("build", BUILDS)

@@ -97,7 +97,8 @@ def test_dc_weights_are_laid_out_as_format_rst_says(hw, k, r, s, c, seed):
     mem = _Bytes(flat.size + 128)
     mem.write(128, flat.view(np.uint8))
     np.testing.assert_array_equal(memory_format.read_dc_weights(mem, 128, k, r, s, c, Precision.INT8, hw), w)
-    assert cdma.weight_bytes(k, r * s * c) == -(-flat.size // 128) * 128  # CDMA fetches 128-byte aligned
+    e = hw.cbuf_entry_bytes  # D_WEIGHT_BYTES: the packed blob in whole CBUF entries (cdma.weight_bytes)
+    assert cdma.weight_bytes(k, r * s * c, hw) == -(-flat.size // e) * e
 
 
 def test_bank_split_errors(nv_small):
@@ -105,3 +106,15 @@ def test_bank_split_errors(nv_small):
         cbuf.check_bank_split(20, 13, nv_small)
     with pytest.raises(ShapeError, match="overflows 32 banks"):
         cbuf.CbufStore(nv_small).write(31, np.zeros((600, 8), np.uint8))
+
+
+def test_weight_bytes_fetched_by_hand():
+    """D_WEIGHT_BYTES in whole CBUF entries, an atomic-C slice at the widest precision (projects.spec
+    CBUF_ENTRY_WIDTH): 8 bytes on nv_small (8 x INT8), 64 on nv_large (64 x INT8), 128 on nv_full (64 x
+    INT16/FP16); 3 kernels of 5 bytes are 15 bytes of blob."""
+    from nvdla_sim import load_config
+
+    small, large, full = (load_config(n) for n in ("nv_small", "nv_large", "nv_full"))
+    assert [cdma.weight_bytes(3, 5, h) for h in (small, large, full)] == [16, 64, 128]
+    assert [cdma.weight_bytes(1, 129, h) for h in (small, large, full)] == [136, 192, 256]
+    assert cdma.weight_bytes(32, 64, small) == cdma.weight_bytes(32, 64, full) == 2048

@@ -91,8 +91,8 @@ def _step(shape: ConvShape, x: np.ndarray, w: np.ndarray, base: int, data_banks:
 
 
 def case_program(case: Case, hw: HwConfig, seed: int, *, weight_unit: int = 128) -> TraceProgram:
-    """`weight_unit`: D_WEIGHT_BYTES rounds each blob up to it (128: the programming guide's rule; a CBUF
-    entry: what CSC reads, docs/validation.md 5f)."""
+    """`weight_unit`: D_WEIGHT_BYTES rounds each blob up to it (128: the programming guide's rule, as these
+    programs ran on the RTL; a CBUF entry: what CSC reads and the emitter writes, docs/validation.md 5f)."""
     s = case.shape
     rng = np.random.default_rng(seed)
     x = _i8(rng, (s.in_h, s.in_w, s.in_c))
@@ -116,8 +116,7 @@ def case_program(case: Case, hw: HwConfig, seed: int, *, weight_unit: int = 128)
             _step(sh, x, w[:half], BASES[0], case.data_banks, CbufReuse(skip_data_rls=case.reuse), hw),
             _step(sh, xb, w[half:], BASES[1], case.data_banks, CbufReuse(data_reuse=case.reuse), hw),
         ]
-    if weight_unit != 128:
-        steps = [_weight_bytes_in_units(st, weight_unit) for st in steps]
+    steps = [_weight_bytes_in_units(st, weight_unit) for st in steps]
     return emit_sequence(f"reuse_{case.name}", steps, hw)
 
 
