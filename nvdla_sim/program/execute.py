@@ -27,6 +27,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import run_conv
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.errors import TraceError
+from nvdla_sim.floats import fp16_to_fp32
 from nvdla_sim.layers import ConvLayer, OperandMode
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
@@ -104,10 +105,16 @@ def sdp_params(
         if o is None:
             return None
         if o.source is OperandSource.REG:
-            return o.value
+            if not proc.is_float:
+                return o.value
+            if isinstance(o, EwOperand):  # FP mode: EW register operands are FP32 bits (sdp_y_core.cpp)
+                return np.array([o.value & 0xFFFFFFFF], np.uint32).view(np.float32)[0]
+            return fp16_to_fp32(np.array([o.value & 0xFFFF], np.uint16).view(np.float16))[0]
         if rdma not in streams:
             raise TraceError(f"SDP {which.name} operand comes from memory but {rdma.name} is disabled")
         v = _operand(mem, streams[rdma], which, w, h, cp, proc, hw)
+        if proc.is_float:  # FP16 operands, exactly as FP32 (sdp_x.cpp, sdp_y_cvt.cpp)
+            v = fp16_to_fp32((v & 0xFFFF).astype(np.uint16).view(np.float16))
         return v.reshape(h * w, cp) if v.ndim == 3 else v
 
     def stage(cfg: SdpStageCfg | None, rdma: Rdma) -> sdp_fn.Stage | None:
@@ -161,7 +168,8 @@ def sdp_params(
 def _apply_sdp(op: SdpOp, x: np.ndarray, mem: SparseMemory, hw: HwConfig, lut: LutParams | None) -> np.ndarray:
     h, w, cp = x.shape
     params = sdp_params(op, mem, w, h, cp, hw, lut=lut)
-    res = sdp_fn.sdp_apply(x.reshape(h * w, cp).astype(np.int64), params)
+    flat = x.reshape(h * w, cp)
+    res = sdp_fn.sdp_apply(flat if np.issubdtype(flat.dtype, np.floating) else flat.astype(np.int64), params)
     return res.values.reshape(h, w, cp)
 
 
@@ -240,10 +248,13 @@ def _conv(op: ConvOp, st: ExecState, name: str, luts: ProgramLuts) -> None:
     st.kept_weights = weights if op.reuse.skip_weight_rls else None
     layer = ConvLayer(name=name, shape=s, precision=p)
     plan = TilePlan(op.data_banks, op.weight_banks, s.out_h, s.out_k, LoopOrder.DATA_STATIONARY)
-    pad = signed(op.pad_value & 0xFF, 8) if p is Precision.INT8 else signed(op.pad_value, 16)  # cmod csc: low 8 bits
+    if p.is_float:  # the padding value's 16 bits as an FP16
+        pad = np.array([op.pad_value & 0xFFFF], np.uint16).view(np.float16)[0]
+    else:  # cmod csc: INT8 takes the low 8 bits
+        pad = signed(op.pad_value & 0xFF, 8) if p is Precision.INT8 else signed(op.pad_value, 16)
     acc, _ = run_conv(layer, data, weights, hw, plan, truncate=op.clip_truncate, pad_value=pad)
     epa = elements_per_atom(op.sdp.out_precision, hw)
-    cube = np.zeros((s.out_h, s.out_w, math.ceil(s.out_k / epa) * epa), np.int64)
+    cube = np.zeros((s.out_h, s.out_w, math.ceil(s.out_k / epa) * epa), np.float32 if p.is_float else np.int64)
     cube[:, :, : s.out_k] = acc  # kernels past K in the last group compute 0
     _after_sdp(op.sdp, _apply_sdp(op.sdp, cube, st.mem, hw, luts.sdp), st)
     if op.pdp is not None:  # pooling on the fly, fed by the SDP pass

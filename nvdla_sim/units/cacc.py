@@ -2,7 +2,9 @@
 
 Accumulates partial sums of a channel op in INT34 (int8) / INT48 (int16) with saturation, then
 rounds right by CLIP_TRUNCATE and saturates to INT32 for SDP (unit_description.rst CACC; D_CLIP_CFG,
-D_OUT_SATURATION). FP16 accumulates in wide float (FP44 in hardware, float64 here) and emits FP32.
+D_OUT_SATURATION). FP16 accumulates CMAC's block-float values in a 48-bit float rounded to 39 significant
+bits, ties away from zero, after every addition, and hands SDP an FP32 rounded from it on its guard bit
+(nvdla/hw branch nvdlav1 NV_NVDLA_CACC_CALC_fp_48b.v; nvdla_sim.floats); no truncation or saturation.
 Output drains to SDP at NVDLA_SDP_MAX_THROUGHPUT elements/cycle.
 """
 
@@ -12,9 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nvdla_sim.floats import add_round_away, round_away
 from nvdla_sim.precision import Precision, saturate, shift_round
 
 ACC_BITS = {Precision.INT8: 34, Precision.INT16: 48}
+FP_ACC_BITS = 39  # FP16 mode: significant bits of the 40-bit two's-complement accumulator mantissa (s1.38)
 OUT_BITS = 32
 
 
@@ -36,8 +40,8 @@ def accumulate(
     if precision.is_float:
         total = np.zeros_like(np.asarray(partials[0], np.float64))
         for p in partials:
-            total = total + p
-        return CaccResult(total.astype(np.float32), 0, 0)
+            total = add_round_away(total, p, FP_ACC_BITS)
+        return CaccResult(round_away(total, 24).astype(np.float32), 0, 0)
     bits = acc_bits or ACC_BITS[precision]
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     acc = np.zeros_like(np.asarray(partials[0], np.int64))

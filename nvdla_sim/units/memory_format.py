@@ -70,8 +70,9 @@ def read_dc_weights(
     """Uncompressed direct-convolution weights [k, kh, kw, c] (format.rst "Basic Weight for Direct
     Convolution": groups of kernels_per_atomic kernels, C' -> K -> W -> H -> C within a group)."""
     kpg, ac = hw.kernels_per_atomic(p), hw.mac.atomic_c
-    flat = mem.read(addr, k * kh * kw * c * p.bytes).view(_dtype(p)).astype(np.int64)
-    out = np.zeros((k, kh, kw, c), np.int64)
+    flat = mem.read(addr, k * kh * kw * c * p.bytes).view(_dtype(p))
+    flat = flat if p.is_float else flat.astype(np.int64)
+    out = np.zeros((k, kh, kw, c), flat.dtype)
     pos = 0
     for g0 in range(0, k, kpg):
         g = min(kpg, k - g0)

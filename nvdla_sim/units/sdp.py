@@ -3,8 +3,8 @@
 Pipeline (unit_description.rst SDP; spec/manual/NVDLA_SDP.rdl): X1 (BS: ALU, MUL, ReLU) -> X2 (BN: ALU,
 MUL, ReLU) -> Y (EW: MUL then ALU, each with a register operand or a streamed one through its convertor,
 then LUT) -> output
-convertor y = sat(round((x - offset) * scale >> shift)). FP16 mode runs the same stages in float32 and casts
-to float16 (no output convertor, as in NVDLA).
+convertor y = sat(round((x - offset) * scale >> shift)). FP16 mode runs the same stages in FP32 as NVDLA
+rounds it (nvdla_sim.floats) and converts to FP16 (no output convertor, as in NVDLA).
 
 Integer X stage widths follow NVIDIA's bit-accurate C model (hw@master:cmod/hls/sdp/sdp_x.cpp, sdp.h) and
 are checked against the nv_small RTL's trace tests: the ALU operand is saturated to 32 bits after its left
@@ -24,6 +24,7 @@ import numpy as np
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import UnsupportedError
+from nvdla_sim.floats import FP16_MAX, fp32_to_fp16, to_fp32
 from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 from nvdla_sim.precision import Precision, saturate, shift_round
 from nvdla_sim.units.dram import credit_bytes_per_cycle
@@ -155,15 +156,22 @@ def _wrap(x: np.ndarray, bits: int) -> np.ndarray:
     return np.where(m >= 1 << (bits - 1), m - (1 << bits), m)
 
 
+def _relu_float(x: np.ndarray) -> np.ndarray:
+    """FP ReLU: negative inputs (-0 included) become +0; NaN passes (cmod hls/sdp/sdp_x.cpp)."""
+    return np.where(np.signbit(x) & ~np.isnan(x), np.float32(0), x).astype(np.float32)
+
+
 def _stage_float(x: np.ndarray, st: Stage) -> np.ndarray:
+    """X1/X2 in FP32 (nvdla_sim.floats.to_fp32 after each operation): the ALU, then the multiplier (PReLU
+    passes non-negative inputs); the shifts and the truncation are not used in FP mode (sdp_x.cpp)."""
+    x64 = np.asarray(x, np.float64)
     if st.alu_operand is not None:
-        x = _alu(st.alu_op, x, np.asarray(st.alu_operand, np.float32))
+        x64 = to_fp32(_alu(st.alu_op, x64, np.asarray(st.alu_operand, np.float64))).astype(np.float64)
     if st.mul_operand is not None:
-        prod = x * np.asarray(st.mul_operand, np.float32)
-        x = np.where(x < 0, prod, x) if st.prelu else prod
-    if st.relu:
-        x = np.maximum(x, np.float32(0))
-    return x.astype(np.float32)
+        prod = to_fp32(x64 * np.asarray(st.mul_operand, np.float64)).astype(np.float64)
+        x64 = np.where(x64 < 0, prod, x64) if st.prelu else prod
+    out = x64.astype(np.float32)
+    return _relu_float(out) if st.relu else out
 
 
 def sdp_apply(x: np.ndarray, params: SdpParams) -> SdpResult:
@@ -212,22 +220,28 @@ def _ew_int(x: np.ndarray, y: EwStage) -> tuple[np.ndarray, int]:
 
 
 def _sdp_float(x: np.ndarray, params: SdpParams) -> SdpResult:
+    """SDP's FP16 mode on CACC's FP32: X1, X2, then Y (multiplier before ALU) in FP32 rounded to nearest
+    even with denormals flushed and overflow saturated; the output convertor is bypassed and the result
+    rounded to FP16, saturating at 65504 (cmod hls/sdp/sdp_c.cpp Fp32ToFp16; nvdla_sim.floats). The
+    LUT's own FP17 interpolation is not modelled bit-exactly (float64 here)."""
     for st in (params.x1, params.x2):
         if st is not None:
             x = _stage_float(x, st)
     if params.y is not None:
         y = params.y
+        x64 = np.asarray(x, np.float64)
         if y.mul_operand is not None:  # the multiplier before the ALU, as in the integer path
-            prod = (x * np.asarray(y.mul_operand, np.float32)).astype(np.float32)
-            x = np.where(x >= 0, x, prod) if y.mul_prelu else prod
+            prod = to_fp32(x64 * np.asarray(y.mul_operand, np.float64)).astype(np.float64)
+            x64 = np.where(x64 >= 0, x64, prod) if y.mul_prelu else prod
         if y.alu_operand is not None:
-            x = _alu(y.alu_op, x, np.asarray(y.alu_operand, np.float32)).astype(np.float32)
+            x64 = to_fp32(_alu(y.alu_op, x64, np.asarray(y.alu_operand, np.float64))).astype(np.float64)
         if y.lut is not None:
-            v, _ = lut_apply(x.astype(np.float64), y.lut, path=LutPath.SDP)
-            x = v.astype(np.float32)
-    with np.errstate(over="ignore"):
-        out = x.astype(np.float16)
-    return SdpResult(out, int(np.count_nonzero(np.isinf(out) & ~np.isinf(x))))
+            v, _ = lut_apply(x64, y.lut, path=LutPath.SDP)
+            x64 = to_fp32(v).astype(np.float64)
+        x = x64.astype(np.float32)
+    x = np.asarray(x, np.float32)
+    out = fp32_to_fp16(x)
+    return SdpResult(out, int(np.count_nonzero(np.abs(x) > FP16_MAX)))
 
 
 # ---- cost -----------------------------------------------------------------------------------------
