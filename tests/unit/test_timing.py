@@ -53,7 +53,7 @@ def test_stripe_rule_and_weight_load(nv_full, nv_small):
 def test_analytic_small_matmul(nv_small):
     """16x8x8 on nv_small: one kernel group, one channel block, one 16-long stripe.
 
-    Weights 64 B (fetched as 128 B: D_WEIGHT_BYTES is 128-B aligned) + data 128 B arrive over an 8 B/cycle
+    Weights 64 B (D_WEIGHT_BYTES in whole 8-byte CBUF entries: 64 B) + data 128 B arrive over an 8 B/cycle
     port with 50 cycles latency; the stripe computes in 16 cycles, its one channel op, which delivers each
     of its 16 output atoms as it finishes it, at 8 + 1 cycles each (nv_small's CACC reads the next delivery
     entry only after the last left), writes 128 B, plus 7 + 11 pipeline fill; the 38-cycle gap after a
@@ -62,12 +62,13 @@ def test_analytic_small_matmul(nv_small):
     """
     layer = ConvLayer("mm", ConvShape.matmul(16, 8, 8), Precision.INT8)
     st = simulate(layer, nv_small, TilePlan(16, 16, 1, 8, LoopOrder.DATA_STATIONARY))
-    # weights and data, 16 cycles each on the port, interleaved round-robin: both in at 32, +50 latency
-    compute_start = 32 + 50 + 6
+    # weights (8 beats) and data (16) interleaved round-robin on the port: the data's last beat leaves at
+    # 24; CSC waits for the band's whole input: +50 latency
+    compute_start = 24 + 50 + 6
     drain_end = compute_start + 16 * 9  # the drain starts with the stripe's (last) channel op
     assert st.cycles == drain_end + 7 + 11
     assert st.macs == 16 * 8 * 8
-    assert st.traffic.dram_read == 128 + 128 and st.traffic.dram_write == 128
+    assert st.traffic.dram_read == 64 + 128 and st.traffic.dram_write == 128
 
 
 def test_compute_bound_approaches_peak(hw):

@@ -16,8 +16,8 @@ writes the padding and keeps its write pointer, CSC's read pointer moves only by
     python -m nvdla_validation.nvdla_rtl.run_reference SRC [--project P] --tests-dir build/align \\
         --out validation/data/nvdla_rtl_weight_align[_P].json
 
-tests/integration/test_nvdla_weight_align.py checks the committed rows against that rule and against the
-search space, which leaves such kernel tiles out (nvdla_sim.engine.tiling.unaligned_weight_tile).
+tests/integration/test_nvdla_weight_align.py checks the committed rows against that rule; with
+--entry-weight-bytes (D_WEIGHT_BYTES in whole CBUF entries, what the emitter now writes) all pass.
 """
 
 from __future__ import annotations
