@@ -240,6 +240,9 @@ class TimingConfig:
     driver_reprogram_cycles: int = 236
     conv_pipeline_cycles: int = 44  # CBUF data in -> first result written: CSC, CMAC, CACC, SDP, WDMA
     sdp_pipeline_cycles: int = 27  # read data in -> result written (SDP_RDMA -> SDP -> WDMA)
+    # more cycles through SDP when its Y stage (element-wise ALU/MUL, LUT) is in use: 0 where measured on
+    # master's builds (their Y passes time within 3.5% without it), nvdlav1's nv_full measured in its config
+    sdp_y_pipeline_cycles: int = 0
     pdp_pipeline_cycles: int = 35  # likewise through PDP_RDMA -> PDP
     cdp_pipeline_cycles: int = 56  # likewise through CDP_RDMA -> CDP (the LRN window and LUT)
     # Convolution sequencing measured on the nv_small RTL with our own programs (docs/modelling.md

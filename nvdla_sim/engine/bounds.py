@@ -10,7 +10,7 @@ import math
 from nvdla_sim.config import HwConfig
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
-from nvdla_sim.units import csc, sdp
+from nvdla_sim.units import csc, pdp, sdp
 
 
 def channel_ops_per_stripe(layer: ConvLayer, hw: HwConfig) -> int:
@@ -26,7 +26,7 @@ def channel_ops_per_stripe(layer: ConvLayer, hw: HwConfig) -> int:
 def drain_rate(layer: ConvLayer, hw: HwConfig) -> int:
     rate = sdp.elements_per_cycle(layer.sdp, hw)
     if layer.pool is not None:
-        rate = min(rate, hw.pdp.throughput)
+        rate = min(rate, pdp.elements_per_cycle(hw, layer.out_precision))
     return rate
 
 

@@ -55,7 +55,8 @@ def fixed_latency(layer: HwLayer, hw: HwConfig) -> tuple[int, int, int]:
     if isinstance(layer, ConvLayer):
         return t.conv_launch_cycles, t.conv_pipeline_cycles, t.completion_cycles
     pipe = {SdpLayer: t.sdp_pipeline_cycles, PdpLayer: t.pdp_pipeline_cycles, CdpLayer: t.cdp_pipeline_cycles}
-    return t.launch_cycles, pipe[type(layer)], t.completion_cycles
+    extra = t.sdp_y_pipeline_cycles if isinstance(layer, SdpLayer) and layer.sdp.uses_y else 0
+    return t.launch_cycles, pipe[type(layer)] + extra, t.completion_cycles
 
 
 def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, record_events: bool) -> LayerStats:
@@ -82,7 +83,7 @@ def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, rec
         out_bytes = in_bytes
         unit, bound_unit = Unit.CDP, Bound.CDP
     else:
-        rate = hw.pdp.throughput
+        rate = pdp.elements_per_cycle(hw, layer.precision)
         operand = 0
         ow, oh = layer.pool.out_size(layer.width, layer.height)
         steps, flush = pdp.line_positions(layer.width, layer.height, layer.pool)

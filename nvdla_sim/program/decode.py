@@ -23,7 +23,17 @@ from typing import Any
 import numpy as np
 
 from nvdla_sim.errors import TraceError
-from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
+from nvdla_sim.layers import (
+    ConvLayer,
+    ConvShape,
+    Memory,
+    OperandMode,
+    PdpLayer,
+    PoolMode,
+    PoolSpec,
+    SdpLayer,
+    SdpSpec,
+)
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.fields import field as get_field
 from nvdla_sim.program.fields import is_known, signed
@@ -164,6 +174,8 @@ class SdpOp:
     cvt_shift: int
     operand_streams: tuple[SdpStream, ...] = ()
     ew: SdpEwCfg | None = None  # the Y stage's numbers (rows recorded before they were decoded: None)
+    src_memory: Memory = Memory.DRAM  # SDP_RDMA.D_SRC_DMA_CFG_0.RAM_TYPE (offline passes)
+    dst_memory: Memory = Memory.DRAM  # SDP.D_DST_DMA_CFG_0.RAM_TYPE
 
 
 @dataclass(frozen=True)
@@ -205,6 +217,8 @@ class ConvOp:
     pdp: PdpOp | None = None
     batches: int = 1
     reuse: CbufReuse = CbufReuse()
+    data_memory: Memory = Memory.DRAM  # CDMA.D_DAIN_RAM_TYPE_0
+    weight_memory: Memory = Memory.DRAM  # CDMA.D_WEIGHT_RAM_TYPE_0
 
 
 @dataclass(frozen=True)
@@ -235,6 +249,8 @@ class PdpOp:
     src: Surface | None
     dst: Surface
     precision: Precision
+    src_memory: Memory = Memory.DRAM  # PDP_RDMA.D_SRC_RAM_CFG_0.RAM_TYPE
+    dst_memory: Memory = Memory.DRAM  # PDP.D_DST_RAM_CFG_0.RAM_TYPE
 
 
 @dataclass(frozen=True)
@@ -277,6 +293,9 @@ class _Regs:
 
     def f(self, reg: str, name: str) -> int:
         return get_field(self.values.get(reg, 0), self.unit, reg, name)
+
+    def written(self, reg: str) -> bool:
+        return reg in self.values
 
     def addr(self, low: str, high: str | None = None) -> int:
         lo = self.values.get(low, 0)
@@ -412,7 +431,15 @@ def _conv(name: str, snap: dict[str, dict[str, int]]) -> ConvOp:
         pdp=pdp,
         batches=cdma.f("D_BATCH_NUMBER_0", "BATCHES") + 1,
         reuse=_reuse(name, cdma, csc),
+        data_memory=_ram(cdma, "D_DAIN_RAM_TYPE_0"),
+        weight_memory=_ram(cdma, "D_WEIGHT_RAM_TYPE_0"),
     )
+
+
+def _ram(regs: _Regs, reg: str) -> Memory:
+    """A DMA's RAM_TYPE: 1 the memory controller (primary MEMIF, DRAM), 0 the CV SRAM (secondary MEMIF);
+    a program that never writes it reads the primary memory, as every nv_small test does."""
+    return Memory.SRAM if regs.written(reg) and regs.f(reg, "RAM_TYPE") == 0 else Memory.DRAM
 
 
 def _reuse(name: str, cdma: _Regs, csc: _Regs) -> CbufReuse:
@@ -542,6 +569,8 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
         cvt_shift=sdp.f("D_CVT_SHIFT_0", "SHIFT"),
         operand_streams=tuple(streams),
         ew=ew,
+        src_memory=Memory.DRAM if flying else _ram(rdma, "D_SRC_DMA_CFG_0"),
+        dst_memory=Memory.DRAM if to_pdp else _ram(sdp, "D_DST_DMA_CFG_0"),
     )
 
 
@@ -581,6 +610,8 @@ def _pdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> PdpOp:
         src=src,
         dst=_surface(pdp, "DST"),
         precision=_precision(pdp.f("D_DATA_FORMAT_0", "INPUT_DATA"), "PDP.D_DATA_FORMAT_0.INPUT_DATA"),
+        src_memory=Memory.DRAM if flying else _ram(rdma, "D_SRC_RAM_CFG_0"),
+        dst_memory=_ram(pdp, "D_DST_RAM_CFG_0"),
     )
 
 
@@ -610,7 +641,9 @@ def _cdp(name: str, snap: dict[str, dict[str, int]]) -> CdpOp:
 _KINDS: dict[str, type] = {"conv": ConvOp, "sdp": SdpOp, "pdp": PdpOp, "cdp": CdpOp}
 _ENUM_FIELDS: dict[str, type[enum.Enum]] = {
     "source": OperandSource, "mode": OperandMode, "alu_algo": AluAlgo, "method": PoolMode,
+    "data_memory": Memory, "weight_memory": Memory, "src_memory": Memory, "dst_memory": Memory,
 }  # fmt: skip
+_MEMORY_FIELDS = ("data_memory", "weight_memory", "src_memory", "dst_memory")
 _NESTED: dict[str, type] = {
     "shape": ConvShape,
     "data": Surface,
@@ -639,6 +672,10 @@ def describe(op: Operation) -> dict[str, Any]:
     for sdp in (d, d.get("sdp")):  # an SDP pass, or one behind a convolution
         if isinstance(sdp, dict) and "ew" in sdp and sdp["ew"] is None:
             del sdp["ew"]  # Y bypassed, as in every row recorded before its registers were decoded
+    for part in (d, d.get("sdp"), d.get("pdp")):  # the primary memory, as rows recorded before RAM_TYPE
+        for key in _MEMORY_FIELDS:
+            if isinstance(part, dict) and part.get(key) == Memory.DRAM.value:
+                del part[key]
     return d
 
 
@@ -767,6 +804,9 @@ def _conv_layer(op: ConvOp, name: str) -> ConvLayer:
         op.precision,
         sdp_spec(op.sdp),
         pool=pool,
+        input_memory=op.data_memory,
+        weight_memory=op.weight_memory,
+        output_memory=op.pdp.dst_memory if op.pdp is not None else op.sdp.dst_memory,
         image_input=op.pixel_input,
         weight_bytes=op.weight_bytes,  # D_WEIGHT_BYTES: what CDMA fetches (padding, or compression, included)
         data_resident=op.reuse.data_reuse,
@@ -776,8 +816,26 @@ def _conv_layer(op: ConvOp, name: str) -> ConvLayer:
 
 _HW_LAYER = {
     ConvOp: _conv_layer,
-    SdpOp: lambda op, name: SdpLayer(name, op.width, op.height, op.channels, op.in_precision, sdp_spec(op)),
-    PdpOp: lambda op, name: PdpLayer(name, op.in_w, op.in_h, op.channels, op.precision, pool_spec(op)),
+    SdpOp: lambda op, name: SdpLayer(
+        name,
+        op.width,
+        op.height,
+        op.channels,
+        op.in_precision,
+        sdp_spec(op),
+        input_memory=op.src_memory,
+        output_memory=op.dst_memory,
+    ),
+    PdpOp: lambda op, name: PdpLayer(
+        name,
+        op.in_w,
+        op.in_h,
+        op.channels,
+        op.precision,
+        pool_spec(op),
+        input_memory=op.src_memory,
+        output_memory=op.dst_memory,
+    ),
 }
 
 

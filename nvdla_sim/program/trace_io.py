@@ -218,7 +218,7 @@ def _txn_memory(addr: int) -> str:
     return "pri" if addr & 0x80000000 else "sec"
 
 
-def _txn_register(comment: str, txn: Path, no: int) -> tuple[str, str]:
+def txn_register(comment: str, txn: Path, no: int) -> tuple[str, str]:
     """(unit, register) from a traceplayer comment `NVDLA_UNIT.REG_0<text glued on>`: the longest prefix
     ending in `_0` that the model knows, else the shortest (an unknown register, named as such)."""
     from nvdla_sim.program.fields import is_known
@@ -251,7 +251,7 @@ def _parse_txn(txn: Path, text: str) -> Program:
                 prog.commands.append(MemInit(_txn_memory(base), base, size, "ALL_ZERO", no))
                 prog.commands.append(MemLoad(_txn_memory(base), base, txn.parent / args[2], no))
             elif verb == "write_reg" and len(args) == 2:
-                unit, reg = _txn_register(comment.strip(), txn, no)
+                unit, reg = txn_register(comment.strip(), txn, no)
                 prog.commands.append(RegWrite(unit, reg, int(args[1], 0) & 0xFFFFFFFF, no))
             elif verb == "read_reg" and len(args) == 3:
                 continue  # a register compare on the testbench, not modelled

@@ -124,6 +124,16 @@ def line_positions(in_w: int, in_h: int, spec: PoolSpec) -> tuple[int, int]:
     return in_h * max(in_w, ow), flush * ow
 
 
-def process_cycles(in_w: int, in_h: int, channels: int, spec: PoolSpec, hw: HwConfig) -> int:
-    """PDP consumes input elements at pdp.throughput per cycle (each input read once; line buffer reuse)."""
-    return math.ceil(in_w * in_h * channels / hw.pdp.throughput)
+def elements_per_cycle(hw: HwConfig, precision: Precision) -> int:
+    """Input elements PDP takes a cycle: PDP_THROUGHPUT bytes' worth. Its data path carries throughput x
+    8 bits (nvdla/hw branch nvdlav1, NV_NVDLA_PDP_core.v: pdp_rdma2dp_pd is 76 bits, 64 of data on nv_full's
+    PDP_THROUGHPUT_8), so INT16 and FP16 pool half as many elements a cycle as INT8: measured on nv_full's
+    RTL, pdp_max_pooling_int16 (8x8x64, 2x2) took 1,109 cycles for 4,096 elements (docs/validation.md 5h)."""
+    return max(1, hw.pdp.throughput // precision.bytes)
+
+
+def process_cycles(
+    in_w: int, in_h: int, channels: int, spec: PoolSpec, hw: HwConfig, precision: Precision = Precision.INT8
+) -> int:
+    """PDP consumes input elements at elements_per_cycle (each input read once; line buffer reuse)."""
+    return math.ceil(in_w * in_h * channels / elements_per_cycle(hw, precision))

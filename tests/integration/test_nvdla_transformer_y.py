@@ -27,6 +27,7 @@ BUILDS = {
     "y_unit": ("nv_small_256_full", "tfy_block_"),
     "y_unit_large": ("nv_large", "tfyl_block_"),
     "y_unit_medium": ("nv_medium_1024_full", "tfym_block_"),
+    "y_unit_full": ("nv_full", "tfyf_block_"),
 }
 DOCS = {s: load_rows(SUITES[s][1]) for s in BUILDS}
 ROWS = {s: {r["name"]: r for r in DOCS[s]["rows"]} for s in BUILDS}

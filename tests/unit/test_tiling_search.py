@@ -147,7 +147,9 @@ def test_weight_stationary_kernel_tiles_over_one_band_are_in_the_space():
     )
     ws16 = TilePlan(2, 4, 4, 16, LoopOrder.WEIGHT_STATIONARY)
     assert illegal_reason(layer, ws16, HW) is None
-    assert any((p.rows_per_tile, p.kernels_per_tile, p.order) == (4, 16, ws16.order) for p in candidate_plans(layer, HW))
+    assert any(
+        (p.rows_per_tile, p.kernels_per_tile, p.order) == (4, 16, ws16.order) for p in candidate_plans(layer, HW)
+    )
     wide = on(dataclasses.replace(layer, shape=dataclasses.replace(layer.shape, in_c=16, out_k=32)), HW)  # 2,304 B
     assert any((p.rows_per_tile, p.kernels_per_tile, p.order) == (4, 16, ws16.order) for p in candidate_plans(wide, HW))
     best = min(simulate_conv(layer, HW, p, record_events=False).cycles for p in every_legal_plan(layer, HW))

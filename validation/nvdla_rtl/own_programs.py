@@ -7,6 +7,12 @@ produced the model's bytes; the cycles it measured are the reference for the mod
     python -m nvdla_validation.nvdla_rtl.own_programs build/own            # write the programs
     python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir build/own \\
         --out validation/data/nvdla_rtl_own.json                     # run them on the RTL
+    python -m nvdla_validation.nvdla_rtl.own_programs build/own16 --suite int16     # INT16, for nv_full
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_full --tests-dir build/own16 \\
+        --out validation/data/nvdla_rtl_own16_nv_full.json
+    python -m nvdla_validation.nvdla_rtl.own_programs build/ownf16 --suite fp16     # FP16, for nv_full
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_full --tests-dir build/ownf16 \\
+        --out validation/data/nvdla_rtl_ownf16_nv_full.json
 
 CI regenerates the programs (no RTL, no NVIDIA files) and requires the model's CRCs to equal the ones
 the RTL met, and the model's cycles to stay within the targets (tests/integration/test_nvdla_own.py).
@@ -33,6 +39,9 @@ from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_im
 HW = "nv_small_rtl_tb"
 P = Precision.INT8
 Maker = Callable[[str, HwConfig, np.random.Generator], TraceProgram]
+# the largest magnitude of random data per precision: INT8's full range; INT16 kept to 12 bits so a
+# 3x3x64 sum of products stays far inside CACC's 48-bit INT16 accumulator and a 32-bit clip works
+_DATA_RANGE = {Precision.INT8: 128, Precision.INT16: 2**11}
 
 
 @dataclass(frozen=True)
@@ -43,11 +52,17 @@ class Spec:
     seed: int
 
 
-def _i8(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    return rng.integers(-128, 128, shape).astype(np.int8)
+def _i8(rng: np.random.Generator, shape: tuple[int, ...], precision: Precision = P) -> np.ndarray:
+    """Random data of `precision`: integers over INT8's range or 12 bits of INT16; for FP16 normal
+    values times 2**-6 .. 2**6, so the atoms' products span many block exponents (CMAC aligns and
+    truncates them) and a few are denormal or zero."""
+    if precision is Precision.FP16:
+        return (rng.standard_normal(shape) * 2.0 ** rng.integers(-6, 7, shape)).astype(np.float16)
+    r = _DATA_RANGE[precision]
+    return rng.integers(-r, r, shape).astype(np.int8 if precision is Precision.INT8 else "<i2")
 
 
-def _conv(shape: ConvShape, *, clip: int, bias: bool = False) -> Maker:
+def _conv(shape: ConvShape, *, clip: int, bias: bool = False, precision: Precision = P) -> Maker:
     """A convolution; with `bias`, the projection a quantized transformer runs: INT32 accumulators plus a
     per-kernel INT16 bias from memory (X1 ALU), a per-tensor multiplier (X2 MUL) and the output
     convertor's rounding shift to INT8."""
@@ -75,25 +90,25 @@ def _conv(shape: ConvShape, *, clip: int, bias: bool = False) -> Maker:
                 cvt=(0, 1, 14),
                 streams=(SdpStream(Rdma.BRDMA, OperandMode.PER_KERNEL, 2, baddr, use=OperandUse.ALU),),
             )
-        op, din, waddr, oaddr = conv_layer(shape, P, hw, alloc, clip=clip, **kw)
-        x = _i8(rng, (shape.in_h, shape.in_w, shape.in_c))
-        w = _i8(rng, (shape.out_k, shape.kernel_h, shape.kernel_w, shape.in_c))
-        inputs += [(din.addr, feature_image(x, din, P, hw)), (waddr, dc_weight_bytes(w, P, hw))]
-        return emit_program(name, op, inputs, [(oaddr, cube_size(op.out, shape.out_k, P, hw))], hw)
+        op, din, waddr, oaddr = conv_layer(shape, precision, hw, alloc, clip=clip, **kw)
+        x = _i8(rng, (shape.in_h, shape.in_w, shape.in_c), precision)
+        w = _i8(rng, (shape.out_k, shape.kernel_h, shape.kernel_w, shape.in_c), precision)
+        inputs += [(din.addr, feature_image(x, din, precision, hw)), (waddr, dc_weight_bytes(w, precision, hw))]
+        return emit_program(name, op, inputs, [(oaddr, cube_size(op.out, shape.out_k, precision, hw))], hw)
 
     return make
 
 
-def _pool(w: int, h: int, c: int, spec: PoolSpec) -> Maker:
+def _pool(w: int, h: int, c: int, spec: PoolSpec, precision: Precision = P) -> Maker:
     def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
         ow, oh = spec.out_size(w, h)
         a = Alloc()
-        src = place(a, w, h, c, P, hw)
-        dst = place(a, ow, oh, c, P, hw)
+        src = place(a, w, h, c, precision, hw)
+        dst = place(a, ow, oh, c, precision, hw)
         pads = tuple(int(v) for v in rng.integers(-60, 60, 7))
-        op = pool_pass(w, h, c, spec, src, dst, P, pads)
-        inputs = [(src.addr, feature_image(_i8(rng, (h, w, c)), src, P, hw))]
-        return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw)
+        op = pool_pass(w, h, c, spec, src, dst, precision, pads)
+        inputs = [(src.addr, feature_image(_i8(rng, (h, w, c), precision), src, precision, hw))]
+        return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, precision, hw))], hw)
 
     return make
 
@@ -140,7 +155,8 @@ def _lrn(w: int, h: int, c: int, window: int) -> Maker:
 
 
 def _clip(k: int) -> int:
-    """CACC truncation keeping a K-term sum of INT8 products mostly inside INT8 after the convertor."""
+    """CACC truncation keeping a K-term sum of INT8 products (or of the INT16 suite's 12-bit data) mostly
+    inside INT8 (INT16) after the convertor."""
     return max(0, k.bit_length() + 7)
 
 
@@ -183,16 +199,69 @@ def _suite() -> Iterator[Spec]:
     yield Spec("own_cdp_8x8x24_lrn5", "cdp", _lrn(8, 8, 24, 5), 300)
 
 
+def _suite_int16() -> Iterator[Spec]:
+    """INT16 programs for nv_full (nvdlav1; INT16 runs 16 kernels of 64 channels an atomic op): matmuls
+    over 1 to 4 channel atoms and 1 to 4 kernel groups, a projection with bias and requantization to
+    INT16, 3x3 and strided convolutions, max and average pooling. Data of 12 bits: a product has 22
+    bits and `_clip` keeps the same 7 + log2(K) shift as INT8's 15-bit products into 8 bits."""
+    i16 = Precision.INT16
+    for m, k, n in [(64, 64, 16), (64, 64, 64), (1, 64, 64), (128, 128, 32), (32, 256, 16), (16, 192, 48)]:
+        name = f"own16_mm_m{m}_k{k}_n{n}"
+        yield Spec(name, "conv", _conv(ConvShape.matmul(m, k, n), clip=_clip(k), precision=i16), m * 7919 + k * 31 + n)
+    yield Spec(
+        "own16_proj_m64_k256_n64", "conv", _conv(ConvShape.matmul(64, 256, 64), clip=_clip(256) - 8, bias=True,
+                                                 precision=i16), 4001,
+    )  # fmt: skip
+    yield Spec(
+        "own16_conv_16x16x64_3x3x32", "conv",
+        _conv(ConvShape.square(16, 16, 64, 32, kernel=3, pad=1), clip=_clip(9 * 64), precision=i16), 4002,
+    )  # fmt: skip
+    yield Spec(
+        "own16_conv_17x13x24_3x3x16_s2", "conv",
+        _conv(ConvShape.square(17, 13, 24, 16, kernel=3, stride=2), clip=_clip(9 * 24), precision=i16), 4003,
+    )  # fmt: skip
+    yield Spec(
+        "own16_pdp_15x15x24_max_k3s2_p1", "pdp",
+        _pool(15, 15, 24, PoolSpec(PoolMode.MAX, 3, 3, 2, 2, 1, 1, 1, 1), precision=i16), 4004,
+    )  # fmt: skip
+    yield Spec(
+        "own16_pdp_16x16x16_avg_k3s1_b2", "pdp",
+        _pool(16, 16, 16, PoolSpec(PoolMode.AVG, 3, 3, 1, 1, 0, 0, 0, 2), precision=i16), 4005,
+    )  # fmt: skip
+
+
+def _suite_fp16() -> Iterator[Spec]:
+    """FP16 programs for nv_full: the convolution pipeline's block floating point (CMAC), the 48-bit
+    accumulator's roundings (CACC) and SDP's FP32 -> FP16 output, over 1 to 4 channel atoms, 1 to 4
+    kernel groups of 16, and 3x3 kernels (CACC adds 9 x C/64 partial sums)."""
+    f16 = Precision.FP16
+    for m, k, n in [(64, 64, 16), (1, 64, 64), (64, 256, 32), (128, 128, 48), (16, 100, 20)]:
+        name = f"ownf16_mm_m{m}_k{k}_n{n}"
+        yield Spec(name, "conv", _conv(ConvShape.matmul(m, k, n), clip=0, precision=f16), 5000 + m + k + n)
+    yield Spec(
+        "ownf16_conv_16x16x64_3x3x32", "conv",
+        _conv(ConvShape.square(16, 16, 64, 32, kernel=3, pad=1), clip=0, precision=f16), 5101,
+    )  # fmt: skip
+    yield Spec(
+        "ownf16_conv_17x13x24_3x3x16_s2", "conv",
+        _conv(ConvShape.square(17, 13, 24, 16, kernel=3, stride=2), clip=0, precision=f16), 5102,
+    )  # fmt: skip
+
+
 SUITE: list[Spec] = list(_suite())
+SUITES = {"int8": SUITE, "int16": list(_suite_int16()), "fp16": list(_suite_fp16())}
 
 
-def generate(folder: str | Path, *, names: list[str] | None = None, hw: HwConfig | None = None) -> list[Path]:
+def generate(
+    folder: str | Path, *, names: list[str] | None = None, hw: HwConfig | None = None, suite: str = "int8"
+) -> list[Path]:
     hw = hw or load_config(HW)
-    unknown = sorted(set(names or []) - {s.name for s in SUITE})
+    specs = SUITES[suite]
+    unknown = sorted(set(names or []) - {s.name for s in specs})
     if unknown:
         raise SystemExit(f"own_programs: unknown program(s) {', '.join(unknown)}; see --list")
     return [
-        s.make(s.name, hw, np.random.default_rng(s.seed)).write(folder) for s in SUITE if not names or s.name in names
+        s.make(s.name, hw, np.random.default_rng(s.seed)).write(folder) for s in specs if not names or s.name in names
     ]
 
 
@@ -201,12 +270,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", nargs="?", help="where to write the trace-test folders")
     ap.add_argument("--only", nargs="*", help="program names (default: all)")
     ap.add_argument("--list", action="store_true", help="list the programs")
+    ap.add_argument("--suite", choices=sorted(SUITES), default="int8", help="int8 (default), int16 or fp16 (nv_full)")
+    ap.add_argument("--hw", default=None, help=f"the testbench config (default {HW}; int16: nv_full_rtl_tb)")
     args = ap.parse_args(argv)
     if args.list or not args.folder:
-        for s in SUITE:
+        for s in SUITES[args.suite]:
             print(f"{s.name:40s} {s.kind}")
         return 0
-    paths = generate(args.folder, names=args.only)
+    hw = load_config(args.hw or (HW if args.suite == "int8" else "nv_full_rtl_tb"))
+    paths = generate(args.folder, names=args.only, hw=hw, suite=args.suite)
     print(f"wrote {len(paths)} programs to {args.folder}")
     return 0
 

@@ -29,6 +29,12 @@ normalisation with a pair of element-wise operands), GELU (fused LUT) and the re
     python -m nvdla_validation.nvdla_rtl.transformer_programs build/tfyl --suite y_unit_large   # on nv_large
     python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_large --tests-dir build/tfyl \\
         --out validation/data/nvdla_rtl_transformer_y_nv_large.json
+    python -m nvdla_validation.nvdla_rtl.transformer_programs build/tfyf --suite y_unit_full     # on nv_full
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_full --tests-dir build/tfyf \\
+        --out validation/data/nvdla_rtl_transformer_y_nv_full.json
+    python -m nvdla_validation.nvdla_rtl.transformer_programs build/tfbf --suite bert_base_full  # BERT-base layer
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_full --tests-dir build/tfbf \\
+        --out validation/data/nvdla_rtl_transformer_bert_base_nv_full.json
 
 tests/integration/test_nvdla_transformer.py regenerates the programs in CI (no RTL) and checks the CRCs
 the RTL met and the model's cycles against the committed measurements.
@@ -58,6 +64,9 @@ DATA_Y = DATA.with_name("nvdla_rtl_transformer_y.json")
 DATA_Y_LARGE = DATA.with_name("nvdla_rtl_transformer_y_nv_large.json")
 HW_Y_MEDIUM = "nv_medium_1024_full_rtl_tb"
 DATA_Y_MEDIUM = DATA.with_name("nvdla_rtl_transformer_y_nv_medium_1024_full.json")
+HW_FULL = "nv_full_rtl_tb"
+DATA_Y_FULL = DATA.with_name("nvdla_rtl_transformer_y_nv_full.json")
+DATA_BASE_FULL = DATA.with_name("nvdla_rtl_transformer_bert_base_nv_full.json")
 BLOCK = ModelSpec("bert-h128", "bert", (Stage(1, 128, 2, 512),), vocab=30522)  # BERT-tiny's block width
 BASE = ModelSpec("bert-base-1layer", "bert", (Stage(1, 768, 12, 3072),), vocab=30522)
 BLOCK_SEQ = 64
@@ -111,8 +120,22 @@ def y_unit_medium_cases() -> list[Case]:
     return [Case("tfym_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ, head="none"), BLOCK_SEQ, None, HW_Y_MEDIUM)]
 
 
+def y_unit_full_cases() -> list[Case]:
+    """The same block on nvdlav1's nv_full (64x32 MACs, EW 4 elements/cycle with the LUT, 512-bit ports):
+    the README's build."""
+    return [Case("tfyf_block_", "block", build_graph(BLOCK, seq=BLOCK_SEQ, head="none"), BLOCK_SEQ, None, HW_FULL)]
+
+
+def bert_base_full_cases() -> list[Case]:
+    """One BERT-base encoder layer at sequence 128 on nv_full: the README job's layers at their own shapes
+    (hidden 768, 12 heads, FFN 3072), every hardware layer of it."""
+    return [Case("tfbf_", "block", build_graph(BASE, seq=128, head="none"), 128, None, HW_FULL)]
+
+
 SUITES = {
     "nv_small": (HW, DATA, cases),
+    "y_unit_full": (HW_FULL, DATA_Y_FULL, y_unit_full_cases),
+    "bert_base_full": (HW_FULL, DATA_BASE_FULL, bert_base_full_cases),
     "y_unit": (HW_Y, DATA_Y, y_unit_cases),
     "y_unit_large": (HW_Y_LARGE, DATA_Y_LARGE, y_unit_large_cases),
     "y_unit_medium": (HW_Y_MEDIUM, DATA_Y_MEDIUM, y_unit_medium_cases),
