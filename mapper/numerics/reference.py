@@ -1,0 +1,116 @@
+"""Float reference forward passes of the accuracy study's trained models (issue 31), numpy only.
+
+The weights are the ones validation/trained/train.py wrote under Hugging Face's parameter names
+(validation/data/trained/*.npz): `vit_forward` follows ViTForImageClassification (pre-LayerNorm blocks,
+exact-erf GELU, a CLS token, the classifier on the final LayerNorm's CLS output), `gpt2_forward` follows
+GPT2LMHeadModel (pre-LayerNorm, causal attention, tanh-approximated GELU, the LM head tied to the token
+embedding; Conv1D weights stored [in, out]). They are the float baseline an NVDLA run is measured against,
+and their accuracy on the committed evaluation data must reproduce the training log's.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from nvdla_sim.errors import NvdlaError
+
+Weights = dict[str, np.ndarray]
+
+
+def load_weights(path: str | Path) -> Weights:
+    """A model's tensors from its .npz (float32), with a one-line error for a missing or foreign file."""
+    try:
+        with np.load(path) as z:
+            return {k: z[k].astype(np.float32) for k in z.files}
+    except (OSError, ValueError) as e:
+        raise NvdlaError(f"{path}: cannot read model weights ({e}); expected an .npz written by train.py") from None
+
+
+def _need(w: Weights, key: str) -> np.ndarray:
+    if key not in w:
+        raise NvdlaError(f"weights lack {key!r}: not the model the config describes")
+    return w[key]
+
+
+def _layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * g + b
+
+
+def _gelu_erf(x: np.ndarray) -> np.ndarray:
+    from math import erf
+
+    return 0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, causal: bool) -> np.ndarray:
+    """q, k, v [B, T, H] -> [B, T, H]: per-head scaled dot products, optionally causal."""
+    b, t, h = q.shape
+    d = h // heads
+    split = [a.reshape(b, t, heads, d).transpose(0, 2, 1, 3) for a in (q, k, v)]
+    scores = split[0] @ split[1].transpose(0, 1, 3, 2) / math.sqrt(d)
+    if causal:
+        scores = np.where(np.triu(np.ones((t, t), bool), 1), -np.inf, scores)
+    return (_softmax(scores) @ split[2]).transpose(0, 2, 1, 3).reshape(b, t, h)
+
+
+def vit_forward(w: Weights, images: np.ndarray, *, heads: int, patch: int, eps: float = 1e-12) -> np.ndarray:
+    """Logits [N, classes] for images [N, H, W] (one channel), float64."""
+    n, hh, ww = images.shape
+    conv = _need(w, "vit.embeddings.patch_embeddings.projection.weight").astype(np.float64)  # [hidden, 1, p, p]
+    hidden = conv.shape[0]
+    patches = images.reshape(n, hh // patch, patch, ww // patch, patch).transpose(0, 1, 3, 2, 4)
+    x = patches.reshape(n, -1, patch * patch) @ conv.reshape(hidden, -1).T
+    x = x + w["vit.embeddings.patch_embeddings.projection.bias"]
+    cls = np.broadcast_to(_need(w, "vit.embeddings.cls_token"), (n, 1, hidden))
+    x = np.concatenate([cls, x], 1) + w["vit.embeddings.position_embeddings"]
+    i = 0
+    while f"vit.encoder.layer.{i}.layernorm_before.weight" in w:
+        p = f"vit.encoder.layer.{i}."
+
+        def lin(name: str, y: np.ndarray, p: str = p) -> np.ndarray:
+            return y @ w[p + name + ".weight"].T + w[p + name + ".bias"]
+
+        y = _layernorm(x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
+        att = _attention(*(lin(f"attention.attention.{m}", y) for m in ("query", "key", "value")), heads, False)
+        x = x + lin("attention.output.dense", att)
+        y = _layernorm(x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
+        x = x + lin("output.dense", _gelu_erf(lin("intermediate.dense", y)))
+        i += 1
+    x = _layernorm(x, w["vit.layernorm.weight"], w["vit.layernorm.bias"], eps)
+    return x[:, 0] @ w["classifier.weight"].T + w["classifier.bias"]
+
+
+def gpt2_forward(w: Weights, ids: np.ndarray, *, heads: int, eps: float = 1e-5) -> np.ndarray:
+    """Logits [B, T, vocab] for token ids [B, T], float64."""
+    wte = _need(w, "transformer.wte.weight").astype(np.float64)
+    t = ids.shape[1]
+    x = wte[ids] + w["transformer.wpe.weight"][:t]
+    i = 0
+    while f"transformer.h.{i}.ln_1.weight" in w:
+        p = f"transformer.h.{i}."
+
+        def lin(name: str, y: np.ndarray, p: str = p) -> np.ndarray:
+            return y @ w[p + name + ".weight"] + w[p + name + ".bias"]  # Conv1D: [in, out]
+
+        y = _layernorm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
+        q, k, v = np.split(lin("attn.c_attn", y), 3, axis=-1)
+        x = x + lin("attn.c_proj", _attention(q, k, v, heads, True))
+        y = _layernorm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
+        x = x + lin("mlp.c_proj", _gelu_tanh(lin("mlp.c_fc", y)))
+        i += 1
+    x = _layernorm(x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
+    return x @ wte.T

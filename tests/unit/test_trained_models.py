@@ -1,0 +1,61 @@
+"""The accuracy study's trained models (issue 31): the committed weights, evaluated by the numpy float
+reference (nvdla_mapper.numerics.reference) on the committed evaluation data, reproduce what torch measured
+at the end of training (validation/data/trained/*.log.json): an independent implementation of the forward
+pass agreeing with the trainer's, and the weights being the ones the log describes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nvdla_mapper.frontends.hf_config import from_hf_config
+from nvdla_mapper.numerics.reference import gpt2_forward, load_weights, vit_forward
+from nvdla_sim.errors import NvdlaError
+
+TRAINED = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
+
+
+def _log(name: str) -> dict:
+    return json.loads((TRAINED / f"{name}.log.json").read_text())
+
+
+def test_vit_digits_float_accuracy_is_the_logged_one():
+    log = _log("vit_digits")
+    assert log["seed"] == 31 and log["train"] == 1437 and log["test"] == 360
+    data = np.load(TRAINED / "digits_test.npz")
+    logits = vit_forward(load_weights(TRAINED / "vit_digits.npz"), data["images"], heads=4, patch=2)
+    correct = int((logits.argmax(-1) == data["labels"]).sum())
+    assert correct == round(log["float_test_accuracy"] * 360) == 350  # 97.2%
+
+
+def test_char_gpt_float_perplexity_is_the_logged_one():
+    log = _log("char_gpt")["float_held_out"]
+    held = np.load(TRAINED / "char_eval.npz")["ids"].astype(np.int64)
+    ctx = 64
+    he = held[: (len(held) - 1) // ctx * ctx + 1]
+    xs, ys = he[:-1].reshape(-1, ctx), he[1:].reshape(-1, ctx)
+    logits = gpt2_forward(load_weights(TRAINED / "char_gpt.npz"), xs, heads=4)
+    z = logits - logits.max(-1, keepdims=True)
+    nll = -(np.take_along_axis(z, ys[..., None], -1)[..., 0] - np.log(np.exp(z).sum(-1))).mean()
+    assert math.exp(nll) == pytest.approx(log["held_out_perplexity"], rel=1e-4)  # 4.832
+    assert float((logits.argmax(-1) == ys).mean()) == pytest.approx(log["held_out_next_char_accuracy"], abs=2e-4)
+
+
+def test_the_configs_map_to_the_trained_shapes():
+    vit = from_hf_config(TRAINED / "vit_digits.config.json")
+    assert (vit.family, vit.image_tokens, vit.patch_embed) == ("vit", 17, (8, 2, 1))
+    gpt = from_hf_config(TRAINED / "char_gpt.config.json")
+    assert (gpt.family, gpt.vocab, gpt.max_positions) == ("gpt2", 128, 64)
+
+
+def test_foreign_weights_are_named(tmp_path):
+    bad = tmp_path / "x.npz"
+    np.savez(bad, other=np.zeros(3))
+    with pytest.raises(NvdlaError, match="weights lack 'vit.embeddings"):
+        vit_forward(load_weights(bad), np.zeros((1, 8, 8)), heads=4, patch=2)
+    with pytest.raises(NvdlaError, match="cannot read model weights"):
+        load_weights(tmp_path / "missing.npz")
