@@ -89,3 +89,17 @@ def test_model_output_bytes_match_nvidia_golden(build, tmp_path_factory):
         assert run.checks and not bad, f"{r['name']}: model CRC differs from NVIDIA's golden: {bad}"
         checked += 1
     assert checked == BUILDS[build][1] and not refused, refused
+
+
+def test_one_scatter_panel_per_measured_build(tmp_path):
+    """docs/img/nvdla_rtl_builds.png (compare --builds-plot): every build's NVIDIA tests and programs of
+    ours, each timed with its own testbench config, all within issue 29's worst case."""
+    from nvdla_validation.nvdla_rtl.compare import BUILDS as MEASURED
+    from nvdla_validation.nvdla_rtl.compare import build_rows, plot_builds
+
+    assert set(MEASURED) == {"nv_small", *BUILDS, "nv_full"}
+    for build in MEASURED:
+        nvidia, ours = build_rows(build)
+        assert nvidia and ours and distribution(nvidia + ours)["worst"] <= 0.15, build
+    plot_builds(tmp_path / "b.png")
+    assert (tmp_path / "b.png").stat().st_size > 10_000

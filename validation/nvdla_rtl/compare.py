@@ -1,6 +1,7 @@
 """Model vs NVIDIA's nv_small RTL on the committed trace-test measurements.
 
     python -m nvdla_validation.nvdla_rtl.compare [--data FILE] [--markdown] [--plot docs/img/nvdla_rtl_scatter.png]
+        [--builds-plot docs/img/nvdla_rtl_builds.png]
 
 Reads validation/data/nvdla_rtl_nv_small.json (made by run_reference.py; --data
 validation/data/nvdla_rtl_own.json for the programs of our own), rebuilds each test's
@@ -178,10 +179,62 @@ def plot(rows: list[Row], path: Path, own: list[Row] | None = None) -> None:
     plt.close(fig)
 
 
+# Every build measured (issue 29): its testbench config, NVIDIA's tests, and the programs of ours it ran
+BUILDS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "nv_small": ("nv_small_rtl_tb", "nvdla_rtl_nv_small.json", ("nvdla_rtl_own.json", "nvdla_rtl_transformer.json")),
+    "nv_small_256_full": ("nv_small_256_full_rtl_tb", "nvdla_rtl_nv_small_256_full.json",
+                          ("nvdla_rtl_transformer_y.json",)),
+    "nv_large": ("nv_large_rtl_tb", "nvdla_rtl_nv_large.json", ("nvdla_rtl_transformer_y_nv_large.json",)),
+    "nv_medium_1024_full": ("nv_medium_1024_full_rtl_tb", "nvdla_rtl_nv_medium_1024_full.json",
+                            ("nvdla_rtl_transformer_y_nv_medium_1024_full.json",)),
+    "nv_full": ("nv_full_rtl_tb", "nvdla_rtl_nv_full.json",
+                ("nvdla_rtl_own16_nv_full.json", "nvdla_rtl_ownf16_nv_full.json",
+                 "nvdla_rtl_transformer_y_nv_full.json", "nvdla_rtl_transformer_bert_base_nv_full.json")),
+}  # fmt: skip
+
+
+def build_rows(build: str) -> tuple[list[Row], list[Row]]:
+    """(NVIDIA's tests, our programs) of a build, each row timed with its testbench config."""
+    config, nvidia, ours = BUILDS[build]
+    hw = load_config(config)
+    timed = [r for r in compare(load_rows(DATA.with_name(nvidia)), hw) if r.model_cycles and r.rtl_cycles]
+    mine = [r for f in ours for r in compare(load_rows(DATA.with_name(f)), hw) if r.model_cycles and r.rtl_cycles]
+    return timed, mine
+
+
+def plot_builds(path: Path) -> None:
+    """One log-log panel per build: model against RTL cycles, NVIDIA's tests (dots) and ours (crosses)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(BUILDS), figsize=(4.2 * len(BUILDS), 4.4))
+    for ax, build in zip(axes, BUILDS, strict=True):
+        nvidia, mine = build_rows(build)
+        every = nvidia + mine
+        lo, hi = min(r.rtl_cycles for r in every) / 2, max(r.rtl_cycles for r in every) * 2
+        ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
+        ax.fill_between([lo, hi], [lo * 0.95, hi * 0.95], [lo * 1.05, hi * 1.05], color="0.9", label="±5%")
+        ax.scatter([r.rtl_cycles for r in nvidia], [r.model_cycles for r in nvidia], s=16, label="NVIDIA's tests")
+        ax.scatter([r.rtl_cycles for r in mine], [r.model_cycles for r in mine], s=22, marker="x", label="ours")
+        d = distribution(every)
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="RTL cycles",
+               title=f"{build}: {d['n']} programs\nmedian {d['median']:.1%}, p90 {d['p90']:.1%}, worst {d['worst']:.1%}")  # fmt: skip
+        ax.title.set_fontsize(9)
+    axes[0].set_ylabel("model cycles")
+    axes[0].legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", action="store_true", help="print the per-test table as Markdown")
     ap.add_argument("--plot", help="write the log-log scatter plot (PNG) of both data files")
+    ap.add_argument("--builds-plot", help="write one scatter panel per measured build (PNG)")
     ap.add_argument("--data", default=str(DATA), help="measurements (default: NVIDIA's trace tests)")
     ap.add_argument("--hw", default=CONFIG, help=f"the testbench's config (default {CONFIG}; "
                     "nv_small_256_full_rtl_tb for validation/data/nvdla_rtl_nv_small_256_full.json)")  # fmt: skip
@@ -202,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  {unit}: {s['n']} tests, median model/RTL {s['median_ratio']:.3f} (range {s['min']:.3f}..{s['max']:.3f})"
         )
+    if args.builds_plot:
+        plot_builds(Path(args.builds_plot))
+        print(f"plot: {args.builds_plot}")
     if args.plot:
         plot(compare(load_rows(DATA)), Path(args.plot), compare(load_rows(OWN_DATA)) if OWN_DATA.exists() else None)
         print(f"plot: {args.plot}")
