@@ -59,3 +59,10 @@ def test_foreign_weights_are_named(tmp_path):
         vit_forward(load_weights(bad), np.zeros((1, 8, 8)), heads=4, patch=2)
     with pytest.raises(NvdlaError, match="cannot read model weights"):
         load_weights(tmp_path / "missing.npz")
+
+
+def test_calibration_images_come_from_the_training_split():
+    """Quantization calibrates on 256 training images, none of which is a test image."""
+    calib = np.load(TRAINED / "digits_calib.npz")["images"]
+    test = {x.tobytes() for x in np.load(TRAINED / "digits_test.npz")["images"]}
+    assert calib.shape == (256, 8, 8) and not any(x.tobytes() in test for x in calib)

@@ -17,8 +17,9 @@ packages; run with torch in a side venv (the CPU wheel on disk is for Python 3.1
 Writes, per model: `<name>.npz` (float32 weights under HF's parameter names), `<name>.config.json` (an HF
 config.json the mapper reads: `nvdla map validation/data/trained/<name>.config.json`), `<name>.log.json`
 (seed, data provenance, per-epoch loss and accuracy, the float accuracy reached, torch version, wall
-time) and the evaluation data in numpy form (`digits_test.npz`, `char_eval.npz`) so that evaluation
-needs numpy only.
+time) and the evaluation data in numpy form (`digits_test.npz`, `char_eval.npz`; `digits_calib.npz`: 256
+training images for calibration) so that evaluation needs numpy only. `--calibration-only` writes just
+`digits_calib.npz`.
 """
 
 from __future__ import annotations
@@ -168,6 +169,7 @@ def train_vit(out: Path, epochs: int) -> dict:
         weights.update(_block_weights(f"vit.encoder.layer.{i}", blk, "vit"))
     np.savez_compressed(out / "vit_digits.npz", **weights)
     np.savez_compressed(out / "digits_test.npz", images=xte, labels=yte.astype(np.int64))
+    export_digits_calibration(out)
     config = {"model_type": "vit", "architectures": ["ViTForImageClassification"], "hidden_size": 64,
               "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128, "hidden_act": "gelu",
               "layer_norm_eps": 1e-12, "image_size": 8, "patch_size": 2, "num_channels": 1, "num_labels": 10,
@@ -176,6 +178,17 @@ def train_vit(out: Path, epochs: int) -> dict:
     return {"data": "sklearn.datasets.load_digits (UCI ML hand-written digits, 1,797 8x8 images), pixels / 16, "
             f"stratified train_test_split(test_size=0.2, random_state={SEED})", "train": len(xtr), "test": len(xte),
             "epochs": log, "float_test_accuracy": log[-1]["test_accuracy"]}  # fmt: skip
+
+
+def export_digits_calibration(out: Path, n: int = 256) -> None:
+    """The first `n` images of the ViT's training split, for calibrating quantization without the test set."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    x = digits.images.astype(np.float32) / 16.0
+    xtr, _, ytr, _ = train_test_split(x, digits.target, test_size=0.2, random_state=SEED, stratify=digits.target)
+    np.savez_compressed(out / "digits_calib.npz", images=xtr[:n], labels=ytr[:n].astype(np.int64))
 
 
 def _char_text() -> tuple[str, list[dict]]:
@@ -238,9 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "data" / "trained"))
     ap.add_argument("--vit-epochs", type=int, default=60)
     ap.add_argument("--gpt-steps", type=int, default=3000)
+    ap.add_argument("--calibration-only", action="store_true", help="write digits_calib.npz only (no training)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.calibration_only:
+        export_digits_calibration(out)
+        return 0
     torch.set_num_threads(2)
     torch.use_deterministic_algorithms(True)
     for name, fn, n in (("vit_digits", train_vit, args.vit_epochs), ("char_gpt", train_char_gpt, args.gpt_steps)):
