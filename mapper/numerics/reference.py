@@ -11,6 +11,7 @@ and their accuracy on the committed evaluation data must reproduce the training 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,13 @@ import numpy as np
 from nvdla_sim.errors import NvdlaError
 
 Weights = dict[str, np.ndarray]
+# A matmul: (name, a[M, K], w[N, K], bias[N] or None) -> a @ w.T + bias; the hook an NVDLA run replaces
+Matmul = Callable[[str, np.ndarray, np.ndarray, "np.ndarray | None"], np.ndarray]
+
+
+def float_matmul(name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    y = a @ w.T
+    return y + b if b is not None else y
 
 
 def load_weights(path: str | Path) -> Weights:
@@ -56,25 +64,44 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
-def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, causal: bool) -> np.ndarray:
-    """q, k, v [B, T, H] -> [B, T, H]: per-head scaled dot products, optionally causal."""
+def _attention(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, causal: bool, mm: Matmul | None = None, name: str = ""
+) -> np.ndarray:
+    """q, k, v [B, T, H] -> [B, T, H]: per-head scaled dot products, optionally causal; with `mm`, each
+    sequence's and head's QK^T and PV through it (`name`.qk, `name`.pv), as NVDLA runs them."""
     b, t, h = q.shape
     d = h // heads
     split = [a.reshape(b, t, heads, d).transpose(0, 2, 1, 3) for a in (q, k, v)]
-    scores = split[0] @ split[1].transpose(0, 1, 3, 2) / math.sqrt(d)
+    if mm is None:
+        scores = split[0] @ split[1].transpose(0, 1, 3, 2) / math.sqrt(d)
+    else:
+        scores = np.stack([np.stack([mm(f"{name}.qk", split[0][i, j], split[1][i, j], None) for j in range(heads)])
+                           for i in range(b)]) / math.sqrt(d)  # fmt: skip
     if causal:
         scores = np.where(np.triu(np.ones((t, t), bool), 1), -np.inf, scores)
-    return (_softmax(scores) @ split[2]).transpose(0, 2, 1, 3).reshape(b, t, h)
+    p = _softmax(scores)
+    if mm is None:
+        out = p @ split[2]
+    else:
+        out = np.stack([np.stack([mm(f"{name}.pv", p[i, j], split[2][i, j].T, None) for j in range(heads)])
+                        for i in range(b)])  # fmt: skip
+    return out.transpose(0, 2, 1, 3).reshape(b, t, h)
 
 
-def vit_forward(w: Weights, images: np.ndarray, *, heads: int, patch: int, eps: float = 1e-12) -> np.ndarray:
-    """Logits [N, classes] for images [N, H, W] (one channel), float64."""
+def vit_forward(
+    w: Weights, images: np.ndarray, *, heads: int, patch: int, eps: float = 1e-12, mm: Matmul | None = None
+) -> np.ndarray:
+    """Logits [N, classes] for images [N, H, W] (one channel), float64; `mm` runs every matmul (the patch
+    embedding, the projections, QK^T and PV per image and head, the FFN, the classifier; None: float),
+    LayerNorm, softmax and GELU stay float (the host's, as the mapper runs them on a build without a LUT)."""
+    run = mm or float_matmul
     n, hh, ww = images.shape
     conv = _need(w, "vit.embeddings.patch_embeddings.projection.weight").astype(np.float64)  # [hidden, 1, p, p]
     hidden = conv.shape[0]
     patches = images.reshape(n, hh // patch, patch, ww // patch, patch).transpose(0, 1, 3, 2, 4)
-    x = patches.reshape(n, -1, patch * patch) @ conv.reshape(hidden, -1).T
-    x = x + w["vit.embeddings.patch_embeddings.projection.bias"]
+    flat = patches.reshape(n * (hh // patch) * (ww // patch), patch * patch)
+    x = run("patch_embed", flat, conv.reshape(hidden, -1), w["vit.embeddings.patch_embeddings.projection.bias"])
+    x = x.reshape(n, -1, hidden)
     cls = np.broadcast_to(_need(w, "vit.embeddings.cls_token"), (n, 1, hidden))
     x = np.concatenate([cls, x], 1) + w["vit.embeddings.position_embeddings"]
     i = 0
@@ -82,16 +109,18 @@ def vit_forward(w: Weights, images: np.ndarray, *, heads: int, patch: int, eps: 
         p = f"vit.encoder.layer.{i}."
 
         def lin(name: str, y: np.ndarray, p: str = p) -> np.ndarray:
-            return y @ w[p + name + ".weight"].T + w[p + name + ".bias"]
+            flat = run(p + name, y.reshape(-1, y.shape[-1]), w[p + name + ".weight"], w[p + name + ".bias"])
+            return flat.reshape(*y.shape[:-1], -1)
 
         y = _layernorm(x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
-        att = _attention(*(lin(f"attention.attention.{m}", y) for m in ("query", "key", "value")), heads, False)
+        qkv = (lin(f"attention.attention.{m}", y) for m in ("query", "key", "value"))
+        att = _attention(*qkv, heads, False, mm, f"{p}attention")
         x = x + lin("attention.output.dense", att)
         y = _layernorm(x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
         x = x + lin("output.dense", _gelu_erf(lin("intermediate.dense", y)))
         i += 1
     x = _layernorm(x, w["vit.layernorm.weight"], w["vit.layernorm.bias"], eps)
-    return x[:, 0] @ w["classifier.weight"].T + w["classifier.bias"]
+    return run("classifier", x[:, 0], w["classifier.weight"], w["classifier.bias"])
 
 
 def gpt2_forward(w: Weights, ids: np.ndarray, *, heads: int, eps: float = 1e-5) -> np.ndarray:

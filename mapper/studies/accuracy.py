@@ -221,3 +221,97 @@ def block_accuracy(
     got = block.forward(data[-1], int8_mm, dense=False)
     names = ["q", "k", "v", "qk.h0", "pv.h0", "o", "ffn1", "ffn2", "block_out"]
     return [_errors(n, got[n], ref[n], sats.get(n, 0)) for n in names]
+
+
+# ---- trained models (issue 31) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainedAccuracy:
+    """Task accuracy of a trained classifier, float and through NVDLA's INT8 datapath."""
+
+    images: int
+    float_correct: int
+    int8_correct: int
+    saturations: int
+
+    @property
+    def float_accuracy(self) -> float:
+        return self.float_correct / self.images
+
+    @property
+    def int8_accuracy(self) -> float:
+        return self.int8_correct / self.images
+
+
+def _site(name: str) -> str:
+    """A matmul's calibration site: attention products share one per layer (every image and head)."""
+    return name
+
+
+def vit_int8_accuracy(
+    weights: dict[str, np.ndarray],
+    calib: np.ndarray,
+    images: np.ndarray,
+    labels: np.ndarray,
+    hw: HwConfig,
+    settings: QuantSettings,
+    *,
+    heads: int,
+    patch: int,
+) -> TrainedAccuracy:
+    """The trained ViT on `images`, float and INT8 (static scales calibrated on `calib`, or dynamic): every
+    matmul (patch embedding, projections, QK^T and PV per image and head, FFN, classifier) runs through the
+    bit-exact CMAC -> CACC -> SDP model (run_conv, tiled as the mapper tiles it) with SDP's integer
+    requantization to INT8; LayerNorm, softmax and GELU in float on the host, as the mapper runs them on a
+    build without SDP's LUT (nv_small). Weight scales per output channel or per tensor; activations per
+    tensor. Bad input gets a one-line error."""
+    from nvdla_mapper.numerics.reference import float_matmul, vit_forward
+
+    if Precision.INT8 not in hw.precisions:
+        raise NvdlaError(f"{hw.name} has no int8 datapath")
+    if images.ndim != 3 or calib.ndim != 3 or images.shape[1:] != calib.shape[1:]:
+        raise NvdlaError(
+            f"images {list(images.shape)} and calibration images {list(calib.shape)} must both be [N, H, W]"
+        )
+    if labels.shape != images.shape[:1]:
+        raise NvdlaError(f"labels {list(labels.shape)} must be one per image ({images.shape[0]})")
+    cal = settings.calibration
+    seen_in: dict[str, list[np.ndarray]] = {}
+    seen_out: dict[str, list[np.ndarray]] = {}
+
+    def record(name, a, w, b):
+        y = float_matmul(name, a, w, b)
+        seen_in.setdefault(_site(name), []).append(np.ravel(a))
+        seen_out.setdefault(_site(name), []).append(np.ravel(y))
+        return y
+
+    vit_forward(weights, calib, heads=heads, patch=patch, mm=record)
+    s_in = {n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in seen_in.items()}
+    s_out = {n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in seen_out.items()}
+    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+    sats = [0]
+
+    def int8_mm(name, a, w, b):
+        a = np.asarray(a, np.float64)
+        s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[_site(name)]
+        per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # static weights only
+        s_w = scale_for(cal.amax(w, axis=0)) if per_ch else np.full(w.shape[0], float(scale_for(cal.amax(w))))
+        qa, qw = quantize(a, s_x), quantize(w, s_w[:, None])
+        m, kdim = a.shape
+        layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], ctx), Precision.INT8)
+        plan = search_plan(layer, hw).plan
+        x3, w4 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim), qw.reshape(w.shape[0], 1, 1, kdim)
+        if settings.dynamic:
+            acc, _ = run_conv(layer, x3, w4, hw, plan)
+            s_y = float(scale_for(cal.amax(dequantize(acc.reshape(m, -1), s_x * s_w) + (b if b is not None else 0))))
+        else:
+            s_y = s_out[_site(name)]
+        gran = Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR
+        y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=requant_sdp(s_x, s_w, s_y, bias=b, granularity=gran))
+        sats[0] += sat
+        return dequantize(y.reshape(m, -1), s_y)
+
+    ref = vit_forward(weights, images, heads=heads, patch=patch).argmax(-1)
+    got = vit_forward(weights, images, heads=heads, patch=patch, mm=int8_mm).argmax(-1)
+    return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sats[0])

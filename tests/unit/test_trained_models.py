@@ -66,3 +66,35 @@ def test_calibration_images_come_from_the_training_split():
     calib = np.load(TRAINED / "digits_calib.npz")["images"]
     test = {x.tobytes() for x in np.load(TRAINED / "digits_test.npz")["images"]}
     assert calib.shape == (256, 8, 8) and not any(x.tobytes() in test for x in calib)
+
+
+def test_int8_accuracy_through_the_bit_exact_datapath_is_the_committed_one():
+    """The ViT's first 100 test images with every matmul through CMAC -> CACC -> SDP on nv_small (INT8,
+    SDP's integer requantization), two recipes, recomputed and equal to validation/data/trained/accuracy.json
+    (`python validation/trained/evaluate.py`: on all 360, static max per-channel 349 and per-tensor 350
+    against float's 350)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("evaluate", TRAINED.parents[1] / "trained" / "evaluate.py")
+    evaluate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(evaluate)
+    committed = json.loads((TRAINED / "accuracy.json").read_text())
+    assert committed["command"] == "python validation/trained/evaluate.py"
+    want = {(r["recipe"], r["images"]): r for r in committed["rows"]}
+    recipes = {k: v for k, v in evaluate.RECIPES.items() if k.startswith("static max")}
+    for row in evaluate.evaluate("nv_small", 100, recipes):
+        assert row == want[row["recipe"], 100]
+    assert want["static max, per-tensor weights", 360]["int8_correct"] == 350
+
+
+def test_bad_evaluation_inputs_are_named():
+    from nvdla_mapper.studies.accuracy import QuantSettings, vit_int8_accuracy
+    from nvdla_sim import load_config
+
+    w = load_weights(TRAINED / "vit_digits.npz")
+    with pytest.raises(NvdlaError, match=r"must both be \[N, H, W\]"):
+        vit_int8_accuracy(w, np.zeros((4, 64)), np.zeros((2, 8, 8)), np.zeros(2), load_config("nv_small"),
+                          QuantSettings(), heads=4, patch=2)  # fmt: skip
+    with pytest.raises(NvdlaError, match="labels"):
+        vit_int8_accuracy(w, np.zeros((4, 8, 8)), np.zeros((2, 8, 8)), np.zeros(3), load_config("nv_small"),
+                          QuantSettings(), heads=4, patch=2)  # fmt: skip
