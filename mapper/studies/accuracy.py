@@ -244,11 +244,6 @@ class TrainedAccuracy:
         return self.int8_correct / self.images
 
 
-def _site(name: str) -> str:
-    """A matmul's calibration site: attention products share one per layer (every image and head)."""
-    return name
-
-
 def vit_int8_accuracy(
     weights: dict[str, np.ndarray],
     calib: np.ndarray,
@@ -277,13 +272,14 @@ def vit_int8_accuracy(
     if labels.shape != images.shape[:1]:
         raise NvdlaError(f"labels {list(labels.shape)} must be one per image ({images.shape[0]})")
     cal = settings.calibration
+    # one calibration site per matmul name: the attention products of a layer share one (all images, heads)
     seen_in: dict[str, list[np.ndarray]] = {}
     seen_out: dict[str, list[np.ndarray]] = {}
 
     def record(name, a, w, b):
         y = float_matmul(name, a, w, b)
-        seen_in.setdefault(_site(name), []).append(np.ravel(a))
-        seen_out.setdefault(_site(name), []).append(np.ravel(y))
+        seen_in.setdefault(name, []).append(np.ravel(a))
+        seen_out.setdefault(name, []).append(np.ravel(y))
         return y
 
     vit_forward(weights, calib, heads=heads, patch=patch, mm=record)
@@ -294,7 +290,7 @@ def vit_int8_accuracy(
 
     def int8_mm(name, a, w, b):
         a = np.asarray(a, np.float64)
-        s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[_site(name)]
+        s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[name]
         per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # static weights only
         s_w = scale_for(cal.amax(w, axis=0)) if per_ch else np.full(w.shape[0], float(scale_for(cal.amax(w))))
         qa, qw = quantize(a, s_x), quantize(w, s_w[:, None])
@@ -306,7 +302,7 @@ def vit_int8_accuracy(
             acc, _ = run_conv(layer, x3, w4, hw, plan)
             s_y = float(scale_for(cal.amax(dequantize(acc.reshape(m, -1), s_x * s_w) + (b if b is not None else 0))))
         else:
-            s_y = s_out[_site(name)]
+            s_y = s_out[name]
         gran = Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR
         y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=requant_sdp(s_x, s_w, s_y, bias=b, granularity=gran))
         sats[0] += sat
