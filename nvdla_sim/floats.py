@@ -34,12 +34,19 @@ def fp16_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     return sign, e >> 2, mant, (e == 0) & (f == 0), (e == 31) & (f != 0)
 
 
-def round_away(x: np.ndarray, bits: int) -> np.ndarray:
-    """x rounded to `bits` significant bits, ties away from zero (x exact in float64, bits <= 51)."""
-    x = np.asarray(x, np.float64)
+def _rounded(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x (exact in float64) at `bits` significant bits: (rounded half away from zero, truncated toward
+    zero, whether x lies exactly half-way)."""
     m, ex = np.frexp(x)  # x = m * 2**ex, 0.5 <= |m| < 1
     scaled = np.ldexp(np.abs(m), bits)  # in [2**(bits-1), 2**bits): exact
-    return np.copysign(np.ldexp(np.floor(scaled + 0.5), ex - bits), x)
+    low = np.floor(scaled)
+    away = np.copysign(np.ldexp(np.floor(scaled + 0.5), ex - bits), x)
+    return away, np.copysign(np.ldexp(low, ex - bits), x), (scaled - low) == 0.5
+
+
+def round_away(x: np.ndarray, bits: int) -> np.ndarray:
+    """x rounded to `bits` significant bits, ties away from zero (x exact in float64, bits <= 51)."""
+    return _rounded(np.asarray(x, np.float64), bits)[0]
 
 
 def add_round_away(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
@@ -49,13 +56,9 @@ def add_round_away(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
     s = a + b
     bb = s - a
     err = (a - (s - bb)) + (b - bb)
-    q = round_away(s, bits)
-    m, ex = np.frexp(s)
-    scaled = np.ldexp(np.abs(m), bits)
-    tie = (scaled - np.floor(scaled)) == 0.5
-    toward_zero = np.copysign(np.ldexp(np.floor(scaled), ex - bits), s)
+    away, toward_zero, tie = _rounded(s, bits)
     # on a tie, an error toward zero leaves the exact sum below the half: round toward zero
-    return np.where(tie & (err != 0) & (np.sign(err) != np.sign(s)), toward_zero, q)
+    return np.where(tie & (err != 0) & (np.sign(err) != np.sign(s)), toward_zero, away)
 
 
 def to_fp32(x: np.ndarray) -> np.ndarray:

@@ -43,10 +43,13 @@ def _need(w: Weights, key: str) -> np.ndarray:
     return w[key]
 
 
-def _layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+def layernorm(
+    x: np.ndarray, g: np.ndarray | None = None, b: np.ndarray | None = None, eps: float = 1e-12
+) -> np.ndarray:
+    """LayerNorm over the last axis (without g and b: the normalisation alone)."""
     mu = x.mean(-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + eps) * g + b
+    y = (x - mu) / np.sqrt(x.var(-1, keepdims=True) + eps)
+    return y if g is None else y * g + b
 
 
 def _gelu_erf(x: np.ndarray) -> np.ndarray:
@@ -55,11 +58,11 @@ def _gelu_erf(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))
 
 
-def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
+def softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
 
@@ -79,7 +82,7 @@ def _attention(
                            for i in range(b)]) / math.sqrt(d)  # fmt: skip
     if causal:
         scores = np.where(np.triu(np.ones((t, t), bool), 1), -np.inf, scores)
-    p = _softmax(scores)
+    p = softmax(scores)
     if mm is None:
         out = p @ split[2]
     else:
@@ -112,14 +115,14 @@ def vit_forward(
             flat = run(p + name, y.reshape(-1, y.shape[-1]), w[p + name + ".weight"], w[p + name + ".bias"])
             return flat.reshape(*y.shape[:-1], -1)
 
-        y = _layernorm(x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
+        y = layernorm(x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
         qkv = (lin(f"attention.attention.{m}", y) for m in ("query", "key", "value"))
         att = _attention(*qkv, heads, False, mm, f"{p}attention")
         x = x + lin("attention.output.dense", att)
-        y = _layernorm(x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
+        y = layernorm(x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
         x = x + lin("output.dense", _gelu_erf(lin("intermediate.dense", y)))
         i += 1
-    x = _layernorm(x, w["vit.layernorm.weight"], w["vit.layernorm.bias"], eps)
+    x = layernorm(x, w["vit.layernorm.weight"], w["vit.layernorm.bias"], eps)
     return run("classifier", x[:, 0], w["classifier.weight"], w["classifier.bias"])
 
 
@@ -135,11 +138,11 @@ def gpt2_forward(w: Weights, ids: np.ndarray, *, heads: int, eps: float = 1e-5) 
         def lin(name: str, y: np.ndarray, p: str = p) -> np.ndarray:
             return y @ w[p + name + ".weight"] + w[p + name + ".bias"]  # Conv1D: [in, out]
 
-        y = _layernorm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
+        y = layernorm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
         q, k, v = np.split(lin("attn.c_attn", y), 3, axis=-1)
         x = x + lin("attn.c_proj", _attention(q, k, v, heads, True))
-        y = _layernorm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
-        x = x + lin("mlp.c_proj", _gelu_tanh(lin("mlp.c_fc", y)))
+        y = layernorm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
+        x = x + lin("mlp.c_proj", gelu_tanh(lin("mlp.c_fc", y)))
         i += 1
-    x = _layernorm(x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
+    x = layernorm(x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
     return x @ wte.T

@@ -24,6 +24,7 @@ import numpy as np
 from nvdla_mapper.frontends.presets import ModelSpec
 from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
 from nvdla_mapper.numerics.quant import Calibration, Granularity, dequantize, quantize, requant_sdp, scale_for
+from nvdla_mapper.numerics.reference import float_matmul, gelu_tanh, layernorm, softmax, vit_forward
 from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_sim.config import HwConfig
@@ -81,20 +82,6 @@ def _errors(name: str, q: np.ndarray, ref: np.ndarray, sat: int) -> LayerError:
     return LayerError(name, float(np.max(np.abs(d))), float(np.linalg.norm(d)) / nref, cos, sat)
 
 
-def _layernorm(x: np.ndarray) -> np.ndarray:
-    mu = x.mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(x.var(-1, keepdims=True) + 1e-12)
-
-
-def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
 class _Block:
     """One block's weights and float32 forward pass, recording every matmul's input and output."""
 
@@ -127,10 +114,10 @@ class _Block:
         for hh in range(self.heads):
             sl = slice(hh * self.hd, (hh + 1) * self.hd)
             scores = run(f"qk.h{hh}", q[:, sl], k[:, sl]) / math.sqrt(self.hd)
-            ctx[:, sl] = run(f"pv.h{hh}", _softmax(scores), v[:, sl].T)
-        x1 = _layernorm(x + run("o", ctx, self.w["o"], self.b["o"]))
-        f = _gelu(run("ffn1", x1, self.w["ffn1"], self.b["ffn1"]))
-        outs["block_out"] = _layernorm(x1 + run("ffn2", f, self.w["ffn2"], self.b["ffn2"]))
+            ctx[:, sl] = run(f"pv.h{hh}", softmax(scores), v[:, sl].T)
+        x1 = layernorm(x + run("o", ctx, self.w["o"], self.b["o"]))
+        f = gelu_tanh(run("ffn1", x1, self.w["ffn1"], self.b["ffn1"]))
+        outs["block_out"] = layernorm(x1 + run("ffn2", f, self.w["ffn2"], self.b["ffn2"]))
         return outs
 
 
@@ -152,6 +139,62 @@ def calibration_inputs(path: str | Path | None, *, seq: int, hidden: int, sample
     return x.astype(np.float32)
 
 
+def _calibrated_scales(forward, settings: QuantSettings) -> tuple[dict[str, float], dict[str, float]]:
+    """Per-tensor activation scales of every matmul's input and output, by name, from `forward(mm)` run in
+    float over the calibration data (a name seen several times, as attention products of every head and
+    image, is one site)."""
+    seen_in: dict[str, list[np.ndarray]] = {}
+    seen_out: dict[str, list[np.ndarray]] = {}
+
+    def record(name, a, w, b):
+        y = float_matmul(name, a, w, b)
+        seen_in.setdefault(name, []).append(np.ravel(a))
+        seen_out.setdefault(name, []).append(np.ravel(y))
+        return y
+
+    forward(record)
+    cal = settings.calibration
+    return tuple({n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in d.items()} for d in (seen_in, seen_out))
+
+
+def _int8_matmul(
+    hw: HwConfig, settings: QuantSettings, s_in: dict[str, float], s_out: dict[str, float], sats: dict[str, int]
+):
+    """A matmul hook (numerics.reference.Matmul) through NVDLA's INT8 datapath: the operands quantized
+    (activations per tensor, static from `s_in` / `s_out` or dynamic; weights per channel where the layer
+    has a bias and settings ask for it), the product run by run_conv on the bit-exact CMAC -> CACC -> SDP
+    model in the layout and tiling the mapper picks, requantized to INT8 by SDP, and dequantized;
+    saturations counted into `sats` by name."""
+    cal = settings.calibration
+    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+
+    def mm(name, a, w, b):
+        s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[name]
+        per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
+        s_w = scale_for(cal.amax(w, axis=0)) if per_ch else np.full(w.shape[0], float(scale_for(cal.amax(w))))
+        qa = quantize(a, s_x)
+        qw = quantize(w, s_w[:, None])
+        m, kdim = a.shape
+        layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], ctx), Precision.INT8)  # as the map lays it out
+        plan = search_plan(layer, hw).plan
+        x3 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim)
+        w4 = qw.reshape(w.shape[0], 1, 1, kdim)
+        if settings.dynamic:
+            acc, _ = run_conv(layer, x3, w4, hw, plan)
+            real = dequantize(acc.reshape(m, -1), s_x * s_w) + (b if b is not None else 0)
+            s_y = float(scale_for(cal.amax(real)))
+        else:
+            s_y = s_out[name]
+        params = requant_sdp(
+            s_x, s_w, s_y, bias=b, granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR
+        )
+        y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=params)
+        sats[name] = sats.get(name, 0) + sat
+        return dequantize(y.reshape(m, -1), s_y)
+
+    return mm
+
+
 def block_accuracy(
     spec: ModelSpec,
     hw: HwConfig,
@@ -170,54 +213,15 @@ def block_accuracy(
     block = _Block(st.hidden, st.heads, st.ffn, rng, settings.prune)
     data = calibration_inputs(calib, seq=seq, hidden=st.hidden, samples=samples, rng=rng)
 
-    def float_mm(name, a, w, b):
-        y = a @ w.T
-        return y + b if b is not None else y
-
-    # Calibration: float activations at every matmul input and output over the calibration set.
-    amax_in: dict[str, list[np.ndarray]] = {}
-    amax_out: dict[str, list[np.ndarray]] = {}
-
-    def record(name, a, w, b):
-        y = float_mm(name, a, w, b)
-        amax_in.setdefault(name, []).append(a)
-        amax_out.setdefault(name, []).append(y)
-        return y
-
-    for sample in data[:-1] if len(data) > 1 else data:
-        block.forward(sample, record, dense=False)
-    cal = settings.calibration
-    s_in = {n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in amax_in.items()}
-    s_out = {n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in amax_out.items()}
+    calibration = data[:-1] if len(data) > 1 else data
+    s_in, s_out = _calibrated_scales(lambda mm: [block.forward(x, mm, dense=False) for x in calibration], settings)
     sats: dict[str, int] = {}
-
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+    nvdla_mm = _int8_matmul(hw, settings, s_in, s_out, sats)
 
     def int8_mm(name, a, w, b):
-        s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[name]
-        per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
-        s_w = scale_for(cal.amax(w, axis=0)) if per_ch else np.full(w.shape[0], float(scale_for(cal.amax(w))))
-        qa = quantize(a, s_x)
-        qw = quantize(w, s_w[:, None])
-        m, kdim = a.shape
-        layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], ctx), Precision.INT8)  # as the map lays it out
-        plan = search_plan(layer, hw).plan
-        x3 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim)
-        w4 = qw.reshape(w.shape[0], 1, 1, kdim)
-        if settings.dynamic:
-            acc, sat = run_conv(layer, x3, w4, hw, plan)
-            real = dequantize(acc.reshape(m, -1), s_x * s_w) + (b if b is not None else 0)
-            s_y = float(scale_for(cal.amax(real)))
-        else:
-            s_y = s_out[name]
-        params = requant_sdp(
-            s_x, s_w, s_y, bias=b, granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR
-        )
-        y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=params)
-        sats[name] = sat
-        return dequantize(y.reshape(m, -1), s_y).astype(np.float32)
+        return nvdla_mm(name, a, w, b).astype(np.float32)
 
-    ref = block.forward(data[-1], float_mm, dense=True)  # the unpruned float32 model
+    ref = block.forward(data[-1], float_matmul, dense=True)  # the unpruned float32 model
     got = block.forward(data[-1], int8_mm, dense=False)
     names = ["q", "k", "v", "qk.h0", "pv.h0", "o", "ffn1", "ffn2", "block_out"]
     return [_errors(n, got[n], ref[n], sats.get(n, 0)) for n in names]
@@ -261,8 +265,6 @@ def vit_int8_accuracy(
     requantization to INT8; LayerNorm, softmax and GELU in float on the host, as the mapper runs them on a
     build without SDP's LUT (nv_small). Weight scales per output channel or per tensor; activations per
     tensor. Bad input gets a one-line error."""
-    from nvdla_mapper.numerics.reference import float_matmul, vit_forward
-
     if Precision.INT8 not in hw.precisions:
         raise NvdlaError(f"{hw.name} has no int8 datapath")
     if images.ndim != 3 or calib.ndim != 3 or images.shape[1:] != calib.shape[1:]:
@@ -271,43 +273,9 @@ def vit_int8_accuracy(
         )
     if labels.shape != images.shape[:1]:
         raise NvdlaError(f"labels {list(labels.shape)} must be one per image ({images.shape[0]})")
-    cal = settings.calibration
-    # one calibration site per matmul name: the attention products of a layer share one (all images, heads)
-    seen_in: dict[str, list[np.ndarray]] = {}
-    seen_out: dict[str, list[np.ndarray]] = {}
-
-    def record(name, a, w, b):
-        y = float_matmul(name, a, w, b)
-        seen_in.setdefault(name, []).append(np.ravel(a))
-        seen_out.setdefault(name, []).append(np.ravel(y))
-        return y
-
-    vit_forward(weights, calib, heads=heads, patch=patch, mm=record)
-    s_in = {n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in seen_in.items()}
-    s_out = {n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in seen_out.items()}
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
-    sats = [0]
-
-    def int8_mm(name, a, w, b):
-        a = np.asarray(a, np.float64)
-        s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[name]
-        per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # static weights only
-        s_w = scale_for(cal.amax(w, axis=0)) if per_ch else np.full(w.shape[0], float(scale_for(cal.amax(w))))
-        qa, qw = quantize(a, s_x), quantize(w, s_w[:, None])
-        m, kdim = a.shape
-        layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], ctx), Precision.INT8)
-        plan = search_plan(layer, hw).plan
-        x3, w4 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim), qw.reshape(w.shape[0], 1, 1, kdim)
-        if settings.dynamic:
-            acc, _ = run_conv(layer, x3, w4, hw, plan)
-            s_y = float(scale_for(cal.amax(dequantize(acc.reshape(m, -1), s_x * s_w) + (b if b is not None else 0))))
-        else:
-            s_y = s_out[name]
-        gran = Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR
-        y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=requant_sdp(s_x, s_w, s_y, bias=b, granularity=gran))
-        sats[0] += sat
-        return dequantize(y.reshape(m, -1), s_y)
-
+    s_in, s_out = _calibrated_scales(lambda mm: vit_forward(weights, calib, heads=heads, patch=patch, mm=mm), settings)
+    sats: dict[str, int] = {}
+    int8_mm = _int8_matmul(hw, settings, s_in, s_out, sats)
     ref = vit_forward(weights, images, heads=heads, patch=patch).argmax(-1)
     got = vit_forward(weights, images, heads=heads, patch=patch, mm=int8_mm).argmax(-1)
-    return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sats[0])
+    return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sum(sats.values()))

@@ -12,7 +12,6 @@ the n-element padding value n * pad_value.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -130,10 +129,3 @@ def elements_per_cycle(hw: HwConfig, precision: Precision) -> int:
     PDP_THROUGHPUT_8), so INT16 and FP16 pool half as many elements a cycle as INT8: measured on nv_full's
     RTL, pdp_max_pooling_int16 (8x8x64, 2x2) took 1,109 cycles for 4,096 elements (docs/validation.md 5h)."""
     return max(1, hw.pdp.throughput // precision.bytes)
-
-
-def process_cycles(
-    in_w: int, in_h: int, channels: int, spec: PoolSpec, hw: HwConfig, precision: Precision = Precision.INT8
-) -> int:
-    """PDP consumes input elements at elements_per_cycle (each input read once; line buffer reuse)."""
-    return math.ceil(in_w * in_h * channels / elements_per_cycle(hw, precision))

@@ -158,3 +158,15 @@ def test_pooling_matches_reference(w, h, c, mode, k, stride, pad, pad_value, see
                     [max(-128, min(127, _round(_round(int(v) * pdp.recip(k), 16) * pdp.recip(k), 16))) for v in s]
                 )
             np.testing.assert_array_equal(got[i, j], ref)
+
+
+def test_pdp_takes_throughput_bytes_a_cycle():
+    """PDP_THROUGHPUT counts bytes of its 8 x throughput-bit data path (nvdlav1 NV_NVDLA_PDP_core.v:
+    64 data bits on nv_full's PDP_THROUGHPUT_8): 8 INT8, 4 INT16 or FP16 elements a cycle; nv_small's 1."""
+    from nvdla_sim import load_config
+    from nvdla_sim.precision import Precision
+    from nvdla_sim.units.pdp import elements_per_cycle
+
+    full, small = load_config("nv_full"), load_config("nv_small")
+    assert [elements_per_cycle(full, p) for p in (Precision.INT8, Precision.INT16, Precision.FP16)] == [8, 4, 4]
+    assert elements_per_cycle(small, Precision.INT8) == 1

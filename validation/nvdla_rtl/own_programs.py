@@ -52,7 +52,7 @@ class Spec:
     seed: int
 
 
-def _i8(rng: np.random.Generator, shape: tuple[int, ...], precision: Precision = P) -> np.ndarray:
+def random_data(rng: np.random.Generator, shape: tuple[int, ...], precision: Precision = P) -> np.ndarray:
     """Random data of `precision`: integers over INT8's range or 12 bits of INT16; for FP16 normal
     values times 2**-6 .. 2**6, so the atoms' products span many block exponents (CMAC aligns and
     truncates them) and a few are denormal or zero."""
@@ -91,8 +91,8 @@ def _conv(shape: ConvShape, *, clip: int, bias: bool = False, precision: Precisi
                 streams=(SdpStream(Rdma.BRDMA, OperandMode.PER_KERNEL, 2, baddr, use=OperandUse.ALU),),
             )
         op, din, waddr, oaddr = conv_layer(shape, precision, hw, alloc, clip=clip, **kw)
-        x = _i8(rng, (shape.in_h, shape.in_w, shape.in_c), precision)
-        w = _i8(rng, (shape.out_k, shape.kernel_h, shape.kernel_w, shape.in_c), precision)
+        x = random_data(rng, (shape.in_h, shape.in_w, shape.in_c), precision)
+        w = random_data(rng, (shape.out_k, shape.kernel_h, shape.kernel_w, shape.in_c), precision)
         inputs += [(din.addr, feature_image(x, din, precision, hw)), (waddr, dc_weight_bytes(w, precision, hw))]
         return emit_program(name, op, inputs, [(oaddr, cube_size(op.out, shape.out_k, precision, hw))], hw)
 
@@ -107,7 +107,7 @@ def _pool(w: int, h: int, c: int, spec: PoolSpec, precision: Precision = P) -> M
         dst = place(a, ow, oh, c, precision, hw)
         pads = tuple(int(v) for v in rng.integers(-60, 60, 7))
         op = pool_pass(w, h, c, spec, src, dst, precision, pads)
-        inputs = [(src.addr, feature_image(_i8(rng, (h, w, c), precision), src, precision, hw))]
+        inputs = [(src.addr, feature_image(random_data(rng, (h, w, c), precision), src, precision, hw))]
         return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, precision, hw))], hw)
 
     return make
@@ -128,8 +128,8 @@ def _sdp(w: int, h: int, c: int) -> Maker:
             SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_ELEMENT, 1), AluAlgo.SUM, None, False, True
         )
         op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, cvt=(3, 181, 8), streams=(stream,))
-        inputs = [(src.addr, feature_image(_i8(rng, (h, w, c)), src, P, hw))]
-        inputs.append((opnd.addr, feature_image(_i8(rng, (h, w, c)), opnd, P, hw)))
+        inputs = [(src.addr, feature_image(random_data(rng, (h, w, c)), src, P, hw))]
+        inputs.append((opnd.addr, feature_image(random_data(rng, (h, w, c)), opnd, P, hw)))
         return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw)
 
     return make
@@ -148,7 +148,7 @@ def _lrn(w: int, h: int, c: int, window: int) -> Maker:
         lo = LutTable(lo_e, IndexMode.LINEAR, 0, 8, -5, 3, -2, 5, end=256 << 8)
         lut = LutParams(le, lo, priority=Table.LO, uflow_priority=Table.LO, oflow_priority=Table.LE)
         op = CdpOp(w, h, c, window, False, False, 2, 3, 1, 0, 7, 13, src, dst, P)
-        inputs = [(src.addr, feature_image(_i8(rng, (h, w, c)), src, P, hw))]
+        inputs = [(src.addr, feature_image(random_data(rng, (h, w, c)), src, P, hw))]
         return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, P, hw))], hw, lut=lut)
 
     return make

@@ -36,6 +36,7 @@ from nvdla_sim.program.decode import CbufReuse
 from nvdla_sim.program.emit import Alloc, Step, TraceProgram, conv_layer, emit_sequence
 from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
 from nvdla_validation.nvdla_rtl.overlap_programs import folder_main
+from nvdla_validation.nvdla_rtl.own_programs import random_data
 
 HW = "nv_small_rtl_tb"
 P = Precision.INT8
@@ -78,10 +79,6 @@ CASES = (
 )
 
 
-def _i8(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    return rng.integers(-128, 128, shape).astype(np.int8)
-
-
 def _step(shape: ConvShape, x: np.ndarray, w: np.ndarray, base: int, data_banks: int, reuse: CbufReuse,
           hw: HwConfig) -> Step:  # fmt: skip
     op, din, waddr, oaddr = conv_layer(shape, P, hw, Alloc(next_addr=base), cvt=(0, 1, 10), data_banks=data_banks,
@@ -95,15 +92,15 @@ def case_program(case: Case, hw: HwConfig, seed: int, *, weight_unit: int = 128)
     programs ran on the RTL; a CBUF entry: what CSC reads and the emitter writes, docs/validation.md 5f)."""
     s = case.shape
     rng = np.random.default_rng(seed)
-    x = _i8(rng, (s.in_h, s.in_w, s.in_c))
-    w = _i8(rng, (s.out_k, s.kernel_h, s.kernel_w, s.in_c))
+    x = random_data(rng, (s.in_h, s.in_w, s.in_c))
+    w = random_data(rng, (s.out_k, s.kernel_h, s.kernel_w, s.in_c))
     layer = ConvLayer(case.name, s, P)
     if case.split == "rows":
         (a0, a1), (b0, b1) = row_tiles(layer, -(-s.out_h // 2))
         (sa, i0, i1), (sb, j0, j1) = band_shape(s, a0, a1), band_shape(s, b0, b1)
         kept = CbufReuse(skip_weight_rls=case.reuse)
         taken = CbufReuse(weight_reuse=case.reuse)
-        wb = _i8(rng, w.shape) if case.reuse else w  # a decoy: the kept weights must be the ones used
+        wb = random_data(rng, w.shape) if case.reuse else w  # a decoy: the kept weights must be the ones used
         steps = [
             _step(sa, x[i0:i1], w, BASES[0], case.data_banks, kept, hw),
             _step(sb, x[j0:j1], wb, BASES[1], case.data_banks, taken, hw),
@@ -111,7 +108,7 @@ def case_program(case: Case, hw: HwConfig, seed: int, *, weight_unit: int = 128)
     else:
         half = s.out_k // 2
         sh = dataclasses.replace(s, out_k=half)
-        xb = _i8(rng, x.shape) if case.reuse else x  # a decoy: the kept input must be the one used
+        xb = random_data(rng, x.shape) if case.reuse else x  # a decoy: the kept input must be the one used
         steps = [
             _step(sh, x, w[:half], BASES[0], case.data_banks, CbufReuse(skip_data_rls=case.reuse), hw),
             _step(sh, xb, w[half:], BASES[1], case.data_banks, CbufReuse(data_reuse=case.reuse), hw),
@@ -130,7 +127,15 @@ def split_program(name: str, banks: tuple[int, int], hw: HwConfig, seed: int) ->
     """Two independent matmuls (MM's shape, own data), the second with `banks[1]` data banks."""
     rng = np.random.default_rng(seed)
     steps = [
-        _step(MM, _i8(rng, (MM.in_h, MM.in_w, MM.in_c)), _i8(rng, (MM.out_k, 1, 1, MM.in_c)), base, db, CbufReuse(), hw)
+        _step(
+            MM,
+            random_data(rng, (MM.in_h, MM.in_w, MM.in_c)),
+            random_data(rng, (MM.out_k, 1, 1, MM.in_c)),
+            base,
+            db,
+            CbufReuse(),
+            hw,
+        )
         for base, db in zip(BASES, banks, strict=True)
     ]
     return emit_sequence(f"reuse_{name}", steps, hw)

@@ -47,6 +47,7 @@ from nvdla_sim.program.trace_io import (
     crc32,
     load_dat,
     parse_program,
+    txn_register,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -295,20 +296,26 @@ def _waits(prog: Program) -> set[int]:
     return {i for i, c in enumerate(prog.commands) if isinstance(c, IntrNotify) and i < last_write}
 
 
-def convert(prog: Program, regs: dict) -> tuple[bytes, dict[int, str]]:
-    """Binary trace for nvdla.cpp (commands 1 wait for interrupt, 2 write_reg, 3 read_reg, 5 load_mem,
-    6 syncpt mask, 7 interrupt registers, 8 syncpt CRC, 9 syncpt ignore, 0xFF end) and the op-enable
-    register addresses. An `intr_notify` followed by more register writes is a wait: nvdla.cpp waits for
-    the interrupt line, then the done bit is cleared (the program's interrupt mask leaves only the SDP/PDP
-    done bits, which arrive in layer order); the rest become sync points checked at the end."""
+def _memory_commands(prog: Program) -> bytearray:
+    """Every mem_init / mem_load of a program as load commands (5 ADDR LEN BYTES, the same in both
+    testbenches), before any register write."""
     out = bytearray()
-    # memory first (as NVIDIA's converter does): all mem_init/mem_load run before any register write
     for c in prog.commands:
         if isinstance(c, MemInit):
             out += struct.pack("=BII", 5, c.base, c.size) + b"\0" * c.size
         elif isinstance(c, MemLoad):
             data = bytes(load_dat(c.path))
             out += struct.pack("=BII", 5, c.base, len(data)) + data
+    return out
+
+
+def convert(prog: Program, regs: dict) -> tuple[bytes, dict[int, str]]:
+    """Binary trace for nvdla.cpp (commands 1 wait for interrupt, 2 write_reg, 3 read_reg, 5 load_mem,
+    6 syncpt mask, 7 interrupt registers, 8 syncpt CRC, 9 syncpt ignore, 0xFF end) and the op-enable
+    register addresses. An `intr_notify` followed by more register writes is a wait: nvdla.cpp waits for
+    the interrupt line, then the done bit is cleared (the program's interrupt mask leaves only the SDP/PDP
+    done bits, which arrive in layer order); the rest become sync points checked at the end."""
+    out = _memory_commands(prog)  # memory first, as NVIDIA's converter does
     syncpts: dict[str, int] = {}
     status = regs["NVDLA_GLB"]["S_INTR_STATUS_0"]
     waits = _waits(prog)
@@ -355,8 +362,6 @@ def convert_txn(txn: Path) -> tuple[bytes, dict[int, str]]:
     DATA, 3 read_reg ADDR MASK DATA, 4 dump_mem ADDR LEN BYTES NAMELEN NAME (compared with BYTES, the
     golden dump), 5 load_mem ADDR LEN BYTES, 0xFF end), line by line as the file gives them, and the
     CSB addresses of the op-enable writes (named by their `#NVDLA_UNIT.REG_0` comments)."""
-    from nvdla_sim.program.trace_io import txn_register
-
     out = bytearray()
     enables: dict[int, str] = {}
     for no, raw in enumerate(txn.read_text().splitlines(), 1):
@@ -399,13 +404,7 @@ def convert_v1(prog: Program, regs: dict) -> tuple[bytes, dict[int, str], list[t
     SDP/PDP/CDP done bits, which rise in layer order), then one dump_mem per check. nvdla.cpp compares a dump with the bytes given
     beside it; the programs carry CRCs, not bytes, so zeros go there and the caller checks the CRC of
     each dumped file: returned as (file name, golden CRC)."""
-    out = bytearray()
-    for c in prog.commands:
-        if isinstance(c, MemInit):
-            out += struct.pack("=BII", 5, c.base, c.size) + b"\0" * c.size
-        elif isinstance(c, MemLoad):
-            data = bytes(load_dat(c.path))
-            out += struct.pack("=BII", 5, c.base, len(data)) + data
+    out = _memory_commands(prog)
     status = regs["NVDLA_GLB"]["S_INTR_STATUS_0"]
     enables: dict[int, str] = {}
     for c in prog.commands:
