@@ -115,6 +115,7 @@ def add_commands(sub, registry: dict) -> None:
                          "else NVDLA's address space)")  # fmt: skip
     se.add_argument("--precision", default="int8", help="int8, int16 or fp16")
     se.add_argument("--report", help="directory for report.html, serve.json and requests.csv (sweep.json, sweep.csv)")
+    _weight_flags(se.add_argument_group("weight what-ifs (the static weights every iteration streams; KV stays dense)"))
     sw = se.add_argument_group("request rates: the latency-throughput curve and the highest rate a target allows")
     sw.add_argument("--rates", help="comma-separated Poisson rates per second to sweep (the same seeded draws, scaled)")
     sw.add_argument("--slo-ttft-ms", type=float, help="latency target: time to first token at --slo-percentile, ms")
@@ -222,7 +223,7 @@ def _batches(text: str) -> list[int]:
 
 
 def _weight_flags(group: argparse._ArgumentGroup) -> None:
-    """The weight treatment's flags (WeightTreatment), shared by map and generate."""
+    """The weight treatment's flags (WeightTreatment), shared by map, generate and serve."""
     group.add_argument("--prune", default="", help="2:4 or magnitude:S (fraction S of weights zeroed)")
     group.add_argument("--weight-compression", action="store_true", help="store weights NVDLA-compressed (nv_full)")
     group.add_argument(
@@ -348,6 +349,7 @@ def _serve(args: argparse.Namespace) -> int:
     import csv
 
     from nvdla_mapper.frontends.resolve import resolve_model
+    from nvdla_mapper.lowering.rules import WeightTreatment
     from nvdla_mapper.reports.files import output_folder
     from nvdla_mapper.studies.generate import memory_limit
     from nvdla_mapper.studies.serve import (
@@ -362,6 +364,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
     prec = _precision(args.precision)
+    weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
     hw = load_config(args.hw)
     if args.dram_gib is not None:
         hw = hw.with_values(**{"memory.dram_size_gib": args.dram_gib})
@@ -389,15 +392,21 @@ def _serve(args: argparse.Namespace) -> int:
             )
     capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens)
     if args.rates or args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
-        return _serve_sweep(args, spec, hw, prec, settings, capacity)
-    res = simulate_serving(requests, SimulatedCosts(spec, hw, prec), capacity_blocks=capacity, settings=settings)
+        return _serve_sweep(args, spec, hw, prec, settings, capacity, weights)
+    costs = SimulatedCosts(spec, hw, prec, weights)
+    res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings)
     res.clock_mhz = hw.clock_mhz
     res.meta = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
-                "arrivals": f"trace {args.trace}" if args.trace else f"poisson {args.rate:g}/s seed {args.seed}"}  # fmt: skip
+                "arrivals": f"trace {args.trace}" if args.trace else f"poisson {args.rate:g}/s seed {args.seed}",
+                "weights": weights.to_dict()}  # fmt: skip
     d = res.to_dict()
     print(f"{spec.name} on {hw.fingerprint} ({prec.value}): {d['requests']} requests, {d['arrivals']}, "
           f"{d['policy']}, KV cache {capacity:,} blocks of {settings.block_tokens} positions "
           f"(beside the weights in {memory_limit(hw)[1]})")  # fmt: skip
+    if weights.active:
+        w = weights.to_dict()
+        print(f"  weights: prune {w['prune']}, compression {'on' if w['compression'] else 'off'}"
+              f"{', 2:4 sparse MACs (what-if)' if w['sparse_mac_whatif'] else ''}; the KV cache stays dense")  # fmt: skip
     for k, v in d["percentiles"].items():
         if v:
             print(f"  {k:<8} p50 {v['p50']:>10,.3f}  p90 {v['p90']:>10,.3f}  p99 {v['p99']:>10,.3f}")
@@ -422,7 +431,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_sweep(args: argparse.Namespace, spec, hw, prec, settings, capacity: int) -> int:
+def _serve_sweep(args: argparse.Namespace, spec, hw, prec, settings, capacity: int, weights) -> int:
     """`nvdla serve --rates ... [--slo-ttft-ms T] [--slo-tpot-ms P]`: one run per rate, the same requests."""
     import csv
 
@@ -448,7 +457,7 @@ def _serve_sweep(args: argparse.Namespace, spec, hw, prec, settings, capacity: i
             args.requests, rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz, seed=args.seed
         )
 
-    costs = SimulatedCosts(spec, hw, prec)
+    costs = SimulatedCosts(spec, hw, prec, weights)
     sweep = sweep_rates(
         arrivals, rates, costs, capacity_blocks=capacity, settings=settings, clock_mhz=hw.clock_mhz, slo=slo,
         bisect_steps=args.bisect,
@@ -456,7 +465,8 @@ def _serve_sweep(args: argparse.Namespace, spec, hw, prec, settings, capacity: i
     d = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value, "requests": args.requests,
          "prompt": args.prompt, "output": args.output, "seed": args.seed, "policy": settings.policy.value,
          "max_batch": settings.max_batch, "kv_capacity_blocks": capacity,
-         "slo_ttft_ms": args.slo_ttft_ms, "slo_tpot_ms": args.slo_tpot_ms, **sweep.to_dict()}  # fmt: skip
+         "slo_ttft_ms": args.slo_ttft_ms, "slo_tpot_ms": args.slo_tpot_ms, "weights": weights.to_dict(),
+         **sweep.to_dict()}  # fmt: skip
     print(f"{spec.name} on {hw.fingerprint} ({prec.value}): {args.requests} requests of {args.prompt} + "
           f"{args.output} tokens, Poisson seed {args.seed}, {settings.policy.value}")  # fmt: skip
     print(f"  {'rate/s':>9} {'TTFT p50':>10} {'TTFT p99':>10} {'TPOT p50':>9} {'TPOT p99':>9} {'tokens/s':>10}  target")

@@ -7,6 +7,7 @@ width, peak MACs per cycle, DRAM bytes per cycle) are computed properties, never
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.resources
 import tomllib
 from dataclasses import dataclass, fields
@@ -356,17 +357,17 @@ class HwConfig:
                 f"({self.cbuf_entry_bytes} B)"
             )
 
-    # ---- derived values -------------------------------------------------------------------------
-    @property
+    # ---- derived values (cached_property: the config is frozen, and the tiling search asks millions of times)
+    @functools.cached_property
     def max_element_bytes(self) -> int:
         return max(p.bytes for p in self.precisions)
 
-    @property
+    @functools.cached_property
     def cbuf_entry_bytes(self) -> int:
         """Logical CBUF entry = one atomic-C slice at the widest precision (projects.spec CBUF_ENTRY_WIDTH)."""
         return self.mac.atomic_c * self.max_element_bytes
 
-    @property
+    @functools.cached_property
     def cbuf_entries_per_bank(self) -> int:
         return self.cbuf.bank_bytes // self.cbuf_entry_bytes
 

@@ -130,6 +130,14 @@ class WeightTreatment:
     def active(self) -> bool:
         return bool(self.prune or self.compression or self.sparse_mac)
 
+    def to_dict(self) -> dict:
+        return {
+            "prune": self.prune or "none",
+            "density": self.density,
+            "compression": self.compression,
+            "sparse_mac_whatif": self.sparse_mac,
+        }
+
 
 @dataclass
 class LoweringContext:

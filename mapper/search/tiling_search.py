@@ -45,11 +45,12 @@ from nvdla_sim.engine.tiling import (
     bytes_per_kernel,
     footprint,
     illegal_reason,
+    kernel_tiles,
     row_tiles,
 )
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, Memory
-from nvdla_sim.units import cbuf, cdma, sdp
+from nvdla_sim.units import cbuf, cdma, csc, sdp
 
 # Relative optimality gap of search_plan: stop once no remaining plan can be more than this much faster
 # than the best simulated one. 0: the best plan (within DEFAULT_BUDGET); with the near-exact bounds the
@@ -186,7 +187,8 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     start = _first_compute_floor(layer, plan, hw, fp, port)
     return max(
         _traffic_floor(layer, plan, hw, fp),
-        start + _core_floor(layer, plan, hw, fp) + _tail_cycles(hw),
+        _last_band_floor(layer, plan, hw, fp),
+        start + _startup(layer, hw) + _core_floor(layer, plan, hw, fp) + _tail_cycles(hw),
     )
 
 
@@ -202,7 +204,7 @@ def _rows_lower_bound(layer: ConvLayer, rows: int, hw: HwConfig) -> int:
     once = TilePlan(1, 1, rows, s.out_k, LoopOrder.WEIGHT_STATIONARY)  # traffic of a plan with one weight tile
     fp = footprint(layer, once, hw)
     core = core_floor(layer, hw, rows, s.out_k, LoopOrder.DATA_STATIONARY)
-    return max(_traffic_floor(layer, once, hw, fp), start + core + _tail_cycles(hw))
+    return max(_traffic_floor(layer, once, hw, fp), start + _startup(layer, hw) + core + _tail_cycles(hw))
 
 
 def _family_lower_bound(layer: ConvLayer, fam: _Family, hw: HwConfig) -> int:
@@ -218,7 +220,8 @@ def _family_lower_bound(layer: ConvLayer, fam: _Family, hw: HwConfig) -> int:
     one_band = fp_shallow.data_capacity_tiles == 1  # then every split's data ring holds one band
     return max(
         _traffic_floor(layer, deep, hw, fp_deep),
-        start + _core_floor(layer, deep, hw, fp_deep, band_ring=one_band) + _tail_cycles(hw),
+        _last_band_floor(layer, deep, hw, fp_deep),  # the same for every bank split
+        start + _startup(layer, hw) + _core_floor(layer, deep, hw, fp_deep, band_ring=one_band) + _tail_cycles(hw),
     )
 
 
@@ -264,9 +267,11 @@ def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
     if ws and fp.n_data_tiles > 1:
         data *= fp.n_weight_tiles
-    weights = cdma.weight_bytes(s.out_k, bytes_per_kernel(layer), hw)
-    if layer.weight_bytes is not None:
-        weights = layer.weight_bytes
+    kpg = hw.kernels_per_atomic(layer.precision)
+    weights = cdma.group_weight_bytes(s.out_k, kpg, bytes_per_kernel(layer), hw)  # fetched group by group
+    if layer.weight_bytes is not None:  # a stored (compressed) size: each group's share, rounded up
+        whole = cdma.weight_bytes(s.out_k, bytes_per_kernel(layer), hw)
+        weights = max(layer.weight_bytes, math.floor(weights * layer.weight_bytes / whole))
     if layer.weights_resident:
         weights = 0
     if not ws:
@@ -280,6 +285,63 @@ def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint
     if last:
         floor = max(floor, math.floor(max(last)) + _last_block(layer, plan, hw) + _tail_cycles(hw))
     return floor
+
+
+def _last_band_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
+    """A floor from the plan's last items (the kernel groups it runs against its last band), whatever
+    the order the ports serve fetches in: CMAC computes items one after another, and an item computes only
+    once every fetch it or an item before it uses has arrived whole, so the m-th of those items starts no
+    sooner than a memory latency after its port has moved every byte but those fetched for the items
+    after it (a port moves at most its rate); then it and every later item compute, and the last block
+    drains (a hardware layer boundary between them only adds). The input counts only where CSC waits for it whole (TimingConfig.
+    conv_input_before_compute: otherwise an item may start on part of its band); SDP operand reads and
+    writes sharing the port are left out. Over the layer's run of equal kernel groups the floor is linear
+    in m, so its ends (the first item, the last full group, the rest) are the candidates. Independent
+    of the bank split. It catches what the last fetch alone misses: a decode step's attention layer whose
+    last kernel group is small, computed after a full group whose weights came just before."""
+    s, kpg = layer.shape, hw.kernels_per_atomic(layer.precision)
+    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+    # the items that run last, one after another: over several bands (weight-stationary) the last kernel
+    # tile's groups against the last band; else the last band's groups of every kernel tile
+    k0 = kernel_tiles(layer, plan.kernels_per_tile)[-1][0] if ws and fp.n_data_tiles > 1 else 0
+    full, rest = divmod(s.out_k - k0, kpg)
+    out_rows = _band_sizes(layer, plan.rows_per_tile)[-1][1]
+    ports = _rates(hw)
+    # bytes every item uses, per port (as the timing model fetches them: weights group by group)
+    data = 0
+    if hw.timing.conv_input_before_compute and not layer.data_resident:
+        data = sum(cdma.input_bytes(layer, rows, hw) for rows, _ in _band_sizes(layer, plan.rows_per_tile))
+        data *= layer.images * (fp.n_weight_tiles if ws and fp.n_data_tiles > 1 else 1)
+    ratio = 1.0
+    if layer.weight_bytes is not None:
+        ratio = layer.weight_bytes / cdma.weight_bytes(s.out_k, bytes_per_kernel(layer), hw)
+
+    def group(n: int) -> int:  # the bytes of one kernel group's fetch (engine.conv rounds each up)
+        return math.ceil(cdma.weight_bytes(n, bytes_per_kernel(layer), hw) * ratio)
+
+    weights = 0
+    if not layer.weights_resident:
+        n_full, n_rest = divmod(s.out_k, kpg)
+        weights = n_full * group(kpg) + (group(n_rest) if n_rest else 0)
+        weights *= 1 if (ws or fp.n_data_tiles == 1) else fp.n_data_tiles
+    # this layer's items fetch their own kernel groups unless a weight tile stays from the first band
+    fetched_here = not layer.weights_resident and not (ws and fp.n_data_tiles > 1)
+
+    def compute(n: int) -> int:  # CMAC cycles of one kernel group of n kernels over the last band
+        return sum(r.count * r.compute_cycles for r in group_blocks(layer, hw, out_rows, n)) if n else 0
+
+    c_full, c_rest = compute(kpg), compute(rest)
+    g_full, g_rest = group(kpg), group(rest) if rest else 0
+    last = group_blocks(layer, hw, out_rows, rest or kpg)[-1]
+    best = 0.0
+    for m in {0, max(full - 1, 0), full + (1 if rest else 0) - 1}:  # the m-th item (kernel group) of the layer
+        after = (max(full - 1 - m, 0) * g_full + (g_rest if m < full else 0)) if fetched_here else 0
+        computed = max(full - m, 0) * c_full + c_rest
+        per_port = Counter({layer.input_memory: data})
+        per_port[layer.weight_memory] += weights - after
+        arrive = max((ports[p].latency + n / ports[p].bytes_per_cycle for p, n in per_port.items() if n), default=0.0)
+        best = max(best, math.floor(arrive) + computed + last.drain_cycles - last.lead)
+    return int(best) + _tail_cycles(hw)
 
 
 def _last_block(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
@@ -350,6 +412,13 @@ def _fill_cycles(
     if not hw.timing.conv_input_before_compute or not data:
         return port.latency + math.floor((operands + first + min(first, data)) / port.bytes_per_cycle)
     return port.latency + math.floor((operands + data + min(data, weights)) / port.bytes_per_cycle)
+
+
+def _startup(layer: ConvLayer, hw: HwConfig) -> int:
+    """What CSC's first package adds before a plan's first compute, beyond its operands (csc.startup_cycles):
+    every plan's first kernel group has min(kernels per group, K) kernels (kernel tiles are whole groups)."""
+    kpg = hw.kernels_per_atomic(layer.precision)
+    return csc.startup_cycles(min(kpg, layer.shape.out_k), kpg)
 
 
 def _tail_cycles(hw: HwConfig) -> int:

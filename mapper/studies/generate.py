@@ -139,10 +139,7 @@ class GenerateResult:
         w = self.weights
         dense, stored = self.step_weight_bytes if self.steps else self.prefill.weight_bytes()
         return {
-            "prune": w.prune or "none",
-            "density": w.density,
-            "compression": w.compression,
-            "sparse_mac_whatif": w.sparse_mac,
+            **w.to_dict(),
             "dense_weight_bytes": dense,
             "stored_weight_bytes": stored,
         }

@@ -46,7 +46,7 @@ from nvdla_mapper.frontends.presets import (
     decode_step_graph,
     mixed_step_graph,
 )
-from nvdla_mapper.lowering.rules import HostModel
+from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import kv_bytes_per_token, memory_limit, weight_bytes
 from nvdla_sim.config import HwConfig
@@ -481,15 +481,24 @@ class SimulatedCosts:
     """Iteration cycles from the mapper's own simulation: a prefill of n tokens is `nvdla generate`'s
     prefill at batch 1 (the prompt's pass with the LM head on its last position), a decode step is one
     step of the running sequences, each against its own cache (decode_step_graph with per-sequence
-    lengths). Each distinct prefill length and multiset of cache lengths is mapped once."""
+    lengths). Each distinct prefill length and multiset of cache lengths is mapped once. `weights` prunes
+    and/or compresses the static weights in every pass, as `nvdla generate --prune/--weight-compression`
+    does (the KV caches are activations and stay dense)."""
 
-    def __init__(self, spec: ModelSpec, hw: HwConfig, precision: Precision = Precision.INT8) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        hw: HwConfig,
+        precision: Precision = Precision.INT8,
+        weights: WeightTreatment | None = None,
+    ) -> None:
         check_generative(spec)
         if spec.decoder_layers:
             raise NvdlaError(f"{spec.name}: serving is modelled for decoder-only models (gpt2, llama family)")
         self.spec, self.hw, self.precision = spec, hw, precision
+        self.weights = weights or WeightTreatment()
         self.host = HostModel()
-        self.memo = new_memo(hw, precision=precision)
+        self.memo = new_memo(hw, precision=precision, weights=self.weights)
         self._prefill: dict[int, int] = {}
         self._decode: dict[tuple[int, ...], int] = {}
         self._mixed: dict[tuple, int] = {}
@@ -502,8 +511,13 @@ class SimulatedCosts:
     def prefill(self, tokens: int) -> int:
         if tokens not in self._prefill:
             g = build_graph(self.spec, batch=1, seq=tokens, head="lm_last")
-            self._prefill[tokens] = map_model(g, self.hw, precision=self.precision, memo=self.memo).total_cycles
+            self._prefill[tokens] = self._map(g)
         return self._prefill[tokens]
+
+    def _map(self, g) -> int:
+        return map_model(
+            g, self.hw, precision=self.precision, weights=self.weights, with_baseline=False, memo=self.memo
+        ).total_cycles
 
     def swap(self, positions: int) -> int:
         """One sequence's KV cache copied between NVDLA's memory and the host's by the host CPU (HostModel:
@@ -515,14 +529,14 @@ class SimulatedCosts:
         key = (tuple(sorted(seqs)), emitting)
         if key not in self._mixed:
             g = mixed_step_graph(self.spec, key[0], emitting=emitting)
-            self._mixed[key] = map_model(g, self.hw, precision=self.precision, memo=self.memo).total_cycles
+            self._mixed[key] = self._map(g)
         return self._mixed[key]
 
     def decode(self, kv_lens: tuple[int, ...]) -> int:
         key = tuple(sorted(kv_lens))
         if key not in self._decode:
             g = decode_step_graph(self.spec, batch=len(key), kv_len=key)
-            self._decode[key] = map_model(g, self.hw, precision=self.precision, memo=self.memo).total_cycles
+            self._decode[key] = self._map(g)
         return self._decode[key]
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from nvdla_cli.main import main
 from nvdla_mapper.frontends.presets import decode_step_graph, preset
+from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.generate import generate, kv_bytes_per_token, weight_bytes
 from nvdla_mapper.studies.serve import (
@@ -262,6 +263,19 @@ def test_one_request_served_alone_is_generate():
     assert costs.decode((40, 16)) == mixed
 
 
+def test_compressed_weights_served_alone_are_generates_compressed_run():
+    """`nvdla serve --prune 2:4 --weight-compression`: every iteration streams the weights as stored, so
+    one request alone takes exactly `generate`'s time with the same treatment (whose stored bytes
+    tests/unit/test_generate.py derives by hand from NVDLA's compressed format), less than dense."""
+    spec, hw = preset("gpt2"), load_config("nv_full")
+    treated = WeightTreatment("2:4", compression=True)
+    res = simulate_serving([Request(0, 0, 16, 4)], SimulatedCosts(spec, hw, weights=treated), capacity_blocks=1000)
+    g = generate(spec, hw, prompt=16, new_tokens=4, weights=treated)
+    assert res.requests[0].first_token_cycle == g.ttft_cycles
+    assert res.requests[0].finish_cycle == g.total_cycles
+    assert g.total_cycles < generate(spec, hw, prompt=16, new_tokens=4).total_cycles
+
+
 def test_arrivals_and_trace(tmp_path):
     reqs = poisson_requests(1000, 100.0, prompt=8, output=4, clock_mhz=1000.0, seed=3)
     gaps = [b.arrival_cycle - a.arrival_cycle for a, b in itertools.pairwise(reqs)]
@@ -295,6 +309,13 @@ def test_serve_cli(tmp_path, capsys):
     assert 'id="plot-timeline"' in (out / "report.html").read_text()
     assert main(["serve", "t5-base", "--requests", "1"]) == 2
     assert "decoder-only" in capsys.readouterr().err
+    # the weight what-ifs, as in map and generate: the treatment printed and kept in serve.json
+    rc = main(["serve", "gpt2", "--requests", "2", "--prompt", "16", "--output", "2", "--prune", "2:4",
+               "--weight-compression", "--report", str(out)])  # fmt: skip
+    assert rc == 0 and "weights: prune 2:4, compression on" in capsys.readouterr().out
+    assert json.loads((out / "serve.json").read_text())["weights"]["density"] == 0.5
+    assert main(["serve", "gpt2", "--requests", "1", "--prune", "3:4"]) == 2
+    assert "--prune must be 2:4 or magnitude:S" in capsys.readouterr().err
 
 
 # ---- rate sweeps and latency targets ----
