@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import conv_floor
-from nvdla_sim.engine.conv import core_floor, group_blocks, output_bytes, simulate_conv
+from nvdla_sim.engine.conv import core_floor, group_blocks, group_delivery, output_bytes, simulate_conv
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import (
@@ -188,7 +188,8 @@ def plan_lower_bound(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
     return max(
         _traffic_floor(layer, plan, hw, fp),
         _last_band_floor(layer, plan, hw, fp),
-        start + _startup(layer, hw) + _core_floor(layer, plan, hw, fp) + _tail_cycles(hw),
+        _layer_chain_floor(layer, plan, hw, fp),
+        start + _startup(layer, hw) + _core_floor(layer, plan, hw, fp) + _last_tail(layer, plan.rows_per_tile, hw),
     )
 
 
@@ -204,7 +205,7 @@ def _rows_lower_bound(layer: ConvLayer, rows: int, hw: HwConfig) -> int:
     once = TilePlan(1, 1, rows, s.out_k, LoopOrder.WEIGHT_STATIONARY)  # traffic of a plan with one weight tile
     fp = footprint(layer, once, hw)
     core = core_floor(layer, hw, rows, s.out_k, LoopOrder.DATA_STATIONARY)
-    return max(_traffic_floor(layer, once, hw, fp), start + _startup(layer, hw) + core + _tail_cycles(hw))
+    return max(_traffic_floor(layer, once, hw, fp), start + _startup(layer, hw) + core + _last_tail(layer, rows, hw))
 
 
 def _family_lower_bound(layer: ConvLayer, fam: _Family, hw: HwConfig) -> int:
@@ -221,7 +222,11 @@ def _family_lower_bound(layer: ConvLayer, fam: _Family, hw: HwConfig) -> int:
     return max(
         _traffic_floor(layer, deep, hw, fp_deep),
         _last_band_floor(layer, deep, hw, fp_deep),  # the same for every bank split
-        start + _startup(layer, hw) + _core_floor(layer, deep, hw, fp_deep, band_ring=one_band) + _tail_cycles(hw),
+        _layer_chain_floor(layer, deep, hw, fp_deep),  # likewise
+        start
+        + _startup(layer, hw)
+        + _core_floor(layer, deep, hw, fp_deep, band_ring=one_band)
+        + _last_tail(layer, fam.rows, hw),
     )
 
 
@@ -250,7 +255,14 @@ def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, *
         if hw.timing.conv_input_before_compute:
             smallest = min(n for n, _ in _band_sizes(layer, plan.rows_per_tile))
             band_refill += cdma.input_bytes(layer, smallest, hw) / port.bytes_per_cycle
-    return core_floor(layer, hw, plan.rows_per_tile, plan.kernels_per_tile, plan.order, ring, refill, band_refill)
+    core = core_floor(layer, hw, plan.rows_per_tile, plan.kernels_per_tile, plan.order, ring, refill, band_refill)
+    # every hardware layer after the first also waits CSC's startup before its first compute (run_items:
+    # after the previous layer's last drain), its first group whole kernel groups or the last tile's rest
+    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+    n_layers = fp.n_data_tiles * (fp.n_weight_tiles if ws else 1)
+    smallest = min(b - a for a, b in kernel_tiles(layer, plan.kernels_per_tile)) if ws else layer.shape.out_k
+    kpg = hw.kernels_per_atomic(layer.precision)
+    return core + (n_layers - 1) * csc.startup_cycles(min(kpg, smallest), kpg)
 
 
 def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
@@ -341,7 +353,54 @@ def _last_band_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footpri
         per_port[layer.weight_memory] += weights - after
         arrive = max((ports[p].latency + n / ports[p].bytes_per_cycle for p, n in per_port.items() if n), default=0.0)
         best = max(best, math.floor(arrive) + computed + last.drain_cycles - last.lead)
-    return int(best) + _tail_cycles(hw)
+    return int(best) + _last_tail(layer, plan.rows_per_tile, hw)
+
+
+def _layer_chain_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
+    """A floor from the plan's hardware layers one after another in two ping-pong register groups
+    (engine.conv._run_hardware_layers): layer n is enabled, and fetches, no sooner than layer n-2's end
+    plus its completion, the driver's reprogramming and the launch (timing: completion_cycles +
+    driver_reprogram_cycles + conv_launch_cycles); it computes once its first item's fetches are in (a
+    memory latency at the soonest, and its band's whole input where CSC waits for it: TimingConfig.
+    conv_input_before_compute) and ends after every item has computed and the last block drained. So the
+    last layer ends no sooner than the chain n-1, n-3, ... of those spans. Many small hardware layers
+    (one-row bands x small kernel tiles: 2,048 layers for a 2,048-token QK^T) are ruled out by it."""
+    s, kpg, t = layer.shape, hw.kernels_per_atomic(layer.precision), hw.timing
+    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+    n_layers = fp.n_data_tiles * (fp.n_weight_tiles if ws else 1)
+    if n_layers < 3:
+        return 0
+    ports = _rates(hw)
+    bands = set(_band_sizes(layer, plan.rows_per_tile))  # (input rows, output rows)
+    tiles = {b - a for a, b in kernel_tiles(layer, plan.kernels_per_tile)} if ws else {s.out_k}
+    # what each hardware layer's first item fetches (every layer but the first, where they differ)
+    data = not layer.data_resident and (not ws or fp.n_data_tiles > 1)
+    weights = not layer.weights_resident and not (ws and fp.n_data_tiles > 1)
+    span = math.inf
+    for in_rows, rows in bands:
+        for kernels in tiles:
+            full, rest = divmod(kernels, kpg)
+            work = sum(
+                n * sum(r.count * r.compute_cycles for r in group_blocks(layer, hw, rows, size))
+                for size, n in ((kpg, full), (rest, 1 if rest else 0))
+                if n
+            )
+            last = group_blocks(layer, hw, rows, rest or kpg)[-1]
+            work += last.drain_cycles - last.lead + _tail_cycles(hw)
+            fill = 0.0
+            if data:
+                port = ports[layer.input_memory]
+                whole = cdma.input_bytes(layer, in_rows, hw) if t.conv_input_before_compute else 0
+                fill = max(fill, port.latency + whole / port.bytes_per_cycle)
+            if weights:
+                port = ports[layer.weight_memory]
+                first = cdma.weight_bytes(min(kpg, kernels), bytes_per_kernel(layer), hw)
+                if layer.weight_bytes is not None:
+                    first = 0  # a compressed group's size is not known here: the latency alone
+                fill = max(fill, port.latency + first / port.bytes_per_cycle)
+            span = min(span, math.floor(fill) + work)
+    regroup = t.completion_cycles + t.driver_reprogram_cycles + t.conv_launch_cycles
+    return int((n_layers - 1) // 2 * (regroup + span) + span)
 
 
 def _last_block(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:
@@ -419,6 +478,16 @@ def _startup(layer: ConvLayer, hw: HwConfig) -> int:
     every plan's first kernel group has min(kernels per group, K) kernels (kernel tiles are whole groups)."""
     kpg = hw.kernels_per_atomic(layer.precision)
     return csc.startup_cycles(min(kpg, layer.shape.out_k), kpg)
+
+
+def _last_tail(layer: ConvLayer, rows_per_tile: int, hw: HwConfig) -> int:
+    """_tail_cycles for the plan's last item, whose stripe gap is known: every plan with bands of
+    `rows_per_tile` rows ends with the last band against the last kernel group (K mod the group size, or a
+    whole group; kernel tiles are whole groups), and simulate_conv ends it its own gap short of the fill."""
+    kpg = hw.kernels_per_atomic(layer.precision)
+    rows = _band_sizes(layer, rows_per_tile)[-1][1]
+    gap = group_delivery(layer, hw, rows, layer.shape.out_k % kpg or kpg)[1]
+    return hw.mac.pipeline_cycles + hw.cacc.rmw_cycles - gap
 
 
 def _tail_cycles(hw: HwConfig) -> int:
