@@ -49,7 +49,11 @@ def add_commands(sub, registry: dict) -> None:
         default=None,
         help="run one block INT8-quantized through the bit-exact model and report its error",
     )
-    q.add_argument("--calib", default="max", help="calibration: max or percentile:P (e.g. percentile:99.9)")
+    q.add_argument(
+        "--calib",
+        default="max",
+        help="calibration: max, percentile:P (e.g. percentile:99.9) or entropy (KL, activations)",
+    )
     q.add_argument("--calib-data", default=None, help=".npy calibration activations [N, seq, hidden]; default seeded")
     q.add_argument("--dynamic", action="store_true", help="dynamic (per-input) activation scales")
     _weight_flags(q)

@@ -1,8 +1,8 @@
 """Post-training INT8 quantization and its NVDLA SDP requantize parameters (pure numpy).
 
 Symmetric quantization (zero point 0, as NVDLA's integer convolution expects): q = clip(round(x / s)).
-Calibration picks the clipping range per tensor or per output channel from calibration data, by max
-or by a percentile of |x|. A layer's INT32 accumulator has scale s_x * s_w[k]; bringing it to the
+Calibration picks the clipping range per tensor or per output channel from calibration data, by max,
+by a percentile of |x|, or by entropy (KL divergence, TensorRT's calibrator; activations). A layer's INT32 accumulator has scale s_x * s_w[k]; bringing it to the
 output scale s_y needs the multiplier M[k] = s_x * s_w[k] / s_y, which NVDLA applies as an integer
 multiply and a rounded right shift: per tensor in the SDP output convertor (CVT_SCALE INT16,
 CVT_SHIFT), per channel in SDP X2 (BN MUL per-kernel operand, 16-bit, MUL_SHIFT) with the convertor
@@ -29,9 +29,51 @@ class Granularity(enum.Enum):
     PER_CHANNEL = "per-channel"
 
 
+ENTROPY_BINS = 2048  # TensorRT's entropy calibrator: a 2,048-bin histogram of |x| ...
+ENTROPY_LEVELS = 128  # ... quantized to the 128 magnitudes of INT8 (Migacz, "8-bit Inference with TensorRT", GTC 2017)
+
+
+def entropy_threshold(
+    absx: np.ndarray, *, bins: int = ENTROPY_BINS, levels: int = ENTROPY_LEVELS
+) -> tuple[float, np.ndarray]:
+    """The clipping magnitude that keeps the most information of |x| at `levels` magnitudes (entropy / KL
+    calibration, as TensorRT's and NVIDIA's pytorch-quantization do it): for every candidate of i >= levels
+    histogram bins, P is the histogram clipped at bin i with the clipped tail added to its last bin, Q the
+    first i bins merged into `levels` equal runs of bins, each run's count spread evenly over its
+    non-empty bins; the threshold is the upper edge of bin i whose KL(P || Q) is least (the first, on
+    ties). Returns (threshold, KL per candidate i = levels..bins), KL infinite where Q drops a bin P has."""
+    a = np.abs(np.asarray(absx, np.float64)).ravel()
+    top = float(a.max()) if a.size else 0.0
+    if top <= 0:
+        return 1e-12, np.zeros(bins - levels + 1)
+    hist, edges = np.histogram(a, bins=bins, range=(0.0, top))
+    hist = hist.astype(np.float64)
+    kls = np.empty(bins - levels + 1)
+    for j, i in enumerate(range(levels, bins + 1)):
+        p = hist[:i].copy()
+        p[-1] += hist[i:].sum()
+        size, extra = divmod(i, levels)  # runs as np.array_split makes them: the first `extra` one bin longer
+        run = np.repeat(np.arange(levels), [size + 1] * extra + [size] * (levels - extra))
+        filled = hist[:i] > 0
+        sums = np.bincount(run, weights=hist[:i], minlength=levels)
+        counts = np.bincount(run, weights=filled, minlength=levels)
+        q = np.where(filled, sums[run] / np.maximum(counts[run], 1), 0.0)
+        p /= p.sum()
+        total = q.sum()
+        if total == 0:
+            kls[j] = np.inf
+            continue
+        q /= total
+        has = p > 0
+        kls[j] = np.inf if np.any(q[has] == 0) else float(np.sum(p[has] * np.log(p[has] / q[has])))
+    best = int(np.argmin(kls))
+    return float(edges[levels + best]), kls
+
+
 @dataclass(frozen=True)
 class Calibration:
-    """'max' or 'percentile:P' (P in (0, 100])."""
+    """'max', 'percentile:P' (P in (0, 100]) or 'entropy' (KL: entropy_threshold; activations only, weights
+    by max as TensorRT does)."""
 
     method: str = "max"
     percentile: float = 100.0
@@ -40,6 +82,8 @@ class Calibration:
     def parse(cls, text: str) -> Calibration:
         if text == "max":
             return cls("max", 100.0)
+        if text == "entropy":
+            return cls("entropy", 100.0)
         name, _, value = text.partition(":")
         if name == "percentile":
             try:
@@ -48,10 +92,14 @@ class Calibration:
                 p = -1.0
             if 0 < p <= 100:
                 return cls("percentile", p)
-        raise ValueError(f"calibration must be 'max' or 'percentile:P' with 0 < P <= 100, not {text!r}")
+        raise ValueError(f"calibration must be 'max', 'percentile:P' with 0 < P <= 100 or 'entropy', not {text!r}")
 
     def amax(self, x: np.ndarray, *, axis: int | None = None) -> np.ndarray:
-        """Clipping magnitude of x (over all elements, or per index of `axis`)."""
+        """Clipping magnitude of activations x (over all elements, or per index of `axis`)."""
+        if self.method == "entropy":
+            if axis is not None:
+                raise ValueError("entropy calibration is per tensor (activations); weights take weight_amax")
+            return np.asarray(max(entropy_threshold(x)[0], 1e-12))
         a = np.abs(np.asarray(x, np.float64))
         if axis is not None:
             a = np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1)
@@ -59,6 +107,13 @@ class Calibration:
         else:
             red = np.max(a) if self.method == "max" else np.percentile(a, self.percentile)
         return np.maximum(np.asarray(red, np.float64), 1e-12)
+
+    def weight_amax(self, w: np.ndarray, *, axis: int | None = None) -> np.ndarray:
+        """Clipping magnitude of weights: as amax, except that entropy calibration keeps the weights' max
+        (TensorRT calibrates activations only; weights are known, and per channel by max)."""
+        if self.method == "entropy":
+            return Calibration("max").amax(w, axis=axis)
+        return self.amax(w, axis=axis)
 
 
 def scale_for(amax: np.ndarray, precision: Precision = Precision.INT8) -> np.ndarray:

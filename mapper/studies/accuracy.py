@@ -171,7 +171,11 @@ def _int8_matmul(
     def mm(name, a, w, b):
         s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[name]
         per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
-        s_w = scale_for(cal.amax(w, axis=0)) if per_ch else np.full(w.shape[0], float(scale_for(cal.amax(w))))
+        s_w = (
+            scale_for(cal.weight_amax(w, axis=0))
+            if per_ch
+            else np.full(w.shape[0], float(scale_for(cal.weight_amax(w))))
+        )
         qa = quantize(a, s_x)
         qw = quantize(w, s_w[:, None])
         m, kdim = a.shape

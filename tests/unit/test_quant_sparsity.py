@@ -11,6 +11,7 @@ from nvdla_mapper.numerics.quant import (
     Calibration,
     Granularity,
     dequantize,
+    entropy_threshold,
     multiplier_to_scale_shift,
     quantize,
     requant_sdp,
@@ -40,6 +41,37 @@ def test_calibration_parse_and_percentile():
     x = np.concatenate([np.ones(999), [1000.0]])
     assert Calibration.parse("max").amax(x) == 1000
     assert Calibration.parse("percentile:99").amax(x) < 2
+
+
+def test_entropy_calibration_by_hand():
+    """KL calibration on a 4-bin histogram quantized to 2 levels, worked by hand. |x| = 0.5 x3, 1.5, 3.5 x2
+    over [0, 3.5]: bins of 0.875 hold 3, 1, 0, 2. Clipped at 2 bins: P = (3, 1+0+2)/6 = (.5, .5), Q = the
+    two bins as two levels, (3, 1)/4: KL = .5 ln(.5/.75) + .5 ln(.5/.25) = 0.143841. At 3 bins: P = (3, 1,
+    2)/6, Q merges bins 0-1 (4 over 2 non-empty bins: 2, 2) and keeps bin 2 (empty: 0) while P has 2/6
+    there: infinite. At 4 bins: P = (3, 1, 0, 2)/6, Q = (2, 2, 0, 2)/6 (bins 2-3 hold 2 in one non-empty
+    bin): KL = .5 ln(.5/(1/3)) + (1/6) ln((1/6)/(1/3)) = 0.087208, the least: the threshold is bin 4's
+    upper edge, 3.5 (the max)."""
+    x = np.array([0.5, 0.5, 0.5, 1.5, 3.5, -3.5])
+    threshold, kl = entropy_threshold(x, bins=4, levels=2)
+    assert threshold == 3.5
+    assert kl[0] == pytest.approx(0.143841, abs=1e-6) and kl[1] == np.inf and kl[2] == pytest.approx(0.087208, abs=1e-6)
+
+
+def test_entropy_calibration_clips_outliers_and_leaves_weights_at_max():
+    """A million N(0, 1) samples with five at up to 50 sigma: max keeps them (INT8 steps of 0.25 sigma
+    and more), entropy clips near 4 sigma; weights keep their max under entropy (TensorRT calibrates
+    activations)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(1_000_000)
+    x[:5] *= 50
+    cal = Calibration.parse("entropy")
+    assert 3 < float(cal.amax(x)) < 6 < 30 < float(Calibration.parse("max").amax(x))
+    w = rng.standard_normal((4, 64))
+    assert np.array_equal(cal.weight_amax(w, axis=0), np.abs(w).max(axis=1))
+    with pytest.raises(ValueError, match="per tensor"):
+        cal.amax(w, axis=0)
+    with pytest.raises(ValueError, match="or 'entropy'"):
+        Calibration.parse("kl")
 
 
 @given(st.floats(1e-7, 1e3))

@@ -70,9 +70,9 @@ def test_calibration_images_come_from_the_training_split():
 
 def test_int8_accuracy_through_the_bit_exact_datapath_is_the_committed_one():
     """The ViT's first 100 test images with every matmul through CMAC -> CACC -> SDP on nv_small (INT8,
-    SDP's integer requantization), two recipes, recomputed and equal to validation/data/trained/accuracy.json
-    (`python validation/trained/evaluate.py`: on all 360, static max per-channel 349 and per-tensor 350
-    against float's 350)."""
+    SDP's integer requantization), three recipes, recomputed and equal to validation/data/trained/accuracy.json
+    (`python validation/trained/evaluate.py`: on all 360, static max per-channel 349 and per-tensor 350,
+    entropy (KL) 350, against float's 350)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("evaluate", TRAINED.parents[1] / "trained" / "evaluate.py")
@@ -81,7 +81,7 @@ def test_int8_accuracy_through_the_bit_exact_datapath_is_the_committed_one():
     committed = json.loads((TRAINED / "accuracy.json").read_text())
     assert committed["command"] == "python validation/trained/evaluate.py"
     want = {(r["recipe"], r["images"]): r for r in committed["rows"]}
-    recipes = {k: v for k, v in evaluate.RECIPES.items() if k.startswith("static max")}
+    recipes = {k: v for k, v in evaluate.RECIPES.items() if k.startswith(("static max", "static entropy"))}
     for row in evaluate.evaluate("nv_small", 100, recipes):
         assert row == want[row["recipe"], 100]
     assert want["static max, per-tensor weights", 360]["int8_correct"] == 350

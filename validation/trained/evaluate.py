@@ -27,6 +27,7 @@ RECIPES = {
     "static max, per-channel weights": QuantSettings(Granularity.PER_CHANNEL, Calibration("max")),
     "static max, per-tensor weights": QuantSettings(Granularity.PER_TENSOR, Calibration("max")),
     "static percentile 99.9, per-channel weights": QuantSettings(Granularity.PER_CHANNEL, Calibration("percentile", 99.9)),
+    "static entropy (KL), per-channel weights": QuantSettings(Granularity.PER_CHANNEL, Calibration("entropy")),
     "dynamic activations, per-channel weights": QuantSettings(Granularity.PER_CHANNEL, Calibration("max"), dynamic=True),
 }  # fmt: skip
 
