@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import conv_floor
-from nvdla_sim.engine.conv import core_floor, group_blocks, group_delivery, output_bytes, simulate_conv
+from nvdla_sim.engine.conv import core_floor, group_blocks, group_delivery, output_bytes, regroup_cycles, simulate_conv
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import (
@@ -262,43 +262,50 @@ def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, *
     # every hardware layer after the first also waits CSC's startup before its first compute (run_items:
     # after the previous layer's last drain), its first group whole kernel groups or the last tile's rest
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
-    n_layers = fp.n_data_tiles * (fp.n_weight_tiles if ws else 1)
-    smallest = min(b - a for a, b in kernel_tiles(layer, plan.kernels_per_tile)) if ws else layer.shape.out_k
+    tile = min(b - a for a, b in kernel_tiles(layer, plan.kernels_per_tile)) if ws else layer.shape.out_k
     kpg = hw.kernels_per_atomic(layer.precision)
-    return core + (n_layers - 1) * csc.startup_cycles(min(kpg, smallest), kpg)
+    return core + (_hardware_layers(plan, fp) - 1) * csc.startup_cycles(min(kpg, tile), kpg)
 
 
 def _plan_reads(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> tuple[int, int]:
     """(input, weight) bytes the plan fetches: every image's input once per weight tile in weight-stationary
     order over several bands, the weights once per band in data-stationary order (group by group, in
-    whole CBUF entries; a compressed size's share floored); nothing for an operand resident in CBUF. The
-    same for every bank split."""
-    s = layer.shape
+    whole CBUF entries: _weight_fetch_bytes); nothing for an operand resident in CBUF. The same for every
+    bank split."""
     data = (
         0
         if layer.data_resident
         else sum(cdma.input_bytes(layer, rows, hw) for rows, _ in _band_sizes(layer, plan.rows_per_tile)) * layer.images
     )
-    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
-    if ws and fp.n_data_tiles > 1:
+    if _weights_stay(plan, fp):
         data *= fp.n_weight_tiles
-    kpg = hw.kernels_per_atomic(layer.precision)
-    weights = cdma.group_weight_bytes(s.out_k, kpg, bytes_per_kernel(layer), hw)  # fetched group by group
-    if layer.weight_bytes is not None:  # a stored (compressed) size: each group's share, rounded up
-        whole = cdma.weight_bytes(s.out_k, bytes_per_kernel(layer), hw)
-        weights = max(layer.weight_bytes, math.floor(weights * layer.weight_bytes / whole))
-    if layer.weights_resident:
-        weights = 0
-    if not ws:
+    weights = 0 if layer.weights_resident else _weight_fetch_bytes(layer, hw)
+    if plan.order is LoopOrder.DATA_STATIONARY:
         weights *= fp.n_data_tiles  # every band is a hardware layer that fetches its weights
     return data, weights
 
 
+def _weights_stay(plan: TilePlan, fp: Footprint) -> bool:
+    """Whether a weight tile stays in CBUF across several bands (weight-stationary order over several
+    data tiles: SKIP_WEIGHT_RLS, then WEIGHT_REUSE), the input fetched again per tile."""
+    return plan.order is LoopOrder.WEIGHT_STATIONARY and fp.n_data_tiles > 1
+
+
+def _hardware_layers(plan: TilePlan, fp: Footprint) -> int:
+    """The plan's hardware layers: one per band, and in weight-stationary order per kernel tile too
+    (engine.conv._hardware_layer)."""
+    return fp.n_data_tiles * (fp.n_weight_tiles if plan.order is LoopOrder.WEIGHT_STATIONARY else 1)
+
+
+def _group_compute(layer: ConvLayer, hw: HwConfig, rows: int, kernels: int) -> int:
+    """CMAC cycles of one kernel group of `kernels` kernels over a band of `rows` output rows (0 for none)."""
+    return sum(r.count * r.compute_cycles for r in group_blocks(layer, hw, rows, kernels)) if kernels else 0
+
+
 def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
-    """conv_floor with the plan's reads (every image's input once per weight tile in weight-stationary
-    order, the weights once per band of each image in data-stationary order; nothing for an operand resident in CBUF), and the
-    last fetch: it arrives no sooner than its port has moved every fetch on it plus one memory latency,
-    and the block that needs it then computes and drains (one block at least)."""
+    """conv_floor with the plan's reads (_plan_reads), and the last fetch: it arrives no sooner than its
+    port has moved every fetch on it plus one memory latency, and the block that needs it then computes and
+    drains (one block at least)."""
     s = layer.shape
     data, weights = _plan_reads(layer, plan, hw, fp)
     written = output_bytes(layer, s.out_h, s.out_k, hw) * layer.images
@@ -314,11 +321,21 @@ def _traffic_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint
 
 def _group_fetch_bytes(layer: ConvLayer, kernels: int, hw: HwConfig) -> int:
     """Bytes of one kernel group's weight fetch as engine.conv books it: the group's dense bytes in whole
-    CBUF entries, times the stored share when the weights are compressed, rounded up."""
+    CBUF entries (cdma.weight_bytes), times the stored share when the weights are compressed, rounded up."""
     dense = cdma.weight_bytes(kernels, bytes_per_kernel(layer), hw)
     if layer.weight_bytes is None:
         return dense
     return math.ceil(dense * layer.weight_bytes / cdma.weight_bytes(layer.shape.out_k, bytes_per_kernel(layer), hw))
+
+
+def _weight_fetch_bytes(layer: ConvLayer, hw: HwConfig) -> int:
+    """Bytes of every kernel group's fetch once (engine.conv fetches the weights group by group): more
+    than the blob in whole CBUF entries when a kernel's bytes do not fill whole entries (131 INT8
+    channels on nv_full: 4,224 bytes a 32-kernel group, not 4,192), and at least a compressed size."""
+    full, rest = divmod(layer.shape.out_k, hw.kernels_per_atomic(layer.precision))
+    return full * _group_fetch_bytes(layer, hw.kernels_per_atomic(layer.precision), hw) + (
+        _group_fetch_bytes(layer, rest, hw) if rest else 0
+    )
 
 
 def _last_band_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -> int:
@@ -327,38 +344,26 @@ def _last_band_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footpri
     once every fetch it or an item before it uses has arrived whole, so the m-th of those items starts no
     sooner than a memory latency after its port has moved every byte but those fetched for the items
     after it (a port moves at most its rate); then it and every later item compute, and the last block
-    drains (a hardware layer boundary between them only adds). The input counts only where CSC waits for it whole (TimingConfig.
-    conv_input_before_compute: otherwise an item may start on part of its band); SDP operand reads and
+    drains (a hardware layer boundary between them only adds). The input counts only where CSC waits for
+    it whole (TimingConfig.conv_input_before_compute: otherwise an item may start on part of its band); SDP operand reads and
     writes sharing the port are left out. Over the layer's run of equal kernel groups the floor is linear
     in m, so its ends (the first item, the last full group, the rest) are the candidates. Independent
     of the bank split. It catches what the last fetch alone misses: a decode step's attention layer whose
     last kernel group is small, computed after a full group whose weights came just before."""
-    s, kpg = layer.shape, hw.kernels_per_atomic(layer.precision)
-    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+    kpg = hw.kernels_per_atomic(layer.precision)
     # the items that run last, one after another: over several bands (weight-stationary) the last kernel
     # tile's groups against the last band; else the last band's groups of every kernel tile
-    k0 = kernel_tiles(layer, plan.kernels_per_tile)[-1][0] if ws and fp.n_data_tiles > 1 else 0
-    full, rest = divmod(s.out_k - k0, kpg)
+    k0 = kernel_tiles(layer, plan.kernels_per_tile)[-1][0] if _weights_stay(plan, fp) else 0
+    full, rest = divmod(layer.shape.out_k - k0, kpg)
     out_rows = _band_sizes(layer, plan.rows_per_tile)[-1][1]
     ports = _rates(hw)
-    # bytes every item uses, per port (as the timing model fetches them: weights group by group)
-    data = 0
-    if hw.timing.conv_input_before_compute and not layer.data_resident:
-        data = sum(cdma.input_bytes(layer, rows, hw) for rows, _ in _band_sizes(layer, plan.rows_per_tile))
-        data *= layer.images * (fp.n_weight_tiles if ws and fp.n_data_tiles > 1 else 1)
-
-    weights = 0
-    if not layer.weights_resident:
-        n_full, n_rest = divmod(s.out_k, kpg)
-        weights = n_full * _group_fetch_bytes(layer, kpg, hw) + (_group_fetch_bytes(layer, n_rest, hw) if n_rest else 0)
-        weights *= 1 if (ws or fp.n_data_tiles == 1) else fp.n_data_tiles
+    # bytes every item uses, per port (as the timing model fetches them)
+    data, weights = _plan_reads(layer, plan, hw, fp)
+    if not hw.timing.conv_input_before_compute:
+        data = 0
     # this layer's items fetch their own kernel groups unless a weight tile stays from the first band
-    fetched_here = not layer.weights_resident and not (ws and fp.n_data_tiles > 1)
-
-    def compute(n: int) -> int:  # CMAC cycles of one kernel group of n kernels over the last band
-        return sum(r.count * r.compute_cycles for r in group_blocks(layer, hw, out_rows, n)) if n else 0
-
-    c_full, c_rest = compute(kpg), compute(rest)
+    fetched_here = not layer.weights_resident and not _weights_stay(plan, fp)
+    c_full, c_rest = _group_compute(layer, hw, out_rows, kpg), _group_compute(layer, hw, out_rows, rest)
     g_full, g_rest = _group_fetch_bytes(layer, kpg, hw), _group_fetch_bytes(layer, rest, hw) if rest else 0
     last = group_blocks(layer, hw, out_rows, rest or kpg)[-1]
     best = 0.0
@@ -381,40 +386,35 @@ def _layer_chain_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footp
     conv_input_before_compute) and ends after every item has computed and the last block drained. So the
     last layer ends no sooner than the chain n-1, n-3, ... of those spans. Many small hardware layers
     (one-row bands x small kernel tiles: 2,048 layers for a 2,048-token QK^T) are ruled out by it."""
-    s, kpg, t = layer.shape, hw.kernels_per_atomic(layer.precision), hw.timing
-    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
-    n_layers = fp.n_data_tiles * (fp.n_weight_tiles if ws else 1)
+    kpg = hw.kernels_per_atomic(layer.precision)
+    n_layers = _hardware_layers(plan, fp)
     if n_layers < 3:
         return 0
     ports = _rates(hw)
     bands = set(_band_sizes(layer, plan.rows_per_tile))  # (input rows, output rows)
-    tiles = {b - a for a, b in kernel_tiles(layer, plan.kernels_per_tile)} if ws else {s.out_k}
+    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+    tiles = {b - a for a, b in kernel_tiles(layer, plan.kernels_per_tile)} if ws else {layer.shape.out_k}
     # what each hardware layer's first item fetches (every layer but the first, where they differ)
     data = not layer.data_resident and (not ws or fp.n_data_tiles > 1)
-    weights = not layer.weights_resident and not (ws and fp.n_data_tiles > 1)
+    weights = not layer.weights_resident and not _weights_stay(plan, fp)
     span = math.inf
     for in_rows, rows in bands:
         for kernels in tiles:
             full, rest = divmod(kernels, kpg)
-            work = sum(
-                n * sum(r.count * r.compute_cycles for r in group_blocks(layer, hw, rows, size))
-                for size, n in ((kpg, full), (rest, 1 if rest else 0))
-                if n
-            )
             last = group_blocks(layer, hw, rows, rest or kpg)[-1]
+            work = full * _group_compute(layer, hw, rows, kpg) + _group_compute(layer, hw, rows, rest)
             work += last.drain_cycles - last.lead + _tail_cycles(hw)
             fill = 0.0
             if data:
                 port = ports[layer.input_memory]
-                whole = cdma.input_bytes(layer, in_rows, hw) if t.conv_input_before_compute else 0
+                whole = cdma.input_bytes(layer, in_rows, hw) if hw.timing.conv_input_before_compute else 0
                 fill = max(fill, port.latency + whole / port.bytes_per_cycle)
             if weights:
                 port = ports[layer.weight_memory]
                 first = _group_fetch_bytes(layer, min(kpg, kernels), hw)
                 fill = max(fill, port.latency + first / port.bytes_per_cycle)
             span = min(span, math.floor(fill) + work)
-    regroup = t.completion_cycles + t.driver_reprogram_cycles + t.conv_launch_cycles
-    return int((n_layers - 1) // 2 * (regroup + span) + span)
+    return int((n_layers - 1) // 2 * (regroup_cycles(hw) + span) + span)
 
 
 def _last_block(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> int:

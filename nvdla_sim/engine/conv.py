@@ -526,6 +526,14 @@ def _hardware_layer(plan: TilePlan, d: int, k: int, n_bands: int) -> int:
     return k * n_bands + d if plan.order is LoopOrder.WEIGHT_STATIONARY else d
 
 
+def regroup_cycles(hw: HwConfig) -> int:
+    """From a hardware layer's end to the enable of the layer after next in the same ping-pong register
+    group: completion, the driver's reprogramming and the launch (measured on the nv_small RTL with
+    NVIDIA's testbench driver)."""
+    t = hw.timing
+    return t.completion_cycles + t.driver_reprogram_cycles + t.conv_launch_cycles
+
+
 def _run_hardware_layers(
     hw, items, item_layer, item_extra, item_tail_gap, info: dict[int, _HwLayerInfo], record_events
 ):
@@ -542,8 +550,7 @@ def _run_hardware_layers(
     summed pipeline result (end = the whole run, from the first layer's start to the last layer's last
     atom), the busy time per memory port, and each hardware layer's end."""
     fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
-    t = hw.timing
-    regroup = t.completion_cycles + t.driver_reprogram_cycles + t.conv_launch_cycles
+    regroup = regroup_cycles(hw)
     groups: dict[int, list[int]] = {}
     last_layer: dict[int, int] = {}  # the hardware layer that uses a fetch event last
     for i, g in enumerate(item_layer):

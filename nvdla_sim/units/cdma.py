@@ -69,16 +69,6 @@ def weight_bytes(kernels: int, bytes_per_kernel: int, hw: HwConfig) -> int:
     return math.ceil(kernels * bytes_per_kernel / hw.cbuf_entry_bytes) * hw.cbuf_entry_bytes
 
 
-def group_weight_bytes(kernels: int, kernels_per_group: int, bytes_per_kernel: int, hw: HwConfig) -> int:
-    """Weight bytes CDMA fetches for `kernels` kernels taken one kernel group at a time, as the timing
-    model fetches them (engine.conv: each group's fetch in whole CBUF entries, weight_bytes): more than
-    weight_bytes of them all at once when a kernel's bytes do not fill whole entries."""
-    full, rest = divmod(kernels, kernels_per_group)
-    return full * weight_bytes(kernels_per_group, bytes_per_kernel, hw) + (
-        weight_bytes(rest, bytes_per_kernel, hw) if rest else 0
-    )
-
-
 def feature_ingest_bytes_per_cycle(hw: HwConfig, memory: Memory) -> float:
     """Bytes a cycle CDMA's direct-convolution path takes feature data in from `memory` (0: no limit of
     its own, the port's rate).

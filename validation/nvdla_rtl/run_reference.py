@@ -309,6 +309,16 @@ def _memory_commands(prog: Program) -> bytearray:
     return out
 
 
+def _register_command(c: RegWrite | RegPoll, addr: int, enables: dict[int, str]) -> bytes:
+    """A register write (2 ADDR VALUE) or poll (3 ADDR MASK VALUE) at the testbench's word address `addr`
+    (the same in both testbenches); an op-enable write is noted in `enables`."""
+    if isinstance(c, RegPoll):
+        return struct.pack("=BIII", 3, addr, 0xFFFFFFFF, c.value)
+    if c.reg == _OP_ENABLE:
+        enables[addr] = c.unit
+    return struct.pack("=BII", 2, addr, c.value)
+
+
 def convert(prog: Program, regs: dict) -> tuple[bytes, dict[int, str]]:
     """Binary trace for nvdla.cpp (commands 1 wait for interrupt, 2 write_reg, 3 read_reg, 5 load_mem,
     6 syncpt mask, 7 interrupt registers, 8 syncpt CRC, 9 syncpt ignore, 0xFF end) and the op-enable
@@ -341,13 +351,7 @@ def convert(prog: Program, regs: dict) -> tuple[bytes, dict[int, str]]:
             out += struct.pack("=B", 1)
             out += struct.pack("=BII", 2, status["addr"] >> 2, done_bit(c))
         elif isinstance(c, RegWrite | RegPoll):
-            addr = regs[c.unit][c.reg]["addr"] >> 2
-            if isinstance(c, RegWrite):
-                out += struct.pack("=BII", 2, addr, c.value)
-                if c.reg == _OP_ENABLE:
-                    enables[addr] = c.unit
-            else:
-                out += struct.pack("=BIII", 3, addr, 0xFFFFFFFF, c.value)
+            out += _register_command(c, regs[c.unit][c.reg]["addr"] >> 2, enables)
     if syncpts:
         out += struct.pack("=BII", 7, status["addr"] >> 2, regs["NVDLA_GLB"]["S_INTR_MASK_0"]["addr"] >> 2)
     out += struct.pack("=B", 0xFF)
@@ -417,13 +421,7 @@ def convert_v1(prog: Program, regs: dict) -> tuple[bytes, dict[int, str], list[t
             # line drops, some cycles after the testbench issues it (else the next wait sees it still high)
             out += struct.pack("=BIII", 3, addr, bit, 0)
         elif isinstance(c, RegWrite | RegPoll):
-            addr = _V1_CSB | regs[c.unit][c.reg]["addr"] >> 2
-            if isinstance(c, RegWrite):
-                out += struct.pack("=BII", 2, addr, c.value)
-                if c.reg == _OP_ENABLE:
-                    enables[addr] = c.unit
-            else:
-                out += struct.pack("=BIII", 3, addr, 0xFFFFFFFF, c.value)
+            out += _register_command(c, _V1_CSB | regs[c.unit][c.reg]["addr"] >> 2, enables)
     dumps = []
     for i, c in enumerate(ch for ch in prog.checks if ch.kind != "nothing"):
         name = f"check{i}.rtl".encode()
