@@ -56,34 +56,54 @@ def lower_graph(
 ) -> tuple[list[Task], list[list[int]]]:
     """Lowering pass: tasks in dependency order and, per task, the indices of the tasks it waits for.
     With a memo, an op lowered before (same op, attributes and fusion) takes its earlier tasks."""
+    tasks, deps, _ = lower_ops(g, ctx, memo)
+    return tasks, deps
+
+
+def lower_ops(
+    g: nx.DiGraph, ctx: LoweringContext, memo: PassMemo | None = None
+) -> tuple[list[Task], list[list[int]], list[tuple[int, int]]]:
+    """lower_graph, with where each op's tasks sit: per op of ops_in_order(g), its (start, stop) in the
+    task list (empty for an op fused into its producer's SDP)."""
     ctx.fused, absorbed = fuse(g, has_lut=ctx.has_lut)
     last_task: dict[str, list[int]] = {}
     tasks: list[Task] = []
     deps: list[list[int]] = []
+    spans: list[tuple[int, int]] = []
     for op in ops_in_order(g):
         preds = [p for p in g.predecessors(op.name)]
         pred_tasks = sorted({t for p in preds for t in last_task.get(p, [])})
         if op.name in absorbed:
             last_task[op.name] = pred_tasks  # its work happens inside the producer's SDP
+            spans.append((len(tasks), len(tasks)))
             continue
+        lowered = lower_op(op, ctx, memo)
         extra = ctx.fused.get(op.name)
-        key = (op, op.attrs, extra)  # Op's equality leaves its attributes out
-        lowered = memo.lowered.get(key) if memo is not None else None
-        if lowered is None:
-            lowered = lower(op, ctx)
-            if isinstance(lowered, Choice):
-                lowered = cheapest(lowered, ctx)
-            if memo is not None:
-                memo.lowered[key] = lowered
         if extra is not None and extra.residual_input:  # the residual operand is read by this layer's SDP
             pred_tasks = sorted({*pred_tasks, *last_task.get(extra.residual_input, [])})
         prev = pred_tasks
+        spans.append((len(tasks), len(tasks) + len(lowered)))
         for t in lowered:
             tasks.append(t)
             deps.append(list(prev))
             prev = [len(tasks) - 1]
         last_task[op.name] = prev
-    return tasks, deps
+    return tasks, deps, spans
+
+
+def lower_op(op, ctx: LoweringContext, memo: PassMemo | None = None) -> list[Task]:
+    """One op's tasks under the context's fusion (ctx.fused): its lowering, or the cheapest of its
+    options; with a memo, the tasks of the same op, attributes and fusion lowered before."""
+    extra = ctx.fused.get(op.name)
+    key = (op, op.attrs, extra)  # Op's equality leaves its attributes out
+    lowered = memo.lowered.get(key) if memo is not None else None
+    if lowered is None:
+        lowered = lower(op, ctx)
+        if isinstance(lowered, Choice):
+            lowered = cheapest(lowered, ctx)
+        if memo is not None:
+            memo.lowered[key] = lowered
+    return lowered
 
 
 def cheapest(choice: Choice, ctx: LoweringContext) -> list[Task]:
@@ -219,15 +239,8 @@ def map_model(
         raise ValueError("map_model: the memo was filled under another hw, precision, host or lowering option")
     tasks, deps = lower_graph(g, ctx, memo)  # fusion + lowering
     per_instance, stats = simulate_tasks(tasks, hw, host, memo)  # tiling search + simulation
-    durations = [
-        instances_duration(c, t.count, st, hw, t.layer) for c, t, st in zip(per_instance, tasks, stats, strict=True)
-    ]
-    handoff = host.overhead_cycles(hw.clock_mhz)
-    sched = schedule(tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff)
-    results = [
-        TaskResult(t, c, s.start, s.end, st, s.busy)
-        for t, c, s, st in zip(tasks, per_instance, sched, stats, strict=True)
-    ]
+    durations = task_durations(tasks, per_instance, stats, hw)
+    results = scheduled(tasks, deps, per_instance, stats, durations, hw, host)
     notes = [
         "Concurrent resources (NVDLA core, BDMA, host) are scheduled without memory contention between them.",
         f"Host model: {host.gflops:g} GFLOP/s, {host.mem_gbs:g} GB/s, {host.overhead_us:g} us per fallback op.",
@@ -248,6 +261,33 @@ def map_model(
         model_macs=model_macs, dense_weight_bytes=sum(op.weight_elems for op in ops) * precision.bytes,
         energy_memo=memo.energy if memo is not None else None,
     )  # fmt: skip
+
+
+def task_durations(
+    tasks: list[Task], per_instance: list[int], stats: list[LayerStats | None], hw: HwConfig
+) -> list[int]:
+    """Each task's time over all its instances (instances_duration)."""
+    return [
+        instances_duration(c, t.count, st, hw, t.layer) for c, t, st in zip(per_instance, tasks, stats, strict=True)
+    ]
+
+
+def scheduled(
+    tasks: list[Task],
+    deps: list[list[int]],
+    per_instance: list[int],
+    stats: list[LayerStats | None],
+    durations: list[int],
+    hw: HwConfig,
+    host: HostModel,
+) -> list[TaskResult]:
+    """Schedule pass: each timed task placed on its resource after its inputs (schedule.schedule)."""
+    handoff = host.overhead_cycles(hw.clock_mhz)
+    sched = schedule(tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff)
+    return [
+        TaskResult(t, c, s.start, s.end, st, s.busy)
+        for t, c, s, st in zip(tasks, per_instance, sched, stats, strict=True)
+    ]
 
 
 def new_memo(

@@ -119,7 +119,7 @@ class MapResult:
         return self._energy
 
     def _price(self) -> dict[str, Any]:
-        total = Energy()
+        parts: list[Energy] = []
         by_layer = []  # each task's dynamic NVDLA energy over its instances (uJ), in the order of self.results
         pruned_cmac = 0.0  # CMAC energy of the layers whose static weights the treatment prunes
         for r in self.results:
@@ -132,10 +132,11 @@ class MapResult:
                 e = layer_energy(r.task.layer, r.stats, self.hw).scaled(r.task.count)
                 if memo is not None:
                     memo[r.task] = e
-            total = total + e
+            parts.append(e)
             by_layer.append(round(e.core * 1e-6, 6))
             if r.task.static_weights:
                 pruned_cmac += e.cmac
+        total = Energy.total(parts)
         run = run_energy(total, self.hw, self.total_cycles)
         core = run.core
         seconds = self.total_cycles / (self.hw.clock_mhz * 1e6)

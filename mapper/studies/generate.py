@@ -4,11 +4,12 @@
 
 The prefill is the model's sequence pass over the prompt (causal tiles skipped) with the LM head on the
 last position of each sequence: it yields the first new token (time to first token). Every further
-token is one decode step (zoo.decode_step_graph) at the cache length of that moment, mapped and
-simulated like any workload; the steps differ only in their attention layers (kv_len + 1 keys), so
-the projections, FFN and head are simulated once and served from the per-layer cache of every later
-step (passes._simulate_cached, keyed by layer value): each step is exact, and a 128-token run takes
-seconds.
+token is one decode step (presets.decode_step_graph) at the cache length of that moment; the steps differ
+only in their attention against the cache (kv_len + 1 keys), so a step template
+(studies.step_template) lowers, times and schedules the step once and re-times only the attention ops
+whose shape changed, with the tiling search and simulation of any map: every step is exact (the same
+figures as mapping its whole graph), and a step costs a one-block graph, a few lowerings and one
+schedule.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generat
 from nvdla_mapper.lowering.rules import HostModel, Resource, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.results import MapResult
+from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine import bounds
@@ -297,10 +299,13 @@ def generate(
     first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
     # the steps share every op but attention against the cache: lowered and timed once, priced once
     memo = new_memo(hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights)
+    cross = prompt if t5 else 0
+    template = StepTemplate(
+        spec, lambda s, kv_len: decode_step_graph(s, batch=batch, kv_len=kv_len, cross_len=cross), memo
+    )
     for t in range(first, new_tokens):
         kv_len = t if t5 else prompt + t - 1  # self-attention cache: the tokens before this one
-        graph = decode_step_graph(spec, batch=batch, kv_len=kv_len, cross_len=prompt if t5 else 0)
-        step = map_model(graph, hw, seq=kv_len, memo=memo, **kw)
+        step = template.map(kv_len)
         res.step_weight_bytes = step.weight_bytes()
         en = step.energy()
         res.steps.append(

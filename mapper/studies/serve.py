@@ -24,7 +24,9 @@ that could never fit alone is refused before the run with a one-line error.
 
 Iteration costs come from a `StepCosts` (tests use hand-set costs); SimulatedCosts maps the prefill and
 decode graphs with the same passes as `nvdla map` / `nvdla generate`, each distinct prefill length and
-each distinct multiset of cache lengths once.
+each distinct multiset of cache lengths once; the iterations of one batch composition (how many sequences
+share each cache length, and each prefill chunk's size) share a step template (studies.step_template:
+lowered and scheduled once, only the attention re-timed for each set of lengths, exactly).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from __future__ import annotations
 import enum
 import math
 import random
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -49,6 +51,7 @@ from nvdla_mapper.frontends.presets import (
 from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import kv_bytes_per_token, memory_limit, weight_bytes
+from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
@@ -502,6 +505,7 @@ class SimulatedCosts:
         self._prefill: dict[int, int] = {}
         self._decode: dict[tuple[int, ...], int] = {}
         self._mixed: dict[tuple, int] = {}
+        self._templates: dict[tuple, StepTemplate] = {}
 
     @property
     def mapped(self) -> tuple[int, int]:
@@ -527,17 +531,33 @@ class SimulatedCosts:
 
     def mixed(self, seqs: tuple[tuple[int, int], ...], emitting: int) -> int:
         key = (tuple(sorted(seqs)), emitting)
-        if key not in self._mixed:
-            g = mixed_step_graph(self.spec, key[0], emitting=emitting)
-            self._mixed[key] = self._map(g)
+        if all(n == 1 for _, n in key[0]):  # decodes only: mixed_step_graph is decode_step_graph
+            return self.decode(tuple(c for c, _ in key[0]))
+        if key not in self._mixed:  # one template per composition: (sequences, new tokens) of each group
+            groups = sorted(Counter(key[0]).items())
+            composition = ("mixed", tuple((k, n) for (_, n), k in groups), emitting)
+            template = self._template(composition, lambda s, q: mixed_step_graph(s, q, emitting=emitting))
+            self._mixed[key] = template.map(key[0]).total_cycles
         return self._mixed[key]
 
     def decode(self, kv_lens: tuple[int, ...]) -> int:
         key = tuple(sorted(kv_lens))
-        if key not in self._decode:
-            g = decode_step_graph(self.spec, batch=len(key), kv_len=key)
-            self._decode[key] = self._map(g)
+        if key not in self._decode:  # one template per composition: how many sequences share each length
+            composition = ("decode", tuple(k for _, k in sorted(Counter(key).items())))
+            self._decode[key] = (
+                self._template(composition, lambda s, lens: decode_step_graph(s, batch=len(lens), kv_len=lens))
+                .map(key)
+                .total_cycles
+            )
         return self._decode[key]
+
+    def _template(self, composition: tuple, build) -> StepTemplate:
+        """The step template of an iteration's batch composition (step_template: lowered and scheduled once,
+        re-timed for each set of cache lengths)."""
+        t = self._templates.get(composition)
+        if t is None:
+            t = self._templates[composition] = StepTemplate(self.spec, build, self.memo)
+        return t
 
 
 def poisson_requests(

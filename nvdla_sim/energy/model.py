@@ -58,6 +58,21 @@ class Energy:
     def by_unit(self) -> dict[str, float]:
         return {u: getattr(self, u) for u in UNITS}
 
+    @staticmethod
+    def total(parts: list[Energy]) -> Energy:
+        """The sum of `parts`, field by field in their order: the same floats as adding them one by one
+        (not builtins.sum, whose compensated float sum since Python 3.12 rounds differently)."""
+        cmac = cbuf = cacc = sdp = pdp = cdp = dram = 0.0
+        for p in parts:
+            cmac += p.cmac
+            cbuf += p.cbuf
+            cacc += p.cacc
+            sdp += p.sdp
+            pdp += p.pdp
+            cdp += p.cdp
+            dram += p.dram
+        return Energy(cmac, cbuf, cacc, sdp, pdp, cdp, dram)
+
 
 def _stage_ops(spec: SdpSpec) -> tuple[int, int]:
     """(ALU, MUL) operations per output element of the SDP stages a layer uses; the output converter is a

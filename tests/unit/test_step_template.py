@@ -1,0 +1,118 @@
+"""Decode steps re-timed from a template (mapper/studies/step_template.py) equal full maps of their graphs:
+every task's place and time in the schedule, the step's cycles, DRAM bytes, MACs, bound, roofline and
+energy. The reference is map_model on the whole step's graph with no memo (the step-by-step path)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nvdla_mapper.frontends.hf_config import from_hf_config
+from nvdla_mapper.frontends.presets import decode_step_graph, mixed_step_graph, preset
+from nvdla_mapper.passes import map_model, new_memo
+from nvdla_mapper.studies.generate import dram_bytes, generate, phase_bound, roofline_cycles
+from nvdla_mapper.studies.serve import SimulatedCosts
+from nvdla_mapper.studies.step_template import StepTemplate, one_block
+from nvdla_sim import load_config
+from nvdla_sim.precision import Precision
+
+
+def _figures(res) -> tuple:
+    """Everything a step reports, and every task's timing without its name (the template keeps the first
+    block's names for the attention tasks of every block)."""
+    rows = [
+        (r.task.op.split(".", 1)[-1], r.task.resource, r.task.count, r.cycles_per_instance, r.start, r.end, r.duration)
+        for r in res.results
+    ]
+    return (
+        res.total_cycles, dram_bytes(res), res.model_macs, phase_bound(res), roofline_cycles(res),
+        res.energy(), res.weight_bytes(), rows,
+    )  # fmt: skip
+
+
+def _full(spec, hw, graph, precision=Precision.INT8):
+    return map_model(graph, hw, precision=precision, with_baseline=False)
+
+
+def _small_llama(tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
+           "num_hidden_layers": 3, "num_key_value_heads": 2, "max_position_embeddings": 4096, "vocab_size": 1000}  # fmt: skip
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    return from_hf_config(p)
+
+
+def test_every_step_of_a_short_run_equals_a_full_map():
+    hw, spec = load_config("nv_full"), preset("gpt2")
+    template = StepTemplate(
+        spec, lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv), new_memo(hw, precision=Precision.INT8)
+    )
+    for kv in range(8, 28):
+        assert _figures(template.map(kv)) == _figures(_full(spec, hw, decode_step_graph(spec, batch=1, kv_len=kv)))
+
+
+def test_sampled_steps_of_a_long_run_equal_full_maps(tmp_path):
+    """A grouped-query, rotary model at batch 2 for 400 steps: generate's steps (through the template) at
+    sampled cache lengths against full maps."""
+    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    r = generate(spec, hw, prompt=24, new_tokens=400, batch=2)
+    for i in (0, 1, 2, 37, 38, 200, 398):
+        step = r.steps[i]
+        full = _full(spec, hw, decode_step_graph(spec, batch=2, kv_len=step.kv_len))
+        en = full.energy()
+        assert (step.cycles, step.dram_bytes, step.macs, step.bound, step.roofline_cycles) == (
+            full.total_cycles, dram_bytes(full), full.model_macs, phase_bound(full), roofline_cycles(full)
+        )  # fmt: skip
+        assert (step.core_energy_uj, step.dram_energy_uj) == (en["core_uj"], en["dram_uj"])
+
+
+def test_a_change_of_form_rebuilds_the_template(tmp_path):
+    """At batch 2 on nv_full the small model's PV changes form between 723 and 724 cached tokens (found
+    by scanning): its cheapest lowering flips from one layer per K/V group to one block-diagonal layer
+    per sequence with a BDMA gather, another task list. The template is rebuilt there, and every step
+    on both sides equals a full map."""
+    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    build = lambda s, kv: decode_step_graph(s, batch=2, kv_len=kv)  # noqa: E731
+    template = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8))
+    for kv in range(723, 731):
+        assert _figures(template.map(kv)) == _figures(_full(spec, hw, build(spec, kv)))
+    assert template.rebuilds == 1
+
+
+def test_t5_and_host_softmax_steps_equal_full_maps():
+    """T5's decoder steps (self- and cross-attention) on nv_small, where softmax and layernorm run on the
+    host."""
+    hw, spec = load_config("nv_small"), preset("t5-base")
+    build = lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv, cross_len=32)  # noqa: E731
+    template = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8))
+    for kv in (0, 1, 2, 9, 30):
+        assert _figures(template.map(kv)) == _figures(_full(spec, hw, build(spec, kv)))
+
+
+def test_serving_compositions_equal_full_maps():
+    """Serving: a batch of per-sequence cache lengths, and chunked prefill mixed with decodes; each
+    composition's template serves other lengths of the same composition, and iterations of another
+    composition get their own."""
+    hw, spec = load_config("nv_full"), preset("gpt2")
+    costs = SimulatedCosts(spec, hw)
+    for lens in ((3, 3, 17), (5, 5, 40), (6, 41, 41), (9,), (7, 7, 7)):
+        full = _full(spec, hw, decode_step_graph(spec, batch=len(lens), kv_len=lens))
+        assert costs.decode(lens) == full.total_cycles
+    for seqs, emitting in ((((10, 1), (0, 4)), 2), (((12, 1), (0, 4)), 2), (((12, 1), (4, 4)), 1)):
+        assert (
+            costs.mixed(seqs, emitting) == _full(spec, hw, mixed_step_graph(spec, seqs, emitting=emitting)).total_cycles
+        )
+    assert len(costs._templates) == 6  # decode (2, 1), (1, 2), (1,), (3,); mixed ((1, 4), (1, 1)) emitting 2 and 1
+
+
+def test_one_block_and_unlike_blocks():
+    spec = preset("gpt2")
+    assert one_block(spec).stages[0].layers == 1 and one_block(preset("t5-base")).decoder_layers == 1
+    hw = load_config("nv_full")
+
+    def unlike(s, kv):  # the one-block step is not the real step's block: refused, not mis-timed
+        return decode_step_graph(s, batch=1, kv_len=kv + (s.stages[0].layers > 1))
+
+    with pytest.raises(ValueError, match="no like op in the one-block step of gpt2"):
+        StepTemplate(spec, unlike, new_memo(hw, precision=Precision.INT8)).map(8)
