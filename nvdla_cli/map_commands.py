@@ -131,6 +131,21 @@ def add_commands(sub, registry: dict) -> None:
     z = sub.add_parser("zoo", help="list model presets")
     z.set_defaults()
     registry["zoo"] = _zoo
+    ac = sub.add_parser(
+        "accuracy", help="a trained model's task accuracy, float and INT8 through the bit-exact datapath"
+    )
+    ac.add_argument(
+        "model", help="a shipped trained model (vit_digits, char_gpt) or the <name>.config.json of one train.py wrote"
+    )
+    ac.add_argument("--hw", default="nv_small", help="config name or .toml path")
+    ac.add_argument("--quantize", choices=["per-tensor", "per-channel"], default="per-channel",
+                    help="weight scales (activations are per tensor)")  # fmt: skip
+    ac.add_argument("--calib", default="max", help="max, percentile:P (e.g. percentile:99.9) or entropy")
+    ac.add_argument("--dynamic", action="store_true", help="dynamic (per-input) activation scales")
+    ac.add_argument("--samples", type=int, default=None,
+                    help="test images (ViT) or held-out windows (GPT) from the first; default all")  # fmt: skip
+    ac.add_argument("--json", metavar="FILE", help="write the result row as JSON")
+    registry["accuracy"] = _accuracy_command
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -501,6 +516,70 @@ def _serve_sweep(args: argparse.Namespace, spec, hw, prec, settings, capacity: i
     return 0
 
 
+def _trained_dir_and_name(model: str) -> tuple[Path, str]:
+    """A shipped trained model's directory (nvdla_validation's package data, found without importing
+    it) and name, or those of a `<name>.config.json` path."""
+    import importlib.util
+
+    p = Path(model)
+    if p.name.endswith(".config.json"):
+        return p.parent, p.name.removesuffix(".config.json")
+    found = importlib.util.find_spec("nvdla_validation")
+    if found is None or not found.submodule_search_locations:
+        raise NvdlaError("the shipped trained models are nvdla_validation's data, which is not installed")
+    return Path(found.submodule_search_locations[0]) / "data" / "trained", model
+
+
+def _quant_settings(args: argparse.Namespace, granularity: str):
+    from nvdla_mapper.numerics.quant import Calibration, Granularity
+    from nvdla_mapper.studies.accuracy import QuantSettings
+
+    try:
+        cal = Calibration.parse(args.calib)
+    except ValueError as e:
+        raise NvdlaError(f"--calib: {e}") from None
+    return QuantSettings(Granularity(granularity), cal, args.dynamic, getattr(args, "prune", "") or "")
+
+
+def _accuracy_command(args: argparse.Namespace) -> int:
+    from nvdla_mapper.studies.accuracy import trained_accuracy
+
+    if args.samples is not None and args.samples < 1:
+        raise NvdlaError(f"--samples must be a positive integer, not {args.samples}")
+    directory, name = _trained_dir_and_name(args.model)
+    hw = load_config(args.hw)
+    row = trained_accuracy(directory, name, hw, _quant_settings(args, args.quantize), samples=args.samples)
+    print(format_accuracy(row, recipe=_recipe(args, args.quantize)))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"recipe": _recipe(args, args.quantize), **row}, indent=1) + "\n")
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def _recipe(args: argparse.Namespace, granularity: str) -> str:
+    return f"{'dynamic' if args.dynamic else 'static ' + args.calib} activations, {granularity} weights"
+
+
+def format_accuracy(row: dict, *, recipe: str) -> str:
+    """A trained model's accuracy row as lines: float against INT8 through the datapath."""
+    head = f"{row['model']} on {row['hw']}, INT8 ({recipe})"
+    if "images" in row:
+        n = row["images"]
+        return (
+            f"{head}\n  test accuracy     float {row['float_correct'] / n:.1%} ({row['float_correct']}/{n}), "
+            f"int8 {row['int8_correct'] / n:.1%} ({row['int8_correct']}/{n})\n  SDP saturations   {row['saturations']:,}"
+        )
+    n = row["positions"]
+    return (
+        f"{head}\n  perplexity        float {row['float_perplexity']:.4f}, int8 {row['int8_perplexity']:.4f} "
+        f"({row['windows']} windows, {n:,} positions)\n"
+        f"  next-token acc.   float {row['float_correct'] / n:.2%}, int8 {row['int8_correct'] / n:.2%}\n"
+        f"  greedy agreement  {row['greedy_agree']}/{row['greedy_tokens']} tokens equal to float's "
+        f"({row['prompts']} prompts; {row['greedy_prefix']} before the first difference)\n"
+        f"  SDP saturations   {row['saturations']:,}"
+    )
+
+
 def _zoo(args: argparse.Namespace) -> int:
     from nvdla_mapper.frontends.cnn import CNN_PRESETS
     from nvdla_mapper.frontends.presets import PRESETS
@@ -577,7 +656,7 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
     from nvdla_mapper.frontends.presets import ModelSpec, sequence_length
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.numerics.quant import Calibration, Granularity
-    from nvdla_mapper.studies.accuracy import QuantSettings, block_accuracy
+    from nvdla_mapper.studies.accuracy import TRAINED_DATA, QuantSettings, block_accuracy, trained_accuracy
 
     if prec is not Precision.INT8:
         raise NvdlaError(f"--quantize produces INT8 layers; use --precision int8, not {prec.value}")
@@ -590,6 +669,10 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
         raise NvdlaError("--quantize runs a transformer block: give a transformer preset or a config.json")
     settings = QuantSettings(Granularity(args.quantize), cal, args.dynamic, args.prune)
     errors = block_accuracy(spec, hw, settings, seq=sequence_length(spec, args.seq), calib=args.calib_data)
+    task = None
+    directory, name = _trained_dir_and_name(args.model) if args.model.endswith(".config.json") else (None, "")
+    if name in TRAINED_DATA and (directory / f"{name}.npz").is_file():  # a trained model: its task accuracy too
+        task = {"recipe": _recipe(args, args.quantize), **trained_accuracy(directory, name, hw, settings, samples=100)}
     return {
         "granularity": args.quantize,
         "calibration": args.calib,
@@ -598,6 +681,7 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
         "calibration_data": args.calib_data or "seeded N(0,1) with outlier channels",
         "reference": "float32 numpy, dense weights",
         "layers": [e.to_dict() for e in errors],
+        **({"task": task} if task else {}),
     }
 
 
@@ -660,6 +744,9 @@ def format_summary(res, *, top: int) -> str:
             f"                    {e['name']:<10} rel {e['rel']:.4f}  cos {e['cosine']:.5f}  max|err| {e['max_abs']:.4f}"
             for e in acc["layers"]
         ]
+        if acc.get("task"):  # a trained model: its task accuracy through the datapath
+            task = acc["task"]
+            lines += ["  " + line for line in format_accuracy(task, recipe=task["recipe"]).splitlines()]
     rows = sorted(group_layers(d["layers"]), key=lambda r: -r["cycles"])[:top]
     lines.append(f"  {'top layers by cycles (all blocks)':<38}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")
     for r in rows:

@@ -126,8 +126,11 @@ def vit_forward(
     return run("classifier", x[:, 0], w["classifier.weight"], w["classifier.bias"])
 
 
-def gpt2_forward(w: Weights, ids: np.ndarray, *, heads: int, eps: float = 1e-5) -> np.ndarray:
-    """Logits [B, T, vocab] for token ids [B, T], float64."""
+def gpt2_forward(w: Weights, ids: np.ndarray, *, heads: int, eps: float = 1e-5, mm: Matmul | None = None) -> np.ndarray:
+    """Logits [B, T, vocab] for token ids [B, T], float64; `mm` runs every matmul (the q, k and v
+    projections, QK^T and PV per sequence and head, the output projection, the FFN, the tied LM head; None:
+    float), LayerNorm, softmax and GELU stay float (the host's, as on a build without a LUT)."""
+    run = mm or float_matmul
     wte = _need(w, "transformer.wte.weight").astype(np.float64)
     t = ids.shape[1]
     x = wte[ids] + w["transformer.wpe.weight"][:t]
@@ -135,14 +138,22 @@ def gpt2_forward(w: Weights, ids: np.ndarray, *, heads: int, eps: float = 1e-5) 
     while f"transformer.h.{i}.ln_1.weight" in w:
         p = f"transformer.h.{i}."
 
-        def lin(name: str, y: np.ndarray, p: str = p) -> np.ndarray:
-            return y @ w[p + name + ".weight"] + w[p + name + ".bias"]  # Conv1D: [in, out]
+        def lin(name: str, y: np.ndarray, p: str = p) -> np.ndarray:  # Conv1D weights are [in, out]
+            flat = run(p + name, y.reshape(-1, y.shape[-1]), w[p + name + ".weight"].T, w[p + name + ".bias"])
+            return flat.reshape(*y.shape[:-1], -1)
 
         y = layernorm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
-        q, k, v = np.split(lin("attn.c_attn", y), 3, axis=-1)
-        x = x + lin("attn.c_proj", _attention(q, k, v, heads, True))
+        # the fused QKV projection as three matmuls, each with its own output (as the mapper lowers q, k, v)
+        wq, wk, wv = np.split(w[p + "attn.c_attn.weight"], 3, axis=1)
+        bq, bk, bv = np.split(w[p + "attn.c_attn.bias"], 3)
+        flat = y.reshape(-1, y.shape[-1])
+        q, k, v = (
+            run(f"{p}attn.c_attn.{n}", flat, wt.T, bt).reshape(*y.shape[:-1], -1)
+            for n, wt, bt in (("q", wq, bq), ("k", wk, bk), ("v", wv, bv))
+        )
+        x = x + lin("attn.c_proj", _attention(q, k, v, heads, True, mm, f"{p}attn"))
         y = layernorm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
         x = x + lin("mlp.c_proj", gelu_tanh(lin("mlp.c_fc", y)))
         i += 1
     x = layernorm(x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
-    return x @ wte.T
+    return run("lm_head", x.reshape(-1, x.shape[-1]), wte, None).reshape(*x.shape[:-1], -1)

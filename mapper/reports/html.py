@@ -191,13 +191,21 @@ def _accuracy_section(d: dict[str, Any]) -> str:
     acc = d.get("accuracy")
     if not acc:
         return ""
-    head = ", ".join(f"{k}: {v}" for k, v in acc.items() if k != "layers")
+    head = ", ".join(f"{k}: {v}" for k, v in acc.items() if k not in ("layers", "task"))
     rows = [
         [e["name"], f"{e['rel']:.5f}", f"{e['cosine']:.6f}", f"{e['max_abs']:.5f}", e["saturations"]]
         for e in acc["layers"]
     ]
-    return f"<h2>INT8 quantization accuracy</h2><p>{html.escape(head)}</p>" + _table(
-        ["layer", "relative error", "cosine", "max abs error", "saturations"], rows, table_id="accuracy"
+    task = acc.get("task")
+    task_html = ""
+    if task:  # a trained model's task accuracy, float against INT8 through the datapath
+        task_html = "<h3>Task accuracy of the trained model</h3>" + _table(
+            ["measure", "value"], [[k, v] for k, v in task.items()], table_id="task_accuracy"
+        )
+    return (
+        f"<h2>INT8 quantization accuracy</h2><p>{html.escape(head)}</p>"
+        + task_html
+        + _table(["layer", "relative error", "cosine", "max abs error", "saturations"], rows, table_id="accuracy")
     )
 
 

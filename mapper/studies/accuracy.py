@@ -24,7 +24,7 @@ import numpy as np
 from nvdla_mapper.frontends.presets import ModelSpec
 from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
 from nvdla_mapper.numerics.quant import Calibration, Granularity, dequantize, quantize, requant_sdp, scale_for
-from nvdla_mapper.numerics.reference import float_matmul, gelu_tanh, layernorm, softmax, vit_forward
+from nvdla_mapper.numerics.reference import float_matmul, gelu_tanh, gpt2_forward, layernorm, softmax, vit_forward
 from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_sim.config import HwConfig
@@ -40,6 +40,55 @@ class QuantSettings:
     calibration: Calibration = field(default_factory=Calibration)
     dynamic: bool = False
     prune: str = ""  # "", "2:4", "magnitude:S"
+    # SmoothQuant's migration strength alpha (Xiao et al. 2023; 0: off, 0.5 their default): the
+    # LayerNorm-fed matmuls take X / s and W * s, s_j = max|X_j|^alpha / max|W_j|^(1 - alpha)
+    smooth: float = 0.0
+    # the sites run in INT8 (site(); empty: all): the others stay float, to attribute the loss to its sources
+    only: frozenset[str] = frozenset()
+    # quantization-aware training: the name of a fine-tuned model in the trained directory
+    # (validation/trained/qat.py: `<name>.npz` weights, `<name>.scales.json` learned activation scales),
+    # run with those scales instead of calibrated ones
+    learned: str = ""
+    # pruning with fine-tuning: the name of the fine-tuned pruned weights in the trained directory
+    # (validation/trained/prune_ft.py) the INT8 run uses; the float reference stays the dense model
+    finetuned: str = ""
+
+
+SITES = ("embedding", "projection", "attention", "ffn", "head")
+
+
+def site(name: str) -> str:
+    """Which part of the model a matmul is, by the names numerics.reference and the seeded block give:
+    the patch embedding, a q/k/v/output projection, an attention product (QK^T, PV), an FFN layer, the
+    classifier or LM head."""
+    if activation_operand(name):
+        return "attention"
+    if name in ("classifier", "lm_head"):
+        return "head"
+    if name == "patch_embed":
+        return "embedding"
+    if (
+        ".mlp." in name
+        or ".intermediate." in name
+        or name in ("ffn1", "ffn2")
+        or (name.endswith("output.dense") and "attention" not in name)
+    ):
+        return "ffn"
+    return "projection"
+
+
+def layernorm_fed(name: str) -> bool:
+    """Whether a matmul's input is a LayerNorm's output (q, k, v, the first FFN layer, the head), so that
+    SmoothQuant's division of its input channels folds into the LayerNorm's gain at no cost; the output
+    projection and the second FFN layer read the attention context and the GELU, where it would not."""
+    tail = name.rsplit(".", 1)[-1]
+    if name in ("classifier", "lm_head", "q", "k", "v", "ffn1"):
+        return True
+    return (
+        tail in ("query", "key", "value")
+        or name.endswith(("c_attn.q", "c_attn.k", "c_attn.v", "mlp.c_fc"))
+        or (name.endswith("intermediate.dense"))
+    )
 
 
 @dataclass(frozen=True)
@@ -139,43 +188,135 @@ def calibration_inputs(path: str | Path | None, *, seq: int, hidden: int, sample
     return x.astype(np.float32)
 
 
-def _calibrated_scales(forward, settings: QuantSettings) -> tuple[dict[str, float], dict[str, float]]:
-    """Per-tensor activation scales of every matmul's input and output, by name, from `forward(mm)` run in
-    float over the calibration data (a name seen several times, as attention products of every head and
-    image, is one site)."""
-    seen_in: dict[str, list[np.ndarray]] = {}
-    seen_out: dict[str, list[np.ndarray]] = {}
+def activation_operand(name: str) -> bool:
+    """Whether a matmul's second operand is an activation, not a weight: the attention products (QK^T's
+    keys, PV's values), named `<site>.qk` / `<site>.pv` by numerics.reference and `qk.h<i>` / `pv.h<i>` by
+    the seeded block. On NVDLA that operand is the INT8 output of the K (or V) projection's SDP, read as
+    kernels: its scale is a calibrated activation scale (static recipes), not one taken from the tensor."""
+    last = name.rsplit(".", 1)[-1]
+    return last in ("qk", "pv") or name.startswith(("qk.h", "pv.h"))
+
+
+def probability_input(name: str) -> bool:
+    """Whether a matmul's input is the softmax's probabilities (PV): their range is [0, 1] by construction,
+    so every recipe quantizes them at amax 1 (as explicitly quantized INT8 BERT does), not at a calibrated
+    range: entropy calibration puts the threshold of these peaked distributions at 1/16 and saturates every
+    probability above it (measured on the character GPT: held-out perplexity 6.95 -> 43.2 on 4 windows)."""
+    last = name.rsplit(".", 1)[-1]
+    return last == "pv" or name.startswith("pv.h")
+
+
+@dataclass(frozen=True)
+class Scales:
+    """Static per-tensor activation scales by matmul name: its input, its output, and (attention
+    products) its activation operand; and SmoothQuant's per-input-channel factors where it applies."""
+
+    inputs: dict[str, float]
+    outputs: dict[str, float]
+    operands: dict[str, float]
+    smooth: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _calibrated_scales(forward, settings: QuantSettings) -> Scales:
+    """Per-tensor activation scales of every matmul's input and output, and of the attention products'
+    activation operands, by name, from `forward(mm)` run in float over the calibration data (a name seen
+    several times, as attention products of every head and image, is one site). With SmoothQuant, the
+    LayerNorm-fed inputs' factors come from their per-channel maxima, and their scales are the smoothed
+    inputs'."""
+    seen: tuple[dict[str, list[np.ndarray]], ...] = ({}, {}, {})
+    weights: dict[str, np.ndarray] = {}
 
     def record(name, a, w, b):
         y = float_matmul(name, a, w, b)
-        seen_in.setdefault(name, []).append(np.ravel(a))
-        seen_out.setdefault(name, []).append(np.ravel(y))
+        for d, v in zip(seen, (a, y, w if activation_operand(name) else None), strict=True):
+            if v is not None:
+                d.setdefault(name, []).append(v.reshape(-1, v.shape[-1]))
+        weights[name] = w
         return y
 
     forward(record)
     cal = settings.calibration
-    return tuple({n: float(scale_for(cal.amax(np.concatenate(v)))) for n, v in d.items()} for d in (seen_in, seen_out))
+    smooth: dict[str, np.ndarray] = {}
+    if settings.smooth:
+        alpha = settings.smooth
+        for n, xs in seen[0].items():
+            if layernorm_fed(n):
+                x_max = np.maximum(np.abs(np.concatenate(xs)).max(0), 1e-5)
+                w_max = np.maximum(np.abs(weights[n]).max(0), 1e-5)
+                smooth[n] = x_max**alpha / w_max ** (1 - alpha)
+
+    def scale(name: str, parts: list[np.ndarray], s: np.ndarray | float = 1.0) -> float:
+        return float(scale_for(cal.amax(np.concatenate([(x / s).ravel() for x in parts]))))
+
+    inputs = {n: scale(n, v, smooth.get(n, 1.0)) for n, v in seen[0].items()}
+    outputs, operands = ({n: scale(n, v) for n, v in d.items()} for d in seen[1:])
+    return Scales(inputs, outputs, operands, smooth)
 
 
-def _int8_matmul(
-    hw: HwConfig, settings: QuantSettings, s_in: dict[str, float], s_out: dict[str, float], sats: dict[str, int]
-):
+def load_scales(path: str | Path) -> Scales:
+    """Learned activation scales ({"inputs", "outputs", "operands"}: name -> scale), one-line errors."""
+    import json
+
+    try:
+        d = json.loads(Path(path).read_text())
+        scales = Scales(*({str(k): float(v) for k, v in d[part].items()} for part in ("inputs", "outputs", "operands")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise NvdlaError(f"{path}: not a scales file of inputs, outputs and operands ({e})") from None
+    if any(
+        v <= 0 or not math.isfinite(v)
+        for part in (scales.inputs, scales.outputs, scales.operands)
+        for v in part.values()
+    ):
+        raise NvdlaError(f"{path}: every scale must be a positive number")
+    return scales
+
+
+def _pruned(mm, spec: str):
+    """A matmul hook whose static weights are pruned by `spec` (prune(); "" leaves it as is): every
+    matmul with model weights but a tied LM head, whose matrix is also the token embedding table."""
+    if not spec:
+        return mm
+
+    def run(name, a, w, b):
+        if not activation_operand(name) and name != "lm_head":
+            w = prune(w, spec)
+        return mm(name, a, w, b)
+
+    return run
+
+
+def _static(scales: dict[str, float], name: str, what: str) -> float:
+    if name not in scales:
+        raise NvdlaError(f"no static {what} scale for matmul {name!r}: the scales were made for another model")
+    return scales[name]
+
+
+def _int8_matmul(hw: HwConfig, settings: QuantSettings, scales: Scales, sats: dict[str, int]):
     """A matmul hook (numerics.reference.Matmul) through NVDLA's INT8 datapath: the operands quantized
-    (activations per tensor, static from `s_in` / `s_out` or dynamic; weights per channel where the layer
-    has a bias and settings ask for it), the product run by run_conv on the bit-exact CMAC -> CACC -> SDP
-    model in the layout and tiling the mapper picks, requantized to INT8 by SDP, and dequantized;
-    saturations counted into `sats` by name."""
+    (activations per tensor, static from `scales` or dynamic, the attention products' activation operand
+    likewise, the softmax's probabilities at their range [0, 1]; weights per channel where the layer has a bias and settings ask for it), the product run by
+    run_conv on the bit-exact CMAC -> CACC -> SDP model in the layout and tiling the mapper picks,
+    requantized to INT8 by SDP, and dequantized; saturations counted into `sats` by name."""
     cal = settings.calibration
     ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
 
     def mm(name, a, w, b):
-        s_x = float(scale_for(cal.amax(a))) if settings.dynamic else s_in[name]
+        if settings.only and site(name) not in settings.only:
+            return float_matmul(name, a, w, b)
+        if name in scales.smooth:  # SmoothQuant: the division folded into the LayerNorm, the product into W
+            a, w = a / scales.smooth[name], w * scales.smooth[name]
+        if probability_input(name):
+            s_x = float(scale_for(1.0))
+        else:
+            s_x = float(scale_for(cal.amax(a))) if settings.dynamic else _static(scales.inputs, name, "input")
         per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
-        s_w = (
-            scale_for(cal.weight_amax(w, axis=0))
-            if per_ch
-            else np.full(w.shape[0], float(scale_for(cal.weight_amax(w))))
-        )
+        if activation_operand(name):
+            s_op = float(scale_for(cal.amax(w))) if settings.dynamic else _static(scales.operands, name, "operand")
+            s_w = np.full(w.shape[0], s_op)
+        elif per_ch:
+            s_w = scale_for(cal.weight_amax(w, axis=0))
+        else:
+            s_w = np.full(w.shape[0], float(scale_for(cal.weight_amax(w))))
         qa = quantize(a, s_x)
         qw = quantize(w, s_w[:, None])
         m, kdim = a.shape
@@ -188,7 +329,7 @@ def _int8_matmul(
             real = dequantize(acc.reshape(m, -1), s_x * s_w) + (b if b is not None else 0)
             s_y = float(scale_for(cal.amax(real)))
         else:
-            s_y = s_out[name]
+            s_y = _static(scales.outputs, name, "output")
         params = requant_sdp(
             s_x, s_w, s_y, bias=b, granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR
         )
@@ -218,9 +359,9 @@ def block_accuracy(
     data = calibration_inputs(calib, seq=seq, hidden=st.hidden, samples=samples, rng=rng)
 
     calibration = data[:-1] if len(data) > 1 else data
-    s_in, s_out = _calibrated_scales(lambda mm: [block.forward(x, mm, dense=False) for x in calibration], settings)
+    scales = _calibrated_scales(lambda mm: [block.forward(x, mm, dense=False) for x in calibration], settings)
     sats: dict[str, int] = {}
-    nvdla_mm = _int8_matmul(hw, settings, s_in, s_out, sats)
+    nvdla_mm = _int8_matmul(hw, settings, scales, sats)
 
     def int8_mm(name, a, w, b):
         return nvdla_mm(name, a, w, b).astype(np.float32)
@@ -262,13 +403,16 @@ def vit_int8_accuracy(
     *,
     heads: int,
     patch: int,
+    int8_weights: dict[str, np.ndarray] | None = None,
 ) -> TrainedAccuracy:
     """The trained ViT on `images`, float and INT8 (static scales calibrated on `calib`, or dynamic): every
     matmul (patch embedding, projections, QK^T and PV per image and head, FFN, classifier) runs through the
     bit-exact CMAC -> CACC -> SDP model (run_conv, tiled as the mapper tiles it) with SDP's integer
     requantization to INT8; LayerNorm, softmax and GELU in float on the host, as the mapper runs them on a
     build without SDP's LUT (nv_small). Weight scales per output channel or per tensor; activations per
-    tensor. Bad input gets a one-line error."""
+    tensor. With pruning (settings.prune) the INT8 run's weights are pruned, calibrated as pruned, and
+    compared with the dense float model; `int8_weights` (fine-tuned after pruning) replace the INT8 run's.
+    Bad input gets a one-line error."""
     if Precision.INT8 not in hw.precisions:
         raise NvdlaError(f"{hw.name} has no int8 datapath")
     if images.ndim != 3 or calib.ndim != 3 or images.shape[1:] != calib.shape[1:]:
@@ -277,9 +421,197 @@ def vit_int8_accuracy(
         )
     if labels.shape != images.shape[:1]:
         raise NvdlaError(f"labels {list(labels.shape)} must be one per image ({images.shape[0]})")
-    s_in, s_out = _calibrated_scales(lambda mm: vit_forward(weights, calib, heads=heads, patch=patch, mm=mm), settings)
+    iw = int8_weights or weights
+    scales = _calibrated_scales(
+        lambda mm: vit_forward(iw, calib, heads=heads, patch=patch, mm=_pruned(mm, settings.prune)), settings
+    )
     sats: dict[str, int] = {}
-    int8_mm = _int8_matmul(hw, settings, s_in, s_out, sats)
+    int8_mm = _pruned(_int8_matmul(hw, settings, scales, sats), settings.prune)
     ref = vit_forward(weights, images, heads=heads, patch=patch).argmax(-1)
-    got = vit_forward(weights, images, heads=heads, patch=patch, mm=int8_mm).argmax(-1)
+    got = vit_forward(iw, images, heads=heads, patch=patch, mm=int8_mm).argmax(-1)
     return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sum(sats.values()))
+
+
+@dataclass(frozen=True)
+class LmAccuracy:
+    """A trained language model's held-out accuracy, float and through NVDLA's INT8 datapath: per-position
+    negative log-likelihood (perplexity is its exponential) and next-token accuracy over `windows` windows
+    of context, and how far greedy generation from `prompts` prompts agrees with the float model's."""
+
+    windows: int
+    positions: int
+    float_nll: float  # mean over positions, nats
+    int8_nll: float
+    float_correct: int
+    int8_correct: int
+    prompts: int
+    greedy_tokens: int  # tokens each path generated, over all prompts
+    greedy_agree: int  # positions where the INT8 continuation's token equals the float one's
+    greedy_prefix: int  # tokens before the first difference, summed over prompts
+    saturations: int  # SDP saturations over the held-out windows
+
+    @property
+    def float_perplexity(self) -> float:
+        return math.exp(self.float_nll)
+
+    @property
+    def int8_perplexity(self) -> float:
+        return math.exp(self.int8_nll)
+
+
+def _nll_correct(logits: np.ndarray, ys: np.ndarray) -> tuple[float, int]:
+    """Summed negative log-likelihood of `ys` under `logits` [..., vocab], and how many are the argmax."""
+    z = logits - logits.max(-1, keepdims=True)
+    logp = np.take_along_axis(z, ys[..., None], -1)[..., 0] - np.log(np.exp(z).sum(-1))
+    return float(-logp.sum()), int((logits.argmax(-1) == ys).sum())
+
+
+def _greedy(forward, prompts: np.ndarray, new: int, *, pad_to: int = 0) -> np.ndarray:
+    """`new` tokens after each prompt [P, T], each the argmax of `forward(ids)` at the last real position.
+    With `pad_to`, every forward runs on the sequences padded (token 0) to that length: in a causal model
+    a position's logits do not depend on later positions, and under static scales neither do its INT8
+    values (every op is row by row but attention, whose later keys the mask zeroes), so the logits are
+    the unpadded ones and every forward has one shape (one tiling search per layer, not one per length)."""
+    ids = prompts
+    for _ in range(new):
+        t = ids.shape[1]
+        x = np.pad(ids, ((0, 0), (0, pad_to - t))) if pad_to else ids
+        ids = np.concatenate([ids, forward(x)[:, t - 1].argmax(-1)[:, None]], 1)
+    return ids[:, prompts.shape[1] :]
+
+
+def gpt_int8_accuracy(
+    weights: dict[str, np.ndarray],
+    calib: np.ndarray,
+    text: np.ndarray,
+    hw: HwConfig,
+    settings: QuantSettings,
+    *,
+    heads: int,
+    context: int,
+    windows: int | None = None,
+    prompts: int = 4,
+    new_tokens: int = 16,
+    scales: Scales | None = None,
+    int8_weights: dict[str, np.ndarray] | None = None,
+) -> LmAccuracy:
+    """The trained GPT on held-out token ids `text` [N], float and INT8 (static scales calibrated on the
+    windows `calib` [n, T], or dynamic): every matmul (the q, k and v projections, QK^T and PV per sequence and
+    head, the output projection, the FFN, the tied LM head) through the bit-exact CMAC -> CACC -> SDP model
+    with SDP's integer requantization, as vit_int8_accuracy; LayerNorm, softmax and GELU in float on the
+    host (nv_small has no LUT). Perplexity and next-token accuracy over the first `windows` windows of
+    `context` tokens (all by default), and greedy continuations of `new_tokens` tokens to the context's
+    end from `prompts` prompts spread evenly over the text, INT8 against float. `scales` (learned by
+    quantization-aware training) replace the calibration; `weights` are then the fine-tuned model's, and
+    the float baseline is theirs. Pruning and `int8_weights` as in vit_int8_accuracy."""
+    if Precision.INT8 not in hw.precisions:
+        raise NvdlaError(f"{hw.name} has no int8 datapath")
+    vocab = weights["transformer.wte.weight"].shape[0] if "transformer.wte.weight" in weights else 0
+    if text.ndim != 1 or calib.ndim != 2 or calib.shape[1] > context:
+        raise NvdlaError(
+            f"held-out ids {list(text.shape)} must be [N] and calibration ids {list(calib.shape)} [n, T <= {context}]"
+        )
+    if max(int(text.max()), int(calib.max())) >= vocab:
+        raise NvdlaError(f"token ids must be below the model's vocabulary of {vocab}")
+    if not 0 < new_tokens < context:
+        raise NvdlaError(
+            f"new_tokens {new_tokens} must be in 1..{context - 1} (the prompt fills the rest of the context)"
+        )
+    ids = text.astype(np.int64)
+    usable = (len(ids) - 1) // context
+    n = usable if windows is None else min(windows, usable)
+    xs = ids[: n * context].reshape(n, context)
+    ys = ids[1 : n * context + 1].reshape(n, context)
+    cal = calib.astype(np.int64)
+    iw = int8_weights or weights
+    if scales is None:  # else learned (quantization-aware training)
+        scales = _calibrated_scales(
+            lambda mm: gpt2_forward(iw, cal, heads=heads, mm=_pruned(mm, settings.prune)), settings
+        )
+    sats: dict[str, int] = {}
+    int8_mm = _pruned(_int8_matmul(hw, settings, scales, sats), settings.prune)
+    f_nll, f_ok = _nll_correct(gpt2_forward(weights, xs, heads=heads), ys)
+    q_nll, q_ok = _nll_correct(gpt2_forward(iw, xs, heads=heads, mm=int8_mm), ys)
+    prompt_tokens, new = context - new_tokens, new_tokens
+    starts = np.linspace(0, len(ids) - prompt_tokens, prompts).astype(np.int64)
+    pr = np.stack([ids[s : s + prompt_tokens] for s in starts])
+    pad = 0 if settings.dynamic else context  # dynamic scales see every row: run the real lengths
+    g_f = _greedy(lambda x: gpt2_forward(weights, x, heads=heads), pr, new, pad_to=pad)
+    sats_held = sum(sats.values())  # the held-out windows' (the greedy runs' padded rows would count too)
+    g_q = _greedy(lambda x: gpt2_forward(iw, x, heads=heads, mm=int8_mm), pr, new, pad_to=pad)
+    same = g_f == g_q
+    prefix = int(sum(int(np.argmin(row)) if not row.all() else new for row in same))
+    return LmAccuracy(
+        n, xs.size, f_nll / xs.size, q_nll / xs.size, f_ok, q_ok, prompts, g_f.size, int(same.sum()), prefix,
+        sats_held,
+    )  # fmt: skip
+
+
+# The trained models of issue 31 (validation/trained/train.py writes them into one directory, shipped as
+# nvdla_validation's package data): per model, its evaluation and calibration data beside
+# `<name>.npz` (weights) and `<name>.config.json` (the HF config: heads, patch, context).
+TRAINED_DATA = {
+    "vit_digits": ("digits_test.npz", "digits_calib.npz"),
+    "char_gpt": ("char_eval.npz", "char_calib.npz"),
+}
+
+
+def trained_accuracy(
+    directory: str | Path,
+    name: str,
+    hw: HwConfig,
+    settings: QuantSettings,
+    *,
+    samples: int | None = None,
+    prompts: int = 4,
+    new_tokens: int = 16,
+) -> dict:
+    """A trained model's task accuracy, float and INT8 through the bit-exact datapath, as one row: the ViT
+    on its first `samples` test images (all by default), the GPT on its first `samples` held-out windows
+    with `prompts` greedy continuations of `new_tokens` tokens. One-line errors for an unknown model or a
+    missing file."""
+    from nvdla_mapper.frontends.hf_config import from_hf_config
+    from nvdla_mapper.numerics.reference import load_weights
+
+    if name not in TRAINED_DATA:
+        raise NvdlaError(f"no trained model {name!r}; trained models: {', '.join(TRAINED_DATA)}")
+    d = Path(directory)
+    eval_file, calib_file = (d / f for f in TRAINED_DATA[name])
+    for f in (d / f"{name}.config.json", eval_file, calib_file):
+        if not f.is_file():
+            raise NvdlaError(f"{f}: missing (validation/trained/train.py writes {name}'s files into one directory)")
+    spec = from_hf_config(d / f"{name}.config.json")
+    w = load_weights(d / f"{name}.npz")
+    learned = None
+    if settings.learned:  # quantization-aware training: its fine-tuned weights and learned scales
+        if settings.dynamic or settings.smooth or name != "char_gpt":
+            raise NvdlaError("learned (QAT) scales are static and made for char_gpt (validation/trained/qat.py)")
+        w, learned = load_weights(d / f"{settings.learned}.npz"), load_scales(d / f"{settings.learned}.scales.json")
+    tuned = load_weights(d / f"{settings.finetuned}.npz") if settings.finetuned else None
+    heads = spec.stages[0].heads
+    if name == "vit_digits":
+        test, calib = np.load(eval_file), np.load(calib_file)["images"]
+        n = len(test["images"]) if samples is None else samples
+        r = vit_int8_accuracy(
+            w,
+            calib,
+            test["images"][:n],
+            test["labels"][:n],
+            hw,
+            settings,
+            heads=heads,
+            patch=spec.patch_embed[1],
+            int8_weights=tuned,
+        )
+        return {"model": name, "hw": hw.name, "images": r.images, "float_correct": r.float_correct,
+                "int8_correct": r.int8_correct, "saturations": r.saturations}  # fmt: skip
+    g = gpt_int8_accuracy(
+        w, np.load(calib_file)["ids"], np.load(eval_file)["ids"], hw, settings, heads=heads,
+        context=spec.max_positions, windows=samples, prompts=prompts, new_tokens=new_tokens, scales=learned,
+        int8_weights=tuned,
+    )  # fmt: skip
+    return {"model": name, "hw": hw.name, "windows": g.windows, "positions": g.positions,
+            "float_perplexity": round(g.float_perplexity, 4), "int8_perplexity": round(g.int8_perplexity, 4),
+            "float_correct": g.float_correct, "int8_correct": g.int8_correct, "prompts": g.prompts,
+            "greedy_tokens": g.greedy_tokens, "greedy_agree": g.greedy_agree, "greedy_prefix": g.greedy_prefix,
+            "saturations": g.saturations}  # fmt: skip

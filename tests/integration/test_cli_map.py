@@ -148,3 +148,40 @@ def test_map_emit_program_whole_model_on_a_y_unit_build(tmp_path, capsys):
     assert run.cycles == exp["model_cycles"] == exp["mapper_cycles_per_instance"]
     assert all(c["match"] for c in run.checks)
     assert run.decoded.operations[0].ew is not None and run.decoded.operations[0].lut_enabled
+
+
+def test_accuracy_command_and_the_map_report_of_a_trained_model(tmp_path, capsys):
+    """`nvdla accuracy` on the shipped ViT (its float count checked against the float reference, its INT8
+    row against the study's function), and `nvdla map` of the trained config with --quantize: the task
+    accuracy beside cycles and energy in the summary, report.json and report.html."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from nvdla_mapper.numerics.reference import load_weights, vit_forward
+    from nvdla_mapper.studies.accuracy import QuantSettings, trained_accuracy
+    from nvdla_sim.config import load_config
+
+    trained = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
+    out = tmp_path / "acc.json"
+    assert main(["accuracy", "vit_digits", "--samples", "40", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    row = json.loads(out.read_text())
+    test = np.load(trained / "digits_test.npz")
+    logits = vit_forward(load_weights(trained / "vit_digits.npz"), test["images"][:40], heads=4, patch=2)
+    assert row["float_correct"] == int((logits.argmax(-1) == test["labels"][:40]).sum())
+    assert {k: v for k, v in row.items() if k != "recipe"} == trained_accuracy(
+        trained, "vit_digits", load_config("nv_small"), QuantSettings(), samples=40
+    )
+    assert f"int8 {row['int8_correct'] / 40:.1%} ({row['int8_correct']}/40)" in text
+    rc = main(["map", str(trained / "vit_digits.config.json"), "--hw", "nv_small", "--quantize", "per-channel",
+               "--report", str(tmp_path)])  # fmt: skip
+    text = capsys.readouterr().out
+    d = json.loads((tmp_path / "report.json").read_text())
+    task = d["accuracy"]["task"]
+    assert rc == 0 and task["images"] == 100 and "test accuracy     float" in text and "end-to-end" in text
+    assert '<table id="task_accuracy">' in (tmp_path / "report.html").read_text()
+    assert main(["accuracy", "resnet50"]) == 2
+    assert "no trained model 'resnet50'; trained models: vit_digits, char_gpt" in capsys.readouterr().err
+    assert main(["accuracy", "vit_digits", "--samples", "0"]) == 2
+    assert "--samples must be a positive integer, not 0" in capsys.readouterr().err

@@ -73,18 +73,94 @@ def test_int8_accuracy_through_the_bit_exact_datapath_is_the_committed_one():
     SDP's integer requantization), three recipes, recomputed and equal to validation/data/trained/accuracy.json
     (`python validation/trained/evaluate.py`: on all 360, static max per-channel 349 and per-tensor 350,
     entropy (KL) 350, against float's 350)."""
+    evaluate = _evaluate_module()
+    committed = json.loads((TRAINED / "accuracy.json").read_text())
+    assert committed["command"] == "python validation/trained/evaluate.py"
+    want = {(r["recipe"], r["images"]): r for r in committed["rows"] if r["model"] == "vit_digits"}
+    recipes = {k: v for k, v in evaluate.RECIPES.items() if k.startswith(("static max", "static entropy"))}
+    for row in evaluate.evaluate("nv_small", 100, recipes):
+        assert row == want[row["recipe"], 100]
+    assert want["static max, per-tensor weights", 360]["int8_correct"] == 350
+
+
+def _evaluate_module():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("evaluate", TRAINED.parents[1] / "trained" / "evaluate.py")
     evaluate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(evaluate)
-    committed = json.loads((TRAINED / "accuracy.json").read_text())
-    assert committed["command"] == "python validation/trained/evaluate.py"
-    want = {(r["recipe"], r["images"]): r for r in committed["rows"]}
-    recipes = {k: v for k, v in evaluate.RECIPES.items() if k.startswith(("static max", "static entropy"))}
-    for row in evaluate.evaluate("nv_small", 100, recipes):
-        assert row == want[row["recipe"], 100]
-    assert want["static max, per-tensor weights", 360]["int8_correct"] == 350
+    return evaluate
+
+
+def test_char_gpt_through_the_bit_exact_datapath_is_the_committed_one():
+    """The character GPT's first 16 held-out windows (1,024 positions) and two greedy continuations of 8
+    characters, every matmul through CMAC -> CACC -> SDP on nv_small, two PTQ recipes and QAT's learned
+    scales, recomputed and equal to accuracy.json; the committed full run's float perplexity is the training log's (torch's, 4.832)."""
+    evaluate = _evaluate_module()
+    committed = [r for r in json.loads((TRAINED / "accuracy.json").read_text())["rows"] if r["model"] == "char_gpt"]
+    want = {(r["recipe"], r["windows"]): r for r in committed}
+    recipes = {k: v for k, v in evaluate.RECIPES.items() if k.startswith(("static max, per-channel", "static entropy"))}
+    for row in evaluate.evaluate_gpt("nv_small", 16, 2, 8, recipes | evaluate.QAT):
+        assert row == want[row["recipe"], 16]
+    full = [r for r in committed if r["windows"] == 369]
+    parts = (evaluate.RECIPES, evaluate.QAT, evaluate.PRUNING, evaluate.PRUNING_FT, evaluate.ATTRIBUTION)
+    assert len(full) == sum(map(len, parts)) - 1  # no GPT embedding matmul
+    # QAT: its float baseline is the fine-tuned model's, and torch's fake quantization at the learned scales
+    # (qat.py's log) predicts what the bit-exact datapath measures (4.8410 against 4.8407)
+    (qat,) = [r for r in full if r["recipe"].startswith("QAT")]
+    qat_log = _log("char_gpt_qat")["log"][-1]
+    assert qat["float_perplexity"] == pytest.approx(qat_log["float"][0], rel=1e-4)
+    assert qat["int8_perplexity"] == pytest.approx(qat_log["fake_quant"][0], rel=1e-3)
+    full = [r for r in full if r is not qat]
+    log = _log("char_gpt")["float_held_out"]
+    assert all(r["float_perplexity"] == pytest.approx(log["held_out_perplexity"], rel=1e-3) for r in full)
+    assert all(
+        r["float_correct"] / r["positions"] == pytest.approx(log["held_out_next_char_accuracy"], abs=2e-4) for r in full
+    )
+
+
+def test_padded_greedy_is_the_unpadded_one():
+    """Under static scales a causal model's INT8 logits at a position do not depend on later positions, so
+    greedy decoding on windows padded to one length (one tiling search per layer) makes the same tokens as
+    on the growing sequences."""
+    from nvdla_mapper.numerics.quant import Calibration
+    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _greedy, _int8_matmul
+    from nvdla_sim import load_config
+
+    w = load_weights(TRAINED / "char_gpt.npz")
+    calib = np.load(TRAINED / "char_calib.npz")["ids"][:4].astype(np.int64)
+    settings = QuantSettings(calibration=Calibration("max"))
+    scales = _calibrated_scales(lambda mm: gpt2_forward(w, calib, heads=4, mm=mm), settings)
+    mm = _int8_matmul(load_config("nv_small"), settings, scales, {})
+    prompt = np.load(TRAINED / "char_eval.npz")["ids"][None, :12].astype(np.int64)
+    forward = lambda x: gpt2_forward(w, x, heads=4, mm=mm)  # noqa: E731
+    padded = forward(np.pad(prompt, ((0, 0), (0, 4))))[:, :12]
+    assert np.array_equal(padded, forward(prompt))
+    assert np.array_equal(_greedy(forward, prompt, 3, pad_to=16), _greedy(forward, prompt, 3))
+
+
+def test_bad_lm_evaluation_inputs_are_named():
+    from nvdla_mapper.studies.accuracy import QuantSettings, gpt_int8_accuracy
+    from nvdla_sim import load_config
+
+    w, hw = load_weights(TRAINED / "char_gpt.npz"), load_config("nv_small")
+    text = np.load(TRAINED / "char_eval.npz")["ids"]
+    with pytest.raises(NvdlaError, match=r"calibration ids \[4, 65\] \[n, T <= 64\]"):
+        gpt_int8_accuracy(w, np.zeros((4, 65), np.int64), text, hw, QuantSettings(), heads=4, context=64)
+    with pytest.raises(NvdlaError, match="below the model's vocabulary of 128"):
+        gpt_int8_accuracy(w, np.full((4, 8), 200), text, hw, QuantSettings(), heads=4, context=64)
+    from nvdla_mapper.studies.accuracy import Scales, load_scales, trained_accuracy
+
+    with pytest.raises(NvdlaError, match="no static input scale for matmul 'transformer.h.0.attn.c_attn.q'"):
+        gpt_int8_accuracy(w, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64,
+                          scales=Scales({}, {}, {}))  # fmt: skip
+    bad = TRAINED.parent / "nonexistent.scales.json"
+    with pytest.raises(NvdlaError, match="not a scales file of inputs, outputs and operands"):
+        load_scales(bad)
+    with pytest.raises(NvdlaError, match="learned \\(QAT\\) scales are static and made for char_gpt"):
+        trained_accuracy(TRAINED, "vit_digits", hw, QuantSettings(learned="char_gpt_qat"), samples=1)
+    with pytest.raises(NvdlaError, match="new_tokens 64 must be in 1..63"):
+        gpt_int8_accuracy(w, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64, new_tokens=64)
 
 
 def test_bad_evaluation_inputs_are_named():
@@ -98,3 +174,77 @@ def test_bad_evaluation_inputs_are_named():
     with pytest.raises(NvdlaError, match="labels"):
         vit_int8_accuracy(w, np.zeros((4, 8, 8)), np.zeros((2, 8, 8)), np.zeros(3), load_config("nv_small"),
                           QuantSettings(), heads=4, patch=2)  # fmt: skip
+
+
+def test_smoothquant_factors_and_scales_by_hand():
+    """SmoothQuant on a LayerNorm-fed matmul: s_j = max|X_j|^a / max|W_j|^(1-a) per input channel, the input
+    scale taken on X / s; worked by hand for alpha 0.5: channel maxima X (4, 1), W (0.5, 2) give
+    s = (2 / sqrt(0.5), 1 / sqrt(2)) = (2.828427, 0.707107), X / s peaks at 4 / 2.828427 = 1.414214 and
+    1 / 0.707107 = 1.414214, scale 1.414214 / 127. The output projection (not LayerNorm-fed) is left alone."""
+    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales
+
+    x = np.array([[4.0, -0.5], [-1.0, 1.0]])
+    w = np.array([[0.5, 2.0], [-0.25, 1.0]])  # [out, in]: input channel maxima 0.5 and 2
+
+    def forward(mm):
+        mm("q", x, w, np.zeros(2))
+        mm("o", x, w, np.zeros(2))
+
+    sc = _calibrated_scales(forward, QuantSettings(smooth=0.5))
+    assert np.allclose(sc.smooth["q"], [2 / math.sqrt(0.5), 1 / math.sqrt(2)]) and "o" not in sc.smooth
+    assert sc.inputs["q"] == pytest.approx(math.sqrt(2) / 127) and sc.inputs["o"] == pytest.approx(4 / 127)
+    assert np.allclose((x / sc.smooth["q"]) @ (w * sc.smooth["q"]).T, x @ w.T)  # the product is unchanged
+
+
+def test_sites_of_the_trained_models_names():
+    """Every matmul of both trained models falls in the part its name says (the attribution's groups)."""
+    from nvdla_mapper.studies.accuracy import layernorm_fed, site
+
+    names: list[str] = []
+
+    def record(name, a, w, b):
+        names.append(name)
+        return a @ w.T
+
+    vit_forward(load_weights(TRAINED / "vit_digits.npz"), np.zeros((1, 8, 8)), heads=4, patch=2, mm=record)
+    gpt2_forward(load_weights(TRAINED / "char_gpt.npz"), np.zeros((1, 4), np.int64), heads=4, mm=record)
+    by_site: dict[str, set[str]] = {}
+    for n in names:
+        by_site.setdefault(site(n), set()).add(n.replace("vit.encoder.layer.0.", "").replace("transformer.h.0.", ""))
+    assert by_site["embedding"] == {"patch_embed"} and by_site["head"] == {"classifier", "lm_head"}
+    assert {"attention.qk", "attention.pv", "attn.qk", "attn.pv"} <= by_site["attention"]
+    assert {"intermediate.dense", "output.dense", "mlp.c_fc", "mlp.c_proj"} <= by_site["ffn"]
+    assert {"attention.attention.query", "attention.output.dense", "attn.c_attn.k", "attn.c_proj"} <= by_site[
+        "projection"
+    ]
+    fed = {n.rsplit(".", 1)[-1] for n in names if layernorm_fed(n)}
+    assert fed == {"query", "key", "value", "dense", "q", "k", "v", "c_fc", "classifier", "lm_head"}
+    assert not layernorm_fed("vit.encoder.layer.0.output.dense") and not layernorm_fed("transformer.h.0.attn.c_proj")
+
+
+def test_int8_only_where_asked():
+    """With INT8 only in a part the model does not have (the GPT's embedding is a lookup), every logit is
+    the float one."""
+    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _int8_matmul
+    from nvdla_sim import load_config
+
+    w = load_weights(TRAINED / "char_gpt.npz")
+    ids = np.load(TRAINED / "char_eval.npz")["ids"][None, :16].astype(np.int64)
+    settings = QuantSettings(only=frozenset({"embedding"}))
+    scales = _calibrated_scales(lambda mm: gpt2_forward(w, ids, heads=4, mm=mm), settings)
+    mm = _int8_matmul(load_config("nv_small"), settings, scales, {})
+    assert np.array_equal(gpt2_forward(w, ids, heads=4, mm=mm), gpt2_forward(w, ids, heads=4))
+
+
+def test_pruned_fine_tuned_weights_keep_their_pattern():
+    """prune_ft.py's fine-tuned weights (torch) hold the pattern numerics.sparsity prunes to: every linear
+    layer 2:4 along its input channels, or half its weights zero; the embeddings dense."""
+    from nvdla_mapper.numerics.sparsity import is_2_4
+
+    for name, check in (("char_gpt_24_ft", is_2_4), ("char_gpt_m50_ft", lambda w: (w == 0).mean() == 0.5)):
+        w = load_weights(TRAINED / f"{name}.npz")
+        linear = [k for k in w if k.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight"))]
+        assert len(linear) == 8
+        for k in linear:  # Conv1D [in, out]: input channels on the first axis
+            assert check(w[k].T), k
+        assert (w["transformer.wte.weight"] != 0).all()

@@ -2,9 +2,13 @@
 
     python validation/trained/evaluate.py [--hw nv_small]
 
-Writes validation/data/trained/accuracy.json: per recipe, the ViT's test accuracy in float and with every
+Writes validation/data/trained/accuracy.json: per recipe (PTQ, QAT, pruning with and without fine-tuning,
+and for the attribution one part of the model at a time in INT8), the ViT's test accuracy in float and with every
 matmul through CMAC -> CACC -> SDP (nvdla_mapper.studies.accuracy.vit_int8_accuracy), over the first N test
-images (all 360, and the first 100 that CI recomputes).
+images (all 360, and the first 100 that CI recomputes); and the character GPT's held-out perplexity,
+next-character accuracy and greedy agreement with float (gpt_int8_accuracy), over all 369 held-out windows
+with 4 prompts of 16 new characters (and 16 windows with 2 prompts of 8 that CI recomputes); and what
+pruning with weight compression does to each model's bytes and cycles on nv_full.
 """
 
 from __future__ import annotations
@@ -15,12 +19,12 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
+from nvdla_mapper.frontends.resolve import model_graph
+from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.numerics.quant import Calibration, Granularity
-from nvdla_mapper.numerics.reference import load_weights
-from nvdla_mapper.studies.accuracy import QuantSettings, vit_int8_accuracy
-from nvdla_sim import load_config
+from nvdla_mapper.passes import map_model
+from nvdla_mapper.studies.accuracy import SITES, QuantSettings, trained_accuracy
+from nvdla_sim import Precision, load_config
 
 TRAINED = Path(__file__).resolve().parent.parent / "data" / "trained"
 RECIPES = {
@@ -29,34 +33,91 @@ RECIPES = {
     "static percentile 99.9, per-channel weights": QuantSettings(Granularity.PER_CHANNEL, Calibration("percentile", 99.9)),
     "static entropy (KL), per-channel weights": QuantSettings(Granularity.PER_CHANNEL, Calibration("entropy")),
     "dynamic activations, per-channel weights": QuantSettings(Granularity.PER_CHANNEL, Calibration("max"), dynamic=True),
+    "SmoothQuant alpha 0.5, static max, per-channel weights": QuantSettings(Granularity.PER_CHANNEL, Calibration("max"), smooth=0.5),
+    "SmoothQuant alpha 0.5, static max, per-tensor weights": QuantSettings(Granularity.PER_TENSOR, Calibration("max"), smooth=0.5),
 }  # fmt: skip
+# The character GPT fine-tuned by quantization-aware training (validation/trained/qat.py): its weights and
+# learned scales; its float baseline is the fine-tuned model's
+QAT = {"QAT (learned scales, static), per-channel weights": QuantSettings(learned="char_gpt_qat")}
+# Pruning (the INT8 run's weights pruned, calibrated as pruned, against the dense float model), and for
+# the GPT the same after fine-tuning with the pruned weights held at zero (validation/trained/prune_ft.py)
+PRUNING = {
+    "50% magnitude pruning, static max, per-channel weights": QuantSettings(prune="magnitude:0.5"),
+    "2:4 pruning, static max, per-channel weights": QuantSettings(prune="2:4"),
+}
+PRUNING_FT = {
+    "50% magnitude pruning + fine-tune, static max, per-channel weights": QuantSettings(
+        prune="magnitude:0.5", finetuned="char_gpt_m50_ft"
+    ),
+    "2:4 pruning + fine-tune, static max, per-channel weights": QuantSettings(prune="2:4", finetuned="char_gpt_24_ft"),
+}
+# Attribution: the first recipe with only one part of the model in INT8 (the rest float), part by part
+ATTRIBUTION = {
+    f"static max, per-channel weights; INT8 only in the {part}": QuantSettings(only=frozenset({part})) for part in SITES
+}
 
 
 def evaluate(hw_name: str, images: int, recipes: dict[str, QuantSettings] = RECIPES) -> list[dict]:
+    """The ViT's rows: its first `images` test images under each recipe."""
     hw = load_config(hw_name)
-    w = load_weights(TRAINED / "vit_digits.npz")
-    calib = np.load(TRAINED / "digits_calib.npz")["images"]
-    test = np.load(TRAINED / "digits_test.npz")
-    rows = []
-    for recipe, settings in recipes.items():
-        r = vit_int8_accuracy(
-            w, calib, test["images"][:images], test["labels"][:images], hw, settings, heads=4, patch=2
+    return [
+        _row(recipe, trained_accuracy(TRAINED, "vit_digits", hw, settings, samples=images))
+        for recipe, settings in recipes.items()
+    ]
+
+
+def evaluate_gpt(
+    hw_name: str, windows: int | None, prompts: int, new_tokens: int, recipes: dict[str, QuantSettings] = RECIPES
+) -> list[dict]:
+    """The character GPT's rows: its first `windows` held-out windows (all: None) and `prompts` greedy
+    continuations of `new_tokens` characters under each recipe."""
+    hw = load_config(hw_name)
+    return [
+        _row(
+            recipe,
+            trained_accuracy(TRAINED, "char_gpt", hw, s, samples=windows, prompts=prompts, new_tokens=new_tokens),
         )
-        rows.append({"model": "vit_digits", "hw": hw_name, "recipe": recipe, "images": r.images,
-                     "float_correct": r.float_correct, "int8_correct": r.int8_correct, "saturations": r.saturations})  # fmt: skip
+        for recipe, s in recipes.items()
+    ]
+
+
+def compression(hw_name: str = "nv_full") -> list[dict]:
+    """What pruning with NVDLA's weight compression does to each trained model's stored weight bytes and
+    cycles (one inference: the ViT's 17 tokens, the GPT's 64-token window), as `nvdla map CONFIG --prune P
+    --weight-compression` reports them, beside the dense run."""
+    hw = load_config(hw_name)
+    rows = []
+    for model in ("vit_digits", "char_gpt"):
+        g = model_graph(str(TRAINED / f"{model}.config.json"), seq=64 if model == "char_gpt" else None)
+        for prune in ("magnitude:0.5", "2:4"):
+            r = map_model(g, hw, precision=Precision.INT8, weights=WeightTreatment(prune, compression=True))
+            dense, stored = r.weight_bytes()
+            rows.append({"model": model, "hw": hw_name, "prune": prune, "dense_weight_bytes": dense,
+                         "stored_weight_bytes": stored, "dense_cycles": r.baseline_cycles,
+                         "cycles": r.total_cycles})  # fmt: skip
     return rows
+
+
+def _row(recipe: str, r: dict) -> dict:
+    return {"model": r["model"], "hw": r["hw"], "recipe": recipe, **r}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hw", default="nv_small")
     args = ap.parse_args(argv)
-    rows = evaluate(args.hw, 360) + evaluate(args.hw, 100)
-    doc = {"command": "python validation/trained/evaluate.py", "date": datetime.date.today().isoformat(),
-           "rows": rows}  # fmt: skip
-    (TRAINED / "accuracy.json").write_text(json.dumps(doc, indent=1) + "\n")
+    rows = evaluate(args.hw, 360, RECIPES | PRUNING | ATTRIBUTION) + evaluate(args.hw, 100)
     for r in rows:
         print(f"{r['recipe']:45s} {r['images']:4d} images: float {r['float_correct']}, int8 {r['int8_correct']}")
+    lm_parts = {k: v for k, v in ATTRIBUTION.items() if "embedding" not in k}  # the GPT's is a lookup, no matmul
+    every = RECIPES | QAT | PRUNING | PRUNING_FT
+    gpt = evaluate_gpt(args.hw, None, 4, 16, every | lm_parts) + evaluate_gpt(args.hw, 16, 2, 8, RECIPES | QAT)
+    for r in gpt:
+        print(f"{r['recipe']:45s} {r['windows']:4d} windows: perplexity float {r['float_perplexity']}, int8 "
+              f"{r['int8_perplexity']}; greedy {r['greedy_agree']}/{r['greedy_tokens']} agree")  # fmt: skip
+    doc = {"command": "python validation/trained/evaluate.py", "date": datetime.date.today().isoformat(),
+           "rows": rows + gpt, "compression": compression()}  # fmt: skip
+    (TRAINED / "accuracy.json").write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 
 

@@ -17,9 +17,9 @@ packages; run with torch in a side venv (the CPU wheel on disk is for Python 3.1
 Writes, per model: `<name>.npz` (float32 weights under HF's parameter names), `<name>.config.json` (an HF
 config.json the mapper reads: `nvdla map validation/data/trained/<name>.config.json`), `<name>.log.json`
 (seed, data provenance, per-epoch loss and accuracy, the float accuracy reached, torch version, wall
-time) and the evaluation data in numpy form (`digits_test.npz`, `char_eval.npz`; `digits_calib.npz`: 256
-training images for calibration) so that evaluation needs numpy only. `--calibration-only` writes just
-`digits_calib.npz`.
+time) and the evaluation data in numpy form (`digits_test.npz`, `char_eval.npz`; for calibration
+`digits_calib.npz`: 256 training images, `char_calib.npz`: 32 windows of 64 training characters) so that
+evaluation needs numpy only. `--calibration-only` writes just the two calibration files.
 """
 
 from __future__ import annotations
@@ -124,6 +124,45 @@ def _block_weights(prefix: str, blk: Block, hf: str) -> dict[str, np.ndarray]:
     return out
 
 
+def char_batch(train: torch.Tensor, ctx: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """32 random windows of `ctx` training characters and the characters that follow each position."""
+    start = torch.randint(0, len(train) - ctx - 1, (32,), generator=g)
+    x = torch.stack([train[s : s + ctx] for s in start])
+    return x, torch.stack([train[s + 1 : s + ctx + 1] for s in start])
+
+
+def fine_tune_args(argv: list[str] | None, doc: str) -> tuple[Path, int]:
+    """The fine-tuning scripts' command line (--out, --steps), with torch set up as training does
+    (2 threads, deterministic algorithms)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "data" / "trained"))
+    ap.add_argument("--steps", type=int, default=400)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(2)
+    torch.use_deterministic_algorithms(True)
+    return Path(args.out), args.steps
+
+
+def char_gpt_weights(model: CharGPT) -> dict[str, np.ndarray]:
+    """The character GPT's tensors under GPT-2's HF names (float32)."""
+    weights = {"transformer.wte.weight": model.wte.weight, "transformer.wpe.weight": model.wpe.weight,
+               "transformer.ln_f.weight": model.ln.weight, "transformer.ln_f.bias": model.ln.bias}  # fmt: skip
+    out = {k: v.detach().numpy().astype(np.float32) for k, v in weights.items()}
+    for i, blk in enumerate(model.blocks):
+        out.update(_block_weights(f"transformer.h.{i}", blk, "gpt2"))
+    return out
+
+
+def held_out_metrics(logits_of, held: np.ndarray, ctx: int) -> tuple[float, float]:
+    """(perplexity, next-character accuracy) of `logits_of(ids)` over the held-out windows of `ctx`."""
+    he = torch.tensor(held[: (len(held) - 1) // ctx * ctx + 1].astype(np.int64))
+    xs, ys = he[:-1].view(-1, ctx), he[1:].view(-1, ctx)
+    with torch.no_grad():
+        logits = logits_of(xs)
+    nll = float(nn.functional.cross_entropy(logits.reshape(-1, VOCAB), ys.reshape(-1)))
+    return round(math.exp(nll), 4), round(float((logits.argmax(-1) == ys).float().mean()), 5)
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -198,12 +237,28 @@ def _char_text() -> tuple[str, list[dict]]:
     return text, [{"file": f"{{stdlib}}/{f.name}", "sha256": _sha(f), "chars": len(f.read_text())} for f in files]
 
 
-def train_char_gpt(out: Path, steps: int) -> dict:
-    torch.manual_seed(SEED)
+def _char_ids() -> tuple[np.ndarray, int, list[dict]]:
+    """The text as 7-bit ids (others as '?'), where the held-out last 10% starts, and the sources."""
     text, sources = _char_text()
     ids = np.frombuffer(text.encode("ascii", "replace"), np.uint8).astype(np.int64)
     ids[ids >= VOCAB] = ord("?")
-    split = int(len(ids) * 0.9)
+    return ids, int(len(ids) * 0.9), sources
+
+
+def export_char_calibration(out: Path, n: int = 32, ctx: int = 64) -> None:
+    """`n` windows of `ctx` characters from the character GPT's training split, evenly spaced, for
+    calibrating quantization without the held-out text; refused unless the sources are the logged ones."""
+    ids, split, sources = _char_ids()
+    log = json.loads((out / "char_gpt.log.json").read_text())
+    if sources != log["sources"]:
+        raise SystemExit("this Python's standard-library sources differ from char_gpt.log.json's (Python 3.11.7)")
+    starts = np.linspace(0, split - ctx, n).astype(np.int64)
+    np.savez_compressed(out / "char_calib.npz", ids=np.stack([ids[s : s + ctx] for s in starts]).astype(np.uint8))
+
+
+def train_char_gpt(out: Path, steps: int) -> dict:
+    torch.manual_seed(SEED)
+    ids, split, sources = _char_ids()
     train, held = torch.tensor(ids[:split]), ids[split:]
     model = CharGPT()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
@@ -213,9 +268,7 @@ def train_char_gpt(out: Path, steps: int) -> dict:
     he = torch.tensor(held[: (len(held) - 1) // ctx * ctx + 1])
     for step in range(1, steps + 1):
         model.train()
-        start = torch.randint(0, len(train) - ctx - 1, (32,), generator=g)
-        x = torch.stack([train[s : s + ctx] for s in start])
-        y = torch.stack([train[s + 1 : s + ctx + 1] for s in start])
+        x, y = char_batch(train, ctx, g)
         loss = nn.functional.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
         opt.zero_grad()
         loss.backward()
@@ -230,12 +283,7 @@ def train_char_gpt(out: Path, steps: int) -> dict:
                 acc = float((logits.argmax(-1) == ys).float().mean())
             log.append({"step": step, "train_loss": round(float(loss.detach()), 5), "held_out_perplexity": round(math.exp(nll), 4),
                         "held_out_next_char_accuracy": round(acc, 5)})  # fmt: skip
-    weights = {"transformer.wte.weight": model.wte.weight, "transformer.wpe.weight": model.wpe.weight,
-               "transformer.ln_f.weight": model.ln.weight, "transformer.ln_f.bias": model.ln.bias}  # fmt: skip
-    weights = {k: v.detach().numpy().astype(np.float32) for k, v in weights.items()}
-    for i, blk in enumerate(model.blocks):
-        weights.update(_block_weights(f"transformer.h.{i}", blk, "gpt2"))
-    np.savez_compressed(out / "char_gpt.npz", **weights)
+    np.savez_compressed(out / "char_gpt.npz", **char_gpt_weights(model))
     np.savez_compressed(out / "char_eval.npz", ids=held.astype(np.uint8))
     config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 128, "n_layer": 2, "n_head": 4,
               "n_inner": 512, "vocab_size": VOCAB, "n_positions": ctx, "activation_function": "gelu_new",
@@ -251,12 +299,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "data" / "trained"))
     ap.add_argument("--vit-epochs", type=int, default=60)
     ap.add_argument("--gpt-steps", type=int, default=3000)
-    ap.add_argument("--calibration-only", action="store_true", help="write digits_calib.npz only (no training)")
+    ap.add_argument(
+        "--calibration-only", action="store_true", help="write digits_calib.npz and char_calib.npz only (no training)"
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.calibration_only:
         export_digits_calibration(out)
+        export_char_calibration(out)
         return 0
     torch.set_num_threads(2)
     torch.use_deterministic_algorithms(True)
@@ -266,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         rec.update(model=name, seed=SEED, torch=torch.__version__, wall_s=round(time.time() - t0, 1),
                    command="python validation/trained/train.py")  # fmt: skip
         (out / f"{name}.log.json").write_text(json.dumps(rec, indent=1) + "\n")
+        if name == "char_gpt":
+            export_char_calibration(out)
         final = rec.get("float_test_accuracy", rec.get("float_held_out"))
         print(f"{name}: {final} in {rec['wall_s']} s")
     return 0
