@@ -40,8 +40,9 @@ class QuantSettings:
     calibration: Calibration = field(default_factory=Calibration)
     dynamic: bool = False
     prune: str = ""  # "", "2:4", "magnitude:S"
-    # SmoothQuant's migration strength alpha (Xiao et al. 2023; 0: off, 0.5 their default): the
-    # LayerNorm-fed matmuls take X / s and W * s, s_j = max|X_j|^alpha / max|W_j|^(1 - alpha)
+    # SmoothQuant's migration strength alpha (Xiao et al. 2023; 0: off, 0.5 their default): the matmuls
+    # reading a LayerNorm output take X / s and W * s, s_j = max|X_j|^alpha / max|W_j|^(1 - alpha), W the
+    # weights of every matmul reading that output (smoothing_group)
     smooth: float = 0.0
     # the sites run in INT8 (site(); empty: all): the others stay float, to attribute the loss to its sources
     only: frozenset[str] = frozenset()
@@ -52,6 +53,11 @@ class QuantSettings:
     # pruning with fine-tuning: the name of the fine-tuned pruned weights in the trained directory
     # (validation/trained/prune_ft.py) the INT8 run uses; the float reference stays the dense model
     finetuned: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.only) - set(SITES))
+        if unknown:
+            raise NvdlaError(f"INT8-only parts {unknown} unknown; parts: {', '.join(SITES)}")
 
 
 SITES = ("embedding", "projection", "attention", "ffn", "head")
@@ -77,18 +83,20 @@ def site(name: str) -> str:
     return "projection"
 
 
-def layernorm_fed(name: str) -> bool:
-    """Whether a matmul's input is a LayerNorm's output (q, k, v, the first FFN layer, the head), so that
-    SmoothQuant's division of its input channels folds into the LayerNorm's gain at no cost; the output
-    projection and the second FFN layer read the attention context and the GELU, where it would not."""
+def smoothing_group(name: str) -> str | None:
+    """The LayerNorm output a matmul reads, for SmoothQuant, or None where its division could not fold into
+    a LayerNorm's gain at no cost. The q, k and v projections read one LayerNorm output, so they share one
+    group (one factor per channel: the gain holds one division); the first FFN layer and the ViT's
+    classifier read their own. Not the output projection and the second FFN layer (they read the attention
+    context and the GELU), and not the GPT's LM head: its matrix is also the token embedding table."""
     tail = name.rsplit(".", 1)[-1]
-    if name in ("classifier", "lm_head", "q", "k", "v", "ffn1"):
-        return True
-    return (
-        tail in ("query", "key", "value")
-        or name.endswith(("c_attn.q", "c_attn.k", "c_attn.v", "mlp.c_fc"))
-        or (name.endswith("intermediate.dense"))
-    )
+    if name in ("q", "k", "v"):
+        return "qkv"
+    if tail in ("query", "key", "value") or name.endswith(("c_attn.q", "c_attn.k", "c_attn.v")):
+        return name.rsplit(".", 1)[0]
+    if name in ("classifier", "ffn1") or name.endswith(("mlp.c_fc", "intermediate.dense")):
+        return name
+    return None
 
 
 @dataclass(frozen=True)
@@ -237,12 +245,17 @@ def _calibrated_scales(forward, settings: QuantSettings) -> Scales:
     forward(record)
     cal = settings.calibration
     smooth: dict[str, np.ndarray] = {}
-    if settings.smooth:
+    if settings.smooth:  # one factor per input channel and LayerNorm output, over the weights that read it
         alpha = settings.smooth
-        for n, xs in seen[0].items():
-            if layernorm_fed(n):
-                x_max = np.maximum(np.abs(np.concatenate(xs)).max(0), 1e-5)
-                w_max = np.maximum(np.abs(weights[n]).max(0), 1e-5)
+        groups: dict[str, list[str]] = {}
+        for n in seen[0]:
+            g = smoothing_group(n)
+            if g is not None:
+                groups.setdefault(g, []).append(n)
+        for names in groups.values():
+            x_max = np.maximum(np.abs(np.concatenate(seen[0][names[0]])).max(0), 1e-5)
+            w_max = np.maximum(np.abs(np.concatenate([weights[n] for n in names])).max(0), 1e-5)
+            for n in names:
                 smooth[n] = x_max**alpha / w_max ** (1 - alpha)
 
     def scale(name: str, parts: list[np.ndarray], s: np.ndarray | float = 1.0) -> float:
@@ -506,7 +519,9 @@ def gpt_int8_accuracy(
     the float baseline is theirs. Pruning and `int8_weights` as in vit_int8_accuracy."""
     if Precision.INT8 not in hw.precisions:
         raise NvdlaError(f"{hw.name} has no int8 datapath")
-    vocab = weights["transformer.wte.weight"].shape[0] if "transformer.wte.weight" in weights else 0
+    if "transformer.wte.weight" not in weights:
+        raise NvdlaError("weights lack 'transformer.wte.weight': not a GPT-2 model's tensors")
+    vocab = weights["transformer.wte.weight"].shape[0]
     if text.ndim != 1 or calib.ndim != 2 or calib.shape[1] > context:
         raise NvdlaError(
             f"held-out ids {list(text.shape)} must be [N] and calibration ids {list(calib.shape)} [n, T <= {context}]"

@@ -11,9 +11,13 @@ times and schedules such a step once (passes.lower_ops, simulate_tasks), then fo
    any map) and puts their tasks in the place of that op in every block,
 4. schedules the whole task list again (schedule.schedule: the NVDLA core, BDMA and host in parallel).
 
-Every step is therefore exact (the same tasks, cycles and schedule as mapping the whole step's graph:
-tests/unit/test_step_template.py compares every step of short runs and sampled steps of long ones),
-and costs what changed: a one-block graph, a few lowerings and one list schedule. Where a changed op's
+Every step is therefore exact (every task's cycles and place in the schedule, and every figure, as mapping
+the whole step's graph: tests/unit/test_step_template.py compares every step of short runs and sampled
+steps of long ones), and costs what changed: a one-block graph, a few lowerings and one list schedule.
+The re-lowered tasks keep the first block's names in every block (they time alike): the result is for
+figures (cycles, bytes, energy), not for per-task reports. The template assumes what its builders
+guarantee: a shape changes no op's fusion and no graph edge (checked by value against the one-block
+step at each rebuild). Where a changed op's
 lowering takes another form (`passes.cheapest` picks another option as the keys grow, or a split into
 bands changes the number of hardware layers), the task list's shape changes: the template is rebuilt
 from a full map at that shape and serves the steps after it. Those rebuilds are where the step's cost

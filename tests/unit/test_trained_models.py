@@ -159,6 +159,10 @@ def test_bad_lm_evaluation_inputs_are_named():
         load_scales(bad)
     with pytest.raises(NvdlaError, match="learned \\(QAT\\) scales are static and made for char_gpt"):
         trained_accuracy(TRAINED, "vit_digits", hw, QuantSettings(learned="char_gpt_qat"), samples=1)
+    with pytest.raises(NvdlaError, match="weights lack 'transformer.wte.weight'"):
+        gpt_int8_accuracy({}, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64)
+    with pytest.raises(NvdlaError, match=r"INT8-only parts \['ffns'\] unknown; parts: embedding, projection"):
+        QuantSettings(only=frozenset({"ffns"}))
     with pytest.raises(NvdlaError, match="new_tokens 64 must be in 1..63"):
         gpt_int8_accuracy(w, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64, new_tokens=64)
 
@@ -178,7 +182,8 @@ def test_bad_evaluation_inputs_are_named():
 
 def test_smoothquant_factors_and_scales_by_hand():
     """SmoothQuant on a LayerNorm-fed matmul: s_j = max|X_j|^a / max|W_j|^(1-a) per input channel, the input
-    scale taken on X / s; worked by hand for alpha 0.5: channel maxima X (4, 1), W (0.5, 2) give
+    scale taken on X / s, one factor for the matmuls reading one LayerNorm output (q and k here, W's
+    maxima over both); worked by hand for alpha 0.5: channel maxima X (4, 1), W (0.5, 2) give
     s = (2 / sqrt(0.5), 1 / sqrt(2)) = (2.828427, 0.707107), X / s peaks at 4 / 2.828427 = 1.414214 and
     1 / 0.707107 = 1.414214, scale 1.414214 / 127. The output projection (not LayerNorm-fed) is left alone."""
     from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales
@@ -188,17 +193,19 @@ def test_smoothquant_factors_and_scales_by_hand():
 
     def forward(mm):
         mm("q", x, w, np.zeros(2))
+        mm("k", x, w / 2, np.zeros(2))  # reads the same LayerNorm output: the same factors
         mm("o", x, w, np.zeros(2))
 
     sc = _calibrated_scales(forward, QuantSettings(smooth=0.5))
     assert np.allclose(sc.smooth["q"], [2 / math.sqrt(0.5), 1 / math.sqrt(2)]) and "o" not in sc.smooth
+    assert np.array_equal(sc.smooth["k"], sc.smooth["q"])
     assert sc.inputs["q"] == pytest.approx(math.sqrt(2) / 127) and sc.inputs["o"] == pytest.approx(4 / 127)
     assert np.allclose((x / sc.smooth["q"]) @ (w * sc.smooth["q"]).T, x @ w.T)  # the product is unchanged
 
 
 def test_sites_of_the_trained_models_names():
     """Every matmul of both trained models falls in the part its name says (the attribution's groups)."""
-    from nvdla_mapper.studies.accuracy import layernorm_fed, site
+    from nvdla_mapper.studies.accuracy import site, smoothing_group
 
     names: list[str] = []
 
@@ -217,9 +224,16 @@ def test_sites_of_the_trained_models_names():
     assert {"attention.attention.query", "attention.output.dense", "attn.c_attn.k", "attn.c_proj"} <= by_site[
         "projection"
     ]
-    fed = {n.rsplit(".", 1)[-1] for n in names if layernorm_fed(n)}
-    assert fed == {"query", "key", "value", "dense", "q", "k", "v", "c_fc", "classifier", "lm_head"}
-    assert not layernorm_fed("vit.encoder.layer.0.output.dense") and not layernorm_fed("transformer.h.0.attn.c_proj")
+    groups: dict[str, set[str]] = {}
+    for n in names:
+        if smoothing_group(n) is not None:
+            groups.setdefault(smoothing_group(n), set()).add(n.rsplit(".", 1)[-1])
+    assert groups["transformer.h.0.attn.c_attn"] == {"q", "k", "v"}  # one LayerNorm output, one factor
+    assert groups["vit.encoder.layer.1.attention.attention"] == {"query", "key", "value"}
+    assert groups["classifier"] == {"classifier"} and groups["transformer.h.1.mlp.c_fc"] == {"c_fc"}
+    assert len(groups) == 2 * 2 + 2 * 2 + 1  # per model and layer: q/k/v and FFN1; the ViT's classifier
+    for n in ("vit.encoder.layer.0.output.dense", "transformer.h.0.attn.c_proj", "lm_head"):  # context, GELU, tied
+        assert smoothing_group(n) is None
 
 
 def test_int8_only_where_asked():
