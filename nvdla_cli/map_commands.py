@@ -549,9 +549,10 @@ def _accuracy_command(args: argparse.Namespace) -> int:
     directory, name = _trained_dir_and_name(args.model)
     hw = load_config(args.hw)
     row = trained_accuracy(directory, name, hw, _quant_settings(args, args.quantize), samples=args.samples)
-    print(format_accuracy(row, recipe=_recipe(args, args.quantize)))
+    recipe = _recipe(args, args.quantize)
+    print(format_accuracy(row, recipe=recipe))
     if args.json:
-        Path(args.json).write_text(json.dumps({"recipe": _recipe(args, args.quantize), **row}, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({"recipe": recipe, **row}, indent=1) + "\n")
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 
@@ -655,19 +656,14 @@ def _map(args: argparse.Namespace) -> int:
 def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
     from nvdla_mapper.frontends.presets import ModelSpec, sequence_length
     from nvdla_mapper.frontends.resolve import resolve_model
-    from nvdla_mapper.numerics.quant import Calibration, Granularity
-    from nvdla_mapper.studies.accuracy import TRAINED_DATA, QuantSettings, block_accuracy, trained_accuracy
+    from nvdla_mapper.studies.accuracy import TRAINED_DATA, block_accuracy, trained_accuracy
 
     if prec is not Precision.INT8:
         raise NvdlaError(f"--quantize produces INT8 layers; use --precision int8, not {prec.value}")
-    try:
-        cal = Calibration.parse(args.calib)
-    except ValueError as e:
-        raise NvdlaError(f"--calib: {e}") from None
+    settings = _quant_settings(args, args.quantize)
     spec = resolve_model(args.model)
     if not isinstance(spec, ModelSpec):
         raise NvdlaError("--quantize runs a transformer block: give a transformer preset or a config.json")
-    settings = QuantSettings(Granularity(args.quantize), cal, args.dynamic, args.prune)
     errors = block_accuracy(spec, hw, settings, seq=sequence_length(spec, args.seq), calib=args.calib_data)
     task = None
     directory, name = _trained_dir_and_name(args.model) if args.model.endswith(".config.json") else (None, "")

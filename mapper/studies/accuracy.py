@@ -286,13 +286,17 @@ def load_scales(path: str | Path) -> Scales:
 
 def _pruned(mm, spec: str):
     """A matmul hook whose static weights are pruned by `spec` (prune(); "" leaves it as is): every
-    matmul with model weights but a tied LM head, whose matrix is also the token embedding table."""
+    matmul with model weights but a tied LM head, whose matrix is also the token embedding table. One hook
+    serves one model's weights (a name's matrix is pruned once)."""
     if not spec:
         return mm
+    done: dict[str, np.ndarray] = {}  # one model's weights: each matrix pruned once (greedy calls every step)
 
     def run(name, a, w, b):
         if not activation_operand(name) and name != "lm_head":
-            w = prune(w, spec)
+            if name not in done:
+                done[name] = prune(w, spec)
+            w = done[name]
         return mm(name, a, w, b)
 
     return run

@@ -262,3 +262,22 @@ def test_pruned_fine_tuned_weights_keep_their_pattern():
         for k in linear:  # Conv1D [in, out]: input channels on the first axis
             assert check(w[k].T), k
         assert (w["transformer.wte.weight"] != 0).all()
+
+
+def test_compression_figures_are_the_committed_ones():
+    """accuracy.json's compression rows recomputed (nvdla map of each trained config with pruning and
+    weight compression on nv_full); the dense bytes worked by hand from the shapes: the GPT 2 x (4 x 128^2
+    + 2 x 128 x 512) + 128 x 128 (LM head) = 409,600, the ViT 2 x (4 x 64^2 + 2 x 64 x 128) + 64 x 4
+    (patch embedding) + 64 x 10 (classifier) = 66,432; compressed, each stores at least its non-zero
+    half plus one mask bit per weight."""
+    evaluate = _evaluate_module()
+    committed = json.loads((TRAINED / "accuracy.json").read_text())["compression"]
+    assert evaluate.compression() == committed
+    dense = {
+        "char_gpt": 2 * (4 * 128**2 + 2 * 128 * 512) + 128 * 128,
+        "vit_digits": 2 * (4 * 64**2 + 2 * 64 * 128) + 64 * 4 + 64 * 10,
+    }
+    for r in committed:
+        assert r["dense_weight_bytes"] == dense[r["model"]]
+        assert r["dense_weight_bytes"] * (0.5 + 1 / 8) <= r["stored_weight_bytes"] < r["dense_weight_bytes"]
+        assert r["cycles"] <= r["dense_cycles"]

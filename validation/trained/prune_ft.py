@@ -22,7 +22,17 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from qat import load_char_gpt
-from train import SEED, VOCAB, CharGPT, _char_ids, char_batch, char_gpt_weights, fine_tune_args, held_out_metrics
+from train import (
+    SEED,
+    VOCAB,
+    CharGPT,
+    _char_ids,
+    char_batch,
+    char_gpt_weights,
+    fine_tune_args,
+    held_out_metrics,
+    optimizer_step,
+)
 
 LR = 3e-4  # pruning moves the model further than quantization: larger steps than QAT's
 
@@ -68,10 +78,7 @@ def fine_tune(out: Path, spec: str, tag: str, steps: int) -> dict:
     for step in range(1, steps + 1):
         x, y = char_batch(train, ctx, g)
         loss = nn.functional.cross_entropy(m(x).reshape(-1, VOCAB), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
+        optimizer_step(loss, opt, sched)
         apply()  # the pruned weights stay zero
         if step % (steps // 4) == 0 or step == steps:
             log.append(

@@ -29,7 +29,17 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train import SEED, VOCAB, CharGPT, _char_ids, char_batch, char_gpt_weights, fine_tune_args, held_out_metrics
+from train import (
+    SEED,
+    VOCAB,
+    CharGPT,
+    _char_ids,
+    char_batch,
+    char_gpt_weights,
+    fine_tune_args,
+    held_out_metrics,
+    optimizer_step,
+)
 
 QMAX = 127
 LR_WEIGHTS, LR_SCALES = 3e-5, 1e-3  # a fine-tune of a converged model: small steps for the weights
@@ -171,10 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     for step in range(1, steps + 1):
         x, y = char_batch(train, ctx, g)
         loss = nn.functional.cross_entropy(qat_forward(m, fq, x).reshape(-1, VOCAB), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
+        optimizer_step(loss, opt, sched)
         if step % (steps // 4) == 0 or step == steps:
             log.append({"step": step, "train_loss": round(float(loss.detach()), 5),
                         **metrics()})  # fmt: skip

@@ -124,6 +124,14 @@ def _block_weights(prefix: str, blk: Block, hf: str) -> dict[str, np.ndarray]:
     return out
 
 
+def optimizer_step(loss: torch.Tensor, opt: torch.optim.Optimizer, sched) -> None:
+    """One step of training: gradients of `loss`, the optimizer's step, the schedule's."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+
+
 def char_batch(train: torch.Tensor, ctx: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """32 random windows of `ctx` training characters and the characters that follow each position."""
     start = torch.randint(0, len(train) - ctx - 1, (32,), generator=g)
@@ -189,10 +197,7 @@ def train_vit(out: Path, epochs: int) -> dict:
         for i in range(0, len(xt), 64):
             idx = perm[i : i + 64]
             loss = nn.functional.cross_entropy(model(xt[idx]), yt[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
+            optimizer_step(loss, opt, sched)
             total += float(loss.detach()) * len(idx)
         model.eval()
         with torch.no_grad():
@@ -265,24 +270,15 @@ def train_char_gpt(out: Path, steps: int) -> dict:
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, 3e-3, total_steps=steps)
     g = torch.Generator().manual_seed(SEED)
     ctx, log = 64, []
-    he = torch.tensor(held[: (len(held) - 1) // ctx * ctx + 1])
     for step in range(1, steps + 1):
         model.train()
         x, y = char_batch(train, ctx, g)
         loss = nn.functional.cross_entropy(model(x).reshape(-1, VOCAB), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
+        optimizer_step(loss, opt, sched)
         if step % (steps // 10) == 0 or step == steps:
-            model.eval()
-            with torch.no_grad():
-                xs, ys = he[:-1].view(-1, ctx), he[1:].view(-1, ctx)
-                logits = model(xs)
-                nll = float(nn.functional.cross_entropy(logits.reshape(-1, VOCAB), ys.reshape(-1)))
-                acc = float((logits.argmax(-1) == ys).float().mean())
-            log.append({"step": step, "train_loss": round(float(loss.detach()), 5), "held_out_perplexity": round(math.exp(nll), 4),
-                        "held_out_next_char_accuracy": round(acc, 5)})  # fmt: skip
+            ppl, acc = held_out_metrics(model, held, ctx)  # the model has no dropout: no eval mode needed
+            log.append({"step": step, "train_loss": round(float(loss.detach()), 5), "held_out_perplexity": ppl,
+                        "held_out_next_char_accuracy": acc})  # fmt: skip
     np.savez_compressed(out / "char_gpt.npz", **char_gpt_weights(model))
     np.savez_compressed(out / "char_eval.npz", ids=held.astype(np.uint8))
     config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 128, "n_layer": 2, "n_head": 4,
