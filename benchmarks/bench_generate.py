@@ -4,8 +4,9 @@ Prints the wall time of a cold run (empty per-layer caches) and a warm one in th
 config, with the modelled time to first token and per-token latency. `--tinyllama PROMPT NEW` times
 instead the issue-30 case: TinyLlama-1.1B's config.json (22 layers, hidden 2048, 32 heads, 4 KV heads)
 on nv_full, with the wall time per generated token and the peak memory (targets: 2,048 + 2,048 in at
-most 10 s; GPT-2 128 + 128 in at most 1 s).
-Run: .venv/bin/python benchmarks/bench_generate.py [--tinyllama 256 256]
+most 10 s; GPT-2 128 + 128 in at most 1 s). `--precision` and `--kv-precision` set the model's and the KV
+caches' precisions (the KV-cache what-if; its modelled figures go to docs/mapping.md).
+Run: .venv/bin/python benchmarks/bench_generate.py [--tinyllama 256 256 [--precision fp16 --kv-precision int8]]
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from nvdla_mapper.frontends.presets import preset
 from nvdla_mapper.passes import _simulate_cached
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_mapper.studies.generate import generate
-from nvdla_sim import load_config
+from nvdla_sim import Precision, load_config
 
 TINYLLAMA = {
     "model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 32,
@@ -29,7 +30,7 @@ TINYLLAMA = {
 }  # fmt: skip
 
 
-def tinyllama(prompt: int, new: int) -> None:
+def tinyllama(prompt: int, new: int, precision: Precision = Precision.INT8, kv: Precision | None = None) -> None:
     from nvdla_mapper.frontends.hf_config import from_hf_config
 
     with tempfile.TemporaryDirectory() as d:
@@ -37,22 +38,27 @@ def tinyllama(prompt: int, new: int) -> None:
         p.write_text(json.dumps(TINYLLAMA))
         spec = from_hf_config(p)
     t0 = time.perf_counter()
-    r = generate(spec, load_config("nv_full"), prompt=prompt, new_tokens=new)
+    r = generate(spec, load_config("nv_full"), prompt=prompt, new_tokens=new, precision=precision, kv_precision=kv)
     wall = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     d = r.to_dict()
     print(
-        f"TinyLlama {prompt} + {new} on nv_full: simulate {wall:.1f} s ({wall / new * 1000:.0f} ms per generated "
-        f"token), peak {peak:.0f} MB | TTFT {d['ttft_ms']:.2f} ms, median step {d['per_token_ms']['median_step']:.3f} ms"
+        f"TinyLlama {prompt} + {new} on nv_full ({precision.value}, KV {d['kv_precision']}): simulate {wall:.1f} s "
+        f"({wall / new * 1000:.0f} ms per generated token), peak {peak:.0f} MB | TTFT {d['ttft_ms']:.2f} ms, "
+        f"median step {d['per_token_ms']['median_step']:.3f} ms, last step {d['per_token_ms']['last_step']:.3f} ms, "
+        f"{d['dram_bytes_per_token']:,} DRAM bytes per token, KV {d['kv_bytes_per_token']:,} bytes per position"
     )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tinyllama", nargs=2, type=int, metavar=("PROMPT", "NEW"), help="time TinyLlama instead")
+    ap.add_argument("--precision", default="int8", help="with --tinyllama: the model's precision")
+    ap.add_argument("--kv-precision", default=None, help="with --tinyllama: the KV caches' precision")
     args = ap.parse_args()
     if args.tinyllama:
-        tinyllama(*args.tinyllama)
+        kv = Precision.parse(args.kv_precision) if args.kv_precision else None
+        tinyllama(*args.tinyllama, Precision.parse(args.precision), kv)
         return
     for name in ("nv_small", "nv_large", "nv_full"):
         hw = load_config(name)

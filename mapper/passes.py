@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import networkx as nx
 
-from nvdla_mapper.lowering.fusion import fuse
+from nvdla_mapper.lowering.fusion import fuse_graph
 from nvdla_mapper.lowering.rules import Choice, HostModel, LoweringContext, Resource, Task, WeightTreatment, lower
 from nvdla_mapper.results import MapResult, TaskResult
 from nvdla_mapper.schedule import schedule
@@ -41,14 +41,23 @@ class PassMemo:
     (tests/unit/test_generate.py compares every step against a fresh map). Valid for one context only:
     map_model refuses a memo made for another."""
 
-    context: tuple  # (hw, precision, host, softmax, layernorm, weights) it was filled under
+    context: tuple  # (hw, precision, host, softmax, layernorm, weights, kv_precision) it was filled under
     lowered: dict[tuple, list[Task]] = dataclasses.field(default_factory=dict)
     timed: dict[Task, tuple[int, LayerStats | None]] = dataclasses.field(default_factory=dict)
     energy: dict[Task, Energy] = dataclasses.field(default_factory=dict)  # results.MapResult's per-task pricing
 
 
 def _context_key(ctx: LoweringContext) -> tuple:
-    return (ctx.hw, ctx.precision, ctx.host, ctx.softmax, ctx.layernorm, ctx.weights)
+    return (ctx.hw, ctx.precision, ctx.host, ctx.softmax, ctx.layernorm, ctx.weights, ctx.kv_precision)
+
+
+def context_of(memo: PassMemo) -> LoweringContext:
+    """A fresh lowering context of the options a memo was filled under."""
+    hw, precision, host, softmax, layernorm, weights, kv_precision = memo.context
+    return LoweringContext(
+        hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
+        kv_precision=kv_precision,
+    )  # fmt: skip
 
 
 def lower_graph(
@@ -65,7 +74,7 @@ def lower_ops(
 ) -> tuple[list[Task], list[list[int]], list[tuple[int, int]]]:
     """lower_graph, with where each op's tasks sit: per op of ops_in_order(g), its (start, stop) in the
     task list (empty for an op fused into its producer's SDP)."""
-    ctx.fused, absorbed = fuse(g, has_lut=ctx.has_lut)
+    ctx.fused, absorbed = fuse_graph(g, ctx)
     last_task: dict[str, list[int]] = {}
     tasks: list[Task] = []
     deps: list[list[int]] = []
@@ -98,9 +107,10 @@ def lower_op(op, ctx: LoweringContext, memo: PassMemo | None = None) -> list[Tas
     key = (op, op.attrs, extra)  # Op's equality leaves its attributes out
     lowered = memo.lowered.get(key) if memo is not None else None
     if lowered is None:
-        lowered = lower(op, ctx)
+        octx = ctx.for_op(op)  # attention at the caches' precision under the KV what-if
+        lowered = lower(op, octx)
         if isinstance(lowered, Choice):
-            lowered = cheapest(lowered, ctx)
+            lowered = cheapest(lowered, octx)
         if memo is not None:
             memo.lowered[key] = lowered
     return lowered
@@ -223,18 +233,25 @@ def map_model(
     weights: WeightTreatment | None = None,
     with_baseline: bool = True,
     memo: PassMemo | None = None,
+    kv_precision: Precision | None = None,
 ) -> MapResult:
     """Run the whole pass list on a workload graph. `batch` and `seq` are the graph's own (recorded by the
     front end that built it); given, they must agree with it, so a result never reports a shape other
     than the one that ran. With a weight treatment, `with_baseline` maps the dense model too (baseline_cycles).
     `memo` (new_memo) carries lowered ops and timed tasks over maps that share them under the same
-    context: the decode steps of a generation."""
+    context: the decode steps of a generation. `kv_precision` (the KV-cache what-if) runs attention and
+    its caches at that precision (rules.at_cache_precision) and the rest at `precision`."""
     batch = _graph_shape(g, "batch", batch, default=1)
     seq = _graph_shape(g, "seq", seq, default=0)
     hw.check_precision(precision)
+    if kv_precision is not None:
+        hw.check_precision(kv_precision)
     host = host or HostModel()
     weights = weights or WeightTreatment()
-    ctx = LoweringContext(hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights)
+    ctx = LoweringContext(
+        hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
+        kv_precision=kv_precision,
+    )  # fmt: skip
     if memo is not None and memo.context != _context_key(ctx):
         raise ValueError("map_model: the memo was filled under another hw, precision, host or lowering option")
     tasks, deps = lower_graph(g, ctx, memo)  # fusion + lowering
@@ -252,8 +269,9 @@ def map_model(
     baseline = None
     if weights.active and with_baseline:  # the dense, uncompressed run, to report what the treatment saves
         baseline = map_model(
-            g, hw, precision=precision, batch=batch, seq=seq, host=host, softmax=softmax, layernorm=layernorm
-        ).total_cycles
+            g, hw, precision=precision, batch=batch, seq=seq, host=host, softmax=softmax, layernorm=layernorm,
+            kv_precision=kv_precision,
+        ).total_cycles  # fmt: skip
     ops = ops_in_order(g)
     model_macs = sum(op.own_macs for op in ops)
     return MapResult(
@@ -298,11 +316,12 @@ def new_memo(
     softmax: str = "auto",
     layernorm: str = "auto",
     weights: WeightTreatment | None = None,
+    kv_precision: Precision | None = None,
 ) -> PassMemo:
     """An empty memo for maps under these options (map_model's own defaults when omitted)."""
     ctx = LoweringContext(
         hw=hw, precision=precision, host=host or HostModel(), softmax=softmax, layernorm=layernorm,
-        weights=weights or WeightTreatment(),
+        weights=weights or WeightTreatment(), kv_precision=kv_precision,
     )  # fmt: skip
     return PassMemo(_context_key(ctx))
 

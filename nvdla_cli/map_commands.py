@@ -43,19 +43,7 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--host-overhead-us", type=float, default=10.0)
     m.add_argument("--report", help="directory for report.html, report.json, layers.csv and trace.json")
     q = m.add_argument_group("quantization and sparsity")
-    q.add_argument(
-        "--quantize",
-        choices=["per-tensor", "per-channel"],
-        default=None,
-        help="run one block INT8-quantized through the bit-exact model and report its error",
-    )
-    q.add_argument(
-        "--calib",
-        default="max",
-        help="calibration: max, percentile:P (e.g. percentile:99.9) or entropy (KL, activations)",
-    )
-    q.add_argument("--calib-data", default=None, help=".npy calibration activations [N, seq, hidden]; default seeded")
-    q.add_argument("--dynamic", action="store_true", help="dynamic (per-input) activation scales")
+    _quant_flags(q)
     _weight_flags(q)
     m.add_argument("--top", type=int, default=15, help="rows of the per-layer table to print")
     m.add_argument(
@@ -91,8 +79,11 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
     ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
+    _dram_flag(ge)
     gw = ge.add_argument_group("weight what-ifs (the static weights a decode step streams; the KV cache stays dense)")
     _weight_flags(gw)
+    _kv_flag(gw)
+    _quant_flags(ge.add_argument_group("INT8 accuracy (the model's block, or a trained model's task, bit-exact)"))
     registry["generate"] = _generate
     se = sub.add_parser(
         "serve", help="many requests on one build: continuous batching over a paged KV cache (TTFT, TPOT, p50/p90/p99)"
@@ -114,12 +105,13 @@ def add_commands(sub, registry: dict) -> None:
     se.add_argument("--preemption", choices=["recompute", "swap"], default="recompute",
                     help="when the KV cache is full: free the victim's blocks and prefill it again (recompute), or "
                          "copy its cache to host memory and back (swap)")  # fmt: skip
-    se.add_argument("--dram-gib", type=float, default=None,
-                    help="the system's DRAM for weights and KV cache (memory.dram_size_gib; default: the config's, "
-                         "else NVDLA's address space)")  # fmt: skip
+    _dram_flag(se)
     se.add_argument("--precision", default="int8", help="int8, int16 or fp16")
     se.add_argument("--report", help="directory for report.html, serve.json and requests.csv (sweep.json, sweep.csv)")
-    _weight_flags(se.add_argument_group("weight what-ifs (the static weights every iteration streams; KV stays dense)"))
+    sww = se.add_argument_group("weight what-ifs (the static weights every iteration streams; KV stays dense)")
+    _weight_flags(sww)
+    _kv_flag(sww)
+    _quant_flags(se.add_argument_group("INT8 accuracy (the model's block, or a trained model's task, bit-exact)"))
     sw = se.add_argument_group("request rates: the latency-throughput curve and the highest rate a target allows")
     sw.add_argument("--rates", help="comma-separated Poisson rates per second to sweep (the same seeded draws, scaled)")
     sw.add_argument("--slo-ttft-ms", type=float, help="latency target: time to first token at --slo-percentile, ms")
@@ -252,6 +244,66 @@ def _weight_flags(group: argparse._ArgumentGroup) -> None:
     )
 
 
+def _quant_flags(group: argparse._ArgumentGroup) -> None:
+    """The INT8 accuracy flags (QuantSettings), shared by map, generate and serve."""
+    group.add_argument(
+        "--quantize",
+        choices=["per-tensor", "per-channel"],
+        default=None,
+        help="run one block INT8-quantized through the bit-exact model and report its error "
+        "(a trained model's config.json: its task accuracy too)",
+    )
+    group.add_argument(
+        "--calib",
+        default="max",
+        help="calibration: max, percentile:P (e.g. percentile:99.9) or entropy (KL, activations)",
+    )
+    group.add_argument(
+        "--calib-data", default=None, help=".npy calibration activations [N, seq, hidden]; default seeded"
+    )
+    group.add_argument("--dynamic", action="store_true", help="dynamic (per-input) activation scales")
+
+
+def _dram_flag(parser) -> None:
+    parser.add_argument("--dram-gib", type=float, default=None,
+                        help="the system's DRAM for weights and KV cache (memory.dram_size_gib; default: the "
+                             "config's, else NVDLA's address space)")  # fmt: skip
+
+
+def _with_dram(hw, args: argparse.Namespace):
+    return hw if args.dram_gib is None else hw.with_values(**{"memory.dram_size_gib": args.dram_gib})
+
+
+def _kv_flag(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--kv-precision",
+        default=None,
+        help="the KV caches' precision (int8, int16, fp16; default the model's): attention runs at it, the "
+        "projections convert into it in their SDP; compared with the caches at the model's precision",
+    )
+
+
+def _print_kv_whatif(d: dict, base: dict) -> None:
+    """The KV-cache precision against the caches at the model's precision: step time, bytes, what fits."""
+    med, base_med = d["per_token_ms"]["median_step"], base["per_token_ms"]["median_step"]
+    f, bf = d["fits"], base["fits"]
+    line = (
+        f"  KV cache {d['kv_precision']} (model {d['precision']})  {d['kv_bytes_per_token']:,} bytes per position "
+        f"({base['kv_bytes_per_token']:,} at {base['kv_precision']}); DRAM {d['dram_bytes_per_token']:,} bytes "
+        f"per token ({base['dram_bytes_per_token']:,})"
+    )
+    if med is not None and base_med is not None:
+        line += f"; {med:.3f} ms per token ({base_med:.3f}, {base_med / med:.2f}x)"
+    print(line)
+    print(
+        f"  what fits            {f['max_positions_at_batch']:,} positions per sequence at batch {d['batch']} "
+        f"({bf['max_positions_at_batch']:,}), {f['max_batch_at_positions']:,} sequences of "
+        f"{d['prompt_tokens'] + d['new_tokens']} positions ({bf['max_batch_at_positions']:,}), beside the weights "
+        f"in {f['limited_by']}"
+        + (f"; the model has {f['model_max_positions']:,} positions" if f["model_max_positions"] else "")
+    )
+
+
 def _print_weight_whatif(d: dict, dense: dict) -> None:
     """The weight treatment against the dense run: weights stored, time and energy per generated token."""
     w = d["weights"]
@@ -285,17 +337,27 @@ def _generate(args: argparse.Namespace) -> int:
     from nvdla_mapper.studies.generate import generate
 
     prec = _precision(args.precision)
+    kv = _kv_precision(args, prec)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
-    hw = load_config(args.hw)
+    hw = _with_dram(load_config(args.hw), args)
     warn_config(hw)
     spec = resolve_model(args.model)
     if not hasattr(spec, "stages"):
         raise NvdlaError(f"{args.model}: generation needs a preset or a config.json, not an ONNX graph")
+    accuracy = _accuracy(args, hw, prec, seq=args.prompt) if args.quantize else None
     kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, precision=prec, softmax=args.softmax,
               layernorm=args.layernorm)  # fmt: skip
-    results = [generate(spec, hw, batch=b, weights=weights, **kw) for b in _batches(args.batch)]
-    dense = [generate(spec, hw, batch=r.batch, **kw) for r in results] if weights.active else [None] * len(results)
-    for r, base in zip(results, dense, strict=True):
+    results = [generate(spec, hw, batch=b, weights=weights, kv_precision=kv, **kw) for b in _batches(args.batch)]
+    dense = (
+        [generate(spec, hw, batch=r.batch, kv_precision=kv, **kw) for r in results]
+        if weights.active
+        else [None] * len(results)
+    )
+    # the caches at the model's precision, under the same weight treatment
+    model_kv = (
+        [generate(spec, hw, batch=r.batch, weights=weights, **kw) for r in results] if kv else [None] * len(results)
+    )
+    for r, base, kv_base in zip(results, dense, model_kv, strict=True):
         d = r.to_dict()
         pt = d["per_token_ms"]
         print(
@@ -334,6 +396,10 @@ def _generate(args: argparse.Namespace) -> int:
         )
         if base is not None:
             _print_weight_whatif(d, base.to_dict())
+        if kv_base is not None:
+            _print_kv_whatif(d, kv_base.to_dict())
+    if accuracy is not None:
+        print("\n".join(format_accuracy_lines(accuracy)))
     if len(results) > 1:
         from nvdla_mapper.studies.generate import crossover_batch, roofline_crossover
 
@@ -348,7 +414,15 @@ def _generate(args: argparse.Namespace) -> int:
             )
     if args.report:
         out = output_folder(args.report, "--report")
-        (out / "generate.json").write_text(json.dumps([r.to_dict() for r in results], indent=1) + "\n")
+        rows = [
+            {
+                **r.to_dict(),
+                **({"kv_model_precision": b.to_dict()} if b else {}),
+                **({"accuracy": accuracy} if accuracy else {}),
+            }
+            for r, b in zip(results, model_kv, strict=True)
+        ]
+        (out / "generate.json").write_text(json.dumps(rows, indent=1) + "\n")
         with (out / "tokens.csv").open("w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["batch", "token", "kv_len", "cycles", "ms"])
@@ -359,7 +433,7 @@ def _generate(args: argparse.Namespace) -> int:
                     )
         from nvdla_mapper.reports.html import write_generate_html
 
-        page = write_generate_html([r.to_dict() for r in results], out)
+        page = write_generate_html(rows, out)
         print(f"wrote {out / 'generate.json'}, {out / 'tokens.csv'} and {page}", file=sys.stderr)
     return 0
 
@@ -383,10 +457,9 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
     prec = _precision(args.precision)
+    kv = _kv_precision(args, prec)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
-    hw = load_config(args.hw)
-    if args.dram_gib is not None:
-        hw = hw.with_values(**{"memory.dram_size_gib": args.dram_gib})
+    hw = _with_dram(load_config(args.hw), args)
     warn_config(hw)
     spec = resolve_model(args.model)
     if not hasattr(spec, "stages"):
@@ -409,19 +482,28 @@ def _serve(args: argparse.Namespace) -> int:
             raise NvdlaError(
                 f"request {r.id}: {r.prompt} prompt + {r.output} output tokens; {spec.name} has {spec.max_positions} positions"
             )
-    capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens)
+    capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens, kv)
+    accuracy = _accuracy(args, hw, prec, seq=args.prompt) if args.quantize else None
     if args.rates or args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
-        return _serve_sweep(args, spec, hw, prec, settings, capacity, weights)
-    costs = SimulatedCosts(spec, hw, prec, weights)
+        code = _serve_sweep(args, spec, hw, prec, settings, capacity, weights, kv, accuracy)
+        if accuracy is not None:
+            print("\n".join(format_accuracy_lines(accuracy)))
+        return code
+    costs = SimulatedCosts(spec, hw, prec, weights, kv)
     res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings)
     res.clock_mhz = hw.clock_mhz
     res.meta = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
+                "kv_precision": (kv or prec).value,
                 "arrivals": f"trace {args.trace}" if args.trace else f"poisson {args.rate:g}/s seed {args.seed}",
-                "weights": weights.to_dict()}  # fmt: skip
+                "weights": weights.to_dict(), **({"accuracy": accuracy} if accuracy else {})}  # fmt: skip
     d = res.to_dict()
-    print(f"{spec.name} on {hw.fingerprint} ({prec.value}): {d['requests']} requests, {d['arrivals']}, "
+    kv_note = f", KV cache {kv.value}" if kv else ""
+    print(f"{spec.name} on {hw.fingerprint} ({prec.value}{kv_note}): {d['requests']} requests, {d['arrivals']}, "
           f"{d['policy']}, KV cache {capacity:,} blocks of {settings.block_tokens} positions "
           f"(beside the weights in {memory_limit(hw)[1]})")  # fmt: skip
+    if kv:
+        at_model = kv_capacity_blocks(spec, hw, prec, settings.block_tokens)
+        print(f"  KV cache at {kv.value}: {capacity:,} blocks ({at_model:,} at the model's {prec.value})")
     if weights.active:
         w = weights.to_dict()
         print(f"  weights: prune {w['prune']}, compression {'on' if w['compression'] else 'off'}"
@@ -434,6 +516,8 @@ def _serve(args: argparse.Namespace) -> int:
           f"mean decode batch {d['mean_decode_batch']}, peak KV {d['peak_kv_blocks']:,} blocks, "
           f"{d['preemptions']} preemptions ({d['preemption']}"
           + (f", {d['swap_ms']:,.3f} ms of KV copies" if d["swap_ms"] else "") + ")")  # fmt: skip
+    if accuracy is not None:
+        print("\n".join(format_accuracy_lines(accuracy)))
     if args.report:
         from nvdla_mapper.reports.html import write_serve_html
 
@@ -450,7 +534,9 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_sweep(args: argparse.Namespace, spec, hw, prec, settings, capacity: int, weights) -> int:
+def _serve_sweep(
+    args: argparse.Namespace, spec, hw, prec, settings, capacity: int, weights, kv=None, accuracy=None
+) -> int:
     """`nvdla serve --rates ... [--slo-ttft-ms T] [--slo-tpot-ms P]`: one run per rate, the same requests."""
     import csv
 
@@ -476,7 +562,7 @@ def _serve_sweep(args: argparse.Namespace, spec, hw, prec, settings, capacity: i
             args.requests, rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz, seed=args.seed
         )
 
-    costs = SimulatedCosts(spec, hw, prec, weights)
+    costs = SimulatedCosts(spec, hw, prec, weights, kv)
     sweep = sweep_rates(
         arrivals, rates, costs, capacity_blocks=capacity, settings=settings, clock_mhz=hw.clock_mhz, slo=slo,
         bisect_steps=args.bisect,
@@ -485,8 +571,10 @@ def _serve_sweep(args: argparse.Namespace, spec, hw, prec, settings, capacity: i
          "prompt": args.prompt, "output": args.output, "seed": args.seed, "policy": settings.policy.value,
          "max_batch": settings.max_batch, "kv_capacity_blocks": capacity,
          "slo_ttft_ms": args.slo_ttft_ms, "slo_tpot_ms": args.slo_tpot_ms, "weights": weights.to_dict(),
+         "kv_precision": (kv or prec).value, **({"accuracy": accuracy} if accuracy else {}),
          **sweep.to_dict()}  # fmt: skip
-    print(f"{spec.name} on {hw.fingerprint} ({prec.value}): {args.requests} requests of {args.prompt} + "
+    kv_note = f", KV cache {kv.value}" if kv else ""
+    print(f"{spec.name} on {hw.fingerprint} ({prec.value}{kv_note}): {args.requests} requests of {args.prompt} + "
           f"{args.output} tokens, Poisson seed {args.seed}, {settings.policy.value}")  # fmt: skip
     print(f"  {'rate/s':>9} {'TTFT p50':>10} {'TTFT p99':>10} {'TPOT p50':>9} {'TPOT p99':>9} {'tokens/s':>10}  target")
     for r in d["rates"]:
@@ -653,7 +741,18 @@ def _map(args: argparse.Namespace) -> int:
     return 0
 
 
-def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
+def _kv_precision(args: argparse.Namespace, prec: Precision) -> Precision | None:
+    """--kv-precision, None when absent or the model's own."""
+    if args.kv_precision is None:
+        return None
+    try:
+        kv = Precision.parse(args.kv_precision)
+    except ValueError as e:
+        raise NvdlaError(f"--kv-precision: {e}") from None
+    return None if kv is prec else kv
+
+
+def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None = None) -> dict:
     from nvdla_mapper.frontends.presets import ModelSpec, sequence_length
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.studies.accuracy import TRAINED_DATA, block_accuracy, trained_accuracy
@@ -664,7 +763,8 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision) -> dict:
     spec = resolve_model(args.model)
     if not isinstance(spec, ModelSpec):
         raise NvdlaError("--quantize runs a transformer block: give a transformer preset or a config.json")
-    errors = block_accuracy(spec, hw, settings, seq=sequence_length(spec, args.seq), calib=args.calib_data)
+    seq = sequence_length(spec, args.seq if seq is None else seq)
+    errors = block_accuracy(spec, hw, settings, seq=seq, calib=args.calib_data)
     task = None
     directory, name = _trained_dir_and_name(args.model) if args.model.endswith(".config.json") else (None, "")
     if name in TRAINED_DATA and (directory / f"{name}.npz").is_file():  # a trained model: its task accuracy too
@@ -730,19 +830,8 @@ def format_summary(res, *, top: int) -> str:
             lines.append(f"                    {w['sparse_mac_label']}")
         if w["note"]:
             lines.append(f"                    note: {w['note']}")
-    acc = d["accuracy"]
-    if acc:
-        lines.append(
-            f"  INT8 accuracy     {acc['granularity']}, calib {acc['calibration']}"
-            f"{', dynamic' if acc['dynamic'] else ''}; relative error / cosine vs float32:"
-        )
-        lines += [
-            f"                    {e['name']:<10} rel {e['rel']:.4f}  cos {e['cosine']:.5f}  max|err| {e['max_abs']:.4f}"
-            for e in acc["layers"]
-        ]
-        if acc.get("task"):  # a trained model: its task accuracy through the datapath
-            task = acc["task"]
-            lines += ["  " + line for line in format_accuracy(task, recipe=task["recipe"]).splitlines()]
+    if d["accuracy"]:
+        lines += format_accuracy_lines(d["accuracy"])
     rows = sorted(group_layers(d["layers"]), key=lambda r: -r["cycles"])[:top]
     lines.append(f"  {'top layers by cycles (all blocks)':<38}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")
     for r in rows:
@@ -750,6 +839,22 @@ def format_summary(res, *, top: int) -> str:
             f"  {r['name'][:38]:<38}{r['count']:>6}{r['cycles']:>14,}{r['mac_utilization']:>10.1%}  {r['bound']}"
         )
     return "\n".join(lines)
+
+
+def format_accuracy_lines(acc: dict) -> list[str]:
+    """The --quantize report (map, generate, serve): the block's per-matmul error, a trained model's task."""
+    lines = [
+        f"  INT8 accuracy     {acc['granularity']}, calib {acc['calibration']}"
+        f"{', dynamic' if acc['dynamic'] else ''}; relative error / cosine vs float32:"
+    ]
+    lines += [
+        f"                    {e['name']:<10} rel {e['rel']:.4f}  cos {e['cosine']:.5f}  max|err| {e['max_abs']:.4f}"
+        for e in acc["layers"]
+    ]
+    if acc.get("task"):  # a trained model: its task accuracy through the datapath
+        task = acc["task"]
+        lines += ["  " + line for line in format_accuracy(task, recipe=task["recipe"]).splitlines()]
+    return lines
 
 
 _BLOCK = re.compile(r"^([A-Za-z_]+?)(\d+)(\..+)$")

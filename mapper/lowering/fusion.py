@@ -7,10 +7,13 @@ operand), a ReLU after that add, and (for convolutions) pooling on the fly cost 
 
 from __future__ import annotations
 
+import dataclasses
+
 import networkx as nx
 
-from nvdla_mapper.lowering.rules import Fused
+from nvdla_mapper.lowering.rules import Fused, LoweringContext, at_cache_precision
 from nvdla_mapper.workload import OpKind
+from nvdla_sim.errors import NvdlaError
 
 _ACTS = {OpKind.GELU, OpKind.RELU, OpKind.LUT}
 
@@ -57,4 +60,37 @@ def fuse(g: nx.DiGraph, *, has_lut: bool) -> tuple[dict[str, Fused], set[str]]:
             absorbed.add(nxt)
         if act or residual or pool:
             fused[name] = Fused(activation=act, residual=residual, residual_input=residual_input, pool=pool)
+    return fused, absorbed
+
+
+# ops whose SDP can write their output at another precision for a consumer that runs at one
+_CONVERTERS = {OpKind.MATMUL, OpKind.ROTARY, OpKind.ATTN_CONTEXT}
+
+
+def fuse_graph(g: nx.DiGraph, ctx: LoweringContext) -> tuple[dict[str, Fused], set[str]]:
+    """The fusion pass under a lowering context: `fuse`, and under the KV-cache precision what-if
+    (ctx.kv_precision) the output conversions at the edges of attention: each producer of an op at the
+    caches' precision (rules.at_cache_precision: the q, k and v projections or their rotary) writes its
+    output at that precision, and PV writes back at the model's (SDP's output convertor, one pass where
+    it can, rules.SDP_OUTPUTS)."""
+    fused, absorbed = fuse(g, has_lut=ctx.has_lut)
+    if ctx.cache_precision is ctx.precision:
+        return fused, absorbed
+    ops = {name: g.nodes[name]["op"] for name in g.nodes}
+    cached = {name for name, op in ops.items() if at_cache_precision(op)}
+    want: dict[str, object] = {}
+    for name in cached:
+        for p in g.predecessors(name):
+            if p not in cached:
+                want[p] = ctx.cache_precision
+        if any(s not in cached for s in g.successors(name)):
+            want[name] = ctx.precision
+    for name, prec in want.items():
+        op = ops[name]
+        if op.kind not in _CONVERTERS or name in absorbed:
+            raise NvdlaError(
+                f"--kv-precision: {name} ({op.kind.value}) feeds or follows attention, and only a matmul, rotary "
+                f"or PV converts its output on the way"
+            )
+        fused[name] = dataclasses.replace(fused.get(name, Fused()), out_precision=prec)
     return fused, absorbed

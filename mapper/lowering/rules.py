@@ -98,6 +98,9 @@ class Fused:
     residual: bool = False  # per-element add of another tensor (EW, or X1 per-element without EW)
     residual_input: str = ""  # the op producing the other operand
     pool: PoolSpec | None = None  # on-the-fly pooling after SDP (convolutions)
+    # the precision its output is written at where its consumer runs at another (the KV-cache precision
+    # what-if: q/k/v into the caches' precision, attention's output back to the model's); None: its own
+    out_precision: Precision | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,26 @@ class WeightTreatment:
         }
 
 
+# Output conversions SDP's output convertor makes (NVIDIA's C model, cmod/hls/sdp/sdp_c.cpp on nvdla/hw
+# master: FP16 processing writes FP16 or INT16, Fp16ToInt16; integer processing writes INT8, INT16 or, by
+# Int17ToFp16, FP16). FP16 -> INT8 takes two passes: FP16 -> INT16, then an integer SDP pass to INT8.
+SDP_OUTPUTS = {
+    Precision.INT8: frozenset(Precision),
+    Precision.INT16: frozenset(Precision),
+    Precision.FP16: frozenset({Precision.FP16, Precision.INT16}),
+}
+# the cache relayouts: they move K and V into (and within) the caches, at the caches' precision
+CACHE_RELAYOUTS = frozenset({Relayout.K_APPEND, Relayout.V_APPEND, Relayout.V_CACHE})
+
+
+def at_cache_precision(op: Op) -> bool:
+    """Ops that run at the KV caches' precision under the KV-precision what-if: QK^T, the softmax, PV
+    (every operand read from or computed against the caches) and the cache appends and fills."""
+    if op.kind in (OpKind.ATTN_SCORES, OpKind.ATTN_CONTEXT, OpKind.SOFTMAX):
+        return True
+    return op.kind is OpKind.TRANSPOSE and op.attrs.relayout in CACHE_RELAYOUTS
+
+
 @dataclass
 class LoweringContext:
     hw: HwConfig
@@ -148,6 +171,20 @@ class LoweringContext:
     layernorm: str = "auto"
     weights: WeightTreatment = field(default_factory=WeightTreatment)
     fused: dict[str, Fused] = field(default_factory=dict)
+    # the KV-cache precision what-if: attention and its caches at this precision, the rest at `precision`
+    # (None: the model's precision everywhere)
+    kv_precision: Precision | None = None
+
+    @property
+    def cache_precision(self) -> Precision:
+        return self.kv_precision or self.precision
+
+    def for_op(self, op: Op) -> LoweringContext:
+        """The context an op is lowered under: the caches' precision for attention (at_cache_precision),
+        the model's for the rest; the fusion (and its conversions) shared."""
+        if self.cache_precision is self.precision or not at_cache_precision(op):
+            return self
+        return dataclasses.replace(self, precision=self.cache_precision, kv_precision=None)
 
     def weighted(self, layer: ConvLayer) -> ConvLayer:
         """Apply the weight treatment to a layer with static weights."""
@@ -246,14 +283,20 @@ def matmul_pieces(name: str, m: int, k: int, n: int, ctx: LoweringContext, spec:
                 # bias and residual ride on the first partial; the activation waits for the last add
                 if len(k_pieces) == 1:
                     piece_spec = spec
-                else:
-                    piece_spec = dataclasses.replace(spec, relu=False, lut=False) if i == 0 else SdpSpec()
+                else:  # partial sums stay at the layer's precision: the last add converts
+                    piece_spec = (
+                        dataclasses.replace(spec, relu=False, lut=False, out_precision=None) if i == 0 else SdpSpec()
+                    )
                 layer = ConvLayer(f"{name}[{tag}]" if tag else name, shape, ctx.precision, piece_spec)
                 layers.append(MatmulPiece(layer, m0, n0, k0))
             for i in range(1, len(k_pieces)):
                 add = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
                 last = i == len(k_pieces) - 1
-                add = dataclasses.replace(add, relu=spec.relu, lut=spec.lut) if last else add
+                add = (
+                    dataclasses.replace(add, relu=spec.relu, lut=spec.lut, out_precision=spec.out_precision)
+                    if last
+                    else add
+                )
                 tag = ", ".join([*_piece(m0, mm, len(m_pieces) > 1, n0, nn, n > MAX_DIM), f"+ partial {i}"])
                 layers += [MatmulPiece(sdp, m0, n0, 0) for sdp in _sdp_passes(f"{name}[{tag}]", mm, nn, ctx, add)]
     return layers
@@ -348,7 +391,31 @@ def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMo
         else:
             bias_mode = OperandMode.PER_ELEMENT  # X1 ALU with a per-element operand (no EW unit)
     lut = f.activation in (OpKind.GELU, OpKind.LUT)
-    return SdpSpec(bias=bias_mode, scale=scale, relu=f.activation is OpKind.RELU, lut=lut, eltwise=residual_mode)
+    return SdpSpec(
+        bias=bias_mode, scale=scale, relu=f.activation is OpKind.RELU, lut=lut, eltwise=residual_mode,
+        out_precision=converted_output(ctx.precision, f.out_precision),
+    )  # fmt: skip
+
+
+def converted_output(proc: Precision, want: Precision | None) -> Precision | None:
+    """What an SDP processing at `proc` writes when its consumer wants `want` (SDP_OUTPUTS): `want` itself,
+    or INT16 on the way to it (conversion_passes adds the second pass); None: no conversion."""
+    if want is None or want is proc:
+        return None
+    return want if want in SDP_OUTPUTS[proc] else Precision.INT16
+
+
+def conversion_passes(op: Op, rows: int, cols: int, ctx: LoweringContext) -> list[Task]:
+    """The SDP passes that finish an op's output conversion where its own SDP cannot reach the wanted
+    precision in one step (FP16 -> INT8: the op writes INT16, then an integer pass writes INT8)."""
+    want = ctx.fused.get(op.name, Fused()).out_precision
+    via = converted_output(ctx.precision, want)
+    if via is None or via is want:
+        return []
+    ctx.hw.check_precision(via)
+    passes = _sdp_passes(f"{op.name}.to_{want.value}", rows, cols, dataclasses.replace(ctx, precision=via),
+                         SdpSpec(out_precision=want))  # fmt: skip
+    return [_hw(op, lay, 1, note=f"{via.value} -> {want.value} (SDP's output convertor)") for lay in passes]
 
 
 def lower_conv(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
@@ -382,13 +449,15 @@ def _conv_task(op: Op, ctx: LoweringContext, image_input: bool) -> Task:
     return dataclasses.replace(task, stored_weight_bytes=stored, static_weights=True)
 
 
-def _data_cube_weights(name: str, m: int, k: int, n: int, ctx: LoweringContext) -> list[tuple[HwLayer, int]]:
+def _data_cube_weights(
+    name: str, m: int, k: int, n: int, ctx: LoweringContext, spec: SdpSpec
+) -> list[tuple[HwLayer, int]]:
     """The layers of a matmul whose data cube (m x k) is a weight matrix (V^T = W_v^T X^T), with the weight
     bytes each keeps in DRAM: its data cube, counted on the first piece of kernels that reads it."""
     return [
         (p.layer, p.layer.shape.in_w * p.layer.shape.in_h * p.layer.shape.in_c * ctx.precision.bytes
          if isinstance(p.layer, ConvLayer) and p.n0 == 0 else 0)
-        for p in matmul_pieces(name, m, k, n, ctx, SdpSpec())
+        for p in matmul_pieces(name, m, k, n, ctx, spec)
     ]  # fmt: skip
 
 
@@ -428,8 +497,11 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
                 dataclasses.replace(
                     _hw(op, layer, 1, note="V^T = W_v^T X^T"), stored_weight_bytes=stored, static_weights=True
                 )
-                for layer, stored in _data_cube_weights(op.name, op.n, op.k, op.m, ctx)
+                for layer, stored in _data_cube_weights(
+                    op.name, op.n, op.k, op.m, ctx, SdpSpec(out_precision=spec.out_precision)
+                )
             ],
+            *conversion_passes(op, op.n, op.m, ctx),
         ]
     if op.attrs.im2col:
         note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
@@ -444,7 +516,7 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
         layer = ctx.weighted(layer)
         stored = _stored_weights(layer) if piece.m0 == 0 else 0  # later row pieces reread these kernels
         tasks.append(dataclasses.replace(_hw(op, layer, 1), stored_weight_bytes=stored, static_weights=True))
-    return tasks
+    return tasks + conversion_passes(op, op.m, op.n, ctx)
 
 
 def lower_scores(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
@@ -496,7 +568,7 @@ def _heads_choice(op: Op, ctx: LoweringContext, per_group: list[Task], spec: Sdp
     if groups == 1:
         return Choice((("per sequence", tuple(per_group)),))
     heads, hd, seqs = op.m * groups, (op.k if scores else op.n), op.count // groups
-    piece = hd * ctx.precision.bytes
+    piece = hd * (spec.out_precision or ctx.precision).bytes  # the q copied in, or PV's output gathered
     whole = piece % ctx.hw.memory.memory_atomic_bytes == 0
     nbytes = seqs * heads * piece
     label = f"1 layer per sequence ({heads} heads as pixels against all {groups} K/V groups)"
@@ -518,25 +590,33 @@ def _heads_choice(op: Op, ctx: LoweringContext, per_group: list[Task], spec: Sdp
 
 
 def lower_context(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
+    # under the KV-precision what-if the output goes back to the model's precision, written by the last
+    # SDP pass: the normalisation's when SDP computes the softmax, else PV's own
+    out = converted_output(ctx.precision, ctx.fused.get(op.name, Fused()).out_precision)
+    sdp_softmax = ctx.mode("softmax") == "nvdla"
+    pv_out = None if sdp_softmax else out
+    finish = [*_context_normalize(op, ctx, out), *conversion_passes(op, op.m * op.count, op.n, ctx)]
     if op.attrs.cached:  # V^T cache in weight format; the softmax's normalisation follows the gather
-        per_group = [_hw(op, layer) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, SdpSpec())]
-        choice = _heads_choice(op, ctx, per_group, SdpSpec(), scores=False)
-        normalize = _context_normalize(op, ctx)
-        return Choice(tuple((label, (*tasks, *normalize)) for label, tasks in choice.options))
+        spec = SdpSpec(out_precision=pv_out)
+        per_group = [_hw(op, layer) for layer in matmul_layers(op.name, op.m, op.k, op.n, ctx, spec)]
+        choice = _heads_choice(op, ctx, per_group, spec, scores=False)
+        return Choice(tuple((label, (*tasks, *finish)) for label, tasks in choice.options))
     bpe = ctx.precision.bytes
     what = "V^T into weight format" + (" (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "")
     kv_count = op.count // op.attrs.kv_share
     tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
-    spec = SdpSpec(bias=OperandMode.PER_KERNEL) if ctx.hw.bdma else SdpSpec()  # V's bias, moved here
+    # V's bias, moved here
+    spec = SdpSpec(bias=OperandMode.PER_KERNEL if ctx.hw.bdma else OperandMode.NONE, out_precision=pv_out)
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))
         tasks += [_hw(op, layer) for layer in matmul_layers(name, rows, keys, op.n, ctx, spec)]
-    return tasks + _context_normalize(op, ctx)
+    return tasks + finish
 
 
-def _context_normalize(op: Op, ctx: LoweringContext) -> list[Task]:
-    """The softmax's 1/sum applied to PV's output rows (SDP softmax only; a host softmax normalises)."""
+def _context_normalize(op: Op, ctx: LoweringContext, out: Precision | None = None) -> list[Task]:
+    """The softmax's 1/sum applied to PV's output rows (SDP softmax only; a host softmax normalises),
+    written at `out` (a conversion) or the layer's precision."""
     tasks: list[Task] = []
     if ctx.mode("softmax") == "nvdla":
         # SDP operands are per layer, per channel or per element, never per pixel: 1/sum [m, 1] is
@@ -547,7 +627,7 @@ def _context_normalize(op: Op, ctx: LoweringContext) -> list[Task]:
             _hw(op, layer, 1, note="broadcast 1/sum over the row (ones kernels)")
             for layer in matmul_layers(f"{op.name}.broadcast", op.m * c, 1, op.n, ctx, SdpSpec())
         ]
-        norm = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
+        norm = SdpSpec(eltwise=OperandMode.PER_ELEMENT, out_precision=out)
         tasks += [
             _hw(op, lay, 1, note="softmax 1/sum")
             for lay in _sdp_passes(f"{op.name}.normalize", op.m * c, op.n, ctx, norm)
@@ -637,18 +717,24 @@ def lower_rotary(op: Op, ctx: LoweringContext) -> list[Task]:
     BDMA); then two SDP passes with per-element cos / sin operands (X stages from B/N-RDMA)."""
     hd = op.attrs.head_dim
     atom = ctx.hw.memory.memory_atomic_bytes // ctx.precision.bytes
+    want = ctx.fused.get(op.name, Fused()).out_precision
     if (hd // 2) % atom:
-        return [
-            _host(
-                op, op.name, ctx, flops_per_elem=3, note=f"rotary on host (head_dim/2 = {hd // 2} is not whole atoms)"
-            )
-        ]
+        note = f"rotary on host (head_dim/2 = {hd // 2} is not whole atoms)"
+        if want is None:
+            return [_host(op, op.name, ctx, flops_per_elem=3, note=note)]
+        # the host reads the model's precision and writes the caches' (it converts as it goes)
+        nbytes = op.elements * (ctx.precision.bytes + want.bytes)
+        return [_host_task(op, op.name, count=1, flops=3 * op.elements, nbytes=nbytes, note=f"{note}, to {want.value}")]
     swap = _relayout(op, f"{op.name}.rotate_half", op.elements * ctx.precision.bytes, ctx, 1, "rotate_half (atoms)")
     sin = _sdp_passes(f"{op.name}.sin", op.m, op.n, ctx, SdpSpec(scale=OperandMode.PER_ELEMENT))
-    cos = _sdp_passes(
-        f"{op.name}.cos_add", op.m, op.n, ctx, SdpSpec(bias=OperandMode.PER_ELEMENT, scale=OperandMode.PER_ELEMENT)
+    cos_add = SdpSpec(
+        bias=OperandMode.PER_ELEMENT, scale=OperandMode.PER_ELEMENT, out_precision=converted_output(ctx.precision, want)
     )
-    return [swap, *[_hw(op, lay) for lay in sin], *[_hw(op, lay, note="x cos + rotate_half(x) sin") for lay in cos]]
+    cos = _sdp_passes(f"{op.name}.cos_add", op.m, op.n, ctx, cos_add)
+    return [
+        swap, *[_hw(op, lay) for lay in sin], *[_hw(op, lay, note="x cos + rotate_half(x) sin") for lay in cos],
+        *conversion_passes(op, op.m, op.n, ctx),
+    ]  # fmt: skip
 
 
 def lower_gather(op: Op, ctx: LoweringContext) -> list[Task]:

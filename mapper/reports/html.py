@@ -318,7 +318,9 @@ GENERATE_COLUMNS: list[tuple[str, Any, str]] = [
     ("Total (ms)", lambda d: d["total_ms"], "{:,.1f}"),
     ("Tokens/s per sequence", lambda d: d["tokens_per_s_per_sequence"], "{:,.1f}"),
     ("Tokens/s, all sequences", lambda d: d["tokens_per_s_aggregate"], "{:,.1f}"),
+    ("KV cache precision", lambda d: d.get("kv_precision", d["precision"]), "{}"),
     ("KV cache at the end (MiB)", lambda d: d["kv_cache_bytes_end"] / 2**20, "{:,.1f}"),
+    ("Positions that fit per sequence", lambda d: d.get("fits", {}).get("max_positions_at_batch"), "{:,d}"),
     ("DRAM per token (MB)", lambda d: d["dram_bytes_per_token"] / 1e6, "{:,.2f}"),
     ("Median step (ms)", lambda d: d["per_token_ms"]["median_step"], "{:,.3f}"),
     ("Prefill bound", lambda d: d["prefill"]["bound"], "{}"),
@@ -355,6 +357,7 @@ def write_generate_html(runs: list[dict[str, Any]], out_dir: str | Path) -> Path
         )
         + "<h2>Summary</h2>"
         + _table([label for label, _, _ in GENERATE_COLUMNS], rows, table_id="runs")
+        + _accuracy_section(d0)
         + f"<h2>Plots</h2>{imgs}</body></html>"
     )
     path = Path(out_dir) / "report.html"
@@ -407,6 +410,7 @@ def write_serve_html(summary: dict[str, Any], timeline: list[dict[str, Any]], la
         + _table(["", "p50", "p90", "p99"], rows, table_id="percentiles")
         + "<h2>Run</h2>"
         + _table(["", ""], info, table_id="run")
+        + _accuracy_section(summary)
         + f"<h2>Plots</h2>{imgs}</body></html>"
     )
     path = Path(out_dir) / "report.html"

@@ -60,6 +60,8 @@ class GenerateResult:
     first_step_energy_uj: tuple[float, float] = (0.0, 0.0)  # T5: that step's (core, DRAM) energy
     first_step_macs: int = 0  # T5: that step's model MACs
     weights: WeightTreatment = field(default_factory=WeightTreatment)  # pruning / compression what-if
+    kv_precision: Precision | None = None  # the KV caches' precision (what-if); None: the model's
+    spec: ModelSpec | None = field(default=None, repr=False)  # the model (for what its memory holds)
     step_weight_bytes: tuple[int, int] = (0, 0)  # a decode step's static weights: (dense, as stored)
 
     @property
@@ -111,7 +113,23 @@ class GenerateResult:
             "decode_tokens_per_s_aggregate": round(self.batch * len(steps) / (self._ms(dec_cyc) / 1e3), 3)
             if dec_cyc
             else None,
+            "kv_precision": (self.kv_precision or self.precision).value,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_cache_bytes_end": self.kv_cache_bytes,
+            **(
+                {
+                    "fits": fits(
+                        self.spec,
+                        self.hw,
+                        self.precision,
+                        self.kv_precision,
+                        batch=self.batch,
+                        positions=self.prompt + self.new_tokens,
+                    )
+                }
+                if self.spec is not None
+                else {}
+            ),
             "dram_bytes_per_token": round(sum(s.dram_bytes for s in self.steps) / max(len(steps) * self.batch, 1)),
             "prefill": {
                 "cycles": self.ttft_cycles,
@@ -198,9 +216,8 @@ def roofline_cycles(res: MapResult) -> int:
     for r in res.results:
         if r.stats:
             t = r.stats.traffic
-            busy["nvdla"] += r.task.count * bounds.roofline_cycles(
-                r.stats.macs, t.dram_read, t.dram_write, hw, res.precision
-            )
+            prec = r.task.layer.precision if r.task.layer is not None else res.precision  # KV what-if: mixed
+            busy["nvdla"] += r.task.count * bounds.roofline_cycles(r.stats.macs, t.dram_read, t.dram_write, hw, prec)
         elif r.task.resource is Resource.BDMA:
             busy["bdma"] += r.task.count * 2 * r.task.copy_bytes / hw.dram_bytes_per_cycle
         else:
@@ -237,16 +254,39 @@ def memory_limit(hw: HwConfig) -> tuple[int, str]:
     return limit, what
 
 
-def check_fits(spec: ModelSpec, hw: HwConfig, precision: Precision, *, batch: int, positions: int) -> None:
+def check_fits(
+    spec: ModelSpec, hw: HwConfig, precision: Precision, *, batch: int, positions: int,
+    kv_precision: Precision | None = None,
+) -> None:  # fmt: skip
     """Weights plus the KV cache at the end must fit the memory NVDLA can address (and the system's DRAM
     when the config states one)."""
     limit, what = memory_limit(hw)
-    need = weight_bytes(spec, precision) + kv_bytes_per_token(spec, precision) * batch * positions
+    kv = kv_precision or precision
+    need = weight_bytes(spec, precision) + kv_bytes_per_token(spec, kv) * batch * positions
     if need > limit:
+        cache = precision.value if kv is precision else f"{precision.value}, KV cache {kv.value}"
         raise NvdlaError(
             f"{spec.name} at batch {batch} needs {need / 2**30:.2f} GiB (weights + KV cache of {positions} positions, "
-            f"{precision.value}) but {what} holds {limit / 2**30:.2f} GiB: {(need - limit) / 2**30:.2f} GiB too much"
+            f"{cache}) but {what} holds {limit / 2**30:.2f} GiB: {(need - limit) / 2**30:.2f} GiB too much"
         )
+
+
+def fits(
+    spec: ModelSpec, hw: HwConfig, precision: Precision, kv_precision: Precision | None, *, batch: int, positions: int
+) -> dict[str, Any]:
+    """What the memory beside the weights holds at this KV precision: the most positions per sequence at
+    `batch` and the most sequences at `positions` (the model's own position limit stated beside)."""
+    limit, what = memory_limit(hw)
+    room = limit - weight_bytes(spec, precision)
+    per = kv_bytes_per_token(spec, kv_precision or precision)
+    return {
+        "memory_bytes": limit,
+        "limited_by": what,
+        "kv_room_bytes": room,
+        "max_positions_at_batch": max(room // (per * batch), 0),
+        "max_batch_at_positions": max(room // (per * positions), 0),
+        "model_max_positions": spec.max_positions or None,
+    }
 
 
 def kv_bytes_per_token(spec: ModelSpec, precision: Precision) -> int:
@@ -269,10 +309,12 @@ def generate(
     softmax: str = "auto",
     layernorm: str = "auto",
     weights: WeightTreatment | None = None,
+    kv_precision: Precision | None = None,
 ) -> GenerateResult:
     """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
     `weights` prunes and/or compresses the static weights in every pass (what a DRAM-bound decode step
-    streams); the KV caches are activations and stay dense."""
+    streams); the KV caches are activations and stay dense. `kv_precision` keeps the caches, and runs
+    the attention against them, at that precision (passes.map_model)."""
     for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
@@ -283,11 +325,13 @@ def generate(
         )
     check_generative(spec)  # refuses encoders with a clear error
     hw.check_precision(precision)
-    check_fits(spec, hw, precision, batch=batch, positions=prompt + new_tokens)
+    if kv_precision is not None:
+        hw.check_precision(kv_precision)
+    check_fits(spec, hw, precision, batch=batch, positions=prompt + new_tokens, kv_precision=kv_precision)
     weights = weights or WeightTreatment()
     kw = dict(
         precision=precision, batch=batch, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-        with_baseline=False,
+        with_baseline=False, kv_precision=kv_precision,
     )  # fmt: skip
     t5 = bool(spec.decoder_layers)
     if t5:  # the encoder once (filling the cross-attention caches), then the first decoder step
@@ -295,10 +339,14 @@ def generate(
     else:
         prefill = map_model(build_graph(spec, batch=batch, seq=prompt, head="lm_last"), hw, seq=prompt, **kw)
     res = GenerateResult(spec.name, hw, precision, batch, prompt, new_tokens, prefill, weights=weights)
-    res.kv_bytes_per_token = kv_bytes_per_token(spec, precision)
+    res.spec, res.kv_precision = spec, kv_precision
+    res.kv_bytes_per_token = kv_bytes_per_token(spec, kv_precision or precision)
     first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
     # the steps share every op but attention against the cache: lowered and timed once, priced once
-    memo = new_memo(hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights)
+    memo = new_memo(
+        hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
+        kv_precision=kv_precision,
+    )  # fmt: skip
     cross = prompt if t5 else 0
     template = StepTemplate(
         spec, lambda s, kv_len: decode_step_graph(s, batch=batch, kv_len=kv_len, cross_len=cross), memo

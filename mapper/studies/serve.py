@@ -467,11 +467,14 @@ class ServeResult:
         }
 
 
-def kv_capacity_blocks(spec: ModelSpec, hw: HwConfig, precision: Precision, block_tokens: int) -> int:
-    """KV blocks that fit beside the model's weights in the memory NVDLA can address (generate.memory_limit)."""
+def kv_capacity_blocks(
+    spec: ModelSpec, hw: HwConfig, precision: Precision, block_tokens: int, kv_precision: Precision | None = None
+) -> int:
+    """KV blocks that fit beside the model's weights in the memory NVDLA can address (generate.memory_limit),
+    each of `block_tokens` positions at the caches' precision (`kv_precision`, else the model's)."""
     limit, what = memory_limit(hw)
     room = limit - weight_bytes(spec, precision)
-    per_block = kv_bytes_per_token(spec, precision) * block_tokens
+    per_block = kv_bytes_per_token(spec, kv_precision or precision) * block_tokens
     if room < per_block:
         raise NvdlaError(
             f"{spec.name}'s weights ({weight_bytes(spec, precision) / 2**30:.2f} GiB, {precision.value}) leave no "
@@ -486,7 +489,8 @@ class SimulatedCosts:
     step of the running sequences, each against its own cache (decode_step_graph with per-sequence
     lengths). Each distinct prefill length and multiset of cache lengths is mapped once. `weights` prunes
     and/or compresses the static weights in every pass, as `nvdla generate --prune/--weight-compression`
-    does (the KV caches are activations and stay dense)."""
+    does (the KV caches are activations and stay dense). `kv_precision` keeps the caches, and runs the
+    attention against them, at that precision (`nvdla generate --kv-precision`)."""
 
     def __init__(
         self,
@@ -494,14 +498,15 @@ class SimulatedCosts:
         hw: HwConfig,
         precision: Precision = Precision.INT8,
         weights: WeightTreatment | None = None,
+        kv_precision: Precision | None = None,
     ) -> None:
         check_generative(spec)
         if spec.decoder_layers:
             raise NvdlaError(f"{spec.name}: serving is modelled for decoder-only models (gpt2, llama family)")
-        self.spec, self.hw, self.precision = spec, hw, precision
+        self.spec, self.hw, self.precision, self.kv_precision = spec, hw, precision, kv_precision
         self.weights = weights or WeightTreatment()
         self.host = HostModel()
-        self.memo = new_memo(hw, precision=precision, weights=self.weights)
+        self.memo = new_memo(hw, precision=precision, weights=self.weights, kv_precision=kv_precision)
         self._prefill: dict[int, int] = {}
         self._decode: dict[tuple[int, ...], int] = {}
         self._mixed: dict[tuple, int] = {}
@@ -520,13 +525,14 @@ class SimulatedCosts:
 
     def _map(self, g) -> int:
         return map_model(
-            g, self.hw, precision=self.precision, weights=self.weights, with_baseline=False, memo=self.memo
-        ).total_cycles
+            g, self.hw, precision=self.precision, weights=self.weights, with_baseline=False, memo=self.memo,
+            kv_precision=self.kv_precision,
+        ).total_cycles  # fmt: skip
 
     def swap(self, positions: int) -> int:
         """One sequence's KV cache copied between NVDLA's memory and the host's by the host CPU (HostModel:
         every byte read and written at its memory bandwidth, plus one hand-off)."""
-        nbytes = positions * kv_bytes_per_token(self.spec, self.precision)
+        nbytes = positions * kv_bytes_per_token(self.spec, self.kv_precision or self.precision)
         return self.host.cycles(flops=0, nbytes=2 * nbytes, clock_mhz=self.hw.clock_mhz)
 
     def mixed(self, seqs: tuple[tuple[int, int], ...], emitting: int) -> int:

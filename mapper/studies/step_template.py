@@ -34,9 +34,17 @@ from typing import Any
 import networkx as nx
 
 from nvdla_mapper.frontends.presets import ModelSpec
-from nvdla_mapper.lowering.fusion import fuse
-from nvdla_mapper.lowering.rules import LoweringContext, Task
-from nvdla_mapper.passes import PassMemo, lower_op, lower_ops, scheduled, simulate_tasks, task_durations
+from nvdla_mapper.lowering.fusion import fuse_graph
+from nvdla_mapper.lowering.rules import Task
+from nvdla_mapper.passes import (
+    PassMemo,
+    context_of,
+    lower_op,
+    lower_ops,
+    scheduled,
+    simulate_tasks,
+    task_durations,
+)
 from nvdla_mapper.results import MapResult
 from nvdla_mapper.workload import Op, ops_in_order
 from nvdla_sim.engine.stats import LayerStats
@@ -84,10 +92,7 @@ class StepTemplate:
     def __init__(self, spec: ModelSpec, build: Builder, memo: PassMemo) -> None:
         self.spec, self.build, self.memo = spec, build, memo
         self.spec1 = one_block(spec)
-        hw, precision, host, softmax, layernorm, weights = memo.context
-        self.ctx = LoweringContext(
-            hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights
-        )
+        self.ctx = context_of(memo)
         self.base: _Base | None = None
         self.rebuilds = 0  # full maps made after the first (a changed op took another form)
 
@@ -101,7 +106,7 @@ class StepTemplate:
         values = [_value(o) for o in ops1]
         changed = [j for j, v in enumerate(values) if v != base.values1[j]]
         ctx, hw, host = self.ctx, self.ctx.hw, self.ctx.host
-        ctx.fused, _ = fuse(g1, has_lut=ctx.has_lut)
+        ctx.fused, _ = fuse_graph(g1, ctx)
         tasks, per_instance = list(base.tasks), list(base.per_instance)
         stats, durations = list(base.stats), list(base.durations)
         for j in changed:
