@@ -67,6 +67,7 @@ from nvdla_sim.program.emit import (
     sdp_pass,
 )
 from nvdla_sim.program.run import operation_timing
+from nvdla_sim.program.trace_io import crc32
 from nvdla_sim.units import sdp as sdp_unit
 from nvdla_sim.units.lut import (
     ENTRY_MAX,
@@ -537,3 +538,105 @@ def _pdp_program(layer: PdpLayer, hw: HwConfig, base: str, rng: np.random.Genera
     inputs = [(src.addr, feature_image(_rand(rng, (h, w, c), p), src, p, hw))]
     prog = emit_program(base, op, inputs, [(dst.addr, cube_size(dst, c, p, hw))], hw)
     return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)
+
+
+# ---- a layer with given operands (a trained model's; validation/nvdla_rtl/classifier_programs.py) ----------
+
+
+def given_conv_program(
+    name: str,
+    layer: ConvLayer,
+    plan: TilePlan,
+    hw: HwConfig,
+    data: np.ndarray,
+    kernels: np.ndarray,
+    sdp: sdp_unit.SdpParams,
+    expect: np.ndarray | None = None,
+) -> LayerProgram:
+    """A convolution-pipeline layer with the operands and SDP numbers a model gives (a trained model's INT8
+    matmul: data [H, W, C], kernels [K, R, S, C], the X1 bias and X2 multipliers SDP reads per kernel from
+    memory or from a register, the output convertor), as the plan's hardware layers in its order and CBUF
+    split (as _conv_programs: every band, for each kernel tile in weight-stationary order, with the kept
+    operand kept and taken), each with its band of the input, its kernels and their SDP operands. The
+    expected CRCs are the model's (emit_sequence runs the program through the bit-exact model); `expect`,
+    the output [H', W', K] the caller computed, must be what they check (else a TraceError)."""
+    base = program_name(name)
+    s, p = layer.shape, layer.precision
+    hw.check_precision(p)
+    if layer.images != 1 or layer.pool is not None or layer.weight_bytes is not None or layer.image_input:
+        raise TraceError(f"{base}: given-operand programs are emitted for plain one-image convolutions")
+    want = (s.in_h, s.in_w, s.in_c), (s.out_k, s.kernel_h, s.kernel_w, s.in_c)
+    if data.shape != want[0] or kernels.shape != want[1]:
+        raise TraceError(f"{base}: operands {data.shape} and {kernels.shape}; the layer takes {want[0]} and {want[1]}")
+    if sdp.y is not None or sdp.out_precision is not p:
+        raise TraceError(f"{base}: given SDP numbers with a Y stage or another output precision are not emitted")
+    bands = data_tiles(layer, plan.rows_per_tile)
+    tiles = kernel_tiles(layer, plan.kernels_per_tile) if plan.order is LoopOrder.WEIGHT_STATIONARY else [(0, s.out_k)]
+    alloc = Alloc()
+    steps, wanted = [], []
+    for j, (k0, k1) in enumerate(tiles):
+        for i, (_, (r0, r1)) in enumerate(bands):
+            reuse = _kept(i, j, len(bands), len(tiles)) if plan.order is LoopOrder.WEIGHT_STATIONARY else CbufReuse()
+            sub, i0, i1 = band_shape(dataclasses.replace(s, out_k=k1 - k0), r0, r1)
+            inputs: list[tuple[int, np.ndarray]] = []
+            streams: list[SdpStream] = []
+            x1 = _given_stage(sdp.x1, Rdma.BRDMA, (k0, k1, s.out_k), alloc, inputs, streams, base)
+            x2 = _given_stage(sdp.x2, Rdma.NRDMA, (k0, k1, s.out_k), alloc, inputs, streams, base)
+            op, din, waddr, oaddr = conv_layer(
+                sub, p, hw, alloc, x1=x1, x2=x2, cvt=(sdp.cvt.offset, sdp.cvt.scale, sdp.cvt.shift),
+                streams=tuple(streams), data_banks=plan.data_banks, weight_banks=plan.weight_banks, reuse=reuse,
+            )  # fmt: skip
+            inputs += [
+                (din.addr, feature_image(data[i0:i1], din, p, hw)),
+                (waddr, dc_weight_bytes(kernels[k0:k1], p, hw)),
+            ]
+            steps.append(Step(op, inputs, [(oaddr, cube_size(op.out, k1 - k0, p, hw))]))
+            if expect is not None:
+                wanted.append(crc32(feature_image(expect[r0:r1, :, k0:k1], op.out, p, hw).tobytes()))
+    prog = emit_sequence(base, steps, hw)
+    if expect is not None and [c for _, _, c in prog.expected] != wanted:
+        raise TraceError(f"{base}: the program's output is not the given one (the SDP numbers were not emitted as run)")
+    if len(steps) == 1:
+        return LayerProgram(
+            prog, layer, steps[0].op, operation_timing(steps[0].op, hw, name=base).cycles, (0, s.out_h), (0, s.out_k)
+        )
+    cycles = simulate_conv(layer, hw, plan, record_events=False).cycles + sum(fixed_latency(layer, hw))
+    return LayerProgram(prog, layer, steps[-1].op, cycles, None, None, len(steps))
+
+
+def _given_stage(
+    st: sdp_unit.Stage | None,
+    rdma: Rdma,
+    kernels: tuple[int, int, int],
+    alloc: Alloc,
+    inputs: list,
+    streams: list,
+    base: str,
+) -> SdpStageCfg | None:
+    """An X stage's registers for given numbers: each operand a register value (a scalar) or 16-bit values
+    per kernel from memory through `rdma`, those of kernels [k0, k1) of the layer's k (`kernels`); one
+    operand per stage from memory (a pair in one stream is not emitted)."""
+    k0, k1, k = kernels
+    if st is None:
+        return None
+    if st.alu_op is not sdp_unit.AluOp.ADD or st.prelu:
+        raise TraceError(f"{base}: given SDP stages add (no max/min/PReLU)")
+    if np.ndim(st.alu_operand) and np.ndim(st.mul_operand):  # None and scalars have no dimensions
+        raise TraceError(f"{base}: an X stage with both operands per kernel (one stream of pairs) is not emitted")
+
+    def operand(v, shift: int, use: OperandUse) -> SdpOperand:
+        arr = np.asarray(v, np.int64)
+        if arr.min(initial=0) < -(2**15) or arr.max(initial=0) >= 2**15:
+            raise TraceError(f"{base}: an SDP operand outside 16 bits ({arr.min()}..{arr.max()})")
+        if arr.ndim == 0:
+            return SdpOperand(OperandSource.REG, int(arr), shift)
+        if arr.shape != (k,):
+            raise TraceError(f"{base}: {arr.shape[0]} per-kernel SDP operands for {k} kernels")
+        addr = alloc.take(2 * (k1 - k0))
+        inputs.append((addr, arr[k0:k1].astype("<i2").view(np.uint8)))
+        streams.append(SdpStream(rdma, OperandMode.PER_KERNEL, 2, addr, use=use))
+        return SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_KERNEL, 2)
+
+    alu = None if st.alu_operand is None else operand(st.alu_operand, st.alu_shift, OperandUse.ALU)
+    mul = None if st.mul_operand is None else operand(st.mul_operand, 0, OperandUse.MUL)
+    return SdpStageCfg(alu, AluAlgo.SUM, mul, False, st.relu, mul_shift=st.mul_shift)

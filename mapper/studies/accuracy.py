@@ -29,9 +29,11 @@ from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import run_conv
+from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
+from nvdla_sim.units.sdp import SdpParams
 
 
 @dataclass(frozen=True)
@@ -308,12 +310,30 @@ def _static(scales: dict[str, float], name: str, what: str) -> float:
     return scales[name]
 
 
-def _int8_matmul(hw: HwConfig, settings: QuantSettings, scales: Scales, sats: dict[str, int]):
+@dataclass(frozen=True, eq=False)
+class LayerRun:
+    """One matmul of an INT8 forward as NVDLA ran it: the hardware layer and the mapper's plan for it, its
+    INT8 operands in the layer's layout (data [H, W, C], kernels [K, 1, 1, C]), its SDP numbers and its
+    INT8 output [H, W, K] (what validation/nvdla_rtl/classifier_programs.py runs on the RTL)."""
+
+    name: str
+    layer: ConvLayer
+    plan: TilePlan
+    data: np.ndarray
+    kernels: np.ndarray
+    sdp: SdpParams
+    output: np.ndarray
+
+
+def _int8_matmul(
+    hw: HwConfig, settings: QuantSettings, scales: Scales, sats: dict[str, int], record: list[LayerRun] | None = None
+):
     """A matmul hook (numerics.reference.Matmul) through NVDLA's INT8 datapath: the operands quantized
     (activations per tensor, static from `scales` or dynamic, the attention products' activation operand
     likewise, the softmax's probabilities at their range [0, 1]; weights per channel where the layer has a bias and settings ask for it), the product run by
     run_conv on the bit-exact CMAC -> CACC -> SDP model in the layout and tiling the mapper picks,
-    requantized to INT8 by SDP, and dequantized; saturations counted into `sats` by name."""
+    requantized to INT8 by SDP, and dequantized; saturations counted into `sats` by name; each layer run
+    appended to `record` (static scales) when given."""
     cal = settings.calibration
     ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
 
@@ -352,6 +372,8 @@ def _int8_matmul(hw: HwConfig, settings: QuantSettings, scales: Scales, sats: di
         )
         y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=params)
         sats[name] = sats.get(name, 0) + sat
+        if record is not None:
+            record.append(LayerRun(name, layer, plan, x3, w4, params, y))
         return dequantize(y.reshape(m, -1), s_y)
 
     return mm
@@ -421,6 +443,7 @@ def vit_int8_accuracy(
     heads: int,
     patch: int,
     int8_weights: dict[str, np.ndarray] | None = None,
+    record: list[LayerRun] | None = None,
 ) -> TrainedAccuracy:
     """The trained ViT on `images`, float and INT8 (static scales calibrated on `calib`, or dynamic): every
     matmul (patch embedding, projections, QK^T and PV per image and head, FFN, classifier) runs through the
@@ -429,7 +452,7 @@ def vit_int8_accuracy(
     build without SDP's LUT (nv_small). Weight scales per output channel or per tensor; activations per
     tensor. With pruning (settings.prune) the INT8 run's weights are pruned, calibrated as pruned, and
     compared with the dense float model; `int8_weights` (fine-tuned after pruning) replace the INT8 run's.
-    Bad input gets a one-line error."""
+    `record` collects every matmul as NVDLA ran it (LayerRun). Bad input gets a one-line error."""
     if Precision.INT8 not in hw.precisions:
         raise NvdlaError(f"{hw.name} has no int8 datapath")
     if images.ndim != 3 or calib.ndim != 3 or images.shape[1:] != calib.shape[1:]:
@@ -443,7 +466,7 @@ def vit_int8_accuracy(
         lambda mm: vit_forward(iw, calib, heads=heads, patch=patch, mm=_pruned(mm, settings.prune)), settings
     )
     sats: dict[str, int] = {}
-    int8_mm = _pruned(_int8_matmul(hw, settings, scales, sats), settings.prune)
+    int8_mm = _pruned(_int8_matmul(hw, settings, scales, sats, record), settings.prune)
     ref = vit_forward(weights, images, heads=heads, patch=patch).argmax(-1)
     got = vit_forward(iw, images, heads=heads, patch=patch, mm=int8_mm).argmax(-1)
     return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sum(sats.values()))
