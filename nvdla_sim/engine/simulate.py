@@ -13,8 +13,18 @@ import math
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import transfer_floor
 from nvdla_sim.engine.conv import simulate_conv
-from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
-from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Item, item_traffic, make_ports, run_items
+from nvdla_sim.engine.stats import Bound, LayerStats, Traffic, Unit, UnitStats
+from nvdla_sim.engine.tile_pipeline import (
+    BlockRun,
+    Buffer,
+    Channel,
+    Fetch,
+    Item,
+    extend_periods,
+    item_traffic,
+    make_ports,
+    run_items,
+)
 from nvdla_sim.engine.tiling import TilePlan, default_plan
 from nvdla_sim.layers import CdpLayer, ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
 from nvdla_sim.units import cdma, pdp, sdp
@@ -28,6 +38,36 @@ MIN_CHUNKS = 32  # a cube is cut into at least this many items (down to one memo
 def chunk_bytes(in_bytes: int, hw: HwConfig) -> int:
     atom = hw.memory.memory_atomic_bytes
     return max(atom, min(RDMA_CHUNK_BYTES, math.ceil(in_bytes / MIN_CHUNKS / atom) * atom))
+
+
+STREAM_CUT = 1024  # a longer stream of identical chunks is timed from its first STREAM_CUT (+ < 1 period)
+
+
+def _long_stream(run, item, chunks: int) -> tuple:
+    """A long stream's (result, ports, traffic) from a cut of it: its first chunks and its last, as many
+    that what the cut leaves out is a whole number of periods of the steady state the pipeline reached
+    (tile_pipeline._FastForward found it, extend_periods adds the periods: exact, the same figures as
+    running every chunk; tests/unit/test_fast_forward.py). All chunks but the last are alike. (None,) * 3
+    when the cut reached no steady state or a sum would leave the exact grid: then every chunk is run."""
+    res, _, _ = run(STREAM_CUT)
+    jump = res.last_jump
+    if jump is None:
+        return (None,) * 3
+    first = STREAM_CUT + (chunks - 1 - STREAM_CUT) % jump.period
+    res, ports, traffic = run(first)
+    periods = (chunks - 1 - first) // jump.period
+    if res.last_jump is None or res.last_jump.period != jump.period or res.last_jump.shift != jump.shift:
+        return (None,) * 3
+    longer = extend_periods(res, periods)
+    if longer is None:
+        return (None,) * 3
+    one = item_traffic([item(0, 0)])
+    left_out = periods * jump.period  # chunks the cut leaves out, each moving one chunk's bytes
+    traffic = Traffic(
+        traffic.dram_read + left_out * one.dram_read, traffic.dram_write + left_out * one.dram_write,
+        traffic.sram_read + left_out * one.sram_read, traffic.sram_write + left_out * one.sram_write,
+    )  # fmt: skip
+    return longer, ports, traffic
 
 
 def rdma_chunks_in_flight(hw: HwConfig, bytes_per_cycle: float, chunk: int) -> int:
@@ -94,47 +134,38 @@ def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, rec
     chunk = chunk_bytes(in_bytes, hw)
     chunks = max(1, math.ceil(in_bytes / chunk))
     in_flight = rdma_chunks_in_flight(hw, rate * layer.precision.bytes, chunk)
-    items = []
-    for i in range(chunks):
+
+    def item(i: int, at: int) -> Item:
+        """Chunk i of the stream as the pipeline's item number `at` (its fetch events 2 at, 2 at + 1)."""
         share = (min(in_bytes, (i + 1) * chunk) - i * chunk) / in_bytes
         fetches = [
-            Fetch(2 * i, Buffer.RDMA, Channel.RDMA, math.ceil(in_bytes * share), layer.input_memory, f"read {i}")
+            Fetch(2 * at, Buffer.RDMA, Channel.RDMA, math.ceil(in_bytes * share), layer.input_memory, f"read {i}")
         ]
-        uses = [2 * i]
         if operand:
-            fetches.append(
-                Fetch(
-                    2 * i + 1,
-                    Buffer.ERDMA,
-                    Channel.ERDMA,
-                    math.ceil(operand * share),
-                    layer.input_memory,
-                    f"operand {i}",
-                )
-            )
-            uses.append(2 * i + 1)
-        items.append(
-            Item(
-                name=f"chunk {i}",
-                fetches=tuple(fetches),
-                uses=tuple(uses),
-                blocks=(BlockRun(1, 0, 0, math.ceil(lane_elements * share / rate)),),
-                write_bytes=math.ceil(out_bytes * share),
-                write_memory=layer.output_memory,
-            )
+            fetches.append(Fetch(2 * at + 1, Buffer.ERDMA, Channel.ERDMA, math.ceil(operand * share),
+                                 layer.input_memory, f"operand {i}"))  # fmt: skip
+        return Item(
+            name=f"chunk {i}",
+            fetches=tuple(fetches),
+            uses=tuple(f.event for f in fetches),
+            blocks=(BlockRun(1, 0, 0, math.ceil(lane_elements * share / rate)),),
+            write_bytes=math.ceil(out_bytes * share),
+            write_memory=layer.output_memory,
         )
-    ports = make_ports(hw)
-    res = run_items(
-        items,
-        capacities={Buffer.RDMA: in_flight, Buffer.ERDMA: in_flight},
-        ports=ports,
-        fetch_unit=unit,
-        compute_unit=unit,
-        drain_unit=unit,
-        record_events=record_events,
-    )
+
+    def run(first: int) -> tuple:
+        """The stream cut to its first `first` chunks and its last one (all of it when first >= chunks - 1)."""
+        idx = [*range(min(first, chunks - 1)), chunks - 1]
+        items = [item(i, at) for at, i in enumerate(idx)]
+        ports = make_ports(hw)
+        res = run_items(items, capacities={Buffer.RDMA: in_flight, Buffer.ERDMA: in_flight}, ports=ports,
+                        fetch_unit=unit, compute_unit=unit, drain_unit=unit, record_events=record_events)  # fmt: skip
+        return res, ports, item_traffic(items)
+
+    res, ports, traffic = _long_stream(run, item, chunks) if not record_events and chunks > STREAM_CUT else (None,) * 3
+    if res is None:
+        res, ports, traffic = run(chunks)
     cycles = math.ceil(res.end)
-    traffic = item_traffic(items)
     lower = max(
         math.ceil(lane_elements / rate),
         transfer_floor(traffic.dram_read + traffic.sram_read, traffic.dram_write + traffic.sram_write, hw),

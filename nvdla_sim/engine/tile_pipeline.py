@@ -13,6 +13,7 @@ Outputs are written as they drain. All memory traffic goes through MemoryPort ca
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections import Counter
@@ -140,6 +141,7 @@ class PipelineResult:
     events: list[Event] = field(default_factory=list)
     ports: dict[Memory, MemoryPort] = field(default_factory=dict)
     skipped: int = 0  # items timed by the periodic steady state rather than one by one (_FastForward)
+    last_jump: _Jump | None = None  # the last whole-period jump the run made (extend_periods)
 
 
 def run_items(
@@ -195,6 +197,7 @@ def run_items(
     )
     idx = -1
     jumped = 0
+    last_jump = None
     while idx + 1 < len(items):
         idx += 1
         it = items[idx]
@@ -326,6 +329,7 @@ def run_items(
                 credit_free += jump.cycles
                 idx += jump.items
                 jumped += jump.items
+                last_jump = jump
     return PipelineResult(
         end=end,
         compute_busy=compute_busy,
@@ -343,7 +347,42 @@ def run_items(
         events=events,
         ports=ports,
         skipped=jumped,
+        last_jump=last_jump,
     )
+
+
+def extend_periods(res: PipelineResult, periods: int) -> PipelineResult | None:
+    """`res` as the same run would have ended with `periods` more periods of the steady state its last
+    jump skipped (periods x its items more identical items before the run's tail): exact for the same
+    reason as the jump (_FastForward: past the repeating state every item repeats the one a period before,
+    shifted; the tail after the jump sees the same relative state), provided the run was cut so that the
+    tail after the jump is the same (a whole number of periods taken away). The ports' counters grow, their
+    intervals after the jump move; None when a sum would leave the binary grid (exactness not assured)."""
+    j = res.last_jump
+    if j is None or periods < 0:
+        return None
+    by = periods * j.shift
+    inc = [periods * c for c in j.counters]
+    ports = [q for port in res.ports.values() for q in (port, port.write_port) if q is not None]
+    if not all(_on_grid(v) for v in (by, res.end + by, *inc[3:], *(periods * b for b, _ in j.port_counters))):
+        return None
+    for port, (busy, moved) in zip(ports, j.port_counters, strict=True):
+        port.jump(j.horizon + j.cycles, by, busy=periods * busy, nbytes=periods * moved)
+    compute_busy, bubbles, drain_busy, wait_fetch, wait_drain, fetch_busy, fetch_wait_port = (
+        a + b
+        for a, b in zip(
+            (res.compute_busy, res.compute_bubbles, res.drain_busy, res.wait_fetch, res.wait_drain, res.fetch_busy,
+             res.fetch_wait_port),
+            inc,
+            strict=True,
+        )
+    )  # fmt: skip
+    return dataclasses.replace(
+        res, end=res.end + by, compute_busy=compute_busy, compute_bubbles=bubbles, drain_busy=drain_busy,
+        wait_fetch=wait_fetch, wait_drain=wait_drain, fetch_busy=fetch_busy, fetch_wait_port=fetch_wait_port,
+        fetch_end=res.fetch_end + by, held=tuple((b, e, t + by) for b, e, t in res.held),
+        skipped=res.skipped + periods * j.period,
+    )  # fmt: skip
 
 
 # Skip ahead over runs of identical items once the pipeline repeats itself (_FastForward); tests compare

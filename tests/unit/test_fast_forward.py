@@ -92,7 +92,7 @@ def test_stream_equals_item_by_item(n, nbytes, compute, drain, cap, bpc, latency
     a, pa = _stream(n, nbytes, compute, drain, cap, bpc, latency, write)
     with item_by_item():
         b, pb = _stream(n, nbytes, compute, drain, cap, bpc, latency, write)
-    assert dataclasses.replace(a, skipped=0, ports={}) == dataclasses.replace(b, ports={})
+    assert dataclasses.replace(a, skipped=0, ports={}, last_jump=None) == dataclasses.replace(b, ports={})
     assert (pa.busy_cycles, pa.bytes_moved, pa.last_beat) == (pb.busy_cycles, pb.bytes_moved, pb.last_beat)
 
 
@@ -163,3 +163,83 @@ def test_large_layers_jump_and_agree(hw, monkeypatch):
         with item_by_item():
             b = run()
         _same_stats(a, b)
+
+
+@contextmanager
+def every_chunk():
+    """Streams run chunk by chunk through run_items (with its jumps), not cut (simulate._long_stream)."""
+    import nvdla_sim.engine.simulate as sim
+
+    cut, sim.STREAM_CUT = sim.STREAM_CUT, 10**12
+    try:
+        yield
+    finally:
+        sim.STREAM_CUT = cut
+
+
+def _stream_stats(st) -> tuple:
+    return (st.cycles, st.traffic, st.units, st.bound, st.lower_bound_cycles, st.detail)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    hw=st.sampled_from(["nv_small", "nv_full", "nv_large", "nv_small_256_full_rtl_tb"]),
+    kind=st.sampled_from(["lut", "residual", "normalize", "bias", "pool"]),
+    w=st.sampled_from([63, 64]),
+    h=st.integers(64, 200),
+    c=st.integers(600, 2000),  # over 1,024 chunks of 2 KB: every example is cut
+    fp16=st.booleans(),
+)
+def test_long_streams_cut_to_whole_periods_equal_every_chunk(hw, kind, w, h, c, fp16):
+    """A stream of more chunks than simulate.STREAM_CUT is timed from a cut of it and whole periods of its
+    steady state (extend_periods): every figure equals running every chunk."""
+    from nvdla_sim.layers import OperandMode, PdpLayer, PoolMode, PoolSpec, SdpSpec
+
+    cfg = load_config(hw)
+    p = Precision.FP16 if fp16 and Precision.FP16 in cfg.precisions else Precision.INT8
+    specs = {
+        "lut": SdpSpec(lut=True),
+        "residual": SdpSpec(eltwise=OperandMode.PER_ELEMENT),
+        "normalize": SdpSpec(bias=OperandMode.PER_KERNEL, scale=OperandMode.PER_KERNEL, eltwise=OperandMode.PER_ELEMENT),
+        "bias": SdpSpec(bias=OperandMode.PER_ELEMENT, relu=True),
+    }  # fmt: skip
+    if kind == "pool":
+        if w < 2 or h < 2:  # a 2 x 2 window needs two pixels each way
+            return
+        layer = PdpLayer("p", w, h, c, p, PoolSpec(PoolMode.MAX, 2, 2, 1, 1))
+    else:
+        if (specs[kind].uses_y and cfg.sdp.ew_throughput == 0) or (specs[kind].lut and not cfg.sdp.lut):
+            return
+        layer = SdpLayer("s", w, h, c, p, specs[kind])
+    a = simulate(layer, cfg, record_events=False)
+    with every_chunk():
+        b = simulate(layer, cfg, record_events=False)
+    assert a.detail["chunks"] > 1024
+    assert _stream_stats(a) == _stream_stats(b)
+
+
+def test_a_long_stream_is_cut():
+    """BERT-base's softmax exp at 8,192 tokens on nv_full (393,216 chunks) runs a cut of about a
+    thousand chunks and the same figures."""
+    import nvdla_sim.engine.simulate as sim
+    from nvdla_sim.layers import SdpSpec
+
+    cfg = load_config("nv_full")
+    layer = SdpLayer("exp", 64, 1536, 8192, Precision.INT8, SdpSpec(lut=True))
+    ran = []
+    real = sim.run_items
+
+    def counting(items, **kw):
+        ran.append(len(items))
+        return real(items, **kw)
+
+    sim.run_items = counting
+    try:
+        a = simulate(layer, cfg, record_events=False)
+    finally:
+        sim.run_items = real
+    assert a.detail["chunks"] == 64 * 1536 * 8192 // 2048 and max(ran) < 2 * sim.STREAM_CUT
+    # SDP-bound: 805,306,368 elements at nv_full's 4 LUT elements a cycle, plus the first chunk's fetch
+    elements = 64 * 1536 * 8192
+    assert cfg.sdp.ew_throughput == 4 and 0 < a.cycles - elements // 4 < 2_000
+    assert a.traffic.dram_read == elements and a.traffic.dram_write == elements
