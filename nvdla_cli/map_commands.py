@@ -353,10 +353,8 @@ def _generate(args: argparse.Namespace) -> int:
         if weights.active
         else [None] * len(results)
     )
-    # the caches at the model's precision, under the same weight treatment
-    model_kv = (
-        [generate(spec, hw, batch=r.batch, weights=weights, **kw) for r in results] if kv else [None] * len(results)
-    )
+    # the caches at the model's precision, under the same weight treatment (or why they do not fit)
+    model_kv = [_at_model_precision(spec, hw, r.batch, weights, kw) if kv else None for r in results]
     for r, base, kv_base in zip(results, dense, model_kv, strict=True):
         d = r.to_dict()
         pt = d["per_token_ms"]
@@ -396,7 +394,10 @@ def _generate(args: argparse.Namespace) -> int:
         )
         if base is not None:
             _print_weight_whatif(d, base.to_dict())
-        if kv_base is not None:
+        if isinstance(kv_base, str):
+            print(f"  KV cache {d['kv_precision']} (model {d['precision']})  {d['kv_bytes_per_token']:,} bytes per "
+                  f"position; at {prec.value} the caches do not fit: {kv_base}")  # fmt: skip
+        elif kv_base is not None:
             _print_kv_whatif(d, kv_base.to_dict())
     if accuracy is not None:
         print("\n".join(format_accuracy_lines(accuracy)))
@@ -417,7 +418,7 @@ def _generate(args: argparse.Namespace) -> int:
         rows = [
             {
                 **r.to_dict(),
-                **({"kv_model_precision": b.to_dict()} if b else {}),
+                **({"kv_model_precision": b if isinstance(b, str) else b.to_dict()} if b else {}),
                 **({"accuracy": accuracy} if accuracy else {}),
             }
             for r, b in zip(results, model_kv, strict=True)
@@ -482,14 +483,14 @@ def _serve(args: argparse.Namespace) -> int:
             raise NvdlaError(
                 f"request {r.id}: {r.prompt} prompt + {r.output} output tokens; {spec.name} has {spec.max_positions} positions"
             )
-    capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens, kv)
+    capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens, kv_precision=kv)
     accuracy = _accuracy(args, hw, prec, seq=args.prompt) if args.quantize else None
     if args.rates or args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
-        code = _serve_sweep(args, spec, hw, prec, settings, capacity, weights, kv, accuracy)
+        code = _serve_sweep(args, spec, hw, prec, settings, capacity, weights, kv=kv, accuracy=accuracy)
         if accuracy is not None:
             print("\n".join(format_accuracy_lines(accuracy)))
         return code
-    costs = SimulatedCosts(spec, hw, prec, weights, kv)
+    costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv)
     res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings)
     res.clock_mhz = hw.clock_mhz
     res.meta = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
@@ -502,8 +503,11 @@ def _serve(args: argparse.Namespace) -> int:
           f"{d['policy']}, KV cache {capacity:,} blocks of {settings.block_tokens} positions "
           f"(beside the weights in {memory_limit(hw)[1]})")  # fmt: skip
     if kv:
-        at_model = kv_capacity_blocks(spec, hw, prec, settings.block_tokens)
-        print(f"  KV cache at {kv.value}: {capacity:,} blocks ({at_model:,} at the model's {prec.value})")
+        try:
+            at_model = f"{kv_capacity_blocks(spec, hw, prec, settings.block_tokens):,}"
+        except NvdlaError:
+            at_model = "none"
+        print(f"  KV cache at {kv.value}: {capacity:,} blocks ({at_model} at the model's {prec.value})")
     if weights.active:
         w = weights.to_dict()
         print(f"  weights: prune {w['prune']}, compression {'on' if w['compression'] else 'off'}"
@@ -535,7 +539,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _serve_sweep(
-    args: argparse.Namespace, spec, hw, prec, settings, capacity: int, weights, kv=None, accuracy=None
+    args: argparse.Namespace, spec, hw, prec, settings, capacity: int, weights, *, kv=None, accuracy=None
 ) -> int:
     """`nvdla serve --rates ... [--slo-ttft-ms T] [--slo-tpot-ms P]`: one run per rate, the same requests."""
     import csv
@@ -562,7 +566,7 @@ def _serve_sweep(
             args.requests, rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz, seed=args.seed
         )
 
-    costs = SimulatedCosts(spec, hw, prec, weights, kv)
+    costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv)
     sweep = sweep_rates(
         arrivals, rates, costs, capacity_blocks=capacity, settings=settings, clock_mhz=hw.clock_mhz, slo=slo,
         bisect_steps=args.bisect,
@@ -739,6 +743,16 @@ def _map(args: argparse.Namespace) -> int:
         for kind, p in paths.items():
             print(f"wrote {kind}: {p}", file=sys.stderr)
     return 0
+
+
+def _at_model_precision(spec, hw, batch: int, weights, kw: dict):
+    """`nvdla generate`'s run with the caches at the model's precision, or why it does not fit."""
+    from nvdla_mapper.studies.generate import generate
+
+    try:
+        return generate(spec, hw, batch=batch, weights=weights, **kw)
+    except NvdlaError as e:
+        return str(e)
 
 
 def _kv_precision(args: argparse.Namespace, prec: Precision) -> Precision | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.resources
+import math
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -151,7 +152,7 @@ class MemoryConfig:
                 f"memory.address_bits must be 32 or 64 (MEM_ADDRESS_WIDTH_32/64), not {self.address_bits!r}"
             )
         ds = self.dram_size_gib
-        if ds is not None and (isinstance(ds, bool) or not isinstance(ds, int | float) or ds <= 0):
+        if ds is not None and (isinstance(ds, bool) or not isinstance(ds, int | float) or not 0 < ds < math.inf):
             raise ConfigError(f"memory.dram_size_gib must be a positive number of GiB, not {ds!r}")
         if self.fifo_latency_cycles is not None:
             _check_int("memory", "fifo_latency_cycles", self.fifo_latency_cycles, minimum=0)

@@ -122,7 +122,7 @@ class GenerateResult:
                         self.spec,
                         self.hw,
                         self.precision,
-                        self.kv_precision,
+                        kv_precision=self.kv_precision,
                         batch=self.batch,
                         positions=self.prompt + self.new_tokens,
                     )
@@ -267,12 +267,13 @@ def check_fits(
         cache = precision.value if kv is precision else f"{precision.value}, KV cache {kv.value}"
         raise NvdlaError(
             f"{spec.name} at batch {batch} needs {need / 2**30:.2f} GiB (weights + KV cache of {positions} positions, "
-            f"{cache}) but {what} holds {limit / 2**30:.2f} GiB: {(need - limit) / 2**30:.2f} GiB too much"
+            f"{cache}) but {what} holds {limit / 2**30:.2f} GiB: {(need - limit) / 2**30:.2f} GiB "
+            f"({need - limit:,} bytes) too much"
         )
 
 
 def fits(
-    spec: ModelSpec, hw: HwConfig, precision: Precision, kv_precision: Precision | None, *, batch: int, positions: int
+    spec: ModelSpec, hw: HwConfig, precision: Precision, *, kv_precision: Precision | None, batch: int, positions: int
 ) -> dict[str, Any]:
     """What the memory beside the weights holds at this KV precision: the most positions per sequence at
     `batch` and the most sequences at `positions` (the model's own position limit stated beside)."""

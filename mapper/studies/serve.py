@@ -468,7 +468,7 @@ class ServeResult:
 
 
 def kv_capacity_blocks(
-    spec: ModelSpec, hw: HwConfig, precision: Precision, block_tokens: int, kv_precision: Precision | None = None
+    spec: ModelSpec, hw: HwConfig, precision: Precision, block_tokens: int, *, kv_precision: Precision | None = None
 ) -> int:
     """KV blocks that fit beside the model's weights in the memory NVDLA can address (generate.memory_limit),
     each of `block_tokens` positions at the caches' precision (`kv_precision`, else the model's)."""
@@ -498,6 +498,7 @@ class SimulatedCosts:
         hw: HwConfig,
         precision: Precision = Precision.INT8,
         weights: WeightTreatment | None = None,
+        *,
         kv_precision: Precision | None = None,
     ) -> None:
         check_generative(spec)

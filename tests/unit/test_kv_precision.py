@@ -42,12 +42,16 @@ def test_bytes_and_capacity_by_hand():
     assert weight_bytes(gpt2, F16) == 2 * GPT2_MATRIX_ELEMS == 247_064_064
     hw = load_config("nv_full").with_values(**{"memory.dram_size_gib": 1})
     room = 2**30 - 247_064_064
-    f = fits(gpt2, hw, F16, I8, batch=2, positions=1024)
+    f = fits(gpt2, hw, F16, kv_precision=I8, batch=2, positions=1024)
     assert (f["kv_room_bytes"], f["max_positions_at_batch"], f["max_batch_at_positions"]) == (
         room, room // (2 * 18_432), room // (1024 * 18_432)
     )  # fmt: skip
-    assert fits(gpt2, hw, F16, None, batch=1, positions=1)["max_positions_at_batch"] == room // 36_864 == 22_425
-    assert kv_capacity_blocks(gpt2, hw, F16, 16, I8) == room // (16 * 18_432) == 2_803
+    assert (
+        fits(gpt2, hw, F16, kv_precision=None, batch=1, positions=1)["max_positions_at_batch"]
+        == room // 36_864
+        == 22_425
+    )
+    assert kv_capacity_blocks(gpt2, hw, F16, 16, kv_precision=I8) == room // (16 * 18_432) == 2_803
     assert kv_capacity_blocks(gpt2, hw, F16, 16) == room // (16 * 36_864)
 
 
@@ -154,3 +158,42 @@ def test_serve_cli_kv_precision(tmp_path, capsys):
     )
     doc = json.loads((out / "serve.json").read_text())
     assert (doc["kv_precision"], doc["kv_capacity_blocks"]) == ("int8", room // (16 * 18_432))
+
+
+def test_int8_model_with_fp16_caches_every_hand_off_by_hand(tmp_path):
+    """A grouped-query rotary model (8 heads of 32, 2 K/V groups) at batch 2 on nv_full, INT8 with FP16
+    caches: each producer writes what its consumer reads, worked by hand. Rotary runs on the host here
+    (16 elements are not a whole 32-byte INT8 atom) and converts as it writes; PV computes at FP16 and
+    reaches INT8 in two passes (FP16 processing writes INT16, an integer pass INT8)."""
+    cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
+           "num_hidden_layers": 2, "num_key_value_heads": 2, "max_position_embeddings": 4096, "vocab_size": 1000}  # fmt: skip
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    res = map_model(decode_step_graph(from_hf_config(p), batch=2, kv_len=40), load_config("nv_full"),
+                    precision=I8, kv_precision=F16, with_baseline=False)  # fmt: skip
+    t = _tasks(res)
+    q, kv = 2 * 8 * 32, 2 * 2 * 32  # elements of the new tokens' q and of their k (or v)
+    assert t["q"].stats.traffic.dram_write == q and t["k"].stats.traffic.dram_write == kv  # INT8, into rotary
+    assert t["q_rope"].task.host_bytes == q * (1 + 2) and t["k_rope"].task.host_bytes == kv * (1 + 2)
+    assert t["v"].task.layer.out_precision is F16 and t["v"].stats.traffic.dram_write == 2 * kv  # one pass
+    assert t["k_append"].task.copy_bytes == 2 * kv and t["v_append"].task.host_bytes == 2 * (2 * kv)
+    assert t["qk.q_blockdiag"].task.copy_bytes == 2 * q  # each head's q, FP16, onto its pixel
+    assert t["qk"].task.layer.precision is F16 and t["softmax"].task.resource is Resource.HOST
+    assert (t["pv"].task.layer.precision, t["pv"].task.layer.out_precision) == (F16, I16)
+    assert t["pv.diag_gather"].task.copy_bytes == 2 * q  # the heads' outputs, INT16
+    assert t["pv.to_int8"].stats.traffic.dram_read == 2 * q and t["pv.to_int8"].stats.traffic.dram_write == q
+    assert t["o"].task.layer.precision is I8
+
+
+def test_cli_when_the_model_precision_caches_do_not_fit(capsys):
+    """At batch 60 in 0.25 GiB the INT8 caches fit beside GPT-2's FP16 weights and FP16 caches do not:
+    the run is made, the comparison says why it has none."""
+    from nvdla_cli.main import main
+
+    assert main(["generate", "gpt2", "--hw", "nv_full", "--precision", "fp16", "--kv-precision", "int8",
+                 "--dram-gib", "0.25", "--prompt", "8", "--new-tokens", "2", "--batch", "60"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    shortfall = 247_064_064 + 60 * 10 * 36_864 - 2**28  # weights + 60 x 10 positions of FP16 K/V - 0.25 GiB
+    assert "at fp16 the caches do not fit: " in out and f"({shortfall:,} bytes) too much" in out
+    assert main(["serve", "gpt2", "--dram-gib", "nan", "--requests", "1"]) == 2
+    assert "memory.dram_size_gib must be a positive number of GiB, not nan" in capsys.readouterr().err
