@@ -40,7 +40,7 @@ from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, band_shape, data_tiles, default_plan, kernel_tiles
 from nvdla_sim.errors import TraceError
-from nvdla_sim.layers import ConvLayer, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
+from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
     AluAlgo,
@@ -441,27 +441,41 @@ def _conv_programs(
     images = [_rand(rng, (s.in_h, s.in_w, s.in_c), p) for _ in range(layer.images)]
     wt = _rand(rng, (s.out_k, s.kernel_h, s.kernel_w, s.in_c), p)
     acc_std = RANGES[p].std ** 2 * math.sqrt(s.in_c * s.kernel_w * s.kernel_h)
-    bands = data_tiles(layer, plan.rows_per_tile)  # (image, rows): every band of each image
-    tiles = kernel_tiles(layer, plan.kernels_per_tile) if plan.order is LoopOrder.WEIGHT_STATIONARY else [(0, s.out_k)]
-    # the plan's hardware layers in its order (tile_steps): every band, for each kernel tile in
-    # weight-stationary order, with the operand the plan keeps in CBUF kept (SKIP_*_RLS) and taken (*_REUSE)
     alloc = Alloc()
     steps, layers = [], []
-    for j, kt in enumerate(tiles):
-        for i, (image, rows) in enumerate(bands):
-            reuse = _kept(i, j, len(bands), len(tiles)) if plan.order is LoopOrder.WEIGHT_STATIONARY else CbufReuse()
-            step, sub, lut = _conv_step(layer, hw, images[image], wt, rows, kt, acc_std, rng, plan, alloc, reuse)
-            steps.append(step)
-            layers.append(sub)
-    prog = emit_sequence(base, steps, hw, lut=lut)
+    for kt, (image, rows), reuse in plan_hardware_layers(layer, plan):
+        step, sub, lut = _conv_step(layer, hw, images[image], wt, rows, kt, acc_std, rng, plan, alloc, reuse)
+        steps.append(step)
+        layers.append(sub)
+    return [_program(layer, plan, hw, base, emit_sequence(base, steps, hw, lut=lut), steps, layers[0].shape)]
+
+
+def plan_hardware_layers(
+    layer: ConvLayer, plan: TilePlan
+) -> list[tuple[tuple[int, int], tuple[int, tuple[int, int]], CbufReuse]]:
+    """The plan's hardware layers in its order (tile_steps): (kernels [k0, k1), (image, output rows [r0,
+    r1)), what it keeps in and takes from CBUF): every band of each image, for each kernel tile in
+    weight-stationary order, with the operand the plan keeps kept (SKIP_*_RLS) and taken (*_REUSE)."""
+    bands = data_tiles(layer, plan.rows_per_tile)
+    ws = plan.order is LoopOrder.WEIGHT_STATIONARY
+    tiles = kernel_tiles(layer, plan.kernels_per_tile) if ws else [(0, layer.shape.out_k)]
+    return [
+        (kt, band, _kept(i, j, len(bands), len(tiles)) if ws else CbufReuse())
+        for j, kt in enumerate(tiles)
+        for i, band in enumerate(bands)
+    ]
+
+
+def _program(layer: ConvLayer, plan: TilePlan, hw: HwConfig, base: str, prog, steps: list, first: ConvShape):
+    """A convolution's program and the model's cycles for it: one hardware layer, op enable to interrupt;
+    several, which overlap (the next one fetches while the previous computes), the mapper's plan
+    simulation with the fixed latencies of one layer (launch, pipeline, completion)."""
     if len(steps) == 1:
         timing = operation_timing(steps[0].op, hw, name=base)
-        sub = dataclasses.replace(layer, name=base, shape=layers[0].shape)
-        return [LayerProgram(prog, sub, steps[0].op, timing.cycles, bands[0][1], tiles[0])]
-    # several hardware layers overlap (the next one fetches while the previous computes): the program's span
-    # is the mapper's plan simulation, with the fixed latencies of one layer (launch, pipeline, completion)
+        sub = dataclasses.replace(layer, name=base, shape=first)
+        return LayerProgram(prog, sub, steps[0].op, timing.cycles, (0, first.out_h), (0, first.out_k))
     cycles = simulate_conv(layer, hw, plan, record_events=False).cycles + sum(fixed_latency(layer, hw))
-    return [LayerProgram(prog, layer, steps[-1].op, cycles, None, None, len(steps))]
+    return LayerProgram(prog, layer, steps[-1].op, cycles, None, None, len(steps))
 
 
 def _kept(band: int, tile: int, bands: int, tiles: int) -> CbufReuse:
@@ -551,6 +565,7 @@ def given_conv_program(
     data: np.ndarray,
     kernels: np.ndarray,
     sdp: sdp_unit.SdpParams,
+    *,
     expect: np.ndarray | None = None,
 ) -> LayerProgram:
     """A convolution-pipeline layer with the operands and SDP numbers a model gives (a trained model's INT8
@@ -570,38 +585,44 @@ def given_conv_program(
         raise TraceError(f"{base}: operands {data.shape} and {kernels.shape}; the layer takes {want[0]} and {want[1]}")
     if sdp.y is not None or sdp.out_precision is not p:
         raise TraceError(f"{base}: given SDP numbers with a Y stage or another output precision are not emitted")
-    bands = data_tiles(layer, plan.rows_per_tile)
-    tiles = kernel_tiles(layer, plan.kernels_per_tile) if plan.order is LoopOrder.WEIGHT_STATIONARY else [(0, s.out_k)]
     alloc = Alloc()
     steps, wanted = [], []
-    for j, (k0, k1) in enumerate(tiles):
-        for i, (_, (r0, r1)) in enumerate(bands):
-            reuse = _kept(i, j, len(bands), len(tiles)) if plan.order is LoopOrder.WEIGHT_STATIONARY else CbufReuse()
-            sub, i0, i1 = band_shape(dataclasses.replace(s, out_k=k1 - k0), r0, r1)
-            inputs: list[tuple[int, np.ndarray]] = []
-            streams: list[SdpStream] = []
-            x1 = _given_stage(sdp.x1, Rdma.BRDMA, (k0, k1, s.out_k), alloc, inputs, streams, base)
-            x2 = _given_stage(sdp.x2, Rdma.NRDMA, (k0, k1, s.out_k), alloc, inputs, streams, base)
-            op, din, waddr, oaddr = conv_layer(
-                sub, p, hw, alloc, x1=x1, x2=x2, cvt=(sdp.cvt.offset, sdp.cvt.scale, sdp.cvt.shift),
-                streams=tuple(streams), data_banks=plan.data_banks, weight_banks=plan.weight_banks, reuse=reuse,
-            )  # fmt: skip
-            inputs += [
-                (din.addr, feature_image(data[i0:i1], din, p, hw)),
-                (waddr, dc_weight_bytes(kernels[k0:k1], p, hw)),
-            ]
-            steps.append(Step(op, inputs, [(oaddr, cube_size(op.out, k1 - k0, p, hw))]))
-            if expect is not None:
-                wanted.append(crc32(feature_image(expect[r0:r1, :, k0:k1], op.out, p, hw).tobytes()))
+    for (k0, k1), (_, (r0, r1)), reuse in plan_hardware_layers(layer, plan):
+        sub, i0, i1 = band_shape(dataclasses.replace(s, out_k=k1 - k0), r0, r1)
+        inputs: list[tuple[int, np.ndarray]] = []
+        streams: list[SdpStream] = []
+        x1 = _given_stage(sdp.x1, Rdma.BRDMA, (k0, k1, s.out_k), alloc, inputs, streams, base)
+        x2 = _given_stage(sdp.x2, Rdma.NRDMA, (k0, k1, s.out_k), alloc, inputs, streams, base)
+        op, din, waddr, oaddr = conv_layer(
+            sub, p, hw, alloc, x1=x1, x2=x2, cvt=(sdp.cvt.offset, sdp.cvt.scale, sdp.cvt.shift),
+            streams=tuple(streams), data_banks=plan.data_banks, weight_banks=plan.weight_banks, reuse=reuse,
+        )  # fmt: skip
+        inputs += [(din.addr, feature_image(data[i0:i1], din, p, hw)), (waddr, dc_weight_bytes(kernels[k0:k1], p, hw))]
+        steps.append(Step(op, inputs, [(oaddr, cube_size(op.out, k1 - k0, p, hw))]))
+        if expect is not None:
+            wanted.append(crc32(feature_image(expect[r0:r1, :, k0:k1], op.out, p, hw).tobytes()))
     prog = emit_sequence(base, steps, hw)
     if expect is not None and [c for _, _, c in prog.expected] != wanted:
         raise TraceError(f"{base}: the program's output is not the given one (the SDP numbers were not emitted as run)")
-    if len(steps) == 1:
-        return LayerProgram(
-            prog, layer, steps[0].op, operation_timing(steps[0].op, hw, name=base).cycles, (0, s.out_h), (0, s.out_k)
-        )
-    cycles = simulate_conv(layer, hw, plan, record_events=False).cycles + sum(fixed_latency(layer, hw))
-    return LayerProgram(prog, layer, steps[-1].op, cycles, None, None, len(steps))
+    # timed with the SDP operand streams the numbers need (the given layer may name none)
+    timed = dataclasses.replace(layer, sdp=_given_spec(sdp))
+    return _program(timed, plan, hw, base, prog, steps, steps[0].op.shape if len(steps) == 1 else s)
+
+
+def _given_spec(sdp: sdp_unit.SdpParams) -> SdpSpec:
+    """The SDP units and operand modes given SDP numbers use (an operand per kernel from memory, or a
+    register), for timing."""
+
+    def mode(v) -> OperandMode:
+        return OperandMode.NONE if v is None else OperandMode.REG if np.ndim(v) == 0 else OperandMode.PER_KERNEL
+
+    x1, x2 = sdp.x1, sdp.x2
+    bias = mode(x1.alu_operand) if x1 else OperandMode.NONE
+    scale = mode(x2.mul_operand) if x2 else OperandMode.NONE
+    if (x1 is not None and x1.mul_operand is not None) or (x2 is not None and x2.alu_operand is not None):
+        raise TraceError("given SDP numbers with an X1 multiplier or an X2 ALU operand are not timed")
+    relu = any(st is not None and st.relu for st in (x1, x2))
+    return SdpSpec(bias=bias, scale=scale, relu=relu)
 
 
 def _given_stage(

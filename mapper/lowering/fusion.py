@@ -77,9 +77,10 @@ def fuse_graph(g: nx.DiGraph, ctx: LoweringContext) -> tuple[dict[str, Fused], s
     if ctx.cache_precision is ctx.precision:
         return fused, absorbed
     ops = {name: g.nodes[name]["op"] for name in g.nodes}
-    cached = {name for name, op in ops.items() if at_cache_precision(op)}
+    order = [name for name, op in ops.items() if at_cache_precision(op)]  # the graph's order: stable errors
+    cached = set(order)
     want: dict[str, object] = {}
-    for name in cached:
+    for name in order:
         for p in g.predecessors(name):
             if p not in cached:
                 want[p] = ctx.cache_precision
@@ -89,8 +90,8 @@ def fuse_graph(g: nx.DiGraph, ctx: LoweringContext) -> tuple[dict[str, Fused], s
         op = ops[name]
         if op.kind not in _CONVERTERS or name in absorbed:
             raise NvdlaError(
-                f"--kv-precision: {name} ({op.kind.value}) feeds or follows attention, and only a matmul, rotary "
-                f"or PV converts its output on the way"
+                f"the KV-cache precision what-if (--kv-precision): {name} ({op.kind.value}) feeds or follows "
+                "attention, and only a matmul, rotary or PV converts its output on the way"
             )
         fused[name] = dataclasses.replace(fused.get(name, Fused()), out_precision=prec)
     return fused, absorbed

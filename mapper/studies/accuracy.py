@@ -333,7 +333,7 @@ def _int8_matmul(
     likewise, the softmax's probabilities at their range [0, 1]; weights per channel where the layer has a bias and settings ask for it), the product run by
     run_conv on the bit-exact CMAC -> CACC -> SDP model in the layout and tiling the mapper picks,
     requantized to INT8 by SDP, and dequantized; saturations counted into `sats` by name; each layer run
-    appended to `record` (static scales) when given."""
+    appended to `record` when given."""
     cal = settings.calibration
     ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
 

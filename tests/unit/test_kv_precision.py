@@ -10,7 +10,7 @@ import json
 import pytest
 
 from nvdla_mapper.frontends.hf_config import from_hf_config
-from nvdla_mapper.frontends.presets import decode_step_graph, preset
+from nvdla_mapper.frontends.presets import build_graph, decode_step_graph, preset
 from nvdla_mapper.lowering.rules import Resource
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import dram_bytes, fits, generate, kv_bytes_per_token, weight_bytes
@@ -197,3 +197,12 @@ def test_cli_when_the_model_precision_caches_do_not_fit(capsys):
     assert "at fp16 the caches do not fit: " in out and f"({shortfall:,} bytes) too much" in out
     assert main(["serve", "gpt2", "--dram-gib", "nan", "--requests", "1"]) == 2
     assert "memory.dram_size_gib must be a positive number of GiB, not nan" in capsys.readouterr().err
+
+
+def test_an_op_that_cannot_convert_is_refused_in_one_line():
+    """XLNet adds its relative scores to QK^T's with an elementwise add outside attention's ops: QK^T would
+    have to convert its scores for it, which its lowering does not: the what-if refuses, naming the first
+    such op in the graph's order."""
+    g = build_graph(preset("xlnet-base"), batch=1, seq=16, head="none")
+    with pytest.raises(NvdlaError, match=r"layer0\.attn\.qk \(attn_scores\) feeds or follows attention, and only"):
+        map_model(g, load_config("nv_full"), precision=F16, kv_precision=I8)

@@ -4,7 +4,8 @@
 validation/data/trained/vit_digits.npz (validation/trained/train.py) classifies one test image of
 scikit-learn's digits through the bit-exact INT8 datapath (mapper.studies.accuracy.vit_int8_accuracy,
 static max calibration, per-channel weight scales: the recipe of docs/quantization.md's first row), as the
-mapper runs it on nv_small: every matmul (the patch embedding, the q/k/v/output projections, QK^T and PV
+mapper runs it on nv_small_rtl_tb (nv_small with the testbench's memory, whose plans the search picks for
+the RTL run; on nv_small itself PV is one hardware layer, not two): every matmul (the patch embedding, the q/k/v/output projections, QK^T and PV
 per head, the FFN, the classifier) is one hardware layer on CMAC -> CACC -> SDP in the layout and plan the
 mapper picks (matmul_layout, search_plan), with SDP's bias, per-channel multipliers and output convertor
 from the calibrated scales; LayerNorm, softmax, GELU, the residual adds, the 1/sqrt(d) of the scores and
