@@ -136,6 +136,18 @@ def add_commands(sub, registry: dict) -> None:
     ac.add_argument("--dynamic", action="store_true", help="dynamic (per-input) activation scales")
     ac.add_argument("--samples", type=int, default=None,
                     help="test images (ViT) or held-out windows (GPT) from the first; default all")  # fmt: skip
+    ac.add_argument("--prompts", type=int, default=4, help="greedy continuations compared (GPT)")
+    ac.add_argument("--new-tokens", type=int, default=16, help="characters each continuation generates (GPT)")
+    acr = ac.add_argument_group("recipes beyond post-training scales (validation/trained/evaluate.py runs them all)")
+    acr.add_argument("--smooth", type=float, default=0.0, help="SmoothQuant migration strength alpha (0.5: theirs)")
+    acr.add_argument("--qat", metavar="NAME", default="",
+                     help="learned scales and weights of quantization-aware training (char_gpt_qat)")  # fmt: skip
+    acr.add_argument("--prune", default="", help="2:4 or magnitude:S, the INT8 run's weights pruned")
+    acr.add_argument("--finetuned", metavar="NAME", default="",
+                     help="the pruned model's fine-tuned weights (char_gpt_m50_ft, char_gpt_24_ft)")  # fmt: skip
+    acr.add_argument("--only", default="",
+                     help="comma-separated parts run in INT8, the rest float (embedding, projection, attention, "
+                     "ffn, head): the loss attributed by part")  # fmt: skip
     ac.add_argument("--json", metavar="FILE", help="write the result row as JSON")
     registry["accuracy"] = _accuracy_command
 
@@ -630,7 +642,14 @@ def _quant_settings(args: argparse.Namespace, granularity: str):
         cal = Calibration.parse(args.calib)
     except ValueError as e:
         raise NvdlaError(f"--calib: {e}") from None
-    return QuantSettings(Granularity(granularity), cal, args.dynamic, getattr(args, "prune", "") or "")
+    if getattr(args, "smooth", 0.0) < 0 or getattr(args, "smooth", 0.0) > 1:
+        raise NvdlaError(f"--smooth must be a migration strength in 0..1, not {args.smooth}")
+    only = frozenset(x.strip() for x in getattr(args, "only", "").split(",") if x.strip())
+    return QuantSettings(
+        Granularity(granularity), cal, args.dynamic, getattr(args, "prune", "") or "",
+        smooth=getattr(args, "smooth", 0.0), only=only, learned=getattr(args, "qat", ""),
+        finetuned=getattr(args, "finetuned", ""),
+    )  # fmt: skip
 
 
 def _accuracy_command(args: argparse.Namespace) -> int:
@@ -640,7 +659,10 @@ def _accuracy_command(args: argparse.Namespace) -> int:
         raise NvdlaError(f"--samples must be a positive integer, not {args.samples}")
     directory, name = _trained_dir_and_name(args.model)
     hw = load_config(args.hw)
-    row = trained_accuracy(directory, name, hw, _quant_settings(args, args.quantize), samples=args.samples)
+    row = trained_accuracy(
+        directory, name, hw, _quant_settings(args, args.quantize), samples=args.samples, prompts=args.prompts,
+        new_tokens=args.new_tokens,
+    )  # fmt: skip
     recipe = _recipe(args, args.quantize)
     print(format_accuracy(row, recipe=recipe))
     if args.json:
@@ -650,7 +672,16 @@ def _accuracy_command(args: argparse.Namespace) -> int:
 
 
 def _recipe(args: argparse.Namespace, granularity: str) -> str:
-    return f"{'dynamic' if args.dynamic else 'static ' + args.calib} activations, {granularity} weights"
+    acts = (
+        "learned (QAT) scales" if getattr(args, "qat", "") else ("dynamic" if args.dynamic else "static " + args.calib)
+    )
+    extra = [
+        f"SmoothQuant alpha {args.smooth:g}" if getattr(args, "smooth", 0.0) else "",
+        f"pruned {args.prune}" if getattr(args, "prune", "") else "",
+        f"fine-tuned {args.finetuned}" if getattr(args, "finetuned", "") else "",
+        f"INT8 only in {args.only}" if getattr(args, "only", "") else "",
+    ]
+    return ", ".join([f"{acts} activations, {granularity} weights", *(x for x in extra if x)])
 
 
 def format_accuracy(row: dict, *, recipe: str) -> str:

@@ -281,3 +281,29 @@ def test_compression_figures_are_the_committed_ones():
         assert r["dense_weight_bytes"] == dense[r["model"]]
         assert r["dense_weight_bytes"] * (0.5 + 1 / 8) <= r["stored_weight_bytes"] < r["dense_weight_bytes"]
         assert r["cycles"] <= r["dense_cycles"]
+
+
+def test_accuracy_command_runs_the_committed_recipes(tmp_path, capsys):
+    """`nvdla accuracy char_gpt --qat ... | --smooth 0.5` on the first 16 held-out windows, 2 prompts x 8
+    characters, gives the committed rows of validation/trained/evaluate.py's CI subset; a strength outside
+    0..1 and an unknown part are one-line errors."""
+    from nvdla_cli.main import main
+
+    committed = {
+        r["recipe"]: r for r in json.loads((TRAINED / "accuracy.json").read_text())["rows"]
+        if r.get("model") == "char_gpt" and r.get("windows") == 16
+    }  # fmt: skip
+    for flags, recipe in (
+        (["--qat", "char_gpt_qat"], "QAT (learned scales, static), per-channel weights"),
+        (["--smooth", "0.5"], "SmoothQuant alpha 0.5, static max, per-channel weights"),
+    ):
+        out = tmp_path / "row.json"
+        argv = ["accuracy", "char_gpt", "--samples", "16", "--prompts", "2", "--new-tokens", "8"]
+        assert main([*argv, *flags, "--json", str(out)]) == 0
+        row, want = json.loads(out.read_text()), committed[recipe]
+        assert {k: v for k, v in row.items() if k != "recipe"} == {k: v for k, v in want.items() if k != "recipe"}
+    capsys.readouterr()
+    assert main(["accuracy", "char_gpt", "--smooth", "2"]) == 2
+    assert "--smooth must be a migration strength in 0..1, not 2.0" in capsys.readouterr().err
+    assert main(["accuracy", "char_gpt", "--only", "ffn,lut"]) == 2
+    assert "INT8-only parts ['lut'] unknown" in capsys.readouterr().err
