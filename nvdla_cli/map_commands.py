@@ -313,6 +313,7 @@ def _print_kv_whatif(d: dict, base: dict) -> None:
         f"{d['prompt_tokens'] + d['new_tokens']} positions ({bf['max_batch_at_positions']:,}), beside the weights "
         f"in {f['limited_by']}"
         + (f"; the model has {f['model_max_positions']:,} positions" if f["model_max_positions"] else "")
+        + ("; the config states no DRAM size (--dram-gib sets one)" if "address space" in f["limited_by"] else "")
     )
 
 
