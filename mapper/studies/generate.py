@@ -272,13 +272,18 @@ def check_fits(
         )
 
 
+def kv_room(spec: ModelSpec, hw: HwConfig, precision: Precision) -> tuple[int, int, str]:
+    """(bytes beside the weights, memory bytes, what limits them): what the KV caches can take."""
+    limit, what = memory_limit(hw)
+    return limit - weight_bytes(spec, precision), limit, what
+
+
 def fits(
     spec: ModelSpec, hw: HwConfig, precision: Precision, *, kv_precision: Precision | None, batch: int, positions: int
 ) -> dict[str, Any]:
     """What the memory beside the weights holds at this KV precision: the most positions per sequence at
     `batch` and the most sequences at `positions` (the model's own position limit stated beside)."""
-    limit, what = memory_limit(hw)
-    room = limit - weight_bytes(spec, precision)
+    room, limit, what = kv_room(spec, hw, precision)
     per = kv_bytes_per_token(spec, kv_precision or precision)
     return {
         "memory_bytes": limit,
@@ -339,8 +344,10 @@ def generate(
         prefill = map_model(t5_prefill_graph(spec, batch=batch, prompt=prompt), hw, seq=prompt, **kw)
     else:
         prefill = map_model(build_graph(spec, batch=batch, seq=prompt, head="lm_last"), hw, seq=prompt, **kw)
-    res = GenerateResult(spec.name, hw, precision, batch, prompt, new_tokens, prefill, weights=weights)
-    res.spec, res.kv_precision = spec, kv_precision
+    res = GenerateResult(
+        spec.name, hw, precision, batch, prompt, new_tokens, prefill, weights=weights, kv_precision=kv_precision,
+        spec=spec,
+    )  # fmt: skip
     res.kv_bytes_per_token = kv_bytes_per_token(spec, kv_precision or precision)
     first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
     # the steps share every op but attention against the cache: lowered and timed once, priced once

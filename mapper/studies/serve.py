@@ -50,7 +50,7 @@ from nvdla_mapper.frontends.presets import (
 )
 from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
-from nvdla_mapper.studies.generate import kv_bytes_per_token, memory_limit, weight_bytes
+from nvdla_mapper.studies.generate import kv_bytes_per_token, kv_room
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
@@ -472,12 +472,11 @@ def kv_capacity_blocks(
 ) -> int:
     """KV blocks that fit beside the model's weights in the memory NVDLA can address (generate.memory_limit),
     each of `block_tokens` positions at the caches' precision (`kv_precision`, else the model's)."""
-    limit, what = memory_limit(hw)
-    room = limit - weight_bytes(spec, precision)
+    room, limit, what = kv_room(spec, hw, precision)
     per_block = kv_bytes_per_token(spec, kv_precision or precision) * block_tokens
     if room < per_block:
         raise NvdlaError(
-            f"{spec.name}'s weights ({weight_bytes(spec, precision) / 2**30:.2f} GiB, {precision.value}) leave no "
+            f"{spec.name}'s weights ({(limit - room) / 2**30:.2f} GiB, {precision.value}) leave no "
             f"room for one KV block in {what}"
         )
     return room // per_block

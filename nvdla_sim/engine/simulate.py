@@ -8,6 +8,7 @@ memif_bytes), 4, 512) entries of one MEMIF beat.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from nvdla_sim.config import HwConfig
@@ -49,25 +50,22 @@ def _long_stream(run, item, chunks: int) -> tuple:
     (tile_pipeline._FastForward found it, extend_periods adds the periods: exact, the same figures as
     running every chunk; tests/unit/test_fast_forward.py). All chunks but the last are alike. (None,) * 3
     when the cut reached no steady state or a sum would leave the exact grid: then every chunk is run."""
-    res, _, _ = run(STREAM_CUT)
+    res, ports, traffic = run(STREAM_CUT)
     jump = res.last_jump
     if jump is None:
         return (None,) * 3
     first = STREAM_CUT + (chunks - 1 - STREAM_CUT) % jump.period
-    res, ports, traffic = run(first)
+    if first != STREAM_CUT:  # cut again so that what is left out is whole periods
+        res, ports, traffic = run(first)
     periods = (chunks - 1 - first) // jump.period
     if res.last_jump is None or res.last_jump.period != jump.period or res.last_jump.shift != jump.shift:
         return (None,) * 3
     longer = extend_periods(res, periods)
     if longer is None:
         return (None,) * 3
-    one = item_traffic([item(0, 0)])
     left_out = periods * jump.period  # chunks the cut leaves out, each moving one chunk's bytes
-    traffic = Traffic(
-        traffic.dram_read + left_out * one.dram_read, traffic.dram_write + left_out * one.dram_write,
-        traffic.sram_read + left_out * one.sram_read, traffic.sram_write + left_out * one.sram_write,
-    )  # fmt: skip
-    return longer, ports, traffic
+    one = item_traffic([item(0, 0)])
+    return longer, ports, traffic + Traffic(*(left_out * v for v in dataclasses.astuple(one)))
 
 
 def rdma_chunks_in_flight(hw: HwConfig, bytes_per_cycle: float, chunk: int) -> int:

@@ -351,6 +351,12 @@ def run_items(
     )
 
 
+def port_channels(ports: dict[Memory, MemoryPort]) -> list[MemoryPort]:
+    """Every channel of the memory ports (each port, then its write channel where it has one), in the order
+    a jump's port counters follow (_Jump.port_counters)."""
+    return [q for port in ports.values() for q in (port, port.write_port) if q is not None]
+
+
 def extend_periods(res: PipelineResult, periods: int) -> PipelineResult | None:
     """`res` as the same run would have ended with `periods` more periods of the steady state its last
     jump skipped (periods x its items more identical items before the run's tail): exact for the same
@@ -363,7 +369,7 @@ def extend_periods(res: PipelineResult, periods: int) -> PipelineResult | None:
         return None
     by = periods * j.shift
     inc = [periods * c for c in j.counters]
-    ports = [q for port in res.ports.values() for q in (port, port.write_port) if q is not None]
+    ports = port_channels(res.ports)
     if not all(_on_grid(v) for v in (by, res.end + by, *inc[3:], *(periods * b for b, _ in j.port_counters))):
         return None
     for port, (busy, moved) in zip(ports, j.port_counters, strict=True):
@@ -435,7 +441,7 @@ class _FastForward:
         self.items = items
         self.last_user = last_user
         self.capacities = capacities
-        self.ports = [p for port in ports.values() for p in (port, port.write_port) if p is not None]
+        self.ports = port_channels(ports)
         self._sigs: dict[int, tuple | None] = {}
         self._run_last: dict[int, int] = {}
         self.seen: dict[tuple, tuple] = {}  # state after an item of the current run -> (item, core_free, counters)
