@@ -147,7 +147,9 @@ def add_commands(sub, registry: dict) -> None:
                      help="the pruned model's fine-tuned weights (char_gpt_m50_ft, char_gpt_24_ft)")  # fmt: skip
     acr.add_argument("--only", default="",
                      help="comma-separated parts run in INT8, the rest float (embedding, projection, attention, "
-                     "ffn, head): the loss attributed by part")  # fmt: skip
+                     "ffn, head; on a build with a LUT softmax, gelu): the loss attributed by part")  # fmt: skip
+    ac.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto",
+                    help="where the softmax runs, as map's --softmax (nvdla: SDP's LUT, as the mapper lowers it)")  # fmt: skip
     ac.add_argument("--json", metavar="FILE", help="write the result row as JSON")
     registry["accuracy"] = _accuracy_command
 
@@ -649,7 +651,7 @@ def _quant_settings(args: argparse.Namespace, granularity: str):
     return QuantSettings(
         Granularity(granularity), cal, args.dynamic, getattr(args, "prune", "") or "",
         smooth=getattr(args, "smooth", 0.0), only=only, learned=getattr(args, "qat", ""),
-        finetuned=getattr(args, "finetuned", ""),
+        finetuned=getattr(args, "finetuned", ""), softmax=getattr(args, "softmax", "auto"),
     )  # fmt: skip
 
 
@@ -681,6 +683,7 @@ def _recipe(args: argparse.Namespace, granularity: str) -> str:
         f"pruned {args.prune}" if getattr(args, "prune", "") else "",
         f"fine-tuned {args.finetuned}" if getattr(args, "finetuned", "") else "",
         f"INT8 only in {args.only}" if getattr(args, "only", "") else "",
+        "softmax in SDP's LUT" if getattr(args, "softmax", "auto") == "nvdla" else "",
     ]
     return ", ".join([f"{acts} activations, {granularity} weights", *(x for x in extra if x)])
 

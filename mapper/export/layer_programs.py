@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nvdla_mapper.numerics.lut_steps import LUT_ENTRY_PEAK, sdp_table
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.simulate import fixed_latency
@@ -70,15 +71,8 @@ from nvdla_sim.program.run import operation_timing
 from nvdla_sim.program.trace_io import crc32
 from nvdla_sim.units import sdp as sdp_unit
 from nvdla_sim.units.lut import (
-    ENTRY_MAX,
-    ENTRY_MIN,
-    LE_ENTRIES,
-    LO_ENTRIES,
-    IndexMode,
     LutParams,
     LutPath,
-    LutTable,
-    Table,
     lut_apply,
 )
 from nvdla_sim.units.memory_format import Surface, cube_size, dc_weight_bytes, elements_per_atom, feature_image
@@ -292,7 +286,6 @@ _LUT_FUNCTIONS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
 }
 _GELU = ("GELU", lambda v: 0.5 * v * (1.0 + np.tanh(0.7978845608 * (v + 0.044715 * v**3))))
 _EW_USES = {"square": _EwUse.MUL, "rsqrt": _EwUse.ADD}
-LUT_ENTRY_PEAK = 1 << 14  # table entries span +-2**14 (16-bit entries with headroom for interpolation)
 
 
 def _step(name: str) -> str:
@@ -312,31 +305,12 @@ def ew_use(name: str, spec: SdpSpec) -> _EwUse:
 
 
 def sdp_lut(func: Callable[[np.ndarray], np.ndarray], lo: int, hi: int, in_scale: float) -> LutParams:
-    """LE (linear, 64 intervals) over the integer inputs [lo, hi) and LO (linear, 256 intervals) over its
-    central quarter (hybrid hits take LO), 16-bit entries of func(x * in_scale) scaled to +-2**14, end
-    slopes continuing the outer intervals (scale over a 2**15 shift, the 5-bit signed shift's largest)."""
+    """numerics.lut_steps.sdp_table over the integer inputs [lo, hi) of func(x * in_scale), its entries
+    scaled to +-2**14 at the largest |func| sampled over the range."""
     span = max(hi - lo, 2)
-    le_shift = max(0, math.ceil(math.log2(span / (LE_ENTRIES - 1))))
-    lo_shift = max(0, math.ceil(math.log2(span / 4 / (LO_ENTRIES - 1))))
-    centre = (lo + hi) // 2  # both tables centred on the range (LE's power-of-two span may exceed it)
-    xs = [
-        centre - ((LE_ENTRIES - 1) << le_shift) // 2 + (np.arange(LE_ENTRIES, dtype=np.int64) << le_shift),
-        centre - ((LO_ENTRIES - 1) << lo_shift) // 2 + (np.arange(LO_ENTRIES, dtype=np.int64) << lo_shift),
-    ]
     inside = np.arange(lo, hi + 1, max(1, span // 1024), dtype=np.int64)
     out_scale = LUT_ENTRY_PEAK / max(float(np.max(np.abs(func(inside * in_scale)))), 1e-9)  # entries beyond saturate
-    tables = []
-    for x, shift in zip(xs, (le_shift, lo_shift), strict=True):
-        e = np.clip(np.round(func(x * in_scale) * out_scale), ENTRY_MIN, ENTRY_MAX).astype(np.int64)
-        step = 1 << shift
-
-        def slope(d: int, step: int = step) -> int:
-            return int(np.clip(round(d / step * 2**15), -(2**15), 2**15 - 1))
-
-        tables.append(
-            LutTable(e, IndexMode.LINEAR, int(x[0]), shift, slope(int(e[1] - e[0])), 15, slope(int(e[-1] - e[-2])), 15)
-        )
-    return LutParams(tables[0], tables[1], priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LE)
+    return sdp_table(lambda x: func(x * in_scale), lo, hi, out_scale)
 
 
 def _pair_image(alu: np.ndarray, mul: np.ndarray, surf: Surface, p: Precision, hw: HwConfig) -> np.ndarray:

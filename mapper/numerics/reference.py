@@ -21,6 +21,14 @@ from nvdla_sim.errors import NvdlaError
 Weights = dict[str, np.ndarray]
 # A matmul: (name, a[M, K], w[N, K], bias[N] or None) -> a @ w.T + bias; the hook an NVDLA run replaces
 Matmul = Callable[[str, np.ndarray, np.ndarray, "np.ndarray | None"], np.ndarray]
+# One sequence's and head's attention: (name, q[T, d], k[S, d], v[S, d], causal) -> softmax(q k^T /
+# sqrt(d)) v [T, d]; the hook a run whose softmax is on NVDLA replaces (None: the matmul hook's QK^T and PV
+# around a float softmax)
+Attend = Callable[[str, np.ndarray, np.ndarray, np.ndarray, bool], np.ndarray]
+# A matmul and its activation: (name, a, w, bias, activation) -> activation(a @ w.T + bias); the hook a run
+# whose activation is fused into the matmul's SDP (the LUT) replaces (None: the matmul hook, then the
+# activation in float)
+Activated = Callable[[str, np.ndarray, np.ndarray, "np.ndarray | None", Callable[[np.ndarray], np.ndarray]], np.ndarray]
 
 
 def float_matmul(name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -52,7 +60,7 @@ def layernorm(
     return y if g is None else y * g + b
 
 
-def _gelu_erf(x: np.ndarray) -> np.ndarray:
+def gelu_erf(x: np.ndarray) -> np.ndarray:
     from math import erf
 
     return 0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))
@@ -67,21 +75,40 @@ def softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
+def causal_mask(t: int, s: int | None = None) -> np.ndarray:
+    """[t, s] True where a query may not see a key: keys after it (the last t of s positions are the queries)."""
+    s = t if s is None else s
+    return np.arange(s)[None, :] > np.arange(s - t, s)[:, None]
+
+
 def _attention(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int, causal: bool, mm: Matmul | None = None, name: str = ""
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    heads: int,
+    causal: bool,
+    mm: Matmul | None = None,
+    name: str = "",
+    attend: Attend | None = None,
 ) -> np.ndarray:
     """q, k, v [B, T, H] -> [B, T, H]: per-head scaled dot products, optionally causal; with `mm`, each
-    sequence's and head's QK^T and PV through it (`name`.qk, `name`.pv), as NVDLA runs them."""
+    sequence's and head's QK^T and PV through it (`name`.qk, `name`.pv), as NVDLA runs them; with
+    `attend`, each sequence's and head's whole attention through it (`name`)."""
     b, t, h = q.shape
     d = h // heads
     split = [a.reshape(b, t, heads, d).transpose(0, 2, 1, 3) for a in (q, k, v)]
+    if attend is not None:
+        out = np.stack(
+            [np.stack([attend(name, *(a[i, j] for a in split), causal) for j in range(heads)]) for i in range(b)]
+        )
+        return out.transpose(0, 2, 1, 3).reshape(b, t, h)
     if mm is None:
         scores = split[0] @ split[1].transpose(0, 1, 3, 2) / math.sqrt(d)
     else:
         scores = np.stack([np.stack([mm(f"{name}.qk", split[0][i, j], split[1][i, j], None) for j in range(heads)])
                            for i in range(b)]) / math.sqrt(d)  # fmt: skip
     if causal:
-        scores = np.where(np.triu(np.ones((t, t), bool), 1), -np.inf, scores)
+        scores = np.where(causal_mask(t), -np.inf, scores)
     p = softmax(scores)
     if mm is None:
         out = p @ split[2]
@@ -91,13 +118,28 @@ def _attention(
     return out.transpose(0, 2, 1, 3).reshape(b, t, h)
 
 
+def _activated(run: Matmul) -> Activated:
+    return lambda name, a, w, b, act: act(run(name, a, w, b))
+
+
 def vit_forward(
-    w: Weights, images: np.ndarray, *, heads: int, patch: int, eps: float = 1e-12, mm: Matmul | None = None
+    w: Weights,
+    images: np.ndarray,
+    *,
+    heads: int,
+    patch: int,
+    eps: float = 1e-12,
+    mm: Matmul | None = None,
+    attend: Attend | None = None,
+    activated: Activated | None = None,
 ) -> np.ndarray:
     """Logits [N, classes] for images [N, H, W] (one channel), float64; `mm` runs every matmul (the patch
     embedding, the projections, QK^T and PV per image and head, the FFN, the classifier; None: float),
-    LayerNorm, softmax and GELU stay float (the host's, as the mapper runs them on a build without a LUT)."""
+    `attend` each image's and head's attention (None: `mm`'s QK^T and PV around a float softmax),
+    `activated` the FFN's first layer with its GELU (None: `mm`, then GELU in float). LayerNorm stays
+    float (the host's)."""
     run = mm or float_matmul
+    act_run = activated or _activated(run)
     n, hh, ww = images.shape
     conv = _need(w, "vit.embeddings.patch_embeddings.projection.weight").astype(np.float64)  # [hidden, 1, p, p]
     hidden = conv.shape[0]
@@ -117,20 +159,33 @@ def vit_forward(
 
         y = layernorm(x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
         qkv = (lin(f"attention.attention.{m}", y) for m in ("query", "key", "value"))
-        att = _attention(*qkv, heads, False, mm, f"{p}attention")
+        att = _attention(*qkv, heads, False, mm, f"{p}attention", attend)
         x = x + lin("attention.output.dense", att)
         y = layernorm(x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
-        x = x + lin("output.dense", _gelu_erf(lin("intermediate.dense", y)))
+        name = p + "intermediate.dense"
+        flat = act_run(name, y.reshape(-1, y.shape[-1]), w[name + ".weight"], w[name + ".bias"], gelu_erf)
+        x = x + lin("output.dense", flat.reshape(*y.shape[:-1], -1))
         i += 1
     x = layernorm(x, w["vit.layernorm.weight"], w["vit.layernorm.bias"], eps)
     return run("classifier", x[:, 0], w["classifier.weight"], w["classifier.bias"])
 
 
-def gpt2_forward(w: Weights, ids: np.ndarray, *, heads: int, eps: float = 1e-5, mm: Matmul | None = None) -> np.ndarray:
+def gpt2_forward(
+    w: Weights,
+    ids: np.ndarray,
+    *,
+    heads: int,
+    eps: float = 1e-5,
+    mm: Matmul | None = None,
+    attend: Attend | None = None,
+    activated: Activated | None = None,
+) -> np.ndarray:
     """Logits [B, T, vocab] for token ids [B, T], float64; `mm` runs every matmul (the q, k and v
     projections, QK^T and PV per sequence and head, the output projection, the FFN, the tied LM head; None:
-    float), LayerNorm, softmax and GELU stay float (the host's, as on a build without a LUT)."""
+    float), `attend` and `activated` the attention and the FFN's first layer with its GELU as in
+    vit_forward. LayerNorm stays float (the host's)."""
     run = mm or float_matmul
+    act_run = activated or _activated(run)
     wte = _need(w, "transformer.wte.weight").astype(np.float64)
     t = ids.shape[1]
     x = wte[ids] + w["transformer.wpe.weight"][:t]
@@ -151,9 +206,11 @@ def gpt2_forward(w: Weights, ids: np.ndarray, *, heads: int, eps: float = 1e-5, 
             run(f"{p}attn.c_attn.{n}", flat, wt.T, bt).reshape(*y.shape[:-1], -1)
             for n, wt, bt in (("q", wq, bq), ("k", wk, bk), ("v", wv, bv))
         )
-        x = x + lin("attn.c_proj", _attention(q, k, v, heads, True, mm, f"{p}attn"))
+        x = x + lin("attn.c_proj", _attention(q, k, v, heads, True, mm, f"{p}attn", attend))
         y = layernorm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
-        x = x + lin("mlp.c_proj", gelu_tanh(lin("mlp.c_fc", y)))
+        name = p + "mlp.c_fc"
+        flat = act_run(name, y.reshape(-1, y.shape[-1]), w[name + ".weight"].T, w[name + ".bias"], gelu_tanh)
+        x = x + lin("mlp.c_proj", flat.reshape(*y.shape[:-1], -1))
         i += 1
     x = layernorm(x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
     return run("lm_head", x.reshape(-1, x.shape[-1]), wte, None).reshape(*x.shape[:-1], -1)

@@ -23,17 +23,29 @@ import numpy as np
 
 from nvdla_mapper.frontends.presets import ModelSpec
 from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
+from nvdla_mapper.numerics import lut_steps
 from nvdla_mapper.numerics.quant import Calibration, Granularity, dequantize, quantize, requant_sdp, scale_for
-from nvdla_mapper.numerics.reference import float_matmul, gelu_tanh, gpt2_forward, layernorm, softmax, vit_forward
+from nvdla_mapper.numerics.reference import (
+    Activated,
+    Attend,
+    Matmul,
+    causal_mask,
+    float_matmul,
+    gelu_tanh,
+    gpt2_forward,
+    layernorm,
+    softmax,
+    vit_forward,
+)
 from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import run_conv
 from nvdla_sim.engine.tiling import TilePlan
-from nvdla_sim.errors import NvdlaError
+from nvdla_sim.errors import NvdlaError, UnsupportedError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
-from nvdla_sim.units.sdp import SdpParams
+from nvdla_sim.units.sdp import SdpParams, sdp_apply
 
 
 @dataclass(frozen=True)
@@ -55,14 +67,24 @@ class QuantSettings:
     # pruning with fine-tuning: the name of the fine-tuned pruned weights in the trained directory
     # (validation/trained/prune_ft.py) the INT8 run uses; the float reference stays the dense model
     finetuned: str = ""
+    # where the softmax runs, as the mapper's --softmax: auto (the mapper's choice for the build), nvdla
+    # (SDP's LUT: numerics.lut_steps; needs a LUT), host (float)
+    softmax: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.softmax not in ("auto", "nvdla", "host"):
+            raise NvdlaError(f"softmax must be auto, nvdla or host, not {self.softmax!r}")
         unknown = sorted(set(self.only) - set(SITES))
         if unknown:
             raise NvdlaError(f"INT8-only parts {unknown} unknown; parts: {', '.join(SITES)}")
 
 
-SITES = ("embedding", "projection", "attention", "ffn", "head")
+# the parts of a model, to run some in INT8 and the rest float (QuantSettings.only): the matmuls by site(),
+# and the steps a build with a LUT runs on NVDLA (softmax: exp, row sums, 1/sum, normalisation; gelu: the
+# FFN's LUT activation)
+MATMUL_SITES = ("embedding", "projection", "attention", "ffn", "head")
+LUT_SITES = ("softmax", "gelu")
+SITES = MATMUL_SITES + LUT_SITES
 
 
 def site(name: str) -> str:
@@ -225,16 +247,41 @@ class Scales:
     outputs: dict[str, float]
     operands: dict[str, float]
     smooth: dict[str, np.ndarray] = field(default_factory=dict)
+    # the LUT steps' scales: by `<attention>.<step>` the softmax's (exp, rowsum, recip, unnormalized: PV's
+    # output before the 1/sum), calibrated by max whatever the recipe (they are one op's insides), and by
+    # `<matmul>.act` the output of a matmul's activation (the next matmul's input: the recipe's scale)
+    steps: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What a forward pass runs its ops through (numerics.reference): every matmul, and where a run takes
+    them whole, each head's attention and each matmul with its activation (None: through `matmul`, with the
+    softmax and the activation in float)."""
+
+    matmul: Matmul
+    attend: Attend | None = None
+    activated: Activated | None = None
+
+
+def vit_hooks(w: dict[str, np.ndarray], images: np.ndarray, hooks: Hooks, *, heads: int, patch: int) -> np.ndarray:
+    return vit_forward(w, images, heads=heads, patch=patch, mm=hooks.matmul, attend=hooks.attend,
+                       activated=hooks.activated)  # fmt: skip
+
+
+def gpt_hooks(w: dict[str, np.ndarray], ids: np.ndarray, hooks: Hooks, *, heads: int) -> np.ndarray:
+    return gpt2_forward(w, ids, heads=heads, mm=hooks.matmul, attend=hooks.attend, activated=hooks.activated)
 
 
 def _calibrated_scales(forward, settings: QuantSettings) -> Scales:
     """Per-tensor activation scales of every matmul's input and output, and of the attention products'
-    activation operands, by name, from `forward(mm)` run in float over the calibration data (a name seen
-    several times, as attention products of every head and image, is one site). With SmoothQuant, the
-    LayerNorm-fed inputs' factors come from their per-channel maxima, and their scales are the smoothed
-    inputs'."""
+    activation operands, by name, from `forward(hooks)` run in float over the calibration data (a name seen
+    several times, as attention products of every head and image, is one site), and the LUT steps' scales
+    (Scales.steps: the maxima of the float values at those steps). With SmoothQuant, the LayerNorm-fed
+    inputs' factors come from their per-channel maxima, and their scales are the smoothed inputs'."""
     seen: tuple[dict[str, list[np.ndarray]], ...] = ({}, {}, {})
     weights: dict[str, np.ndarray] = {}
+    steps: dict[str, float] = {}
 
     def record(name, a, w, b):
         y = float_matmul(name, a, w, b)
@@ -244,7 +291,26 @@ def _calibrated_scales(forward, settings: QuantSettings) -> Scales:
         weights[name] = w
         return y
 
-    forward(record)
+    def peak(name: str, v: np.ndarray) -> None:
+        steps[name] = max(steps.get(name, 0.0), float(np.max(np.abs(v))) if v.size else 0.0)
+
+    def attend(name, q, k, v, causal):  # the mapper's softmax steps in float, beside QK^T and PV recorded
+        z = record(f"{name}.qk", q, k, None) / math.sqrt(q.shape[1])
+        mask = causal_mask(*z.shape) if causal else np.zeros(z.shape, bool)
+        e = np.where(mask, 0.0, np.exp(np.where(mask, 0.0, z)))
+        sums = e.sum(-1, keepdims=True)
+        for step, val in (("exp", e), ("rowsum", sums), ("recip", 1 / sums), ("unnormalized", e @ v)):
+            peak(f"{name}.{step}", val)
+        return record(f"{name}.pv", softmax(np.where(mask, -np.inf, z)), v.T, None)
+
+    acts: dict[str, list[np.ndarray]] = {}
+
+    def activated(name, a, w, b, act):
+        y = act(record(name, a, w, b))
+        acts.setdefault(name, []).append(y)
+        return y
+
+    forward(Hooks(record, attend, activated))
     cal = settings.calibration
     smooth: dict[str, np.ndarray] = {}
     if settings.smooth:  # one factor per input channel and LayerNorm output, over the weights that read it
@@ -265,7 +331,9 @@ def _calibrated_scales(forward, settings: QuantSettings) -> Scales:
 
     inputs = {n: scale(n, v, smooth.get(n, 1.0)) for n, v in seen[0].items()}
     outputs, operands = ({n: scale(n, v) for n, v in d.items()} for d in seen[1:])
-    return Scales(inputs, outputs, operands, smooth)
+    maxima = {n: float(scale_for(max(v, 1e-12))) for n, v in steps.items()}
+    # an activation's output is the next matmul's input: the same values, the recipe's scale
+    return Scales(inputs, outputs, operands, smooth, maxima | {f"{n}.act": scale(n, v) for n, v in acts.items()})
 
 
 def load_scales(path: str | Path) -> Scales:
@@ -286,22 +354,27 @@ def load_scales(path: str | Path) -> Scales:
     return scales
 
 
-def _pruned(mm, spec: str):
-    """A matmul hook whose static weights are pruned by `spec` (prune(); "" leaves it as is): every
-    matmul with model weights but a tied LM head, whose matrix is also the token embedding table. One hook
+def _pruned(hooks: Hooks, spec: str) -> Hooks:
+    """Hooks whose static weights are pruned by `spec` (prune(); "" leaves them as they are): every
+    matmul with model weights but a tied LM head, whose matrix is also the token embedding table. One set
     serves one model's weights (a name's matrix is pruned once)."""
     if not spec:
-        return mm
+        return hooks
     done: dict[str, np.ndarray] = {}  # one model's weights: each matrix pruned once (greedy calls every step)
 
-    def run(name, a, w, b):
-        if not activation_operand(name) and name != "lm_head":
-            if name not in done:
-                done[name] = prune(w, spec)
-            w = done[name]
-        return mm(name, a, w, b)
+    def weights(name: str, w: np.ndarray) -> np.ndarray:
+        if activation_operand(name) or name == "lm_head":
+            return w
+        if name not in done:
+            done[name] = prune(w, spec)
+        return done[name]
 
-    return run
+    act = hooks.activated
+    return Hooks(
+        lambda name, a, w, b: hooks.matmul(name, a, weights(name, w), b),
+        hooks.attend,
+        None if act is None else lambda name, a, w, b, f: act(name, a, weights(name, w), b, f),
+    )
 
 
 def _static(scales: dict[str, float], name: str, what: str) -> float:
@@ -325,58 +398,180 @@ class LayerRun:
     output: np.ndarray
 
 
-def _int8_matmul(
-    hw: HwConfig, settings: QuantSettings, scales: Scales, sats: dict[str, int], record: list[LayerRun] | None = None
-):
-    """A matmul hook (numerics.reference.Matmul) through NVDLA's INT8 datapath: the operands quantized
-    (activations per tensor, static from `scales` or dynamic, the attention products' activation operand
-    likewise, the softmax's probabilities at their range [0, 1]; weights per channel where the layer has a bias and settings ask for it), the product run by
-    run_conv on the bit-exact CMAC -> CACC -> SDP model in the layout and tiling the mapper picks,
-    requantized to INT8 by SDP, and dequantized; saturations counted into `sats` by name; each layer run
-    appended to `record` when given."""
-    cal = settings.calibration
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+class _Int8Run:
+    """A forward's ops through NVDLA's INT8 datapath on `hw`, each as the mapper lowers it there.
 
-    def mm(name, a, w, b):
-        if settings.only and site(name) not in settings.only:
-            return float_matmul(name, a, w, b)
+    Matmuls: the operands quantized (activations per tensor, static from `scales` or dynamic, the attention
+    products' activation operand likewise, the softmax's probabilities at their range [0, 1]; weights per
+    channel where the layer has a bias and settings ask for it), the product run by run_conv on the
+    bit-exact CMAC -> CACC -> SDP model in the layout and tiling the mapper picks, requantized to INT8 by
+    SDP, and dequantized. On a build with SDP's LUT and element-wise unit (the mapper's softmax "auto"),
+    each head's attention runs the mapper's softmax steps (numerics.lut_steps) and the FFN's GELU runs in
+    the LUT of its first layer's SDP; on one without, the softmax and GELU are the host's (float).
+    Saturations are counted into `sats` by name; each matmul run is appended to `record` when given."""
+
+    def __init__(
+        self,
+        hw: HwConfig,
+        settings: QuantSettings,
+        scales: Scales,
+        sats: dict[str, int],
+        record: list[LayerRun] | None = None,
+    ) -> None:
+        self.hw, self.settings, self.scales, self.sats, self.record = hw, settings, scales, sats, record
+        self.ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel(), softmax=settings.softmax)
+        self.lut_softmax = self.ctx.mode("softmax") == "nvdla"
+        self.lut_gelu = self.ctx.has_lut
+
+    def hooks(self) -> Hooks:
+        return Hooks(
+            self.matmul,
+            self.attend if self.lut_softmax and self._int8("softmax") else None,
+            self.activated if self.lut_gelu and self._int8("gelu") else None,
+        )
+
+    def _int8(self, part: str) -> bool:
+        return not self.settings.only or part in self.settings.only
+
+    def _count(self, name: str, sat: int) -> None:
+        self.sats[name] = self.sats.get(name, 0) + sat
+
+    def _operands(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, s_x: float | None = None):
+        """(INT8 a, INT8 w, s_x, s_w per output, whether per channel): a at `s_x` when given."""
+        cal, scales = self.settings.calibration, self.scales
         if name in scales.smooth:  # SmoothQuant: the division folded into the LayerNorm, the product into W
             a, w = a / scales.smooth[name], w * scales.smooth[name]
-        if probability_input(name):
-            s_x = float(scale_for(1.0))
-        else:
-            s_x = float(scale_for(cal.amax(a))) if settings.dynamic else _static(scales.inputs, name, "input")
-        per_ch = settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
+        if s_x is None:
+            if probability_input(name):
+                s_x = float(scale_for(1.0))
+            elif self.settings.dynamic:
+                s_x = float(scale_for(cal.amax(a)))
+            else:
+                s_x = _static(scales.inputs, name, "input")
+        per_ch = self.settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
         if activation_operand(name):
-            s_op = float(scale_for(cal.amax(w))) if settings.dynamic else _static(scales.operands, name, "operand")
+            s_op = float(scale_for(cal.amax(w))) if self.settings.dynamic else _static(scales.operands, name, "operand")
             s_w = np.full(w.shape[0], s_op)
         elif per_ch:
             s_w = scale_for(cal.weight_amax(w, axis=0))
         else:
             s_w = np.full(w.shape[0], float(scale_for(cal.weight_amax(w))))
-        qa = quantize(a, s_x)
-        qw = quantize(w, s_w[:, None])
-        m, kdim = a.shape
-        layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], ctx), Precision.INT8)  # as the map lays it out
-        plan = search_plan(layer, hw).plan
+        return quantize(a, s_x), quantize(w, s_w[:, None]), s_x, s_w, per_ch
+
+    def _conv(self, name: str, qa: np.ndarray, qw: np.ndarray, params: SdpParams | None, *, keep: bool = True):
+        """INT8 a [m, k] times INT8 w [n, k] on the datapath, laid out and tiled as the mapper does it, through
+        SDP `params` (None: the raw accumulator): [m, n]; saturations counted, the run recorded (`keep`)."""
+        m, kdim = qa.shape
+        layer = ConvLayer(name, matmul_layout(m, kdim, qw.shape[0], self.ctx), Precision.INT8)
+        plan = search_plan(layer, self.hw).plan
         x3 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim)
-        w4 = qw.reshape(w.shape[0], 1, 1, kdim)
-        if settings.dynamic:
-            acc, _ = run_conv(layer, x3, w4, hw, plan)
-            real = dequantize(acc.reshape(m, -1), s_x * s_w) + (b if b is not None else 0)
-            s_y = float(scale_for(cal.amax(real)))
+        w4 = qw.reshape(qw.shape[0], 1, 1, kdim)
+        y, sat = run_conv(layer, x3, w4, self.hw, plan, sdp_params=params)
+        if params is not None:
+            self._count(name, sat)
+            if keep and self.record is not None:
+                self.record.append(LayerRun(name, layer, plan, x3, w4, params, y))
+        return y.reshape(m, -1)
+
+    def _real(self, name: str, qa, qw, s_x: float, s_w: np.ndarray, b) -> np.ndarray:
+        """The product's real value from the raw accumulator (dynamic scales take their range from it)."""
+        return dequantize(self._conv(name, qa, qw, None), s_x * s_w) + (b if b is not None else 0)
+
+    def matmul(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+        if not self._int8(site(name)):
+            return float_matmul(name, a, w, b)
+        qa, qw, s_x, s_w, per_ch = self._operands(name, a, w, b)
+        if self.settings.dynamic:
+            s_y = float(scale_for(self.settings.calibration.amax(self._real(name, qa, qw, s_x, s_w, b))))
         else:
-            s_y = _static(scales.outputs, name, "output")
+            s_y = _static(self.scales.outputs, name, "output")
         params = requant_sdp(
             s_x, s_w, s_y, bias=b, granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR
         )
-        y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=params)
-        sats[name] = sats.get(name, 0) + sat
-        if record is not None:
-            record.append(LayerRun(name, layer, plan, x3, w4, params, y))
-        return dequantize(y.reshape(m, -1), s_y)
+        return dequantize(self._conv(name, qa, qw, params), s_y)
 
-    return mm
+    def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
+        """A matmul and its activation in the LUT of its SDP (lut_steps.activated_conv_sdp), written as INT8
+        at the activation output's scale; with the matmul float (attribution), its float output through the
+        same table."""
+        cal, dynamic = self.settings.calibration, self.settings.dynamic
+        if self._int8(site(name)):
+            qa, qw, s_x, s_w, _ = self._operands(name, a, w, b)
+            real = self._real(name, qa, qw, s_x, s_w, b) if dynamic else None
+        else:
+            real = float_matmul(name, a, w, b)
+        pre = float(cal.amax(real)) if dynamic else _static(self.scales.outputs, name, "output") * 127
+        out = float(scale_for(cal.amax(act(real)))) if dynamic else _static(self.scales.steps, f"{name}.act", "GELU")
+        table = lut_steps.gelu_table(act, pre)
+        if self._int8(site(name)):
+            params = lut_steps.activated_conv_sdp(s_x, s_w, out, table, bias=b)
+            return dequantize(self._conv(name, qa, qw, params), out)
+        codes = np.clip(np.round(real / table.pre_scale), -(2**31), 2**31 - 1).astype(np.int64)
+        return dequantize(self._sdp(name, codes, lut_steps.table_pass(table, out)), out)
+
+    def attend(self, name: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+        """One head's attention with the mapper's softmax steps on a LUT build (numerics.lut_steps): QK^T's
+        SDP writing INT8 scores with the causal mask, exp through the LUT, the row sums (a ones kernel),
+        1/sum through the LUT, PV on the unnormalised exps, the 1/sum broadcast (ones kernels) and
+        multiplied in. With the attention products float (attribution), their float values meet the same
+        steps."""
+        steps, dynamic, cal = self.scales.steps, self.settings.dynamic, self.settings.calibration
+        qk, pv = f"{name}.qk", f"{name}.pv"
+        d = q.shape[1]
+        mask = causal_mask(q.shape[0], k.shape[0]) if causal else np.zeros((q.shape[0], k.shape[0]), bool)
+        int8_products = self._int8("attention")
+        # QK^T: INT8 scores, the mask added by its SDP (Y stage) before the convertor saturates them
+        if int8_products:
+            qa, qw, s_x, s_w, _ = self._operands(qk, q, k, None)
+            s_qk = (
+                float(scale_for(cal.amax(self._real(qk, qa, qw, s_x, s_w, None))))
+                if dynamic
+                else _static(self.scales.outputs, qk, "output")
+            )
+            params = requant_sdp(s_x, s_w, s_qk, bias=None, granularity=Granularity.PER_TENSOR)
+            params = SdpParams(x1=params.x1, x2=params.x2, y=lut_steps.mask_operand(mask), cvt=params.cvt)
+            scores = self._conv(qk, qa, qw, params, keep=False)
+        else:
+            real = float_matmul(qk, q, k, None)
+            s_qk = float(scale_for(cal.amax(real))) if dynamic else _static(self.scales.outputs, qk, "output")
+            scores = np.where(mask, lut_steps.MASK_CODE, quantize(real, s_qk)).astype(np.int64)
+        if causal and not np.all(scores[mask] == lut_steps.MASK_CODE):
+            raise NvdlaError(f"{qk}: the mask operand did not saturate every masked score (multiplier too small)")
+        s_exp, s_sum, s_rec, s_un = (
+            _static(steps, f"{name}.{t}", "softmax") for t in ("exp", "rowsum", "recip", "unnormalized")
+        )
+        e = self._sdp(f"{name}.exp", scores, lut_steps.exp_pass(s_qk / math.sqrt(d), s_exp))
+        ones = np.ones((1, e.shape[1]), np.int8)
+        sums = self._conv(f"{name}.rowsum", e.astype(np.int8), ones, lut_steps.requant_pass(s_exp, s_sum), keep=False)
+        recip = self._sdp(f"{name}.recip", sums, lut_steps.recip_pass(s_sum, s_rec))
+        s_ctx = _static(self.scales.outputs, pv, "output")
+        if not int8_products:  # PV and the normalisation float, on the INT8 exps and 1/sum
+            return (dequantize(e, s_exp) @ v) * dequantize(recip, s_rec)
+        qa, qw, s_x, s_w, _ = self._operands(pv, dequantize(e, s_exp), v.T, None, s_x=s_exp)
+        unnorm = self._conv(pv, qa, qw, requant_sdp(s_x, s_w, s_un, bias=None, granularity=Granularity.PER_TENSOR))
+        ones = np.ones((unnorm.shape[1], 1), np.int8)
+        broadcast = self._conv(
+            f"{name}.broadcast", recip.astype(np.int8), ones, lut_steps.requant_pass(1, 1), keep=False
+        )
+        try:
+            norm = lut_steps.normalize_pass(s_un, s_rec, s_ctx, broadcast)
+        except UnsupportedError as e:  # the rows' sums span more than one INT8 scale of 1/sum and PV reach
+            raise NvdlaError(f"{name}.normalize: cannot be programmed: {e}") from None
+        ctx = self._sdp(f"{name}.normalize", unnorm, norm)
+        return dequantize(ctx, s_ctx)
+
+    def _sdp(self, name: str, codes: np.ndarray, params: SdpParams) -> np.ndarray:
+        """A standalone SDP pass over INT8 codes [m, n] (the bit-exact SDP model): its INT8 output."""
+        res = sdp_apply(np.asarray(codes, np.int64), params)
+        self._count(name, res.saturations)
+        return res.values
+
+
+def _int8_hooks(
+    hw: HwConfig, settings: QuantSettings, scales: Scales, sats: dict[str, int], record: list[LayerRun] | None = None
+) -> Hooks:
+    """The hooks of a forward through NVDLA's INT8 datapath (_Int8Run)."""
+    return _Int8Run(hw, settings, scales, sats, record).hooks()
 
 
 def block_accuracy(
@@ -398,9 +593,9 @@ def block_accuracy(
     data = calibration_inputs(calib, seq=seq, hidden=st.hidden, samples=samples, rng=rng)
 
     calibration = data[:-1] if len(data) > 1 else data
-    scales = _calibrated_scales(lambda mm: [block.forward(x, mm, dense=False) for x in calibration], settings)
+    scales = _calibrated_scales(lambda h: [block.forward(x, h.matmul, dense=False) for x in calibration], settings)
     sats: dict[str, int] = {}
-    nvdla_mm = _int8_matmul(hw, settings, scales, sats)
+    nvdla_mm = _int8_hooks(hw, settings, scales, sats).matmul
 
     def int8_mm(name, a, w, b):
         return nvdla_mm(name, a, w, b).astype(np.float32)
@@ -463,12 +658,12 @@ def vit_int8_accuracy(
         raise NvdlaError(f"labels {list(labels.shape)} must be one per image ({images.shape[0]})")
     iw = int8_weights or weights
     scales = _calibrated_scales(
-        lambda mm: vit_forward(iw, calib, heads=heads, patch=patch, mm=_pruned(mm, settings.prune)), settings
+        lambda h: vit_hooks(iw, calib, _pruned(h, settings.prune), heads=heads, patch=patch), settings
     )
     sats: dict[str, int] = {}
-    int8_mm = _pruned(_int8_matmul(hw, settings, scales, sats, record), settings.prune)
+    int8 = _pruned(_int8_hooks(hw, settings, scales, sats, record), settings.prune)
     ref = vit_forward(weights, images, heads=heads, patch=patch).argmax(-1)
-    got = vit_forward(iw, images, heads=heads, patch=patch, mm=int8_mm).argmax(-1)
+    got = vit_hooks(iw, images, int8, heads=heads, patch=patch).argmax(-1)
     return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sum(sats.values()))
 
 
@@ -567,20 +762,18 @@ def gpt_int8_accuracy(
     cal = calib.astype(np.int64)
     iw = int8_weights or weights
     if scales is None:  # else learned (quantization-aware training)
-        scales = _calibrated_scales(
-            lambda mm: gpt2_forward(iw, cal, heads=heads, mm=_pruned(mm, settings.prune)), settings
-        )
+        scales = _calibrated_scales(lambda h: gpt_hooks(iw, cal, _pruned(h, settings.prune), heads=heads), settings)
     sats: dict[str, int] = {}
-    int8_mm = _pruned(_int8_matmul(hw, settings, scales, sats), settings.prune)
+    int8 = _pruned(_int8_hooks(hw, settings, scales, sats), settings.prune)
     f_nll, f_ok = _nll_correct(gpt2_forward(weights, xs, heads=heads), ys)
-    q_nll, q_ok = _nll_correct(gpt2_forward(iw, xs, heads=heads, mm=int8_mm), ys)
+    q_nll, q_ok = _nll_correct(gpt_hooks(iw, xs, int8, heads=heads), ys)
     prompt_tokens, new = context - new_tokens, new_tokens
     starts = np.linspace(0, len(ids) - prompt_tokens, prompts).astype(np.int64)
     pr = np.stack([ids[s : s + prompt_tokens] for s in starts])
     pad = 0 if settings.dynamic else context  # dynamic scales see every row: run the real lengths
     g_f = _greedy(lambda x: gpt2_forward(weights, x, heads=heads), pr, new, pad_to=pad)
     sats_held = sum(sats.values())  # the held-out windows' (the greedy runs' padded rows would count too)
-    g_q = _greedy(lambda x: gpt2_forward(iw, x, heads=heads, mm=int8_mm), pr, new, pad_to=pad)
+    g_q = _greedy(lambda x: gpt_hooks(iw, x, int8, heads=heads), pr, new, pad_to=pad)
     same = g_f == g_q
     prefix = int(sum(int(np.argmin(row)) if not row.all() else new for row in same))
     return LmAccuracy(
@@ -628,6 +821,11 @@ def trained_accuracy(
     if settings.learned:  # quantization-aware training: its fine-tuned weights and learned scales
         if settings.dynamic or settings.smooth or name != "char_gpt":
             raise NvdlaError("learned (QAT) scales are static and made for char_gpt (validation/trained/qat.py)")
+        if LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel()).has_lut:
+            raise NvdlaError(
+                f"learned (QAT) scales were learned with the host's softmax and GELU (nv_small); {hw.name} runs "
+                "them in SDP's LUT, whose scales QAT did not learn"
+            )
         w, learned = load_weights(d / f"{settings.learned}.npz"), load_scales(d / f"{settings.learned}.scales.json")
     tuned = load_weights(d / f"{settings.finetuned}.npz") if settings.finetuned else None
     heads = spec.stages[0].heads

@@ -25,9 +25,9 @@ I8, I16, F16 = Precision.INT8, Precision.INT16, Precision.FP16
 GPT2_MATRIX_ELEMS = 12 * (4 * 768 * 768 + 2 * 768 * 3072) + 768 * 50257  # blocks + the tied LM head
 
 
-def _step(hw, precision, kv, kv_len=255):
+def _step(hw, precision, kv, kv_len=255, softmax="auto"):
     return map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=kv_len), hw, precision=precision,
-                     kv_precision=kv, with_baseline=False)  # fmt: skip
+                     kv_precision=kv, softmax=softmax, with_baseline=False)  # fmt: skip
 
 
 def _tasks(res, prefix="layer0.attn."):
@@ -57,10 +57,11 @@ def test_bytes_and_capacity_by_hand():
 
 def test_fp16_model_with_int8_caches_on_nv_full():
     """QK^T and PV read the caches at one byte an element; q, k and v reach INT8 in two SDP passes (FP16
-    processing writes INT16, an integer pass writes INT8); the softmax runs on SDP (INT8 scores, which
-    FP16 scores cannot: docs/mapping.md) and PV's last pass writes FP16 for the output projection."""
+    processing writes INT16, an integer pass writes INT8); with --softmax nvdla the softmax runs on SDP
+    (INT8 scores, which FP16 scores cannot: docs/mapping.md) and PV's last pass writes FP16 for the output
+    projection."""
     hw = load_config("nv_full")
-    base, kv8 = _tasks(_step(hw, F16, None)), _tasks(_step(hw, F16, I8))
+    base, kv8 = _tasks(_step(hw, F16, None)), _tasks(_step(hw, F16, I8, softmax="nvdla"))
     keys, inner, heads = 256, 768, 12
     # QK^T as one block-diagonal layer: the cache (256 keys x 768 channels) and the 12 heads' q pixels
     assert kv8["qk"].task.layer.precision is I8

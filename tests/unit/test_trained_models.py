@@ -75,12 +75,18 @@ def test_int8_accuracy_through_the_bit_exact_datapath_is_the_committed_one():
     entropy (KL) 350, against float's 350)."""
     evaluate = _evaluate_module()
     committed = json.loads((TRAINED / "accuracy.json").read_text())
-    assert committed["command"] == "python validation/trained/evaluate.py"
-    want = {(r["recipe"], r["images"]): r for r in committed["rows"] if r["model"] == "vit_digits"}
+    assert committed["commands"]["nv_small"]["command"] == "python validation/trained/evaluate.py"
+    want = {(r["recipe"], r["images"]): r for r in _rows("vit_digits", "nv_small")}
     recipes = {k: v for k, v in evaluate.RECIPES.items() if k.startswith(("static max", "static entropy"))}
     for row in evaluate.evaluate("nv_small", 100, recipes):
         assert row == want[row["recipe"], 100]
     assert want["static max, per-tensor weights", 360]["int8_correct"] == 350
+
+
+def _rows(model: str, hw: str) -> list[dict]:
+    return [
+        r for r in json.loads((TRAINED / "accuracy.json").read_text())["rows"] if (r["model"], r["hw"]) == (model, hw)
+    ]
 
 
 def _evaluate_module():
@@ -97,7 +103,7 @@ def test_char_gpt_through_the_bit_exact_datapath_is_the_committed_one():
     characters, every matmul through CMAC -> CACC -> SDP on nv_small, two PTQ recipes and QAT's learned
     scales, recomputed and equal to accuracy.json; the committed full run's float perplexity is the training log's (torch's, 4.832)."""
     evaluate = _evaluate_module()
-    committed = [r for r in json.loads((TRAINED / "accuracy.json").read_text())["rows"] if r["model"] == "char_gpt"]
+    committed = _rows("char_gpt", "nv_small")
     want = {(r["recipe"], r["windows"]): r for r in committed}
     recipes = {k: v for k, v in evaluate.RECIPES.items() if k.startswith(("static max, per-channel", "static entropy"))}
     for row in evaluate.evaluate_gpt("nv_small", 16, 2, 8, recipes | evaluate.QAT):
@@ -124,14 +130,14 @@ def test_padded_greedy_is_the_unpadded_one():
     greedy decoding on windows padded to one length (one tiling search per layer) makes the same tokens as
     on the growing sequences."""
     from nvdla_mapper.numerics.quant import Calibration
-    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _greedy, _int8_matmul
+    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _greedy, _int8_hooks
     from nvdla_sim import load_config
 
     w = load_weights(TRAINED / "char_gpt.npz")
     calib = np.load(TRAINED / "char_calib.npz")["ids"][:4].astype(np.int64)
     settings = QuantSettings(calibration=Calibration("max"))
-    scales = _calibrated_scales(lambda mm: gpt2_forward(w, calib, heads=4, mm=mm), settings)
-    mm = _int8_matmul(load_config("nv_small"), settings, scales, {})
+    scales = _calibrated_scales(lambda h: gpt2_forward(w, calib, heads=4, mm=h.matmul), settings)
+    mm = _int8_hooks(load_config("nv_small"), settings, scales, {}).matmul
     prompt = np.load(TRAINED / "char_eval.npz")["ids"][None, :12].astype(np.int64)
     forward = lambda x: gpt2_forward(w, x, heads=4, mm=mm)  # noqa: E731
     padded = forward(np.pad(prompt, ((0, 0), (0, 4))))[:, :12]
@@ -191,7 +197,8 @@ def test_smoothquant_factors_and_scales_by_hand():
     x = np.array([[4.0, -0.5], [-1.0, 1.0]])
     w = np.array([[0.5, 2.0], [-0.25, 1.0]])  # [out, in]: input channel maxima 0.5 and 2
 
-    def forward(mm):
+    def forward(h):
+        mm = h.matmul
         mm("q", x, w, np.zeros(2))
         mm("k", x, w / 2, np.zeros(2))  # reads the same LayerNorm output: the same factors
         mm("o", x, w, np.zeros(2))
@@ -239,14 +246,14 @@ def test_sites_of_the_trained_models_names():
 def test_int8_only_where_asked():
     """With INT8 only in a part the model does not have (the GPT's embedding is a lookup), every logit is
     the float one."""
-    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _int8_matmul
+    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _int8_hooks
     from nvdla_sim import load_config
 
     w = load_weights(TRAINED / "char_gpt.npz")
     ids = np.load(TRAINED / "char_eval.npz")["ids"][None, :16].astype(np.int64)
     settings = QuantSettings(only=frozenset({"embedding"}))
-    scales = _calibrated_scales(lambda mm: gpt2_forward(w, ids, heads=4, mm=mm), settings)
-    mm = _int8_matmul(load_config("nv_small"), settings, scales, {})
+    scales = _calibrated_scales(lambda h: gpt2_forward(w, ids, heads=4, mm=h.matmul), settings)
+    mm = _int8_hooks(load_config("nv_small"), settings, scales, {}).matmul
     assert np.array_equal(gpt2_forward(w, ids, heads=4, mm=mm), gpt2_forward(w, ids, heads=4))
 
 
@@ -289,10 +296,7 @@ def test_accuracy_command_runs_the_committed_recipes(tmp_path, capsys):
     0..1 and an unknown part are one-line errors."""
     from nvdla_cli.main import main
 
-    committed = {
-        r["recipe"]: r for r in json.loads((TRAINED / "accuracy.json").read_text())["rows"]
-        if r.get("model") == "char_gpt" and r.get("windows") == 16
-    }  # fmt: skip
+    committed = {r["recipe"]: r for r in _rows("char_gpt", "nv_small") if r["windows"] == 16}
     for flags, recipe in (
         (["--qat", "char_gpt_qat"], "QAT (learned scales, static), per-channel weights"),
         (["--smooth", "0.5"], "SmoothQuant alpha 0.5, static max, per-channel weights"),
@@ -307,3 +311,31 @@ def test_accuracy_command_runs_the_committed_recipes(tmp_path, capsys):
     assert "--smooth must be a migration strength in 0..1, not 2.0" in capsys.readouterr().err
     assert main(["accuracy", "char_gpt", "--only", "ffn,lut"]) == 2
     assert "INT8-only parts ['lut'] unknown" in capsys.readouterr().err
+
+
+def test_lut_steps_on_nv_full_are_the_committed_ones():
+    """On nv_full (GELU in SDP's LUT; the softmax on the host, as the mapper puts it, or in the LUT as
+    --softmax nvdla lowers it) the ViT's first 100 test images and the GPT's first 16 windows, recomputed,
+    are accuracy.json's rows. On all of them (`evaluate.py --hw nv_full`): the host-softmax recipes within
+    one image and 0.007 perplexity of nv_small's (GELU in the LUT costs nothing measurable), the LUT softmax
+    146 / 360 images against 350, and the GPT's cannot be programmed."""
+    evaluate = _evaluate_module()
+    rows = _rows("vit_digits", "nv_full") + _rows("char_gpt", "nv_full")
+    want = {(r["recipe"], r.get("images", r.get("windows"))): r for r in rows}
+    ci = {k: evaluate.LUT_RECIPES[k] for k in evaluate.LUT_CI}
+    for row in evaluate.evaluate("nv_full", 100, ci) + evaluate.evaluate_gpt("nv_full", 16, 2, 8, ci):
+        assert row == want[row["recipe"], row.get("images", row.get("windows"))]
+    lut = "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)"
+    assert want[lut, 360]["int8_correct"] == 146 and want[lut, 360]["float_correct"] == 350
+    assert "normalize: cannot be programmed" in want[lut, 369]["error"]
+    small = {
+        (r["recipe"], r.get("images", r.get("windows"))): r
+        for r in _rows("vit_digits", "nv_small") + _rows("char_gpt", "nv_small")
+    }
+    for recipe in (
+        "static max, per-channel weights",
+        "static max, per-tensor weights",
+        "dynamic activations, per-channel weights",
+    ):
+        assert abs(want[recipe, 360]["int8_correct"] - small[recipe, 360]["int8_correct"]) <= 1
+        assert abs(want[recipe, 369]["int8_perplexity"] - small[recipe, 369]["int8_perplexity"]) <= 0.007

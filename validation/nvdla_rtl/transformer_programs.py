@@ -143,7 +143,12 @@ SUITES = {
 
 
 def map_case(case: Case) -> MapResult:
-    return map_model(case.graph, load_config(case.hw), precision=Precision.INT8, batch=1, seq=case.seq)
+    """The case mapped as `nvdla map` maps it, with the softmax on SDP's LUT where the build has one
+    (--softmax nvdla: the Y-unit suites put the mapper's LUT steps on the RTL; the mapper's own choice is
+    the host, docs/quantization.md)."""
+    hw = load_config(case.hw)
+    softmax = "nvdla" if hw.sdp.lut and hw.sdp.ew_throughput > 0 else "auto"
+    return map_model(case.graph, hw, precision=Precision.INT8, batch=1, seq=case.seq, softmax=softmax)
 
 
 def generate(folder: str | Path, suite: str = "nv_small") -> list[dict]:

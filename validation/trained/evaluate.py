@@ -1,14 +1,19 @@
 """Task accuracy of the trained models through NVDLA's bit-exact INT8 datapath (issue 31), numpy only:
 
-    python validation/trained/evaluate.py [--hw nv_small]
+    python validation/trained/evaluate.py [--hw nv_small|nv_full]
 
-Writes validation/data/trained/accuracy.json: per recipe (PTQ, QAT, pruning with and without fine-tuning,
+Writes (for that build; the other build's rows are kept) validation/data/trained/accuracy.json. On
+nv_small (no LUT; softmax and GELU on the host): per recipe (PTQ, QAT, pruning with and without fine-tuning,
 and for the attribution one part of the model at a time in INT8), the ViT's test accuracy in float and with every
 matmul through CMAC -> CACC -> SDP (nvdla_mapper.studies.accuracy.vit_int8_accuracy), over the first N test
 images (all 360, and the first 100 that CI recomputes); and the character GPT's held-out perplexity,
 next-character accuracy and greedy agreement with float (gpt_int8_accuracy), over all 369 held-out windows
 with 4 prompts of 16 new characters (and 16 windows with 2 prompts of 8 that CI recomputes); and what
-pruning with weight compression does to each model's bytes and cycles on nv_full.
+pruning with weight compression does to each model's bytes and cycles on nv_full. On nv_full (SDP's LUT:
+GELU in the LUT behind the FFN's first layer, the softmax on the host as the mapper chooses it there):
+the main recipes, the softmax in SDP's LUT as the mapper lowers it with --softmax nvdla (a row with the
+error when it cannot be programmed), and the LUT's GELU alone in INT8 (attribution), over all test images
+and held-out windows, and the subsets CI recomputes.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from nvdla_mapper.frontends.resolve import model_graph
 from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.numerics.quant import Calibration, Granularity
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.studies.accuracy import SITES, QuantSettings, trained_accuracy
+from nvdla_mapper.studies.accuracy import MATMUL_SITES, QuantSettings, trained_accuracy
 from nvdla_sim import Precision, load_config
+from nvdla_sim.errors import NvdlaError
 
 TRAINED = Path(__file__).resolve().parent.parent / "data" / "trained"
 RECIPES = {
@@ -51,9 +57,25 @@ PRUNING_FT = {
     ),
     "2:4 pruning + fine-tune, static max, per-channel weights": QuantSettings(prune="2:4", finetuned="char_gpt_24_ft"),
 }
+# On a build with SDP's LUT (nv_full): the main recipes with GELU in the LUT (softmax on the host, the
+# mapper's choice), the softmax in the LUT as the mapper lowers it with --softmax nvdla, and the LUT's GELU
+# alone in INT8
+LUT_RECIPES = {
+    "static max, per-channel weights": QuantSettings(),
+    "static max, per-tensor weights": QuantSettings(Granularity.PER_TENSOR),
+    "static entropy (KL), per-channel weights": QuantSettings(calibration=Calibration("entropy")),
+    "dynamic activations, per-channel weights": QuantSettings(dynamic=True),
+    "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)": QuantSettings(softmax="nvdla"),
+    "static max, per-channel weights; INT8 only in the gelu": QuantSettings(only=frozenset({"gelu"})),
+    "static max, per-channel weights; softmax in SDP's LUT, INT8 only in the softmax": QuantSettings(
+        softmax="nvdla", only=frozenset({"softmax"})
+    ),
+}
+LUT_CI = ("static max, per-channel weights", "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)")
 # Attribution: the first recipe with only one part of the model in INT8 (the rest float), part by part
 ATTRIBUTION = {
-    f"static max, per-channel weights; INT8 only in the {part}": QuantSettings(only=frozenset({part})) for part in SITES
+    f"static max, per-channel weights; INT8 only in the {part}": QuantSettings(only=frozenset({part}))
+    for part in MATMUL_SITES
 }
 
 
@@ -61,9 +83,10 @@ def evaluate(hw_name: str, images: int, recipes: dict[str, QuantSettings] = RECI
     """The ViT's rows: its first `images` test images under each recipe."""
     hw = load_config(hw_name)
     return [
-        _row(recipe, trained_accuracy(TRAINED, "vit_digits", hw, settings, samples=images))
+        _guarded(recipe, "vit_digits", hw_name, lambda s=settings: trained_accuracy(TRAINED, "vit_digits", hw, s,
+                                                                               samples=images), images=images)
         for recipe, settings in recipes.items()
-    ]
+    ]  # fmt: skip
 
 
 def evaluate_gpt(
@@ -73,12 +96,14 @@ def evaluate_gpt(
     continuations of `new_tokens` characters under each recipe."""
     hw = load_config(hw_name)
     return [
-        _row(
-            recipe,
-            trained_accuracy(TRAINED, "char_gpt", hw, s, samples=windows, prompts=prompts, new_tokens=new_tokens),
+        _guarded(
+            recipe, "char_gpt", hw_name,
+            lambda s=s: trained_accuracy(TRAINED, "char_gpt", hw, s, samples=windows, prompts=prompts,
+                                         new_tokens=new_tokens),
+            windows=windows if windows is not None else USABLE_WINDOWS,
         )
         for recipe, s in recipes.items()
-    ]
+    ]  # fmt: skip
 
 
 def compression(hw_name: str = "nv_full") -> list[dict]:
@@ -102,22 +127,50 @@ def _row(recipe: str, r: dict) -> dict:
     return {"model": r["model"], "hw": r["hw"], "recipe": recipe, **r}
 
 
+USABLE_WINDOWS = 369  # the character GPT's held-out windows of 64 (char_eval.npz)
+
+
+def _guarded(recipe: str, model: str, hw_name: str, run, **size) -> dict:
+    """A recipe's row, or, where the build cannot be programmed for it, a row with the one-line error."""
+    try:
+        return _row(recipe, run())
+    except NvdlaError as e:
+        return {"model": model, "hw": hw_name, "recipe": recipe, **size, "error": str(e)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--hw", default="nv_small")
+    ap.add_argument("--hw", default="nv_small", choices=["nv_small", "nv_full"])
     args = ap.parse_args(argv)
-    rows = evaluate(args.hw, 360, RECIPES | PRUNING | ATTRIBUTION) + evaluate(args.hw, 100)
-    for r in rows:
-        print(f"{r['recipe']:45s} {r['images']:4d} images: float {r['float_correct']}, int8 {r['int8_correct']}")
-    lm_parts = {k: v for k, v in ATTRIBUTION.items() if "embedding" not in k}  # the GPT's is a lookup, no matmul
-    every = RECIPES | QAT | PRUNING | PRUNING_FT
-    gpt = evaluate_gpt(args.hw, None, 4, 16, every | lm_parts) + evaluate_gpt(args.hw, 16, 2, 8, RECIPES | QAT)
-    for r in gpt:
-        print(f"{r['recipe']:45s} {r['windows']:4d} windows: perplexity float {r['float_perplexity']}, int8 "
-              f"{r['int8_perplexity']}; greedy {r['greedy_agree']}/{r['greedy_tokens']} agree")  # fmt: skip
-    doc = {"command": "python validation/trained/evaluate.py", "date": datetime.date.today().isoformat(),
-           "rows": rows + gpt, "compression": compression()}  # fmt: skip
-    (TRAINED / "accuracy.json").write_text(json.dumps(doc, indent=1) + "\n")
+    out = TRAINED / "accuracy.json"
+    old = json.loads(out.read_text()) if out.is_file() else {"rows": [], "commands": {}}
+    if args.hw == "nv_full":
+        rows = evaluate("nv_full", 360, LUT_RECIPES) + evaluate("nv_full", 100, {k: LUT_RECIPES[k] for k in LUT_CI})
+        gpt = evaluate_gpt("nv_full", None, 4, 16, LUT_RECIPES) + evaluate_gpt(
+            "nv_full", 16, 2, 8, {k: LUT_RECIPES[k] for k in LUT_CI}
+        )
+    else:
+        rows = evaluate(args.hw, 360, RECIPES | PRUNING | ATTRIBUTION) + evaluate(args.hw, 100)
+        lm_parts = {k: v for k, v in ATTRIBUTION.items() if "embedding" not in k}  # the GPT's is a lookup
+        every = RECIPES | QAT | PRUNING | PRUNING_FT
+        gpt = evaluate_gpt(args.hw, None, 4, 16, every | lm_parts) + evaluate_gpt(args.hw, 16, 2, 8, RECIPES | QAT)
+    for r in rows + gpt:
+        size = f"{r['images']:4d} images" if "images" in r else f"{r['windows']:4d} windows"
+        if "error" in r:
+            print(f"{r['model']:10s} {r['recipe']:60s} {size}: {r['error']}")
+        elif "images" in r:
+            print(f"{r['model']:10s} {r['recipe']:60s} {size}: float {r['float_correct']}, int8 {r['int8_correct']}")
+        else:
+            print(f"{r['model']:10s} {r['recipe']:60s} {size}: perplexity float {r['float_perplexity']}, int8 "
+                  f"{r['int8_perplexity']}; greedy {r['greedy_agree']}/{r['greedy_tokens']} agree")  # fmt: skip
+    kept = [r for r in old["rows"] if r["hw"] != args.hw]
+    legacy = {"nv_small": {"command": old["command"], "date": old["date"]}} if "command" in old else {}
+    commands = legacy | old.get("commands", {}) | {
+        args.hw: {"command": f"python validation/trained/evaluate.py --hw {args.hw}",
+                  "date": datetime.date.today().isoformat()}
+    }  # fmt: skip
+    doc = {"commands": commands, "rows": kept + rows + gpt, "compression": compression()}
+    out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 
 

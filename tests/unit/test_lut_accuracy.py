@@ -1,0 +1,96 @@
+"""The accuracy study's steps on a build with SDP's LUT (nv_full): the softmax as the mapper lowers it with
+--softmax nvdla and GELU in the LUT of the FFN's first layer, through the bit-exact datapath, on cases
+worked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from nvdla_mapper.numerics import lut_steps
+from nvdla_mapper.numerics.reference import float_matmul, gelu_tanh, softmax
+from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _int8_hooks
+from nvdla_sim import load_config
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.units.sdp import sdp_apply
+
+HW = load_config("nv_full")
+
+
+def _head():
+    """One head (d = 4): query 0 scores the three keys 8, 4, 0 and query 1 scores them -8, -4, 0 (after
+    1/sqrt(4)); the values are one-hot, so each output row is that query's probabilities."""
+    q = np.array([[4.0, 0, 0, 0], [-4.0, 0, 0, 0]])
+    k = np.array([[4.0, 1, 0, 0], [2.0, 0, 1, 0], [0.0, 0, 0, 1]])
+    v = np.eye(3, 4)
+    return q, k, v
+
+
+def _run(settings: QuantSettings):
+    q, k, v = _head()
+    scales = _calibrated_scales(lambda h: h.attend("t.attn", q, k, v, False), settings)
+    hooks = _int8_hooks(HW, settings, scales, {})
+    return hooks, hooks.attend("t.attn", q, k, v, False) if hooks.attend else None
+
+
+def test_the_lut_softmax_loses_every_row_whose_range_is_not_the_tensors():
+    """Without a row max, every INT8 step is scaled for the tensor's extremes. Worked through: QK^T's
+    largest product 16 is code 127 (0.063 of scaled score per code): codes (127, 64, 0) and (-127, -64, 0).
+    exp is scaled for e^8 (23.47 per code): query 0's exps 127, 127 e^-4 = 2.3 -> 2 and 0; query 1's
+    127 e^-8 = 0.04 and less: all 0. The row sums are scaled for e^8 + e^4 + 1 (23.91 per code): 127 and
+    0. 1/sum is scaled for query 1's 1/1.0186 = 0.982 (0.00773 per code): query 0's 1/(127 x 23.91) =
+    3.3e-4 is 0.04 of a step -> 0, query 1's sum of code 0 taken as half a step -> 1/11.95 -> 10.8 -> 11.
+    Both outputs are 0: query 0 through its 1/sum, query 1 through its exps; float's are (0.982, 0.018,
+    0.0003) and (0.0003, 0.018, 0.982)."""
+    hooks, got = _run(QuantSettings(softmax="nvdla"))
+    q, k, v = _head()
+    want = softmax(q @ k.T / 2) @ v
+    assert want[0, 0] == pytest.approx(0.982, abs=1e-3) and want[1, 2] == pytest.approx(0.982, abs=1e-3)
+    assert np.array_equal(got, np.zeros((2, 4)))
+    steps = _calibrated_scales(lambda h: h.attend("t.attn", q, k, v, False), QuantSettings()).steps
+    assert steps["t.attn.exp"] == pytest.approx(math.exp(8) / 127)
+    assert steps["t.attn.recip"] == pytest.approx(1 / (math.exp(-8) + math.exp(-4) + 1) / 127)
+    recip = lut_steps.recip_pass(steps["t.attn.rowsum"], steps["t.attn.recip"])
+    assert list(sdp_apply(np.array([[127, 0]]), recip).values.ravel()) == [0, 11]
+
+
+def test_the_host_softmax_is_the_mappers_choice_on_nv_full():
+    """With --softmax auto the accuracy run, like the mapper, leaves the softmax to the host: no attention
+    hook, QK^T and PV through the INT8 datapath around a float softmax."""
+    hooks, _ = _run(QuantSettings())
+    assert hooks.attend is None and hooks.activated is not None  # GELU stays in the LUT
+
+
+def test_gelu_in_the_lut_follows_float_gelu():
+    """The FFN's first layer with GELU in its SDP's LUT, through the datapath: within two output steps of
+    GELU computed in float on the float product, half a step on average (the INT8 operands' rounding and
+    the output's; the table's own interpolation is far finer)."""
+    rng = np.random.default_rng(5)
+    a, w, b = rng.normal(0, 1, (16, 32)), rng.normal(0, 0.2, (24, 32)), rng.normal(0, 0.1, 24)
+
+    def forward(h):
+        return h.activated("t.mlp.c_fc", a, w, b, gelu_tanh)
+
+    settings = QuantSettings()
+    scales = _calibrated_scales(forward, settings)
+    got = forward(_int8_hooks(HW, settings, scales, {}))
+    want = gelu_tanh(float_matmul("", a, w, b))
+    step = scales.steps["t.mlp.c_fc.act"]
+    assert step == pytest.approx(want.max() / 127)
+    assert np.abs(got - want).max() <= 2 * step
+    assert math.isclose(np.abs(got - want).mean(), 0, abs_tol=0.5 * step)
+
+
+def test_the_gpt_lut_softmax_cannot_be_programmed():
+    """On the trained character GPT the softmax's normalisation (PV's output times 1/sum, converted to the
+    context's INT8 scale) needs a multiplier of 6.6e8, beyond the output convertor's INT16 scale: the run is
+    refused in one line naming the step."""
+    from pathlib import Path
+
+    from nvdla_mapper.studies.accuracy import trained_accuracy
+
+    trained = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
+    with pytest.raises(NvdlaError, match=r"transformer.h.0.attn.normalize: cannot be programmed: .* multiplier 66"):
+        trained_accuracy(trained, "char_gpt", HW, QuantSettings(softmax="nvdla"), samples=1, prompts=1, new_tokens=1)
