@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nvdla_cli.console import warn_config
 from nvdla_sim.config import load_config
-from nvdla_sim.errors import NvdlaError
+from nvdla_sim.errors import NvdlaError, UnsupportedError
 from nvdla_sim.precision import Precision
 
 
@@ -817,7 +817,11 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None 
     task = None
     directory, name = _trained_dir_and_name(args.model) if args.model.endswith(".config.json") else (None, "")
     if name in TRAINED_DATA and (directory / f"{name}.npz").is_file():  # a trained model: its task accuracy too
-        task = {"recipe": _recipe(args, args.quantize), **trained_accuracy(directory, name, hw, settings, samples=100)}
+        task = {"recipe": _recipe(args, args.quantize)}
+        try:
+            task |= trained_accuracy(directory, name, hw, settings, samples=100)
+        except UnsupportedError as e:  # the build cannot be programmed for this run: said, the map kept
+            task |= {"model": name, "hw": hw.name, "error": str(e)}
     return {
         "granularity": args.quantize,
         "calibration": args.calib,
@@ -902,7 +906,10 @@ def format_accuracy_lines(acc: dict) -> list[str]:
     ]
     if acc.get("task"):  # a trained model: its task accuracy through the datapath
         task = acc["task"]
-        lines += ["  " + line for line in format_accuracy(task, recipe=task["recipe"]).splitlines()]
+        if "error" in task:
+            lines.append(f"  {task['model']} on {task['hw']}, INT8 ({task['recipe']}): {task['error']}")
+        else:
+            lines += ["  " + line for line in format_accuracy(task, recipe=task["recipe"]).splitlines()]
     return lines
 
 

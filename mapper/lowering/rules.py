@@ -4,8 +4,9 @@ Mapping choices (see docs/mapping.md):
 * linear layers: 1x1 convolutions with fused SDP (bias; GELU via LUT or ReLU; residual add via EW);
 * attention QK^T and PV: one 1x1 convolution per head/window with K (resp. V^T) loaded through the
   CDMA weight path, after a re-layout copy into weight format (BDMA when present, else the host);
-* softmax on NVDLA (needs the SDP LUT): exp via LUT, row sums via a 1x1 convolution with ones,
-  reciprocal via LUT, normalisation as an SDP per-element multiply. Without a LUT: host;
+* softmax on the host by default; on NVDLA with --softmax nvdla (needs the SDP LUT; measured inaccurate
+  at INT8, docs/quantization.md): exp via LUT, row sums via a 1x1 convolution with ones, reciprocal via
+  LUT, normalisation as an SDP per-element multiply;
 * layernorm on NVDLA (needs LUT + EW): squares via SDP, sums via ones-convolutions, rsqrt via LUT,
   normalise + affine via SDP. Otherwise host. Embedding lookups always run on the host.
 """

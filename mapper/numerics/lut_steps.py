@@ -25,7 +25,8 @@ at the same steps):
 * GELU reads the pre-activation scaled by X2 (the per-channel requantization multipliers) to
   `GELU_INPUT_CODES` steps over its calibrated range, 16 times finer than INT8 (LE steps of 64 codes,
   LO steps of 4 over the central quarter), so the table's interpolation adds little to the INT8 output's
-  rounding; beyond the range the end intervals' slopes extrapolate.
+  rounding; beyond the range the end intervals' slopes extrapolate (each with the shift that holds it:
+  GELU's upper end rises 8 entries per input step).
 """
 
 from __future__ import annotations
@@ -50,11 +51,19 @@ MASK_CODE = -128  # the INT8 code masked scores saturate to
 MASK_OPERAND, MASK_CVT = -128, Convertor(0, (1 << 15) - 1, 0)
 
 
-def sdp_table(func: Callable[[np.ndarray], np.ndarray], lo: int, hi: int, out_scale: float) -> LutParams:
+def sdp_table(
+    func: Callable[[np.ndarray], np.ndarray],
+    lo: int,
+    hi: int,
+    out_scale: float,
+    *,
+    slope_shift: int | None = FLOW_SHIFT,
+) -> LutParams:
     """A hybrid SDP LUT over integer inputs [lo, hi): LE (linear, 64 intervals) over the range and LO
     (linear, 256 intervals) over its central quarter, both centred on it (LE's power-of-two span may
     exceed it), LO winning hybrid hits; entries round(func(x) * out_scale) saturated to 16 bits; the end
-    slopes continue the outer intervals (scale over a 2**15 shift)."""
+    slopes continue the outer intervals, as a 16-bit scale over `slope_shift` (None: the largest shift
+    in 0..15 whose scale holds the slope, so a steep end is not clipped to one entry per input step)."""
     span = max(hi - lo, 2)
     le_shift = max(0, math.ceil(math.log2(span / (LE_ENTRIES - 1))))
     lo_shift = max(0, math.ceil(math.log2(span / 4 / (LO_ENTRIES - 1))))
@@ -68,21 +77,14 @@ def sdp_table(func: Callable[[np.ndarray], np.ndarray], lo: int, hi: int, out_sc
         e = np.clip(np.round(func(x) * out_scale), ENTRY_MIN, ENTRY_MAX).astype(np.int64)
         step = 1 << shift
 
-        def slope(d: int, step: int = step) -> int:
-            return int(np.clip(round(d / step * 2**FLOW_SHIFT), -(2**15), 2**15 - 1))
+        def slope(d: int, step: int = step) -> tuple[int, int]:
+            sh = slope_shift
+            if sh is None:
+                sh = next((k for k in range(FLOW_SHIFT, -1, -1) if abs(d / step) * 2**k < 2**15 - 1), 0)
+            return int(np.clip(round(d / step * 2**sh), -(2**15), 2**15 - 1)), sh
 
-        tables.append(
-            LutTable(
-                e,
-                IndexMode.LINEAR,
-                int(x[0]),
-                shift,
-                slope(int(e[1] - e[0])),
-                FLOW_SHIFT,
-                slope(int(e[-1] - e[-2])),
-                FLOW_SHIFT,
-            )
-        )
+        (under, u_shift), (over, o_shift) = slope(int(e[1] - e[0])), slope(int(e[-1] - e[-2]))
+        tables.append(LutTable(e, IndexMode.LINEAR, int(x[0]), shift, under, u_shift, over, o_shift))
     return LutParams(tables[0], tables[1], priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LE)
 
 
@@ -151,7 +153,9 @@ def gelu_table(func: Callable[[np.ndarray], np.ndarray], pre_amax: float) -> Gel
     pre = pre_amax / GELU_INPUT_CODES
     codes = np.arange(-GELU_INPUT_CODES, GELU_INPUT_CODES + 1, dtype=np.int64)
     peak = max(float(np.max(np.abs(func(codes * pre)))), 1e-12)
-    lut = sdp_table(lambda c: func(c * pre), -GELU_INPUT_CODES, GELU_INPUT_CODES, LUT_ENTRY_PEAK / peak)
+    lut = sdp_table(
+        lambda c: func(c * pre), -GELU_INPUT_CODES, GELU_INPUT_CODES, LUT_ENTRY_PEAK / peak, slope_shift=None
+    )
     return GeluTable(pre, lut, peak / LUT_ENTRY_PEAK)
 
 

@@ -273,12 +273,13 @@ def gpt_hooks(w: dict[str, np.ndarray], ids: np.ndarray, hooks: Hooks, *, heads:
     return gpt2_forward(w, ids, heads=heads, mm=hooks.matmul, attend=hooks.attend, activated=hooks.activated)
 
 
-def _calibrated_scales(forward, settings: QuantSettings) -> Scales:
+def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = True) -> Scales:
     """Per-tensor activation scales of every matmul's input and output, and of the attention products'
     activation operands, by name, from `forward(hooks)` run in float over the calibration data (a name seen
     several times, as attention products of every head and image, is one site), and the LUT steps' scales
     (Scales.steps: the maxima of the float values at those steps). With SmoothQuant, the LayerNorm-fed
-    inputs' factors come from their per-channel maxima, and their scales are the smoothed inputs'."""
+    inputs' factors come from their per-channel maxima, and their scales are the smoothed inputs'. Without
+    `steps_too` (a build without SDP's LUT) the softmax and GELU run in float and no step is recorded."""
     seen: tuple[dict[str, list[np.ndarray]], ...] = ({}, {}, {})
     weights: dict[str, np.ndarray] = {}
     steps: dict[str, float] = {}
@@ -310,7 +311,7 @@ def _calibrated_scales(forward, settings: QuantSettings) -> Scales:
         acts.setdefault(name, []).append(y)
         return y
 
-    forward(Hooks(record, attend, activated))
+    forward(Hooks(record, attend, activated) if steps_too else Hooks(record))
     cal = settings.calibration
     smooth: dict[str, np.ndarray] = {}
     if settings.smooth:  # one factor per input channel and LayerNorm output, over the weights that read it
@@ -398,6 +399,11 @@ class LayerRun:
     output: np.ndarray
 
 
+def _lut_build(hw: HwConfig) -> bool:
+    """Whether `hw` has SDP's LUT and element-wise unit (the mapper's test for its LUT steps)."""
+    return LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel()).has_lut
+
+
 class _Int8Run:
     """A forward's ops through NVDLA's INT8 datapath on `hw`, each as the mapper lowers it there.
 
@@ -405,10 +411,12 @@ class _Int8Run:
     products' activation operand likewise, the softmax's probabilities at their range [0, 1]; weights per
     channel where the layer has a bias and settings ask for it), the product run by run_conv on the
     bit-exact CMAC -> CACC -> SDP model in the layout and tiling the mapper picks, requantized to INT8 by
-    SDP, and dequantized. On a build with SDP's LUT and element-wise unit (the mapper's softmax "auto"),
-    each head's attention runs the mapper's softmax steps (numerics.lut_steps) and the FFN's GELU runs in
-    the LUT of its first layer's SDP; on one without, the softmax and GELU are the host's (float).
-    Saturations are counted into `sats` by name; each matmul run is appended to `record` when given."""
+    SDP, and dequantized. On a build with SDP's LUT and element-wise unit the FFN's GELU runs in the LUT
+    of its first layer's SDP, and with settings.softmax "nvdla" each head's attention runs the mapper's
+    softmax steps (numerics.lut_steps); otherwise the softmax and GELU are the host's (float), as the
+    mapper's "auto" softmax is on every build. Saturations are counted into `sats` by name; each matmul
+    with a weight or an activation operand of the forward (not the LUT softmax's QK^T, row sums and
+    broadcasts) is appended to `record` when given."""
 
     def __init__(
         self,
@@ -422,6 +430,12 @@ class _Int8Run:
         self.ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel(), softmax=settings.softmax)
         self.lut_softmax = self.ctx.mode("softmax") == "nvdla"
         self.lut_gelu = self.ctx.has_lut
+        for part, on in (("softmax", self.lut_softmax), ("gelu", self.lut_gelu)):
+            if part in settings.only and not on:
+                raise NvdlaError(
+                    f"INT8-only part {part!r}: the {part} runs on the host on {hw.name} (float); it is an NVDLA "
+                    f"part only on a build with SDP's LUT{' and --softmax nvdla' if part == 'softmax' else ''}"
+                )
 
     def hooks(self) -> Hooks:
         return Hooks(
@@ -544,7 +558,6 @@ class _Int8Run:
         ones = np.ones((1, e.shape[1]), np.int8)
         sums = self._conv(f"{name}.rowsum", e.astype(np.int8), ones, lut_steps.requant_pass(s_exp, s_sum), keep=False)
         recip = self._sdp(f"{name}.recip", sums, lut_steps.recip_pass(s_sum, s_rec))
-        s_ctx = _static(self.scales.outputs, pv, "output")
         if not int8_products:  # PV and the normalisation float, on the INT8 exps and 1/sum
             return (dequantize(e, s_exp) @ v) * dequantize(recip, s_rec)
         qa, qw, s_x, s_w, _ = self._operands(pv, dequantize(e, s_exp), v.T, None, s_x=s_exp)
@@ -553,10 +566,14 @@ class _Int8Run:
         broadcast = self._conv(
             f"{name}.broadcast", recip.astype(np.int8), ones, lut_steps.requant_pass(1, 1), keep=False
         )
+        if dynamic:  # the context's range from its value (PV's output times 1/sum)
+            s_ctx = float(scale_for(cal.amax(dequantize(unnorm, s_un) * dequantize(broadcast, s_rec))))
+        else:
+            s_ctx = _static(self.scales.outputs, pv, "output")
         try:
             norm = lut_steps.normalize_pass(s_un, s_rec, s_ctx, broadcast)
-        except UnsupportedError as e:  # the rows' sums span more than one INT8 scale of 1/sum and PV reach
-            raise NvdlaError(f"{name}.normalize: cannot be programmed: {e}") from None
+        except UnsupportedError as err:  # the rows' sums span more than one INT8 scale of 1/sum and PV reach
+            raise UnsupportedError(f"{name}.normalize: cannot be programmed: {err}") from None
         ctx = self._sdp(f"{name}.normalize", unnorm, norm)
         return dequantize(ctx, s_ctx)
 
@@ -643,8 +660,9 @@ def vit_int8_accuracy(
     """The trained ViT on `images`, float and INT8 (static scales calibrated on `calib`, or dynamic): every
     matmul (patch embedding, projections, QK^T and PV per image and head, FFN, classifier) runs through the
     bit-exact CMAC -> CACC -> SDP model (run_conv, tiled as the mapper tiles it) with SDP's integer
-    requantization to INT8; LayerNorm, softmax and GELU in float on the host, as the mapper runs them on a
-    build without SDP's LUT (nv_small). Weight scales per output channel or per tensor; activations per
+    requantization to INT8; LayerNorm and the softmax in float on the host (the softmax in SDP's LUT with
+    settings.softmax "nvdla"), GELU likewise on a build without SDP's LUT (nv_small) and in the LUT on one
+    with it (_Int8Run). Weight scales per output channel or per tensor; activations per
     tensor. With pruning (settings.prune) the INT8 run's weights are pruned, calibrated as pruned, and
     compared with the dense float model; `int8_weights` (fine-tuned after pruning) replace the INT8 run's.
     `record` collects every matmul as NVDLA ran it (LayerRun). Bad input gets a one-line error."""
@@ -658,7 +676,9 @@ def vit_int8_accuracy(
         raise NvdlaError(f"labels {list(labels.shape)} must be one per image ({images.shape[0]})")
     iw = int8_weights or weights
     scales = _calibrated_scales(
-        lambda h: vit_hooks(iw, calib, _pruned(h, settings.prune), heads=heads, patch=patch), settings
+        lambda h: vit_hooks(iw, calib, _pruned(h, settings.prune), heads=heads, patch=patch),
+        settings,
+        steps_too=_lut_build(hw),
     )
     sats: dict[str, int] = {}
     int8 = _pruned(_int8_hooks(hw, settings, scales, sats, record), settings.prune)
@@ -733,8 +753,7 @@ def gpt_int8_accuracy(
     """The trained GPT on held-out token ids `text` [N], float and INT8 (static scales calibrated on the
     windows `calib` [n, T], or dynamic): every matmul (the q, k and v projections, QK^T and PV per sequence and
     head, the output projection, the FFN, the tied LM head) through the bit-exact CMAC -> CACC -> SDP model
-    with SDP's integer requantization, as vit_int8_accuracy; LayerNorm, softmax and GELU in float on the
-    host (nv_small has no LUT). Perplexity and next-token accuracy over the first `windows` windows of
+    with SDP's integer requantization, and LayerNorm, the softmax and GELU, as vit_int8_accuracy. Perplexity and next-token accuracy over the first `windows` windows of
     `context` tokens (all by default), and greedy continuations of `new_tokens` tokens to the context's
     end from `prompts` prompts spread evenly over the text, INT8 against float. `scales` (learned by
     quantization-aware training) replace the calibration; `weights` are then the fine-tuned model's, and
@@ -762,7 +781,9 @@ def gpt_int8_accuracy(
     cal = calib.astype(np.int64)
     iw = int8_weights or weights
     if scales is None:  # else learned (quantization-aware training)
-        scales = _calibrated_scales(lambda h: gpt_hooks(iw, cal, _pruned(h, settings.prune), heads=heads), settings)
+        scales = _calibrated_scales(
+            lambda h: gpt_hooks(iw, cal, _pruned(h, settings.prune), heads=heads), settings, steps_too=_lut_build(hw)
+        )
     sats: dict[str, int] = {}
     int8 = _pruned(_int8_hooks(hw, settings, scales, sats), settings.prune)
     f_nll, f_ok = _nll_correct(gpt2_forward(weights, xs, heads=heads), ys)
@@ -821,10 +842,10 @@ def trained_accuracy(
     if settings.learned:  # quantization-aware training: its fine-tuned weights and learned scales
         if settings.dynamic or settings.smooth or name != "char_gpt":
             raise NvdlaError("learned (QAT) scales are static and made for char_gpt (validation/trained/qat.py)")
-        if LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel()).has_lut:
+        if _lut_build(hw):
             raise NvdlaError(
-                f"learned (QAT) scales were learned with the host's softmax and GELU (nv_small); {hw.name} runs "
-                "them in SDP's LUT, whose scales QAT did not learn"
+                f"learned (QAT) scales were learned with the host's GELU (nv_small); {hw.name} runs it in "
+                "SDP's LUT, whose scales QAT did not learn"
             )
         w, learned = load_weights(d / f"{settings.learned}.npz"), load_scales(d / f"{settings.learned}.scales.json")
     tuned = load_weights(d / f"{settings.finetuned}.npz") if settings.finetuned else None

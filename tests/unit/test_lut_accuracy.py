@@ -94,3 +94,32 @@ def test_the_gpt_lut_softmax_cannot_be_programmed():
     trained = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
     with pytest.raises(NvdlaError, match=r"transformer.h.0.attn.normalize: cannot be programmed: .* multiplier 66"):
         trained_accuracy(trained, "char_gpt", HW, QuantSettings(softmax="nvdla"), samples=1, prompts=1, new_tokens=1)
+
+
+def test_a_step_that_runs_on_the_host_is_not_an_int8_part():
+    """--only softmax (or gelu) where that step is the host's float would print an INT8 run that is all
+    float: refused in one line, naming what would make it an NVDLA part."""
+    from nvdla_mapper.studies.accuracy import Scales, _Int8Run
+
+    scales = Scales({}, {}, {})
+    with pytest.raises(NvdlaError, match=r"'softmax': the softmax runs on the host on nv_full .*--softmax nvdla"):
+        _Int8Run(HW, QuantSettings(only=frozenset({"softmax"})), scales, {})
+    with pytest.raises(NvdlaError, match=r"'gelu': the gelu runs on the host on nv_small"):
+        _Int8Run(load_config("nv_small"), QuantSettings(only=frozenset({"gelu"})), scales, {})
+
+
+def test_map_keeps_its_figures_when_the_task_run_cannot_be_programmed(tmp_path, capsys):
+    """`nvdla map <trained GPT> --hw nv_full --softmax nvdla --quantize per-channel`: the map and its report
+    are written, and the task accuracy line says why the LUT softmax cannot be programmed."""
+    import json
+    from pathlib import Path
+
+    from nvdla_cli.main import main
+
+    cfg = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained" / "char_gpt.config.json"
+    argv = ["map", str(cfg), "--hw", "nv_full", "--seq", "64", "--softmax", "nvdla", "--quantize", "per-channel"]
+    assert main([*argv, "--report", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "end-to-end" in out and "transformer.h.0.attn.normalize: cannot be programmed" in out
+    task = json.loads((tmp_path / "report.json").read_text())["accuracy"]["task"]
+    assert task["error"].startswith("transformer.h.0.attn.normalize: cannot be programmed")

@@ -101,3 +101,16 @@ def test_gelu_in_the_lut_behind_a_convolution():
     want = np.clip(np.round(gelu_tanh(real) / out), -128, 127)
     assert np.abs(got - want).max() <= 1 and (got == want).mean() > 0.95
     assert isinstance(params.x2, Stage) and params.y.lut is table.lut
+
+
+def test_gelu_extrapolates_past_its_range_with_its_own_slope():
+    """Past the calibrated range (8.0 here: 2,048 steps of 1/256) GELU is x itself; its table's upper end
+    rises 2**14 / 8 per unit (8 entries per input step), so its overflow slope takes shift 11 (8 x 2**11 =
+    16,384 < 2**15): at 10 and 16, written at 20 / 127 per code, the LUT gives 10 and 16 to within a step
+    (a 2**15 shift would clip the slope to one entry per step: 8.25 and 9.0)."""
+    table = lut_steps.gelu_table(gelu_tanh, 8.0)
+    assert (table.lut.le.oflow_shift, table.lut.le.oflow_scale) == (11, 16384)
+    out = 20.0 / 127
+    codes = np.round(np.array([10.0, 16.0]) / table.pre_scale).astype(np.int64)
+    got = _run(codes, lut_steps.table_pass(table, out)) * out
+    assert np.abs(got - [10.0, 16.0]).max() <= out

@@ -30,7 +30,7 @@ from nvdla_mapper.numerics.quant import Calibration, Granularity
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.accuracy import MATMUL_SITES, QuantSettings, trained_accuracy
 from nvdla_sim import Precision, load_config
-from nvdla_sim.errors import NvdlaError
+from nvdla_sim.errors import UnsupportedError
 
 TRAINED = Path(__file__).resolve().parent.parent / "data" / "trained"
 RECIPES = {
@@ -131,10 +131,11 @@ USABLE_WINDOWS = 369  # the character GPT's held-out windows of 64 (char_eval.np
 
 
 def _guarded(recipe: str, model: str, hw_name: str, run, **size) -> dict:
-    """A recipe's row, or, where the build cannot be programmed for it, a row with the one-line error."""
+    """A recipe's row, or, where the build cannot be programmed for it (UnsupportedError), a row with the
+    one-line error; any other error stops the run."""
     try:
         return _row(recipe, run())
-    except NvdlaError as e:
+    except UnsupportedError as e:
         return {"model": model, "hw": hw_name, "recipe": recipe, **size, "error": str(e)}
 
 
