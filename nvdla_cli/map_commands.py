@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -148,6 +149,8 @@ def add_commands(sub, registry: dict) -> None:
     acr.add_argument("--only", default="",
                      help="comma-separated parts run in INT8, the rest float (embedding, projection, attention, "
                      "ffn, head; on a build with a LUT softmax, gelu): the loss attributed by part")  # fmt: skip
+    ac.add_argument("--precision", choices=["int8", "int16"], default="int8",
+                    help="the datapath's precision (int16 on builds that have it, e.g. nv_full)")  # fmt: skip
     ac.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto",
                     help="where the softmax runs, as map's --softmax (nvdla: SDP's LUT, as the mapper lowers it)")  # fmt: skip
     ac.add_argument("--json", metavar="FILE", help="write the result row as JSON")
@@ -662,10 +665,10 @@ def _accuracy_command(args: argparse.Namespace) -> int:
         raise NvdlaError(f"--samples must be a positive integer, not {args.samples}")
     directory, name = _trained_dir_and_name(args.model)
     hw = load_config(args.hw)
+    settings = dataclasses.replace(_quant_settings(args, args.quantize), precision=Precision.parse(args.precision))
     row = trained_accuracy(
-        directory, name, hw, _quant_settings(args, args.quantize), samples=args.samples, prompts=args.prompts,
-        new_tokens=args.new_tokens,
-    )  # fmt: skip
+        directory, name, hw, settings, samples=args.samples, prompts=args.prompts, new_tokens=args.new_tokens
+    )
     recipe = _recipe(args, args.quantize)
     print(format_accuracy(row, recipe=recipe))
     if args.json:
@@ -689,19 +692,20 @@ def _recipe(args: argparse.Namespace, granularity: str) -> str:
 
 
 def format_accuracy(row: dict, *, recipe: str) -> str:
-    """A trained model's accuracy row as lines: float against INT8 through the datapath."""
-    head = f"{row['model']} on {row['hw']}, INT8 ({recipe})"
+    """A trained model's accuracy row as lines: float against the run through the datapath at its precision."""
+    prec = row.get("precision", "int8")
+    head = f"{row['model']} on {row['hw']}, {prec.upper()} ({recipe})"
     if "images" in row:
         n = row["images"]
         return (
             f"{head}\n  test accuracy     float {row['float_correct'] / n:.1%} ({row['float_correct']}/{n}), "
-            f"int8 {row['int8_correct'] / n:.1%} ({row['int8_correct']}/{n})\n  SDP saturations   {row['saturations']:,}"
+            f"{prec} {row['nvdla_correct'] / n:.1%} ({row['nvdla_correct']}/{n})\n  SDP saturations   {row['saturations']:,}"
         )
     n = row["positions"]
     return (
-        f"{head}\n  perplexity        float {row['float_perplexity']:.4f}, int8 {row['int8_perplexity']:.4f} "
+        f"{head}\n  perplexity        float {row['float_perplexity']:.4f}, {prec} {row['nvdla_perplexity']:.4f} "
         f"({row['windows']} windows, {n:,} positions)\n"
-        f"  next-token acc.   float {row['float_correct'] / n:.2%}, int8 {row['int8_correct'] / n:.2%}\n"
+        f"  next-token acc.   float {row['float_correct'] / n:.2%}, {prec} {row['nvdla_correct'] / n:.2%}\n"
         f"  greedy agreement  {row['greedy_agree']}/{row['greedy_tokens']} tokens equal to float's "
         f"({row['prompts']} prompts; {row['greedy_prefix']} before the first difference)\n"
         f"  SDP saturations   {row['saturations']:,}"

@@ -45,7 +45,8 @@ from nvdla_sim.units.sdp import Convertor, EwStage, SdpParams
 
 LUT_ENTRY_PEAK = 1 << 14  # table entries span +-2**14 (16-bit entries with headroom for interpolation)
 FLOW_SHIFT = 15  # the under/overflow slopes' shift: the largest of the 5-bit signed field (-16..15)
-GELU_INPUT_CODES = 2048  # GELU's table input: the pre-activation's calibrated range in +-2048 steps
+GELU_FINER = 16  # GELU's table input steps: 16 times finer than the output precision's over the same range
+GELU_INPUT_CODES = GELU_FINER * 128  # at INT8: the pre-activation's calibrated range in +-2048 steps
 MASK_CODE = -128  # the INT8 code masked scores saturate to
 # the mask operand: INT8 -128 from E-RDMA through its convertor (scale 2**15 - 1), added by QK^T's SDP
 MASK_OPERAND, MASK_CVT = -128, Convertor(0, (1 << 15) - 1, 0)
@@ -88,8 +89,8 @@ def sdp_table(
     return LutParams(tables[0], tables[1], priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LE)
 
 
-def _to_int8(entry_unit: float, out_scale: float) -> Convertor:
-    """The output convertor taking values of `entry_unit` per step to INT8 at `out_scale`; a ratio beyond
+def _to_output(entry_unit: float, out_scale: float) -> Convertor:
+    """The output convertor taking values of `entry_unit` per step to `out_scale` per step; a ratio beyond
     its INT16 scale (shift >= 0) cannot be programmed (UnsupportedError)."""
     try:
         scale, shift = multiplier_to_scale_shift(entry_unit / out_scale)
@@ -106,7 +107,7 @@ def _lut_pass(func: Callable[[np.ndarray], np.ndarray], out_scale: float) -> Sdp
     if not peak > 0 or not math.isfinite(peak):
         raise ValueError(f"LUT function has no finite non-zero value over the INT8 codes (peak {peak})")
     lut = sdp_table(func, -128, 128, LUT_ENTRY_PEAK / peak)
-    return SdpParams(y=EwStage(lut=lut), cvt=_to_int8(peak / LUT_ENTRY_PEAK, out_scale))
+    return SdpParams(y=EwStage(lut=lut), cvt=_to_output(peak / LUT_ENTRY_PEAK, out_scale))
 
 
 def exp_pass(score_scale: float, exp_scale: float) -> SdpParams:
@@ -123,14 +124,14 @@ def recip_pass(sum_scale: float, recip_scale: float) -> SdpParams:
 def requant_pass(in_scale: float, out_scale: float) -> SdpParams:
     """An SDP that only requantizes (the output convertor): values at `in_scale` per step to INT8 at
     `out_scale` (a row sum's accumulator; a broadcast's copy at 1)."""
-    return SdpParams(cvt=_to_int8(in_scale, out_scale))
+    return SdpParams(cvt=_to_output(in_scale, out_scale))
 
 
 def normalize_pass(context_scale: float, recip_scale: float, out_scale: float, recip: np.ndarray) -> SdpParams:
     """The softmax's normalisation of PV's output (INT8 at `context_scale`): Y's multiplier by the
     broadcast 1/sum `recip` (INT8 at `recip_scale`, per element from E-RDMA, no truncation: an INT8
     product fits), converted to INT8 at `out_scale`."""
-    return SdpParams(y=EwStage(mul_operand=recip), cvt=_to_int8(context_scale * recip_scale, out_scale))
+    return SdpParams(y=EwStage(mul_operand=recip), cvt=_to_output(context_scale * recip_scale, out_scale))
 
 
 def mask_operand(mask: np.ndarray) -> EwStage:
@@ -149,28 +150,36 @@ class GeluTable:
     entry_unit: float
 
 
-def gelu_table(func: Callable[[np.ndarray], np.ndarray], pre_amax: float) -> GeluTable:
-    pre = pre_amax / GELU_INPUT_CODES
-    codes = np.arange(-GELU_INPUT_CODES, GELU_INPUT_CODES + 1, dtype=np.int64)
+def gelu_table(
+    func: Callable[[np.ndarray], np.ndarray], pre_amax: float, *, input_codes: int = GELU_INPUT_CODES
+) -> GeluTable:
+    """func's table over +-`input_codes` steps of the calibrated pre-activation range `pre_amax`."""
+    pre = pre_amax / input_codes
+    codes = np.linspace(-input_codes, input_codes, 4097).round().astype(np.int64)
     peak = max(float(np.max(np.abs(func(codes * pre)))), 1e-12)
-    lut = sdp_table(
-        lambda c: func(c * pre), -GELU_INPUT_CODES, GELU_INPUT_CODES, LUT_ENTRY_PEAK / peak, slope_shift=None
-    )
+    lut = sdp_table(lambda c: func(c * pre), -input_codes, input_codes, LUT_ENTRY_PEAK / peak, slope_shift=None)
     return GeluTable(pre, lut, peak / LUT_ENTRY_PEAK)
 
 
-def table_pass(table: GeluTable, out_scale: float) -> SdpParams:
-    """The table alone over values already at its input steps, converted to INT8 at `out_scale`."""
-    return SdpParams(y=EwStage(lut=table.lut), cvt=_to_int8(table.entry_unit, out_scale))
+def table_pass(table: GeluTable, out_scale: float, *, out_precision: Precision = Precision.INT8) -> SdpParams:
+    """The table alone over values already at its input steps, converted to `out_precision` at `out_scale`."""
+    return SdpParams(y=EwStage(lut=table.lut), cvt=_to_output(table.entry_unit, out_scale), out_precision=out_precision)
 
 
 def activated_conv_sdp(
-    s_x: float, s_w: np.ndarray, out_scale: float, table: GeluTable, *, bias: np.ndarray | None
+    s_x: float,
+    s_w: np.ndarray,
+    out_scale: float,
+    table: GeluTable,
+    *,
+    bias: np.ndarray | None,
+    out_precision: Precision = Precision.INT8,
 ) -> SdpParams:
     """The SDP behind a convolution with a LUT activation: X1 the bias, X2 the requantization to the
-    table's input steps (per channel), Y the table, the convertor to INT8 at `out_scale`."""
+    table's input steps (per channel), Y the table, the convertor to `out_precision` at `out_scale`
+    (s_x: the accumulator's activation scale, CACC's truncation included)."""
     x = requant_sdp(s_x, s_w, table.pre_scale, bias=bias, granularity=Granularity.PER_CHANNEL)
     return SdpParams(
-        x1=x.x1, x2=x.x2, y=EwStage(lut=table.lut), cvt=_to_int8(table.entry_unit, out_scale),
-        out_precision=Precision.INT8,
+        x1=x.x1, x2=x.x2, y=EwStage(lut=table.lut), cvt=_to_output(table.entry_unit, out_scale),
+        out_precision=out_precision,
     )  # fmt: skip

@@ -24,7 +24,7 @@ import numpy as np
 from nvdla_mapper.frontends.presets import ModelSpec
 from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
 from nvdla_mapper.numerics import lut_steps
-from nvdla_mapper.numerics.quant import Calibration, Granularity, dequantize, quantize, requant_sdp, scale_for
+from nvdla_mapper.numerics.quant import QMAX, Calibration, Granularity, dequantize, quantize, requant_sdp, scale_for
 from nvdla_mapper.numerics.reference import (
     Activated,
     Attend,
@@ -70,8 +70,15 @@ class QuantSettings:
     # where the softmax runs, as the mapper's --softmax: auto (the mapper's choice for the build), nvdla
     # (SDP's LUT: numerics.lut_steps; needs a LUT), host (float)
     softmax: str = "auto"
+    # the precision the NVDLA run computes at (INT8, or INT16 on builds that have it); the calibrated
+    # scales are INT8's, taken to INT16's 32,767 steps over the same range
+    precision: Precision = Precision.INT8
 
     def __post_init__(self) -> None:
+        if self.precision not in (Precision.INT8, Precision.INT16):
+            raise NvdlaError(f"accuracy runs at int8 or int16, not {self.precision.value} (fp16 is not built yet)")
+        if self.precision is not Precision.INT8 and (self.learned or self.dynamic):
+            raise NvdlaError("learned (QAT) and dynamic scales are runs at int8")
         if self.softmax not in ("auto", "nvdla", "host"):
             raise NvdlaError(f"softmax must be auto, nvdla or host, not {self.softmax!r}")
         unknown = sorted(set(self.only) - set(SITES))
@@ -404,8 +411,9 @@ def _lut_build(hw: HwConfig) -> bool:
     return LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel()).has_lut
 
 
-class _Int8Run:
-    """A forward's ops through NVDLA's INT8 datapath on `hw`, each as the mapper lowers it there.
+class _NvdlaRun:
+    """A forward's ops through NVDLA's integer datapath on `hw` at settings.precision (INT8 or INT16), each
+    as the mapper lowers it there.
 
     Matmuls: the operands quantized (activations per tensor, static from `scales` or dynamic, the attention
     products' activation operand likewise, the softmax's probabilities at their range [0, 1]; weights per
@@ -427,7 +435,11 @@ class _Int8Run:
         record: list[LayerRun] | None = None,
     ) -> None:
         self.hw, self.settings, self.scales, self.sats, self.record = hw, settings, scales, sats, record
-        self.ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel(), softmax=settings.softmax)
+        self.precision = p = settings.precision
+        if p not in hw.precisions:
+            raise NvdlaError(f"{hw.name} has no {p.value} datapath")
+        self.ctx = LoweringContext(hw=hw, precision=p, host=HostModel(), softmax=settings.softmax)
+        self.rescale = QMAX[Precision.INT8] / QMAX[p]  # calibrated (INT8) scales to this precision's steps
         self.lut_softmax = self.ctx.mode("softmax") == "nvdla"
         self.lut_gelu = self.ctx.has_lut
         for part, on in (("softmax", self.lut_softmax), ("gelu", self.lut_gelu)):
@@ -457,30 +469,41 @@ class _Int8Run:
             a, w = a / scales.smooth[name], w * scales.smooth[name]
         if s_x is None:
             if probability_input(name):
-                s_x = float(scale_for(1.0))
+                s_x = float(scale_for(1.0, self.precision))
             elif self.settings.dynamic:
                 s_x = float(scale_for(cal.amax(a)))
             else:
-                s_x = _static(scales.inputs, name, "input")
+                s_x = _static(scales.inputs, name, "input") * self.rescale
         per_ch = self.settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
         if activation_operand(name):
-            s_op = float(scale_for(cal.amax(w))) if self.settings.dynamic else _static(scales.operands, name, "operand")
+            if self.settings.dynamic:
+                s_op = float(scale_for(cal.amax(w)))
+            else:
+                s_op = _static(scales.operands, name, "operand") * self.rescale
             s_w = np.full(w.shape[0], s_op)
         elif per_ch:
-            s_w = scale_for(cal.weight_amax(w, axis=0))
+            s_w = scale_for(cal.weight_amax(w, axis=0), self.precision)
         else:
-            s_w = np.full(w.shape[0], float(scale_for(cal.weight_amax(w))))
-        return quantize(a, s_x), quantize(w, s_w[:, None]), s_x, s_w, per_ch
+            s_w = np.full(w.shape[0], float(scale_for(cal.weight_amax(w), self.precision)))
+        p = self.precision
+        return quantize(a, s_x, p), quantize(w, s_w[:, None], p), s_x, s_w, per_ch
+
+    def truncate(self, kdim: int) -> int:
+        """CACC's right shift (clip_truncate) of a product over `kdim` channels: none at INT8; at INT16 the
+        bits its worst case (32,767^2 x kdim in the 48-bit accumulator) has beyond the 32 SDP takes, so
+        nothing saturates; the SDP's scales count it (2**truncate per accumulator step)."""
+        q = QMAX[self.precision]
+        return max(0, math.ceil(math.log2(q * q * kdim + 1)) - 31) if self.precision is Precision.INT16 else 0
 
     def _conv(self, name: str, qa: np.ndarray, qw: np.ndarray, params: SdpParams | None, *, keep: bool = True):
         """INT8 a [m, k] times INT8 w [n, k] on the datapath, laid out and tiled as the mapper does it, through
         SDP `params` (None: the raw accumulator): [m, n]; saturations counted, the run recorded (`keep`)."""
         m, kdim = qa.shape
-        layer = ConvLayer(name, matmul_layout(m, kdim, qw.shape[0], self.ctx), Precision.INT8)
+        layer = ConvLayer(name, matmul_layout(m, kdim, qw.shape[0], self.ctx), self.precision)
         plan = search_plan(layer, self.hw).plan
         x3 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim)
         w4 = qw.reshape(qw.shape[0], 1, 1, kdim)
-        y, sat = run_conv(layer, x3, w4, self.hw, plan, sdp_params=params)
+        y, sat = run_conv(layer, x3, w4, self.hw, plan, sdp_params=params, truncate=self.truncate(kdim))
         if params is not None:
             self._count(name, sat)
             if keep and self.record is not None:
@@ -489,7 +512,8 @@ class _Int8Run:
 
     def _real(self, name: str, qa, qw, s_x: float, s_w: np.ndarray, b) -> np.ndarray:
         """The product's real value from the raw accumulator (dynamic scales take their range from it)."""
-        return dequantize(self._conv(name, qa, qw, None), s_x * s_w) + (b if b is not None else 0)
+        acc = s_x * 2 ** self.truncate(qa.shape[1]) * s_w
+        return dequantize(self._conv(name, qa, qw, None), acc) + (b if b is not None else 0)
 
     def matmul(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
         if not self._int8(site(name)):
@@ -498,10 +522,11 @@ class _Int8Run:
         if self.settings.dynamic:
             s_y = float(scale_for(self.settings.calibration.amax(self._real(name, qa, qw, s_x, s_w, b))))
         else:
-            s_y = _static(self.scales.outputs, name, "output")
+            s_y = _static(self.scales.outputs, name, "output") * self.rescale
         params = requant_sdp(
-            s_x, s_w, s_y, bias=b, granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR
-        )
+            s_x * 2 ** self.truncate(qa.shape[1]), s_w, s_y, bias=b,
+            granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR, out_precision=self.precision,
+        )  # fmt: skip
         return dequantize(self._conv(name, qa, qw, params), s_y)
 
     def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
@@ -514,14 +539,19 @@ class _Int8Run:
             real = self._real(name, qa, qw, s_x, s_w, b) if dynamic else None
         else:
             real = float_matmul(name, a, w, b)
-        pre = float(cal.amax(real)) if dynamic else _static(self.scales.outputs, name, "output") * 127
-        out = float(scale_for(cal.amax(act(real)))) if dynamic else _static(self.scales.steps, f"{name}.act", "GELU")
-        table = lut_steps.gelu_table(act, pre)
+        p = self.precision
+        pre = float(cal.amax(real)) if dynamic else _static(self.scales.outputs, name, "output") * QMAX[Precision.INT8]
+        if dynamic:
+            out = float(scale_for(cal.amax(act(real))))
+        else:
+            out = _static(self.scales.steps, f"{name}.act", "GELU") * self.rescale
+        table = lut_steps.gelu_table(act, pre, input_codes=lut_steps.GELU_FINER * (QMAX[p] + 1))
         if self._int8(site(name)):
-            params = lut_steps.activated_conv_sdp(s_x, s_w, out, table, bias=b)
+            s_acc = s_x * 2 ** self.truncate(qa.shape[1])
+            params = lut_steps.activated_conv_sdp(s_acc, s_w, out, table, bias=b, out_precision=p)
             return dequantize(self._conv(name, qa, qw, params), out)
         codes = np.clip(np.round(real / table.pre_scale), -(2**31), 2**31 - 1).astype(np.int64)
-        return dequantize(self._sdp(name, codes, lut_steps.table_pass(table, out)), out)
+        return dequantize(self._sdp(name, codes, lut_steps.table_pass(table, out, out_precision=p)), out)
 
     def attend(self, name: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
         """One head's attention with the mapper's softmax steps on a LUT build (numerics.lut_steps): QK^T's
@@ -587,8 +617,8 @@ class _Int8Run:
 def _int8_hooks(
     hw: HwConfig, settings: QuantSettings, scales: Scales, sats: dict[str, int], record: list[LayerRun] | None = None
 ) -> Hooks:
-    """The hooks of a forward through NVDLA's INT8 datapath (_Int8Run)."""
-    return _Int8Run(hw, settings, scales, sats, record).hooks()
+    """The hooks of a forward through NVDLA's integer datapath (_NvdlaRun)."""
+    return _NvdlaRun(hw, settings, scales, sats, record).hooks()
 
 
 def block_accuracy(
@@ -602,8 +632,8 @@ def block_accuracy(
     seed: int = 0,
 ) -> list[LayerError]:
     """Per-matmul error of the INT8 block against float32, on the last calibration sample."""
-    if Precision.INT8 not in hw.precisions:
-        raise NvdlaError(f"{hw.name} has no int8 datapath")
+    if settings.precision not in hw.precisions:
+        raise NvdlaError(f"{hw.name} has no {settings.precision.value} datapath")
     st = spec.stages[0]
     rng = np.random.default_rng(seed)
     block = _Block(st.hidden, st.heads, st.ffn, rng, settings.prune)
@@ -632,7 +662,7 @@ class TrainedAccuracy:
 
     images: int
     float_correct: int
-    int8_correct: int
+    nvdla_correct: int
     saturations: int
 
     @property
@@ -640,11 +670,11 @@ class TrainedAccuracy:
         return self.float_correct / self.images
 
     @property
-    def int8_accuracy(self) -> float:
-        return self.int8_correct / self.images
+    def nvdla_accuracy(self) -> float:
+        return self.nvdla_correct / self.images
 
 
-def vit_int8_accuracy(
+def vit_accuracy(
     weights: dict[str, np.ndarray],
     calib: np.ndarray,
     images: np.ndarray,
@@ -662,12 +692,12 @@ def vit_int8_accuracy(
     bit-exact CMAC -> CACC -> SDP model (run_conv, tiled as the mapper tiles it) with SDP's integer
     requantization to INT8; LayerNorm and the softmax in float on the host (the softmax in SDP's LUT with
     settings.softmax "nvdla"), GELU likewise on a build without SDP's LUT (nv_small) and in the LUT on one
-    with it (_Int8Run). Weight scales per output channel or per tensor; activations per
+    with it (_NvdlaRun). Weight scales per output channel or per tensor; activations per
     tensor. With pruning (settings.prune) the INT8 run's weights are pruned, calibrated as pruned, and
     compared with the dense float model; `int8_weights` (fine-tuned after pruning) replace the INT8 run's.
     `record` collects every matmul as NVDLA ran it (LayerRun). Bad input gets a one-line error."""
-    if Precision.INT8 not in hw.precisions:
-        raise NvdlaError(f"{hw.name} has no int8 datapath")
+    if settings.precision not in hw.precisions:
+        raise NvdlaError(f"{hw.name} has no {settings.precision.value} datapath")
     if images.ndim != 3 or calib.ndim != 3 or images.shape[1:] != calib.shape[1:]:
         raise NvdlaError(
             f"images {list(images.shape)} and calibration images {list(calib.shape)} must both be [N, H, W]"
@@ -696,9 +726,9 @@ class LmAccuracy:
     windows: int
     positions: int
     float_nll: float  # mean over positions, nats
-    int8_nll: float
+    nvdla_nll: float
     float_correct: int
-    int8_correct: int
+    nvdla_correct: int
     prompts: int
     greedy_tokens: int  # tokens each path generated, over all prompts
     greedy_agree: int  # positions where the INT8 continuation's token equals the float one's
@@ -710,8 +740,8 @@ class LmAccuracy:
         return math.exp(self.float_nll)
 
     @property
-    def int8_perplexity(self) -> float:
-        return math.exp(self.int8_nll)
+    def nvdla_perplexity(self) -> float:
+        return math.exp(self.nvdla_nll)
 
 
 def _nll_correct(logits: np.ndarray, ys: np.ndarray) -> tuple[float, int]:
@@ -735,7 +765,7 @@ def _greedy(forward, prompts: np.ndarray, new: int, *, pad_to: int = 0) -> np.nd
     return ids[:, prompts.shape[1] :]
 
 
-def gpt_int8_accuracy(
+def gpt_accuracy(
     weights: dict[str, np.ndarray],
     calib: np.ndarray,
     text: np.ndarray,
@@ -753,13 +783,13 @@ def gpt_int8_accuracy(
     """The trained GPT on held-out token ids `text` [N], float and INT8 (static scales calibrated on the
     windows `calib` [n, T], or dynamic): every matmul (the q, k and v projections, QK^T and PV per sequence and
     head, the output projection, the FFN, the tied LM head) through the bit-exact CMAC -> CACC -> SDP model
-    with SDP's integer requantization, and LayerNorm, the softmax and GELU, as vit_int8_accuracy. Perplexity and next-token accuracy over the first `windows` windows of
+    with SDP's integer requantization, and LayerNorm, the softmax and GELU, as vit_accuracy. Perplexity and next-token accuracy over the first `windows` windows of
     `context` tokens (all by default), and greedy continuations of `new_tokens` tokens to the context's
     end from `prompts` prompts spread evenly over the text, INT8 against float. `scales` (learned by
     quantization-aware training) replace the calibration; `weights` are then the fine-tuned model's, and
-    the float baseline is theirs. Pruning and `int8_weights` as in vit_int8_accuracy."""
-    if Precision.INT8 not in hw.precisions:
-        raise NvdlaError(f"{hw.name} has no int8 datapath")
+    the float baseline is theirs. Pruning and `int8_weights` as in vit_accuracy."""
+    if settings.precision not in hw.precisions:
+        raise NvdlaError(f"{hw.name} has no {settings.precision.value} datapath")
     if "transformer.wte.weight" not in weights:
         raise NvdlaError("weights lack 'transformer.wte.weight': not a GPT-2 model's tensors")
     vocab = weights["transformer.wte.weight"].shape[0]
@@ -853,7 +883,7 @@ def trained_accuracy(
     if name == "vit_digits":
         test, calib = np.load(eval_file), np.load(calib_file)["images"]
         n = len(test["images"]) if samples is None else samples
-        r = vit_int8_accuracy(
+        r = vit_accuracy(
             w,
             calib,
             test["images"][:n],
@@ -864,15 +894,15 @@ def trained_accuracy(
             patch=spec.patch_embed[1],
             int8_weights=tuned,
         )
-        return {"model": name, "hw": hw.name, "images": r.images, "float_correct": r.float_correct,
-                "int8_correct": r.int8_correct, "saturations": r.saturations}  # fmt: skip
-    g = gpt_int8_accuracy(
+        return {"model": name, "hw": hw.name, "precision": settings.precision.value, "images": r.images, "float_correct": r.float_correct,
+                "nvdla_correct": r.nvdla_correct, "saturations": r.saturations}  # fmt: skip
+    g = gpt_accuracy(
         w, np.load(calib_file)["ids"], np.load(eval_file)["ids"], hw, settings, heads=heads,
         context=spec.max_positions, windows=samples, prompts=prompts, new_tokens=new_tokens, scales=learned,
         int8_weights=tuned,
     )  # fmt: skip
-    return {"model": name, "hw": hw.name, "windows": g.windows, "positions": g.positions,
-            "float_perplexity": round(g.float_perplexity, 4), "int8_perplexity": round(g.int8_perplexity, 4),
-            "float_correct": g.float_correct, "int8_correct": g.int8_correct, "prompts": g.prompts,
+    return {"model": name, "hw": hw.name, "precision": settings.precision.value, "windows": g.windows, "positions": g.positions,
+            "float_perplexity": round(g.float_perplexity, 4), "nvdla_perplexity": round(g.nvdla_perplexity, 4),
+            "float_correct": g.float_correct, "nvdla_correct": g.nvdla_correct, "prompts": g.prompts,
             "greedy_tokens": g.greedy_tokens, "greedy_agree": g.greedy_agree, "greedy_prefix": g.greedy_prefix,
             "saturations": g.saturations}  # fmt: skip

@@ -175,7 +175,7 @@ def test_accuracy_command_and_the_map_report_of_a_trained_model(tmp_path, capsys
     assert {k: v for k, v in row.items() if k != "recipe"} == trained_accuracy(
         trained, "vit_digits", load_config("nv_small"), QuantSettings(), samples=40
     )
-    assert f"int8 {row['int8_correct'] / 40:.1%} ({row['int8_correct']}/40)" in text
+    assert f"int8 {row['nvdla_correct'] / 40:.1%} ({row['nvdla_correct']}/40)" in text
     rc = main(["map", str(trained / "vit_digits.config.json"), "--hw", "nv_small", "--quantize", "per-channel",
                "--report", str(tmp_path)])  # fmt: skip
     text = capsys.readouterr().out

@@ -99,13 +99,13 @@ def test_the_gpt_lut_softmax_cannot_be_programmed():
 def test_a_step_that_runs_on_the_host_is_not_an_int8_part():
     """--only softmax (or gelu) where that step is the host's float would print an INT8 run that is all
     float: refused in one line, naming what would make it an NVDLA part."""
-    from nvdla_mapper.studies.accuracy import Scales, _Int8Run
+    from nvdla_mapper.studies.accuracy import Scales, _NvdlaRun
 
     scales = Scales({}, {}, {})
     with pytest.raises(NvdlaError, match=r"'softmax': the softmax runs on the host on nv_full .*--softmax nvdla"):
-        _Int8Run(HW, QuantSettings(only=frozenset({"softmax"})), scales, {})
+        _NvdlaRun(HW, QuantSettings(only=frozenset({"softmax"})), scales, {})
     with pytest.raises(NvdlaError, match=r"'gelu': the gelu runs on the host on nv_small"):
-        _Int8Run(load_config("nv_small"), QuantSettings(only=frozenset({"gelu"})), scales, {})
+        _NvdlaRun(load_config("nv_small"), QuantSettings(only=frozenset({"gelu"})), scales, {})
 
 
 def test_map_keeps_its_figures_when_the_task_run_cannot_be_programmed(tmp_path, capsys):
@@ -123,3 +123,43 @@ def test_map_keeps_its_figures_when_the_task_run_cannot_be_programmed(tmp_path, 
     assert "end-to-end" in out and "transformer.h.0.attn.normalize: cannot be programmed" in out
     task = json.loads((tmp_path / "report.json").read_text())["accuracy"]["task"]
     assert task["error"].startswith("transformer.h.0.attn.normalize: cannot be programmed")
+
+
+def test_int16_runs_with_cacc_truncation_and_keeps_the_float_result():
+    """INT16 on nv_full: CACC's truncation is what the worst product needs to fit SDP's 32 bits (by hand:
+    log2(32,767^2 x 128 + 1) = 36.9999 -> 37 bits, 6 beyond; none at INT8), the calibrated scales are
+    INT8's taken to 32,767 steps, and a matmul with a bias then comes within 2e-4 of float (relative, over
+    the output), a hundred times closer than INT8's."""
+    from nvdla_mapper.studies.accuracy import Scales, _NvdlaRun
+    from nvdla_sim import Precision
+
+    run16 = _NvdlaRun(HW, QuantSettings(precision=Precision.INT16), Scales({}, {}, {}), {})
+    assert run16.truncate(128) == 6 and run16.truncate(8) == 2 and run16.rescale == 127 / 32767
+    rng = np.random.default_rng(7)
+    a, w, b = rng.normal(0, 1, (16, 128)), rng.normal(0, 0.1, (32, 128)), rng.normal(0, 0.1, 32)
+    want = float_matmul("", a, w, b)
+    err = {}
+    for p in (Precision.INT8, Precision.INT16):
+        settings = QuantSettings(precision=p)
+        scales = _calibrated_scales(lambda h: h.matmul("t.mlp.c_proj", a, w, b), settings, steps_too=False)
+        got = _int8_hooks(HW, settings, scales, {}).matmul("t.mlp.c_proj", a, w, b)
+        err[p] = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert err[Precision.INT16] < 2e-4 and err[Precision.INT8] > 100 * err[Precision.INT16]
+
+
+def test_int16_refusals_are_one_line():
+    from nvdla_sim import Precision
+
+    with pytest.raises(NvdlaError, match="accuracy runs at int8 or int16, not fp16"):
+        QuantSettings(precision=Precision.FP16)
+    with pytest.raises(NvdlaError, match="learned \\(QAT\\) and dynamic scales are runs at int8"):
+        QuantSettings(precision=Precision.INT16, dynamic=True)
+    with pytest.raises(NvdlaError, match="--softmax nvdla covers INT8 scores only"):
+        _run_int16_lut_softmax()
+
+
+def _run_int16_lut_softmax():
+    from nvdla_mapper.studies.accuracy import Scales, _NvdlaRun
+    from nvdla_sim import Precision
+
+    _NvdlaRun(HW, QuantSettings(precision=Precision.INT16, softmax="nvdla"), Scales({}, {}, {}), {})

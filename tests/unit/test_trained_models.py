@@ -80,7 +80,7 @@ def test_int8_accuracy_through_the_bit_exact_datapath_is_the_committed_one():
     recipes = {k: v for k, v in evaluate.RECIPES.items() if k.startswith(("static max", "static entropy"))}
     for row in evaluate.evaluate("nv_small", 100, recipes):
         assert row == want[row["recipe"], 100]
-    assert want["static max, per-tensor weights", 360]["int8_correct"] == 350
+    assert want["static max, per-tensor weights", 360]["nvdla_correct"] == 350
 
 
 def _rows(model: str, hw: str) -> list[dict]:
@@ -116,7 +116,7 @@ def test_char_gpt_through_the_bit_exact_datapath_is_the_committed_one():
     (qat,) = [r for r in full if r["recipe"].startswith("QAT")]
     qat_log = _log("char_gpt_qat")["log"][-1]
     assert qat["float_perplexity"] == pytest.approx(qat_log["float"][0], rel=1e-4)
-    assert qat["int8_perplexity"] == pytest.approx(qat_log["fake_quant"][0], rel=1e-3)
+    assert qat["nvdla_perplexity"] == pytest.approx(qat_log["fake_quant"][0], rel=1e-3)
     full = [r for r in full if r is not qat]
     log = _log("char_gpt")["float_held_out"]
     assert all(r["float_perplexity"] == pytest.approx(log["held_out_perplexity"], rel=1e-3) for r in full)
@@ -146,19 +146,19 @@ def test_padded_greedy_is_the_unpadded_one():
 
 
 def test_bad_lm_evaluation_inputs_are_named():
-    from nvdla_mapper.studies.accuracy import QuantSettings, gpt_int8_accuracy
+    from nvdla_mapper.studies.accuracy import QuantSettings, gpt_accuracy
     from nvdla_sim import load_config
 
     w, hw = load_weights(TRAINED / "char_gpt.npz"), load_config("nv_small")
     text = np.load(TRAINED / "char_eval.npz")["ids"]
     with pytest.raises(NvdlaError, match=r"calibration ids \[4, 65\] \[n, T <= 64\]"):
-        gpt_int8_accuracy(w, np.zeros((4, 65), np.int64), text, hw, QuantSettings(), heads=4, context=64)
+        gpt_accuracy(w, np.zeros((4, 65), np.int64), text, hw, QuantSettings(), heads=4, context=64)
     with pytest.raises(NvdlaError, match="below the model's vocabulary of 128"):
-        gpt_int8_accuracy(w, np.full((4, 8), 200), text, hw, QuantSettings(), heads=4, context=64)
+        gpt_accuracy(w, np.full((4, 8), 200), text, hw, QuantSettings(), heads=4, context=64)
     from nvdla_mapper.studies.accuracy import Scales, load_scales, trained_accuracy
 
     with pytest.raises(NvdlaError, match="no static input scale for matmul 'transformer.h.0.attn.c_attn.q'"):
-        gpt_int8_accuracy(w, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64,
+        gpt_accuracy(w, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64,
                           scales=Scales({}, {}, {}))  # fmt: skip
     bad = TRAINED.parent / "nonexistent.scales.json"
     with pytest.raises(NvdlaError, match="not a scales file of inputs, outputs and operands"):
@@ -166,23 +166,23 @@ def test_bad_lm_evaluation_inputs_are_named():
     with pytest.raises(NvdlaError, match="learned \\(QAT\\) scales are static and made for char_gpt"):
         trained_accuracy(TRAINED, "vit_digits", hw, QuantSettings(learned="char_gpt_qat"), samples=1)
     with pytest.raises(NvdlaError, match="weights lack 'transformer.wte.weight'"):
-        gpt_int8_accuracy({}, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64)
+        gpt_accuracy({}, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64)
     with pytest.raises(NvdlaError, match=r"INT8-only parts \['ffns'\] unknown; parts: embedding, projection"):
         QuantSettings(only=frozenset({"ffns"}))
     with pytest.raises(NvdlaError, match="new_tokens 64 must be in 1..63"):
-        gpt_int8_accuracy(w, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64, new_tokens=64)
+        gpt_accuracy(w, np.zeros((4, 8), np.int64), text, hw, QuantSettings(), heads=4, context=64, new_tokens=64)
 
 
 def test_bad_evaluation_inputs_are_named():
-    from nvdla_mapper.studies.accuracy import QuantSettings, vit_int8_accuracy
+    from nvdla_mapper.studies.accuracy import QuantSettings, vit_accuracy
     from nvdla_sim import load_config
 
     w = load_weights(TRAINED / "vit_digits.npz")
     with pytest.raises(NvdlaError, match=r"must both be \[N, H, W\]"):
-        vit_int8_accuracy(w, np.zeros((4, 64)), np.zeros((2, 8, 8)), np.zeros(2), load_config("nv_small"),
+        vit_accuracy(w, np.zeros((4, 64)), np.zeros((2, 8, 8)), np.zeros(2), load_config("nv_small"),
                           QuantSettings(), heads=4, patch=2)  # fmt: skip
     with pytest.raises(NvdlaError, match="labels"):
-        vit_int8_accuracy(w, np.zeros((4, 8, 8)), np.zeros((2, 8, 8)), np.zeros(3), load_config("nv_small"),
+        vit_accuracy(w, np.zeros((4, 8, 8)), np.zeros((2, 8, 8)), np.zeros(3), load_config("nv_small"),
                           QuantSettings(), heads=4, patch=2)  # fmt: skip
 
 
@@ -322,11 +322,11 @@ def test_lut_steps_on_nv_full_are_the_committed_ones():
     evaluate = _evaluate_module()
     rows = _rows("vit_digits", "nv_full") + _rows("char_gpt", "nv_full")
     want = {(r["recipe"], r.get("images", r.get("windows"))): r for r in rows}
-    ci = {k: evaluate.LUT_RECIPES[k] for k in evaluate.LUT_CI}
+    ci = {k: (evaluate.LUT_RECIPES | evaluate.INT16_RECIPES)[k] for k in evaluate.LUT_CI}
     for row in evaluate.evaluate("nv_full", 100, ci) + evaluate.evaluate_gpt("nv_full", 16, 2, 8, ci):
         assert row == want[row["recipe"], row.get("images", row.get("windows"))]
     lut = "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)"
-    assert want[lut, 360]["int8_correct"] == 146 and want[lut, 360]["float_correct"] == 350
+    assert want[lut, 360]["nvdla_correct"] == 146 and want[lut, 360]["float_correct"] == 350
     assert "normalize: cannot be programmed" in want[lut, 369]["error"]
     small = {
         (r["recipe"], r.get("images", r.get("windows"))): r
@@ -337,5 +337,5 @@ def test_lut_steps_on_nv_full_are_the_committed_ones():
         "static max, per-tensor weights",
         "dynamic activations, per-channel weights",
     ):
-        assert abs(want[recipe, 360]["int8_correct"] - small[recipe, 360]["int8_correct"]) <= 1
-        assert abs(want[recipe, 369]["int8_perplexity"] - small[recipe, 369]["int8_perplexity"]) <= 0.007
+        assert abs(want[recipe, 360]["nvdla_correct"] - small[recipe, 360]["nvdla_correct"]) <= 1
+        assert abs(want[recipe, 369]["nvdla_perplexity"] - small[recipe, 369]["nvdla_perplexity"]) <= 0.007

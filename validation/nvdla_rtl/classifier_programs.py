@@ -2,7 +2,7 @@
 (issue 31, item 5).
 
 validation/data/trained/vit_digits.npz (validation/trained/train.py) classifies one test image of
-scikit-learn's digits through the bit-exact INT8 datapath (mapper.studies.accuracy.vit_int8_accuracy,
+scikit-learn's digits through the bit-exact INT8 datapath (mapper.studies.accuracy.vit_accuracy,
 static max calibration, per-channel weight scales: the recipe of docs/quantization.md's first row), as the
 mapper runs it on nv_small_rtl_tb (nv_small with the testbench's memory, whose plans the search picks for
 the RTL run; on nv_small itself PV is one hardware layer, not two): every matmul (the patch embedding, the q/k/v/output projections, QK^T and PV
@@ -38,7 +38,7 @@ from nvdla_mapper.export.layer_programs import given_conv_program, program_name
 from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.numerics.quant import Calibration, Granularity
 from nvdla_mapper.numerics.reference import load_weights, vit_forward
-from nvdla_mapper.studies.accuracy import LayerRun, QuantSettings, vit_int8_accuracy
+from nvdla_mapper.studies.accuracy import LayerRun, QuantSettings, vit_accuracy
 from nvdla_sim.config import load_config
 from nvdla_validation.nvdla_rtl.compare import compare
 
@@ -74,10 +74,10 @@ def classifier_runs(image: int = IMAGE) -> tuple[list[LayerRun], dict]:
     x, label = test["images"][image : image + 1], test["labels"][image : image + 1]
     runs: list[LayerRun] = []
     heads, patch = spec.stages[0].heads, spec.patch_embed[1]
-    r = vit_int8_accuracy(w, calib, x, label, load_config(HW), SETTINGS, heads=heads, patch=patch, record=runs)
+    r = vit_accuracy(w, calib, x, label, load_config(HW), SETTINGS, heads=heads, patch=patch, record=runs)
     float_pred = int(vit_forward(w, x, heads=heads, patch=patch).argmax(-1)[0])
     return runs, {"image": image, "label": int(label[0]), "float_prediction": float_pred,
-                  "int8_correct": r.int8_correct, "layers": len(runs)}  # fmt: skip
+                  "int8_correct": r.nvdla_correct, "layers": len(runs)}  # fmt: skip
 
 
 def generate(folder: str | Path) -> tuple[list[dict], dict]:

@@ -5,9 +5,9 @@
 Writes (for that build; the other build's rows are kept) validation/data/trained/accuracy.json. On
 nv_small (no LUT; softmax and GELU on the host): per recipe (PTQ, QAT, pruning with and without fine-tuning,
 and for the attribution one part of the model at a time in INT8), the ViT's test accuracy in float and with every
-matmul through CMAC -> CACC -> SDP (nvdla_mapper.studies.accuracy.vit_int8_accuracy), over the first N test
+matmul through CMAC -> CACC -> SDP (nvdla_mapper.studies.accuracy.vit_accuracy), over the first N test
 images (all 360, and the first 100 that CI recomputes); and the character GPT's held-out perplexity,
-next-character accuracy and greedy agreement with float (gpt_int8_accuracy), over all 369 held-out windows
+next-character accuracy and greedy agreement with float (gpt_accuracy), over all 369 held-out windows
 with 4 prompts of 16 new characters (and 16 windows with 2 prompts of 8 that CI recomputes); and what
 pruning with weight compression does to each model's bytes and cycles on nv_full. On nv_full (SDP's LUT:
 GELU in the LUT behind the FFN's first layer, the softmax on the host as the mapper chooses it there):
@@ -71,7 +71,16 @@ LUT_RECIPES = {
         softmax="nvdla", only=frozenset({"softmax"})
     ),
 }
-LUT_CI = ("static max, per-channel weights", "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)")
+# INT16 on nv_full (the calibrated ranges at 32,767 steps; GELU in the LUT, the softmax on the host)
+INT16_RECIPES = {
+    "INT16: static max, per-channel weights": QuantSettings(precision=Precision.INT16),
+    "INT16: static max, per-tensor weights": QuantSettings(Granularity.PER_TENSOR, precision=Precision.INT16),
+}
+LUT_CI = (
+    "static max, per-channel weights",
+    "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)",
+    "INT16: static max, per-channel weights",
+)
 # Attribution: the first recipe with only one part of the model in INT8 (the rest float), part by part
 ATTRIBUTION = {
     f"static max, per-channel weights; INT8 only in the {part}": QuantSettings(only=frozenset({part}))
@@ -84,7 +93,7 @@ def evaluate(hw_name: str, images: int, recipes: dict[str, QuantSettings] = RECI
     hw = load_config(hw_name)
     return [
         _guarded(recipe, "vit_digits", hw_name, lambda s=settings: trained_accuracy(TRAINED, "vit_digits", hw, s,
-                                                                               samples=images), images=images)
+                                                                               samples=images), settings=settings, images=images)
         for recipe, settings in recipes.items()
     ]  # fmt: skip
 
@@ -100,7 +109,7 @@ def evaluate_gpt(
             recipe, "char_gpt", hw_name,
             lambda s=s: trained_accuracy(TRAINED, "char_gpt", hw, s, samples=windows, prompts=prompts,
                                          new_tokens=new_tokens),
-            windows=windows if windows is not None else USABLE_WINDOWS,
+            settings=s, windows=windows if windows is not None else USABLE_WINDOWS,
         )
         for recipe, s in recipes.items()
     ]  # fmt: skip
@@ -130,13 +139,14 @@ def _row(recipe: str, r: dict) -> dict:
 USABLE_WINDOWS = 369  # the character GPT's held-out windows of 64 (char_eval.npz)
 
 
-def _guarded(recipe: str, model: str, hw_name: str, run, **size) -> dict:
+def _guarded(recipe: str, model: str, hw_name: str, run, *, settings: QuantSettings, **size) -> dict:
     """A recipe's row, or, where the build cannot be programmed for it (UnsupportedError), a row with the
     one-line error; any other error stops the run."""
     try:
         return _row(recipe, run())
     except UnsupportedError as e:
-        return {"model": model, "hw": hw_name, "recipe": recipe, **size, "error": str(e)}
+        return {"model": model, "hw": hw_name, "recipe": recipe, "precision": settings.precision.value, **size,
+                "error": str(e)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,10 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     out = TRAINED / "accuracy.json"
     old = json.loads(out.read_text()) if out.is_file() else {"rows": [], "commands": {}}
     if args.hw == "nv_full":
-        rows = evaluate("nv_full", 360, LUT_RECIPES) + evaluate("nv_full", 100, {k: LUT_RECIPES[k] for k in LUT_CI})
-        gpt = evaluate_gpt("nv_full", None, 4, 16, LUT_RECIPES) + evaluate_gpt(
-            "nv_full", 16, 2, 8, {k: LUT_RECIPES[k] for k in LUT_CI}
-        )
+        full = LUT_RECIPES | INT16_RECIPES
+        ci = {k: full[k] for k in LUT_CI}
+        rows = evaluate("nv_full", 360, full) + evaluate("nv_full", 100, ci)
+        gpt = evaluate_gpt("nv_full", None, 4, 16, full) + evaluate_gpt("nv_full", 16, 2, 8, ci)
     else:
         rows = evaluate(args.hw, 360, RECIPES | PRUNING | ATTRIBUTION) + evaluate(args.hw, 100)
         lm_parts = {k: v for k, v in ATTRIBUTION.items() if "embedding" not in k}  # the GPT's is a lookup
@@ -160,10 +170,12 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in r:
             print(f"{r['model']:10s} {r['recipe']:60s} {size}: {r['error']}")
         elif "images" in r:
-            print(f"{r['model']:10s} {r['recipe']:60s} {size}: float {r['float_correct']}, int8 {r['int8_correct']}")
+            print(
+                f"{r['model']:10s} {r['recipe']:60s} {size}: float {r['float_correct']}, {r['precision']} {r['nvdla_correct']}"
+            )
         else:
-            print(f"{r['model']:10s} {r['recipe']:60s} {size}: perplexity float {r['float_perplexity']}, int8 "
-                  f"{r['int8_perplexity']}; greedy {r['greedy_agree']}/{r['greedy_tokens']} agree")  # fmt: skip
+            print(f"{r['model']:10s} {r['recipe']:60s} {size}: perplexity float {r['float_perplexity']}, {r['precision']} "
+                  f"{r['nvdla_perplexity']}; greedy {r['greedy_agree']}/{r['greedy_tokens']} agree")  # fmt: skip
     kept = [r for r in old["rows"] if r["hw"] != args.hw]
     legacy = {"nv_small": {"command": old["command"], "date": old["date"]}} if "command" in old else {}
     commands = legacy | old.get("commands", {}) | {
