@@ -148,7 +148,8 @@ def add_commands(sub, registry: dict) -> None:
                      help="the pruned model's fine-tuned weights (char_gpt_m50_ft, char_gpt_24_ft)")  # fmt: skip
     acr.add_argument("--only", default="",
                      help="comma-separated parts run in INT8, the rest float (embedding, projection, attention, "
-                     "ffn, head; on a build with a LUT softmax, gelu): the loss attributed by part")  # fmt: skip
+                     "ffn, head; on a build with SDP's LUT also gelu, and softmax with --softmax nvdla): the loss "
+                     "attributed by part")  # fmt: skip
     ac.add_argument("--precision", choices=["int8", "int16"], default="int8",
                     help="the datapath's precision (int16 on builds that have it, e.g. nv_full)")  # fmt: skip
     ac.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto",
@@ -685,7 +686,9 @@ def _recipe(args: argparse.Namespace, granularity: str) -> str:
         f"SmoothQuant alpha {args.smooth:g}" if getattr(args, "smooth", 0.0) else "",
         f"pruned {args.prune}" if getattr(args, "prune", "") else "",
         f"fine-tuned {args.finetuned}" if getattr(args, "finetuned", "") else "",
-        f"INT8 only in {args.only}" if getattr(args, "only", "") else "",
+        f"{getattr(args, 'precision', 'int8') if args.command == 'accuracy' else 'int8'} only in {args.only}"
+        if getattr(args, "only", "")
+        else "",
         "softmax in SDP's LUT" if getattr(args, "softmax", "auto") == "nvdla" else "",
     ]
     return ", ".join([f"{acts} activations, {granularity} weights", *(x for x in extra if x)])

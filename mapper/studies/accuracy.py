@@ -404,6 +404,7 @@ class LayerRun:
     kernels: np.ndarray
     sdp: SdpParams
     output: np.ndarray
+    truncate: int = 0  # CACC's clip_truncate (INT16 runs)
 
 
 def _lut_build(hw: HwConfig) -> bool:
@@ -445,7 +446,7 @@ class _NvdlaRun:
         for part, on in (("softmax", self.lut_softmax), ("gelu", self.lut_gelu)):
             if part in settings.only and not on:
                 raise NvdlaError(
-                    f"INT8-only part {part!r}: the {part} runs on the host on {hw.name} (float); it is an NVDLA "
+                    f"--only part {part!r}: the {part} runs on the host on {hw.name} (float); it is an NVDLA "
                     f"part only on a build with SDP's LUT{' and --softmax nvdla' if part == 'softmax' else ''}"
                 )
 
@@ -488,32 +489,52 @@ class _NvdlaRun:
         p = self.precision
         return quantize(a, s_x, p), quantize(w, s_w[:, None], p), s_x, s_w, per_ch
 
-    def truncate(self, kdim: int) -> int:
-        """CACC's right shift (clip_truncate) of a product over `kdim` channels: none at INT8; at INT16 the
-        bits its worst case (32,767^2 x kdim in the 48-bit accumulator) has beyond the 32 SDP takes, so
-        nothing saturates; the SDP's scales count it (2**truncate per accumulator step)."""
-        q = QMAX[self.precision]
-        return max(0, math.ceil(math.log2(q * q * kdim + 1)) - 31) if self.precision is Precision.INT16 else 0
+    def truncate(self, qw: np.ndarray, bias_steps: np.ndarray | None = None) -> int:
+        """CACC's right shift (clip_truncate) before SDP: none at INT8; at INT16 the bits beyond SDP's 32
+        that the worst output needs, any input (32,768 x sum |w| over a kernel's channels in the 48-bit
+        accumulator) plus the bias the X1 stage adds (`bias_steps`: |bias| in accumulator steps, per
+        kernel), so neither CACC nor SDP's X stages saturate. The SDP's scales count it (2**truncate per
+        accumulator step)."""
+        if self.precision is not Precision.INT16:
+            return 0
+        worst = (QMAX[self.precision] + 1) * np.abs(qw.astype(np.int64)).sum(axis=1).astype(np.float64)
+        if bias_steps is not None:
+            worst = worst + np.abs(bias_steps)
+        return max(0, math.ceil(math.log2(float(worst.max()) + 1)) - 31)
 
-    def _conv(self, name: str, qa: np.ndarray, qw: np.ndarray, params: SdpParams | None, *, keep: bool = True):
-        """INT8 a [m, k] times INT8 w [n, k] on the datapath, laid out and tiled as the mapper does it, through
-        SDP `params` (None: the raw accumulator): [m, n]; saturations counted, the run recorded (`keep`)."""
+    @staticmethod
+    def _bias_steps(b: np.ndarray | None, s_x: float, s_w: np.ndarray) -> np.ndarray | None:
+        return None if b is None else np.asarray(b, np.float64) / (s_x * s_w)
+
+    def _conv(
+        self,
+        name: str,
+        qa: np.ndarray,
+        qw: np.ndarray,
+        params: SdpParams | None,
+        *,
+        keep: bool = True,
+        truncate: int = 0,
+    ):
+        """a [m, k] times w [n, k] on the datapath at the run's precision, laid out and tiled as the mapper does
+        it, CACC truncating `truncate` bits, through SDP `params` (None: the raw accumulator): [m, n];
+        saturations counted, the run recorded (`keep`)."""
         m, kdim = qa.shape
         layer = ConvLayer(name, matmul_layout(m, kdim, qw.shape[0], self.ctx), self.precision)
         plan = search_plan(layer, self.hw).plan
         x3 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim)
         w4 = qw.reshape(qw.shape[0], 1, 1, kdim)
-        y, sat = run_conv(layer, x3, w4, self.hw, plan, sdp_params=params, truncate=self.truncate(kdim))
+        y, sat = run_conv(layer, x3, w4, self.hw, plan, sdp_params=params, truncate=truncate)
         if params is not None:
             self._count(name, sat)
             if keep and self.record is not None:
-                self.record.append(LayerRun(name, layer, plan, x3, w4, params, y))
+                self.record.append(LayerRun(name, layer, plan, x3, w4, params, y, truncate))
         return y.reshape(m, -1)
 
     def _real(self, name: str, qa, qw, s_x: float, s_w: np.ndarray, b) -> np.ndarray:
         """The product's real value from the raw accumulator (dynamic scales take their range from it)."""
-        acc = s_x * 2 ** self.truncate(qa.shape[1]) * s_w
-        return dequantize(self._conv(name, qa, qw, None), acc) + (b if b is not None else 0)
+        t = self.truncate(qw)
+        return dequantize(self._conv(name, qa, qw, None, truncate=t), s_x * 2**t * s_w) + (b if b is not None else 0)
 
     def matmul(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
         if not self._int8(site(name)):
@@ -523,11 +544,12 @@ class _NvdlaRun:
             s_y = float(scale_for(self.settings.calibration.amax(self._real(name, qa, qw, s_x, s_w, b))))
         else:
             s_y = _static(self.scales.outputs, name, "output") * self.rescale
+        t = self.truncate(qw, self._bias_steps(b, s_x, s_w))
         params = requant_sdp(
-            s_x * 2 ** self.truncate(qa.shape[1]), s_w, s_y, bias=b,
+            s_x * 2**t, s_w, s_y, bias=b,
             granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR, out_precision=self.precision,
         )  # fmt: skip
-        return dequantize(self._conv(name, qa, qw, params), s_y)
+        return dequantize(self._conv(name, qa, qw, params, truncate=t), s_y)
 
     def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
         """A matmul and its activation in the LUT of its SDP (lut_steps.activated_conv_sdp), written as INT8
@@ -547,9 +569,9 @@ class _NvdlaRun:
             out = _static(self.scales.steps, f"{name}.act", "GELU") * self.rescale
         table = lut_steps.gelu_table(act, pre, input_codes=lut_steps.GELU_FINER * (QMAX[p] + 1))
         if self._int8(site(name)):
-            s_acc = s_x * 2 ** self.truncate(qa.shape[1])
-            params = lut_steps.activated_conv_sdp(s_acc, s_w, out, table, bias=b, out_precision=p)
-            return dequantize(self._conv(name, qa, qw, params), out)
+            t = self.truncate(qw, self._bias_steps(b, s_x, s_w))
+            params = lut_steps.activated_conv_sdp(s_x * 2**t, s_w, out, table, bias=b, out_precision=p)
+            return dequantize(self._conv(name, qa, qw, params, truncate=t), out)
         codes = np.clip(np.round(real / table.pre_scale), -(2**31), 2**31 - 1).astype(np.int64)
         return dequantize(self._sdp(name, codes, lut_steps.table_pass(table, out, out_precision=p)), out)
 

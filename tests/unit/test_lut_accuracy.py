@@ -126,15 +126,18 @@ def test_map_keeps_its_figures_when_the_task_run_cannot_be_programmed(tmp_path, 
 
 
 def test_int16_runs_with_cacc_truncation_and_keeps_the_float_result():
-    """INT16 on nv_full: CACC's truncation is what the worst product needs to fit SDP's 32 bits (by hand:
-    log2(32,767^2 x 128 + 1) = 36.9999 -> 37 bits, 6 beyond; none at INT8), the calibrated scales are
-    INT8's taken to 32,767 steps, and a matmul with a bias then comes within 2e-4 of float (relative, over
-    the output), a hundred times closer than INT8's."""
+    """INT16 on nv_full: CACC's truncation is what the worst output needs to fit SDP's 32 bits, any input
+    times the kernel's weights plus its bias (by hand: 32,768 x 32,767 x 128 = 137,434,759,168 < 2**37 =
+    137,438,953,472: 37 bits, 6 beyond 31; a bias of 5,000,000 steps passes 2**37: 7; none at INT8), the
+    calibrated scales are INT8's taken to 32,767 steps, and a matmul with a bias then comes within 2e-4 of
+    float (relative, over the output), a hundred times closer than INT8's."""
     from nvdla_mapper.studies.accuracy import Scales, _NvdlaRun
     from nvdla_sim import Precision
 
     run16 = _NvdlaRun(HW, QuantSettings(precision=Precision.INT16), Scales({}, {}, {}), {})
-    assert run16.truncate(128) == 6 and run16.truncate(8) == 2 and run16.rescale == 127 / 32767
+    full = np.full((2, 128), 32767)
+    assert run16.truncate(full) == 6 and run16.truncate(full, np.array([0, 5e6])) == 7
+    assert run16.truncate(np.full((1, 8), 32767)) == 2 and run16.rescale == 127 / 32767
     rng = np.random.default_rng(7)
     a, w, b = rng.normal(0, 1, (16, 128)), rng.normal(0, 0.1, (32, 128)), rng.normal(0, 0.1, 32)
     want = float_matmul("", a, w, b)
@@ -163,3 +166,45 @@ def _run_int16_lut_softmax():
     from nvdla_sim import Precision
 
     _NvdlaRun(HW, QuantSettings(precision=Precision.INT16, softmax="nvdla"), Scales({}, {}, {}), {})
+
+
+def test_int16_leaves_room_for_the_bias():
+    """A 4-channel INT16 matmul whose accumulator reaches 32,767^2 x 4 = 4.29e9 (past 2**31) and whose
+    bias is half its range: CACC truncates 2 bits, not the 1 the product alone needs, so SDP's X stages
+    do not saturate and every output is within two INT16 steps of float."""
+    from nvdla_sim import Precision
+
+    a = np.array([[1.0, 1.0, 1.0, 1.0], [-1.0, -1.0, -1.0, -1.0], [0.5, -0.25, 1.0, 0.0]])
+    w = np.array([[1.0, 1.0, 1.0, 1.0], [0.5, -0.5, 0.25, 1.0]])
+    b = np.array([2.0, -0.5])
+    settings = QuantSettings(precision=Precision.INT16)
+    scales = _calibrated_scales(lambda h: h.matmul("t.patch", a, w, b), settings, steps_too=False)
+    sats = {}
+    got = _int8_hooks(HW, settings, scales, sats).matmul("t.patch", a, w, b)
+    step = scales.outputs["t.patch"] * 127 / 32767
+    assert np.abs(got - float_matmul("", a, w, b)).max() <= 2 * step
+
+
+def test_accuracy_command_at_int16(tmp_path, capsys):
+    """`nvdla accuracy vit_digits --hw nv_full --precision int16`: the row the study gives, labelled INT16;
+    on nv_small (no INT16 datapath) a one-line error."""
+    import json
+    from pathlib import Path
+
+    from nvdla_cli.main import main
+    from nvdla_mapper.studies.accuracy import trained_accuracy
+    from nvdla_sim import Precision
+
+    out = tmp_path / "row.json"
+    argv = ["accuracy", "vit_digits", "--hw", "nv_full", "--precision", "int16", "--samples", "12", "--only", "ffn"]
+    assert main([*argv, "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    row = json.loads(out.read_text())
+    trained = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
+    settings = QuantSettings(precision=Precision.INT16, only=frozenset({"ffn"}))
+    assert {k: v for k, v in row.items() if k != "recipe"} == trained_accuracy(
+        trained, "vit_digits", HW, settings, samples=12
+    )
+    assert row["precision"] == "int16" and "int16 only in ffn" in row["recipe"] and "INT16 (" in text
+    assert main(["accuracy", "vit_digits", "--precision", "int16", "--samples", "2"]) == 2
+    assert "nv_small has no int16 datapath" in capsys.readouterr().err
