@@ -453,18 +453,18 @@ class _NvdlaRun:
     def hooks(self) -> Hooks:
         return Hooks(
             self.matmul,
-            self.attend if self.lut_softmax and self._int8("softmax") else None,
-            self.activated if self.lut_gelu and self._int8("gelu") else None,
+            self.attend if self.lut_softmax and self._quantized("softmax") else None,
+            self.activated if self.lut_gelu and self._quantized("gelu") else None,
         )
 
-    def _int8(self, part: str) -> bool:
+    def _quantized(self, part: str) -> bool:
         return not self.settings.only or part in self.settings.only
 
     def _count(self, name: str, sat: int) -> None:
         self.sats[name] = self.sats.get(name, 0) + sat
 
     def _operands(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, s_x: float | None = None):
-        """(INT8 a, INT8 w, s_x, s_w per output, whether per channel): a at `s_x` when given."""
+        """(quantized a, quantized w, s_x, s_w per output, whether per channel): a at `s_x` when given."""
         cal, scales = self.settings.calibration, self.scales
         if name in scales.smooth:  # SmoothQuant: the division folded into the LayerNorm, the product into W
             a, w = a / scales.smooth[name], w * scales.smooth[name]
@@ -537,7 +537,7 @@ class _NvdlaRun:
         return dequantize(self._conv(name, qa, qw, None, truncate=t), s_x * 2**t * s_w) + (b if b is not None else 0)
 
     def matmul(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-        if not self._int8(site(name)):
+        if not self._quantized(site(name)):
             return float_matmul(name, a, w, b)
         qa, qw, s_x, s_w, per_ch = self._operands(name, a, w, b)
         if self.settings.dynamic:
@@ -556,7 +556,7 @@ class _NvdlaRun:
         at the activation output's scale; with the matmul float (attribution), its float output through the
         same table."""
         cal, dynamic = self.settings.calibration, self.settings.dynamic
-        if self._int8(site(name)):
+        if self._quantized(site(name)):
             qa, qw, s_x, s_w, _ = self._operands(name, a, w, b)
             real = self._real(name, qa, qw, s_x, s_w, b) if dynamic else None
         else:
@@ -568,7 +568,7 @@ class _NvdlaRun:
         else:
             out = _static(self.scales.steps, f"{name}.act", "GELU") * self.rescale
         table = lut_steps.gelu_table(act, pre, input_codes=lut_steps.GELU_FINER * (QMAX[p] + 1))
-        if self._int8(site(name)):
+        if self._quantized(site(name)):
             t = self.truncate(qw, self._bias_steps(b, s_x, s_w))
             params = lut_steps.activated_conv_sdp(s_x * 2**t, s_w, out, table, bias=b, out_precision=p)
             return dequantize(self._conv(name, qa, qw, params, truncate=t), out)
@@ -585,7 +585,7 @@ class _NvdlaRun:
         qk, pv = f"{name}.qk", f"{name}.pv"
         d = q.shape[1]
         mask = causal_mask(q.shape[0], k.shape[0]) if causal else np.zeros((q.shape[0], k.shape[0]), bool)
-        int8_products = self._int8("attention")
+        int8_products = self._quantized("attention")
         # QK^T: INT8 scores, the mask added by its SDP (Y stage) before the convertor saturates them
         if int8_products:
             qa, qw, s_x, s_w, _ = self._operands(qk, q, k, None)
@@ -636,7 +636,7 @@ class _NvdlaRun:
         return res.values
 
 
-def _int8_hooks(
+def _datapath_hooks(
     hw: HwConfig, settings: QuantSettings, scales: Scales, sats: dict[str, int], record: list[LayerRun] | None = None
 ) -> Hooks:
     """The hooks of a forward through NVDLA's integer datapath (_NvdlaRun)."""
@@ -664,7 +664,7 @@ def block_accuracy(
     calibration = data[:-1] if len(data) > 1 else data
     scales = _calibrated_scales(lambda h: [block.forward(x, h.matmul, dense=False) for x in calibration], settings)
     sats: dict[str, int] = {}
-    nvdla_mm = _int8_hooks(hw, settings, scales, sats).matmul
+    nvdla_mm = _datapath_hooks(hw, settings, scales, sats).matmul
 
     def int8_mm(name, a, w, b):
         return nvdla_mm(name, a, w, b).astype(np.float32)
@@ -733,7 +733,7 @@ def vit_accuracy(
         steps_too=_lut_build(hw),
     )
     sats: dict[str, int] = {}
-    int8 = _pruned(_int8_hooks(hw, settings, scales, sats, record), settings.prune)
+    int8 = _pruned(_datapath_hooks(hw, settings, scales, sats, record), settings.prune)
     ref = vit_forward(weights, images, heads=heads, patch=patch).argmax(-1)
     got = vit_hooks(iw, images, int8, heads=heads, patch=patch).argmax(-1)
     return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sum(sats.values()))
@@ -837,7 +837,7 @@ def gpt_accuracy(
             lambda h: gpt_hooks(iw, cal, _pruned(h, settings.prune), heads=heads), settings, steps_too=_lut_build(hw)
         )
     sats: dict[str, int] = {}
-    int8 = _pruned(_int8_hooks(hw, settings, scales, sats), settings.prune)
+    int8 = _pruned(_datapath_hooks(hw, settings, scales, sats), settings.prune)
     f_nll, f_ok = _nll_correct(gpt2_forward(weights, xs, heads=heads), ys)
     q_nll, q_ok = _nll_correct(gpt_hooks(iw, xs, int8, heads=heads), ys)
     prompt_tokens, new = context - new_tokens, new_tokens

@@ -11,7 +11,7 @@ import pytest
 
 from nvdla_mapper.numerics import lut_steps
 from nvdla_mapper.numerics.reference import float_matmul, gelu_tanh, softmax
-from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _int8_hooks
+from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _datapath_hooks
 from nvdla_sim import load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.units.sdp import sdp_apply
@@ -31,7 +31,7 @@ def _head():
 def _run(settings: QuantSettings):
     q, k, v = _head()
     scales = _calibrated_scales(lambda h: h.attend("t.attn", q, k, v, False), settings)
-    hooks = _int8_hooks(HW, settings, scales, {})
+    hooks = _datapath_hooks(HW, settings, scales, {})
     return hooks, hooks.attend("t.attn", q, k, v, False) if hooks.attend else None
 
 
@@ -75,7 +75,7 @@ def test_gelu_in_the_lut_follows_float_gelu():
 
     settings = QuantSettings()
     scales = _calibrated_scales(forward, settings)
-    got = forward(_int8_hooks(HW, settings, scales, {}))
+    got = forward(_datapath_hooks(HW, settings, scales, {}))
     want = gelu_tanh(float_matmul("", a, w, b))
     step = scales.steps["t.mlp.c_fc.act"]
     assert step == pytest.approx(want.max() / 127)
@@ -145,7 +145,7 @@ def test_int16_runs_with_cacc_truncation_and_keeps_the_float_result():
     for p in (Precision.INT8, Precision.INT16):
         settings = QuantSettings(precision=p)
         scales = _calibrated_scales(lambda h: h.matmul("t.mlp.c_proj", a, w, b), settings, steps_too=False)
-        got = _int8_hooks(HW, settings, scales, {}).matmul("t.mlp.c_proj", a, w, b)
+        got = _datapath_hooks(HW, settings, scales, {}).matmul("t.mlp.c_proj", a, w, b)
         err[p] = np.linalg.norm(got - want) / np.linalg.norm(want)
     assert err[Precision.INT16] < 2e-4 and err[Precision.INT8] > 100 * err[Precision.INT16]
 
@@ -180,7 +180,7 @@ def test_int16_leaves_room_for_the_bias():
     settings = QuantSettings(precision=Precision.INT16)
     scales = _calibrated_scales(lambda h: h.matmul("t.patch", a, w, b), settings, steps_too=False)
     sats = {}
-    got = _int8_hooks(HW, settings, scales, sats).matmul("t.patch", a, w, b)
+    got = _datapath_hooks(HW, settings, scales, sats).matmul("t.patch", a, w, b)
     step = scales.outputs["t.patch"] * 127 / 32767
     assert np.abs(got - float_matmul("", a, w, b)).max() <= 2 * step
 

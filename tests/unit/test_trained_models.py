@@ -130,14 +130,14 @@ def test_padded_greedy_is_the_unpadded_one():
     greedy decoding on windows padded to one length (one tiling search per layer) makes the same tokens as
     on the growing sequences."""
     from nvdla_mapper.numerics.quant import Calibration
-    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _greedy, _int8_hooks
+    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _datapath_hooks, _greedy
     from nvdla_sim import load_config
 
     w = load_weights(TRAINED / "char_gpt.npz")
     calib = np.load(TRAINED / "char_calib.npz")["ids"][:4].astype(np.int64)
     settings = QuantSettings(calibration=Calibration("max"))
     scales = _calibrated_scales(lambda h: gpt2_forward(w, calib, heads=4, mm=h.matmul), settings)
-    mm = _int8_hooks(load_config("nv_small"), settings, scales, {}).matmul
+    mm = _datapath_hooks(load_config("nv_small"), settings, scales, {}).matmul
     prompt = np.load(TRAINED / "char_eval.npz")["ids"][None, :12].astype(np.int64)
     forward = lambda x: gpt2_forward(w, x, heads=4, mm=mm)  # noqa: E731
     padded = forward(np.pad(prompt, ((0, 0), (0, 4))))[:, :12]
@@ -246,14 +246,14 @@ def test_sites_of_the_trained_models_names():
 def test_int8_only_where_asked():
     """With INT8 only in a part the model does not have (the GPT's embedding is a lookup), every logit is
     the float one."""
-    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _int8_hooks
+    from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _datapath_hooks
     from nvdla_sim import load_config
 
     w = load_weights(TRAINED / "char_gpt.npz")
     ids = np.load(TRAINED / "char_eval.npz")["ids"][None, :16].astype(np.int64)
     settings = QuantSettings(only=frozenset({"embedding"}))
     scales = _calibrated_scales(lambda h: gpt2_forward(w, ids, heads=4, mm=h.matmul), settings)
-    mm = _int8_hooks(load_config("nv_small"), settings, scales, {}).matmul
+    mm = _datapath_hooks(load_config("nv_small"), settings, scales, {}).matmul
     assert np.array_equal(gpt2_forward(w, ids, heads=4, mm=mm), gpt2_forward(w, ids, heads=4))
 
 
