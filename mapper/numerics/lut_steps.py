@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -110,12 +111,14 @@ def _lut_pass(func: Callable[[np.ndarray], np.ndarray], out_scale: float) -> Sdp
     return SdpParams(y=EwStage(lut=lut), cvt=_to_output(peak / LUT_ENTRY_PEAK, out_scale))
 
 
+@lru_cache(maxsize=1024)  # pure: one table per scales, not one per head (dynamic scales: bounded)
 def exp_pass(score_scale: float, exp_scale: float) -> SdpParams:
     """Softmax's exp over INT8 scores of `score_scale` (real score per code, 1/sqrt(d) included), written
     as INT8 at `exp_scale`; the mask's code -128 looks up 0."""
     return _lut_pass(lambda c: np.where(c <= MASK_CODE, 0.0, np.exp(c * score_scale)), exp_scale)
 
 
+@lru_cache(maxsize=1024)  # pure: one table per scales, not one per head (dynamic scales: bounded)
 def recip_pass(sum_scale: float, recip_scale: float) -> SdpParams:
     """Softmax's 1/sum over INT8 row sums of `sum_scale`, written as INT8 at `recip_scale`."""
     return _lut_pass(lambda c: 1.0 / (np.maximum(c, 0.5) * sum_scale), recip_scale)
@@ -150,6 +153,7 @@ class GeluTable:
     entry_unit: float
 
 
+@lru_cache(maxsize=1024)  # pure: one table per scales, not one per head (dynamic scales: bounded)
 def gelu_table(
     func: Callable[[np.ndarray], np.ndarray], pre_amax: float, *, input_codes: int = GELU_INPUT_CODES
 ) -> GeluTable:

@@ -151,6 +151,7 @@ def test_int16_runs_with_cacc_truncation_and_keeps_the_float_result():
 
 
 def test_int16_refusals_are_one_line():
+    from nvdla_mapper.studies.accuracy import Scales, _NvdlaRun
     from nvdla_sim import Precision
 
     with pytest.raises(NvdlaError, match="accuracy runs at int8 or int16, not fp16"):
@@ -158,14 +159,7 @@ def test_int16_refusals_are_one_line():
     with pytest.raises(NvdlaError, match="learned \\(QAT\\) and dynamic scales are runs at int8"):
         QuantSettings(precision=Precision.INT16, dynamic=True)
     with pytest.raises(NvdlaError, match="--softmax nvdla covers INT8 scores only"):
-        _run_int16_lut_softmax()
-
-
-def _run_int16_lut_softmax():
-    from nvdla_mapper.studies.accuracy import Scales, _NvdlaRun
-    from nvdla_sim import Precision
-
-    _NvdlaRun(HW, QuantSettings(precision=Precision.INT16, softmax="nvdla"), Scales({}, {}, {}), {})
+        _NvdlaRun(HW, QuantSettings(precision=Precision.INT16, softmax="nvdla"), Scales({}, {}, {}), {})
 
 
 def test_int16_leaves_room_for_the_bias():

@@ -24,6 +24,9 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.frontends.resolve import model_graph
 from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.numerics.quant import Calibration, Granularity
@@ -90,12 +93,7 @@ ATTRIBUTION = {
 
 def evaluate(hw_name: str, images: int, recipes: dict[str, QuantSettings] = RECIPES) -> list[dict]:
     """The ViT's rows: its first `images` test images under each recipe."""
-    hw = load_config(hw_name)
-    return [
-        _guarded(recipe, "vit_digits", hw_name, lambda s=settings: trained_accuracy(TRAINED, "vit_digits", hw, s,
-                                                                               samples=images), settings=settings, images=images)
-        for recipe, settings in recipes.items()
-    ]  # fmt: skip
+    return _rows("vit_digits", hw_name, recipes, images)
 
 
 def evaluate_gpt(
@@ -103,16 +101,31 @@ def evaluate_gpt(
 ) -> list[dict]:
     """The character GPT's rows: its first `windows` held-out windows (all: None) and `prompts` greedy
     continuations of `new_tokens` characters under each recipe."""
+    return _rows("char_gpt", hw_name, recipes, windows, prompts=prompts, new_tokens=new_tokens)
+
+
+def _rows(model: str, hw_name: str, recipes: dict[str, QuantSettings], samples: int | None, **kw) -> list[dict]:
+    """Each recipe's row, or, where the build cannot be programmed for it (UnsupportedError), a row with the
+    one-line error; any other error stops the run."""
     hw = load_config(hw_name)
-    return [
-        _guarded(
-            recipe, "char_gpt", hw_name,
-            lambda s=s: trained_accuracy(TRAINED, "char_gpt", hw, s, samples=windows, prompts=prompts,
-                                         new_tokens=new_tokens),
-            settings=s, windows=windows if windows is not None else USABLE_WINDOWS,
-        )
-        for recipe, s in recipes.items()
-    ]  # fmt: skip
+    rows = []
+    for recipe, settings in recipes.items():
+        try:
+            rows.append(_row(recipe, trained_accuracy(TRAINED, model, hw, settings, samples=samples, **kw)))
+        except UnsupportedError as e:
+            rows.append({"model": model, "hw": hw_name, "recipe": recipe, "precision": settings.precision.value,
+                         **_size(model, samples), "error": str(e)})  # fmt: skip
+    return rows
+
+
+def _size(model: str, samples: int | None) -> dict:
+    """What a row of `model` counts: test images, or held-out windows (all of them: None)."""
+    if model == "vit_digits":
+        return {"images": samples}
+    if samples is None:  # every whole window of the context's length in the held-out text
+        context = from_hf_config(TRAINED / f"{model}.config.json").max_positions
+        samples = (len(np.load(TRAINED / "char_eval.npz")["ids"]) - 1) // context
+    return {"windows": samples}
 
 
 def compression(hw_name: str = "nv_full") -> list[dict]:
@@ -134,19 +147,6 @@ def compression(hw_name: str = "nv_full") -> list[dict]:
 
 def _row(recipe: str, r: dict) -> dict:
     return {"model": r["model"], "hw": r["hw"], "recipe": recipe, **r}
-
-
-USABLE_WINDOWS = 369  # the character GPT's held-out windows of 64 (char_eval.npz)
-
-
-def _guarded(recipe: str, model: str, hw_name: str, run, *, settings: QuantSettings, **size) -> dict:
-    """A recipe's row, or, where the build cannot be programmed for it (UnsupportedError), a row with the
-    one-line error; any other error stops the run."""
-    try:
-        return _row(recipe, run())
-    except UnsupportedError as e:
-        return {"model": model, "hw": hw_name, "recipe": recipe, "precision": settings.precision.value, **size,
-                "error": str(e)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
