@@ -153,9 +153,14 @@ class ConvShape:
 class SdpSpec:
     """Which SDP sub-units a layer uses (timing view; the numbers are in sdp.SdpParams)."""
 
-    bias: OperandMode = OperandMode.NONE  # X1 ALU
-    scale: OperandMode = OperandMode.NONE  # X2 MUL (batch-norm / per-channel scale)
-    relu: bool = False  # X1 ReLU
+    bias: OperandMode = OperandMode.NONE  # X1 ALU (the bias; per element: a residual added in X1)
+    # X1's per-kernel stream carries a multiplier beside each bias: (ALU, MUL) pairs, 4 bytes a kernel
+    # (DATA_USE BOTH; the per-channel multipliers of a residual add fused without the EW unit)
+    bias_pairs: bool = False
+    # X2 (BN): per kernel its MUL (a batch-norm / per-channel scale); per element its ALU (a residual
+    # added after X1's multipliers, on builds without the EW unit)
+    scale: OperandMode = OperandMode.NONE
+    relu: bool = False  # ReLU at the end of the X stages
     eltwise: OperandMode = OperandMode.NONE  # Y ALU/MUL second operand (residual add)
     lut: bool = False  # Y LUT (exp, GELU, sigmoid, ...)
     out_precision: Precision | None = None  # None: same as the layer precision

@@ -7,11 +7,12 @@ the way a quantized transformer uses each mode, with seeded random INT8 operands
   also where attention's K and V^T land after their re-layout), 32-bit accumulators (no CACC
   truncation), then SDP on the fly;
 * bias PER_KERNEL: an INT16 bias per output channel from memory (B-RDMA, X1 ALU, left-shifted to the
-  accumulator scale); bias PER_ELEMENT: the residual, a cube of the layer's precision from memory added by the X1 ALU (the
-  residual add of configs without SDP's EW unit);
+  accumulator scale); bias PER_ELEMENT: a cube of the layer's precision from memory added by the X1 ALU (an
+  unfused add without SDP's EW unit);
 * scale REG: a per-tensor multiplier in X2 MUL (attention's 1/sqrt(d) folded into QK^T); PER_KERNEL: a
-  per-channel INT16 multiplier from memory (N-RDMA);
-* relu: X1 ReLU; requantization to the layer's precision by the output convertor (CVT scale and shift), chosen from the
+  per-channel INT16 multiplier from memory (N-RDMA); PER_ELEMENT: the residual, a cube of the layer's
+  precision from memory added by the X2 ALU (the fused residual add of configs without SDP's EW unit);
+* relu: X1 ReLU (X2's after a residual there); requantization to the layer's precision by the output convertor (CVT scale and shift), chosen from the
   reduction depth so that the outputs spread over the INT8 range instead of saturating.
 
 Every band of output rows of the plan (and in weight-stationary order every kernel tile) is one hardware
@@ -195,6 +196,7 @@ def _sdp_parts(
     std = acc_std
     y_std = acc_std  # the spread reaching Y, counting the X1 operand (std, kept for the programs measured
     # before Y programs existed, counts the accumulator alone)
+    x1_relu = spec.relu and spec.scale is not OperandMode.PER_ELEMENT  # else after X2's residual add
     if spec.bias is OperandMode.PER_KERNEL:
         addr = alloc.take(2 * k)
         b = rng.integers(-(2**12), 2**12, k).astype("<i2")
@@ -203,7 +205,7 @@ def _sdp_parts(
         shift = _acc_shift(acc_std, 2**12 / math.sqrt(3))
         y_std = math.hypot(acc_std, 2**12 / math.sqrt(3) * 2**shift)
         x1 = SdpStageCfg(
-            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_KERNEL, 2), AluAlgo.SUM, None, False, spec.relu
+            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_KERNEL, 2), AluAlgo.SUM, None, False, x1_relu
         )
     elif spec.bias is OperandMode.PER_ELEMENT:
         surf = place(alloc, w, h, k, p, hw)
@@ -253,8 +255,22 @@ def _sdp_parts(
         )
         std = std * 0.75
         y_std = y_std * 0.75
-    elif spec.scale is OperandMode.PER_ELEMENT:
-        raise TraceError("a per-element SDP multiplier (X2 from memory, per element) is not emitted")
+    elif spec.scale is OperandMode.PER_ELEMENT:  # a residual added by X2's ALU (no EW unit: rules._fused_sdp)
+        surf = place(alloc, w, h, k, p, hw)
+        inputs.append((surf.addr, feature_image(_rand(rng, (h, w, k), p), surf, p, hw)))
+        streams.append(
+            SdpStream(
+                Rdma.NRDMA, OperandMode.PER_ELEMENT, p.bytes, surf.addr, surf.line_stride, surf.surface_stride,
+                use=OperandUse.ALU,
+            )
+        )  # fmt: skip
+        shift = _acc_shift(y_std, RANGES[p].std)
+        std = math.hypot(std, RANGES[p].std * 2**shift)
+        y_std = math.hypot(y_std, RANGES[p].std * 2**shift)
+        x2 = SdpStageCfg(
+            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, p.bytes), AluAlgo.SUM, None, False,
+            spec.relu,
+        )  # fmt: skip
     parts = _SdpParts(x1, x2, tuple(streams), inputs, std)
     if spec.uses_y:
         # a pass straight from memory (no X stage) sees the input's own range
@@ -565,8 +581,9 @@ def given_conv_program(
         sub, i0, i1 = band_shape(dataclasses.replace(s, out_k=k1 - k0), r0, r1)
         inputs: list[tuple[int, np.ndarray]] = []
         streams: list[SdpStream] = []
-        x1 = _given_stage(sdp.x1, Rdma.BRDMA, (k0, k1, s.out_k), alloc, inputs, streams, base)
-        x2 = _given_stage(sdp.x2, Rdma.NRDMA, (k0, k1, s.out_k), alloc, inputs, streams, base)
+        rows = (r0, r1, s.out_h)
+        x1 = _given_stage(sdp.x1, Rdma.BRDMA, (k0, k1, s.out_k), rows, alloc, inputs, streams, base, p, hw)
+        x2 = _given_stage(sdp.x2, Rdma.NRDMA, (k0, k1, s.out_k), rows, alloc, inputs, streams, base, p, hw)
         op, din, waddr, oaddr = conv_layer(
             sub, p, hw, alloc, x1=x1, x2=x2, cvt=(sdp.cvt.offset, sdp.cvt.scale, sdp.cvt.shift),
             streams=tuple(streams), data_banks=plan.data_banks, weight_banks=plan.weight_banks, reuse=reuse,
@@ -584,54 +601,94 @@ def given_conv_program(
 
 
 def _given_spec(sdp: sdp_unit.SdpParams) -> SdpSpec:
-    """The SDP units and operand modes given SDP numbers use (an operand per kernel from memory, or a
-    register), for timing."""
+    """The SDP units and operand modes given SDP numbers use, for timing: the X1 stream (its bias, with its
+    multipliers as pairs), and X2's (its multipliers per kernel, or a residual per element)."""
+    modes = (OperandMode.NONE, OperandMode.REG, OperandMode.PER_KERNEL, OperandMode.PER_ELEMENT)
 
-    def mode(v) -> OperandMode:
-        return OperandMode.NONE if v is None else OperandMode.REG if np.ndim(v) == 0 else OperandMode.PER_KERNEL
+    def mode(st: sdp_unit.Stage | None) -> OperandMode:
+        if st is None:
+            return OperandMode.NONE
+        used = [modes[min(np.ndim(v), 2) + 1] for v in (st.alu_operand, st.mul_operand) if v is not None]
+        return max(used, key=modes.index, default=OperandMode.NONE)
 
-    x1, x2 = sdp.x1, sdp.x2
-    bias = mode(x1.alu_operand) if x1 else OperandMode.NONE
-    scale = mode(x2.mul_operand) if x2 else OperandMode.NONE
-    if (x1 is not None and x1.mul_operand is not None) or (x2 is not None and x2.alu_operand is not None):
-        raise TraceError("given SDP numbers with an X1 multiplier or an X2 ALU operand are not timed")
-    relu = any(st is not None and st.relu for st in (x1, x2))
-    return SdpSpec(bias=bias, scale=scale, relu=relu)
+    relu = any(st is not None and st.relu for st in (sdp.x1, sdp.x2))
+    pairs = sdp.x1 is not None and np.ndim(sdp.x1.alu_operand) == np.ndim(sdp.x1.mul_operand) == 1
+    return SdpSpec(bias=mode(sdp.x1), scale=mode(sdp.x2), relu=relu, bias_pairs=pairs)
 
 
 def _given_stage(
     st: sdp_unit.Stage | None,
     rdma: Rdma,
     kernels: tuple[int, int, int],
+    rows: tuple[int, int, int],
     alloc: Alloc,
     inputs: list,
     streams: list,
     base: str,
+    p: Precision,
+    hw: HwConfig,
 ) -> SdpStageCfg | None:
-    """An X stage's registers for given numbers: each operand a register value (a scalar) or 16-bit values
-    per kernel from memory through `rdma`, those of kernels [k0, k1) of the layer's k (`kernels`); one
-    operand per stage from memory (a pair in one stream is not emitted)."""
+    """An X stage's registers for given numbers: each operand a register value (a scalar), 16-bit values
+    per kernel from memory through `rdma` (both operands per kernel: one stream of (ALU, MUL) pairs), or
+    an ALU operand per element [P, K] (a residual: values of the layer's precision, read as a feature
+    cube), those of kernels [k0, k1) of the layer's k (`kernels`) and output rows [r0, r1) of its h
+    (`rows`)."""
     k0, k1, k = kernels
+    r0, r1, h = rows
     if st is None:
         return None
     if st.alu_op is not sdp_unit.AluOp.ADD or st.prelu:
         raise TraceError(f"{base}: given SDP stages add (no max/min/PReLU)")
-    if np.ndim(st.alu_operand) and np.ndim(st.mul_operand):  # None and scalars have no dimensions
-        raise TraceError(f"{base}: an X stage with both operands per kernel (one stream of pairs) is not emitted")
+    if np.ndim(st.alu_operand) == 2 and np.ndim(st.mul_operand):
+        raise TraceError(f"{base}: an X stage with a per-element ALU and a MUL from memory is not emitted")
 
-    def operand(v, shift: int, use: OperandUse) -> SdpOperand:
+    def per_kernel(v) -> np.ndarray | None:
+        if v is None or np.ndim(v) != 1:
+            return None
         arr = np.asarray(v, np.int64)
-        if arr.min(initial=0) < -(2**15) or arr.max(initial=0) >= 2**15:
-            raise TraceError(f"{base}: an SDP operand outside 16 bits ({arr.min()}..{arr.max()})")
-        if arr.ndim == 0:
-            return SdpOperand(OperandSource.REG, int(arr), shift)
         if arr.shape != (k,):
             raise TraceError(f"{base}: {arr.shape[0]} per-kernel SDP operands for {k} kernels")
-        addr = alloc.take(2 * (k1 - k0))
-        inputs.append((addr, arr[k0:k1].astype("<i2").view(np.uint8)))
-        streams.append(SdpStream(rdma, OperandMode.PER_KERNEL, 2, addr, use=use))
-        return SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_KERNEL, 2)
+        if arr.min(initial=0) < -(2**15) or arr.max(initial=0) >= 2**15:
+            raise TraceError(f"{base}: an SDP operand outside 16 bits ({arr.min()}..{arr.max()})")
+        return arr[k0:k1]
 
-    alu = None if st.alu_operand is None else operand(st.alu_operand, st.alu_shift, OperandUse.ALU)
-    mul = None if st.mul_operand is None else operand(st.mul_operand, 0, OperandUse.MUL)
+    def from_memory(mode: OperandMode, size: int, shift: int) -> SdpOperand:
+        return SdpOperand(OperandSource.MEM, 0, shift, mode, size)
+
+    alu_k, mul_k = per_kernel(st.alu_operand), per_kernel(st.mul_operand)
+    alu = mul = None
+    if alu_k is not None and mul_k is not None:  # one stream of (ALU, MUL) pairs per kernel
+        addr = alloc.take(4 * (k1 - k0))
+        inputs.append((addr, np.stack([alu_k, mul_k], 1).astype("<i2").view(np.uint8).ravel()))
+        streams.append(SdpStream(rdma, OperandMode.PER_KERNEL, 2, addr, use=OperandUse.BOTH))
+        alu = from_memory(OperandMode.PER_KERNEL, 2, st.alu_shift)
+        mul = from_memory(OperandMode.PER_KERNEL, 2, 0)
+    elif alu_k is not None or mul_k is not None:
+        arr, use = (alu_k, OperandUse.ALU) if alu_k is not None else (mul_k, OperandUse.MUL)
+        addr = alloc.take(2 * (k1 - k0))
+        inputs.append((addr, arr.astype("<i2").view(np.uint8)))
+        streams.append(SdpStream(rdma, OperandMode.PER_KERNEL, 2, addr, use=use))
+        if alu_k is not None:
+            alu = from_memory(OperandMode.PER_KERNEL, 2, st.alu_shift)
+        else:
+            mul = from_memory(OperandMode.PER_KERNEL, 2, 0)
+    if np.ndim(st.alu_operand) == 2:  # per element: a residual's codes [P, K], the band's rows read as a cube
+        arr = np.asarray(st.alu_operand, np.int64)
+        if arr.shape[1] != k or arr.shape[0] % h:
+            raise TraceError(f"{base}: a per-element SDP operand {arr.shape} for {h} rows of {k} kernels")
+        cube = arr.reshape(h, arr.shape[0] // h, k)[r0:r1, :, k0:k1]
+        top = 1 << (8 * p.bytes - 1)
+        if cube.min(initial=0) < -top or cube.max(initial=0) >= top:
+            raise TraceError(f"{base}: a per-element SDP operand outside {p.value}")
+        surf = place(alloc, cube.shape[1], r1 - r0, k1 - k0, p, hw)
+        inputs.append((surf.addr, feature_image(cube.astype(RANGES[p].dtype), surf, p, hw)))
+        streams.append(
+            SdpStream(rdma, OperandMode.PER_ELEMENT, p.bytes, surf.addr, surf.line_stride, surf.surface_stride,
+                      use=OperandUse.ALU)
+        )  # fmt: skip
+        alu = from_memory(OperandMode.PER_ELEMENT, p.bytes, st.alu_shift)
+    if st.alu_operand is not None and np.ndim(st.alu_operand) == 0:
+        alu = SdpOperand(OperandSource.REG, int(st.alu_operand), st.alu_shift)
+    if st.mul_operand is not None and np.ndim(st.mul_operand) == 0:
+        mul = SdpOperand(OperandSource.REG, int(st.mul_operand), 0)
     return SdpStageCfg(alu, AluAlgo.SUM, mul, False, st.relu, mul_shift=st.mul_shift)

@@ -96,7 +96,7 @@ class Fused:
     """What the fusion pass folded into a matmul's or convolution's SDP (and PDP)."""
 
     activation: OpKind | None = None  # ReLU, or a LUT activation (GELU, tanh, ...)
-    residual: bool = False  # per-element add of another tensor (EW, or X1 per-element without EW)
+    residual: bool = False  # per-element add of another tensor (EW, or X2 per-element without EW)
     residual_input: str = ""  # the op producing the other operand
     pool: PoolSpec | None = None  # on-the-fly pooling after SDP (convolutions)
     # the precision its output is written at where its consumer runs at another (the KV-cache precision
@@ -389,15 +389,17 @@ def _relayout(
 def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMode.NONE) -> SdpSpec:
     """SDP pass of a linear layer or convolution: bias, optional scale (folded BN), activation, residual."""
     residual_mode = OperandMode.NONE
-    bias_mode = OperandMode.PER_KERNEL
     if f.residual:
         if ctx.has_ew:
-            residual_mode = OperandMode.PER_ELEMENT
+            residual_mode = OperandMode.PER_ELEMENT  # Y's ALU, through E-RDMA's convertor
         else:
-            bias_mode = OperandMode.PER_ELEMENT  # X1 ALU with a per-element operand (no EW unit)
+            # no EW unit: X1 takes the bias and the multipliers (a folded BN's scale, the requantization) as
+            # per-kernel pairs to a step a power of two below the residual's, X2's ALU adds the residual
+            # from N-RDMA shifted left (an X operand has a shift, no scale: numerics.quant.residual_sdp)
+            scale = OperandMode.PER_ELEMENT
     lut = f.activation in (OpKind.GELU, OpKind.LUT)
     return SdpSpec(
-        bias=bias_mode, scale=scale, relu=f.activation is OpKind.RELU, lut=lut, eltwise=residual_mode,
+        bias=OperandMode.PER_KERNEL, scale=scale, relu=f.activation is OpKind.RELU, lut=lut, eltwise=residual_mode,
         out_precision=converted_output(ctx.precision, f.out_precision),
     )  # fmt: skip
 

@@ -276,10 +276,11 @@ def operand_prefetch_bytes(hw: HwConfig) -> int:
     return hw.sdp.operand_fifo_beats * hw.memory.dram_width_bits // 8
 
 
-def _stream_bytes(mode: OperandMode, *, pixels: int, channels: int, operand_bytes: int) -> int:
-    """Bytes one operand RDMA reads for a pass: 2 a channel per kernel, the layer's precision per element."""
+def _stream_bytes(mode: OperandMode, *, pixels: int, channels: int, operand_bytes: int, pairs: bool = False) -> int:
+    """Bytes one operand RDMA reads for a pass: 2 a channel per kernel (4 for (ALU, MUL) pairs), the
+    layer's precision per element."""
     if mode is OperandMode.PER_KERNEL:
-        return channels * 2
+        return channels * (4 if pairs else 2)
     if mode is OperandMode.PER_ELEMENT:
         return pixels * channels * operand_bytes
     return 0
@@ -288,7 +289,9 @@ def _stream_bytes(mode: OperandMode, *, pixels: int, channels: int, operand_byte
 def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_bytes: int) -> int:
     """Bytes the B/N/E-RDMAs read for one pass over pixels x channels outputs."""
     size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
-    return sum(_stream_bytes(mode, **size) for mode in (spec.bias, spec.scale, spec.eltwise))
+    return _stream_bytes(spec.bias, **size, pairs=spec.bias_pairs) + sum(
+        _stream_bytes(mode, **size) for mode in (spec.scale, spec.eltwise)
+    )
 
 
 def operand_stream_cycles(
@@ -307,13 +310,13 @@ def operand_stream_cycles(
     reuse = hw.timing.rdma_credit_reuse_cycles
     size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
     streams = (
-        (spec.bias, hw.sdp.operand_fifo_beats),
-        (spec.scale, hw.sdp.operand_fifo_beats),
-        (spec.eltwise, hw.sdp.erdma_fifo_beats),
+        (spec.bias, hw.sdp.operand_fifo_beats, spec.bias_pairs),
+        (spec.scale, hw.sdp.operand_fifo_beats, False),
+        (spec.eltwise, hw.sdp.erdma_fifo_beats, False),
     )
     return max(
-        _stream_bytes(mode, **size) / credit_bytes_per_cycle(credits, beat, latency, request_beats, reuse)
-        for mode, credits in streams
+        _stream_bytes(mode, **size, pairs=pairs) / credit_bytes_per_cycle(credits, beat, latency, request_beats, reuse)
+        for mode, credits, pairs in streams
     )
 
 
