@@ -148,8 +148,8 @@ def add_commands(sub, registry: dict) -> None:
                      help="the pruned model's fine-tuned weights (char_gpt_m50_ft, char_gpt_24_ft)")  # fmt: skip
     acr.add_argument("--only", default="",
                      help="comma-separated parts run in INT8, the rest float (embedding, projection, attention, "
-                     "ffn, head; on a build with SDP's LUT also gelu, and softmax with --softmax nvdla): the loss "
-                     "attributed by part")  # fmt: skip
+                     "ffn, head, residual: the residual stream in memory; on a build with SDP's LUT also gelu, and "
+                     "softmax with --softmax nvdla): the loss attributed by part")  # fmt: skip
     ac.add_argument("--precision", choices=["int8", "int16"], default="int8",
                     help="the datapath's precision (int16 on builds that have it, e.g. nv_full)")  # fmt: skip
     ac.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nvdla_sim.precision import Precision
-from nvdla_sim.units.sdp import Convertor, SdpParams, Stage
+from nvdla_sim.units.sdp import Convertor, EwStage, SdpParams, Stage
 
 QMAX = {Precision.INT8: 127, Precision.INT16: 32767}
 MULT_BITS = 15  # INT16 operands: magnitude < 2**15
@@ -145,6 +145,31 @@ def multiplier_to_scale_shift(m: float) -> tuple[int, int]:
     return max(scale, 1), shift
 
 
+def _bias_stage(bias: np.ndarray | None, s_acc: np.ndarray, *, relu: bool = False) -> Stage | None:
+    """X1 adding the bias (scale s_acc per kernel) as a 16-bit operand with a left shift keeping its top
+    15 bits (None: no bias and no ReLU)."""
+    if bias is None:
+        return Stage(relu=True) if relu else None
+    qb = np.round(np.asarray(bias, np.float64) / s_acc).astype(np.int64)
+    big = int(np.max(np.abs(qb))) if qb.size else 0
+    shift = max(0, big.bit_length() - MULT_BITS)
+    return Stage(alu_operand=np.round(qb / 2**shift).astype(np.int64), alu_shift=shift, relu=relu)
+
+
+def _multipliers(m: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per-kernel 16-bit multipliers and the one MUL_SHIFT a stage has for them: the smallest of their
+    own shifts, the others rescaled to it."""
+    pairs = [multiplier_to_scale_shift(float(v)) for v in m.reshape(-1)]
+    shift = min(p[1] for p in pairs)
+    return np.maximum(np.array([round(float(v) * 2**shift) for v in m.reshape(-1)], np.int64), 1), shift
+
+
+def _stage_multipliers(m: np.ndarray) -> tuple[np.ndarray | int, int]:
+    """_multipliers, as one register value where every kernel has the same."""
+    scales, shift = _multipliers(m)
+    return (int(scales[0]) if np.all(scales == scales[0]) else scales), shift
+
+
 def requant_sdp(
     s_x: float,
     s_w: np.ndarray,
@@ -157,20 +182,86 @@ def requant_sdp(
 ) -> SdpParams:
     """SDP program taking the INT32 accumulator (scale s_x*s_w) to `out_precision` at scale s_y."""
     s_w = np.asarray(s_w, np.float64)
-    x1 = None
-    if bias is not None:
-        qb = np.round(np.asarray(bias, np.float64) / (s_x * s_w)).astype(np.int64)
-        # 16-bit operand with a left shift: keep the top 15 bits of the bias.
-        big = int(np.max(np.abs(qb))) if qb.size else 0
-        shift = max(0, big.bit_length() - MULT_BITS)
-        x1 = Stage(alu_operand=np.round(qb / 2**shift).astype(np.int64), alu_shift=shift, relu=relu)
-    elif relu:
-        x1 = Stage(relu=True)
+    x1 = _bias_stage(bias, s_x * s_w, relu=relu)
     m = s_x * s_w / s_y
     if granularity is Granularity.PER_TENSOR:
         scale, shift = multiplier_to_scale_shift(float(m.reshape(-1)[0]))
         return SdpParams(x1=x1, cvt=Convertor(0, scale, shift), out_precision=out_precision)
-    pairs = [multiplier_to_scale_shift(float(v)) for v in m.reshape(-1)]
-    shift = min(p[1] for p in pairs)  # one MUL_SHIFT for the layer: use the smallest, rescale the others
-    scales = np.array([round(float(v) * 2**shift) for v in m.reshape(-1)], np.int64)
-    return SdpParams(x1=x1, x2=Stage(mul_operand=np.maximum(scales, 1), mul_shift=shift), out_precision=out_precision)
+    scales, shift = _multipliers(m)
+    return SdpParams(x1=x1, x2=Stage(mul_operand=scales, mul_shift=shift), out_precision=out_precision)
+
+
+# The fused residual add's sum is formed at an intermediate step 2**RESIDUAL_FINE_BITS times finer than
+# the output's (with the element-wise unit) or the residual's (without it), so that only the output
+# convertor rounds: the residual's conversion then keeps 15 significant bits, and the X stages' 32 bits
+# hold the sum (127 x 2**14 x the ratio of the scales, with room)
+RESIDUAL_FINE_BITS = 14
+_X_STAGE_ROOM_BITS = 30  # the sum's magnitude in intermediate steps stays below 2**30 (X stages: 32 bits)
+
+
+def residual_sdp(
+    s_x: float,
+    s_w: np.ndarray,
+    s_y: float,
+    residual: np.ndarray,
+    s_r: float,
+    *,
+    bias: np.ndarray | None,
+    eltwise_unit: bool,
+    precision: Precision = Precision.INT8,
+) -> SdpParams:
+    """SDP program of a matmul with the residual add fused, as the mapper lowers it (lowering/rules.py
+    _fused_sdp): the accumulator (scale s_x * s_w per kernel, per-channel or one weight scale) plus the
+    residual's codes `residual` [P, K] (scale s_r, read per element), written at `precision` at s_y.
+
+    With SDP's element-wise unit (`eltwise_unit`): X1 the bias, X2 the multipliers to s_i = s_y /
+    2**F, Y's ALU adds the residual from E-RDMA through its convertor (s_r / s_i as an INT16 scale and a
+    shift), the output convertor rounds F bits away. Without it (nv_small): X1 the bias and the
+    multipliers (B-RDMA's per-kernel pairs of ALU and MUL operands) to s_i = s_r / 2**F, X2's ALU adds the
+    residual shifted left by F (N-RDMA, per element: an X stage's operand has a shift and no scale, so the
+    sum is formed at a step that is a power of two of the residual's), the output convertor takes s_i to
+    s_y. F is RESIDUAL_FINE_BITS, less where the sum would not fit 2**30 intermediate steps or a
+    multiplier its 16 bits (a ValueError where no F >= 0 does). One weight scale for all kernels makes the
+    multiplier a register value."""
+    s_w = np.asarray(s_w, np.float64)
+    s_acc = s_x * s_w
+    qmax = QMAX[precision]
+    x1 = _bias_stage(bias, s_acc)
+    operand = np.asarray(residual, np.int64)
+    unit = s_y if eltwise_unit else s_r  # s_i = unit / 2**F
+    # the sum's magnitude in intermediate steps: the output's range and the residual's, at 2**F per step
+    coarse = max(s_y, s_r) / unit
+    fine = min(RESIDUAL_FINE_BITS, _X_STAGE_ROOM_BITS - math.ceil(math.log2(2 * (qmax + 1) * coarse)))
+    # the multipliers taking the accumulator's steps to s_i fit their 16 bits
+    fine = min(fine, math.floor(math.log2((2**MULT_BITS - 1) / float(np.max(s_acc) / unit))))
+    if eltwise_unit:
+        fine = min(fine, RESIDUAL_FINE_BITS - max(0, math.ceil(math.log2(s_r / s_y))))  # s_r / s_i fits INT16
+        if fine < 0:
+            raise ValueError(
+                f"residual scale {s_r:g} or accumulator steps are too coarse for an output scale of {s_y:g}"
+            )
+        s_i = s_y / 2**fine
+        scales, shift = _stage_multipliers(s_acc / s_i)
+        scale, cvt_shift = multiplier_to_scale_shift(s_r / s_i)
+        return SdpParams(
+            x1=x1,
+            x2=Stage(mul_operand=scales, mul_shift=shift),
+            y=EwStage(alu_operand=operand, alu_cvt=Convertor(0, scale, cvt_shift)),
+            cvt=Convertor(0, 1, fine),
+            out_precision=precision,
+        )
+    if fine < 0:
+        raise ValueError(
+            f"accumulator steps up to {float(np.max(s_acc)):g} are too coarse for a residual scale of {s_r:g}"
+        )
+    s_i = s_r / 2**fine
+    scales, shift = _stage_multipliers(s_acc / s_i)
+    bias_stage = x1 or Stage()
+    x1 = Stage(alu_operand=bias_stage.alu_operand, alu_shift=bias_stage.alu_shift, mul_operand=scales, mul_shift=shift)
+    scale, cvt_shift = multiplier_to_scale_shift(s_i / s_y)
+    return SdpParams(
+        x1=x1,
+        x2=Stage(alu_operand=operand, alu_shift=fine),
+        cvt=Convertor(0, scale, cvt_shift),
+        out_precision=precision,
+    )

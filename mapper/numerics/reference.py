@@ -29,6 +29,13 @@ Attend = Callable[[str, np.ndarray, np.ndarray, np.ndarray, bool], np.ndarray]
 # whose activation is fused into the matmul's SDP (the LUT) replaces (None: the matmul hook, then the
 # activation in float)
 Activated = Callable[[str, np.ndarray, np.ndarray, "np.ndarray | None", Callable[[np.ndarray], np.ndarray]], np.ndarray]
+# A matmul and the residual add behind it: (name, a, w, bias, x) -> x + a @ w.T + bias, x the residual
+# stream [M, N]; the hook a run whose residual adds are fused into the matmul's SDP replaces (None: the
+# matmul hook, then the add in float)
+Residual = Callable[[str, np.ndarray, np.ndarray, "np.ndarray | None", np.ndarray], np.ndarray]
+# The residual stream's first value as the host writes it (the embeddings' sum): (name, x) -> x; the hook
+# a run whose stream lives in memory at its precision replaces (None: kept as computed)
+Embedded = Callable[[str, np.ndarray], np.ndarray]
 
 
 def float_matmul(name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -122,6 +129,15 @@ def _activated(run: Matmul) -> Activated:
     return lambda name, a, w, b, act: act(run(name, a, w, b))
 
 
+def _residual(run: Matmul) -> Residual:
+    return lambda name, a, w, b, x: x + run(name, a, w, b)
+
+
+def _added(res: Residual, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
+    """x + a @ w.T + b through `res`, a [..., K] and the stream x [..., N] flattened to rows and back."""
+    return res(name, a.reshape(-1, a.shape[-1]), w, b, x.reshape(-1, x.shape[-1])).reshape(x.shape)
+
+
 def vit_forward(
     w: Weights,
     images: np.ndarray,
@@ -132,14 +148,19 @@ def vit_forward(
     mm: Matmul | None = None,
     attend: Attend | None = None,
     activated: Activated | None = None,
+    residual: Residual | None = None,
+    embedded: Embedded | None = None,
 ) -> np.ndarray:
     """Logits [N, classes] for images [N, H, W] (one channel), float64; `mm` runs every matmul (the patch
     embedding, the projections, QK^T and PV per image and head, the FFN, the classifier; None: float),
     `attend` each image's and head's attention (None: `mm`'s QK^T and PV around a float softmax),
-    `activated` the FFN's first layer with its GELU (None: `mm`, then GELU in float). LayerNorm stays
-    float (the host's)."""
+    `activated` the FFN's first layer with its GELU (None: `mm`, then GELU in float), `residual` the
+    output projection and the FFN's second layer with the residual add behind each (None: `mm`, then the
+    add in float), `embedded` the residual stream's first value (the patch embeddings, CLS token and
+    positions summed; None: as computed). LayerNorm stays float (the host's)."""
     run = mm or float_matmul
     act_run = activated or _activated(run)
+    res_run = residual or _residual(run)
     n, hh, ww = images.shape
     conv = _need(w, "vit.embeddings.patch_embeddings.projection.weight").astype(np.float64)  # [hidden, 1, p, p]
     hidden = conv.shape[0]
@@ -149,6 +170,7 @@ def vit_forward(
     x = x.reshape(n, -1, hidden)
     cls = np.broadcast_to(_need(w, "vit.embeddings.cls_token"), (n, 1, hidden))
     x = np.concatenate([cls, x], 1) + w["vit.embeddings.position_embeddings"]
+    x = embedded("vit.embeddings", x) if embedded is not None else x
     i = 0
     while f"vit.encoder.layer.{i}.layernorm_before.weight" in w:
         p = f"vit.encoder.layer.{i}."
@@ -160,11 +182,13 @@ def vit_forward(
         y = layernorm(x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
         qkv = (lin(f"attention.attention.{m}", y) for m in ("query", "key", "value"))
         att = _attention(*qkv, heads, False, mm, f"{p}attention", attend)
-        x = x + lin("attention.output.dense", att)
+        name = p + "attention.output.dense"
+        x = _added(res_run, name, att, w[name + ".weight"], w[name + ".bias"], x)
         y = layernorm(x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
         name = p + "intermediate.dense"
         flat = act_run(name, y.reshape(-1, y.shape[-1]), w[name + ".weight"], w[name + ".bias"], gelu_erf)
-        x = x + lin("output.dense", flat.reshape(*y.shape[:-1], -1))
+        name = p + "output.dense"
+        x = _added(res_run, name, flat, w[name + ".weight"], w[name + ".bias"], x)
         i += 1
     x = layernorm(x, w["vit.layernorm.weight"], w["vit.layernorm.bias"], eps)
     return run("classifier", x[:, 0], w["classifier.weight"], w["classifier.bias"])
@@ -179,23 +203,23 @@ def gpt2_forward(
     mm: Matmul | None = None,
     attend: Attend | None = None,
     activated: Activated | None = None,
+    residual: Residual | None = None,
+    embedded: Embedded | None = None,
 ) -> np.ndarray:
     """Logits [B, T, vocab] for token ids [B, T], float64; `mm` runs every matmul (the q, k and v
     projections, QK^T and PV per sequence and head, the output projection, the FFN, the tied LM head; None:
-    float), `attend` and `activated` the attention and the FFN's first layer with its GELU as in
-    vit_forward. LayerNorm stays float (the host's)."""
+    float), `attend`, `activated`, `residual` and `embedded` (the token and position embeddings summed) as
+    in vit_forward. LayerNorm stays float (the host's)."""
     run = mm or float_matmul
     act_run = activated or _activated(run)
+    res_run = residual or _residual(run)
     wte = _need(w, "transformer.wte.weight").astype(np.float64)
     t = ids.shape[1]
     x = wte[ids] + w["transformer.wpe.weight"][:t]
+    x = embedded("transformer.embeddings", x) if embedded is not None else x
     i = 0
     while f"transformer.h.{i}.ln_1.weight" in w:
         p = f"transformer.h.{i}."
-
-        def lin(name: str, y: np.ndarray, p: str = p) -> np.ndarray:  # Conv1D weights are [in, out]
-            flat = run(p + name, y.reshape(-1, y.shape[-1]), w[p + name + ".weight"].T, w[p + name + ".bias"])
-            return flat.reshape(*y.shape[:-1], -1)
 
         y = layernorm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
         # the fused QKV projection as three matmuls, each with its own output (as the mapper lowers q, k, v)
@@ -206,11 +230,13 @@ def gpt2_forward(
             run(f"{p}attn.c_attn.{n}", flat, wt.T, bt).reshape(*y.shape[:-1], -1)
             for n, wt, bt in (("q", wq, bq), ("k", wk, bk), ("v", wv, bv))
         )
-        x = x + lin("attn.c_proj", _attention(q, k, v, heads, True, mm, f"{p}attn", attend))
+        att, name = _attention(q, k, v, heads, True, mm, f"{p}attn", attend), p + "attn.c_proj"
+        x = _added(res_run, name, att, w[name + ".weight"].T, w[name + ".bias"], x)  # Conv1D weights: [in, out]
         y = layernorm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
         name = p + "mlp.c_fc"
         flat = act_run(name, y.reshape(-1, y.shape[-1]), w[name + ".weight"].T, w[name + ".bias"], gelu_tanh)
-        x = x + lin("mlp.c_proj", flat.reshape(*y.shape[:-1], -1))
+        name = p + "mlp.c_proj"
+        x = _added(res_run, name, flat, w[name + ".weight"].T, w[name + ".bias"], x)
         i += 1
     x = layernorm(x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
     return run("lm_head", x.reshape(-1, x.shape[-1]), wte, None).reshape(*x.shape[:-1], -1)

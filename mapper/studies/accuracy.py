@@ -16,7 +16,7 @@ that makes per-channel scales and percentile clipping matter in real transformer
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +24,22 @@ import numpy as np
 from nvdla_mapper.frontends.presets import ModelSpec
 from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
 from nvdla_mapper.numerics import lut_steps
-from nvdla_mapper.numerics.quant import QMAX, Calibration, Granularity, dequantize, quantize, requant_sdp, scale_for
+from nvdla_mapper.numerics.quant import (
+    QMAX,
+    Calibration,
+    Granularity,
+    dequantize,
+    quantize,
+    requant_sdp,
+    residual_sdp,
+    scale_for,
+)
 from nvdla_mapper.numerics.reference import (
     Activated,
     Attend,
+    Embedded,
     Matmul,
+    Residual,
     causal_mask,
     float_matmul,
     gelu_tanh,
@@ -87,11 +98,13 @@ class QuantSettings:
 
 
 # the parts of a model, to run some in INT8 and the rest float (QuantSettings.only): the matmuls by site(),
-# and the steps a build with a LUT runs on NVDLA (softmax: exp, row sums, 1/sum, normalisation; gelu: the
-# FFN's LUT activation)
+# the residual stream (written by the host's embeddings and by the residual adds the mapper fuses into the
+# output projection's and the FFN's second layer's SDP, on every build), and the steps a build with a LUT
+# runs on NVDLA (softmax: exp, row sums, 1/sum, normalisation; gelu: the FFN's LUT activation)
 MATMUL_SITES = ("embedding", "projection", "attention", "ffn", "head")
+STREAM_SITE = "residual"
 LUT_SITES = ("softmax", "gelu")
-SITES = MATMUL_SITES + LUT_SITES
+SITES = (*MATMUL_SITES, STREAM_SITE, *LUT_SITES)
 
 
 def site(name: str) -> str:
@@ -256,7 +269,9 @@ class Scales:
     smooth: dict[str, np.ndarray] = field(default_factory=dict)
     # the LUT steps' scales: by `<attention>.<step>` the softmax's (exp, rowsum, recip, unnormalized: PV's
     # output before the 1/sum), calibrated by max whatever the recipe (they are one op's insides), and by
-    # `<matmul>.act` the output of a matmul's activation (the next matmul's input: the recipe's scale)
+    # `<matmul>.act` the output of a matmul's activation (the next matmul's input: the recipe's scale);
+    # the residual stream's by `<embeddings>.stream` and `<matmul>.stream` (the host's first value, each
+    # fused add's sum: tensors in memory, the recipe's scale)
     steps: dict[str, float] = field(default_factory=dict)
 
 
@@ -269,15 +284,18 @@ class Hooks:
     matmul: Matmul
     attend: Attend | None = None
     activated: Activated | None = None
+    residual: Residual | None = None
+    embedded: Embedded | None = None
 
 
 def vit_hooks(w: dict[str, np.ndarray], images: np.ndarray, hooks: Hooks, *, heads: int, patch: int) -> np.ndarray:
     return vit_forward(w, images, heads=heads, patch=patch, mm=hooks.matmul, attend=hooks.attend,
-                       activated=hooks.activated)  # fmt: skip
+                       activated=hooks.activated, residual=hooks.residual, embedded=hooks.embedded)  # fmt: skip
 
 
 def gpt_hooks(w: dict[str, np.ndarray], ids: np.ndarray, hooks: Hooks, *, heads: int) -> np.ndarray:
-    return gpt2_forward(w, ids, heads=heads, mm=hooks.matmul, attend=hooks.attend, activated=hooks.activated)
+    return gpt2_forward(w, ids, heads=heads, mm=hooks.matmul, attend=hooks.attend, activated=hooks.activated,
+                        residual=hooks.residual, embedded=hooks.embedded)  # fmt: skip
 
 
 def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = True) -> Scales:
@@ -312,13 +330,24 @@ def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = Tr
         return record(f"{name}.pv", softmax(np.where(mask, -np.inf, z)), v.T, None)
 
     acts: dict[str, list[np.ndarray]] = {}
+    streams: dict[str, list[np.ndarray]] = {}
 
     def activated(name, a, w, b, act):
         y = act(record(name, a, w, b))
         acts.setdefault(name, []).append(y)
         return y
 
-    forward(Hooks(record, attend, activated) if steps_too else Hooks(record))
+    def embedded(name, x):
+        streams.setdefault(name, []).append(x.reshape(-1, x.shape[-1]))
+        return x
+
+    def residual(name, a, w, b, x):
+        y = x + record(name, a, w, b)
+        streams.setdefault(name, []).append(y)
+        return y
+
+    luts = (attend, activated) if steps_too else (None, None)
+    forward(Hooks(record, *luts, residual, embedded))
     cal = settings.calibration
     smooth: dict[str, np.ndarray] = {}
     if settings.smooth:  # one factor per input channel and LayerNorm output, over the weights that read it
@@ -340,8 +369,9 @@ def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = Tr
     inputs = {n: scale(n, v, smooth.get(n, 1.0)) for n, v in seen[0].items()}
     outputs, operands = ({n: scale(n, v) for n, v in d.items()} for d in seen[1:])
     maxima = {n: float(scale_for(max(v, 1e-12))) for n, v in steps.items()}
-    # an activation's output is the next matmul's input: the same values, the recipe's scale
-    return Scales(inputs, outputs, operands, smooth, maxima | {f"{n}.act": scale(n, v) for n, v in acts.items()})
+    # an activation's output is the next matmul's input: the same values, the recipe's scale; so is the stream
+    made = {f"{n}.act": scale(n, v) for n, v in acts.items()} | {f"{n}.stream": scale(n, v) for n, v in streams.items()}
+    return Scales(inputs, outputs, operands, smooth, maxima | made)
 
 
 def load_scales(path: str | Path) -> Scales:
@@ -377,11 +407,13 @@ def _pruned(hooks: Hooks, spec: str) -> Hooks:
             done[name] = prune(w, spec)
         return done[name]
 
-    act = hooks.activated
+    act, res = hooks.activated, hooks.residual
     return Hooks(
         lambda name, a, w, b: hooks.matmul(name, a, weights(name, w), b),
         hooks.attend,
         None if act is None else lambda name, a, w, b, f: act(name, a, weights(name, w), b, f),
+        None if res is None else lambda name, a, w, b, x: res(name, a, weights(name, w), b, x),
+        hooks.embedded,
     )
 
 
@@ -423,9 +455,12 @@ class _NvdlaRun:
     SDP, and dequantized. On a build with SDP's LUT and element-wise unit the FFN's GELU runs in the LUT
     of its first layer's SDP, and with settings.softmax "nvdla" each head's attention runs the mapper's
     softmax steps (numerics.lut_steps); otherwise the softmax and GELU are the host's (float), as the
-    mapper's "auto" softmax is on every build. Saturations are counted into `sats` by name; each matmul
-    with a weight or an activation operand of the forward (not the LUT softmax's QK^T, row sums and
-    broadcasts) is appended to `record` when given."""
+    mapper's "auto" softmax is on every build. The residual stream is in memory at the run's precision,
+    as the mapper keeps it on every build: the host writes the embeddings' sum, and each residual add runs
+    in the SDP of the matmul before it (quant.residual_sdp: through the element-wise unit where the build
+    has one, else through X2), its sum written at the stream's next scale. Saturations are counted into
+    `sats` by name; each matmul with a weight or an activation operand of the forward (not the LUT
+    softmax's QK^T, row sums and broadcasts) is appended to `record` when given."""
 
     def __init__(
         self,
@@ -443,6 +478,7 @@ class _NvdlaRun:
         self.rescale = QMAX[Precision.INT8] / QMAX[p]  # calibrated (INT8) scales to this precision's steps
         self.lut_softmax = self.ctx.mode("softmax") == "nvdla"
         self.lut_gelu = self.ctx.has_lut
+        self.stream: float | None = None  # the scale the residual stream was last written at
         for part, on in (("softmax", self.lut_softmax), ("gelu", self.lut_gelu)):
             if part in settings.only and not on:
                 raise NvdlaError(
@@ -451,10 +487,13 @@ class _NvdlaRun:
                 )
 
     def hooks(self) -> Hooks:
+        stream = self._quantized(STREAM_SITE)
         return Hooks(
             self.matmul,
             self.attend if self.lut_softmax and self._quantized("softmax") else None,
             self.activated if self.lut_gelu and self._quantized("gelu") else None,
+            self.residual if stream else None,
+            self.embedded if stream else None,
         )
 
     def _quantized(self, part: str) -> bool:
@@ -574,6 +613,47 @@ class _NvdlaRun:
             return dequantize(self._conv(name, qa, qw, params, truncate=t), out)
         codes = np.clip(np.round(real / table.pre_scale), -(2**31), 2**31 - 1).astype(np.int64)
         return dequantize(self._sdp(name, codes, lut_steps.table_pass(table, out, out_precision=p)), out)
+
+    def _stream_scale(self, name: str, real: np.ndarray | None) -> float:
+        """The scale the residual stream is written at after `name` (dynamic: from its value `real`)."""
+        if self.settings.dynamic:
+            return float(scale_for(self.settings.calibration.amax(real), self.precision))
+        return _static(self.scales.steps, f"{name}.stream", "residual stream") * self.rescale
+
+    def _written(self, name: str, real: np.ndarray, s: float) -> np.ndarray:
+        """`real` written at the run's precision at scale `s` (the host, or SDP's convertor on a float
+        sum), saturations counted."""
+        q = quantize(real, s, self.precision)
+        self._count(name, int(np.count_nonzero(np.abs(real / s) >= QMAX[self.precision] + 0.5)))
+        self.stream = s
+        return dequantize(q, s)
+
+    def embedded(self, name: str, x: np.ndarray) -> np.ndarray:
+        """The residual stream's first value as the host writes it into memory."""
+        return self._written(name, x, self._stream_scale(name, x))
+
+    def residual(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
+        """A matmul with the residual add in its SDP (quant.residual_sdp): the stream x read at the scale
+        it was written at, the sum written at the stream's next scale; with the matmul float
+        (attribution), the float sum written there."""
+        if self.stream is None:
+            raise NvdlaError(f"{name}: a residual add before the stream's first value was written")
+        s_r, p = self.stream, self.precision
+        qx = quantize(x, s_r, p)  # the stream as written: x is on its grid
+        if not self._quantized(site(name)):
+            real = float_matmul(name, a, w, b) + dequantize(qx, s_r)
+            return self._written(name, real, self._stream_scale(name, real))
+        qa, qw, s_x, s_w, _ = self._operands(name, a, w, b)
+        real = self._real(name, qa, qw, s_x, s_w, b) + dequantize(qx, s_r) if self.settings.dynamic else None
+        s_y = self._stream_scale(name, real)
+        t = self.truncate(qw, self._bias_steps(b, s_x, s_w))
+        try:
+            params = residual_sdp(s_x * 2**t, s_w, s_y, qx, s_r, bias=b, eltwise_unit=self.ctx.has_ew, precision=p)
+        except ValueError as e:
+            raise UnsupportedError(f"{name}: the fused residual add cannot be programmed: {e}") from None
+        out = self._conv(name, qa, qw, params, truncate=t)
+        self.stream = s_y
+        return dequantize(out, s_y)
 
     def attend(self, name: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
         """One head's attention with the mapper's softmax steps on a LUT build (numerics.lut_steps): QK^T's
@@ -712,7 +792,8 @@ def vit_accuracy(
     """The trained ViT on `images`, float and INT8 (static scales calibrated on `calib`, or dynamic): every
     matmul (patch embedding, projections, QK^T and PV per image and head, FFN, classifier) runs through the
     bit-exact CMAC -> CACC -> SDP model (run_conv, tiled as the mapper tiles it) with SDP's integer
-    requantization to INT8; LayerNorm and the softmax in float on the host (the softmax in SDP's LUT with
+    requantization to INT8; the residual stream in memory at INT8, each add in the SDP of the matmul
+    before it; LayerNorm and the softmax in float on the host (the softmax in SDP's LUT with
     settings.softmax "nvdla"), GELU likewise on a build without SDP's LUT (nv_small) and in the LUT on one
     with it (_NvdlaRun). Weight scales per output channel or per tensor; activations per
     tensor. With pruning (settings.prune) the INT8 run's weights are pruned, calibrated as pruned, and
@@ -832,10 +913,12 @@ def gpt_accuracy(
     ys = ids[1 : n * context + 1].reshape(n, context)
     cal = calib.astype(np.int64)
     iw = int8_weights or weights
-    if scales is None:  # else learned (quantization-aware training)
-        scales = _calibrated_scales(
-            lambda h: gpt_hooks(iw, cal, _pruned(h, settings.prune), heads=heads), settings, steps_too=_lut_build(hw)
-        )
+    calibrated = _calibrated_scales(
+        lambda h: gpt_hooks(iw, cal, _pruned(h, settings.prune), heads=heads), settings, steps_too=_lut_build(hw)
+    )
+    # learned scales (quantization-aware training) cover the matmuls; QAT did not learn the residual
+    # stream's, which are calibrated as the recipe says
+    scales = calibrated if scales is None else replace(scales, steps=calibrated.steps | scales.steps)
     sats: dict[str, int] = {}
     int8 = _pruned(_datapath_hooks(hw, settings, scales, sats), settings.prune)
     f_nll, f_ok = _nll_correct(gpt2_forward(weights, xs, heads=heads), ys)

@@ -71,7 +71,7 @@ def test_calibration_images_come_from_the_training_split():
 def test_int8_accuracy_through_the_bit_exact_datapath_is_the_committed_one():
     """The ViT's first 100 test images with every matmul through CMAC -> CACC -> SDP on nv_small (INT8,
     SDP's integer requantization), three recipes, recomputed and equal to validation/data/trained/accuracy.json
-    (`python validation/trained/evaluate.py`: on all 360, static max per-channel 349 and per-tensor 350,
+    (`python validation/trained/evaluate.py`: on all 360, static max per-channel and per-tensor 350,
     entropy (KL) 350, against float's 350)."""
     evaluate = _evaluate_module()
     committed = json.loads((TRAINED / "accuracy.json").read_text())
@@ -112,7 +112,8 @@ def test_char_gpt_through_the_bit_exact_datapath_is_the_committed_one():
     parts = (evaluate.RECIPES, evaluate.QAT, evaluate.PRUNING, evaluate.PRUNING_FT, evaluate.ATTRIBUTION)
     assert len(full) == sum(map(len, parts)) - 1  # no GPT embedding matmul
     # QAT: its float baseline is the fine-tuned model's, and torch's fake quantization at the learned scales
-    # (qat.py's log) predicts what the bit-exact datapath measures (4.8410 against 4.8407)
+    # (qat.py's log, the residual stream float) predicts what the bit-exact datapath measures with the
+    # stream in INT8 (4.8410 against 4.8419)
     (qat,) = [r for r in full if r["recipe"].startswith("QAT")]
     qat_log = _log("char_gpt_qat")["log"][-1]
     assert qat["float_perplexity"] == pytest.approx(qat_log["float"][0], rel=1e-4)
@@ -318,7 +319,7 @@ def test_lut_steps_on_nv_full_are_the_committed_ones():
     --softmax nvdla lowers it) the ViT's first 100 test images and the GPT's first 16 windows, recomputed,
     are accuracy.json's rows. On all of them (`evaluate.py --hw nv_full`): the host-softmax recipes within
     one image and 0.007 perplexity of nv_small's (GELU in the LUT costs nothing measurable), the LUT softmax
-    146 / 360 images against 350, and the GPT's cannot be programmed."""
+    142 / 360 images against 350 (146 with the residual stream float), and the GPT's cannot be programmed."""
     evaluate = _evaluate_module()
     rows = _rows("vit_digits", "nv_full") + _rows("char_gpt", "nv_full")
     want = {(r["recipe"], r.get("images", r.get("windows"))): r for r in rows}
@@ -326,7 +327,7 @@ def test_lut_steps_on_nv_full_are_the_committed_ones():
     for row in evaluate.evaluate("nv_full", 100, ci) + evaluate.evaluate_gpt("nv_full", 16, 2, 8, ci):
         assert row == want[row["recipe"], row.get("images", row.get("windows"))]
     lut = "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)"
-    assert want[lut, 360]["nvdla_correct"] == 146 and want[lut, 360]["float_correct"] == 350
+    assert want[lut, 360]["nvdla_correct"] == 142 and want[lut, 360]["float_correct"] == 350
     assert "normalize: cannot be programmed" in want[lut, 369]["error"]
     small = {
         (r["recipe"], r.get("images", r.get("windows"))): r

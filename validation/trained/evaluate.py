@@ -5,14 +5,16 @@
 Writes (for that build; the other build's rows are kept) validation/data/trained/accuracy.json. On
 nv_small (no LUT; softmax and GELU on the host): per recipe (PTQ, QAT, pruning with and without fine-tuning,
 and for the attribution one part of the model at a time in INT8), the ViT's test accuracy in float and with every
-matmul through CMAC -> CACC -> SDP (nvdla_mapper.studies.accuracy.vit_accuracy), over the first N test
+matmul through CMAC -> CACC -> SDP and the residual stream in memory at INT8, each add in the SDP of the
+matmul before it, as the mapper lowers them (nvdla_mapper.studies.accuracy.vit_accuracy), over the first N test
 images (all 360, and the first 100 that CI recomputes); and the character GPT's held-out perplexity,
 next-character accuracy and greedy agreement with float (gpt_accuracy), over all 369 held-out windows
 with 4 prompts of 16 new characters (and 16 windows with 2 prompts of 8 that CI recomputes); and what
 pruning with weight compression does to each model's bytes and cycles on nv_full. On nv_full (SDP's LUT:
 GELU in the LUT behind the FFN's first layer, the softmax on the host as the mapper chooses it there):
 the main recipes, the softmax in SDP's LUT as the mapper lowers it with --softmax nvdla (a row with the
-error when it cannot be programmed), and the LUT's GELU alone in INT8 (attribution), over all test images
+error when it cannot be programmed), the LUT's GELU alone and the residual stream alone in INT8, and
+every part but the residual stream (attribution), over all test images
 and held-out windows, and the subsets CI recomputes.
 """
 
@@ -31,7 +33,7 @@ from nvdla_mapper.frontends.resolve import model_graph
 from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.numerics.quant import Calibration, Granularity
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.studies.accuracy import MATMUL_SITES, QuantSettings, trained_accuracy
+from nvdla_mapper.studies.accuracy import LUT_SITES, MATMUL_SITES, STREAM_SITE, QuantSettings, trained_accuracy
 from nvdla_sim import Precision, load_config
 from nvdla_sim.errors import UnsupportedError
 
@@ -70,6 +72,10 @@ LUT_RECIPES = {
     "dynamic activations, per-channel weights": QuantSettings(dynamic=True),
     "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)": QuantSettings(softmax="nvdla"),
     "static max, per-channel weights; INT8 only in the gelu": QuantSettings(only=frozenset({"gelu"})),
+    f"static max, per-channel weights; INT8 only in the {STREAM_SITE}": QuantSettings(only=frozenset({STREAM_SITE})),
+    "static max, per-channel weights; residual stream float": QuantSettings(
+        only=frozenset({*MATMUL_SITES, *LUT_SITES}) - {"softmax"}
+    ),
     "static max, per-channel weights; softmax in SDP's LUT, INT8 only in the softmax": QuantSettings(
         softmax="nvdla", only=frozenset({"softmax"})
     ),
@@ -84,11 +90,12 @@ LUT_CI = (
     "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)",
     "INT16: static max, per-channel weights",
 )
-# Attribution: the first recipe with only one part of the model in INT8 (the rest float), part by part
+# Attribution: the first recipe with only one part of the model in INT8 (the rest float), part by part,
+# and with every part but the residual stream (the adds in float, as before the stream was measured)
 ATTRIBUTION = {
     f"static max, per-channel weights; INT8 only in the {part}": QuantSettings(only=frozenset({part}))
-    for part in MATMUL_SITES
-}
+    for part in (*MATMUL_SITES, STREAM_SITE)
+} | {"static max, per-channel weights; residual stream float": QuantSettings(only=frozenset(MATMUL_SITES))}
 
 
 def evaluate(hw_name: str, images: int, recipes: dict[str, QuantSettings] = RECIPES) -> list[dict]:
