@@ -687,6 +687,9 @@ def _given_stage(
                       use=OperandUse.ALU)
         )  # fmt: skip
         alu = from_memory(OperandMode.PER_ELEMENT, p.bytes, st.alu_shift)
+    for v in (st.alu_operand, st.mul_operand):
+        if v is not None and np.ndim(v) == 0 and not -(2**15) <= int(v) < 2**15:
+            raise TraceError(f"{base}: an SDP register operand outside 16 bits ({int(v)})")
     if st.alu_operand is not None and np.ndim(st.alu_operand) == 0:
         alu = SdpOperand(OperandSource.REG, int(st.alu_operand), st.alu_shift)
     if st.mul_operand is not None and np.ndim(st.mul_operand) == 0:

@@ -389,6 +389,7 @@ def _relayout(
 def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMode.NONE) -> SdpSpec:
     """SDP pass of a linear layer or convolution: bias, optional scale (folded BN), activation, residual."""
     residual_mode = OperandMode.NONE
+    pairs = False
     if f.residual:
         if ctx.has_ew:
             residual_mode = OperandMode.PER_ELEMENT  # Y's ALU, through E-RDMA's convertor
@@ -396,11 +397,11 @@ def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMo
             # no EW unit: X1 takes the bias and the multipliers (a folded BN's scale, the requantization) as
             # per-kernel pairs to a step a power of two below the residual's, X2's ALU adds the residual
             # from N-RDMA shifted left (an X operand has a shift, no scale: numerics.quant.residual_sdp)
-            scale = OperandMode.PER_ELEMENT
+            scale, pairs = OperandMode.PER_ELEMENT, True
     lut = f.activation in (OpKind.GELU, OpKind.LUT)
     return SdpSpec(
-        bias=OperandMode.PER_KERNEL, scale=scale, relu=f.activation is OpKind.RELU, lut=lut, eltwise=residual_mode,
-        out_precision=converted_output(ctx.precision, f.out_precision),
+        bias=OperandMode.PER_KERNEL, bias_pairs=pairs, scale=scale, relu=f.activation is OpKind.RELU, lut=lut,
+        eltwise=residual_mode, out_precision=converted_output(ctx.precision, f.out_precision),
     )  # fmt: skip
 
 

@@ -192,9 +192,10 @@ def requant_sdp(
 
 
 # The fused residual add's sum is formed at an intermediate step 2**RESIDUAL_FINE_BITS times finer than
-# the output's (with the element-wise unit) or the residual's (without it), so that only the output
-# convertor rounds: the residual's conversion then keeps 15 significant bits, and the X stages' 32 bits
-# hold the sum (127 x 2**14 x the ratio of the scales, with room)
+# the output's (with the element-wise unit) or the residual's (without it), so that at INT8 only the
+# output convertor rounds visibly (the residual's conversion keeps 15 significant bits) and the X stages'
+# 32 bits hold the sum (127 x 2**14 x the ratio of the scales, with room). At INT16 the room leaves F
+# smaller and the sum is within about 2 output steps (as requant_sdp's, whose one MUL shift it shares)
 RESIDUAL_FINE_BITS = 14
 _X_STAGE_ROOM_BITS = 30  # the sum's magnitude in intermediate steps stays below 2**30 (X stages: 32 bits)
 

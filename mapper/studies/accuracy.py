@@ -623,8 +623,9 @@ class _NvdlaRun:
     def _written(self, name: str, real: np.ndarray, s: float) -> np.ndarray:
         """`real` written at the run's precision at scale `s` (the host, or SDP's convertor on a float
         sum), saturations counted."""
-        q = quantize(real, s, self.precision)
-        self._count(name, int(np.count_nonzero(np.abs(real / s) >= QMAX[self.precision] + 0.5)))
+        q, top = quantize(real, s, self.precision), QMAX[self.precision]
+        v = real / s  # saturated where the rounding leaves -top-1..top
+        self._count(name, int(np.count_nonzero((v >= top + 0.5) | (v <= -top - 1.5))))
         self.stream = s
         return dequantize(q, s)
 

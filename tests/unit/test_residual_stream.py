@@ -78,6 +78,26 @@ def test_the_sum_is_the_real_sum_rounded(acc, res, s_w, s_r, s_y, eltwise_unit):
     assert np.all(np.abs(got - real) <= 0.5 + 0.02)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(-(2**24), 2**24), min_size=4, max_size=4),
+    st.lists(st.integers(-32768, 32767), min_size=4, max_size=4),
+    st.floats(0.25, 1.0),
+    st.booleans(),
+)
+def test_at_int16_the_sum_is_within_two_steps(acc, res, spread, eltwise_unit):
+    """INT16: F is smaller (the sum's 32,768 steps need the room), and the shared MUL shift keeps fewer
+    bits of the smaller multiplier: within two output steps of real arithmetic (weight steps 4x apart at
+    most, as requant_sdp's limit)."""
+    acc = np.array(acc, np.int64).reshape(2, 2)
+    r = np.array(res, np.int64).reshape(2, 2)
+    s_w, s_r, s_y = np.array([1e-6, 1e-6 * spread]), 1e-4, 1.2e-4
+    params = residual_sdp(0.01, s_w, s_y, r, s_r, bias=None, eltwise_unit=eltwise_unit, precision=Precision.INT16)
+    got = sdp_apply(acc, params).values.astype(np.int64)
+    real = np.clip((acc * 0.01 * s_w + r * s_r) / s_y, -32768, 32767)
+    assert np.all(np.abs(got - real) <= 2.0)
+
+
 def test_a_program_that_cannot_be_made_is_a_one_line_error():
     """Accumulator steps 2**17 times the residual's: no F >= 0 keeps the multipliers in 16 bits."""
     with pytest.raises(ValueError, match="too coarse for a residual scale"):

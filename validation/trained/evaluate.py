@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = [r for r in old["rows"] if r["hw"] != args.hw]
     legacy = {"nv_small": {"command": old["command"], "date": old["date"]}} if "command" in old else {}
     commands = legacy | old.get("commands", {}) | {
-        args.hw: {"command": f"python validation/trained/evaluate.py --hw {args.hw}",
+        args.hw: {"command": "python validation/trained/evaluate.py" + ("" if args.hw == "nv_small" else f" --hw {args.hw}"),
                   "date": datetime.date.today().isoformat()}
     }  # fmt: skip
     doc = {"commands": commands, "rows": kept + rows + gpt, "compression": compression()}
