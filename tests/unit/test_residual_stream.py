@@ -143,3 +143,22 @@ def test_the_residual_stream_can_be_switched_to_float():
     """`--only` without the residual: the forward's adds stay float (no hooks)."""
     hooks, *_ = _stream_run("nv_full", only=frozenset({"projection"}))
     assert hooks.residual is None and hooks.embedded is None
+
+
+def test_the_cli_runs_the_stream_alone(tmp_path):
+    """`nvdla accuracy vit_digits --only residual`: the residual stream in INT8, the matmuls float; the row
+    is trained_accuracy's with those settings, and its saturations are the stream's (the matmuls have none)."""
+    import json
+    from pathlib import Path
+
+    from nvdla_cli.main import main
+    from nvdla_mapper.studies.accuracy import trained_accuracy
+
+    out = tmp_path / "row.json"
+    assert main(["accuracy", "vit_digits", "--only", "residual", "--samples", "24", "--json", str(out)]) == 0
+    row = json.loads(out.read_text())
+    trained = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
+    want = trained_accuracy(
+        trained, "vit_digits", load_config("nv_small"), QuantSettings(only=frozenset({"residual"})), samples=24
+    )
+    assert {k: row[k] for k in want} == want
