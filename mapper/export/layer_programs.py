@@ -7,11 +7,11 @@ the way a quantized transformer uses each mode, with seeded random INT8 operands
   also where attention's K and V^T land after their re-layout), 32-bit accumulators (no CACC
   truncation), then SDP on the fly;
 * bias PER_KERNEL: an INT16 bias per output channel from memory (B-RDMA, X1 ALU, left-shifted to the
-  accumulator scale); bias PER_ELEMENT: a cube of the layer's precision from memory added by the X1 ALU (an
-  unfused add without SDP's EW unit);
+  accumulator scale); bias PER_ELEMENT: a cube of the layer's precision from memory added by the X1 ALU (a
+  partial sum of a matmul split over K, without SDP's EW unit);
 * scale REG: a per-tensor multiplier in X2 MUL (attention's 1/sqrt(d) folded into QK^T); PER_KERNEL: a
   per-channel INT16 multiplier from memory (N-RDMA); PER_ELEMENT: the residual, a cube of the layer's
-  precision from memory added by the X2 ALU (the fused residual add of configs without SDP's EW unit);
+  precision from memory added by the X2 ALU (a residual add, fused or not, on configs without SDP's EW unit);
 * relu: X1 ReLU (X2's after a residual there); requantization to the layer's precision by the output convertor (CVT scale and shift), chosen from the
   reduction depth so that the outputs spread over the INT8 range instead of saturating.
 

@@ -715,7 +715,9 @@ def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
             return [_host(op, op.name, ctx, flops_per_elem=1, note="elementwise multiply on host (no SDP EW)")]
         spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
     else:  # ADD
-        spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(bias=OperandMode.PER_ELEMENT)
+        # without EW: X2's ALU adds the operand after X1's multiplier (a register) took the input to a step a
+        # power of two below the operand's, as a fused residual add does (numerics.quant.residual_sdp)
+        spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT) if ctx.has_ew else SdpSpec(scale=OperandMode.PER_ELEMENT)
     return [_hw(op, lay) for lay in _sdp_passes(op.name, op.m, op.n, ctx, spec)]
 
 

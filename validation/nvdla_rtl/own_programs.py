@@ -135,6 +135,21 @@ def _sdp(w: int, h: int, c: int) -> Maker:
     return make
 
 
+def _sdp_x2_residual(w: int, h: int, c: int) -> Maker:
+    """Offline SDP as the mapper lowers an unfused residual add without SDP's EW unit (rules.lower_elementwise,
+    through export.layer_programs): X2's ALU adds the operand from N-RDMA per element, then ReLU."""
+
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        from nvdla_mapper.export.layer_programs import layer_programs
+        from nvdla_sim.layers import SdpLayer, SdpSpec
+
+        layer = SdpLayer(name, w, h, c, P, SdpSpec(scale=OperandMode.PER_ELEMENT, relu=True))
+        (lp,) = layer_programs(layer, hw, name=name, seed=int(rng.integers(2**31)))
+        return lp.program
+
+    return make
+
+
 def _lrn(w: int, h: int, c: int, window: int) -> Maker:
     """CDP LRN with a linear LE table over the square sums and a denser LO table at the low end."""
 
@@ -196,6 +211,7 @@ def _suite() -> Iterator[Spec]:
     for i, (tag, w, h, c, spec) in enumerate(pools):
         yield Spec(f"own_pdp_{w}x{h}x{c}_{tag}", "pdp", _pool(w, h, c, spec), 100 + i)
     yield Spec("own_sdp_16x8x24_residual_relu", "sdp", _sdp(16, 8, 24), 200)
+    yield Spec("own_sdp_16x8x24_residual_x2_relu", "sdp", _sdp_x2_residual(16, 8, 24), 201)
     yield Spec("own_cdp_8x8x24_lrn5", "cdp", _lrn(8, 8, 24, 5), 300)
 
 
