@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,36 @@ Embedded = Callable[[str, np.ndarray], np.ndarray]
 def float_matmul(name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     y = a @ w.T
     return y + b if b is not None else y
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What a forward pass runs its ops through: every matmul (float by default), and where a run takes
+    them whole, each head's attention, each matmul with its activation, each matmul with the residual add
+    behind it, and the residual stream's first value (None: through `matmul`, with the softmax, the
+    activation and the add in float, the stream as computed)."""
+
+    matmul: Matmul = float_matmul
+    attend: Attend | None = None
+    activated: Activated | None = None
+    residual: Residual | None = None
+    embedded: Embedded | None = None
+
+    def activated_run(self) -> Activated:
+        return self.activated or (lambda name, a, w, b, act: act(self.matmul(name, a, w, b)))
+
+    def residual_run(self) -> Residual:
+        return self.residual or (lambda name, a, w, b, x: x + self.matmul(name, a, w, b))
+
+    def products(self) -> Matmul | None:
+        """The attention products' matmul; None where it is float (all heads at once, in numpy)."""
+        return None if self.matmul is float_matmul else self.matmul
+
+    def stream(self, name: str, x: np.ndarray) -> np.ndarray:
+        return self.embedded(name, x) if self.embedded is not None else x
+
+
+FLOAT = Hooks()
 
 
 def load_weights(path: str | Path) -> Weights:
@@ -125,14 +156,6 @@ def _attention(
     return out.transpose(0, 2, 1, 3).reshape(b, t, h)
 
 
-def _activated(run: Matmul) -> Activated:
-    return lambda name, a, w, b, act: act(run(name, a, w, b))
-
-
-def _residual(run: Matmul) -> Residual:
-    return lambda name, a, w, b, x: x + run(name, a, w, b)
-
-
 def _added(res: Residual, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
     """x + a @ w.T + b through `res`, a [..., K] and the stream x [..., N] flattened to rows and back."""
     return res(name, a.reshape(-1, a.shape[-1]), w, b, x.reshape(-1, x.shape[-1])).reshape(x.shape)
@@ -145,22 +168,14 @@ def vit_forward(
     heads: int,
     patch: int,
     eps: float = 1e-12,
-    mm: Matmul | None = None,
-    attend: Attend | None = None,
-    activated: Activated | None = None,
-    residual: Residual | None = None,
-    embedded: Embedded | None = None,
+    hooks: Hooks = FLOAT,
 ) -> np.ndarray:
-    """Logits [N, classes] for images [N, H, W] (one channel), float64; `mm` runs every matmul (the patch
-    embedding, the projections, QK^T and PV per image and head, the FFN, the classifier; None: float),
-    `attend` each image's and head's attention (None: `mm`'s QK^T and PV around a float softmax),
-    `activated` the FFN's first layer with its GELU (None: `mm`, then GELU in float), `residual` the
-    output projection and the FFN's second layer with the residual add behind each (None: `mm`, then the
-    add in float), `embedded` the residual stream's first value (the patch embeddings, CLS token and
-    positions summed; None: as computed). LayerNorm stays float (the host's)."""
-    run = mm or float_matmul
-    act_run = activated or _activated(run)
-    res_run = residual or _residual(run)
+    """Logits [N, classes] for images [N, H, W] (one channel), float64, with its ops through `hooks`: every
+    matmul (the patch embedding, the projections, QK^T and PV per image and head, the FFN, the
+    classifier), each image's and head's attention, the FFN's first layer with its GELU, the output
+    projection and the FFN's second layer with the residual add behind each, and the residual stream's
+    first value (the patch embeddings, CLS token and positions summed). LayerNorm stays float (the host's)."""
+    run, act_run, res_run = hooks.matmul, hooks.activated_run(), hooks.residual_run()
     n, hh, ww = images.shape
     conv = _need(w, "vit.embeddings.patch_embeddings.projection.weight").astype(np.float64)  # [hidden, 1, p, p]
     hidden = conv.shape[0]
@@ -170,7 +185,7 @@ def vit_forward(
     x = x.reshape(n, -1, hidden)
     cls = np.broadcast_to(_need(w, "vit.embeddings.cls_token"), (n, 1, hidden))
     x = np.concatenate([cls, x], 1) + w["vit.embeddings.position_embeddings"]
-    x = embedded("vit.embeddings", x) if embedded is not None else x
+    x = hooks.stream("vit.embeddings", x)
     i = 0
     while f"vit.encoder.layer.{i}.layernorm_before.weight" in w:
         p = f"vit.encoder.layer.{i}."
@@ -181,7 +196,7 @@ def vit_forward(
 
         y = layernorm(x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
         qkv = (lin(f"attention.attention.{m}", y) for m in ("query", "key", "value"))
-        att = _attention(*qkv, heads, False, mm, f"{p}attention", attend)
+        att = _attention(*qkv, heads, False, hooks.products(), f"{p}attention", hooks.attend)
         name = p + "attention.output.dense"
         x = _added(res_run, name, att, w[name + ".weight"], w[name + ".bias"], x)
         y = layernorm(x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
@@ -200,23 +215,17 @@ def gpt2_forward(
     *,
     heads: int,
     eps: float = 1e-5,
-    mm: Matmul | None = None,
-    attend: Attend | None = None,
-    activated: Activated | None = None,
-    residual: Residual | None = None,
-    embedded: Embedded | None = None,
+    hooks: Hooks = FLOAT,
 ) -> np.ndarray:
-    """Logits [B, T, vocab] for token ids [B, T], float64; `mm` runs every matmul (the q, k and v
-    projections, QK^T and PV per sequence and head, the output projection, the FFN, the tied LM head; None:
-    float), `attend`, `activated`, `residual` and `embedded` (the token and position embeddings summed) as
-    in vit_forward. LayerNorm stays float (the host's)."""
-    run = mm or float_matmul
-    act_run = activated or _activated(run)
-    res_run = residual or _residual(run)
+    """Logits [B, T, vocab] for token ids [B, T], float64, with its ops through `hooks` as in vit_forward
+    (the matmuls: the q, k and v projections, QK^T and PV per sequence and head, the output projection,
+    the FFN, the tied LM head; the stream's first value: the token and position embeddings summed).
+    LayerNorm stays float (the host's)."""
+    run, act_run, res_run = hooks.matmul, hooks.activated_run(), hooks.residual_run()
     wte = _need(w, "transformer.wte.weight").astype(np.float64)
     t = ids.shape[1]
     x = wte[ids] + w["transformer.wpe.weight"][:t]
-    x = embedded("transformer.embeddings", x) if embedded is not None else x
+    x = hooks.stream("transformer.embeddings", x)
     i = 0
     while f"transformer.h.{i}.ln_1.weight" in w:
         p = f"transformer.h.{i}."
@@ -230,7 +239,7 @@ def gpt2_forward(
             run(f"{p}attn.c_attn.{n}", flat, wt.T, bt).reshape(*y.shape[:-1], -1)
             for n, wt, bt in (("q", wq, bq), ("k", wk, bk), ("v", wv, bv))
         )
-        att, name = _attention(q, k, v, heads, True, mm, f"{p}attn", attend), p + "attn.c_proj"
+        att, name = _attention(q, k, v, heads, True, hooks.products(), f"{p}attn", hooks.attend), p + "attn.c_proj"
         x = _added(res_run, name, att, w[name + ".weight"].T, w[name + ".bias"], x)  # Conv1D weights: [in, out]
         y = layernorm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
         name = p + "mlp.c_fc"

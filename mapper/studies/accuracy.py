@@ -35,11 +35,7 @@ from nvdla_mapper.numerics.quant import (
     scale_for,
 )
 from nvdla_mapper.numerics.reference import (
-    Activated,
-    Attend,
-    Embedded,
-    Matmul,
-    Residual,
+    Hooks,
     causal_mask,
     float_matmul,
     gelu_tanh,
@@ -273,29 +269,6 @@ class Scales:
     # the residual stream's by `<embeddings>.stream` and `<matmul>.stream` (the host's first value, each
     # fused add's sum: tensors in memory, the recipe's scale)
     steps: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Hooks:
-    """What a forward pass runs its ops through (numerics.reference): every matmul, and where a run takes
-    them whole, each head's attention and each matmul with its activation (None: through `matmul`, with the
-    softmax and the activation in float)."""
-
-    matmul: Matmul
-    attend: Attend | None = None
-    activated: Activated | None = None
-    residual: Residual | None = None
-    embedded: Embedded | None = None
-
-
-def vit_hooks(w: dict[str, np.ndarray], images: np.ndarray, hooks: Hooks, *, heads: int, patch: int) -> np.ndarray:
-    return vit_forward(w, images, heads=heads, patch=patch, mm=hooks.matmul, attend=hooks.attend,
-                       activated=hooks.activated, residual=hooks.residual, embedded=hooks.embedded)  # fmt: skip
-
-
-def gpt_hooks(w: dict[str, np.ndarray], ids: np.ndarray, hooks: Hooks, *, heads: int) -> np.ndarray:
-    return gpt2_forward(w, ids, heads=heads, mm=hooks.matmul, attend=hooks.attend, activated=hooks.activated,
-                        residual=hooks.residual, embedded=hooks.embedded)  # fmt: skip
 
 
 def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = True) -> Scales:
@@ -810,14 +783,14 @@ def vit_accuracy(
         raise NvdlaError(f"labels {list(labels.shape)} must be one per image ({images.shape[0]})")
     iw = int8_weights or weights
     scales = _calibrated_scales(
-        lambda h: vit_hooks(iw, calib, _pruned(h, settings.prune), heads=heads, patch=patch),
+        lambda h: vit_forward(iw, calib, heads=heads, patch=patch, hooks=_pruned(h, settings.prune)),
         settings,
         steps_too=_lut_build(hw),
     )
     sats: dict[str, int] = {}
     int8 = _pruned(_datapath_hooks(hw, settings, scales, sats, record), settings.prune)
     ref = vit_forward(weights, images, heads=heads, patch=patch).argmax(-1)
-    got = vit_hooks(iw, images, int8, heads=heads, patch=patch).argmax(-1)
+    got = vit_forward(iw, images, heads=heads, patch=patch, hooks=int8).argmax(-1)
     return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sum(sats.values()))
 
 
@@ -915,7 +888,9 @@ def gpt_accuracy(
     cal = calib.astype(np.int64)
     iw = int8_weights or weights
     calibrated = _calibrated_scales(
-        lambda h: gpt_hooks(iw, cal, _pruned(h, settings.prune), heads=heads), settings, steps_too=_lut_build(hw)
+        lambda h: gpt2_forward(iw, cal, heads=heads, hooks=_pruned(h, settings.prune)),
+        settings,
+        steps_too=_lut_build(hw),
     )
     # learned scales (quantization-aware training) cover the matmuls; QAT did not learn the residual
     # stream's, which are calibrated as the recipe says
@@ -923,14 +898,14 @@ def gpt_accuracy(
     sats: dict[str, int] = {}
     int8 = _pruned(_datapath_hooks(hw, settings, scales, sats), settings.prune)
     f_nll, f_ok = _nll_correct(gpt2_forward(weights, xs, heads=heads), ys)
-    q_nll, q_ok = _nll_correct(gpt_hooks(iw, xs, int8, heads=heads), ys)
+    q_nll, q_ok = _nll_correct(gpt2_forward(iw, xs, heads=heads, hooks=int8), ys)
     prompt_tokens, new = context - new_tokens, new_tokens
     starts = np.linspace(0, len(ids) - prompt_tokens, prompts).astype(np.int64)
     pr = np.stack([ids[s : s + prompt_tokens] for s in starts])
     pad = 0 if settings.dynamic else context  # dynamic scales see every row: run the real lengths
     g_f = _greedy(lambda x: gpt2_forward(weights, x, heads=heads), pr, new, pad_to=pad)
     sats_held = sum(sats.values())  # the held-out windows' (the greedy runs' padded rows would count too)
-    g_q = _greedy(lambda x: gpt_hooks(iw, x, int8, heads=heads), pr, new, pad_to=pad)
+    g_q = _greedy(lambda x: gpt2_forward(iw, x, heads=heads, hooks=int8), pr, new, pad_to=pad)
     same = g_f == g_q
     prefix = int(sum(int(np.argmin(row)) if not row.all() else new for row in same))
     return LmAccuracy(

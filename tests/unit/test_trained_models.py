@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from nvdla_mapper.frontends.hf_config import from_hf_config
-from nvdla_mapper.numerics.reference import gpt2_forward, load_weights, vit_forward
+from nvdla_mapper.numerics.reference import Hooks, gpt2_forward, load_weights, vit_forward
 from nvdla_sim.errors import NvdlaError
 
 TRAINED = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
@@ -137,10 +137,10 @@ def test_padded_greedy_is_the_unpadded_one():
     w = load_weights(TRAINED / "char_gpt.npz")
     calib = np.load(TRAINED / "char_calib.npz")["ids"][:4].astype(np.int64)
     settings = QuantSettings(calibration=Calibration("max"))
-    scales = _calibrated_scales(lambda h: gpt2_forward(w, calib, heads=4, mm=h.matmul), settings)
+    scales = _calibrated_scales(lambda h: gpt2_forward(w, calib, heads=4, hooks=Hooks(h.matmul)), settings)
     mm = _datapath_hooks(load_config("nv_small"), settings, scales, {}).matmul
     prompt = np.load(TRAINED / "char_eval.npz")["ids"][None, :12].astype(np.int64)
-    forward = lambda x: gpt2_forward(w, x, heads=4, mm=mm)  # noqa: E731
+    forward = lambda x: gpt2_forward(w, x, heads=4, hooks=Hooks(mm))  # noqa: E731
     padded = forward(np.pad(prompt, ((0, 0), (0, 4))))[:, :12]
     assert np.array_equal(padded, forward(prompt))
     assert np.array_equal(_greedy(forward, prompt, 3, pad_to=16), _greedy(forward, prompt, 3))
@@ -221,8 +221,8 @@ def test_sites_of_the_trained_models_names():
         names.append(name)
         return a @ w.T
 
-    vit_forward(load_weights(TRAINED / "vit_digits.npz"), np.zeros((1, 8, 8)), heads=4, patch=2, mm=record)
-    gpt2_forward(load_weights(TRAINED / "char_gpt.npz"), np.zeros((1, 4), np.int64), heads=4, mm=record)
+    vit_forward(load_weights(TRAINED / "vit_digits.npz"), np.zeros((1, 8, 8)), heads=4, patch=2, hooks=Hooks(record))
+    gpt2_forward(load_weights(TRAINED / "char_gpt.npz"), np.zeros((1, 4), np.int64), heads=4, hooks=Hooks(record))
     by_site: dict[str, set[str]] = {}
     for n in names:
         by_site.setdefault(site(n), set()).add(n.replace("vit.encoder.layer.0.", "").replace("transformer.h.0.", ""))
@@ -253,9 +253,9 @@ def test_int8_only_where_asked():
     w = load_weights(TRAINED / "char_gpt.npz")
     ids = np.load(TRAINED / "char_eval.npz")["ids"][None, :16].astype(np.int64)
     settings = QuantSettings(only=frozenset({"embedding"}))
-    scales = _calibrated_scales(lambda h: gpt2_forward(w, ids, heads=4, mm=h.matmul), settings)
+    scales = _calibrated_scales(lambda h: gpt2_forward(w, ids, heads=4, hooks=Hooks(h.matmul)), settings)
     mm = _datapath_hooks(load_config("nv_small"), settings, scales, {}).matmul
-    assert np.array_equal(gpt2_forward(w, ids, heads=4, mm=mm), gpt2_forward(w, ids, heads=4))
+    assert np.array_equal(gpt2_forward(w, ids, heads=4, hooks=Hooks(mm)), gpt2_forward(w, ids, heads=4))
 
 
 def test_pruned_fine_tuned_weights_keep_their_pattern():
