@@ -272,17 +272,19 @@ def _plan_reads(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint) -
     order over several bands, the weights once per band in data-stationary order (group by group, in
     whole CBUF entries: _weight_fetch_bytes); nothing for an operand resident in CBUF. The same for every
     bank split."""
-    data = (
-        0
-        if layer.data_resident
-        else sum(cdma.input_bytes(layer, rows, hw) for rows, _ in _band_sizes(layer, plan.rows_per_tile)) * layer.images
-    )
+    data = 0 if layer.data_resident else _bands_input_bytes(layer, plan.rows_per_tile, hw) * layer.images
     if _weights_stay(plan, fp):
         data *= fp.n_weight_tiles
     weights = 0 if layer.weights_resident else _weight_fetch_bytes(layer, hw)
     if plan.order is LoopOrder.DATA_STATIONARY:
         weights *= fp.n_data_tiles  # every band is a hardware layer that fetches its weights
     return data, weights
+
+
+@lru_cache(maxsize=65536)  # pure; every plan of a band height asks (_plan_reads)
+def _bands_input_bytes(layer: ConvLayer, rows_per_tile: int, hw: HwConfig) -> int:
+    """Input bytes of one image's bands of `rows_per_tile` output rows, each fetched once."""
+    return sum(cdma.input_bytes(layer, rows, hw) for rows, _ in _band_sizes(layer, rows_per_tile))
 
 
 def _weights_stay(plan: TilePlan, fp: Footprint) -> bool:

@@ -20,7 +20,9 @@ from functools import cache, lru_cache
 import numpy as np
 
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine import layer_skip
 from nvdla_sim.engine.bounds import channel_ops_per_stripe, conv_floor, drain_rate
+from nvdla_sim.engine.layer_skip import COUNTERS, LayerSkip, layer_signature, own_fetches
 from nvdla_sim.engine.stats import Bound, LayerStats, Traffic, Unit, UnitStats
 from nvdla_sim.engine.tile_pipeline import (
     BlockRun,
@@ -236,6 +238,7 @@ class _Chain:
     layers: int = 0
     last_data: int = -1  # the data event the last hardware layer used
     last_weights: dict[int, int] = dataclasses.field(default_factory=dict)  # its weight events by first kernel
+    named: bool = True  # items and fetches carry names (for timeline events; building them costs time)
 
     def add(self, layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
         """Append `layer` run under `plan`. Fetch keys: an operand is fetched again whenever its key is new.
@@ -278,6 +281,18 @@ class _Chain:
             blocks, tail_gap = group_delivery(layer, hw, rows, kernels)
             return blocks, output_bytes(layer, rows, kernels, hw), extra, tail_gap, credit
 
+        # a data fetch may be consumed in part (CSC polls CBUF per stripe) unless CSC waits for the whole band
+        streamed = not hw.timing.conv_input_before_compute
+        ingest = 0.0 if layer.image_input else cdma.feature_ingest_bytes_per_cycle(hw, layer.input_memory)
+
+        @cache
+        def input_bytes(rows: int) -> int:
+            return cdma.input_bytes(layer, rows, hw)
+
+        @cache
+        def group_bytes(kernels: int) -> int:
+            return math.ceil(cdma.weight_bytes(kernels, bpk, hw) * w_ratio)
+
         for step in tile_steps(layer, plan, hw):  # the plan's loop nest, shared with run_conv
             d, k = step.data_tile, step.weight_tile
             if first + _hardware_layer(plan, d, k, n_data) != current:
@@ -290,28 +305,24 @@ class _Chain:
             r0, r1 = step.rows
             i0, i1 = s.input_rows_for(r0, r1)
             data_key = ("d", d) if (not ws or n_data == 1) else ("d", d, k)
-            image = f"image {step.image} " if layer.images > 1 else ""
+            image = f"image {step.image} " if layer.images > 1 and self.named else ""
             g0, g1 = step.group
             fetches: list[Fetch] = []
             if data_key not in seen:
                 seen[data_key] = self._event()
-                nbytes = cdma.input_bytes(layer, i1 - i0, hw)
-                before = hw.timing.conv_input_before_compute
                 fetches.append(
                     Fetch(
-                        seen[data_key], Buffer.CBUF_DATA, Channel.CDMA_DAT, nbytes, layer.input_memory,
-                        f"data {image}rows {i0}-{i1}", not before,
-                        0.0 if layer.image_input else cdma.feature_ingest_bytes_per_cycle(hw, layer.input_memory),
+                        seen[data_key], Buffer.CBUF_DATA, Channel.CDMA_DAT, input_bytes(i1 - i0), layer.input_memory,
+                        f"data {image}rows {i0}-{i1}" if self.named else "", streamed, ingest,
                     )
                 )  # fmt: skip
             weight_key = ("w", g0) if weights_resident else ("w", g0, d)
             if weight_key not in seen:
                 seen[weight_key] = self._event()
-                nbytes = math.ceil(cdma.weight_bytes(g1 - g0, bpk, hw) * w_ratio)
                 fetches.append(
                     Fetch(
-                        seen[weight_key], Buffer.CBUF_WEIGHT, Channel.CDMA_WT, nbytes, layer.weight_memory,
-                        f"weights k{g0}-{g1}",
+                        seen[weight_key], Buffer.CBUF_WEIGHT, Channel.CDMA_WT, group_bytes(g1 - g0),
+                        layer.weight_memory, f"weights k{g0}-{g1}" if self.named else "",
                     )
                 )  # fmt: skip
             blocks, write_bytes, extra, tail_gap, credit = per_item(r1 - r0, g1 - g0)
@@ -324,7 +335,7 @@ class _Chain:
             self.last_weights[g0 - step.kernels[0]] = seen[weight_key]
             self.items.append(
                 Item(
-                    name=f"{image}rows {r0}-{r1} k{g0}-{g1}",
+                    name=f"{image}rows {r0}-{r1} k{g0}-{g1}" if self.named else "",
                     fetches=tuple(fetches),
                     uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e >= 0),  # -1: left by a layer before
                     blocks=blocks,
@@ -374,7 +385,7 @@ def simulate_chain(steps: Sequence[tuple[ConvLayer, TilePlan]], hw: HwConfig) ->
     plan runs (simulate_conv) and the way a program's layers run in ping-pong register groups: each next
     layer fetches into what the previous one releases, keeps what it set to keep (SKIP_*_RLS) for a layer
     that reuses it (a layer with data_resident / weights_resident takes the previous layer's operand)."""
-    chain = _Chain()
+    chain = _Chain(named=False)
     for layer, plan in steps:
         chain.add(layer, plan, hw)
     res, _, ends = chain.run(hw, False)
@@ -443,7 +454,7 @@ def instances_cycles(layer: ConvLayer, plan: TilePlan, hw: HwConfig, count: int)
 
 def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True) -> LayerStats:
     """Cycle-approximate run of one convolution-pipeline layer under `plan`."""
-    chain = _Chain()
+    chain = _Chain(named=record_events)
     fp = chain.add(layer, plan, hw)
     rate = drain_rate(layer, hw)
     p = layer.precision
@@ -563,11 +574,48 @@ def _run_hardware_layers(
     events = []
     prev: PipelineResult | None = None
     ends: list[float] = []
-    for n, idxs in groups.items():
+    layers = list(groups.items())
+
+    def group_of(pos: int) -> list[Item]:
+        n, idxs = layers[pos]
         group = [items[i] for i in idxs]
-        lay = info[n]
         if hw.timing.conv_input_before_compute:
-            group = _prefetch_weights(group, lay.weight_capacity)
+            group = _prefetch_weights(group, info[n].weight_capacity)
+        return group
+
+    def raw_of(pos: int) -> list[Item]:
+        return [items[i] for i in layers[pos][1]]
+
+    @cache
+    def fetches_of(pos: int) -> list[int]:  # in the items' order (before _prefetch_weights moves any)
+        return own_fetches(raw_of(pos)) if pos >= 0 else []
+
+    def keep_of(pos: int) -> frozenset[int]:
+        n = layers[pos][0]
+        return frozenset(e for i in layers[pos][1] for e in items[i].uses if last_layer[e] > n)
+
+    def prefetch_of(pos: int) -> int:
+        # SDP operand streams (bias, residual) are read by the SDP RDMAs alongside: at once until the
+        # RDMA's latency FIFO is full (booked at the layer's start), then paced by the drain (Item.drain_reads)
+        return min(sum(item_extra[i] for i in layers[pos][1]), sdp.operand_prefetch_bytes(hw))
+
+    def signature(pos: int) -> tuple:
+        n, idxs = layers[pos]
+        changed = pos > 0 and info[n - 1].banks != info[n].banks
+        extra = (info[n], changed, prefetch_of(pos), item_tail_gap[idxs[-1]])
+        # of the items as built: _prefetch_weights is a function of them and the ring (in info)
+        return layer_signature(raw_of(pos), fetches_of(pos - 1), keep_of(pos), extra)
+
+    skip = (
+        LayerSkip(ports, signature, len(layers))
+        if layer_skip.LAYER_SKIP and not record_events and len(layers) >= layer_skip.MIN_LAYERS
+        else None
+    )
+    pos = 0
+    while pos < len(layers):
+        n, idxs = layers[pos]
+        group = group_of(pos)
+        lay = info[n]
         fetch_from = compute_from = 0.0
         held = prev.held if prev is not None else ()
         if prev is not None and info[n - 1].banks != lay.banks:
@@ -578,12 +626,24 @@ def _run_hardware_layers(
         if len(ends) >= 2:  # its register group is the one layer n-2 ran in
             enabled = math.ceil(ends[-2] + regroup)
             fetch_from, compute_from = max(fetch_from, enabled), max(compute_from, enabled)
-        # SDP operand streams (bias, residual) are read by the SDP RDMAs alongside: at once until the
-        # RDMA's latency FIFO is full (booked here), then paced by the drain (Item.drain_reads)
-        prefetch = min(sum(item_extra[i] for i in idxs), sdp.operand_prefetch_bytes(hw))
+        if skip is not None and prev is not None and total is not None and len(ends) >= 2:
+            counters = tuple(getattr(total, c) for c in COUNTERS)
+            jump = skip.at(
+                pos, ref=int(offset), fetch_from=fetch_from, compute_from=compute_from, held=held,
+                previous=fetches_of(pos - 1), live=lambda e, n=n: last_layer.get(e, -1) >= n, counters=counters,
+            )  # fmt: skip
+            if jump is not None:  # whole periods of alike layers (layer_skip): their twins' times, shifted
+                last = pos + jump.layers - 1
+                prev = skip.jump(jump, ends, prev, fetches_of(last), fetches_of(pos - 1))
+                grown = {c: v + jump.periods * i for c, v, i in zip(COUNTERS, counters, jump.counters, strict=True)}
+                grown["skipped"] = total.skipped + sum(len(layers[q][1]) for q in range(pos, last + 1))
+                total = dataclasses.replace(total, **grown)
+                offset = ends[-1]
+                pos = last + 1
+                continue
+        prefetch = prefetch_of(pos)
         if prefetch:
             ports[lay.input_memory].reserve(fetch_from, prefetch)
-        keep = frozenset(e for it in group for e in it.uses if last_layer[e] > n)
         res = run_items(
             group,
             capacities={Buffer.CBUF_DATA: lay.data_capacity, Buffer.CBUF_WEIGHT: lay.weight_capacity},
@@ -595,7 +655,7 @@ def _run_hardware_layers(
             fetch_from=fetch_from,
             compute_from=compute_from,
             held=held,
-            keep=keep,
+            keep=keep_of(pos),
             startup=lay.startup,
         )
         events += res.events
@@ -608,17 +668,8 @@ def _run_hardware_layers(
         if total is None:
             total = dataclasses.replace(res, events=[])
         else:
-            total = dataclasses.replace(
-                total,
-                compute_busy=total.compute_busy + res.compute_busy,
-                compute_bubbles=total.compute_bubbles + res.compute_bubbles,
-                wait_fetch=total.wait_fetch + res.wait_fetch,
-                wait_drain=total.wait_drain + res.wait_drain,
-                drain_busy=total.drain_busy + res.drain_busy,
-                fetch_busy=total.fetch_busy + res.fetch_busy,
-                fetch_wait_port=total.fetch_wait_port + res.fetch_wait_port,
-                skipped=total.skipped + res.skipped,
-            )
+            total = dataclasses.replace(total, **{c: getattr(total, c) + getattr(res, c) for c in COUNTERS})
+        pos += 1
     assert total is not None
     busy = {mem: port.channel_busy for mem, port in ports.items()}
     return dataclasses.replace(total, end=offset, events=events), busy, tuple(ends)

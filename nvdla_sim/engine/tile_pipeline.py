@@ -370,7 +370,7 @@ def extend_periods(res: PipelineResult, periods: int) -> PipelineResult | None:
     by = periods * j.shift
     inc = [periods * c for c in j.counters]
     ports = port_channels(res.ports)
-    if not all(_on_grid(v) for v in (by, res.end + by, *inc[3:], *(periods * b for b, _ in j.port_counters))):
+    if not all(on_grid(v) for v in (by, res.end + by, *inc[3:], *(periods * b for b, _ in j.port_counters))):
         return None
     for port, (busy, moved) in zip(ports, j.port_counters, strict=True):
         port.jump(j.horizon + j.cycles, by, busy=periods * busy, nbytes=periods * moved)
@@ -401,7 +401,7 @@ _GRID = 2.0**-16  # every time in a repeating state must be a multiple of this (
 _LIMIT = 2.0**34  # float sums and maxima the items make are exact, and a shifted state evolves shifted
 
 
-def _on_grid(v: float) -> bool:
+def on_grid(v: float) -> bool:
     return abs(v) < _LIMIT and (v / _GRID).is_integer()
 
 
@@ -505,7 +505,7 @@ class _FastForward:
         p = idx - i0
         shift = core_free - t0
         self.seen.clear()
-        if shift <= 0 or not _on_grid(shift):
+        if shift <= 0 or not on_grid(shift):
             return None
         stop = self.run_last(idx) - 1  # the run's last item runs item by item
         for kind, e in sig[1]:
@@ -516,7 +516,7 @@ class _FastForward:
             return None
         inc = tuple(a - b for a, b in zip(acc, acc0, strict=True))
         port_inc = tuple((b[0] - a[0], b[1] - a[1]) for a, b in zip(booked0, booked, strict=True))
-        if not all(_on_grid(v * periods) for v in (*inc[3:], *(b for b, _ in port_inc))):
+        if not all(on_grid(v * periods) for v in (*inc[3:], *(b for b, _ in port_inc))):
             return None
         return _Jump(periods, p, shift, inc, port_inc, horizon)
 
@@ -564,7 +564,7 @@ class _FastForward:
             tail = port.booked_after(horizon)
             booked.append(tuple((max(s, horizon) - t, e - t) for s, e in tail))
             absolute.extend(v for interval in tail for v in interval)
-        if not all(_on_grid(v) for v in absolute):
+        if not all(on_grid(v) for v in absolute):
             return None
         return (tuple(rel), tuple(rings), tuple(booked)), horizon
 

@@ -138,8 +138,7 @@ def footprint(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
     s, p = layer.shape, layer.precision
     kpg = hw.kernels_per_atomic(p)
     epb = hw.cbuf_entries_per_bank
-    in_rows = max(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, plan.rows_per_tile)))
-    d_entries = _data_entries(layer, in_rows, hw)
+    d_entries = _data_entries(layer, tallest_band_input(layer, plan.rows_per_tile), hw)
     g_entries = cbuf.weight_entries(min(kpg, s.out_k), bytes_per_kernel(layer), hw)
     w_entries = cbuf.weight_entries(min(plan.kernels_per_tile, s.out_k), bytes_per_kernel(layer), hw)
     return Footprint(
@@ -152,6 +151,13 @@ def footprint(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
         n_weight_tiles=math.ceil(s.out_k / plan.kernels_per_tile),
         groups_per_weight_tile=math.ceil(min(plan.kernels_per_tile, s.out_k) / kpg),
     )
+
+
+@lru_cache(maxsize=65536)  # pure; every plan of a band height asks (footprint)
+def tallest_band_input(layer: ConvLayer, rows_per_tile: int) -> int:
+    """Input rows of the band of `rows_per_tile` output rows that reads the most."""
+    s = layer.shape
+    return max(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, rows_per_tile)))
 
 
 def _data_entries(layer: ConvLayer, rows: int, hw: HwConfig) -> int:

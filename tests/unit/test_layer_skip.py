@@ -1,0 +1,134 @@
+"""The steady state of runs of alike hardware layers (engine.layer_skip): skipping whole periods of bands
+or instances must give exactly what running every hardware layer gives (the reference: the same runner
+with LAYER_SKIP off), and it must actually skip where layers repeat."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nvdla_sim.engine.conv as conv
+import nvdla_sim.engine.layer_skip as layer_skip
+from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
+from nvdla_sim.engine.conv import instances_cycles, simulate_chain, simulate_conv
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan, footprint
+from nvdla_sim.layers import OperandMode, SdpSpec
+
+
+@contextmanager
+def layer_by_layer():
+    layer_skip.LAYER_SKIP = False
+    try:
+        yield
+    finally:
+        layer_skip.LAYER_SKIP = True
+
+
+def _stats(st) -> tuple:
+    return (st.cycles, st.traffic, st.units, st.bound, st.lower_bound_cycles, st.detail, st.plan)
+
+
+SPECS = {
+    "none": SdpSpec(),
+    "bias": SdpSpec(bias=OperandMode.PER_KERNEL),
+    "residual": SdpSpec(bias=OperandMode.PER_KERNEL, eltwise=OperandMode.PER_ELEMENT),
+    "pairs": SdpSpec(bias=OperandMode.PER_KERNEL, bias_pairs=True, scale=OperandMode.PER_ELEMENT),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    hw=st.sampled_from(["nv_small", "nv_full", "nv_large", "nv_small_256_full_rtl_tb"]),
+    tokens=st.integers(8, 120),
+    k=st.sampled_from([16, 64, 200, 768]),
+    n=st.sampled_from([8, 100, 512, 1200]),
+    sdp=st.sampled_from(sorted(SPECS)),
+    pick=st.integers(0, 10_000),
+)
+def test_split_layers_equal_layer_by_layer(hw, tokens, k, n, sdp, pick):
+    """Any plan of the search space (bands of every height, both orders, every bank split) on every build,
+    with and without SDP operand streams: the same stats with and without skipping alike bands."""
+    from nvdla_mapper.search.tiling_search import candidate_plans
+
+    cfg = load_config(hw)
+    spec = SPECS[sdp]
+    if spec.uses_y and cfg.sdp.ew_throughput == 0:
+        spec = SPECS["pairs"]
+    layer = ConvLayer("mm", ConvShape.matmul(16 * tokens, k, n, row=16), Precision.INT8, spec)
+    plans = candidate_plans(layer, cfg)
+    plan = plans[pick % len(plans)]
+    a = simulate_conv(layer, cfg, plan, record_events=False)
+    with layer_by_layer():
+        b = simulate_conv(layer, cfg, plan, record_events=False)
+    assert _stats(a) == _stats(b)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    hw=st.sampled_from(["nv_small", "nv_full", "nv_large"]),
+    tokens=st.integers(2, 40),
+    count=st.integers(2, 12),
+    rows=st.integers(1, 4),
+    ws=st.booleans(),
+)
+def test_chains_of_instances_equal_layer_by_layer(hw, tokens, count, rows, ws):
+    """A chain of independent instances (heads), each split into bands: the instance boundaries break
+    the runs of alike layers, and every layer end and byte is the same as running every layer."""
+    cfg = load_config(hw)
+    layer = ConvLayer("qk", ConvShape.matmul(16 * tokens, 64, 256, row=16), Precision.INT8)
+    kpg = cfg.kernels_per_atomic(Precision.INT8)
+    order = LoopOrder.WEIGHT_STATIONARY if ws else LoopOrder.DATA_STATIONARY
+    plan = TilePlan(2, cfg.cbuf.bank_count - 2, min(rows, layer.shape.out_h), 2 * kpg if ws else 256, order)
+    a = simulate_chain([(layer, plan)] * count, cfg), instances_cycles(layer, plan, cfg, count + 20)
+    with layer_by_layer():
+        b = simulate_chain([(layer, plan)] * count, cfg), instances_cycles(layer, plan, cfg, count + 20)
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    ("hw", "order", "rows", "kernels"),
+    [
+        ("nv_full", LoopOrder.DATA_STATIONARY, 5, 8192),  # BERT-base QK^T at 8,192 tokens: one band a layer
+        ("nv_full", LoopOrder.WEIGHT_STATIONARY, 5, 2048),  # a weight tile kept across the bands (WEIGHT_REUSE)
+        ("nv_small", LoopOrder.DATA_STATIONARY, 2, 8192),  # CSC waits for the whole band (_prefetch_weights)
+    ],
+)
+def test_long_layers_skip_and_agree(hw, order, rows, kernels, monkeypatch):
+    """QK^T of a head at 8,192 tokens (8,192 x 64 against 8,192 keys) in bands of a few rows of 64
+    tokens: 26 or 64 hardware layers a weight tile. Most of them are skipped (run_items runs a few), and
+    every figure is the one running all of them gives."""
+    cfg = load_config(hw)
+    layer = ConvLayer("qk", ConvShape(64, 128, 64, 8192, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1), Precision.INT8)
+    plan = TilePlan(2, cfg.cbuf.bank_count - 2, rows, kernels, order)
+    fp = footprint(layer, plan, cfg)
+    layers = fp.n_data_tiles * (fp.n_weight_tiles if order is LoopOrder.WEIGHT_STATIONARY else 1)
+    ran = []
+    real = conv.run_items
+
+    def counting(items, **kw):
+        ran.append(len(items))
+        return real(items, **kw)
+
+    monkeypatch.setattr(conv, "run_items", counting)
+    a = simulate_conv(layer, cfg, plan, record_events=False)
+    assert a.detail["hardware_layers"] == layers and len(ran) < layers // 3
+    with layer_by_layer():
+        ran.clear()
+        b = simulate_conv(layer, cfg, plan, record_events=False)
+    assert len(ran) == layers
+    assert _stats(a) == _stats(b)
+
+
+def test_a_timeline_runs_every_layer(monkeypatch):
+    """With events recorded (a map's trace) every hardware layer runs, so every layer has its events."""
+    cfg = load_config("nv_full")
+    layer = ConvLayer("qk", ConvShape(64, 64, 64, 2048, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1), Precision.INT8)
+    plan = TilePlan(2, 14, 4, 2048, LoopOrder.DATA_STATIONARY)
+    ran = []
+    real = conv.run_items
+    monkeypatch.setattr(conv, "run_items", lambda items, **kw: ran.append(1) or real(items, **kw))
+    st_events = simulate_conv(layer, cfg, plan, record_events=True)
+    assert len(ran) == 16 and st_events.cycles == simulate_conv(layer, cfg, plan, record_events=False).cycles
