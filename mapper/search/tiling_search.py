@@ -45,8 +45,8 @@ from nvdla_sim.engine.tiling import (
     bytes_per_kernel,
     footprint,
     illegal_reason,
-    kernel_tiles,
     row_tiles,
+    tile_sizes,
 )
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, Memory
@@ -262,7 +262,7 @@ def _core_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footprint, *
     # every hardware layer after the first also waits CSC's startup before its first compute (run_items:
     # after the previous layer's last drain), its first group whole kernel groups or the last tile's rest
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
-    tile = min(b - a for a, b in kernel_tiles(layer, plan.kernels_per_tile)) if ws else layer.shape.out_k
+    tile = min(size for size, _ in tile_sizes(layer.shape.out_k, plan.kernels_per_tile)) if ws else layer.shape.out_k
     kpg = hw.kernels_per_atomic(layer.precision)
     return core + (_hardware_layers(plan, fp) - 1) * csc.startup_cycles(min(kpg, tile), kpg)
 
@@ -355,7 +355,7 @@ def _last_band_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footpri
     kpg = hw.kernels_per_atomic(layer.precision)
     # the items that run last, one after another: over several bands (weight-stationary) the last kernel
     # tile's groups against the last band; else the last band's groups of every kernel tile
-    k0 = kernel_tiles(layer, plan.kernels_per_tile)[-1][0] if _weights_stay(plan, fp) else 0
+    k0 = (layer.shape.out_k - 1) // plan.kernels_per_tile * plan.kernels_per_tile if _weights_stay(plan, fp) else 0
     full, rest = divmod(layer.shape.out_k - k0, kpg)
     out_rows = _band_sizes(layer, plan.rows_per_tile)[-1][1]
     ports = _rates(hw)
@@ -395,7 +395,7 @@ def _layer_chain_floor(layer: ConvLayer, plan: TilePlan, hw: HwConfig, fp: Footp
     ports = _rates(hw)
     bands = set(_band_sizes(layer, plan.rows_per_tile))  # (input rows, output rows)
     ws = plan.order is LoopOrder.WEIGHT_STATIONARY
-    tiles = {b - a for a, b in kernel_tiles(layer, plan.kernels_per_tile)} if ws else {layer.shape.out_k}
+    tiles = {size for size, _ in tile_sizes(layer.shape.out_k, plan.kernels_per_tile)} if ws else {layer.shape.out_k}
     # what each hardware layer's first item fetches (every layer but the first, where they differ)
     data = not layer.data_resident and (not ws or fp.n_data_tiles > 1)
     weights = not layer.weights_resident and not _weights_stay(plan, fp)

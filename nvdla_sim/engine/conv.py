@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections import Counter
 from collections.abc import Sequence
 from functools import cache, lru_cache
 
@@ -42,10 +41,12 @@ from nvdla_sim.engine.tiling import (
     TilePlan,
     bytes_per_kernel,
     check_plan,
+    data_tiles,
     footprint,
     kernel_tiles,
     layer_gap_cycles,
-    row_tiles,
+    tile_nest,
+    tile_sizes,
     tile_steps,
 )
 from nvdla_sim.errors import ShapeError
@@ -148,13 +149,12 @@ def core_floor(
     the next hardware layer's band is fetched only once this one has computed, and computes no sooner
     than that refill after."""
     kpg = hw.kernels_per_atomic(layer.precision)
-    tiles = kernel_tiles(layer, kernels_per_tile) if order is LoopOrder.WEIGHT_STATIONARY else [(0, layer.shape.out_k)]
-    bands = Counter(r1 - r0 for r0, r1 in row_tiles(layer, rows_per_tile) for _ in range(layer.images))
+    s = layer.shape
+    tiles = tile_sizes(s.out_k, kernels_per_tile) if order is LoopOrder.WEIGHT_STATIONARY else ((s.out_k, 1),)
+    bands = tuple((rows, n * layer.images) for rows, n in tile_sizes(s.out_h, rows_per_tile))
     total = 0.0
     excess = 0.0  # the most a band refill adds to one hardware layer: the last has no next band
-    for (rows, n_bands), (kernels, n_tiles) in itertools.product(
-        bands.items(), Counter(b - a for a, b in tiles).items()
-    ):
+    for (rows, n_bands), (kernels, n_tiles) in itertools.product(bands, tiles):
         # one hardware layer: its kernel groups in order, a run of full groups and the rest
         chain, lag, idle, computes = 0.0, 0.0, 0.0, []
         full, rest = divmod(kernels, kpg)
@@ -293,62 +293,109 @@ class _Chain:
         def group_bytes(kernels: int) -> int:
             return math.ceil(cdma.weight_bytes(kernels, bpk, hw) * w_ratio)
 
-        for step in tile_steps(layer, plan, hw):  # the plan's loop nest, shared with run_conv
-            d, k = step.data_tile, step.weight_tile
-            if first + _hardware_layer(plan, d, k, n_data) != current:
-                current = first + _hardware_layer(plan, d, k, n_data)
-                self.info[current] = dataclasses.replace(
-                    info, startup=csc.startup_cycles(step.group[1] - step.group[0], kpg)
-                )
-                self.last_weights = {}
-                prefetch_left = sdp.operand_prefetch_bytes(hw)
-            r0, r1 = step.rows
+        rtiles, ktiles = data_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
+        before: tuple | None = None  # the previous hardware layer: (its key, first item, items, first event)
+        # one hardware layer a (data tile, weight tile) pair, but in data-stationary order with kernel tiles
+        # (outside the search's space) a band's tiles are one
+        whole = ws or len(ktiles) == 1
+        # the plan's loop nest (tile_nest, shared with tile_steps and run_conv)
+        for d, k in tile_nest(plan, len(rtiles), len(ktiles)):
+            image_no, (r0, r1) = rtiles[d]
+            k0, k1 = ktiles[k]
             i0, i1 = s.input_rows_for(r0, r1)
             data_key = ("d", d) if (not ws or n_data == 1) else ("d", d, k)
-            image = f"image {step.image} " if layer.images > 1 and self.named else ""
-            g0, g1 = step.group
-            fetches: list[Fetch] = []
-            if data_key not in seen:
-                seen[data_key] = self._event()
-                fetches.append(
-                    Fetch(
-                        seen[data_key], Buffer.CBUF_DATA, Channel.CDMA_DAT, input_bytes(i1 - i0), layer.input_memory,
-                        f"data {image}rows {i0}-{i1}" if self.named else "", streamed, ingest,
+            weight_keys = [(g0, ("w", g0) if weights_resident else ("w", g0, d)) for g0 in range(k0, k1, kpg)]
+            if first + _hardware_layer(plan, d, k, n_data) != current:
+                current = first + _hardware_layer(plan, d, k, n_data)
+                self.info[current] = dataclasses.replace(info, startup=csc.startup_cycles(min(kpg, k1 - k0), kpg))
+                self.last_weights = {}
+                prefetch_left = sdp.operand_prefetch_bytes(hw)
+            # what the layer's items are made of: alike layers (the bands of a split layer) differ only in
+            # their own fetch events, and the items of one are the previous one's with those renumbered
+            key = (r1 - r0, i1 - i0, k1 - k0, seen.get(data_key), tuple(seen.get(w) for _, w in weight_keys))
+            if before is not None and before[0] == key and whole and not self.named:
+                start, first_event = len(self.items), self.events
+                self._repeat(before, current)
+                e = first_event  # its own fetches, in the order the items issue them: the data, then each group
+                for q in (data_key, *(w for _, w in weight_keys)):
+                    if q not in seen:
+                        seen[q], e = e, e + 1
+                assert e == self.events
+                self.last_data = seen[data_key]
+                self.last_weights = {g0 - k0: seen[w] for g0, w in weight_keys}
+                before = (key, start, before[2], first_event)
+                continue
+            start, first_event = len(self.items), self.events
+            image = f"image {image_no} " if layer.images > 1 and self.named else ""
+            for g0, weight_key in weight_keys:
+                g1 = min(k1, g0 + kpg)
+                fetches: list[Fetch] = []
+                if data_key not in seen:
+                    seen[data_key] = self._event()
+                    fetches.append(
+                        Fetch(
+                            seen[data_key], Buffer.CBUF_DATA, Channel.CDMA_DAT, input_bytes(i1 - i0),
+                            layer.input_memory, f"data {image}rows {i0}-{i1}" if self.named else "", streamed, ingest,
+                        )
+                    )  # fmt: skip
+                if weight_key not in seen:
+                    seen[weight_key] = self._event()
+                    fetches.append(
+                        Fetch(
+                            seen[weight_key], Buffer.CBUF_WEIGHT, Channel.CDMA_WT, group_bytes(g1 - g0),
+                            layer.weight_memory, f"weights k{g0}-{g1}" if self.named else "",
+                        )
+                    )  # fmt: skip
+                blocks, write_bytes, extra, tail_gap, credit = per_item(r1 - r0, g1 - g0)
+                self.item_extra.append(extra)
+                self.item_tail_gap.append(tail_gap)
+                covered = min(prefetch_left, extra)
+                prefetch_left -= covered
+                self.item_layer.append(current)
+                self.last_data = seen[data_key]
+                self.last_weights[g0 - k0] = seen[weight_key]
+                self.items.append(
+                    Item(
+                        name=f"{image}rows {r0}-{r1} k{g0}-{g1}" if self.named else "",
+                        fetches=tuple(fetches),
+                        uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e >= 0),  # -1: left before
+                        blocks=blocks,
+                        write_bytes=write_bytes,
+                        write_memory=layer.output_memory,
+                        drain_reads=extra - covered,
+                        drain_read_memory=layer.input_memory,
+                        # what the prefetch did not cover streams at the credits' pace
+                        drain_read_cycles=credit * (extra - covered) / extra if extra else 0.0,
                     )
-                )  # fmt: skip
-            weight_key = ("w", g0) if weights_resident else ("w", g0, d)
-            if weight_key not in seen:
-                seen[weight_key] = self._event()
-                fetches.append(
-                    Fetch(
-                        seen[weight_key], Buffer.CBUF_WEIGHT, Channel.CDMA_WT, group_bytes(g1 - g0),
-                        layer.weight_memory, f"weights k{g0}-{g1}" if self.named else "",
-                    )
-                )  # fmt: skip
-            blocks, write_bytes, extra, tail_gap, credit = per_item(r1 - r0, g1 - g0)
-            self.item_extra.append(extra)
-            self.item_tail_gap.append(tail_gap)
-            covered = min(prefetch_left, extra)
-            prefetch_left -= covered
-            self.item_layer.append(current)
-            self.last_data = seen[data_key]
-            self.last_weights[g0 - step.kernels[0]] = seen[weight_key]
-            self.items.append(
-                Item(
-                    name=f"{image}rows {r0}-{r1} k{g0}-{g1}" if self.named else "",
-                    fetches=tuple(fetches),
-                    uses=tuple(e for e in (seen[data_key], seen[weight_key]) if e >= 0),  # -1: left by a layer before
-                    blocks=blocks,
-                    write_bytes=write_bytes,
-                    write_memory=layer.output_memory,
-                    drain_reads=extra - covered,
-                    drain_read_memory=layer.input_memory,
-                    # what the prefetch did not cover streams at the credits' pace
-                    drain_read_cycles=credit * (extra - covered) / extra if extra else 0.0,
                 )
-            )
+            before = (key, start, len(self.items) - start, first_event)
         self.layers = current + 1
         return fp
+
+    def _repeat(self, before: tuple, current: int) -> None:
+        """Append hardware layer `current` as a repeat of the one `before` describes (key, first item, items,
+        first own event): the same items, their own fetch events renumbered past the last one (events
+        older than that layer's are the same operands)."""
+        _, start, count, first_event = before
+        shift = self.events - first_event
+        for it in self.items[start : start + count]:
+            fetches = tuple(
+                Fetch(
+                    f.event + shift, f.buffer, f.channel, f.nbytes, f.memory, f.label, f.streamed, f.max_bytes_per_cycle
+                )
+                for f in it.fetches
+            )
+            uses = tuple(e + shift if e >= first_event else e for e in it.uses)
+            self.items.append(
+                Item(
+                    it.name, fetches, uses, it.blocks, it.write_bytes, it.write_memory, it.drain_reads,
+                    it.drain_read_memory, it.drain_read_cycles,
+                )
+            )  # fmt: skip
+        self.item_extra.extend(self.item_extra[start : start + count])
+        self.item_tail_gap.extend(self.item_tail_gap[start : start + count])
+        self.item_layer.extend([current] * count)
+        self.events += shift
 
     def _event(self) -> int:
         self.events += 1

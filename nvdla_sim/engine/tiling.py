@@ -77,6 +77,13 @@ def row_tiles(layer: ConvLayer, rows_per_tile: int) -> list[tuple[int, int]]:
     return [(r, min(oh, r + rows_per_tile)) for r in range(0, oh, rows_per_tile)]
 
 
+def tile_sizes(total: int, per_tile: int) -> tuple[tuple[int, int], ...]:
+    """(size, how many) of the tiles row_tiles / kernel_tiles cut `total` into: the full tiles, then the
+    rest (the same sizes in the same order, without listing every tile)."""
+    full, rest = divmod(total, per_tile)
+    return tuple((size, n) for size, n in ((per_tile, full), (rest, 1)) if size and n)
+
+
 def data_tiles(layer: ConvLayer, rows_per_tile: int) -> list[tuple[int, tuple[int, int]]]:
     """The plan's data tiles: (image, band of output rows), every band of the first image, then the next."""
     return [(b, rows) for b in range(layer.images) for rows in row_tiles(layer, rows_per_tile)]
@@ -116,17 +123,20 @@ class TileStep:
     image: int = 0  # which image of the layer's batch (ConvLayer.images)
 
 
+def tile_nest(plan: TilePlan, n_data: int, n_weight: int) -> list[tuple[int, int]]:
+    """(data tile, weight tile) pairs in the plan's order (tile_steps runs each pair's kernel groups)."""
+    if plan.order is LoopOrder.WEIGHT_STATIONARY:
+        return [(d, k) for k in range(n_weight) for d in range(n_data)]
+    return [(d, k) for d in range(n_data) for k in range(n_weight)]
+
+
 def tile_steps(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Iterator[TileStep]:
     """The plan's loop nest, written once for the timing model and the bit-exact one: data-stationary
     order runs every weight tile against a band of rows before the next band; weight-stationary keeps a
     weight tile and runs it against every band (of every image)."""
     rtiles, ktiles = data_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
-    if plan.order is LoopOrder.WEIGHT_STATIONARY:
-        nest = [(d, k) for k in range(len(ktiles)) for d in range(len(rtiles))]
-    else:
-        nest = [(d, k) for d in range(len(rtiles)) for k in range(len(ktiles))]
     kpg = hw.kernels_per_atomic(layer.precision)
-    for d, k in nest:
+    for d, k in tile_nest(plan, len(rtiles), len(ktiles)):
         k0, k1 = ktiles[k]
         image, rows = rtiles[d]
         for g0 in range(k0, k1, kpg):

@@ -4,6 +4,7 @@ with LAYER_SKIP off), and it must actually skip where layers repeat."""
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import contextmanager
 
 import pytest
@@ -132,3 +133,67 @@ def test_a_timeline_runs_every_layer(monkeypatch):
     monkeypatch.setattr(conv, "run_items", lambda items, **kw: ran.append(1) or real(items, **kw))
     st_events = simulate_conv(layer, cfg, plan, record_events=True)
     assert len(ran) == 16 and st_events.cycles == simulate_conv(layer, cfg, plan, record_events=False).cycles
+
+
+def _built(layers_plans, hw, *, named: bool):
+    chain = conv._Chain(named=named)
+    for layer, plan in layers_plans:
+        chain.add(layer, plan, hw)
+    items = [dataclasses.replace(it, name="", fetches=tuple(dataclasses.replace(f, label="") for f in it.fetches))
+             for it in chain.items]  # fmt: skip
+    return (items, chain.item_layer, chain.item_extra, chain.item_tail_gap, chain.info, chain.events, chain.layers,
+            chain.last_data, chain.last_weights)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    hw=st.sampled_from(["nv_small", "nv_full", "nv_large"]),
+    tokens=st.integers(2, 60),
+    k=st.sampled_from([16, 64, 200]),
+    n=st.sampled_from([8, 100, 512]),
+    sdp=st.sampled_from(sorted(SPECS)),
+    images=st.integers(1, 3),
+    pick=st.integers(0, 10_000),
+)
+def test_repeated_layers_build_the_items_step_by_step_gives(hw, tokens, k, n, sdp, images, pick):
+    """_Chain.add builds a hardware layer alike the previous one (a band of a split layer) from that
+    layer's items with its own fetches renumbered; building every item step by step (as it does with
+    names, for a timeline) gives the same items, events and layer info."""
+    from nvdla_mapper.search.tiling_search import candidate_plans
+
+    cfg = load_config(hw)
+    spec = SPECS[sdp]
+    if spec.uses_y and cfg.sdp.ew_throughput == 0:
+        spec = SPECS["pairs"]
+    layer = ConvLayer("mm", ConvShape.matmul(16 * tokens, k, n, row=16), Precision.INT8, spec, images=images)
+    plans = candidate_plans(layer, cfg)
+    plan = plans[pick % len(plans)]
+    steps = [(layer, plan)] * 2  # two instances: the second's events follow the first's
+    assert _built(steps, cfg, named=False) == _built(steps, cfg, named=True)
+
+
+def test_reused_operands_build_alike():
+    """A chain whose second layer reuses the first's input (DATA_REUSE, one band) and whose layers are
+    split into kernel tiles: the repeats keep pointing at the reused fetch."""
+    cfg = load_config("nv_full")
+    first = ConvLayer("a", ConvShape.matmul(64, 64, 512, row=16), Precision.INT8)
+    second = dataclasses.replace(first, name="b", data_resident=True)
+    plan = TilePlan(1, 15, 4, 64, LoopOrder.WEIGHT_STATIONARY)
+    steps = [(first, plan), (second, plan)]
+    assert _built(steps, cfg, named=False) == _built(steps, cfg, named=True)
+    a = simulate_chain(steps, cfg)
+    with layer_by_layer():
+        assert simulate_chain(steps, cfg) == a
+
+
+@pytest.mark.parametrize("hw", ["nv_small", "nv_full"])
+def test_data_stationary_kernel_tiles_build_alike(hw):
+    """Data-stationary order with kernel tiles (outside the search's space, inside the brute force's): a
+    band's tiles are one hardware layer, built item by item; the figures match the layer-by-layer run."""
+    cfg = load_config(hw)
+    layer = ConvLayer("mm", ConvShape.matmul(128, 64, 256, row=16), Precision.INT8, SPECS["bias"])
+    plan = TilePlan(2, cfg.cbuf.bank_count - 2, 1, 64, LoopOrder.DATA_STATIONARY)
+    assert _built([(layer, plan)], cfg, named=False) == _built([(layer, plan)], cfg, named=True)
+    a = simulate_conv(layer, cfg, plan, record_events=False)
+    with layer_by_layer():
+        assert _stats(simulate_conv(layer, cfg, plan, record_events=False)) == _stats(a)
