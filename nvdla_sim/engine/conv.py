@@ -452,24 +452,32 @@ class ConvActivity:
 
 @lru_cache(maxsize=4096)  # pure; the same layer recurs in every block and decode step
 def conv_activity(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> ConvActivity:
-    """Count the plan's work item by item (tile_steps, group_blocks, as simulate_conv times it): each
-    atomic op reads one data atom (atomic_c elements) from CBUF; each stripe op loads its kernel group's
-    weights for one block (kernels x atomic_c elements)."""
+    """Count the plan's work over its items (group_blocks, as simulate_conv times them): each atomic op
+    reads one data atom (atomic_c elements) from CBUF; each stripe op loads its kernel group's weights for
+    one block (kernels x atomic_c elements). The plan's items (tile_steps) are every band against every
+    kernel group of every kernel tile, in whatever order: counted per (band height, group size), times how
+    many items have them (tile_sizes), not item by item (tests/unit/test_layer_skip.py compares the two)."""
     p = layer.precision
     atom = hw.mac.atomic_c * p.bytes
     channel_ops = channel_ops_per_stripe(layer, hw)
+    kpg = hw.kernels_per_atomic(p)
+    s = layer.shape
+    groups: dict[int, int] = {}  # kernel group size -> groups of that size over every kernel tile
+    for tile, n_tiles in tile_sizes(s.out_k, plan.kernels_per_tile):
+        for size, n in tile_sizes(tile, kpg):
+            groups[size] = groups.get(size, 0) + n * n_tiles
     ops = loads = read = sums = outputs = 0
-    for step in tile_steps(layer, plan, hw):
-        (r0, r1), (g0, g1) = step.rows, step.group
-        kernels = g1 - g0
-        runs = group_blocks(layer, hw, r1 - r0, kernels)
-        item_ops = sum(r.count * r.useful_ops for r in runs)
-        item_loads = sum(r.count for r in runs) * channel_ops
-        ops += item_ops
-        loads += item_loads
-        read += item_ops * atom + item_loads * kernels * atom
-        sums += item_ops * kernels
-        outputs += (r1 - r0) * layer.shape.out_w * kernels
+    for rows, n_bands in tile_sizes(s.out_h, plan.rows_per_tile):
+        for kernels, n_groups in groups.items():
+            count = n_bands * layer.images * n_groups
+            runs = group_blocks(layer, hw, rows, kernels)
+            item_ops = sum(r.count * r.useful_ops for r in runs)
+            item_loads = sum(r.count for r in runs) * channel_ops
+            ops += count * item_ops
+            loads += count * item_loads
+            read += count * (item_ops * atom + item_loads * kernels * atom)
+            sums += count * item_ops * kernels
+            outputs += count * rows * s.out_w * kernels
     return ConvActivity(ops, loads, read, sums, outputs)
 
 

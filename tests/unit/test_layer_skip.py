@@ -197,3 +197,40 @@ def test_data_stationary_kernel_tiles_build_alike(hw):
     a = simulate_conv(layer, cfg, plan, record_events=False)
     with layer_by_layer():
         assert _stats(simulate_conv(layer, cfg, plan, record_events=False)) == _stats(a)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    hw=st.sampled_from(["nv_small", "nv_full", "nv_large"]),
+    tokens=st.integers(1, 60),
+    k=st.sampled_from([16, 64, 200]),
+    n=st.sampled_from([8, 100, 512, 1000]),
+    images=st.integers(1, 3),
+    pick=st.integers(0, 10_000),
+)
+def test_activity_counted_per_item_shape_equals_item_by_item(hw, tokens, k, n, images, pick):
+    """conv_activity (what energy prices) counts per (band height, kernel group size) times how many items
+    have them; counting every item of tile_steps gives the same."""
+    from nvdla_mapper.search.tiling_search import candidate_plans
+    from nvdla_sim.engine.bounds import channel_ops_per_stripe
+    from nvdla_sim.engine.conv import conv_activity, group_blocks
+    from nvdla_sim.engine.tiling import tile_steps
+
+    cfg = load_config(hw)
+    layer = ConvLayer("mm", ConvShape.matmul(16 * tokens, k, n, row=16), Precision.INT8, images=images)
+    plans = candidate_plans(layer, cfg)
+    plan = plans[pick % len(plans)]
+    atom = cfg.mac.atomic_c
+    ops = loads = read = sums = outputs = 0
+    for step in tile_steps(layer, plan, cfg):
+        (r0, r1), (g0, g1) = step.rows, step.group
+        runs = group_blocks(layer, cfg, r1 - r0, g1 - g0)
+        item_ops = sum(r.count * r.useful_ops for r in runs)
+        item_loads = sum(r.count for r in runs) * channel_ops_per_stripe(layer, cfg)
+        ops, loads, sums = ops + item_ops, loads + item_loads, sums + item_ops * (g1 - g0)
+        read += item_ops * atom + item_loads * (g1 - g0) * atom
+        outputs += (r1 - r0) * layer.shape.out_w * (g1 - g0)
+    got = conv_activity(layer, plan, cfg)
+    assert (got.atomic_ops, got.weight_loads, got.cbuf_read_bytes, got.partial_sums, got.outputs) == (
+        ops, loads, read, sums, outputs,
+    )  # fmt: skip
