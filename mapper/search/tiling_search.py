@@ -484,9 +484,13 @@ def _fill_cycles(
         wait_data = hw.timing.conv_input_before_compute and data
         own = port.latency + math.floor((operands + (data if wait_data else 0)) / port.bytes_per_cycle) if data else 0
         return max(group, own)
+    # the first kernel group whole, the input alongside it round-robin
+    group = port.latency + math.floor((operands + first + min(first, data)) / port.bytes_per_cycle)
     if not hw.timing.conv_input_before_compute or not data:
-        return port.latency + math.floor((operands + first + min(first, data)) / port.bytes_per_cycle)
-    return port.latency + math.floor((operands + data + min(data, weights)) / port.bytes_per_cycle)
+        return group
+    # and the whole input, the weights alongside it (a decode step's attention on nv_small: 64 bytes of
+    # query against a 512-byte first group, which comes last)
+    return max(group, port.latency + math.floor((operands + data + min(data, weights)) / port.bytes_per_cycle))
 
 
 def _startup(layer: ConvLayer, hw: HwConfig) -> int:
