@@ -43,10 +43,14 @@ def transfer_floor(read_bytes: int, write_bytes: int, hw: HwConfig, *, bytes_per
 def conv_floor(layer: ConvLayer, hw: HwConfig, *, read_bytes: int, write_bytes: int) -> int:
     """No plan runs a convolution-pipeline layer faster than its atomic ops (kernel groups x output points
     x channel ops per stripe), its SDP drain (output elements at the drain rate), or moving `read_bytes`
-    and `write_bytes` over the fastest memory port."""
+    and `write_bytes` over the fastest memory port; over both ports at once when the layer's operands and
+    output are not all in one memory (its input in SRAM and its weights in DRAM move side by side)."""
     s = layer.shape
     drain = math.ceil(layer.out_points * s.out_k / drain_rate(layer, hw))
-    return max(atomic_ops(layer, hw), drain, transfer_floor(read_bytes, write_bytes, hw))
+    rate = None
+    if len({layer.input_memory, layer.weight_memory, layer.output_memory}) > 1:
+        rate = hw.dram_bytes_per_cycle + hw.sram_bytes_per_cycle
+    return max(atomic_ops(layer, hw), drain, transfer_floor(read_bytes, write_bytes, hw, bytes_per_cycle=rate))
 
 
 def atomic_ops(layer: ConvLayer, hw: HwConfig) -> int:

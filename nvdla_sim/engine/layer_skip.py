@@ -155,7 +155,12 @@ class LayerSkip:
         if periods < 1:
             return None
         inc = tuple(b - a for a, b in zip(counters0, counters, strict=True))
-        if not all(on_grid(v * periods) for v in (*inc, *(b for b, _ in port_inc), shift)):
+        # every addend and every total on the grid: then adding the periods one by one is exact, as the
+        # layer-by-layer run adds them (each partial sum lies between the start and the total)
+        sums = [(v, now) for v, now in zip(inc, counters, strict=True)]
+        sums += [(b, q.busy_cycles) for (b, _), q in zip(port_inc, self.channels, strict=True)]
+        sums.append((shift, ref))
+        if not all(on_grid(v) and v >= 0 and on_grid(now + v * periods) for v, now in sums):
             return None
         return LayerJump(periods * p, p, shift, pos0, periods, inc, port_inc, horizon)
 
