@@ -58,12 +58,15 @@ def layer_signature(items: Sequence[Item], previous: Sequence[int], keep: frozen
         fetches = []
         for f in it.fetches:
             own[f.event] = len(own)
-            fetches.append((f.buffer, f.channel, f.nbytes, f.memory, f.streamed, f.max_bytes_per_cycle))
+            # enum members by their values (hashing a member runs Python code; its value's hash is cached)
+            fetches.append(
+                (f.buffer._value_, f.channel._value_, f.nbytes, f.memory._value_, f.streamed, f.max_bytes_per_cycle)
+            )
         uses = tuple(_canonical(e, own, prev) for e in it.uses)
         blocks = it.blocks if type(it.blocks) is tuple else tuple(it.blocks)
         out.append(
-            (tuple(fetches), uses, blocks, it.write_bytes, it.write_memory, it.drain_reads, it.drain_read_memory,
-             it.drain_read_cycles)
+            (tuple(fetches), uses, blocks, it.write_bytes, it.write_memory._value_, it.drain_reads,
+             it.drain_read_memory._value_, it.drain_read_cycles)
         )  # fmt: skip
     kept = tuple(sorted((_canonical(e, own, prev) for e in keep), key=repr))
     return (tuple(out), kept, extra)
