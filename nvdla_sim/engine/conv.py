@@ -21,9 +21,10 @@ import numpy as np
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine import layer_skip
 from nvdla_sim.engine.bounds import channel_ops_per_stripe, conv_floor, drain_rate
-from nvdla_sim.engine.layer_skip import COUNTERS, LayerSkip, layer_signature, own_fetches
+from nvdla_sim.engine.layer_skip import LayerSkip, layer_signature, own_fetches
 from nvdla_sim.engine.stats import Bound, LayerStats, Traffic, Unit, UnitStats
 from nvdla_sim.engine.tile_pipeline import (
+    COUNTERS,
     BlockRun,
     Buffer,
     Channel,
@@ -313,8 +314,8 @@ class _Chain:
             # what the layer's items are made of: alike layers (the bands of a split layer) differ only in
             # their own fetch events, and the items of one are the previous one's with those renumbered
             key = (r1 - r0, i1 - i0, k1 - k0, seen.get(data_key), tuple(seen.get(w) for _, w in weight_keys))
+            start, first_event = len(self.items), self.events
             if before is not None and before[0] == key and whole and not self.named:
-                start, first_event = len(self.items), self.events
                 self._repeat(before, current)
                 e = first_event  # its own fetches, in the order the items issue them: the data, then each group
                 for q in (data_key, *(w for _, w in weight_keys)):
@@ -323,9 +324,8 @@ class _Chain:
                 assert e == self.events
                 self.last_data = seen[data_key]
                 self.last_weights = {g0 - k0: seen[w] for g0, w in weight_keys}
-                before = (key, start, before[2], first_event)
+                before = (key, start, len(self.items) - start, first_event)
                 continue
-            start, first_event = len(self.items), self.events
             image = f"image {image_no} " if layer.images > 1 and self.named else ""
             for g0, weight_key in weight_keys:
                 g1 = min(k1, g0 + kpg)
@@ -645,6 +645,7 @@ def _run_hardware_layers(
     def fetches_of(pos: int) -> list[int]:  # in the items' order (before _prefetch_weights moves any)
         return own_fetches(raw_of(pos)) if pos >= 0 else []
 
+    @cache
     def keep_of(pos: int) -> frozenset[int]:
         n = layers[pos][0]
         return frozenset(e for i in layers[pos][1] for e in items[i].uses if last_layer[e] > n)

@@ -34,11 +34,6 @@ from nvdla_sim.units.dram import MemoryPort
 LAYER_SKIP = True
 MIN_LAYERS = 6  # shorter chains run layer by layer (the bookkeeping would cost more than it saves)
 _MAX_PERIOD = 8  # layers between repeats kept to find a period (bands repeat with period 1 or 2)
-# run_items' counters a chain adds up across its layers (conv._run_hardware_layers)
-COUNTERS = (
-    "compute_busy", "compute_bubbles", "wait_fetch", "wait_drain", "drain_busy", "fetch_busy", "fetch_wait_port",
-    "skipped",
-)  # fmt: skip
 
 
 def own_fetches(items: Sequence[Item]) -> list[int]:
@@ -89,7 +84,7 @@ class LayerJump:
     shift: int  # cycles per period
     start: int  # the first layer of the period repeated (a position in the run)
     periods: int
-    counters: tuple  # per period: the chain's counters (COUNTERS)
+    counters: tuple  # per period: the chain's counters (tile_pipeline.COUNTERS)
     port_counters: tuple[tuple[float, int], ...]  # per period and port channel: (busy cycles, bytes)
     horizon: float  # nothing still to come asks a port for a time before this
 
@@ -140,9 +135,9 @@ class LayerSkip:
         if before is None:
             if len(self.seen) >= _MAX_PERIOD:
                 self.seen.clear()
-            self.seen[key] = (pos, ref, counters, booked, state)
+            self.seen[key] = (pos, ref, counters, booked)
             return None
-        pos0, ref0, counters0, booked0, _ = before
+        pos0, ref0, counters0, booked0 = before
         self.seen.clear()
         p, shift = pos - pos0, ref - ref0
         if shift <= 0 or not on_grid(shift):

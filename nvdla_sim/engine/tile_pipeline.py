@@ -144,6 +144,13 @@ class PipelineResult:
     last_jump: _Jump | None = None  # the last whole-period jump the run made (extend_periods)
 
 
+# PipelineResult's counters that add up over runs (a chain of hardware layers: conv._run_hardware_layers)
+COUNTERS = (
+    "compute_busy", "compute_bubbles", "wait_fetch", "wait_drain", "drain_busy", "fetch_busy", "fetch_wait_port",
+    "skipped",
+)  # fmt: skip
+
+
 def run_items(
     items: Sequence[Item],
     *,

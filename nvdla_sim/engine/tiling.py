@@ -227,8 +227,7 @@ def default_plan(layer: ConvLayer, hw: HwConfig) -> TilePlan:
         hw,
     )
     for rows in _row_candidates(s.out_h):
-        fp_rows = max(b - a for a, b in (s.input_rows_for(r0, r1) for r0, r1 in row_tiles(layer, rows)))
-        d_entries = _data_entries(layer, fp_rows, hw)
+        d_entries = _data_entries(layer, tallest_band_input(layer, rows), hw)
         d_need = cbuf.banks_for(d_entries, hw)
         if d_need + g_banks > banks:
             continue
