@@ -14,11 +14,21 @@ from functools import lru_cache
 import networkx as nx
 
 from nvdla_mapper.lowering.fusion import fuse_graph
-from nvdla_mapper.lowering.rules import Choice, HostModel, LoweringContext, Resource, Task, WeightTreatment, lower
+from nvdla_mapper.lowering.rules import (
+    Choice,
+    HostModel,
+    LoweringContext,
+    Resource,
+    Task,
+    WeightTreatment,
+    bucket_keys,
+    check_kv_plan,
+    lower,
+)
 from nvdla_mapper.results import MapResult, TaskResult
 from nvdla_mapper.schedule import schedule
-from nvdla_mapper.search.tiling_search import search_plan
-from nvdla_mapper.workload import ops_in_order
+from nvdla_mapper.search.tiling_search import planned_like, search_plan
+from nvdla_mapper.workload import cache_keys, ops_in_order, with_cache_keys
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.model import Energy
 from nvdla_sim.engine.conv import instances_cycles, simulate_conv
@@ -41,22 +51,22 @@ class PassMemo:
     (tests/unit/test_generate.py compares every step against a fresh map). Valid for one context only:
     map_model refuses a memo made for another."""
 
-    context: tuple  # (hw, precision, host, softmax, layernorm, weights, kv_precision) it was filled under
+    context: tuple  # (hw, precision, host, softmax, layernorm, weights, kv_precision, kv_plan) it was filled under
     lowered: dict[tuple, list[Task]] = dataclasses.field(default_factory=dict)
     timed: dict[Task, tuple[int, LayerStats | None]] = dataclasses.field(default_factory=dict)
     energy: dict[Task, Energy] = dataclasses.field(default_factory=dict)  # results.MapResult's per-task pricing
 
 
 def _context_key(ctx: LoweringContext) -> tuple:
-    return (ctx.hw, ctx.precision, ctx.host, ctx.softmax, ctx.layernorm, ctx.weights, ctx.kv_precision)
+    return (ctx.hw, ctx.precision, ctx.host, ctx.softmax, ctx.layernorm, ctx.weights, ctx.kv_precision, ctx.kv_plan)
 
 
 def context_of(memo: PassMemo) -> LoweringContext:
     """A fresh lowering context of the options a memo was filled under."""
-    hw, precision, host, softmax, layernorm, weights, kv_precision = memo.context
+    hw, precision, host, softmax, layernorm, weights, kv_precision, kv_plan = memo.context
     return LoweringContext(
         hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-        kv_precision=kv_precision,
+        kv_precision=kv_precision, kv_plan=kv_plan,
     )  # fmt: skip
 
 
@@ -108,27 +118,68 @@ def lower_op(op, ctx: LoweringContext, memo: PassMemo | None = None) -> list[Tas
     lowered = memo.lowered.get(key) if memo is not None else None
     if lowered is None:
         octx = ctx.for_op(op)  # attention at the caches' precision under the KV what-if
-        lowered = lower(op, octx)
-        if isinstance(lowered, Choice):
-            lowered = cheapest(lowered, octx)
+        keys = cache_keys(op)
+        at = bucket_keys(keys) if keys is not None and ctx.kv_plan == "bucket" else keys
+        lowered = _chosen(lower(op, octx), octx) if at == keys else _planned_at(op, at, octx)
         if memo is not None:
             memo.lowered[key] = lowered
     return lowered
+
+
+def _chosen(lowered: list[Task] | Choice, ctx: LoweringContext) -> list[Task]:
+    """The tasks of a lowering: a choice's cheapest option."""
+    return cheapest(lowered, ctx) if isinstance(lowered, Choice) else lowered
+
+
+def _planned_at(op, at: int, ctx: LoweringContext) -> list[Task]:
+    """Attention against a KV cache planned at its length bucket (rules.KV_PLANS "bucket"): the option
+    the op against `at` keys finds cheapest, its layers running the plans searched for the layers at `at`
+    keys (Task.plan_at). Planned at its own length where `at` keys have no CBUF-legal tiling."""
+    own = lower(op, ctx)
+    try:
+        wide = lower(with_cache_keys(op, at), ctx)
+        best, timed = _cheapest_option(wide, ctx) if isinstance(wide, Choice) else (0, [])
+    except NvdlaError:
+        return _chosen(own, ctx)
+    if [lab for lab, _ in getattr(wide, "options", ())] != [lab for lab, _ in getattr(own, "options", ())]:
+        return _chosen(own, ctx)
+    wide_tasks = list(wide.options[best][1]) if isinstance(wide, Choice) else wide
+    tasks = list(own.options[best][1]) if isinstance(own, Choice) else own
+    if [(t.resource, type(t.layer)) for t in tasks] != [(t.resource, type(t.layer)) for t in wide_tasks]:
+        return _chosen(own, ctx)  # not the same form: planned at its own length
+    tasks = [
+        dataclasses.replace(t, plan_at=w.layer) if isinstance(t.layer, ConvLayer) else t
+        for t, w in zip(tasks, wide_tasks, strict=True)
+    ]
+    why = f"planned at {at} keys (the cache length's bucket)"
+    if len(timed) > 1:
+        why += f"; {_why(timed, best)} there"
+    tasks[0] = dataclasses.replace(tasks[0], note=f"{tasks[0].note}; {why}" if tasks[0].note else why)
+    return tasks
 
 
 def cheapest(choice: Choice, ctx: LoweringContext) -> list[Task]:
     """The option of a choice whose tasks take the fewest cycles back to back in this simulation (the
     layers are simulated once: the per-layer cache serves the final pass); its first task says what
     was chosen over what."""
-    timed = [(tasks_cycles(tasks, ctx), label) for label, tasks in choice.options]
-    best = min(range(len(timed)), key=lambda i: timed[i][0])
+    best, timed = _cheapest_option(choice, ctx)
     tasks = list(choice.options[best][1])
     if len(timed) > 1:
-        others = "; ".join(f"{lab}: {c:,}" for i, (c, lab) in enumerate(timed) if i != best)
         first = tasks[0]
-        why = f"chosen: {timed[best][1]} ({timed[best][0]:,} cycles) over {others}"
+        why = _why(timed, best)
         tasks[0] = dataclasses.replace(first, note=f"{first.note}; {why}" if first.note else why)
     return tasks
+
+
+def _cheapest_option(choice: Choice, ctx: LoweringContext) -> tuple[int, list[tuple[int, str]]]:
+    """The index of a choice's fastest option, and every option's (cycles, label)."""
+    timed = [(tasks_cycles(tasks, ctx), label) for label, tasks in choice.options]
+    return min(range(len(timed)), key=lambda i: timed[i][0]), timed
+
+
+def _why(timed: list[tuple[int, str]], best: int) -> str:
+    others = "; ".join(f"{lab}: {c:,}" for i, (c, lab) in enumerate(timed) if i != best)
+    return f"chosen: {timed[best][1]} ({timed[best][0]:,} cycles) over {others}"
 
 
 def tasks_cycles(tasks: tuple[Task, ...] | list[Task], ctx: LoweringContext) -> int:
@@ -159,7 +210,7 @@ def simulate_tasks(
             continue
         if t.layer is not None:
             try:
-                st, c = layer_cycles(t.layer, hw)
+                st, c = layer_cycles(t.layer, hw, t.plan_at)
             except NvdlaError as e:
                 raise type(e)(f"{t.name}: {e}".replace(": : ", ": ")) from None
             cycles.append(c)
@@ -175,32 +226,40 @@ def simulate_tasks(
     return cycles, stats
 
 
-def layer_cycles(layer, hw: HwConfig) -> tuple[LayerStats, int]:
-    """A hardware layer's stats (searched plan for convolutions, cached by value) and its cycles from op
-    enable to interrupt, as on the RTL: launch, streaming, pipeline depth, completion."""
-    st = dataclasses.replace(_simulate_cached(dataclasses.replace(layer, name=""), hw), name=layer.name, events=())
-    return st, st.cycles + sum(fixed_latency(layer, hw))
+def layer_cycles(layer, hw: HwConfig, plan_at=None) -> tuple[LayerStats, int]:
+    """A hardware layer's stats (searched plan for convolutions, cached by value; with `plan_at`, the
+    plan searched for that layer: Task.plan_at) and its cycles from op enable to interrupt, as on the
+    RTL: launch, streaming, pipeline depth, completion."""
+    st = _simulate_cached(_unnamed(layer), hw, _unnamed(plan_at))
+    return dataclasses.replace(st, name=layer.name, events=()), st.cycles + sum(fixed_latency(layer, hw))
 
 
-def layer_events(layer, hw: HwConfig) -> tuple[Event, ...]:
-    """The unit events of one instance of a hardware layer (its searched plan for convolutions), from the
-    start of its streaming (after launch); for timelines (the map's trace), simulated once per layer."""
-    return _events_cached(dataclasses.replace(layer, name=""), hw)
+def _unnamed(layer):
+    """The layer without its name (identical layers of different blocks are simulated once)."""
+    return None if layer is None else dataclasses.replace(layer, name="")
+
+
+def layer_events(layer, hw: HwConfig, plan_at=None) -> tuple[Event, ...]:
+    """The unit events of one instance of a hardware layer (its searched plan for convolutions, or the
+    one searched for `plan_at`), from the start of its streaming (after launch); for timelines (the
+    map's trace), simulated once per layer."""
+    return _events_cached(_unnamed(layer), hw, _unnamed(plan_at))
 
 
 @lru_cache(maxsize=1024)
-def _events_cached(layer, hw: HwConfig) -> tuple[Event, ...]:
-    """Events of an unnamed layer: identical layers of different blocks are simulated once."""
+def _events_cached(layer, hw: HwConfig, plan_at=None) -> tuple[Event, ...]:
+    """Events of an unnamed layer."""
     if isinstance(layer, ConvLayer):
-        return simulate_conv(layer, hw, search_plan(layer, hw).plan).events
+        return simulate_conv(layer, hw, _simulate_cached(layer, hw, plan_at).plan).events
     return simulate(layer, hw).events
 
 
 @lru_cache(maxsize=4096)
-def _simulate_cached(layer, hw: HwConfig) -> LayerStats:
-    """Stats of an unnamed layer: conv layers through the tiling search, others directly."""
+def _simulate_cached(layer, hw: HwConfig, plan_at=None) -> LayerStats:
+    """Stats of an unnamed layer: conv layers through the tiling search (of `plan_at` when given:
+    tiling_search.planned_like), others directly."""
     if isinstance(layer, ConvLayer):
-        found = search_plan(layer, hw)
+        found = search_plan(layer, hw) if plan_at is None else planned_like(layer, plan_at, hw)
         # how far the plan is proven from the best legal plan (0: the best; > 0 when the search budget ran out)
         detail = {**found.stats.detail, "search_proven_gap": found.proven_gap}
         return dataclasses.replace(found.stats, detail=detail)
@@ -234,13 +293,15 @@ def map_model(
     with_baseline: bool = True,
     memo: PassMemo | None = None,
     kv_precision: Precision | None = None,
+    kv_plan: str = "bucket",
 ) -> MapResult:
     """Run the whole pass list on a workload graph. `batch` and `seq` are the graph's own (recorded by the
     front end that built it); given, they must agree with it, so a result never reports a shape other
     than the one that ran. With a weight treatment, `with_baseline` maps the dense model too (baseline_cycles).
     `memo` (new_memo) carries lowered ops and timed tasks over maps that share them under the same
     context: the decode steps of a generation. `kv_precision` (the KV-cache what-if) runs attention and
-    its caches at that precision (rules.at_cache_precision) and the rest at `precision`."""
+    its caches at that precision (rules.at_cache_precision) and the rest at `precision`. `kv_plan`
+    (rules.KV_PLANS) says where attention against a KV cache is planned."""
     batch = _graph_shape(g, "batch", batch, default=1)
     seq = _graph_shape(g, "seq", seq, default=0)
     hw.check_precision(precision)
@@ -250,7 +311,7 @@ def map_model(
     weights = weights or WeightTreatment()
     ctx = LoweringContext(
         hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-        kv_precision=kv_precision,
+        kv_precision=kv_precision, kv_plan=check_kv_plan(kv_plan),
     )  # fmt: skip
     if memo is not None and memo.context != _context_key(ctx):
         raise ValueError("map_model: the memo was filled under another hw, precision, host or lowering option")
@@ -270,7 +331,7 @@ def map_model(
     if weights.active and with_baseline:  # the dense, uncompressed run, to report what the treatment saves
         baseline = map_model(
             g, hw, precision=precision, batch=batch, seq=seq, host=host, softmax=softmax, layernorm=layernorm,
-            kv_precision=kv_precision,
+            kv_precision=kv_precision, kv_plan=kv_plan,
         ).total_cycles  # fmt: skip
     ops = ops_in_order(g)
     model_macs = sum(op.own_macs for op in ops)
@@ -317,11 +378,12 @@ def new_memo(
     layernorm: str = "auto",
     weights: WeightTreatment | None = None,
     kv_precision: Precision | None = None,
+    kv_plan: str = "bucket",
 ) -> PassMemo:
     """An empty memo for maps under these options (map_model's own defaults when omitted)."""
     ctx = LoweringContext(
         hw=hw, precision=precision, host=host or HostModel(), softmax=softmax, layernorm=layernorm,
-        weights=weights or WeightTreatment(), kv_precision=kv_precision,
+        weights=weights or WeightTreatment(), kv_precision=kv_precision, kv_plan=check_kv_plan(kv_plan),
     )  # fmt: skip
     return PassMemo(_context_key(ctx))
 
@@ -338,7 +400,7 @@ def instances_duration(cycles: int, count: int, stats: LayerStats | None, hw: Hw
     if count <= 1 or stats is None:
         return cycles * count
     if isinstance(layer, ConvLayer):
-        span = _instances_cached(dataclasses.replace(layer, name=""), hw, count)
+        span = _instances_cached(_unnamed(layer), stats.plan, hw, count)
         return span + cycles - stats.cycles  # cycles - stats.cycles: one layer's fixed latencies
     prologue = int(stats.detail.get("prologue_cycles", 0))
     hidden = min(prologue, cycles - prologue)
@@ -346,5 +408,5 @@ def instances_duration(cycles: int, count: int, stats: LayerStats | None, hw: Hw
 
 
 @lru_cache(maxsize=1024)
-def _instances_cached(layer: ConvLayer, hw: HwConfig, count: int) -> int:
-    return instances_cycles(layer, search_plan(layer, hw).plan, hw, count)
+def _instances_cached(layer: ConvLayer, plan, hw: HwConfig, count: int) -> int:
+    return instances_cycles(layer, plan, hw, count)

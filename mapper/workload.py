@@ -218,6 +218,23 @@ def verify(g: nx.DiGraph) -> nx.DiGraph:
     return g
 
 
+def cache_keys(op: Op) -> int | None:
+    """The keys of attention against a KV cache (a decode or chunked-prefill step's QK^T and PV read the
+    cache as kernels): the dimension that grows with the cache length; None for every other op."""
+    if op.kind is OpKind.ATTN_SCORES and op.attrs.cached:
+        return op.n
+    if op.kind is OpKind.ATTN_CONTEXT and op.attrs.cached:
+        return op.k
+    return None
+
+
+def with_cache_keys(op: Op, keys: int) -> Op:
+    """The op against `keys` cached keys (cache_keys(op) must not be None)."""
+    if op.kind is OpKind.ATTN_SCORES:
+        return dataclasses.replace(op, n=keys)
+    return dataclasses.replace(op, k=keys)
+
+
 class Graph:
     """Builder over nx.DiGraph that keeps node order and names unique."""
 

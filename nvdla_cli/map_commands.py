@@ -81,6 +81,7 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
     _dram_flag(ge)
+    _kv_plan_flag(ge)
     gw = ge.add_argument_group("weight what-ifs (the static weights a decode step streams; the KV cache stays dense)")
     _weight_flags(gw)
     _kv_flag(gw)
@@ -107,6 +108,7 @@ def add_commands(sub, registry: dict) -> None:
                     help="when the KV cache is full: free the victim's blocks and prefill it again (recompute), or "
                          "copy its cache to host memory and back (swap)")  # fmt: skip
     _dram_flag(se)
+    _kv_plan_flag(se)
     se.add_argument("--precision", default="int8", help="int8, int16 or fp16")
     se.add_argument("--report", help="directory for report.html, serve.json and requests.csv (sweep.json, sweep.csv)")
     sww = se.add_argument_group("weight what-ifs (the static weights every iteration streams; KV stays dense)")
@@ -301,6 +303,15 @@ def _kv_flag(group: argparse._ArgumentGroup) -> None:
     )
 
 
+def _kv_plan_flag(parser) -> None:
+    parser.add_argument(
+        "--kv-plan", default="bucket", metavar="bucket|length",
+        help="where attention against the KV caches is planned (lowering and tiling): bucket (default) at "
+        "the power of two at or above its keys, run at every length with that plan, as a program compiled "
+        "for a range of lengths; length: a search at every length",
+    )  # fmt: skip
+
+
 def _print_kv_whatif(d: dict, base: dict) -> None:
     """The KV-cache precision against the caches at the model's precision: step time, bytes, what fits."""
     med, base_med = d["per_token_ms"]["median_step"], base["per_token_ms"]["median_step"]
@@ -366,6 +377,7 @@ def _generate(args: argparse.Namespace) -> int:
     accuracy = _accuracy(args, hw, prec, seq=args.prompt) if args.quantize else None
     kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, precision=prec, softmax=args.softmax,
               layernorm=args.layernorm)  # fmt: skip
+    kw["kv_plan"] = args.kv_plan
     results = [generate(spec, hw, batch=b, weights=weights, kv_precision=kv, **kw) for b in _batches(args.batch)]
     dense = (
         [generate(spec, hw, batch=r.batch, kv_precision=kv, **kw) for r in results]
@@ -509,7 +521,7 @@ def _serve(args: argparse.Namespace) -> int:
         if accuracy is not None:
             print("\n".join(format_accuracy_lines(accuracy)))
         return code
-    costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv)
+    costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv, kv_plan=args.kv_plan)
     res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings)
     res.clock_mhz = hw.clock_mhz
     res.meta = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
@@ -585,7 +597,7 @@ def _serve_sweep(
             args.requests, rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz, seed=args.seed
         )
 
-    costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv)
+    costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv, kv_plan=args.kv_plan)
     sweep = sweep_rates(
         arrivals, rates, costs, capacity_blocks=capacity, settings=settings, clock_mhz=hw.clock_mhz, slo=slo,
         bisect_steps=args.bisect,

@@ -81,6 +81,10 @@ class Task:
     # later row pieces (they read the first piece's weights again) and for tasks without parameters
     stored_weight_bytes: int = 0
     static_weights: bool = False  # a layer of an op with model weights (workload.HAS_STATIC_WEIGHTS)
+    # the layer whose searched tiling plan this one runs (None: its own). Attention against a KV cache is
+    # planned at its length bucket (passes.lower_op, KV_PLANS): this is the same layer against
+    # bucket_keys(keys) keys, and the plan found for it runs at the layer's own length
+    plan_at: HwLayer | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,31 @@ def at_cache_precision(op: Op) -> bool:
     return op.kind is OpKind.TRANSPOSE and op.attrs.relayout in CACHE_RELAYOUTS
 
 
+# How attention against a KV cache (a decode step's QK^T and PV, whose keys grow by one every token) is
+# planned. "bucket": once per length bucket, as a program compiled for a range of shapes runs (TensorRT's
+# optimization profiles choose tactics at one shape of a range and run every shape of it with them; an
+# NVDLA loadable is compiled for fixed dimensions, and a runtime that writes each step's key count into
+# the same layer registers runs one plan over many lengths): the lowering option and every hardware
+# layer's tiling plan are chosen at bucket_keys(keys), the power of two at or above the keys, and the
+# layers are simulated at their own length with that plan, so each step is timed exactly and its cost
+# changes where the keys do, while the plan changes only at powers of two. "length": chosen at every
+# length (a tiling search per step). Measured (docs/mapping.md, "Generation at scale"): TinyLlama's
+# fused QK^T on nv_full at 2,049-4,096 keys runs its 4,096-key plan within 0.0-0.9% of the plan
+# searched at its own length, for a simulation instead of a search each step.
+KV_PLANS = ("bucket", "length")
+
+
+def check_kv_plan(kv_plan: str) -> str:
+    if kv_plan not in KV_PLANS:
+        raise NvdlaError(f"--kv-plan {kv_plan!r}: valid are {', '.join(KV_PLANS)}")
+    return kv_plan
+
+
+def bucket_keys(keys: int) -> int:
+    """The length a KV-cache attention op of `keys` keys is planned at under kv_plan "bucket"."""
+    return 1 << max(keys - 1, 0).bit_length()
+
+
 @dataclass
 class LoweringContext:
     hw: HwConfig
@@ -175,6 +204,7 @@ class LoweringContext:
     # the KV-cache precision what-if: attention and its caches at this precision, the rest at `precision`
     # (None: the model's precision everywhere)
     kv_precision: Precision | None = None
+    kv_plan: str = "bucket"  # KV_PLANS: how attention against a KV cache chooses its lowering and tiling
 
     @property
     def cache_precision(self) -> Precision:

@@ -39,7 +39,7 @@ def trace_spans(result: MapResult) -> list[tuple[str, str, int, int]]:
         spans.append(("NVDLA layers", t.name, r.start, r.end))
         launch = fixed_latency(t.layer, hw)[0]
         windows: dict[str, list[int]] = {}
-        for e in layer_events(t.layer, hw):
+        for e in layer_events(t.layer, hw, t.plan_at):
             w = windows.setdefault(UNIT_TRACKS.get(e.unit, e.unit.value.upper()), [e.start, e.end])
             w[0], w[1] = min(w[0], e.start), max(w[1], e.end)
         tail = r.end - r.start - r.cycles_per_instance  # the later instances, after the first

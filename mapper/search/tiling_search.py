@@ -576,6 +576,22 @@ def search_plan(
     return SearchResult(best[1], best[2], size, simulated, round(proven, 6), found_at)
 
 
+@lru_cache(maxsize=4096)
+def planned_like(layer: ConvLayer, like: ConvLayer, hw: HwConfig) -> SearchResult:
+    """The plan search_plan finds for `like` (the same layer at another size: attention against a KV
+    cache at its length bucket, rules.KV_PLANS), its kernel tiles and bands cut to this layer's kernels
+    and rows, simulated on this layer; this layer's own search where that plan is not legal for it.
+    `candidates`, `simulated` and `proven_gap` are those of the search that chose the plan."""
+    found = search_plan(like, hw)
+    s = layer.shape
+    kernels, rows = min(found.plan.kernels_per_tile, s.out_k), min(found.plan.rows_per_tile, s.out_h)
+    plan = dataclasses.replace(found.plan, kernels_per_tile=kernels, rows_per_tile=rows)
+    if illegal_reason(layer, plan, hw) is not None:
+        return search_plan(layer, hw)
+    st = simulate_conv(layer, hw, plan, record_events=False)
+    return dataclasses.replace(found, plan=plan, stats=st)
+
+
 _EXPAND = (math.inf,)  # heap ties: simulate a plan before expanding a band height of equal bound (a plan
 # at its bound then ends the search before nodes that only tie it are expanded); families and plans of
 # equal bound go in order of the bytes they read (_plan_reads), so that of the plans that meet one

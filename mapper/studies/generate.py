@@ -63,6 +63,7 @@ class GenerateResult:
     kv_precision: Precision | None = None  # the KV caches' precision (what-if); None: the model's
     spec: ModelSpec | None = field(default=None, repr=False)  # the model (for what its memory holds)
     step_weight_bytes: tuple[int, int] = (0, 0)  # a decode step's static weights: (dense, as stored)
+    kv_plan: str = "bucket"  # where attention against the caches was planned (rules.KV_PLANS)
 
     @property
     def ttft_cycles(self) -> int:
@@ -114,6 +115,7 @@ class GenerateResult:
             if dec_cyc
             else None,
             "kv_precision": (self.kv_precision or self.precision).value,
+            "kv_plan": self.kv_plan,
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_cache_bytes_end": self.kv_cache_bytes,
             **(
@@ -316,11 +318,13 @@ def generate(
     layernorm: str = "auto",
     weights: WeightTreatment | None = None,
     kv_precision: Precision | None = None,
+    kv_plan: str = "bucket",
 ) -> GenerateResult:
     """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
     `weights` prunes and/or compresses the static weights in every pass (what a DRAM-bound decode step
     streams); the KV caches are activations and stay dense. `kv_precision` keeps the caches, and runs
-    the attention against them, at that precision (passes.map_model)."""
+    the attention against them, at that precision (passes.map_model). `kv_plan` (rules.KV_PLANS): where
+    the attention against the caches is planned, at each length's bucket or at every length."""
     for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
@@ -337,7 +341,7 @@ def generate(
     weights = weights or WeightTreatment()
     kw = dict(
         precision=precision, batch=batch, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-        with_baseline=False, kv_precision=kv_precision,
+        with_baseline=False, kv_precision=kv_precision, kv_plan=kv_plan,
     )  # fmt: skip
     t5 = bool(spec.decoder_layers)
     if t5:  # the encoder once (filling the cross-attention caches), then the first decoder step
@@ -346,14 +350,14 @@ def generate(
         prefill = map_model(build_graph(spec, batch=batch, seq=prompt, head="lm_last"), hw, seq=prompt, **kw)
     res = GenerateResult(
         spec.name, hw, precision, batch, prompt, new_tokens, prefill, weights=weights, kv_precision=kv_precision,
-        spec=spec,
+        spec=spec, kv_plan=kv_plan,
     )  # fmt: skip
     res.kv_bytes_per_token = kv_bytes_per_token(spec, kv_precision or precision)
     first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
     # the steps share every op but attention against the cache: lowered and timed once, priced once
     memo = new_memo(
         hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-        kv_precision=kv_precision,
+        kv_precision=kv_precision, kv_plan=kv_plan,
     )  # fmt: skip
     cross = prompt if t5 else 0
     template = StepTemplate(

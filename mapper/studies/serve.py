@@ -499,6 +499,7 @@ class SimulatedCosts:
         weights: WeightTreatment | None = None,
         *,
         kv_precision: Precision | None = None,
+        kv_plan: str = "bucket",
     ) -> None:
         check_generative(spec)
         if spec.decoder_layers:
@@ -506,7 +507,8 @@ class SimulatedCosts:
         self.spec, self.hw, self.precision, self.kv_precision = spec, hw, precision, kv_precision
         self.weights = weights or WeightTreatment()
         self.host = HostModel()
-        self.memo = new_memo(hw, precision=precision, weights=self.weights, kv_precision=kv_precision)
+        self.kv_plan = kv_plan
+        self.memo = new_memo(hw, precision=precision, weights=self.weights, kv_precision=kv_precision, kv_plan=kv_plan)
         self._prefill: dict[int, int] = {}
         self._decode: dict[tuple[int, ...], int] = {}
         self._mixed: dict[tuple, int] = {}
@@ -526,7 +528,7 @@ class SimulatedCosts:
     def _map(self, g) -> int:
         return map_model(
             g, self.hw, precision=self.precision, weights=self.weights, with_baseline=False, memo=self.memo,
-            kv_precision=self.kv_precision,
+            kv_precision=self.kv_precision, kv_plan=self.kv_plan,
         ).total_cycles  # fmt: skip
 
     def swap(self, positions: int) -> int:

@@ -31,8 +31,8 @@ def _figures(res) -> tuple:
     )  # fmt: skip
 
 
-def _full(spec, hw, graph, precision=Precision.INT8):
-    return map_model(graph, hw, precision=precision, with_baseline=False)
+def _full(spec, hw, graph, precision=Precision.INT8, kv_plan="bucket"):
+    return map_model(graph, hw, precision=precision, with_baseline=False, kv_plan=kv_plan)
 
 
 def _small_llama(tmp_path):
@@ -68,16 +68,32 @@ def test_sampled_steps_of_a_long_run_equal_full_maps(tmp_path):
 
 
 def test_a_change_of_form_rebuilds_the_template(tmp_path):
-    """At batch 2 on nv_full the small model's PV changes form between 723 and 724 cached tokens (found
-    by scanning): its cheapest lowering flips from one layer per K/V group to one block-diagonal layer
-    per sequence with a BDMA gather, another task list. The template is rebuilt there, and every step
-    on both sides equals a full map."""
+    """Planned at every length (kv_plan "length"), at batch 2 on nv_full the small model's PV changes form
+    between 723 and 724 cached tokens (found by scanning): its cheapest lowering flips from one layer per
+    K/V group to one block-diagonal layer per sequence with a BDMA gather, another task list. The
+    template is rebuilt there, and every step on both sides equals a full map."""
+    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    build = lambda s, kv: decode_step_graph(s, batch=2, kv_len=kv)  # noqa: E731
+    template = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8, kv_plan="length"))
+    for kv in range(723, 731):
+        assert _figures(template.map(kv)) == _figures(_full(spec, hw, build(spec, kv), kv_plan="length"))
+    assert template.rebuilds == 1
+
+
+def test_planned_per_bucket_the_form_changes_only_at_powers_of_two(tmp_path):
+    """The same steps planned per length bucket (the default): 724..732 keys all plan at 1,024, so the
+    form that flipped at 724 under "length" holds and nothing is rebuilt; across the bucket's end (1,024
+    keys: 1,023 cached, then 1,025 keys planned at 2,048) every step still equals a full map, and the
+    template is rebuilt there at most once."""
     hw, spec = load_config("nv_full"), _small_llama(tmp_path)
     build = lambda s, kv: decode_step_graph(s, batch=2, kv_len=kv)  # noqa: E731
     template = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8))
-    for kv in range(723, 731):
+    for kv in (*range(720, 731), 1022, 1023):
         assert _figures(template.map(kv)) == _figures(_full(spec, hw, build(spec, kv)))
-    assert template.rebuilds == 1
+    assert template.rebuilds == 0
+    for kv in (1024, 1025, 1500):
+        assert _figures(template.map(kv)) == _figures(_full(spec, hw, build(spec, kv)))
+    assert template.rebuilds <= 1
 
 
 def test_t5_and_host_softmax_steps_equal_full_maps():
