@@ -3,7 +3,7 @@
 Prints the wall time, the peak memory, how many distinct iteration shapes were mapped and the run's
 percentiles (target: GPT-2 on nv_full with 1,000 requests in at most 60 s).
 Run: .venv/bin/python benchmarks/bench_serve.py [--requests 100] [--rate 20] [--prompt 128] [--output 32]
-     [--policy chunked-prefill --chunk-tokens 256]
+     [--policy chunked-prefill --chunk-tokens 256] [--kv-plan length]
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ def main() -> None:
     ap.add_argument("--output", type=int, default=32)
     ap.add_argument("--policy", default="fcfs-prefill-first", help="fcfs-prefill-first or chunked-prefill")
     ap.add_argument("--chunk-tokens", type=int, default=256)
+    ap.add_argument("--kv-plan", default="bucket", help="bucket or length (rules.KV_PLANS)")
     args = ap.parse_args()
     spec, hw = preset(args.model), load_config(args.hw)
     reqs = poisson_requests(args.requests, args.rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz)
-    costs = SimulatedCosts(spec, hw)
+    costs = SimulatedCosts(spec, hw, kv_plan=args.kv_plan)
     t0 = time.perf_counter()
     settings = ServeSettings(policy=Policy(args.policy), chunk_tokens=args.chunk_tokens)
     res = simulate_serving(
