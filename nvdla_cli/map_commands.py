@@ -525,7 +525,7 @@ def _serve(args: argparse.Namespace) -> int:
     res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings)
     res.clock_mhz = hw.clock_mhz
     res.meta = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
-                "kv_precision": (kv or prec).value,
+                "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan,
                 "arrivals": f"trace {args.trace}" if args.trace else f"poisson {args.rate:g}/s seed {args.seed}",
                 "weights": weights.to_dict(), **({"accuracy": accuracy} if accuracy else {})}  # fmt: skip
     d = res.to_dict()
@@ -606,7 +606,7 @@ def _serve_sweep(
          "prompt": args.prompt, "output": args.output, "seed": args.seed, "policy": settings.policy.value,
          "max_batch": settings.max_batch, "kv_capacity_blocks": capacity,
          "slo_ttft_ms": args.slo_ttft_ms, "slo_tpot_ms": args.slo_tpot_ms, "weights": weights.to_dict(),
-         "kv_precision": (kv or prec).value, **({"accuracy": accuracy} if accuracy else {}),
+         "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan, **({"accuracy": accuracy} if accuracy else {}),
          **sweep.to_dict()}  # fmt: skip
     kv_note = f", KV cache {kv.value}" if kv else ""
     print(f"{spec.name} on {hw.fingerprint} ({prec.value}{kv_note}): {args.requests} requests of {args.prompt} + "

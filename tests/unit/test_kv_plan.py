@@ -105,3 +105,12 @@ def test_kv_plan_through_the_cli(tmp_path, capsys):
     with pytest.raises(NvdlaError, match="--kv-plan 'x'"):
         map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=3), load_config("nv_full"),
                   precision=Precision.INT8, kv_plan="x")  # fmt: skip
+
+
+def test_serve_records_its_kv_plan(tmp_path):
+    from nvdla_cli.main import main
+
+    out = tmp_path / "serve"
+    argv = ["serve", "gpt2", "--hw", "nv_full", "--requests", "3", "--rate", "100", "--prompt", "8", "--output", "2"]
+    assert main([*argv, "--kv-plan", "length", "--report", str(out)]) == 0
+    assert json.loads((out / "serve.json").read_text())["kv_plan"] == "length"
