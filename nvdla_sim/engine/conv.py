@@ -21,7 +21,7 @@ import numpy as np
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine import layer_skip
 from nvdla_sim.engine.bounds import channel_ops_per_stripe, conv_floor, drain_rate
-from nvdla_sim.engine.layer_skip import LayerSkip, layer_signature, own_fetches
+from nvdla_sim.engine.layer_skip import LayerSkip, kept_signature, layer_signature, own_fetches
 from nvdla_sim.engine.stats import Bound, LayerStats, Traffic, Unit, UnitStats
 from nvdla_sim.engine.tile_pipeline import (
     COUNTERS,
@@ -240,6 +240,10 @@ class _Chain:
     last_data: int = -1  # the data event the last hardware layer used
     last_weights: dict[int, int] = dataclasses.field(default_factory=dict)  # its weight events by first kernel
     named: bool = True  # items and fetches carry names (for timeline events; building them costs time)
+    # hardware layers built as repeats (_repeat): layer -> (first, shift). Their places in `items` hold the
+    # items of the explicit layer they repeat (the same objects: every size, block and write is equal);
+    # their own fetch events are those at or after `first` moved by `shift` (renumbered)
+    renumber: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
     def add(self, layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
         """Append `layer` run under `plan`. Fetch keys: an operand is fetched again whenever its key is new.
@@ -375,26 +379,34 @@ class _Chain:
     def _repeat(self, before: tuple, current: int) -> None:
         """Append hardware layer `current` as a repeat of the one `before` describes (key, first item, items,
         first own event): the same items, their own fetch events renumbered past the last one (events
-        older than that layer's are the same operands)."""
+        older than that layer's are the same operands). Kept as the explicit layer's items and a
+        renumbering (`renumber`, renumbered): a run of alike layers the runner skips is never built."""
         _, start, count, first_event = before
-        shift = self.events - first_event
-        for it in self.items[start : start + count]:
-            fetches = tuple(_copy(f, event=f.event + shift) for f in it.fetches)
-            uses = tuple(e + shift if e >= first_event else e for e in it.uses)
-            self.items.append(_copy(it, fetches=fetches, uses=uses))
+        own = self.events - first_event  # the previous layer's own fetch events
+        first, shift = self.renumber.get(self.item_layer[start], (first_event, 0))
+        self.renumber[current] = (first, shift + own)
+        self.items.extend(self.items[start : start + count])
         self.item_extra.extend(self.item_extra[start : start + count])
         self.item_tail_gap.extend(self.item_tail_gap[start : start + count])
         self.item_layer.extend([current] * count)
-        self.events += shift
+        self.events += own
 
     def _event(self) -> int:
         self.events += 1
         return self.events - 1
 
+    def items_as_run(self) -> list[Item]:
+        """Every item with the fetch events it runs with (repeated layers' renumbered)."""
+        return [
+            renumbered(it, *self.renumber[g]) if g in self.renumber else it
+            for it, g in zip(self.items, self.item_layer, strict=True)
+        ]
+
     def run(self, hw: HwConfig, record_events: bool):
         return _run_hardware_layers(
-            hw, self.items, self.item_layer, self.item_extra, self.item_tail_gap, self.info, record_events
-        )
+            hw, self.items, self.item_layer, self.item_extra, self.item_tail_gap, self.info, record_events,
+            self.renumber,
+        )  # fmt: skip
 
     def traffic(self, operand_memory: Memory) -> Traffic:
         """Bytes the chain's fetches, SDP operand reads (from `operand_memory`) and writes move."""
@@ -408,10 +420,17 @@ def _weight_ratio(layer: ConvLayer, hw: HwConfig) -> float:
     return layer.weight_bytes / cdma.weight_bytes(layer.shape.out_k, bytes_per_kernel(layer), hw)
 
 
+def renumbered(it: Item, first: int, shift: int) -> Item:
+    """An item of a repeated hardware layer (_Chain.renumber): its fetch events, and the events it uses,
+    at or after `first` moved by `shift`."""
+    fetches = tuple(_copy(f, event=f.event + shift) for f in it.fetches)
+    return _copy(it, fetches=fetches, uses=tuple(e + shift if e >= first else e for e in it.uses))
+
+
 def _copy(obj, **changes):
     """dataclasses.replace for the frozen Fetch and Item, by copying their fields: a frozen dataclass's
-    __init__ sets each field through object.__setattr__, about three times slower, and _Chain._repeat
-    copies a million fetches and items at 32,768 tokens. Equal (and equal-hashing) to replace's result."""
+    __init__ sets each field through object.__setattr__, about three times slower. Equal (and
+    equal-hashing) to replace's result."""
     new = object.__new__(type(obj))
     fields = new.__dict__
     fields.update(obj.__dict__)
@@ -603,7 +622,7 @@ def regroup_cycles(hw: HwConfig) -> int:
 
 
 def _run_hardware_layers(
-    hw, items, item_layer, item_extra, item_tail_gap, info: dict[int, _HwLayerInfo], record_events
+    hw, items, item_layer, item_extra, item_tail_gap, info: dict[int, _HwLayerInfo], record_events, renumber=None
 ):
     """Run the items hardware layer by hardware layer on shared memory ports. Each later layer is enabled in
     the other register group while the previous one runs (a ping-pong driver), so layer n is enabled once
@@ -616,15 +635,18 @@ def _run_hardware_layers(
     with another CBUF bank split starts after the previous one's interrupt and its own launch
     (layer_gap_cycles; reuse_split_change on the RTL), its rings empty. Returns the
     summed pipeline result (end = the whole run, from the first layer's start to the last layer's last
-    atom), the busy time per memory port, and each hardware layer's end."""
+    atom), the busy time per memory port, and each hardware layer's end. `renumber` (_Chain.renumber):
+    the layers whose items are an explicit layer's with their events renumbered (built only to run)."""
     fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
     regroup = regroup_cycles(hw)
+    renumber = renumber or {}
     groups: dict[int, list[int]] = {}
     last_layer: dict[int, int] = {}  # the hardware layer that uses a fetch event last
     for i, g in enumerate(item_layer):
         groups.setdefault(g, []).append(i)
+        first, shift = renumber.get(g, (0, 0))
         for e in items[i].uses:
-            last_layer[e] = g
+            last_layer[e + shift if e >= first else e] = g
     total: PipelineResult | None = None
     ports = make_ports(hw)
     offset = 0.0  # end of the previous layer: its last atom, or its last transfer
@@ -634,35 +656,56 @@ def _run_hardware_layers(
     layers = list(groups.items())
 
     def group_of(pos: int) -> list[Item]:
-        n, idxs = layers[pos]
-        group = [items[i] for i in idxs]
+        group = raw_of(pos)
         if hw.timing.conv_input_before_compute:
-            group = _prefetch_weights(group, info[n].weight_capacity)
+            group = _prefetch_weights(group, info[layers[pos][0]].weight_capacity)
         return group
 
     def raw_of(pos: int) -> list[Item]:
-        return [items[i] for i in layers[pos][1]]
+        n, idxs = layers[pos]
+        if n in renumber:
+            return [renumbered(items[i], *renumber[n]) for i in idxs]
+        return [items[i] for i in idxs]
+
+    def moved(pos: int):  # how the layer's events are renumbered from those its items hold
+        first, shift = renumber.get(layers[pos][0], (0, 0))
+        return lambda e: e + shift if e >= first else e
 
     @cache
     def fetches_of(pos: int) -> list[int]:  # in the items' order (before _prefetch_weights moves any)
-        return own_fetches(raw_of(pos)) if pos >= 0 else []
+        if pos < 0:
+            return []
+        event = moved(pos)
+        return [event(e) for e in own_fetches([items[i] for i in layers[pos][1]])]
 
     @cache
     def keep_of(pos: int) -> frozenset[int]:
-        n = layers[pos][0]
-        return frozenset(e for i in layers[pos][1] for e in items[i].uses if last_layer[e] > n)
+        n, event = layers[pos][0], moved(pos)
+        return frozenset(e for i in layers[pos][1] for e in map(event, items[i].uses) if last_layer[e] > n)
 
     def prefetch_of(pos: int) -> int:
         # SDP operand streams (bias, residual) are read by the SDP RDMAs alongside: at once until the
         # RDMA's latency FIFO is full (booked at the layer's start), then paced by the drain (Item.drain_reads)
         return min(sum(item_extra[i] for i in layers[pos][1]), sdp.operand_prefetch_bytes(hw))
 
+    repeated_items: dict[tuple, tuple] = {}
+
     def signature(pos: int) -> tuple:
         n, idxs = layers[pos]
         changed = pos > 0 and info[n - 1].banks != info[n].banks
         extra = (info[n], changed, prefetch_of(pos), item_tail_gap[idxs[-1]])
         # of the items as built: _prefetch_weights is a function of them and the ring (in info)
-        return layer_signature(raw_of(pos), fetches_of(pos - 1), keep_of(pos), extra)
+        raw = [items[i] for i in idxs]
+        if n not in renumber:
+            return layer_signature(raw, fetches_of(pos - 1), keep_of(pos), extra)
+        # a repeat: each event its items use is its own (renumbered) or older than the layer it repeats
+        # (kept as is), never the previous layer's, so its items' part is that of every repeat of the same
+        # items and renumbering threshold
+        key = (id(raw[0]), len(raw), renumber[n][0])
+        part = repeated_items.get(key)
+        if part is None:
+            part = repeated_items[key] = layer_signature(raw, fetches_of(pos - 1), frozenset(), (), moved(pos))[0]
+        return (part, kept_signature(keep_of(pos), fetches_of(pos), fetches_of(pos - 1)), extra)
 
     skip = (
         LayerSkip(ports, signature, len(layers))

@@ -41,30 +41,46 @@ def own_fetches(items: Sequence[Item]) -> list[int]:
     return [f.event for it in items for f in it.fetches]
 
 
-def layer_signature(items: Sequence[Item], previous: Sequence[int], keep: frozenset[int], extra: tuple) -> tuple:
+def layer_signature(
+    items: Sequence[Item],
+    previous: Sequence[int],
+    keep: frozenset[int],
+    extra: tuple,
+    event: Callable[[int], int] = int,
+) -> tuple:
     """A hardware layer up to its fetch ids: every item's fetches, blocks, writes and operand reads, and each
     operand it uses as its own fetch (by position), the previous layer's (by position) or an older one (by
     id, equal only to itself); the operands it keeps in CBUF; and `extra` (its layer info and what the
-    runner books for it). Layers with equal signatures time alike from alike states."""
+    runner books for it). Layers with equal signatures time alike from alike states. `event` maps the
+    items' event ids to the layer's (a repeated layer's renumbering: engine.conv.renumbered)."""
     own: dict[int, int] = {}
     prev = {e: q for q, e in enumerate(previous)}
     out = []
     for it in items:
         fetches = []
         for f in it.fetches:
-            own[f.event] = len(own)
+            own[event(f.event)] = len(own)
             # enum members by their values (hashing a member runs Python code; its value's hash is cached)
             fetches.append(
                 (f.buffer._value_, f.channel._value_, f.nbytes, f.memory._value_, f.streamed, f.max_bytes_per_cycle)
             )
-        uses = tuple(_canonical(e, own, prev) for e in it.uses)
+        uses = tuple(_canonical(event(e), own, prev) for e in it.uses)
         blocks = it.blocks if type(it.blocks) is tuple else tuple(it.blocks)
         out.append(
             (tuple(fetches), uses, blocks, it.write_bytes, it.write_memory._value_, it.drain_reads,
              it.drain_read_memory._value_, it.drain_read_cycles)
         )  # fmt: skip
-    kept = tuple(sorted((_canonical(e, own, prev) for e in keep), key=repr))
-    return (tuple(out), kept, extra)
+    return (tuple(out), _kept(keep, own, prev), extra)
+
+
+def kept_signature(keep: frozenset[int], own_fetches: Sequence[int], previous: Sequence[int]) -> tuple:
+    """The part of layer_signature for the operands a layer keeps in CBUF, from its own fetch events (in
+    order) and the previous layer's."""
+    return _kept(keep, {e: q for q, e in enumerate(own_fetches)}, {e: q for q, e in enumerate(previous)})
+
+
+def _kept(keep: frozenset[int], own: dict[int, int], prev: dict[int, int]) -> tuple:
+    return tuple(sorted((_canonical(e, own, prev) for e in keep), key=repr))
 
 
 def _canonical(e: int, own: dict[int, int], prev: dict[int, int]) -> tuple:

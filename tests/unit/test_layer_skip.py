@@ -140,7 +140,7 @@ def _built(layers_plans, hw, *, named: bool):
     for layer, plan in layers_plans:
         chain.add(layer, plan, hw)
     items = [dataclasses.replace(it, name="", fetches=tuple(dataclasses.replace(f, label="") for f in it.fetches))
-             for it in chain.items]  # fmt: skip
+             for it in chain.items_as_run()]  # fmt: skip
     return (items, chain.item_layer, chain.item_extra, chain.item_tail_gap, chain.info, chain.events, chain.layers,
             chain.last_data, chain.last_weights)  # fmt: skip
 
