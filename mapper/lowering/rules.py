@@ -27,6 +27,7 @@ from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.units import cdma
+from nvdla_sim.values import field_hash, state_without_hash
 
 MAX_DIM = 8192
 
@@ -85,6 +86,9 @@ class Task:
     # planned at its length bucket (passes.lower_op, KV_PLANS): this is the same layer against
     # bucket_keys(keys) keys, and the plan found for it runs at the layer's own length
     plan_at: HwLayer | None = None
+
+    __hash__ = field_hash  # computed once: tasks key the pass memo and the energy memo (nvdla_sim.values)
+    __getstate__ = state_without_hash
 
 
 @dataclass(frozen=True)

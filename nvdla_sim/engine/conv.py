@@ -244,6 +244,7 @@ class _Chain:
     # items of the explicit layer they repeat (the same objects: every size, block and write is equal);
     # their own fetch events are those at or after `first` moved by `shift` (renumbered)
     renumber: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    last_added: tuple | None = None  # ((layer, plan, hw), its last hardware layer as `before` in add)
 
     def add(self, layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> Footprint:
         """Append `layer` run under `plan`. Fetch keys: an operand is fetched again whenever its key is new.
@@ -299,7 +300,9 @@ class _Chain:
             return math.ceil(cdma.weight_bytes(kernels, bpk, hw) * w_ratio)
 
         rtiles, ktiles = data_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
-        before: tuple | None = None  # the previous hardware layer: (its key, first item, items, first event)
+        # the previous hardware layer: (its key, first item, items, first event); the last one of the
+        # previous add when that was the same layer under the same plan (a chain of instances)
+        before = self.last_added[1] if self.last_added and self.last_added[0] == (layer, plan, hw) else None
         # one hardware layer a (data tile, weight tile) pair, but in data-stationary order with kernel tiles
         # (outside the search's space) a band's tiles are one
         whole = ws or len(ktiles) == 1
@@ -374,6 +377,7 @@ class _Chain:
                 )
             before = (key, start, len(self.items) - start, first_event)
         self.layers = current + 1
+        self.last_added = ((layer, plan, hw), before)
         return fp
 
     def _repeat(self, before: tuple, current: int) -> None:
@@ -793,8 +797,8 @@ def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
             break
         moved += len(take)
         first.extend(take)
-        out.append(dataclasses.replace(it, fetches=tuple(f for f in it.fetches if f.buffer is not Buffer.CBUF_WEIGHT)))
-    out[0] = dataclasses.replace(items[0], fetches=tuple(first))
+        out.append(_copy(it, fetches=tuple(f for f in it.fetches if f.buffer is not Buffer.CBUF_WEIGHT)))
+    out[0] = _copy(items[0], fetches=tuple(first))
     return out
 
 
