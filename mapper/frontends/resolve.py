@@ -9,7 +9,6 @@ import networkx as nx
 
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
 from nvdla_mapper.frontends.hf_config import from_hf_config
-from nvdla_mapper.frontends.onnx_import import graph_from_onnx
 from nvdla_mapper.frontends.presets import DEFAULT_SEQ, PRESETS, ModelSpec, build_graph
 from nvdla_sim.errors import NvdlaError
 
@@ -52,6 +51,9 @@ def model_graph(
         return CNN_PRESETS[name_or_path](batch)
     src = resolve_model(name_or_path)
     if isinstance(src, Path):
+        # onnx and onnx_ir take two seconds to import: only a run that reads an .onnx file pays them
+        from nvdla_mapper.frontends.onnx_import import graph_from_onnx
+
         return graph_from_onnx(src, batch=batch, seq=DEFAULT_SEQ if seq is None else seq, host_fallback=host_fallback)
     return build_graph(src, batch=batch, seq=seq, dec_seq=dec_seq, extend_positions=extend_positions, head=head)
 
