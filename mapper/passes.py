@@ -145,8 +145,8 @@ def _planned_at(op, at: int, ctx: LoweringContext) -> list[Task]:
         return _chosen(own, ctx)
     wide_tasks = list(wide.options[best][1]) if isinstance(wide, Choice) else wide
     tasks = list(own.options[best][1]) if isinstance(own, Choice) else own
-    if [(t.resource, type(t.layer)) for t in tasks] != [(t.resource, type(t.layer)) for t in wide_tasks]:
-        return _chosen(own, ctx)  # not the same form: planned at its own length
+    if len(tasks) != len(wide_tasks) or not all(_same_but_keys(t, w) for t, w in zip(tasks, wide_tasks, strict=True)):
+        return _chosen(own, ctx)  # not the same layers with more keys (another form or layout): at its own length
     tasks = [
         dataclasses.replace(t, plan_at=w.layer) if isinstance(t.layer, ConvLayer) else t
         for t, w in zip(tasks, wide_tasks, strict=True)
@@ -156,6 +156,20 @@ def _planned_at(op, at: int, ctx: LoweringContext) -> list[Task]:
         why += f"; {_why(timed, best)} there"
     tasks[0] = dataclasses.replace(tasks[0], note=f"{tasks[0].note}; {why}" if tasks[0].note else why)
     return tasks
+
+
+def _same_but_keys(own: Task, wide: Task) -> bool:
+    """Whether a task of an op against a KV cache and its twin against the bucket's keys are the same
+    step with more keys: the same resource, and for hardware layers the same layer but for its kernels
+    and input channels (QK^T's keys are kernels, PV's input channels), so that the plan found for the
+    twin is a plan for the same layer registers with another key count."""
+    if own.resource is not wide.resource or type(own.layer) is not type(wide.layer):
+        return False
+    if not isinstance(own.layer, ConvLayer):
+        return True
+    s = own.layer.shape
+    shape = dataclasses.replace(wide.layer.shape, in_c=s.in_c, out_k=s.out_k)
+    return dataclasses.replace(wide.layer, name=own.layer.name, shape=shape) == own.layer
 
 
 def cheapest(choice: Choice, ctx: LoweringContext) -> list[Task]:

@@ -178,7 +178,9 @@ def at_cache_precision(op: Op) -> bool:
 # the same layer registers runs one plan over many lengths): the lowering option and every hardware
 # layer's tiling plan are chosen at bucket_keys(keys), the power of two at or above the keys, and the
 # layers are simulated at their own length with that plan, so each step is timed exactly and its cost
-# changes where the keys do, while the plan changes only at powers of two. "length": chosen at every
+# changes where the keys do, while the plan changes only at powers of two (an op whose layers at the
+# bucket differ in more than their keys, in form or layout, is planned at its own length: passes.
+# _same_but_keys). "length": chosen at every
 # length (a tiling search per step). Measured (docs/mapping.md, "Generation at scale"): TinyLlama's
 # fused QK^T on nv_full at 2,049-4,096 keys runs its 4,096-key plan within 0.0-0.9% of the plan
 # searched at its own length, for a simulation instead of a search each step.

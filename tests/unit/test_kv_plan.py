@@ -114,3 +114,20 @@ def test_serve_records_its_kv_plan(tmp_path):
     argv = ["serve", "gpt2", "--hw", "nv_full", "--requests", "3", "--rate", "100", "--prompt", "8", "--output", "2"]
     assert main([*argv, "--kv-plan", "length", "--report", str(out)]) == 0
     assert json.loads((out / "serve.json").read_text())["kv_plan"] == "length"
+
+
+def test_a_twin_with_another_layout_is_not_the_same_layer_with_more_keys():
+    """PV's row width follows its keys (rules._row_for): at 2,101 keys a fused PV is 12 x 1 pixels, at
+    4,096 it is 6 x 2. Such a twin is not the same layer registers with another key count, so the op is
+    planned at its own length (passes._planned_at); a twin that differs only in the keys is."""
+    from nvdla_mapper.lowering.rules import Resource, Task
+    from nvdla_mapper.passes import _same_but_keys
+
+    own = ConvLayer("pv", ConvShape(in_w=12, in_h=1, in_c=2101, out_k=64), Precision.INT8)
+    wide = dataclasses.replace(own, name="pv@4096", shape=ConvShape(in_w=6, in_h=2, in_c=4096, out_k=64))
+    same = dataclasses.replace(own, name="pv@4096", shape=dataclasses.replace(own.shape, in_c=4096))
+    task = lambda layer: Task(layer.name, "pv", "attention", Resource.NVDLA, layer=layer)  # noqa: E731
+    assert not _same_but_keys(task(own), task(wide))
+    assert _same_but_keys(task(own), task(same))
+    other = dataclasses.replace(same, precision=Precision.INT16)
+    assert not _same_but_keys(task(own), task(other))
