@@ -16,8 +16,8 @@ Sweep file (TOML):
     batch = [1]
     phase = ["prefill", "decode"]            # optional (default prefill: the forward pass `nvdla map` runs);
                                              # decode: one token-by-token step with a KV cache
-    [options]                                # optional: softmax / layernorm placement
-    softmax = "auto"
+    [options]                                # optional: softmax / layernorm placement, and where decode
+    softmax = "auto"                         # attention is planned (kv_plan = "bucket" or "length")
     [rank]                                   # optional: the best point by an objective, within constraints
     objective = "core_energy_uj"             # a sweep metric (METRICS)
     constraints = ["latency_ms<=20", "area_mm2<=2"]
@@ -54,6 +54,7 @@ from typing import Any
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
 from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
+from nvdla_mapper.lowering.rules import KV_PLANS
 from nvdla_mapper.passes import map_model
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.errors import ConfigError, NvdlaError
@@ -83,7 +84,7 @@ _TOP_KEYS = {"name", "base", "space", "workloads", "options", "rank"}
 _RANK_KEYS = {"objective", "constraints"}
 _WORKLOAD_KEYS = {"models", "seq", "batch", "phase"}
 PHASES = ("prefill", "decode")
-_OPTION_KEYS = {"softmax", "layernorm"}
+_OPTION_KEYS = {"softmax", "layernorm", "kv_plan"}
 
 
 @dataclass(frozen=True)
@@ -232,8 +233,9 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
     options = data.get("options", {})
     _check_keys(options, _OPTION_KEYS, " in [options]", err)
     for k, v in options.items():
-        if v not in ("auto", "nvdla", "host"):
-            raise err(f"options.{k} must be auto, nvdla or host, not {v!r}")
+        valid = KV_PLANS if k == "kv_plan" else ("auto", "nvdla", "host")
+        if v not in valid:
+            raise err(f"options.{k} must be {', '.join(valid[:-1])} or {valid[-1]}, not {v!r}")
     rank_table = data.get("rank", {})
     if not isinstance(rank_table, dict):
         raise err("[rank] must be a table (objective, constraints)")
@@ -276,7 +278,8 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
     try:
         hw, prec = point_config(p)
         opts = p.get("options", {})
-        kw = dict(precision=prec, softmax=opts.get("softmax", "auto"), layernorm=opts.get("layernorm", "auto"))
+        kw = dict(precision=prec, softmax=opts.get("softmax", "auto"), layernorm=opts.get("layernorm", "auto"),
+                  kv_plan=opts.get("kv_plan", "bucket"))  # fmt: skip
         if p.get("phase", "prefill") == "decode":  # one step: every sequence has seq cached tokens, adds one
             spec = resolve_model(p["model"])
             g = decode_step_graph(

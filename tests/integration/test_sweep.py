@@ -63,6 +63,14 @@ def sweep_file(tmp_path):
             "workloads.seq must be a non-empty list of positive integers",
         ),
         ({}, "missing [workloads] table"),
+        (
+            {"workloads": {"models": ["gpt2"]}, "options": {"kv_plan": "step"}},
+            "options.kv_plan must be bucket or length, not 'step'",
+        ),
+        (
+            {"workloads": {"models": ["gpt2"]}, "options": {"softmax": "lut"}},
+            "options.softmax must be auto, nvdla or host, not 'lut'",
+        ),
     ],
 )
 def test_invalid_sweeps_name_the_key(data, message):
@@ -290,6 +298,23 @@ def test_a_decode_point_is_one_generation_step(tmp_path):
     assert rows["decode"]["dram_energy_uj"] == pytest.approx(step.dram_energy_uj, rel=1e-6)
     assert rows["decode"]["system_energy_uj"] == pytest.approx(step.core_energy_uj + step.dram_energy_uj, rel=1e-6)
     assert rows["prefill"]["total_cycles"] > gen.prefill.total_cycles > step.cycles
+
+
+def test_a_decode_point_takes_the_kv_plan_option(tmp_path):
+    """options.kv_plan = "length" plans the decode point's attention at its own length, as generate
+    --kv-plan length does (its step's cycles); the row's params record it."""
+    from nvdla_mapper.frontends.presets import PRESETS
+    from nvdla_mapper.studies.generate import generate
+
+    text = (
+        'base = "nv_full"\n[workloads]\nmodels = ["gpt2"]\nseq = [150]\nphase = ["decode"]\n'
+        '[options]\nkv_plan = "length"\n'
+    )
+    (row,) = run_sweep(sweep_from_dict(tomllib.loads(text)), tmp_path / "s.sqlite", executor="serial").rows
+    from nvdla_sim import load_config
+
+    gen = generate(PRESETS["gpt2"], load_config("nv_full"), prompt=150, new_tokens=2, kv_plan="length")
+    assert row["params"]["options"] == {"kv_plan": "length"} and row["total_cycles"] == gen.steps[0].cycles
 
 
 def load_config_small():
