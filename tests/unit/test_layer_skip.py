@@ -234,3 +234,20 @@ def test_activity_counted_per_item_shape_equals_item_by_item(hw, tokens, k, n, i
     assert (got.atomic_ops, got.weight_loads, got.cbuf_read_bytes, got.partial_sums, got.outputs) == (
         ops, loads, read, sums, outputs,
     )  # fmt: skip
+
+
+def test_copying_items_by_their_fields_is_replace():
+    """conv._copy stands for dataclasses.replace on Fetch and Item (it copies their fields, bypassing the
+    frozen __init__): equal objects with equal hashes, which holds while neither has __post_init__ or
+    slots."""
+    from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Item
+    from nvdla_sim.layers import Memory
+
+    for cls in (Fetch, Item):
+        assert not hasattr(cls, "__post_init__") and not hasattr(cls, "__slots__")
+    f = Fetch(3, Buffer.CBUF_WEIGHT, Channel.CDMA_WT, 4096, Memory.DRAM, "w", False, 0.0)
+    it = Item("a", (f,), (3, 1), (BlockRun(2, 16, 16, 8, 4),), 64, Memory.DRAM, 32, Memory.DRAM, 4.0)
+    for obj, changes in ((f, {"event": 9}), (it, {"uses": (9,), "fetches": ()})):
+        new = conv._copy(obj, **changes)
+        assert new == dataclasses.replace(obj, **changes) and hash(new) == hash(dataclasses.replace(obj, **changes))
+        assert obj != new
