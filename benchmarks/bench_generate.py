@@ -6,7 +6,8 @@ instead the issue-30 case: TinyLlama-1.1B's config.json (22 layers, hidden 2048,
 on nv_full, with the wall time per generated token and the peak memory (targets: 2,048 + 2,048 in at
 most 10 s; GPT-2 128 + 128 in at most 1 s). `--precision` and `--kv-precision` set the model's and the KV
 caches' precisions (the KV-cache what-if; its modelled figures go to docs/mapping.md).
-Run: .venv/bin/python benchmarks/bench_generate.py [--tinyllama 256 256 [--precision fp16 --kv-precision int8]]
+Run: .venv/bin/python benchmarks/bench_generate.py [--tinyllama 256 256 [--precision fp16 --kv-precision int8]
+     [--kv-plan length]]
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ TINYLLAMA = {
 }  # fmt: skip
 
 
-def tinyllama(prompt: int, new: int, precision: Precision = Precision.INT8, kv: Precision | None = None) -> None:
+def tinyllama(
+    prompt: int, new: int, precision: Precision = Precision.INT8, kv: Precision | None = None, kv_plan: str = "bucket"
+) -> None:
     from nvdla_mapper.frontends.hf_config import from_hf_config
 
     with tempfile.TemporaryDirectory() as d:
@@ -38,12 +41,16 @@ def tinyllama(prompt: int, new: int, precision: Precision = Precision.INT8, kv: 
         p.write_text(json.dumps(TINYLLAMA))
         spec = from_hf_config(p)
     t0 = time.perf_counter()
-    r = generate(spec, load_config("nv_full"), prompt=prompt, new_tokens=new, precision=precision, kv_precision=kv)
+    r = generate(
+        spec, load_config("nv_full"), prompt=prompt, new_tokens=new, precision=precision, kv_precision=kv,
+        kv_plan=kv_plan,
+    )  # fmt: skip
     wall = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     d = r.to_dict()
     print(
-        f"TinyLlama {prompt} + {new} on nv_full ({precision.value}, KV {d['kv_precision']}): simulate {wall:.1f} s "
+        f"TinyLlama {prompt} + {new} on nv_full ({precision.value}, KV {d['kv_precision']}, planned per "
+        f"{kv_plan}): simulate {wall:.1f} s "
         f"({wall / new * 1000:.0f} ms per generated token), peak {peak:.0f} MB | TTFT {d['ttft_ms']:.2f} ms, "
         f"median step {d['per_token_ms']['median_step']:.3f} ms, last step {d['per_token_ms']['last_step']:.3f} ms, "
         f"{d['dram_bytes_per_token']:,} DRAM bytes per token, KV {d['kv_bytes_per_token']:,} bytes per position"
@@ -55,10 +62,11 @@ def main() -> None:
     ap.add_argument("--tinyllama", nargs=2, type=int, metavar=("PROMPT", "NEW"), help="time TinyLlama instead")
     ap.add_argument("--precision", default="int8", help="with --tinyllama: the model's precision")
     ap.add_argument("--kv-precision", default=None, help="with --tinyllama: the KV caches' precision")
+    ap.add_argument("--kv-plan", default="bucket", help="where cache attention is planned: bucket or length")
     args = ap.parse_args()
     if args.tinyllama:
         kv = Precision.parse(args.kv_precision) if args.kv_precision else None
-        tinyllama(*args.tinyllama, Precision.parse(args.precision), kv)
+        tinyllama(*args.tinyllama, Precision.parse(args.precision), kv, args.kv_plan)
         return
     for name in ("nv_small", "nv_large", "nv_full"):
         hw = load_config(name)
