@@ -137,14 +137,14 @@ def _planned_at(op, at: int, ctx: LoweringContext) -> list[Task]:
     keys (Task.plan_at). Planned at its own length where `at` keys have no CBUF-legal tiling."""
     own = lower(op, ctx)
     try:
-        wide = lower(with_cache_keys(op, at), ctx)
-        best, timed = _cheapest_option(wide, ctx) if isinstance(wide, Choice) else (0, [])
+        wide = _as_choice(lower(with_cache_keys(op, at), ctx))
+        best, timed = _cheapest_option(wide, ctx)
     except NvdlaError:
         return _chosen(own, ctx)
-    if [lab for lab, _ in getattr(wide, "options", ())] != [lab for lab, _ in getattr(own, "options", ())]:
+    options = _as_choice(own).options
+    if [lab for lab, _ in options] != [lab for lab, _ in wide.options]:
         return _chosen(own, ctx)
-    wide_tasks = list(wide.options[best][1]) if isinstance(wide, Choice) else wide
-    tasks = list(own.options[best][1]) if isinstance(own, Choice) else own
+    tasks, wide_tasks = list(options[best][1]), list(wide.options[best][1])
     if len(tasks) != len(wide_tasks) or not all(_same_but_keys(t, w) for t, w in zip(tasks, wide_tasks, strict=True)):
         return _chosen(own, ctx)  # not the same layers with more keys (another form or layout): at its own length
     tasks = [
@@ -156,6 +156,11 @@ def _planned_at(op, at: int, ctx: LoweringContext) -> list[Task]:
         why += f"; {_why(timed, best)} there"
     tasks[0] = dataclasses.replace(tasks[0], note=f"{tasks[0].note}; {why}" if tasks[0].note else why)
     return tasks
+
+
+def _as_choice(lowered: list[Task] | Choice) -> Choice:
+    """A lowering as a choice (one option, unlabelled, when it has no others)."""
+    return lowered if isinstance(lowered, Choice) else Choice((("", tuple(lowered)),))
 
 
 def _same_but_keys(own: Task, wide: Task) -> bool:
@@ -186,7 +191,10 @@ def cheapest(choice: Choice, ctx: LoweringContext) -> list[Task]:
 
 
 def _cheapest_option(choice: Choice, ctx: LoweringContext) -> tuple[int, list[tuple[int, str]]]:
-    """The index of a choice's fastest option, and every option's (cycles, label)."""
+    """The index of a choice's fastest option, and every option's (cycles, label); nothing timed for a
+    choice of one."""
+    if len(choice.options) == 1:
+        return 0, []
     timed = [(tasks_cycles(tasks, ctx), label) for label, tasks in choice.options]
     return min(range(len(timed)), key=lambda i: timed[i][0]), timed
 

@@ -26,7 +26,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nvdla_sim.engine.tile_pipeline import Item, PipelineResult, on_grid, port_channels
+from nvdla_sim.engine.tile_pipeline import (
+    Item,
+    PeriodMemo,
+    PipelineResult,
+    booking_increase,
+    on_grid,
+    port_booking,
+    port_channels,
+)
 from nvdla_sim.layers import Memory
 from nvdla_sim.units.dram import MemoryPort
 
@@ -113,7 +121,7 @@ class LayerSkip:
         self.channels = port_channels(ports)
         self._signature = signature
         self.layers = layers
-        self.seen: dict[tuple, tuple] = {}
+        self.seen = PeriodMemo(_MAX_PERIOD)  # (signature, state) at a layer's start -> (pos, ref, counters, booking)
         self._interned: dict[tuple, int] = {}  # each distinct signature once, as a small number
         self._sigs: dict[int, int] = {}
 
@@ -146,19 +154,15 @@ class LayerSkip:
             return None
         state, horizon = found
         key = (self.signature(pos), state)
-        booked = tuple((q.busy_cycles, q.bytes_moved) for q in self.channels)
-        before = self.seen.get(key)
+        booked = port_booking(self.channels)
+        before = self.seen.repeat(key, (pos, ref, counters, booked))
         if before is None:
-            if len(self.seen) >= _MAX_PERIOD:
-                self.seen.clear()
-            self.seen[key] = (pos, ref, counters, booked)
             return None
         pos0, ref0, counters0, booked0 = before
-        self.seen.clear()
         p, shift = pos - pos0, ref - ref0
         if shift <= 0 or not on_grid(shift):
             return None
-        port_inc = tuple((b[0] - a[0], b[1] - a[1]) for a, b in zip(booked0, booked, strict=True))
+        port_inc = booking_increase(booked0, booked)
         for (tag, *_), (_, moved) in zip(state[3], port_inc, strict=True):
             if tag == "idle" and moved:  # its last beat would move with layers the jump does not book
                 return None

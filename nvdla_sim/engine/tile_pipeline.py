@@ -412,6 +412,44 @@ def on_grid(v: float) -> bool:
     return abs(v) < _LIMIT and (v / _GRID).is_integer()
 
 
+class PeriodMemo:
+    """The states a run passed through lately (after an item: _FastForward; at a hardware layer's start:
+    layer_skip.LayerSkip), each with what was true then, to find the period at which a state comes back.
+    At most `limit` are kept (the longest period looked for)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.seen: dict[tuple, tuple] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.seen)
+
+    def clear(self) -> None:
+        self.seen.clear()
+
+    def repeat(self, state: tuple, now: tuple) -> tuple | None:
+        """What was kept when the run was last in `state` (the period is found: everything is forgotten),
+        or None, `now` kept for it."""
+        before = self.seen.get(state)
+        if before is None:
+            if len(self.seen) >= self.limit:
+                self.seen.clear()
+            self.seen[state] = now
+            return None
+        self.seen.clear()
+        return before
+
+
+def port_booking(channels: Sequence[MemoryPort]) -> tuple[tuple[float, int], ...]:
+    """Each port channel's (busy cycles, bytes moved) so far."""
+    return tuple((q.busy_cycles, q.bytes_moved) for q in channels)
+
+
+def booking_increase(before: tuple, now: tuple) -> tuple[tuple[float, int], ...]:
+    """What each port channel booked between two port_booking()s."""
+    return tuple((b[0] - a[0], b[1] - a[1]) for a, b in zip(before, now, strict=True))
+
+
 @dataclass(frozen=True)
 class _Jump:
     """Whole periods of a steady state to skip (_FastForward.after) and what they add."""
@@ -451,7 +489,7 @@ class _FastForward:
         self.ports = port_channels(ports)
         self._sigs: dict[int, tuple | None] = {}
         self._run_last: dict[int, int] = {}
-        self.seen: dict[tuple, tuple] = {}  # state after an item of the current run -> (item, core_free, counters)
+        self.seen = PeriodMemo(_MAX_PERIOD)  # state after an item of the run -> (item, core_free, counters, booking)
         self.last = -1  # the item the last state is of
 
     def sig(self, i: int) -> tuple | None:
@@ -501,17 +539,13 @@ class _FastForward:
             self.seen.clear()
             return None
         state, horizon = found
-        booked = tuple((p.busy_cycles, p.bytes_moved) for p in self.ports)
-        before = self.seen.get(state)
+        booked = port_booking(self.ports)
+        before = self.seen.repeat(state, (idx, core_free, acc, booked))
         if before is None:
-            if len(self.seen) >= _MAX_PERIOD:
-                self.seen.clear()
-            self.seen[state] = (idx, core_free, acc, booked)
             return None
         i0, t0, acc0, booked0 = before
         p = idx - i0
         shift = core_free - t0
-        self.seen.clear()
         if shift <= 0 or not on_grid(shift):
             return None
         stop = self.run_last(idx) - 1  # the run's last item runs item by item
@@ -522,7 +556,7 @@ class _FastForward:
         if periods < 1:
             return None
         inc = tuple(a - b for a, b in zip(acc, acc0, strict=True))
-        port_inc = tuple((b[0] - a[0], b[1] - a[1]) for a, b in zip(booked0, booked, strict=True))
+        port_inc = booking_increase(booked0, booked)
         if not all(on_grid(v * periods) for v in (*inc[3:], *(b for b, _ in port_inc))):
             return None
         return _Jump(periods, p, shift, inc, port_inc, horizon)
