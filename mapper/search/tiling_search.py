@@ -580,9 +580,13 @@ def search_plan(
 def planned_like(layer: ConvLayer, like: ConvLayer, hw: HwConfig) -> SearchResult:
     """The plan search_plan finds for `like` (the same layer at another size: attention against a KV
     cache at its length bucket, rules.KV_PLANS), its kernel tiles and bands cut to this layer's kernels
-    and rows, simulated on this layer; this layer's own search where that plan is not legal for it.
-    `candidates`, `simulated` and `proven_gap` are those of the search that chose the plan."""
-    found = search_plan(like, hw)
+    and rows, simulated on this layer; this layer's own search where `like` has no legal plan or that plan
+    is not legal for this layer. `candidates`, `simulated` and `proven_gap` are those of the search that
+    chose the plan."""
+    try:
+        found = search_plan(like, hw)
+    except ShapeError:  # the bucket's layer does not fit CBUF at all: the layer is planned at its own size
+        return search_plan(layer, hw)
     s = layer.shape
     kernels, rows = min(found.plan.kernels_per_tile, s.out_k), min(found.plan.rows_per_tile, s.out_h)
     plan = dataclasses.replace(found.plan, kernels_per_tile=kernels, rows_per_tile=rows)

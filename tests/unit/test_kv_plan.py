@@ -91,6 +91,13 @@ def test_a_plan_that_does_not_fit_the_layer_falls_back_to_its_own_search():
     assert planned_like(layer, like, hw).plan == search_plan(layer, hw).plan != src
     narrower = dataclasses.replace(like, shape=dataclasses.replace(like.shape, out_k=40))
     assert planned_like(narrower, like, hw).plan == dataclasses.replace(src, kernels_per_tile=40)
+    # a source with no CBUF-legal tiling at all (one 8,192 x 8,192 input row on nv_small)
+    small = load_config("nv_small")
+    layer = ConvLayer("", ConvShape(in_w=1, in_h=1, in_c=8192, out_k=64), Precision.INT8)
+    wide = dataclasses.replace(layer, shape=dataclasses.replace(layer.shape, in_w=8192))
+    with pytest.raises(NvdlaError, match="no CBUF-legal tiling"):
+        search_plan(wide, small)
+    assert planned_like(layer, wide, small).plan == search_plan(layer, small).plan
 
 
 def test_kv_plan_through_the_cli(tmp_path, capsys):
