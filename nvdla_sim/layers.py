@@ -26,6 +26,8 @@ class Memory(enum.Enum):
     DRAM = "dram"
     SRAM = "sram"
 
+    __hash__ = object.__hash__  # a member is its own identity; Enum's hash(name) runs Python code per lookup
+
 
 class OperandMode(enum.Enum):
     """Source of an SDP operand (SDP *_SRC and SDP_RDMA *_DATA_MODE)."""

@@ -34,6 +34,8 @@ class Buffer(enum.Enum):
     RDMA = "rdma"  # a stream unit's read DMA latency FIFO (SDP/PDP/CDP input)
     ERDMA = "erdma"  # SDP's element-wise operand read DMA
 
+    __hash__ = object.__hash__  # a member is its own identity; Enum's hash(name) runs Python code per lookup
+
 
 class Channel(enum.Enum):
     """DMA channels: requests on one channel are issued one after another; channels share the port."""
@@ -42,6 +44,8 @@ class Channel(enum.Enum):
     CDMA_WT = "cdma_wt"
     RDMA = "rdma"
     ERDMA = "erdma"
+
+    __hash__ = object.__hash__  # a member is its own identity; Enum's hash(name) runs Python code per lookup
 
 
 class BlockRun(NamedTuple):
@@ -210,12 +214,18 @@ def run_items(
         it = items[idx]
         # Parallel DMA channels share the port; booking the channel with less to move first approximates
         # their round-robin arbitration (it finishes at twice its size, the other at the sum of both).
-        per_channel: dict[Channel, int] = {}
-        for f in it.fetches:
-            per_channel[f.channel] = per_channel.get(f.channel, 0) + f.nbytes
-        largest = max(per_channel, key=lambda c: per_channel[c], default=None)
+        fetches = it.fetches
+        if len(fetches) > 1:
+            per_channel: dict[Channel, int] = {}
+            for f in fetches:
+                per_channel[f.channel] = per_channel.get(f.channel, 0) + f.nbytes
+            largest = max(per_channel, key=per_channel.__getitem__)
+            fetches = sorted(fetches, key=lambda f: (f.channel == largest, per_channel[f.channel]))
+            shared = len(per_channel) > 1
+        else:
+            largest, shared = None, False  # one fetch (or none): nothing alongside on the port
         shared_from: float | None = None  # when the item's first transfer started on the shared port
-        for f in sorted(it.fetches, key=lambda f: (f.channel == largest, per_channel[f.channel])):
+        for f in fetches:
             ring = per_buffer.setdefault(f.buffer, [])
             cap = capacities[f.buffer]
             ready = channel_free[f.channel]
@@ -230,7 +240,7 @@ def run_items(
             channel_free[f.channel] = last_beat
             if shared_from is None:
                 shared_from = start
-            if f.channel != largest and len(per_channel) > 1 and f.nbytes:
+            if shared and f.channel != largest and f.nbytes:
                 # round-robin with a larger transfer alongside: half the port until this channel is done
                 last_beat = shared_from + 2 * (last_beat - shared_from)
             arrival[f.event] = last_beat + port.latency
@@ -240,10 +250,14 @@ def run_items(
             ring.append(f.event)
             if record_events:
                 events.append(Event(fetch_unit, f.label, int(start), math.ceil(arrival[f.event])))
-        whole = [e for e in it.uses if e not in streamed]
-        partial = [e for e in it.uses if e in streamed]
-        need = max((arrival[e] for e in whole), default=0.0)
-        n_blocks = max(sum(run[0] for run in it.blocks), 1)
+        need = 0.0
+        partial: list[int] = []
+        for e in it.uses:
+            if e in streamed:
+                partial.append(e)
+            elif arrival[e] > need:
+                need = arrival[e]
+        n_blocks = max(sum(run[0] for run in it.blocks), 1) if partial else 1
         if partial:
             need = max(need, *(_share(first_beat[e], arrival[e], 1 / n_blocks) for e in partial))
         start_c = max(core_free, need)
@@ -259,8 +273,7 @@ def run_items(
             compute_busy += count * useful
             bubbles += count * (c - useful)
             drain_busy += count * d
-            last_ready = max((_share(first_beat[e], arrival[e], (j + count) / n_blocks) for e in partial), default=0.0)
-            if last_ready <= t:
+            if not partial or max(_share(first_beat[e], arrival[e], (j + count) / n_blocks) for e in partial) <= t:
                 done = run_blocks(t, drain_end, count, c, d, lead)
                 if first_drain is None:
                     first_drain = done.first_drain
@@ -269,7 +282,7 @@ def run_items(
                 j += count
                 continue
             for _ in range(count):
-                if partial and j:
+                if j:
                     ready = max(_share(first_beat[e], arrival[e], (j + 1) / n_blocks) for e in partial)
                     if ready > t:
                         wait_fetch += ready - t
