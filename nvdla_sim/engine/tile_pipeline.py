@@ -528,20 +528,30 @@ class _FastForward:
         """The last item of the run of items with item i's signature (each item compared once)."""
         if i not in self._run_last:
             j = i
-            while j + 1 < len(self.items) and self.sig(j) is not None and self.sig(j + 1) == self.sig(j):
+            while j + 1 < len(self.items) and self._alike(j, j + 1):
                 j += 1
             for k in range(i, j + 1):
                 self._run_last[k] = j
         return self._run_last[i]
 
+    def _alike(self, a: int, b: int) -> bool:
+        """Whether items a and b have one signature (not None). Items without fetches of their own use
+        operands by id only: different ids, different signatures (told apart without building them, as
+        the items whose weights the first one prefetched, engine.conv._prefetch_weights)."""
+        x, y = self.items[a], self.items[b]
+        if not x.fetches and not y.fetches and x.uses != y.uses:
+            return False
+        sig = self.sig(a)
+        return sig is not None and self.sig(b) == sig
+
     def after(
         self, idx, core_free, drain_end, end, acc, channel_free, per_buffer, released, arrival, first_beat, credit_free
     ):
         """After item idx: the jump the run can make from here, or None."""
-        sig = self.sig(idx)
-        if sig is None or self.run_last(idx) - idx < _MIN_AHEAD:
+        if self.run_last(idx) - idx < _MIN_AHEAD:  # (an item whose signature is None ends its run)
             self.seen.clear()
             return None
+        sig = self.sig(idx)
         if self.seen and self.last != idx - 1:
             self.seen.clear()
         self.last = idx
