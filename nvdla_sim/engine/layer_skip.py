@@ -186,7 +186,9 @@ class LayerSkip:
         """Every time the layers still to come can see, relative to `ref`, and the horizon; None when a time
         is off the grid. A ring slot whose operand no later layer uses is only a time (its id is never
         asked again), and a time before the horizon is only free (every fetch still to come is ready
-        later)."""
+        later); a ring's oldest such free slots are left out: a fetch that waits for one of them waits for
+        nothing, as when the ring is not yet full (a ring that holds several layers' kernel groups fills
+        over several layers before their states repeat)."""
         horizon = min(fetch_from, compute_from)
         absolute = [ref, fetch_from, compute_from]
         prev = {e: q for q, e in enumerate(previous)}
@@ -194,12 +196,15 @@ class LayerSkip:
         for buf, e, t in held:
             who = ("slot",) if not live(e) else ("prev", prev[e]) if e in prev else ("old", e)
             if t == math.inf:
-                rings.append((buf, who, "kept"))
+                slot = (buf, who, "kept")
             elif t <= horizon:  # free before anything still to come asks for a slot
-                rings.append((buf, who, "free"))
+                slot = (buf, who, "free")
+                if who == ("slot",) and (not rings or rings[-1][0] is not buf):
+                    continue  # a ring's oldest free slots: a fetch that waits for one waits for none
             else:
-                rings.append((buf, who, t - ref))
+                slot = (buf, who, t - ref)
                 absolute.append(t)
+            rings.append(slot)
         channels = []
         for q in self.channels:
             tail = q.booked_after(horizon)

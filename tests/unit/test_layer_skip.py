@@ -123,6 +123,27 @@ def test_long_layers_skip_and_agree(hw, order, rows, kernels, monkeypatch):
     assert _stats(a) == _stats(b)
 
 
+def test_instances_whose_ring_holds_several_skip_and_agree(monkeypatch):
+    """A decode step's QK^T against 2,100 keys on nv_full (8 query rows, 66 kernel groups, all prefetched
+    into a 15-bank weight ring that holds 240): each instance leaves its freed slots in the ring, so the
+    rings the next instances start with grow for four instances before they repeat. The oldest free
+    slots are no part of the state (a fetch that waits for one waits for none): eight instances skip
+    from the third on, with every layer end as running each."""
+    cfg = load_config("nv_full")
+    layer = ConvLayer("qk", ConvShape.matmul(8, 64, 2100), Precision.INT8, SdpSpec(scale=OperandMode.REG))
+    plan = TilePlan(1, 15, 1, 2100, LoopOrder.DATA_STATIONARY)
+    ran = []
+    real = conv.run_items
+    monkeypatch.setattr(conv, "run_items", lambda items, **kw: ran.append(1) or real(items, **kw))
+    a = simulate_chain([(layer, plan)] * 8, cfg)
+    assert len(ran) <= 4
+    with layer_by_layer():
+        ran.clear()
+        b = simulate_chain([(layer, plan)] * 8, cfg)
+    assert len(ran) == 8
+    assert a == b
+
+
 def test_a_timeline_runs_every_layer(monkeypatch):
     """With events recorded (a map's trace) every hardware layer runs, so every layer has its events."""
     cfg = load_config("nv_full")
