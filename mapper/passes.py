@@ -386,7 +386,7 @@ def scheduled(
     handoff = host.overhead_cycles(hw.clock_mhz)
     sched = schedule(tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff)
     return [
-        TaskResult(t, c, s.start, s.end, st, s.busy)
+        TaskResult.of(t, c, s.start, s.end, st, s.busy)
         for t, c, s, st in zip(tasks, per_instance, sched, stats, strict=True)
     ]
 

@@ -13,13 +13,12 @@ the report).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from nvdla_mapper.lowering.rules import Resource
 
 
-@dataclass(frozen=True)
-class Scheduled:
+class Scheduled(NamedTuple):
     index: int
     start: int
     end: int
@@ -37,25 +36,28 @@ def schedule(
 ) -> list[Scheduled]:
     """List-schedule tasks in index order (already topological). `host_overhead`: cycles of one host
     hand-off, included in each host instance's cycles in `instance`."""
-    free: dict[str, int] = {}
+    free: dict = {}
     out: list[Scheduled] = []
-    for i in range(len(tasks)):
-        if resources[i] is Resource.HOST:
+    counts = [t.count for t in tasks]
+    for i, res in enumerate(resources):
+        if res is Resource.HOST:
             out.append(_host_batched(i, tasks, instance, deps, resources, out, free, host_overhead))
             continue
         ready = 0
         tail = 0
+        count = counts[i]
         for d in deps[i]:
             pd = out[d]
-            streaming = resources[d] != resources[i] and tasks[d].count == tasks[i].count and tasks[i].count > 1
-            if streaming:
-                ready = max(ready, pd.start + instance[d])
-                tail = max(tail, pd.end + instance[i])
-            else:
-                ready = max(ready, pd.end)
-        start = max(ready, free.get(resources[i], 0))
+            if count > 1 and resources[d] is not res and counts[d] == count:  # streaming behind it
+                if pd.start + instance[d] > ready:
+                    ready = pd.start + instance[d]
+                if pd.end + instance[i] > tail:
+                    tail = pd.end + instance[i]
+            elif pd.end > ready:
+                ready = pd.end
+        start = max(ready, free.get(res, 0))
         end = max(start + durations[i], tail)
-        free[resources[i]] = end
+        free[res] = end
         out.append(Scheduled(i, start, end, durations[i]))
     return out
 

@@ -21,7 +21,7 @@ Not modelled (docs/energy.md): clock gating, voltage and frequency scaling, glit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.calibration import ALWAYS_ON_FACTOR, DYNAMIC_FACTOR, area_overhead
@@ -45,7 +45,7 @@ class Energy:
     cdp: float = 0.0
     dram: float = 0.0
 
-    @property
+    @cached_property  # a map's energy reads it for every task of every decode step
     def core(self) -> float:
         return sum(getattr(self, u) for u in UNITS)
 

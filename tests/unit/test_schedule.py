@@ -60,3 +60,19 @@ def test_batched_host_is_between_its_bounds(pc, pe, hc, work, overhead):
             need = -(-(j + 1) * pc // hc)
             t = max(t, prod.start + -(-need * (prod.end - prod.start) // pc)) + overhead + work
         assert host.end <= t
+
+
+def test_task_results_built_field_by_field_equal_the_constructor():
+    """The schedule pass builds TaskResult.of (fields set directly, for speed): every field and equality are
+    the constructor's."""
+    import dataclasses
+
+    from nvdla_mapper.frontends.presets import build_graph, preset
+    from nvdla_mapper.passes import map_model
+    from nvdla_mapper.results import TaskResult
+    from nvdla_sim import Precision, load_config
+
+    res = map_model(build_graph(preset("gpt2"), batch=1, seq=16), load_config("nv_small"), precision=Precision.INT8)
+    for r in res.results[:20]:
+        made = TaskResult(*(getattr(r, f.name) for f in dataclasses.fields(TaskResult)))
+        assert made == r and vars(made) == vars(r)
