@@ -323,7 +323,7 @@ def run_items(
                     )
                 )
         end = max(end, item_end)
-        if ff is not None:
+        if ff is not None and ff.may_repeat(idx):
             acc = (compute_busy, bubbles, drain_busy, wait_fetch, wait_drain, fetch_busy, fetch_wait_port)
             jump = ff.after(
                 idx,
@@ -544,13 +544,18 @@ class _FastForward:
         sig = self.sig(a)
         return sig is not None and self.sig(b) == sig
 
+    def may_repeat(self, idx: int) -> bool:
+        """Whether the state after item idx is worth looking at (after): enough identical items follow it
+        (an item whose signature is None ends its run). Else what was seen is forgotten."""
+        if self.run_last(idx) - idx < _MIN_AHEAD:
+            self.seen.clear()
+            return False
+        return True
+
     def after(
         self, idx, core_free, drain_end, end, acc, channel_free, per_buffer, released, arrival, first_beat, credit_free
     ):
-        """After item idx: the jump the run can make from here, or None."""
-        if self.run_last(idx) - idx < _MIN_AHEAD:  # (an item whose signature is None ends its run)
-            self.seen.clear()
-            return None
+        """After item idx, where may_repeat(idx): the jump the run can make from here, or None."""
         sig = self.sig(idx)
         if self.seen and self.last != idx - 1:
             self.seen.clear()
