@@ -7,7 +7,7 @@ on nv_full, with the wall time per generated token and the peak memory (targets:
 most 10 s; GPT-2 128 + 128 in at most 1 s). `--precision` and `--kv-precision` set the model's and the KV
 caches' precisions (the KV-cache what-if; its modelled figures go to docs/mapping.md).
 Run: .venv/bin/python benchmarks/bench_generate.py [--tinyllama 256 256 [--precision fp16 --kv-precision int8]
-     [--kv-plan length]]
+     [--kv-plan length]] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -32,7 +32,12 @@ TINYLLAMA = {
 
 
 def tinyllama(
-    prompt: int, new: int, precision: Precision = Precision.INT8, kv: Precision | None = None, kv_plan: str = "bucket"
+    prompt: int,
+    new: int,
+    precision: Precision = Precision.INT8,
+    kv: Precision | None = None,
+    kv_plan: str = "bucket",
+    jobs: int = 1,
 ) -> None:
     from nvdla_mapper.frontends.hf_config import from_hf_config
 
@@ -43,14 +48,15 @@ def tinyllama(
     t0 = time.perf_counter()
     r = generate(
         spec, load_config("nv_full"), prompt=prompt, new_tokens=new, precision=precision, kv_precision=kv,
-        kv_plan=kv_plan,
+        kv_plan=kv_plan, jobs=jobs,
     )  # fmt: skip
     wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # the largest process's peak (the forked processes start from this one's memory)
+    peak = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
     d = r.to_dict()
     print(
         f"TinyLlama {prompt} + {new} on nv_full ({precision.value}, KV {d['kv_precision']}, planned per "
-        f"{kv_plan}): simulate {wall:.1f} s "
+        f"{kv_plan}, {jobs} process{'es' if jobs > 1 else ''}): simulate {wall:.1f} s "
         f"({wall / new * 1000:.0f} ms per generated token), peak {peak:.0f} MB | TTFT {d['ttft_ms']:.2f} ms, "
         f"median step {d['per_token_ms']['median_step']:.3f} ms, last step {d['per_token_ms']['last_step']:.3f} ms, "
         f"{d['dram_bytes_per_token']:,} DRAM bytes per token, KV {d['kv_bytes_per_token']:,} bytes per position"
@@ -63,20 +69,21 @@ def main() -> None:
     ap.add_argument("--precision", default="int8", help="with --tinyllama: the model's precision")
     ap.add_argument("--kv-precision", default=None, help="with --tinyllama: the KV caches' precision")
     ap.add_argument("--kv-plan", default="bucket", help="where cache attention is planned: bucket or length")
+    ap.add_argument("--jobs", type=int, default=1, help="processes the decode steps are shared out to")
     args = ap.parse_args()
     if args.tinyllama:
         kv = Precision.parse(args.kv_precision) if args.kv_precision else None
-        tinyllama(*args.tinyllama, Precision.parse(args.precision), kv, args.kv_plan)
+        tinyllama(*args.tinyllama, Precision.parse(args.precision), kv, args.kv_plan, args.jobs)
         return
     for name in ("nv_small", "nv_large", "nv_full"):
         hw = load_config(name)
         search_plan.cache_clear()
         _simulate_cached.cache_clear()
         t0 = time.perf_counter()
-        r = generate(preset("gpt2"), hw, prompt=128, new_tokens=128)
+        r = generate(preset("gpt2"), hw, prompt=128, new_tokens=128, jobs=args.jobs)
         cold = time.perf_counter() - t0
         t0 = time.perf_counter()
-        generate(preset("gpt2"), hw, prompt=128, new_tokens=128)
+        generate(preset("gpt2"), hw, prompt=128, new_tokens=128, jobs=args.jobs)
         warm = time.perf_counter() - t0
         d = r.to_dict()
         print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import sys
 import time
@@ -80,6 +81,9 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
     ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
+    ge.add_argument("--jobs", type=int, default=None,
+                    help="processes the decode steps are shared out to (default: this machine's cores; "
+                         "the same figures with any number)")  # fmt: skip
     _dram_flag(ge)
     _kv_plan_flag(ge)
     gw = ge.add_argument_group("weight what-ifs (the static weights a decode step streams; the KV cache stays dense)")
@@ -358,6 +362,14 @@ def _print_weight_whatif(d: dict, dense: dict) -> None:
         )
 
 
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _generate(args: argparse.Namespace) -> int:
     import csv
 
@@ -378,6 +390,7 @@ def _generate(args: argparse.Namespace) -> int:
     kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, precision=prec, softmax=args.softmax,
               layernorm=args.layernorm)  # fmt: skip
     kw["kv_plan"] = args.kv_plan
+    kw["jobs"] = args.jobs if args.jobs is not None else _cores()
     results = [generate(spec, hw, batch=b, weights=weights, kv_precision=kv, **kw) for b in _batches(args.batch)]
     dense = (
         [generate(spec, hw, batch=r.batch, kv_precision=kv, **kw) for r in results]

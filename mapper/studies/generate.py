@@ -14,8 +14,12 @@ schedule.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
+import multiprocessing
 import statistics
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -319,13 +323,15 @@ def generate(
     weights: WeightTreatment | None = None,
     kv_precision: Precision | None = None,
     kv_plan: str = "bucket",
+    jobs: int = 1,
 ) -> GenerateResult:
     """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
     `weights` prunes and/or compresses the static weights in every pass (what a DRAM-bound decode step
     streams); the KV caches are activations and stay dense. `kv_precision` keeps the caches, and runs
     the attention against them, at that precision (passes.map_model). `kv_plan` (rules.KV_PLANS): where
-    the attention against the caches is planned, at each length's bucket or at every length."""
-    for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch)):
+    the attention against the caches is planned, at each length's bucket or at every length. `jobs`:
+    processes the decode steps are shared out to (_steps; the same figures as one)."""
+    for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch), ("--jobs", jobs)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
     if spec.max_positions and prompt + new_tokens > spec.max_positions:
@@ -363,23 +369,87 @@ def generate(
     template = StepTemplate(
         spec, lambda s, kv_len: decode_step_graph(s, batch=batch, kv_len=kv_len, cross_len=cross), memo
     )
-    for t in range(first, new_tokens):
-        kv_len = t if t5 else prompt + t - 1  # self-attention cache: the tokens before this one
-        step = template.map(kv_len)
-        res.step_weight_bytes = step.weight_bytes()
-        en = step.energy()
-        res.steps.append(
-            StepResult(
-                kv_len, step.total_cycles, dram_bytes(step), step.model_macs, phase_bound(step), roofline_cycles(step),
-                en["core_uj"], en["dram_uj"],
-            )
-        )  # fmt: skip
+    # self-attention cache of each step: the tokens before its one
+    kv_lens = [t if t5 else prompt + t - 1 for t in range(first, new_tokens)]
+    if kv_lens:
+        step, res.step_weight_bytes = _step(template, kv_lens[0])
+        res.steps = [step, *_steps(template, kv_lens[1:], jobs)]
     if t5:  # TTFT covers the encoder and the first decoder step
         first_step = res.steps.pop(0)
         res.first_step_cycles = first_step.cycles
         res.first_step_energy_uj = (first_step.core_energy_uj, first_step.dram_energy_uj)
         res.first_step_macs = first_step.macs
     return res
+
+
+def _step(template: StepTemplate, kv_len: int) -> tuple[StepResult, tuple[int, int]]:
+    """A decode step's figures at `kv_len` cached tokens, and its static weights' bytes."""
+    step = template.map(kv_len)
+    en = step.energy()
+    figures = StepResult(
+        kv_len, step.total_cycles, dram_bytes(step), step.model_macs, phase_bound(step), roofline_cycles(step),
+        en["core_uj"], en["dram_uj"],
+    )  # fmt: skip
+    return figures, step.weight_bytes()
+
+
+# Fewest decode steps a process is given: fewer cost more in starting it than they save
+MIN_STEPS_PER_JOB = 32
+
+
+def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepResult]:
+    """The decode steps at `kv_lens`, in order. With `jobs` > 1 they are cut into that many runs of
+    consecutive lengths of about equal work (a step's attention grows with its keys: each step weighs
+    its length plus the whole step's length-free share, taken as the first length), and each run but the
+    first is timed in a process forked from this one (every one starts from the same template and
+    memo; a step's figures do not depend on what a process timed before: test_generate compares them
+    with one process). One process where forking is unavailable or unsafe (no fork on the platform, a
+    daemonic process such as a sweep worker, other threads running)."""
+    if jobs <= 1 or len(kv_lens) < 2 * MIN_STEPS_PER_JOB or not _can_fork():
+        return [_step(template, k)[0] for k in kv_lens]
+    jobs = min(jobs, len(kv_lens) // MIN_STEPS_PER_JOB)
+    weights = list(itertools.accumulate(k + kv_lens[0] for k in kv_lens))
+    cuts = [bisect.bisect_left(weights, weights[-1] * j / jobs) for j in range(1, jobs)]
+    runs = [kv_lens[a:b] for a, b in itertools.pairwise([0, *cuts, len(kv_lens)])]
+    ctx = multiprocessing.get_context("fork")
+    children = []
+    for run in runs[1:]:
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_timed_in_child, args=(template, run, send), daemon=True)
+        child.start()
+        send.close()
+        children.append((child, receive))
+    out = [_step(template, k)[0] for k in runs[0]]
+    for child, receive in children:
+        try:
+            kind, value = receive.recv()
+        except EOFError:
+            kind, value = (
+                "error",
+                NvdlaError(f"a decode-step process ended without its steps (exit code {child.exitcode})"),
+            )
+        child.join()
+        if kind == "error":
+            raise value
+        out.extend(value)
+    return out
+
+
+def _timed_in_child(template: StepTemplate, kv_lens: list[int], send) -> None:
+    try:
+        send.send(("steps", [_step(template, k)[0] for k in kv_lens]))
+    except BaseException as e:  # the parent raises it
+        send.send(("error", e))
+    finally:
+        send.close()
+
+
+def _can_fork() -> bool:
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and not multiprocessing.current_process().daemon
+        and threading.active_count() == 1
+    )
 
 
 def roofline_crossover(hw: HwConfig, precision: Precision) -> float:

@@ -302,3 +302,67 @@ def test_weight_whatifs_shrink_what_a_decode_step_streams(capsys):
         == 2
     )
     assert "nv_small has no weight compression" in capsys.readouterr().err
+
+
+def _small_llama(tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
+           "num_hidden_layers": 3, "num_key_value_heads": 2, "max_position_embeddings": 4096, "vocab_size": 1000}  # fmt: skip
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    return from_hf_config(p)
+
+
+def test_steps_shared_out_to_processes_are_the_same_steps(tmp_path, monkeypatch):
+    """--jobs 3: the decode steps cut into three runs of consecutive lengths, two timed in forked
+    processes; every step's figures are one process's, in order, and the runs are balanced by length."""
+    from nvdla_mapper.studies import generate as gen
+
+    if not gen._can_fork():
+        pytest.skip("no fork here (platform, daemonic process or threads)")
+    import multiprocessing
+
+    forked = []
+    fork = multiprocessing.get_context("fork")
+
+    class Context:  # the fork context, recording the runs it starts processes for
+        Pipe = staticmethod(fork.Pipe)
+
+        def Process(self, **kw):
+            forked.append(kw["args"][1])
+            return fork.Process(**kw)
+
+    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    one = generate(spec, hw, prompt=40, new_tokens=200, jobs=1)
+    assert not forked
+    monkeypatch.setattr(gen.multiprocessing, "get_context", lambda method: Context())
+    three = generate(spec, hw, prompt=40, new_tokens=200, jobs=3)
+    assert [s.kv_len for s in three.steps] == list(range(40, 239))
+    assert three.steps == one.steps and three.step_weight_bytes == one.step_weight_bytes
+    # the first step builds the template; 41..238 in three runs of about equal length + 41 each
+    assert len(forked) == 2 and forked[-1][-1] == 238 and forked[0][0] == forked[-1][0] - len(forked[0])
+    weights = [sum(k + 41 for k in run) for run in (range(41, forked[0][0]), *forked)]
+    assert max(weights) - min(weights) <= 2 * (238 + 41)
+
+
+def test_a_step_that_fails_in_a_forked_process_fails_the_run(tmp_path):
+    """An error in a process's steps is raised by the run (never steps silently missing)."""
+    from nvdla_mapper.passes import new_memo
+    from nvdla_mapper.studies import generate as gen
+    from nvdla_mapper.studies.step_template import StepTemplate
+
+    if not gen._can_fork():
+        pytest.skip("no fork here (platform, daemonic process or threads)")
+    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    real = StepTemplate(
+        spec, lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv), new_memo(hw, precision=Precision.INT8)
+    )
+
+    class Failing:
+        def map(self, kv):
+            if kv >= 90:
+                raise NvdlaError(f"no step at {kv}")
+            return real.map(kv)
+
+    with pytest.raises(NvdlaError, match="no step at"):
+        gen._steps(Failing(), list(range(20, 100)), 2)
+    assert len(gen._steps(Failing(), list(range(20, 90)), 2)) == 70
