@@ -27,7 +27,7 @@ from nvdla_mapper.lowering.rules import (
 )
 from nvdla_mapper.results import MapResult, TaskResult
 from nvdla_mapper.schedule import schedule
-from nvdla_mapper.search.tiling_search import planned_like, search_plan
+from nvdla_mapper.search.tiling_search import planned_like, planned_like_instances, search_plan
 from nvdla_mapper.workload import cache_keys, ops_in_order, with_cache_keys
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.model import Energy
@@ -212,7 +212,7 @@ def tasks_cycles(tasks: tuple[Task, ...] | list[Task], ctx: LoweringContext) -> 
     return sum(
         handoff + t.count * max(c - handoff, 0)
         if t.resource is Resource.HOST
-        else instances_duration(c, t.count, st, ctx.hw, t.layer)
+        else instances_duration(c, t.count, st, ctx.hw, t.layer, t.plan_at)
         for c, t, st in zip(cycles, tasks, stats, strict=True)
     )
 
@@ -232,7 +232,7 @@ def simulate_tasks(
             continue
         if t.layer is not None:
             try:
-                st, c = layer_cycles(t.layer, hw, t.plan_at)
+                st, c = layer_cycles(t.layer, hw, t.plan_at, t.count)
             except NvdlaError as e:
                 raise type(e)(f"{t.name}: {e}".replace(": : ", ": ")) from None
             cycles.append(c)
@@ -248,11 +248,12 @@ def simulate_tasks(
     return cycles, stats
 
 
-def layer_cycles(layer, hw: HwConfig, plan_at=None) -> tuple[LayerStats, int]:
+def layer_cycles(layer, hw: HwConfig, plan_at=None, count: int = 1) -> tuple[LayerStats, int]:
     """A hardware layer's stats (searched plan for convolutions, cached by value; with `plan_at`, the
     plan searched for that layer: Task.plan_at) and its cycles from op enable to interrupt, as on the
-    RTL: launch, streaming, pipeline depth, completion."""
-    st = _simulate_cached(_unnamed(layer), hw, _unnamed(plan_at))
+    RTL: launch, streaming, pipeline depth, completion. `count`: the task's instances (a planned layer's
+    figures then come from the run that times its instances, instances_duration)."""
+    st = _simulate_cached(_unnamed(layer), hw, _unnamed(plan_at), count if plan_at is not None else 1)
     return dataclasses.replace(st, name=layer.name, events=()), st.cycles + sum(fixed_latency(layer, hw))
 
 
@@ -277,11 +278,16 @@ def _events_cached(layer, hw: HwConfig, plan_at=None) -> tuple[Event, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _simulate_cached(layer, hw: HwConfig, plan_at=None) -> LayerStats:
+def _simulate_cached(layer, hw: HwConfig, plan_at=None, count: int = 1) -> LayerStats:
     """Stats of an unnamed layer: conv layers through the tiling search (of `plan_at` when given:
-    tiling_search.planned_like), others directly."""
+    tiling_search.planned_like, with its `count` instances timed in the same run), others directly."""
     if isinstance(layer, ConvLayer):
-        found = search_plan(layer, hw) if plan_at is None else planned_like(layer, plan_at, hw)
+        if plan_at is None:
+            found = search_plan(layer, hw)
+        elif count > 1:
+            found = planned_like_instances(layer, plan_at, hw, count)[0]
+        else:
+            found = planned_like(layer, plan_at, hw)
         # how far the plan is proven from the best legal plan (0: the best; > 0 when the search budget ran out)
         detail = {**found.stats.detail, "search_proven_gap": found.proven_gap}
         return dataclasses.replace(found.stats, detail=detail)
@@ -369,7 +375,8 @@ def task_durations(
 ) -> list[int]:
     """Each task's time over all its instances (instances_duration)."""
     return [
-        instances_duration(c, t.count, st, hw, t.layer) for c, t, st in zip(per_instance, tasks, stats, strict=True)
+        instances_duration(c, t.count, st, hw, t.layer, t.plan_at)
+        for c, t, st in zip(per_instance, tasks, stats, strict=True)
     ]
 
 
@@ -410,7 +417,9 @@ def new_memo(
     return PassMemo(_context_key(ctx))
 
 
-def instances_duration(cycles: int, count: int, stats: LayerStats | None, hw: HwConfig, layer=None) -> int:
+def instances_duration(
+    cycles: int, count: int, stats: LayerStats | None, hw: HwConfig, layer=None, plan_at=None
+) -> int:
     """Time for `count` independent instances of a hardware layer run back to back (heads, windows,
     groups), each enabled in the other ping-pong register group while the previous one runs.
 
@@ -422,7 +431,10 @@ def instances_duration(cycles: int, count: int, stats: LayerStats | None, hw: Hw
     if count <= 1 or stats is None:
         return cycles * count
     if isinstance(layer, ConvLayer):
-        span = _instances_cached(_unnamed(layer), stats.plan, hw, count)
+        if plan_at is not None:  # timed with the layer's own figures (layer_cycles)
+            span = planned_like_instances(_unnamed(layer), _unnamed(plan_at), hw, count)[1]
+        else:
+            span = _instances_cached(_unnamed(layer), stats.plan, hw, count)
         return span + cycles - stats.cycles  # cycles - stats.cycles: one layer's fixed latencies
     prologue = int(stats.detail.get("prologue_cycles", 0))
     hidden = min(prologue, cycles - prologue)

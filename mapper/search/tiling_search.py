@@ -35,7 +35,16 @@ from typing import NamedTuple
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import conv_floor
-from nvdla_sim.engine.conv import core_floor, group_blocks, group_delivery, output_bytes, regroup_cycles, simulate_conv
+from nvdla_sim.engine.conv import (
+    core_floor,
+    group_blocks,
+    group_delivery,
+    instances_cycles,
+    output_bytes,
+    regroup_cycles,
+    simulate_conv,
+    simulate_instances,
+)
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import (
@@ -583,17 +592,40 @@ def planned_like(layer: ConvLayer, like: ConvLayer, hw: HwConfig) -> SearchResul
     and rows, simulated on this layer; this layer's own search where `like` has no legal plan or that plan
     is not legal for this layer. `candidates`, `simulated` and `proven_gap` are those of the search that
     chose the plan."""
+    cut = _cut_plan(layer, like, hw)
+    if cut is None:
+        return search_plan(layer, hw)
+    found, plan = cut
+    return dataclasses.replace(found, plan=plan, stats=simulate_conv(layer, hw, plan, record_events=False))
+
+
+@lru_cache(maxsize=1024)
+def planned_like_instances(layer: ConvLayer, like: ConvLayer, hw: HwConfig, count: int) -> tuple[SearchResult, int]:
+    """planned_like, and the cycles of `count` instances of the layer under its plan (engine.conv.
+    instances_cycles): from one run of the instances where the plan is the one found for `like`
+    (conv.simulate_instances: the first instance is the layer alone)."""
+    cut = _cut_plan(layer, like, hw)
+    if cut is None:
+        found = search_plan(layer, hw)
+        return found, instances_cycles(layer, found.plan, hw, count)
+    found, plan = cut
+    st, span = simulate_instances(layer, hw, plan, count)
+    return dataclasses.replace(found, plan=plan, stats=st), span
+
+
+def _cut_plan(layer: ConvLayer, like: ConvLayer, hw: HwConfig) -> tuple[SearchResult, TilePlan] | None:
+    """The search of `like` and its plan with kernel tiles and bands cut to the layer; None where the
+    layer takes its own search (`like` has no CBUF-legal tiling, or the cut plan is not legal here)."""
     try:
         found = search_plan(like, hw)
     except ShapeError:  # the bucket's layer does not fit CBUF at all: the layer is planned at its own size
-        return search_plan(layer, hw)
+        return None
     s = layer.shape
     kernels, rows = min(found.plan.kernels_per_tile, s.out_k), min(found.plan.rows_per_tile, s.out_h)
     plan = dataclasses.replace(found.plan, kernels_per_tile=kernels, rows_per_tile=rows)
     if illegal_reason(layer, plan, hw) is not None:
-        return search_plan(layer, hw)
-    st = simulate_conv(layer, hw, plan, record_events=False)
-    return dataclasses.replace(found, plan=plan, stats=st)
+        return None
+    return found, plan
 
 
 _EXPAND = (math.inf,)  # heap ties: simulate a plan before expanding a band height of equal bound (a plan

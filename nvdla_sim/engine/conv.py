@@ -406,10 +406,10 @@ class _Chain:
             for it, g in zip(self.items, self.item_layer, strict=True)
         ]
 
-    def run(self, hw: HwConfig, record_events: bool):
+    def run(self, hw: HwConfig, record_events: bool, *, first_layers: int = 0, first_run: list | None = None):
         return _run_hardware_layers(
             hw, self.items, self.item_layer, self.item_extra, self.item_tail_gap, self.info, record_events,
-            self.renumber,
+            self.renumber, first_layers, first_run,
         )  # fmt: skip
 
     def traffic(self, operand_memory: Memory) -> Traffic:
@@ -517,32 +517,68 @@ def instances_cycles(layer: ConvLayer, plan: TilePlan, hw: HwConfig, count: int)
     fetches into what the previous one releases; its compute follows the previous one's). The chain of
     identical instances repeats with a period of two (the register groups): past _SETTLE_INSTANCES the
     last two instances' times repeat (equal to the full chain: tests/unit/test_conv_instances.py)."""
+    _check_instances(layer, count)
+    n = min(count, _SETTLE_INSTANCES)
+    chain = simulate_chain([(layer, plan)] * n, hw)
+    return _instances_span(chain.cycles, chain.layer_ends, n, count)
+
+
+def _check_instances(layer: ConvLayer, count: int) -> None:
     if count < 1:
         raise ShapeError(f"{layer.name}: instances must be >= 1, not {count}")
     if layer.data_resident or layer.weights_resident:
         raise ShapeError(f"{layer.name}: independent instances cannot take operands left in CBUF (*_REUSE)")
-    n = min(count, _SETTLE_INSTANCES)
-    chain = simulate_chain([(layer, plan)] * n, hw)
+
+
+def _instances_span(cycles: int, layer_ends: tuple[int, ...], n: int, count: int) -> int:
+    """`count` instances' cycles from a chain of the first n: its cycles and hardware layer ends
+    (instances_cycles)."""
     if count == n:
-        return chain.cycles
-    per = len(chain.layer_ends) // n  # hardware layers per instance
-    ends = [chain.layer_ends[per * i - 1] for i in range(1, n + 1)]
+        return cycles
+    per = len(layer_ends) // n  # hardware layers per instance
+    ends = [layer_ends[per * i - 1] for i in range(1, n + 1)]
     odd, even = ends[-2] - ends[-3], ends[-1] - ends[-2]  # the instance before last and the last one
     pairs, rest = divmod(count - n, 2)
-    return math.ceil(chain.cycles + pairs * (odd + even) + rest * odd)
+    return math.ceil(cycles + pairs * (odd + even) + rest * odd)
 
 
 def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True) -> LayerStats:
     """Cycle-approximate run of one convolution-pipeline layer under `plan`."""
     chain = _Chain(named=record_events)
     fp = chain.add(layer, plan, hw)
+    res, dram_busy, layer_ends = chain.run(hw, record_events)
+    return _conv_stats(layer, hw, plan, fp, chain.items, chain.item_extra, (res, dram_busy, layer_ends))
+
+
+def simulate_instances(layer: ConvLayer, hw: HwConfig, plan: TilePlan, count: int) -> tuple[LayerStats, int]:
+    """simulate_conv(layer, hw, plan, record_events=False) and instances_cycles(layer, plan, hw, count) from
+    one run: the chain's first instance runs as the layer alone (nothing before it; the runner is taken at
+    the end of its last hardware layer, before the next instance books anything), so the single layer's
+    figures are the chain's at that point (tests/unit/test_conv_instances.py compares the two)."""
+    if count < 2:
+        return simulate_conv(layer, hw, plan, record_events=False), instances_cycles(layer, plan, hw, count)
+    _check_instances(layer, count)
+    chain = _Chain(named=False)
+    fp = chain.add(layer, plan, hw)
+    items, extra, layers = len(chain.items), list(chain.item_extra), chain.layers
+    n = min(count, _SETTLE_INSTANCES)
+    for _ in range(n - 1):
+        chain.add(layer, plan, hw)
+    first_run: list = []
+    res, _, ends = chain.run(hw, False, first_layers=layers, first_run=first_run)
+    single = _conv_stats(layer, hw, plan, fp, chain.items[:items], extra, first_run[0])
+    return single, _instances_span(math.ceil(res.end), ends, n, count)
+
+
+def _conv_stats(layer: ConvLayer, hw: HwConfig, plan: TilePlan, fp: Footprint, items, item_extra, run) -> LayerStats:
+    """A layer's figures from its run under `plan`: its items and their SDP operand bytes as built
+    (_Chain), and the runner's (result, busy cycles per memory port, hardware layer ends)."""
+    res, dram_busy, layer_ends = run
     rate = drain_rate(layer, hw)
     p = layer.precision
-    items = chain.items
-    res, dram_busy, layer_ends = chain.run(hw, record_events)
-    extra_reads = sum(chain.item_extra)
+    extra_reads = sum(item_extra)
     cycles = math.ceil(res.end)
-    traffic = chain.traffic(layer.input_memory)
+    traffic = item_traffic(items, extra_reads=extra_reads, extra_memory=layer.input_memory)
     macs = layer.performed_macs  # what the array does: utilization stays <= 100% under the sparse what-if
     peak = hw.peak_macs_per_cycle(p)
     reads, writes = _compulsory_bytes(layer, hw, _weight_ratio(layer, hw), extra_reads)
@@ -626,8 +662,9 @@ def regroup_cycles(hw: HwConfig) -> int:
 
 
 def _run_hardware_layers(
-    hw, items, item_layer, item_extra, item_tail_gap, info: dict[int, _HwLayerInfo], record_events, renumber=None
-):
+    hw, items, item_layer, item_extra, item_tail_gap, info: dict[int, _HwLayerInfo], record_events, renumber=None,
+    first_layers: int = 0, first_run: list | None = None,
+):  # fmt: skip
     """Run the items hardware layer by hardware layer on shared memory ports. Each later layer is enabled in
     the other register group while the previous one runs (a ping-pong driver), so layer n is enabled once
     layer n-2 has ended and the driver has reprogrammed its group (completion + driver_reprogram_cycles)
@@ -640,7 +677,9 @@ def _run_hardware_layers(
     (layer_gap_cycles; reuse_split_change on the RTL), its rings empty. Returns the
     summed pipeline result (end = the whole run, from the first layer's start to the last layer's last
     atom), the busy time per memory port, and each hardware layer's end. `renumber` (_Chain.renumber):
-    the layers whose items are an explicit layer's with their events renumbered (built only to run)."""
+    the layers whose items are an explicit layer's with their events renumbered (built only to run).
+    With `first_layers`, `first_run` receives what this returns as it stood after that many layers (no skip
+    across them)."""
     fill = hw.mac.pipeline_cycles + hw.cacc.rmw_cycles
     regroup = regroup_cycles(hw)
     renumber = renumber or {}
@@ -742,7 +781,7 @@ def _run_hardware_layers(
         if len(ends) >= 2:  # its register group is the one layer n-2 ran in
             enabled = math.ceil(ends[-2] + regroup)
             fetch_from, compute_from = max(fetch_from, enabled), max(compute_from, enabled)
-        if skip is not None and prev is not None and total is not None and len(ends) >= 2:
+        if skip is not None and prev is not None and total is not None and len(ends) >= max(2, first_layers):
             counters = tuple(getattr(total, c) for c in COUNTERS)
             jump = skip.at(
                 pos, ref=int(offset), fetch_from=fetch_from, compute_from=compute_from, held=held,
@@ -786,6 +825,9 @@ def _run_hardware_layers(
         else:
             total = dataclasses.replace(total, **{c: getattr(total, c) + getattr(res, c) for c in COUNTERS})
         pos += 1
+        if first_run is not None and pos == first_layers:
+            busy = {mem: port.channel_busy for mem, port in ports.items()}
+            first_run.append((dataclasses.replace(total, end=offset, events=list(events)), busy, tuple(ends)))
     assert total is not None
     busy = {mem: port.channel_busy for mem, port in ports.items()}
     return dataclasses.replace(total, end=offset, events=events), busy, tuple(ends)

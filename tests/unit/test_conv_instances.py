@@ -58,6 +58,34 @@ def test_the_periodic_extrapolation_equals_the_whole_chain(hw_name, m, k, n, bia
     assert instances_cycles(layer, plan, hw, count) == simulate_chain([(layer, plan)] * count, hw).cycles
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    hw_name=st.sampled_from(["nv_full", "nv_small", "nv_large"]),
+    m=st.sampled_from([8, 32, 64, 200]),
+    k=st.sampled_from([64, 256, 1000]),
+    n=st.sampled_from([32, 100, 2100]),
+    sdp=st.sampled_from(["none", "bias", "scale"]),
+    count=st.integers(1, 9),
+    pick=st.integers(0, 10_000),
+)
+def test_one_run_of_the_instances_gives_the_layer_and_the_chain(hw_name, m, k, n, sdp, count, pick):
+    """simulate_instances takes the single layer's figures from the chain's first instance: every one of
+    them equals simulate_conv's, and its cycles for `count` instances equal instances_cycles', under any
+    plan of the search space (bands, kernel tiles, bank splits)."""
+    from nvdla_mapper.search.tiling_search import candidate_plans
+    from nvdla_sim.engine.conv import simulate_instances
+
+    hw = load_config(hw_name)
+    spec = {"none": SdpSpec(), "bias": SdpSpec(bias=OperandMode.PER_KERNEL), "scale": SdpSpec(scale=OperandMode.REG)}
+    layer = ConvLayer("mm", ConvShape.matmul(m, k, n), Precision.INT8, spec[sdp])
+    plans = candidate_plans(layer, hw)
+    plan = plans[pick % len(plans)]
+    single, span = simulate_instances(layer, hw, plan, count)
+    alone = simulate_conv(layer, hw, plan, record_events=False)
+    assert single == alone and single.detail == alone.detail
+    assert span == instances_cycles(layer, plan, hw, count)
+
+
 def test_a_batch_keeps_the_kernels_in_cbuf_across_images():
     """Eight 7x7x64 images through one 3x3 64 -> 64 layer on nv_full: the weights (64 kernels x 576 B =
     36,864 B) fit CBUF, so the search keeps them across the images (weight-stationary, WEIGHT_REUSE):
