@@ -40,7 +40,8 @@ from nvdla_sim.units.dram import MemoryPort
 
 # Skip runs of alike hardware layers (the reference for tests: the same runner with this off)
 LAYER_SKIP = True
-MIN_LAYERS = 6  # shorter chains run layer by layer (the bookkeeping would cost more than it saves)
+MIN_LAYERS = 4  # shorter chains run layer by layer (the bookkeeping would cost more than it saves; a decode
+# step's attention runs 4 instances of ~100 items, one per K/V group: the fourth repeats the third)
 _MAX_PERIOD = 8  # layers between repeats kept to find a period (bands repeat with period 1 or 2)
 
 
