@@ -272,3 +272,22 @@ def test_copying_items_by_their_fields_is_replace():
         new = conv._copy(obj, **changes)
         assert new == dataclasses.replace(obj, **changes) and hash(new) == hash(dataclasses.replace(obj, **changes))
         assert obj != new
+
+
+@pytest.mark.parametrize("hw", ["nv_small", "nv_full"])
+def test_items_built_field_by_field_equal_the_constructors(hw):
+    """_Chain.add builds Fetch and Item with conv._new (every field set directly): each equals what the
+    constructors make of its fields, with every field set (none left to the class's default)."""
+    from nvdla_sim.engine.tile_pipeline import Fetch, Item
+
+    cfg = load_config(hw)
+    layer = ConvLayer("mm", ConvShape.matmul(64, 256, 300, row=16), Precision.INT8, SPECS["residual"])
+    if cfg.sdp.ew_throughput == 0:
+        layer = dataclasses.replace(layer, sdp=SPECS["pairs"])
+    for named in (True, False):
+        chain = conv._Chain(named=named)
+        chain.add(layer, TilePlan(2, cfg.cbuf.bank_count - 2, 1, 128, LoopOrder.DATA_STATIONARY), cfg)
+        for it in chain.items:
+            for obj, cls in ((it, Item), *((f, Fetch) for f in it.fetches)):
+                made = cls(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(cls)})
+                assert made == obj and hash(made) == hash(obj) and vars(made) == vars(obj)
