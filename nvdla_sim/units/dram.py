@@ -55,6 +55,10 @@ class MemoryPort:
                 starts.append(ready)
                 ends.append(end)
             return ready, end
+        if ready >= starts[-1]:  # inside the last booking: right after it, the interval grown (as below)
+            first = ends[-1]
+            ends[-1] = first + need
+            return first, ends[-1]
         i = bisect.bisect_right(ends, ready)  # first interval ending after ready
         t = ready
         first: float | None = None

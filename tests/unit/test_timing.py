@@ -36,6 +36,26 @@ def test_memory_port_fills_gaps():
     assert p.busy_cycles == 30
 
 
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(1, 40)), min_size=1, max_size=40))
+def test_memory_port_books_the_earliest_free_cycles(requests):
+    """Against a calendar of single cycles (a port of one byte a cycle, every request whole bytes): each
+    request takes the earliest free cycles at or after its ready time, in booking order; whatever path
+    the port takes (appended past every booking, grown from inside its last one, or a walk of the gaps),
+    its first and last beat are those cycles', and its busy intervals cover exactly the taken cycles."""
+    port = MemoryPort(bytes_per_cycle=1, latency=0)
+    taken: set[int] = set()
+    for ready, nbytes in requests:
+        cycles, t = [], ready
+        while len(cycles) < nbytes:
+            if t not in taken:
+                cycles.append(t)
+            t += 1
+        taken.update(cycles)
+        assert port.reserve(ready, nbytes) == (cycles[0], cycles[-1] + 1)
+    booked = {c for s, e in port.booked_after(-1) for c in range(int(s), int(e))}
+    assert booked == taken and port.busy_cycles == len(taken)
+
+
 def test_stripe_rule_and_weight_load(nv_full, nv_small):
     # NV_NVDLA_CSC_sg.v: `upper` while 2 x upper are left, all of the rest once <= upper, else `lower`
     assert stripe_lengths(128, 8, 16) == (16,) * 8
