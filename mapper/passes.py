@@ -432,7 +432,9 @@ def instances_duration(
         return cycles * count
     if isinstance(layer, ConvLayer):
         if plan_at is not None:  # timed with the layer's own figures (layer_cycles)
-            span = planned_like_instances(_unnamed(layer), _unnamed(plan_at), hw, count)[1]
+            found, span = planned_like_instances(_unnamed(layer), _unnamed(plan_at), hw, count)
+            if found.plan != stats.plan:
+                raise ValueError(f"{layer.name}: instances timed under {found.plan}, its figures under {stats.plan}")
         else:
             span = _instances_cached(_unnamed(layer), stats.plan, hw, count)
         return span + cycles - stats.cycles  # cycles - stats.cycles: one layer's fixed latencies

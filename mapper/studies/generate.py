@@ -19,7 +19,9 @@ import itertools
 import math
 import multiprocessing
 import statistics
+import sys
 import threading
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -403,50 +405,65 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
     its length plus the whole step's length-free share, taken as the first length), and each run but the
     first is timed in a process forked from this one (every one starts from the same template and
     memo; a step's figures do not depend on what a process timed before: test_generate compares them
-    with one process). One process where forking is unavailable or unsafe (no fork on the platform, a
-    daemonic process such as a sweep worker, other threads running)."""
+    with one process). One process where forking is unsafe (_can_fork). Any process's error ends the
+    run with every other process stopped."""
     if jobs <= 1 or len(kv_lens) < 2 * MIN_STEPS_PER_JOB or not _can_fork():
         return [_step(template, k)[0] for k in kv_lens]
     jobs = min(jobs, len(kv_lens) // MIN_STEPS_PER_JOB)
     weights = list(itertools.accumulate(k + kv_lens[0] for k in kv_lens))
     cuts = [bisect.bisect_left(weights, weights[-1] * j / jobs) for j in range(1, jobs)]
-    runs = [kv_lens[a:b] for a, b in itertools.pairwise([0, *cuts, len(kv_lens)])]
+    runs = [kv_lens[a:b] for a, b in itertools.pairwise([0, *cuts, len(kv_lens)]) if b > a]
     ctx = multiprocessing.get_context("fork")
     children = []
-    for run in runs[1:]:
-        receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_timed_in_child, args=(template, run, send), daemon=True)
-        child.start()
-        send.close()
-        children.append((child, receive))
-    out = [_step(template, k)[0] for k in runs[0]]
-    for child, receive in children:
-        try:
-            kind, value = receive.recv()
-        except EOFError:
-            kind, value = (
-                "error",
-                NvdlaError(f"a decode-step process ended without its steps (exit code {child.exitcode})"),
-            )
-        child.join()
-        if kind == "error":
-            raise value
-        out.extend(value)
-    return out
+    try:
+        for run in runs[1:]:
+            receive, send = ctx.Pipe(duplex=False)
+            child = ctx.Process(target=_timed_in_child, args=(template, run, send), daemon=True)
+            child.start()
+            send.close()
+            children.append((child, receive, run))
+        out = [_step(template, k)[0] for k in runs[0]]
+        for child, receive, run in children:
+            try:
+                kind, value = receive.recv()
+            except EOFError:
+                child.join()
+                raise NvdlaError(
+                    f"the process timing the decode steps at {run[0]}..{run[-1]} cached tokens ended without "
+                    f"them (exit code {child.exitcode})"
+                ) from None
+            child.join()
+            if kind == "error":
+                error, trace = value
+                error.add_note(f"in the process timing the steps at {run[0]}..{run[-1]} cached tokens:\n{trace}")
+                raise error
+            out.extend(value)
+        return out
+    finally:  # on an error here or in a process: stop the others
+        for child, receive, _ in children:
+            if child.is_alive():
+                child.terminate()
+            child.join()
+            receive.close()
 
 
 def _timed_in_child(template: StepTemplate, kv_lens: list[int], send) -> None:
     try:
         send.send(("steps", [_step(template, k)[0] for k in kv_lens]))
-    except BaseException as e:  # the parent raises it
-        send.send(("error", e))
+    except BaseException as e:  # the parent raises it, with this process's traceback
+        send.send(("error", (e, traceback.format_exc())))
     finally:
         send.close()
 
 
 def _can_fork() -> bool:
+    """Whether decode steps may be timed in forked processes: on Linux (elsewhere fork is unavailable, or
+    unsafe: macOS's system libraries), from a process that may have children (not a daemonic one), with
+    no other Python thread running (a thread holding a lock at the fork would hold it in the child for
+    ever; native threads, such as a BLAS pool's, are not used while timing steps)."""
     return (
-        "fork" in multiprocessing.get_all_start_methods()
+        sys.platform.startswith("linux")
+        and "fork" in multiprocessing.get_all_start_methods()
         and not multiprocessing.current_process().daemon
         and threading.active_count() == 1
     )

@@ -11,7 +11,7 @@ from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.frontends.presets import decode_step_graph, preset
 from nvdla_mapper.lowering.rules import HostModel, Resource
 from nvdla_mapper.passes import _simulate_cached, map_model
-from nvdla_mapper.search.tiling_search import search_plan
+from nvdla_mapper.search.tiling_search import planned_like_instances, search_plan
 from nvdla_mapper.studies.generate import dram_bytes, generate, kv_bytes_per_token
 from nvdla_sim import Precision, load_config
 from nvdla_sim.engine.simulate import fixed_latency
@@ -332,10 +332,12 @@ def test_steps_shared_out_to_processes_are_the_same_steps(tmp_path, monkeypatch)
             return fork.Process(**kw)
 
     hw, spec = load_config("nv_full"), _small_llama(tmp_path)
-    one = generate(spec, hw, prompt=40, new_tokens=200, jobs=1)
-    assert not forked
+    for cached in (search_plan, _simulate_cached, planned_like_instances):  # the processes start cold
+        cached.cache_clear()
     monkeypatch.setattr(gen.multiprocessing, "get_context", lambda method: Context())
     three = generate(spec, hw, prompt=40, new_tokens=200, jobs=3)
+    monkeypatch.undo()
+    one = generate(spec, hw, prompt=40, new_tokens=200, jobs=1)
     assert [s.kv_len for s in three.steps] == list(range(40, 239))
     assert three.steps == one.steps and three.step_weight_bytes == one.step_weight_bytes
     # the first step builds the template; 41..238 in three runs of about equal length + 41 each
@@ -363,6 +365,28 @@ def test_a_step_that_fails_in_a_forked_process_fails_the_run(tmp_path):
                 raise NvdlaError(f"no step at {kv}")
             return real.map(kv)
 
-    with pytest.raises(NvdlaError, match="no step at"):
+    with pytest.raises(NvdlaError, match="no step at") as failed:
         gen._steps(Failing(), list(range(20, 100)), 2)
+    notes = "".join(failed.value.__notes__)
+    assert "in the process timing the steps at" in notes and "raise NvdlaError" in notes  # its traceback
     assert len(gen._steps(Failing(), list(range(20, 90)), 2)) == 70
+
+
+def test_a_forked_process_that_dies_fails_the_run(tmp_path, monkeypatch):
+    """A process that ends without sending its steps (killed, out of memory) fails the run with its exit
+    code, never a run with steps missing."""
+    import os
+
+    from nvdla_mapper.passes import new_memo
+    from nvdla_mapper.studies import generate as gen
+    from nvdla_mapper.studies.step_template import StepTemplate
+
+    if not gen._can_fork():
+        pytest.skip("no fork here (platform, daemonic process or threads)")
+    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    template = StepTemplate(
+        spec, lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv), new_memo(hw, precision=Precision.INT8)
+    )
+    monkeypatch.setattr(gen, "_timed_in_child", lambda template, kv_lens, send: os._exit(3))
+    with pytest.raises(NvdlaError, match=r"ended without them \(exit code 3\)"):
+        gen._steps(template, list(range(20, 100)), 2)

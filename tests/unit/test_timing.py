@@ -56,6 +56,46 @@ def test_memory_port_books_the_earliest_free_cycles(requests):
     assert booked == taken and port.busy_cycles == len(taken)
 
 
+@given(
+    st.sampled_from([0.5, 2.0, 8.0, 64.0]),
+    st.lists(st.tuples(st.integers(0, 1200), st.integers(1, 500)), min_size=1, max_size=40),
+)
+def test_memory_port_at_fractional_times_equals_a_fluid_calendar(rate, requests):
+    """At rates and ready times that fall between cycles (quarter cycles; every time a binary fraction, so
+    the floats are exact): each booking fills the earliest free time at or after its ready time, compared
+    exactly with a calendar of fractions, and the intervals booked merge to the same busy time."""
+    from fractions import Fraction
+
+    port = MemoryPort(bytes_per_cycle=rate, latency=0)
+    busy: list[tuple[Fraction, Fraction]] = []  # the reference: every booked piece, in time order
+    for quarters, nbytes in requests:
+        t, need, first = Fraction(quarters, 4), Fraction(nbytes) / Fraction(rate), None
+        pieces = []
+        for s, e in sorted(busy):
+            if e <= t:
+                continue
+            if s > t:
+                take = min(need, s - t)
+                pieces.append((t, t + take))
+                need -= take
+                first = t if first is None else first
+                if not need:
+                    break
+            t = max(t, e)
+        if need:
+            pieces.append((t, t + need))
+            first = t if first is None else first
+        busy += pieces
+        assert port.reserve(quarters / 4, nbytes) == (first, pieces[-1][1])
+    merged: list[list[Fraction]] = []
+    for s, e in sorted(busy):
+        if merged and merged[-1][1] == s:
+            merged[-1][1] = e
+        else:
+            merged.append([s, e])
+    assert [tuple(m) for m in merged] == port.booked_after(-1)
+
+
 def test_stripe_rule_and_weight_load(nv_full, nv_small):
     # NV_NVDLA_CSC_sg.v: `upper` while 2 x upper are left, all of the rest once <= upper, else `lower`
     assert stripe_lengths(128, 8, 16) == (16,) * 8
