@@ -55,8 +55,12 @@ def schedule(
                     tail = pd.end + instance[i]
             elif pd.end > ready:
                 ready = pd.end
-        start = max(ready, free.get(res, 0))
-        end = max(start + durations[i], tail)
+        start = free.get(res, 0)
+        if ready > start:
+            start = ready
+        end = start + durations[i]
+        if tail > end:
+            end = tail
         free[res] = end
         out.append(Scheduled(i, start, end, durations[i]))
     return out

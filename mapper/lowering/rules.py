@@ -62,6 +62,8 @@ class Resource(enum.Enum):
     BDMA = "bdma"  # NVDLA's bridge DMA: copies and re-layouts
     HOST = "host"  # the CPU: fallbacks, embedding lookups, element scatters
 
+    __hash__ = object.__hash__  # a member is its own identity; Enum's hash(name) runs Python code per lookup
+
 
 @dataclass(frozen=True)
 class Task:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -76,3 +77,43 @@ def test_task_results_built_field_by_field_equal_the_constructor():
     for r in res.results[:20]:
         made = TaskResult(*(getattr(r, f.name) for f in dataclasses.fields(TaskResult)))
         assert made == r and vars(made) == vars(r)
+
+
+@pytest.mark.parametrize("model", ["gpt2", "t5-base", "llama"])
+def test_implied_waits_left_out_change_no_start_or_end(model, monkeypatch, tmp_path):
+    """lower_ops leaves out of a task's waits the tasks another of its waits already waits for (single
+    instances: passes._implied_left_out). Every task's start and end, prefill and decode step, equal the
+    schedule with every wait kept, over far fewer edges (a residual stream's producers piled up)."""
+    import json
+
+    import nvdla_mapper.passes as passes
+    from nvdla_mapper.frontends.hf_config import from_hf_config
+    from nvdla_mapper.frontends.presets import build_graph, decode_step_graph, preset, t5_prefill_graph
+    from nvdla_sim import Precision, load_config
+
+    if model == "llama":
+        cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
+               "num_hidden_layers": 4, "num_key_value_heads": 2, "max_position_embeddings": 512, "vocab_size": 1000}  # fmt: skip
+        (tmp_path / "config.json").write_text(json.dumps(cfg))
+        spec = from_hf_config(tmp_path / "config.json")
+    else:
+        spec = preset(model)
+    prefill = t5_prefill_graph(spec, batch=1, prompt=16) if spec.decoder_layers else build_graph(spec, batch=1, seq=16)
+    cross = 16 if spec.decoder_layers else 0
+    graphs = (prefill, decode_step_graph(spec, batch=2, kv_len=(40, 70), cross_len=cross))
+    hw = load_config("nv_full")
+
+    def run():
+        out = []
+        for g in graphs:
+            res = passes.map_model(g, hw, precision=Precision.INT8, with_baseline=False)
+            out.append([(r.task.name, r.start, r.end) for r in res.results])
+        return out
+
+    def edges():
+        ctx = passes.context_of(passes.new_memo(hw, precision=Precision.INT8))
+        return sum(len(d) for g in graphs for d in passes.lower_ops(g, ctx)[1])
+
+    left_out, fewer = run(), edges()
+    monkeypatch.setattr(passes, "_implied_left_out", lambda pred, *rest: pred)
+    assert run() == left_out and edges() > fewer
