@@ -6,6 +6,7 @@ compared with. The simulator checks its result against `conv_floor`, the tiling 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.layers import ConvLayer
@@ -61,6 +62,7 @@ def atomic_ops(layer: ConvLayer, hw: HwConfig) -> int:
     return groups * layer.out_points * channel_ops_per_stripe(layer, hw)
 
 
+@lru_cache(maxsize=65536)  # pure; a decode step asks it for each of its tasks, alike in every block and step
 def roofline_cycles(macs: int, dram_read: int, dram_write: int, hw: HwConfig, precision: Precision) -> float:
     """The roofline of a piece of work: the larger of its MAC time at the peak rate and its DRAM time."""
     dram = transfer_floor(dram_read, dram_write, hw, bytes_per_cycle=hw.dram_bytes_per_cycle)
