@@ -1,6 +1,8 @@
-"""Shared fixtures: the shipped configs, loaded once."""
+"""Shared fixtures: the shipped configs, loaded once; a small grouped-query, rotary decoder."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -26,3 +28,16 @@ def nv_full():
 @pytest.fixture(scope="session")
 def nv_small():
     return load_config("nv_small")
+
+
+@pytest.fixture
+def small_llama(tmp_path):
+    """A LLaMA config.json's model small enough to generate hundreds of steps in a test: 3 layers, hidden
+    256, 8 heads sharing 2 K/V heads, rotary positions."""
+    from nvdla_mapper.frontends.hf_config import from_hf_config
+
+    cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
+           "num_hidden_layers": 3, "num_key_value_heads": 2, "max_position_embeddings": 4096, "vocab_size": 1000}  # fmt: skip
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    return from_hf_config(p)

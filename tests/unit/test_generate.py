@@ -304,15 +304,7 @@ def test_weight_whatifs_shrink_what_a_decode_step_streams(capsys):
     assert "nv_small has no weight compression" in capsys.readouterr().err
 
 
-def _small_llama(tmp_path):
-    cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
-           "num_hidden_layers": 3, "num_key_value_heads": 2, "max_position_embeddings": 4096, "vocab_size": 1000}  # fmt: skip
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    return from_hf_config(p)
-
-
-def test_steps_shared_out_to_processes_are_the_same_steps(tmp_path, monkeypatch):
+def test_steps_shared_out_to_processes_are_the_same_steps(small_llama, monkeypatch):
     """--jobs 3: the decode steps cut into three runs of consecutive lengths, two timed in forked
     processes; every step's figures are one process's, in order, and the runs are balanced by length."""
     from nvdla_mapper.studies import generate as gen
@@ -331,7 +323,7 @@ def test_steps_shared_out_to_processes_are_the_same_steps(tmp_path, monkeypatch)
             forked.append(kw["args"][1])
             return fork.Process(**kw)
 
-    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    hw, spec = load_config("nv_full"), small_llama
     for cached in (search_plan, _simulate_cached, planned_like_instances):  # the processes start cold
         cached.cache_clear()
     monkeypatch.setattr(gen.multiprocessing, "get_context", lambda method: Context())
@@ -346,7 +338,7 @@ def test_steps_shared_out_to_processes_are_the_same_steps(tmp_path, monkeypatch)
     assert max(weights) - min(weights) <= 2 * (238 + 41)
 
 
-def test_a_step_that_fails_in_a_forked_process_fails_the_run(tmp_path):
+def test_a_step_that_fails_in_a_forked_process_fails_the_run(small_llama):
     """An error in a process's steps is raised by the run (never steps silently missing)."""
     from nvdla_mapper.passes import new_memo
     from nvdla_mapper.studies import generate as gen
@@ -354,7 +346,7 @@ def test_a_step_that_fails_in_a_forked_process_fails_the_run(tmp_path):
 
     if not gen._can_fork():
         pytest.skip("no fork here (platform, daemonic process or threads)")
-    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    hw, spec = load_config("nv_full"), small_llama
     real = StepTemplate(
         spec, lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv), new_memo(hw, precision=Precision.INT8)
     )
@@ -372,7 +364,7 @@ def test_a_step_that_fails_in_a_forked_process_fails_the_run(tmp_path):
     assert len(gen._steps(Failing(), list(range(20, 90)), 2)) == 70
 
 
-def test_a_forked_process_that_dies_fails_the_run(tmp_path, monkeypatch):
+def test_a_forked_process_that_dies_fails_the_run(small_llama, monkeypatch):
     """A process that ends without sending its steps (killed, out of memory) fails the run with its exit
     code, never a run with steps missing."""
     import os
@@ -383,7 +375,7 @@ def test_a_forked_process_that_dies_fails_the_run(tmp_path, monkeypatch):
 
     if not gen._can_fork():
         pytest.skip("no fork here (platform, daemonic process or threads)")
-    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    hw, spec = load_config("nv_full"), small_llama
     template = StepTemplate(
         spec, lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv), new_memo(hw, precision=Precision.INT8)
     )

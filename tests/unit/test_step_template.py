@@ -4,11 +4,8 @@ energy. The reference is map_model on the whole step's graph with no memo (the s
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.frontends.presets import decode_step_graph, mixed_step_graph, preset
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import dram_bytes, generate, phase_bound, roofline_cycles
@@ -35,14 +32,6 @@ def _full(spec, hw, graph, precision=Precision.INT8, kv_plan="bucket"):
     return map_model(graph, hw, precision=precision, with_baseline=False, kv_plan=kv_plan)
 
 
-def _small_llama(tmp_path):
-    cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 8,
-           "num_hidden_layers": 3, "num_key_value_heads": 2, "max_position_embeddings": 4096, "vocab_size": 1000}  # fmt: skip
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    return from_hf_config(p)
-
-
 def test_every_step_of_a_short_run_equals_a_full_map():
     hw, spec = load_config("nv_full"), preset("gpt2")
     template = StepTemplate(
@@ -52,10 +41,10 @@ def test_every_step_of_a_short_run_equals_a_full_map():
         assert _figures(template.map(kv)) == _figures(_full(spec, hw, decode_step_graph(spec, batch=1, kv_len=kv)))
 
 
-def test_sampled_steps_of_a_long_run_equal_full_maps(tmp_path):
+def test_sampled_steps_of_a_long_run_equal_full_maps(small_llama):
     """A grouped-query, rotary model at batch 2 for 400 steps: generate's steps (through the template) at
     sampled cache lengths against full maps."""
-    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    hw, spec = load_config("nv_full"), small_llama
     r = generate(spec, hw, prompt=24, new_tokens=400, batch=2)
     for i in (0, 1, 2, 37, 38, 200, 398):
         step = r.steps[i]
@@ -67,12 +56,12 @@ def test_sampled_steps_of_a_long_run_equal_full_maps(tmp_path):
         assert (step.core_energy_uj, step.dram_energy_uj) == (en["core_uj"], en["dram_uj"])
 
 
-def test_a_change_of_form_rebuilds_the_template(tmp_path):
+def test_a_change_of_form_rebuilds_the_template(small_llama):
     """Planned at every length (kv_plan "length"), at batch 2 on nv_full the small model's PV changes form
     between 723 and 724 cached tokens (found by scanning): its cheapest lowering flips from one layer per
     K/V group to one block-diagonal layer per sequence with a BDMA gather, another task list. The
     template is rebuilt there, and every step on both sides equals a full map."""
-    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    hw, spec = load_config("nv_full"), small_llama
     build = lambda s, kv: decode_step_graph(s, batch=2, kv_len=kv)  # noqa: E731
     template = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8, kv_plan="length"))
     for kv in range(723, 731):
@@ -80,12 +69,12 @@ def test_a_change_of_form_rebuilds_the_template(tmp_path):
     assert template.rebuilds == 1
 
 
-def test_planned_per_bucket_the_form_changes_only_at_powers_of_two(tmp_path):
+def test_planned_per_bucket_the_form_changes_only_at_powers_of_two(small_llama):
     """The same steps planned per length bucket (the default): 724..732 keys all plan at 1,024, so the
     form that flipped at 724 under "length" holds and nothing is rebuilt; across the bucket's end (1,024
     keys: 1,023 cached, then 1,025 keys planned at 2,048) every step still equals a full map, and the
     template is rebuilt there at most once."""
-    hw, spec = load_config("nv_full"), _small_llama(tmp_path)
+    hw, spec = load_config("nv_full"), small_llama
     build = lambda s, kv: decode_step_graph(s, batch=2, kv_len=kv)  # noqa: E731
     template = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8))
     for kv in (*range(720, 731), 1022, 1023):
