@@ -569,8 +569,9 @@ def simulate_instances(layer: ConvLayer, hw: HwConfig, plan: TilePlan, count: in
     one run: the chain's first instance runs as the layer alone (nothing before it; the runner is taken at
     the end of its last hardware layer, before the next instance books anything), so the single layer's
     figures are the chain's at that point (tests/unit/test_conv_instances.py compares the two)."""
-    if count < 2:
-        return simulate_conv(layer, hw, plan, record_events=False), instances_cycles(layer, plan, hw, count)
+    if count < 2:  # one instance is the layer alone
+        single = simulate_conv(layer, hw, plan, record_events=False)
+        return single, single.cycles
     _check_instances(layer, count)
     chain = _Chain(named=False)
     fp = chain.add(layer, plan, hw)
@@ -698,12 +699,14 @@ def _run_hardware_layers(
     regroup = regroup_cycles(hw)
     renumber = renumber or {}
     groups: dict[int, list[int]] = {}
-    last_layer: dict[int, int] = {}  # the hardware layer that uses a fetch event last
     for i, g in enumerate(item_layer):
         groups.setdefault(g, []).append(i)
-        first, shift = renumber.get(g, (0, 0))
-        for e in items[i].uses:
-            last_layer[e + shift if e >= first else e] = g
+    last_layer: dict[int, int] = {}  # the hardware layer that uses a fetch event last
+    for g, idxs in groups.items():
+        event = _moved(*renumber.get(g, (0, 0)))
+        for i in idxs:
+            for e in items[i].uses:
+                last_layer[event(e)] = g
     total: PipelineResult | None = None
     ports = make_ports(hw)
     offset = 0.0  # end of the previous layer: its last atom, or its last transfer
@@ -736,8 +739,7 @@ def _run_hardware_layers(
         return [items[i] for i in idxs]
 
     def moved(pos: int):  # how the layer's events are renumbered from those its items hold
-        first, shift = renumber.get(layers[pos][0], (0, 0))
-        return lambda e: e + shift if e >= first else e
+        return _moved(*renumber.get(layers[pos][0], (0, 0)))
 
     @cache
     def fetches_of(pos: int) -> list[int]:  # in the items' order (before _prefetch_weights moves any)
@@ -840,11 +842,20 @@ def _run_hardware_layers(
             total = dataclasses.replace(total, **{c: getattr(total, c) + getattr(res, c) for c in COUNTERS})
         pos += 1
         if first_run is not None and pos == first_layers:
-            busy = {mem: port.channel_busy for mem, port in ports.items()}
-            first_run.append((dataclasses.replace(total, end=offset, events=list(events)), busy, tuple(ends)))
+            first_run.append((dataclasses.replace(total, end=offset, events=list(events)), _busy(ports), tuple(ends)))
     assert total is not None
-    busy = {mem: port.channel_busy for mem, port in ports.items()}
-    return dataclasses.replace(total, end=offset, events=events), busy, tuple(ends)
+    return dataclasses.replace(total, end=offset, events=events), _busy(ports), tuple(ends)
+
+
+def _busy(ports) -> dict[Memory, float]:
+    """Each memory port's busy cycles so far (its busier channel)."""
+    return {mem: port.channel_busy for mem, port in ports.items()}
+
+
+def _moved(first: int, shift: int):
+    """A repeated hardware layer's renumbering (_Chain.renumber) as a function of an event id: the events
+    at or after `first` moved by `shift` (renumbered writes the same rule into its items)."""
+    return lambda e: e + shift if e >= first else e
 
 
 def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
