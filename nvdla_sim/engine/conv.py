@@ -35,6 +35,7 @@ from nvdla_sim.engine.tile_pipeline import (
     make_ports,
     run_blocks,
     run_items,
+    up_to_grid,
 )
 from nvdla_sim.engine.tiling import (
     Footprint,
@@ -377,7 +378,7 @@ class _Chain:
                         drain_reads=extra - covered,
                         drain_read_memory=layer.input_memory,
                         # what the prefetch did not cover streams at the credits' pace
-                        drain_read_cycles=credit * (extra - covered) / extra if extra else 0.0,
+                        drain_read_cycles=up_to_grid(credit * (extra - covered) / extra) if extra else 0.0,
                     )
                 )
             before = (key, start, len(self.items) - start, first_event)

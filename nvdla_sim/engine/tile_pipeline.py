@@ -425,6 +425,13 @@ def on_grid(v: float) -> bool:
     return abs(v) < _LIMIT and (v / _GRID).is_integer()
 
 
+def up_to_grid(v: float) -> float:
+    """`v` rounded up to the grid (a multiple of 2**-16 cycle): a duration that is not a dyadic fraction
+    (a rate's quotient: sdp.operand_stream_cycles) kept exact under the sums a run makes, so runs of
+    identical items that it paces can still be skipped."""
+    return math.ceil(v / _GRID) * _GRID
+
+
 class PeriodMemo:
     """The states a run passed through lately (after an item: _FastForward; at a hardware layer's start:
     layer_skip.LayerSkip), each with what was true then, to find the period at which a state comes back.

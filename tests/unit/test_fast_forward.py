@@ -17,6 +17,7 @@ from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.simulate import simulate
 from nvdla_sim.engine.stats import Unit
 from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Item, run_items
+from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.layers import Memory, SdpLayer
 from nvdla_sim.units.dram import MemoryPort
 
@@ -163,6 +164,37 @@ def test_large_layers_jump_and_agree(hw, monkeypatch):
         with item_by_item():
             b = run()
         _same_stats(a, b)
+
+
+def test_credit_paced_operand_streams_jump_and_agree(monkeypatch):
+    """A decode step's GEMV with a per-kernel bias on nv_full: past the SDP RDMA's prefetch each item's
+    bias streams at the credits' pace (sdp.operand_stream_cycles, not a dyadic fraction of a cycle: 64
+    bytes in 7.5875 cycles here, rounded up to the 2**-16 grid), so the credit clock is part of the
+    state. The run jumps over most of its 256 kernel groups (before the rounding it skipped 134: once
+    the clock left the grid every later item ran one by one), and gives what timing them one by one gives."""
+    import nvdla_sim.engine.conv as conv
+    from nvdla_sim.layers import OperandMode, SdpSpec
+    from nvdla_sim.units import sdp
+
+    skipped = []
+
+    def counting(items, **kw):
+        res = run_items(items, **kw)
+        skipped.append((len(items), res.skipped))
+        return res
+
+    monkeypatch.setattr(conv, "run_items", counting)
+    cfg = load_config("nv_full")
+    spec = SdpSpec(bias=OperandMode.PER_KERNEL)
+    layer = ConvLayer("gemv", ConvShape.matmul(1, 768, 8192, row=1), Precision.INT8, sdp=spec)
+    paced = sdp.operand_stream_cycles(spec, cfg, pixels=1, channels=32, operand_bytes=1, memory=Memory.DRAM)
+    assert not tp.on_grid(paced) and tp.on_grid(tp.up_to_grid(paced)) and 0 < tp.up_to_grid(paced) - paced < 2**-16
+    plan = TilePlan(1, 15, 1, 8192, LoopOrder.DATA_STATIONARY)
+    a = simulate_conv(layer, cfg, plan, record_events=False)
+    assert skipped == [(256, skipped[0][1])] and skipped[0][1] > 200
+    with item_by_item():
+        b = simulate_conv(layer, cfg, plan, record_events=False)
+    _same_stats(a, b)
 
 
 @contextmanager
