@@ -164,8 +164,15 @@ class SdpSpec:
     scale: OperandMode = OperandMode.NONE
     relu: bool = False  # ReLU at the end of the X stages
     eltwise: OperandMode = OperandMode.NONE  # Y ALU/MUL second operand (residual add)
+    # Y's per-kernel stream carries both of its operands: (ALU, MUL) pairs, 4 bytes a kernel (E-RDMA
+    # DATA_USE BOTH; a LayerNorm's beta and gamma)
+    eltwise_pairs: bool = False
     lut: bool = False  # Y LUT (exp, GELU, sigmoid, ...)
     out_precision: Precision | None = None  # None: same as the layer precision
+    # the per-element operand streams' element size (the B/N/E-RDMAs' DATA_SIZE, one or two bytes) where
+    # it is not the layer's: INT16 statistics applied to INT8 data (numerics.layernorm_steps). None: the
+    # layer's precision
+    operand_precision: Precision | None = None
 
     @property
     def uses_y(self) -> bool:

@@ -523,7 +523,10 @@ def _sdp(name: str, snap: dict[str, dict[str, int]], *, flying: bool) -> SdpOp:
     used = {
         "B": x1 is not None and any(o is not None and o.source is OperandSource.MEM for o in (x1.alu, x1.mul)),
         "N": x2 is not None and any(o is not None and o.source is OperandSource.MEM for o in (x2.alu, x2.mul)),
-        "E": ew_enabled,
+        # E-RDMA only where a Y operand comes from memory (a convolution whose SDP reads nothing from memory
+        # leaves SDP_RDMA unwritten, so its DISABLE field reads 0: a LUT alone behind the sums of squares)
+        "E": ew_enabled
+        and any(o is not None and o.source is OperandSource.MEM for o in (ew.alu_operand, ew.mul_operand)),
     }
     streams = []
     for tag, regs in (("B", "BS"), ("N", "BN"), ("E", "EW")):  # B/N/E-RDMA and their base registers
@@ -750,17 +753,32 @@ def sdp_spec(op: SdpOp) -> SdpSpec:
     scale = mode(op.x2, "mul")
     if scale is OperandMode.NONE:
         scale = mode(op.x2, "alu")
+    streams = {s.rdma: s for s in op.operand_streams}
+    # the E-RDMA stream only where a Y operand reads it (rows decoded before 2026-12-06 may list an unused one)
+    from_memory = op.ew is None or any(  # (a row without the Y registers: its streams as recorded)
+        o is not None and o.source is OperandSource.MEM for o in (op.ew.alu_operand, op.ew.mul_operand)
+    )
+    erdma = streams.get(Rdma.ERDMA) if op.ew_enabled and from_memory else None
+    eltwise = erdma.mode if erdma is not None else OperandMode.REG if op.ew_enabled else OperandMode.NONE
+
+    def pairs(s: SdpStream | None) -> bool:  # both components of a per-kernel stream: (ALU, MUL) pairs
+        return s is not None and s.use is OperandUse.BOTH and s.mode is OperandMode.PER_KERNEL
+
+    # a per-element stream narrower or wider than the data (INT16 statistics over INT8 data)
+    sizes = {s.size_bytes for s in op.operand_streams if s.mode is OperandMode.PER_ELEMENT}
+    operand = None
+    if sizes and sizes != {op.in_precision.bytes}:
+        operand = Precision.INT16 if max(sizes) == 2 else Precision.INT8
     return SdpSpec(
         bias=bias,
+        bias_pairs=pairs(streams.get(Rdma.BRDMA)),
         scale=scale,
         relu=bool(op.x1 and op.x1.relu),
-        eltwise=OperandMode.PER_ELEMENT
-        if op.ew_enabled and any(s.rdma is Rdma.ERDMA for s in op.operand_streams)
-        else OperandMode.REG
-        if op.ew_enabled
-        else OperandMode.NONE,
+        eltwise=eltwise,
+        eltwise_pairs=pairs(erdma),
         lut=op.lut_enabled,
         out_precision=op.out_precision,
+        operand_precision=operand,
     )
 
 

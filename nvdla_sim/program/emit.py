@@ -481,7 +481,9 @@ def emit_program(
     return emit_sequence(name, [Step(op, inputs, outputs)], hw, lut=lut)
 
 
-def emit_sequence(name: str, steps: list[Step], hw: HwConfig, *, lut: LutParams | None = None) -> TraceProgram:
+def emit_sequence(
+    name: str, steps: list[Step], hw: HwConfig, *, lut: LutParams | None = None, memory: SparseMemory | None = None
+) -> TraceProgram:
     """Hardware layers in sequence, as a driver with ping-pong register groups runs them: layer i is
     programmed into register group i % 2 (S_POINTER of every unit it writes) and enabled while the
     previous one runs; from the third layer on, the driver first waits for the interrupt of the layer
@@ -489,13 +491,13 @@ def emit_sequence(name: str, steps: list[Step], hw: HwConfig, *, lut: LutParams 
     interrupt and a write clearing that done bit). The hardware orders the layers (CDMA waits for CBUF
     space, reuse takes what the previous layer left). Each layer's outputs are checked against the model's
     CRC at the end (the last two layers' interrupts), the model running the layers in order on one memory
-    and one CBUF (execute)."""
+    and one CBUF (execute), on `memory` when given (the caller reads what the layers wrote there)."""
     if not steps:
         raise TraceError(f"{name}: a program holds at least one hardware layer")
     prog = TraceProgram(name)
     b = _Builder(prog)
     b.line(f"// {name}: emitted by nvdla_sim.program.emit")
-    mem = SparseMemory()
+    mem = memory if memory is not None else SparseMemory()
     for i, (base, data) in enumerate(a for st in steps for a in st.inputs):
         raw = np.ascontiguousarray(data).view(np.uint8).ravel()
         fname = f"{name}_in{i}.dat"
@@ -634,6 +636,7 @@ def conv_layer(
     data_banks: int | None = None,
     reuse: CbufReuse | None = None,
     weight_banks: int | None = None,
+    out_precision: Precision | None = None,
 ) -> tuple[ConvOp, Surface, int, int]:
     """A direct convolution with packed input, weights and output placed by `alloc`, followed on the fly
     by SDP stages `x1`, `x2` (operands from `streams`) and the output convertor `cvt` (offset, scale,
@@ -641,15 +644,16 @@ def conv_layer(
     input and at least one kernel group of weights (the programming guide's "full input, partial weight"
     mode: CDMA refills the weight ring as CSC releases kernel groups), or raises ShapeError naming what
     does not fit. `reuse` keeps or takes the input or weights in CBUF across hardware layers; kept or taken
-    weights must all fit the weight banks."""
+    weights must all fit the weight banks. SDP writes the output at `out_precision` (None: the layer's)."""
     s = shape
     data = packed_surface(alloc.take(0), s.in_w, s.in_h, precision, hw)
     alloc.take(cube_size(data, s.in_c, precision, hw))
     bpk = s.kernel_w * s.kernel_h * s.in_c * precision.bytes
     wbytes = cdma.weight_bytes(s.out_k, bpk, hw)  # in whole CBUF entries (what CSC reads, cdma.weight_bytes)
     waddr = alloc.take(wbytes)
-    out = packed_surface(alloc.take(0), s.out_w, s.out_h, precision, hw)
-    alloc.take(cube_size(out, s.out_k, precision, hw))
+    written = out_precision or precision
+    out = packed_surface(alloc.take(0), s.out_w, s.out_h, written, hw)
+    alloc.take(cube_size(out, s.out_k, written, hw))
     eps = cbuf.entry_per_slice(s.in_w, s.in_c, precision, hw)
     need_d = cbuf.banks_for(eps * s.in_h, hw)
     # the weights stream through the weight ring ("full input, partial weight"): one kernel group must fit
@@ -672,6 +676,7 @@ def conv_layer(
         flying=True,
         dst=out,
         precision=precision,
+        out_precision=written,
         x1=x1,
         x2=x2,
         cvt=cvt,

@@ -287,10 +287,15 @@ def _stream_bytes(mode: OperandMode, *, pixels: int, channels: int, operand_byte
 
 
 def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_bytes: int) -> int:
-    """Bytes the B/N/E-RDMAs read for one pass over pixels x channels outputs."""
+    """Bytes the B/N/E-RDMAs read for one pass over pixels x channels outputs (`operand_bytes` a
+    per-element operand unless the spec names its own operand precision)."""
+    if spec.operand_precision is not None:
+        operand_bytes = spec.operand_precision.bytes
     size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
-    return _stream_bytes(spec.bias, **size, pairs=spec.bias_pairs) + sum(
-        _stream_bytes(mode, **size) for mode in (spec.scale, spec.eltwise)
+    return (
+        _stream_bytes(spec.bias, **size, pairs=spec.bias_pairs)
+        + _stream_bytes(spec.scale, **size)
+        + _stream_bytes(spec.eltwise, **size, pairs=spec.eltwise_pairs)
     )
 
 
@@ -308,11 +313,13 @@ def operand_stream_cycles(
     else:
         beat, latency, request_beats = m.dram_width_bits / 8, m.dram_latency_cycles, m.max_burst_beats
     reuse = hw.timing.rdma_credit_reuse_cycles
+    if spec.operand_precision is not None:
+        operand_bytes = spec.operand_precision.bytes
     size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
     streams = (
         (spec.bias, hw.sdp.operand_fifo_beats, spec.bias_pairs),
         (spec.scale, hw.sdp.operand_fifo_beats, False),
-        (spec.eltwise, hw.sdp.erdma_fifo_beats, False),
+        (spec.eltwise, hw.sdp.erdma_fifo_beats, spec.eltwise_pairs),
     )
     return max(
         _stream_bytes(mode, **size, pairs=pairs) / credit_bytes_per_cycle(credits, beat, latency, request_beats, reuse)
