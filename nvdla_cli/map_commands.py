@@ -154,12 +154,16 @@ def add_commands(sub, registry: dict) -> None:
                      help="the pruned model's fine-tuned weights (char_gpt_m50_ft, char_gpt_24_ft)")  # fmt: skip
     acr.add_argument("--only", default="",
                      help="comma-separated parts run in INT8, the rest float (embedding, projection, attention, "
-                     "ffn, head, residual: the residual stream in memory; on a build with SDP's LUT also gelu, and "
-                     "softmax with --softmax nvdla): the loss attributed by part")  # fmt: skip
+                     "ffn, head, residual: the residual stream in memory; on a build with SDP's LUT also gelu, "
+                     "layernorm with --layernorm nvdla, and softmax with --softmax nvdla): the loss attributed "
+                     "by part")  # fmt: skip
     ac.add_argument("--precision", choices=["int8", "int16"], default="int8",
                     help="the datapath's precision (int16 on builds that have it, e.g. nv_full)")  # fmt: skip
     ac.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto",
                     help="where the softmax runs, as map's --softmax (nvdla: SDP's LUT, as the mapper lowers it)")  # fmt: skip
+    ac.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto",
+                    help="where LayerNorm runs, as map's --layernorm (auto: the host; nvdla: its steps, "
+                    "numerics.layernorm_steps, a what-if on a build with the LUT and INT16)")  # fmt: skip
     ac.add_argument("--json", metavar="FILE", help="write the result row as JSON")
     registry["accuracy"] = _accuracy_command
 
@@ -681,6 +685,7 @@ def _quant_settings(args: argparse.Namespace, granularity: str):
         Granularity(granularity), cal, args.dynamic, getattr(args, "prune", "") or "",
         smooth=getattr(args, "smooth", 0.0), only=only, learned=getattr(args, "qat", ""),
         finetuned=getattr(args, "finetuned", ""), softmax=getattr(args, "softmax", "auto"),
+        layernorm=getattr(args, "layernorm", "auto"),
     )  # fmt: skip
 
 
@@ -715,6 +720,9 @@ def _recipe(args: argparse.Namespace, granularity: str) -> str:
         if getattr(args, "only", "")
         else "",
         "softmax in SDP's LUT" if getattr(args, "softmax", "auto") == "nvdla" else "",
+        {"host": "LayerNorm on the host", "nvdla": "LayerNorm in NVDLA's steps"}.get(
+            getattr(args, "layernorm", "auto"), ""
+        ),
     ]
     return ", ".join([f"{acts} activations, {granularity} weights", *(x for x in extra if x)])
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nvdla_mapper.numerics import layernorm_steps as norm
 from nvdla_mapper.numerics.lut_steps import LUT_ENTRY_PEAK, sdp_table
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import simulate_conv
@@ -69,14 +70,21 @@ from nvdla_sim.program.emit import (
     sdp_pass,
 )
 from nvdla_sim.program.run import operation_timing
-from nvdla_sim.program.trace_io import crc32
+from nvdla_sim.program.trace_io import SparseMemory
 from nvdla_sim.units import sdp as sdp_unit
 from nvdla_sim.units.lut import (
     LutParams,
     LutPath,
     lut_apply,
 )
-from nvdla_sim.units.memory_format import Surface, cube_size, dc_weight_bytes, elements_per_atom, feature_image
+from nvdla_sim.units.memory_format import (
+    Surface,
+    cube_size,
+    dc_weight_bytes,
+    elements_per_atom,
+    feature_image,
+    read_cube,
+)
 
 
 @dataclass(frozen=True)
@@ -332,16 +340,34 @@ def sdp_lut(func: Callable[[np.ndarray], np.ndarray], lo: int, hi: int, in_scale
 def _pair_image(alu: np.ndarray, mul: np.ndarray, surf: Surface, p: Precision, hw: HwConfig) -> np.ndarray:
     """Two per-element operands [h, w, c] as one E-RDMA stream of (ALU, MUL) pairs: each atom's elements
     twice as wide (doc/hw/format.rst, SDP operand formats), lines of `w` such atoms."""
-    h, w, c = alu.shape
+    return operand_image([alu, mul], surf, p, p.bytes, hw)
+
+
+def operand_surface(alloc: Alloc, w: int, h: int, c: int, p: Precision, size: int, comps: int, hw: HwConfig) -> Surface:
+    """Room for a per-element operand stream over a w x h x c cube of `p` data: `comps` components of
+    `size` bytes per element, in atoms of the data's elements (operand_image)."""
+    line = w * elements_per_atom(p, hw) * comps * size
+    surf = Surface(alloc.take(0), line, line * h)
+    alloc.take(-(-c // elements_per_atom(p, hw)) * surf.surface_stride)
+    return surf
+
+
+def operand_image(comps: list[np.ndarray], surf: Surface, p: Precision, size: int, hw: HwConfig) -> np.ndarray:
+    """Per-element operands [h, w, c] (one or two components: ALU, MUL) of `size` bytes as an SDP RDMA
+    reads them over a cube of `p` data: per atom of the data's elements, each element's components of
+    `size` bytes (BytesPerAtom = ElementPerAtom x components x bytes, doc/hw/format.rst and
+    nvdla_sim.program.execute._operand), lines of `w` such atoms, surfaces of an atom's channels."""
+    h, w, c = comps[0].shape
     epa = elements_per_atom(p, hw)
     surfaces = -(-c // epa)
-    pairs = np.zeros((surfaces, h, w, epa, 2), RANGES[p].dtype)
-    for i, v in enumerate((alu, mul)):
-        padded = np.zeros((h, w, surfaces * epa), RANGES[p].dtype)
+    dt = np.dtype("i1") if size == 1 else np.dtype("<i2")
+    vals = np.zeros((surfaces, h, w, epa, len(comps)), dt)
+    for i, v in enumerate(comps):
+        padded = np.zeros((h, w, surfaces * epa), dt)
         padded[:, :, :c] = v
-        pairs[..., i] = padded.reshape(h, w, surfaces, epa).transpose(2, 0, 1, 3)
+        vals[..., i] = padded.reshape(h, w, surfaces, epa).transpose(2, 0, 1, 3)
     out = np.zeros(surfaces * surf.surface_stride, np.uint8)
-    raw = pairs.view(np.uint8).reshape(surfaces, h, -1)
+    raw = vals.view(np.uint8).reshape(surfaces, h, -1)
     for s_ in range(surfaces):
         for y in range(h):
             o = s_ * surf.surface_stride + y * surf.line_stride
@@ -374,9 +400,7 @@ def _y_parts(
         use = ew_use(name, spec)
         r = RANGES[p]
         if use is _EwUse.BOTH:
-            line = w * elements_per_atom(p, hw) * 2 * p.bytes
-            surf = Surface(alloc.take(0), line, line * h)
-            alloc.take(-(-k // elements_per_atom(p, hw)) * surf.surface_stride)
+            surf = operand_surface(alloc, w, h, k, p, p.bytes, 2, hw)
             a, m = _rand(rng, (h, w, k), p), _rand(rng, (h, w, k), p)
             parts.inputs.append((surf.addr, _pair_image(a, m, surf, p, hw)))
             stream_use = OperandUse.BOTH
@@ -557,47 +581,147 @@ def given_conv_program(
     sdp: sdp_unit.SdpParams,
     *,
     expect: np.ndarray | None = None,
+    operand: Precision | None = None,
 ) -> LayerProgram:
     """A convolution-pipeline layer with the operands and SDP numbers a model gives (a trained model's INT8
     matmul: data [H, W, C], kernels [K, R, S, C], the X1 bias and X2 multipliers SDP reads per kernel from
-    memory or from a register, the output convertor), as the plan's hardware layers in its order and CBUF
-    split (as _conv_programs: every band, for each kernel tile in weight-stationary order, with the kept
-    operand kept and taken), each with its band of the input, its kernels and their SDP operands. The
-    expected CRCs are the model's (emit_sequence runs the program through the bit-exact model); `expect`,
-    the output [H', W', K] the caller computed, must be what they check (else a TraceError)."""
+    memory or from a register, a Y stage (_given_y), the output convertor and output precision), as the
+    plan's hardware layers in its order and CBUF split (as _conv_programs: every band, for each kernel tile
+    in weight-stationary order, with the kept operand kept and taken), each with its band of the input,
+    its kernels and their SDP operands (per-element ones of `operand`'s size). The expected CRCs are the
+    model's (emit_sequence runs the program through the bit-exact model); `expect`, the output [H', W', K]
+    the caller computed, must be what they check (else a TraceError). Timed with the layer's SDP spec when
+    it names a Y stage or another output precision (the mapper's), else with the streams the numbers need."""
     base = program_name(name)
     s, p = layer.shape, layer.precision
     hw.check_precision(p)
+    out_p = sdp.out_precision
     if layer.images != 1 or layer.pool is not None or layer.weight_bytes is not None or layer.image_input:
         raise TraceError(f"{base}: given-operand programs are emitted for plain one-image convolutions")
     want = (s.in_h, s.in_w, s.in_c), (s.out_k, s.kernel_h, s.kernel_w, s.in_c)
     if data.shape != want[0] or kernels.shape != want[1]:
         raise TraceError(f"{base}: operands {data.shape} and {kernels.shape}; the layer takes {want[0]} and {want[1]}")
-    if sdp.y is not None or sdp.out_precision is not p:
-        raise TraceError(f"{base}: given SDP numbers with a Y stage or another output precision are not emitted")
     alloc = Alloc()
     steps, wanted = [], []
+    lut = None
     for (k0, k1), (_, (r0, r1)), reuse in plan_hardware_layers(layer, plan):
         sub, i0, i1 = band_shape(dataclasses.replace(s, out_k=k1 - k0), r0, r1)
         inputs: list[tuple[int, np.ndarray]] = []
         streams: list[SdpStream] = []
         rows = (r0, r1, s.out_h)
-        x1 = _given_stage(sdp.x1, Rdma.BRDMA, (k0, k1, s.out_k), rows, alloc, inputs, streams, base, p, hw)
-        x2 = _given_stage(sdp.x2, Rdma.NRDMA, (k0, k1, s.out_k), rows, alloc, inputs, streams, base, p, hw)
+        ks = (k0, k1, s.out_k)
+        x1 = _given_stage(sdp.x1, Rdma.BRDMA, ks, rows, alloc, inputs, streams, base, p, hw, operand)
+        x2 = _given_stage(sdp.x2, Rdma.NRDMA, ks, rows, alloc, inputs, streams, base, p, hw, operand)
+        ew, lut = _given_y(sdp.y, ks, alloc, inputs, streams, base)
         op, din, waddr, oaddr = conv_layer(
             sub, p, hw, alloc, x1=x1, x2=x2, cvt=(sdp.cvt.offset, sdp.cvt.scale, sdp.cvt.shift),
-            streams=tuple(streams), data_banks=plan.data_banks, weight_banks=plan.weight_banks, reuse=reuse,
+            streams=tuple(streams), ew=ew, data_banks=plan.data_banks, weight_banks=plan.weight_banks, reuse=reuse,
+            out_precision=out_p,
         )  # fmt: skip
         inputs += [(din.addr, feature_image(data[i0:i1], din, p, hw)), (waddr, dc_weight_bytes(kernels[k0:k1], p, hw))]
-        steps.append(Step(op, inputs, [(oaddr, cube_size(op.out, k1 - k0, p, hw))]))
-        if expect is not None:
-            wanted.append(crc32(feature_image(expect[r0:r1, :, k0:k1], op.out, p, hw).tobytes()))
-    prog = emit_sequence(base, steps, hw)
-    if expect is not None and [c for _, _, c in prog.expected] != wanted:
-        raise TraceError(f"{base}: the program's output is not the given one (the SDP numbers were not emitted as run)")
+        steps.append(Step(op, inputs, [(oaddr, cube_size(op.out, k1 - k0, out_p, hw))]))
+        wanted.append((op.out, sub, expect[r0:r1, :, k0:k1] if expect is not None else None))
+    mem = SparseMemory()
+    prog = emit_sequence(base, steps, hw, lut=lut, memory=mem)
+    # the output channels (the atoms' padding lanes hold what SDP made of zeros, which expect does not say)
+    for surf, sub, want_out in wanted:
+        got = read_cube(mem, surf, sub.out_w, sub.out_h, sub.out_k, out_p, hw)[:, :, : sub.out_k]
+        if want_out is not None and not np.array_equal(got, want_out):
+            raise TraceError(
+                f"{base}: the program's output is not the given one (the SDP numbers were not emitted as run)"
+            )
     # timed with the SDP operand streams the numbers need (the given layer may name none)
-    timed = dataclasses.replace(layer, sdp=_given_spec(sdp))
+    mapped = layer.sdp.uses_y or layer.sdp.out_precision is not None
+    timed = layer if mapped else dataclasses.replace(layer, sdp=_given_spec(sdp))
     return _program(timed, plan, hw, base, prog, steps, steps[0].op.shape if len(steps) == 1 else s)
+
+
+def given_sdp_program(
+    name: str,
+    layer: SdpLayer,
+    hw: HwConfig,
+    data: np.ndarray,
+    sdp: sdp_unit.SdpParams,
+    *,
+    expect: np.ndarray | None = None,
+    operand: Precision | None = None,
+) -> LayerProgram:
+    """A standalone SDP pass with the data [H, W, C] and numbers a model gives: X stages (_given_stage,
+    per-element operands of `operand`'s size), a Y stage (_given_y), the output convertor and precision.
+    `expect`, the output [H, W, C] the caller computed, must be what the program checks."""
+    base = program_name(name)
+    p, w, h, c = layer.precision, layer.width, layer.height, layer.channels
+    hw.check_precision(p)
+    if data.shape != (h, w, c):
+        raise TraceError(f"{base}: data {data.shape}; the pass takes {(h, w, c)}")
+    out_p = sdp.out_precision
+    alloc = Alloc()
+    src = place(alloc, w, h, c, p, hw)
+    dst = place(alloc, w, h, c, out_p, hw)
+    inputs: list[tuple[int, np.ndarray]] = [(src.addr, feature_image(data.astype(RANGES[p].dtype), src, p, hw))]
+    streams: list[SdpStream] = []
+    rows, ks = (0, h, h), (0, c, c)
+    x1 = _given_stage(sdp.x1, Rdma.BRDMA, ks, rows, alloc, inputs, streams, base, p, hw, operand)
+    x2 = _given_stage(sdp.x2, Rdma.NRDMA, ks, rows, alloc, inputs, streams, base, p, hw, operand)
+    ew, lut = _given_y(sdp.y, ks, alloc, inputs, streams, base)
+    op = sdp_pass(
+        w, h, c, flying=False, src=src, dst=dst, precision=p, out_precision=out_p, x1=x1, x2=x2,
+        cvt=(sdp.cvt.offset, sdp.cvt.scale, sdp.cvt.shift), streams=tuple(streams), ew=ew,
+    )  # fmt: skip
+    mem = SparseMemory()
+    prog = emit_sequence(base, [Step(op, inputs, [(dst.addr, cube_size(dst, c, out_p, hw))])], hw, lut=lut, memory=mem)
+    got = read_cube(mem, dst, w, h, c, out_p, hw)[:, :, :c]
+    if expect is not None and not np.array_equal(got, expect):
+        raise TraceError(f"{base}: the program's output is not the given one (the SDP numbers were not emitted as run)")
+    return LayerProgram(prog, layer, op, operation_timing(op, hw, name=base).cycles)
+
+
+def _given_y(
+    y: sdp_unit.EwStage | None, kernels: tuple[int, int, int], alloc: Alloc, inputs: list, streams: list, base: str
+) -> tuple[SdpEwCfg | None, LutParams | None]:
+    """The Y stage's registers for given numbers (None: bypassed), and its LUT: each of its multiplier and
+    ALU a 32-bit register value, or 16-bit values per kernel from E-RDMA (both per kernel: one stream of
+    (ALU, MUL) pairs) through their convertors; those of kernels [k0, k1) of the layer's k."""
+    if y is None:
+        return None, None
+    k0, k1, k = kernels
+    if y.alu_op is not sdp_unit.AluOp.ADD or y.mul_prelu:
+        raise TraceError(f"{base}: given Y stages add (no max/min/EQL/PReLU)")
+
+    def per_kernel(v) -> np.ndarray | None:
+        if v is None or np.ndim(v) == 0:
+            return None
+        arr = np.asarray(v, np.int64)
+        if arr.shape != (k,):
+            raise TraceError(f"{base}: Y operands {arr.shape}; per kernel ({k},) is emitted")
+        if arr.min(initial=0) < -(2**15) or arr.max(initial=0) >= 2**15:
+            raise TraceError(f"{base}: a Y operand outside 16 bits ({arr.min()}..{arr.max()})")
+        return arr[k0:k1]
+
+    alu_k, mul_k = per_kernel(y.alu_operand), per_kernel(y.mul_operand)
+    comps = [(a, u) for a, u in ((alu_k, OperandUse.ALU), (mul_k, OperandUse.MUL)) if a is not None]
+    if comps:
+        use = OperandUse.BOTH if len(comps) == 2 else comps[0][1]
+        addr = alloc.take(2 * len(comps) * (k1 - k0))
+        inputs.append((addr, np.stack([a for a, _ in comps], 1).astype("<i2").view(np.uint8).ravel()))
+        streams.append(SdpStream(Rdma.ERDMA, OperandMode.PER_KERNEL, 2, addr, use=use))
+
+    def operand(v, cvt: sdp_unit.Convertor | None) -> EwOperand | None:
+        if v is None:
+            return None
+        if np.ndim(v) == 0:
+            if not -(2**31) <= int(v) < 2**31:
+                raise TraceError(f"{base}: a Y register operand outside 32 bits ({int(v)})")
+            return EwOperand(OperandSource.REG, int(v))
+        if cvt is None:
+            return EwOperand(OperandSource.MEM)
+        return EwOperand(OperandSource.MEM, 0, False, cvt.offset, cvt.scale, cvt.shift)
+
+    ew = SdpEwCfg(
+        operand(y.alu_operand, y.alu_cvt), AluAlgo.SUM, operand(y.mul_operand, y.mul_cvt), False, y.mul_truncate,
+        y.lut is not None,
+    )  # fmt: skip
+    return ew, y.lut
 
 
 def _given_spec(sdp: sdp_unit.SdpParams) -> SdpSpec:
@@ -627,20 +751,22 @@ def _given_stage(
     base: str,
     p: Precision,
     hw: HwConfig,
+    operand: Precision | None = None,
 ) -> SdpStageCfg | None:
     """An X stage's registers for given numbers: each operand a register value (a scalar), 16-bit values
     per kernel from memory through `rdma` (both operands per kernel: one stream of (ALU, MUL) pairs), or
-    an ALU operand per element [P, K] (a residual: values of the layer's precision, read as a feature
-    cube), those of kernels [k0, k1) of the layer's k (`kernels`) and output rows [r0, r1) of its h
-    (`rows`)."""
+    one operand per element [P, K] (a residual added, or a per-row statistic multiplied: values of
+    `operand`'s size, the layer's precision by default, read in atoms of the data's elements), those of
+    kernels [k0, k1) of the layer's k (`kernels`) and output rows [r0, r1) of its h (`rows`)."""
     k0, k1, k = kernels
     r0, r1, h = rows
     if st is None:
         return None
     if st.alu_op is not sdp_unit.AluOp.ADD or st.prelu:
         raise TraceError(f"{base}: given SDP stages add (no max/min/PReLU)")
-    if np.ndim(st.alu_operand) == 2 and np.ndim(st.mul_operand):
-        raise TraceError(f"{base}: an X stage with a per-element ALU and a MUL from memory is not emitted")
+    dims = (np.ndim(st.alu_operand), np.ndim(st.mul_operand))  # None and register values: 0
+    if 2 in dims and min(dims) > 0:
+        raise TraceError(f"{base}: an X stage with a per-element operand and another from memory is not emitted")
 
     def per_kernel(v) -> np.ndarray | None:
         if v is None or np.ndim(v) != 1:
@@ -672,21 +798,32 @@ def _given_stage(
             alu = from_memory(OperandMode.PER_KERNEL, 2, st.alu_shift)
         else:
             mul = from_memory(OperandMode.PER_KERNEL, 2, 0)
-    if np.ndim(st.alu_operand) == 2:  # per element: a residual's codes [P, K], the band's rows read as a cube
-        arr = np.asarray(st.alu_operand, np.int64)
+    per_element = [(v, use) for v, use in ((st.alu_operand, OperandUse.ALU), (st.mul_operand, OperandUse.MUL))]
+    for v, use in per_element:
+        if np.ndim(v) != 2:  # per element: codes [P, K] (a residual, a statistic), the band's rows as a cube
+            continue
+        arr = np.asarray(v, np.int64)
         if arr.shape[1] != k or arr.shape[0] % h:
             raise TraceError(f"{base}: a per-element SDP operand {arr.shape} for {h} rows of {k} kernels")
         cube = arr.reshape(h, arr.shape[0] // h, k)[r0:r1, :, k0:k1]
-        top = 1 << (8 * p.bytes - 1)
+        q = operand or p
+        top = 1 << (8 * q.bytes - 1)
         if cube.min(initial=0) < -top or cube.max(initial=0) >= top:
-            raise TraceError(f"{base}: a per-element SDP operand outside {p.value}")
-        surf = place(alloc, cube.shape[1], r1 - r0, k1 - k0, p, hw)
-        inputs.append((surf.addr, feature_image(cube.astype(RANGES[p].dtype), surf, p, hw)))
+            raise TraceError(f"{base}: a per-element SDP operand outside {q.value}")
+        if q is p:  # a feature cube of the data's precision
+            surf = place(alloc, cube.shape[1], r1 - r0, k1 - k0, p, hw)
+            inputs.append((surf.addr, feature_image(cube.astype(RANGES[p].dtype), surf, p, hw)))
+        else:  # atoms of the data's elements, each element `q`'s bytes
+            surf = operand_surface(alloc, cube.shape[1], r1 - r0, k1 - k0, p, q.bytes, 1, hw)
+            inputs.append((surf.addr, operand_image([cube], surf, p, q.bytes, hw)))
         streams.append(
-            SdpStream(rdma, OperandMode.PER_ELEMENT, p.bytes, surf.addr, surf.line_stride, surf.surface_stride,
-                      use=OperandUse.ALU)
+            SdpStream(rdma, OperandMode.PER_ELEMENT, q.bytes, surf.addr, surf.line_stride, surf.surface_stride,
+                      use=use)
         )  # fmt: skip
-        alu = from_memory(OperandMode.PER_ELEMENT, p.bytes, st.alu_shift)
+        if use is OperandUse.ALU:
+            alu = from_memory(OperandMode.PER_ELEMENT, q.bytes, st.alu_shift)
+        else:
+            mul = from_memory(OperandMode.PER_ELEMENT, q.bytes, 0)
     for v in (st.alu_operand, st.mul_operand):
         if v is not None and np.ndim(v) == 0 and not -(2**15) <= int(v) < 2**15:
             raise TraceError(f"{base}: an SDP register operand outside 16 bits ({int(v)})")
@@ -695,3 +832,80 @@ def _given_stage(
     if st.mul_operand is not None and np.ndim(st.mul_operand) == 0:
         mul = SdpOperand(OperandSource.REG, int(st.mul_operand), 0)
     return SdpStageCfg(alu, AluAlgo.SUM, mul, False, st.relu, mul_shift=st.mul_shift)
+
+
+# ---- a LayerNorm's steps, with the numbers they compute (numerics.layernorm_steps) ------------------------
+
+
+def layernorm_programs(
+    name: str, layers: dict[str, tuple[HwLayer, TilePlan | None]], hw: HwConfig, *, rms: bool, seed: int
+) -> dict[str, LayerProgram | TraceError]:
+    """Programs for every step of one LayerNorm (RMSNorm) as the mapper lowers it (`layers`: step name ->
+    its hardware layer and plan), each with the operands and numbers the program computes: seeded rows x
+    (INT8; their spreads within twice each other, offsets and gamma, beta around 0 and 1), the whole
+    program run in integer arithmetic (numerics.layernorm_steps), and each step emitted with its inputs,
+    operands and SDP numbers and checked against what that run wrote (the emitted program is also run
+    through the bit-exact model, which must agree). So the steps run on an RTL one by one compute the
+    LayerNorm of x, step after step. A step that cannot be emitted (the normalisation's INT16-to-INT8
+    output, which SDP does not have: execute._apply_sdp) gives its TraceError instead of a program."""
+    steps = norm.RMSNORM_STEPS if rms else norm.LAYERNORM_STEPS
+    if set(layers) != set(steps):
+        raise TraceError(f"{name}: layernorm steps {sorted(layers)}; programs are emitted for {list(steps)}")
+    first = layers[steps[0]][0]
+    m, n = (first.width * first.height, first.channels) if isinstance(first, SdpLayer) else _rows_cols(first)
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0, 1, (m, n)) * rng.uniform(1, 2, (m, 1)) + (0 if rms else rng.normal(0, 1, (m, 1)))
+    gamma, beta = rng.normal(1, 0.3, n), None if rms else rng.normal(0, 0.2, n)
+    s_x = float(np.max(np.abs(x))) / 127
+    qx = np.clip(np.round(x / s_x), -128, 127).astype(np.int64)
+    real = qx * s_x
+    d = real if rms else real - real.mean(axis=1, keepdims=True)
+    ref = d / np.sqrt((d * d).mean(axis=1, keepdims=True) + 1e-5) * gamma + (0 if beta is None else beta)
+    calls: dict[str, tuple] = {}
+
+    def conv(step_name, a, w, params, precision):
+        out = sdp_unit.sdp_apply(np.asarray(a, np.int64) @ np.asarray(w, np.int64).T, params).values.astype(np.int64)
+        calls[_step(step_name)] = (a, w, params, out)
+        return out
+
+    def sdp(step_name, codes, params):
+        out = sdp_unit.sdp_apply(np.asarray(codes, np.int64), params).values.astype(np.int64)
+        calls[_step(step_name)] = (codes, None, params, out)
+        return out
+
+    s_y = float(np.max(np.abs(ref))) / 127
+    norm.run_layernorm(name, qx, s_x, gamma, beta, 1e-5, norm.norm_range(real, rms=rms), s_y, conv, sdp, rms=rms)
+    out: dict[str, LayerProgram | TraceError] = {}
+    for step in steps:
+        try:
+            out[step] = _norm_step(name, step, layers[step], calls[step], hw)
+        except TraceError as e:
+            out[step] = e
+    return out
+
+
+def _norm_step(name: str, step: str, layer_plan: tuple, call: tuple, hw: HwConfig) -> LayerProgram:
+    """One LayerNorm step's program with the inputs, operands and numbers `call` recorded."""
+    layer, plan = layer_plan
+    a, w, params, result = call
+    base = f"{name}.{step}"
+    # per-element operands of another size than the data's: INT16 statistics over INT8 data
+    operand = layer.sdp.operand_precision
+    if isinstance(layer, ConvLayer):
+        s = layer.shape
+        p = layer.precision
+        data = a.reshape(s.in_h, s.in_w, s.in_c).astype(RANGES[p].dtype)
+        kernels = w.reshape(s.out_k, 1, 1, s.in_c).astype(RANGES[p].dtype)
+        expect = result.reshape(s.out_h, s.out_w, s.out_k)
+        return given_conv_program(
+            base, layer, plan or default_plan(layer, hw), hw, data, kernels, params, expect=expect, operand=operand
+        )
+    data = a.reshape(layer.height, layer.width, layer.channels)
+    expect = result.reshape(layer.height, layer.width, layer.channels)
+    return given_sdp_program(base, layer, hw, data, params, expect=expect, operand=operand)
+
+
+def _rows_cols(layer: ConvLayer) -> tuple[int, int]:
+    """A matmul layer's rows (output pixels) and input channels."""
+    s = layer.shape
+    return s.in_h * s.in_w, s.in_c

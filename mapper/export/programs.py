@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nvdla_mapper.export.layer_programs import layer_programs, program_name
+from nvdla_mapper.export.layer_programs import layer_programs, layernorm_programs, program_name
 from nvdla_mapper.lowering.rules import Resource, Task
+from nvdla_mapper.numerics import layernorm_steps as norm
 from nvdla_mapper.reports.files import output_folder
 from nvdla_mapper.results import MapResult, TaskResult
 from nvdla_sim.engine.tiling import TilePlan
@@ -71,14 +72,21 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
         check_layer(layer, [r.task for r in rows], model=result.model)
         rows = [r for r in rows if r.task.name == layer]
     output_folder(out.folder, "--emit-program")
+    norms = _layernorms(result.results)
     for r in rows:
         t = r.task
         if t.layer is None:
             out.host.append(f"{t.name} ({t.resource.value}: {t.note})" if t.note else f"{t.name} ({t.resource.value})")
             continue
         try:
-            seed = zlib.crc32(program_name(t.name).encode())
-            progs = layer_programs(t.layer, result.hw, plan=_plan(r), name=prefix + t.name, seed=seed)
+            if t.op in norms:  # a LayerNorm's step: its numbers are the program's (layer_programs.layernorm_programs)
+                made = _norm_programs(t.op, norms, result, prefix)[t.name[len(t.op) + 1 :]]
+                if isinstance(made, TraceError):
+                    raise made
+                progs = [made]
+            else:
+                seed = zlib.crc32(program_name(t.name).encode())
+                progs = layer_programs(t.layer, result.hw, plan=_plan(r), name=prefix + t.name, seed=seed)
         except (TraceError, NvdlaError) as e:
             if layer is not None:
                 raise NvdlaError(f"{t.name}: {e}") from None
@@ -113,6 +121,31 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
     }
     (out.folder / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n")
     return out
+
+
+def _layernorms(results: list[TaskResult]) -> dict[str, dict]:
+    """The LayerNorm ops among the results, by op name: (whether RMSNorm, step name -> its task result),
+    where an op's hardware tasks are exactly the steps of numerics.layernorm_steps, one layer each."""
+    by_op: dict[str, dict[str, TaskResult]] = {}
+    for r in results:
+        if r.task.layer is not None and r.task.name.startswith(r.task.op + "."):
+            by_op.setdefault(r.task.op, {})[r.task.name[len(r.task.op) + 1 :]] = r
+    out = {}
+    for op, steps in by_op.items():
+        for rms, names in ((False, norm.LAYERNORM_STEPS), (True, norm.RMSNORM_STEPS)):
+            if set(steps) == set(names):
+                out[op] = {"rms": rms, "steps": steps, "programs": None}
+    return out
+
+
+def _norm_programs(op: str, norms: dict[str, dict], result: MapResult, prefix: str) -> dict:
+    """Every step's program of LayerNorm `op` (made once, with one seeded input)."""
+    entry = norms[op]
+    if entry["programs"] is None:
+        layers = {step: (r.task.layer, _plan(r)) for step, r in entry["steps"].items()}
+        seed = zlib.crc32(program_name(op).encode())
+        entry["programs"] = layernorm_programs(prefix + op, layers, result.hw, rms=entry["rms"], seed=seed)
+    return entry["programs"]
 
 
 def summary(res: EmitResult) -> str:

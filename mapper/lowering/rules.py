@@ -7,8 +7,10 @@ Mapping choices (see docs/mapping.md):
 * softmax on the host by default; on NVDLA with --softmax nvdla (needs the SDP LUT; measured inaccurate
   at INT8, docs/quantization.md): exp via LUT, row sums via a 1x1 convolution with ones, reciprocal via
   LUT, normalisation as an SDP per-element multiply;
-* layernorm on NVDLA (needs LUT + EW): squares via SDP, sums via ones-convolutions, rsqrt via LUT,
-  normalise + affine via SDP. Otherwise host. Embedding lookups always run on the host.
+* layernorm on the host by default; on NVDLA with --layernorm nvdla (a what-if: needs LUT + EW and INT16,
+  INT8 layers; not all of its steps run on NVDLA v1, docs/quantization.md): the steps of
+  numerics.layernorm_steps (row sums and broadcasts as ones-kernel convolutions, the statistics at INT16,
+  rsqrt via LUT, normalise + affine via SDP). Embedding lookups always run on the host.
 """
 
 from __future__ import annotations
@@ -266,12 +268,32 @@ class LoweringContext:
                     f"{self.precision.value} scores need --softmax host"
                 )
             return "host"
+        if which == "layernorm" and (self.precision is not Precision.INT8 or Precision.INT16 not in self.hw.precisions):
+            # numerics.layernorm_steps keeps 2**7 (x - mean) and the squares at INT16: an INT8 layer's
+            # statistics fit, on a build with an INT16 datapath; an INT16 layer's would need 32-bit
+            # intermediates, and FP16's LUT interpolation is not modelled bit-exactly. Otherwise the
+            # LayerNorm runs on the host.
+            if want == "nvdla":
+                why = (
+                    f"{self.precision.value} layers"
+                    if self.precision is not Precision.INT8
+                    else f"{self.hw.name} has no int16 datapath"
+                )
+                raise NvdlaError(
+                    f"--layernorm nvdla needs INT8 layers on a build with INT16 (its statistics are INT16); "
+                    f"{why}: use --layernorm host"
+                )
+            return "host"
         if want == "auto":
             # the softmax on the host: its LUT lowering (lower_softmax: exp of the raw INT8 scores, no row
             # max) is the --softmax nvdla what-if, because measured on the trained models it does not keep
             # their accuracy (rows whose scores sit far below the tensor's largest lose every exp to
-            # rounding: docs/quantization.md, "The LUT steps on nv_full")
-            return "nvdla" if ok and which != "softmax" else "host"
+            # rounding: docs/quantization.md, "The LUT steps on nv_full"). LayerNorm on the host too: its
+            # steps (lower_layernorm) keep the accuracy but cannot all run on NVDLA v1 (measured on nv_full's
+            # RTL: SDP has no INT16-to-INT8 output mode, so the normalisation over INT16 d hangs it, and the
+            # centring pass reads -mean in a layout no INT16 convolution writes; docs/quantization.md
+            # "LayerNorm in NVDLA's steps"), so they are the --layernorm nvdla what-if
+            return "nvdla" if ok and which not in ("softmax", "layernorm") else "host"
         return want
 
 
@@ -715,26 +737,48 @@ def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
 
 
 def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
+    """LayerNorm (RMSNorm) on NVDLA as numerics.layernorm_steps computes it, every step a hardware layer:
+    the row sums (a ones kernel) writing -mean at INT16, its broadcast over the row (ones kernels, INT16),
+    the centring pass (X1 x 2**7, X2 adds -mean from N-RDMA) writing d at INT16, d squared (X1's
+    multiplier, B-RDMA reading d again) at INT16, the squares' sums (a ones kernel at INT16) with n eps
+    added and rsqrt looked up in its SDP writing rstd at INT16, rstd's broadcast (INT16), and the
+    normalisation: X1 multiplies d by rstd per element (B-RDMA), Y takes gamma and beta per channel
+    (E-RDMA pairs), written at the layer's precision. RMSNorm squares x itself and normalises x: rstd an
+    INT16 operand of INT8 data, gamma X2's per channel, no Y. INT8 layers only: the statistics of INT16
+    data would not fit INT16 (LoweringContext.mode puts them on the host)."""
     if ctx.mode("layernorm") == "host":
         return [_host(op, op.name, ctx, flops_per_elem=8, note="layernorm on host")]
-    rms = op.attrs.rms
-    square = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
-    tasks = [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.square", op.m, op.n, ctx, square)]
-    tasks += [_hw(op, layer) for layer in matmul_layers(f"{op.name}.sumsq", op.m, op.n, 1, ctx, SdpSpec())]
-    if not rms:
-        tasks += [_hw(op, layer) for layer in matmul_layers(f"{op.name}.sum", op.m, op.n, 1, ctx, SdpSpec())]
-    rsqrt = SdpSpec(lut=True, eltwise=OperandMode.PER_ELEMENT)
-    tasks += [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.rsqrt", op.m, 1, ctx, rsqrt)]
-    # mean and rstd are per row [m, 1]; SDP has no per-pixel operand, so each is broadcast to [m, n] by a
-    # 1x1 conv with one input channel and n all-ones kernels, then read as the two components (ALU:
-    # -mean, MUL: rstd) of one per-element E-RDMA stream; gamma and beta are per-kernel X operands
-    for what in ("rstd",) if rms else ("mean", "rstd"):
-        tasks += [
-            _hw(op, layer, note=f"broadcast {what} over the row (ones kernels)")
-            for layer in matmul_layers(f"{op.name}.broadcast_{what}", op.m, 1, op.n, ctx, SdpSpec())
-        ]
-    norm = SdpSpec(bias=OperandMode.PER_KERNEL, scale=OperandMode.PER_KERNEL, eltwise=OperandMode.PER_ELEMENT)
-    tasks += [_hw(op, lay) for lay in _sdp_passes(f"{op.name}.normalize", op.m, op.n, ctx, norm)]
+    i16 = Precision.INT16
+    wide = dataclasses.replace(ctx, precision=i16)  # the statistics' layers: INT16 data and kernels
+    m, n = op.m, op.n
+    tasks: list[Task] = []
+
+    def conv(step: str, k: int, out: int, c: LoweringContext, spec: SdpSpec, note: str) -> None:
+        tasks.extend(_hw(op, lay, note=note) for lay in matmul_layers(f"{op.name}.{step}", m, k, out, c, spec))
+
+    def sdp(step: str, c: LoweringContext, spec: SdpSpec, note: str) -> None:
+        tasks.extend(_hw(op, lay, note=note) for lay in _sdp_passes(f"{op.name}.{step}", m, n, c, spec))
+
+    per_element = OperandMode.PER_ELEMENT
+    if op.attrs.rms:
+        sdp("square", ctx, SdpSpec(bias=per_element, out_precision=i16), "x squared (X1, B-RDMA: x), INT16")
+        # X1 multiplies x by rstd (INT16 operands of INT8 data), X2 by gamma per channel
+        norm = SdpSpec(bias=per_element, scale=OperandMode.PER_KERNEL, operand_precision=i16)
+        data = ctx
+    else:
+        conv("sum", n, 1, ctx, SdpSpec(out_precision=i16), "row sums (a ones kernel), -mean at INT16")
+        conv("broadcast_mean", 1, n, wide, SdpSpec(), "-mean over the row (ones kernels)")
+        centre = SdpSpec(bias=OperandMode.REG, scale=per_element, out_precision=i16, operand_precision=i16)
+        sdp("centre", ctx, centre, "d = 2**7 (x - mean) (X1 x 2**7, X2 adds -mean from N-RDMA), INT16")
+        sdp("square", wide, SdpSpec(bias=per_element), "d squared (X1, B-RDMA: d), INT16")
+        # X1 multiplies d by rstd; Y takes gamma and beta per channel, (ALU, MUL) pairs from E-RDMA
+        norm = SdpSpec(
+            bias=per_element, eltwise=OperandMode.PER_KERNEL, eltwise_pairs=True, out_precision=ctx.precision
+        )
+        data = wide
+    conv("rsqrt", n, 1, wide, SdpSpec(bias=OperandMode.REG, lut=True), "sums of squares + n eps, rsqrt via LUT, INT16")
+    conv("broadcast_rstd", 1, n, wide, SdpSpec(), "rstd over the row (ones kernels)")
+    sdp("normalize", data, norm, "x rstd (X1, B-RDMA), gamma (and beta) per channel")
     return tasks
 
 

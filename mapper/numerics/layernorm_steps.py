@@ -12,11 +12,12 @@ a convolution of its one channel with n all-ones kernels. The steps of a LayerNo
    steps of s_d = s_x / 2**7: the output convertor's signed scale -2**7 / n (CVT_SCALE is a signed
    16-bit field);
 2. ``broadcast_mean``: -mean [m, 1] times n all-ones kernels (INT16), the row of -mean [m, n];
-3. ``centre``: an SDP pass over x: X1 multiplies by 2**7 (a register operand), Y's ALU adds -mean from
-   E-RDMA (INT16, per element), d = 2**7 (x - mean) written at INT16 (|x - mean| <= 255 codes, so
+3. ``centre``: an SDP pass over x: X1 multiplies by 2**7 (a register operand), X2's ALU adds -mean from
+   N-RDMA (INT16, per element), d = 2**7 (x - mean) written at INT16 (|x - mean| <= 255 codes, so
    |d| <= 32,640: it fits);
-4. ``square``: an SDP pass over d (INT16): Y's multiplier by d itself from E-RDMA, rounded over
-   2**T (D_DP_EW_TRUNCATE) with T the fewest bits that keep the calibrated largest d**2 within INT16;
+4. ``square``: an SDP pass over d (INT16): X1's multiplier by d itself from B-RDMA (per element),
+   rounded over 2**T (its MUL shift) with T the fewest bits that keep the calibrated largest d**2
+   within INT16;
 5. ``rsqrt``: a 1x1 convolution of the squares with one all-ones kernel (INT16; the sum of n INT16
    values fits CACC's 32 bits for n < 65,536), its SDP's X1 adding n eps (a register operand in the
    squares' steps), Y's LUT looking up 1 / sqrt(V / n) and its convertor writing rstd at INT16: the LE
@@ -31,9 +32,13 @@ a convolution of its one channel with n all-ones kernels. The steps of a LayerNo
    multiplier and ALU take gamma and beta per channel as one E-RDMA stream of (ALU, MUL) pairs (INT16
    each), the output convertor writes INT8 at the output's step.
 
-RMSNorm (no mean, no beta) has four: ``square`` over x itself (INT8 codes, x**2 <= 16,384 fits INT16
-with T = 0), ``rsqrt``, ``broadcast_rstd``, ``normalize`` over x (INT8) with rstd (INT16, per element)
-and gamma per channel (INT16, E-RDMA, MUL only).
+Steps 3 and 4 use only the X stages (16 elements a cycle on nv_full, where Y takes 4); step 7 needs Y
+for beta, which comes after gamma (X2's ALU comes before its multiplier: (z + beta / gamma) gamma
+would lose beta where gamma is near 0).
+
+RMSNorm (no mean, no beta) has four: ``square`` over x itself (INT8 codes, X1's multiplier by x from
+B-RDMA; x**2 <= 16,384 fits INT16 with T = 0), ``rsqrt``, ``broadcast_rstd``, ``normalize`` over x
+(INT8): X1 multiplies by rstd (INT16, per element, B-RDMA), X2 by gamma per channel (N-RDMA), no Y.
 
 Four of the steps (LayerNorm) write INT16 and read INT16, where the mapper's first lowering (a
 schematic of seven passes at the layer's precision) had every step at INT8 and an operand, -mean**2,
@@ -110,10 +115,12 @@ def square_truncate(dev_codes: float) -> int:
 
 @dataclass(frozen=True)
 class RsqrtTable:
-    """Step 5's numbers: n eps in the squares' steps, the table over the row sums, and the convertor to
-    rstd's INT16 steps (`rstd_scale`, real per code)."""
+    """Step 5's numbers: n eps in the squares' steps as X1's register operand (16 bits) and its left
+    shift, the table over the row sums, and the convertor to rstd's INT16 steps (`rstd_scale`, real per
+    code)."""
 
-    eps_steps: int
+    eps_operand: int
+    eps_shift: int
     lut: LutParams
     cvt: Convertor
     rstd_scale: float
@@ -128,6 +135,10 @@ def rsqrt_table(n: int, sq_scale: float, eps: float, rng: NormRange) -> RsqrtTab
     eps_steps = round(n * eps / sq_scale)
     if eps_steps >= 2**31:
         raise UnsupportedError(f"layernorm eps: {n} x {eps} is {eps_steps} square steps, beyond X1's 32 bits")
+    # X1's register operand is 16 bits, shifted left by its ALU shift
+    eps_shift = max(0, eps_steps.bit_length() - 15)
+    eps_operand = round(eps_steps / 2**eps_shift)
+    eps_steps = eps_operand << eps_shift
     v_lo = max(1, math.floor(0.5 * (n * rng.var_min / sq_scale + eps_steps)))
     v_hi = max(v_lo + LO_ENTRIES - 1, math.ceil(n * rng.var_max / sq_scale + eps_steps))
 
@@ -152,13 +163,14 @@ def rsqrt_table(n: int, sq_scale: float, eps: float, rng: NormRange) -> RsqrtTab
     lut = LutParams(tables[0], tables[1], priority=Table.LO, uflow_priority=Table.LO, oflow_priority=Table.LE)
     rstd_scale = peak / INT16_MAX
     scale, shift = _to((1 / entry_scale) / rstd_scale, "rstd convertor")
-    return RsqrtTable(eps_steps, lut, Convertor(0, scale, shift), rstd_scale)
+    return RsqrtTable(eps_operand, eps_shift, lut, Convertor(0, scale, shift), rstd_scale)
 
 
 @dataclass(frozen=True)
 class Affine:
     """Step 7's numbers: gamma (and beta) as INT16 codes per channel with beta's convertor to the
-    product's steps, Y's truncation, and the output convertor."""
+    product's steps, the truncation after the multiply by gamma (Y's, or X2's MUL shift for RMSNorm),
+    and the output convertor."""
 
     gamma: np.ndarray
     mul_truncate: int
@@ -231,7 +243,7 @@ def run_layernorm(
         dev_scale, d = x_scale, x
         t = square_truncate(rng.dev_max / dev_scale)
         steps["square"] = sq = sdp(
-            f"{name}.square", x, SdpParams(y=EwStage(mul_operand=x, mul_truncate=t), out_precision=i16)
+            f"{name}.square", x, SdpParams(x1=Stage(mul_operand=x, mul_shift=t), out_precision=i16)
         )
     else:
         ones8 = np.ones((1, n), np.int64)
@@ -240,23 +252,29 @@ def run_layernorm(
         ones_col = np.ones((n, 1), np.int64)
         spread = conv(f"{name}.broadcast_mean", neg_mean, ones_col, SdpParams(out_precision=i16), i16)
         steps["broadcast_mean"] = spread
-        centre = SdpParams(x1=Stage(mul_operand=2**CENTRE_BITS), y=EwStage(alu_operand=spread), out_precision=i16)
+        centre = SdpParams(x1=Stage(mul_operand=2**CENTRE_BITS), x2=Stage(alu_operand=spread), out_precision=i16)
         steps["centre"] = d = sdp(f"{name}.centre", x, centre)
         dev_scale = x_scale / 2**CENTRE_BITS
         t = square_truncate(rng.dev_max / dev_scale)
         steps["square"] = sq = sdp(
-            f"{name}.square", d, SdpParams(y=EwStage(mul_operand=d, mul_truncate=t), out_precision=i16)
+            f"{name}.square", d, SdpParams(x1=Stage(mul_operand=d, mul_shift=t), out_precision=i16)
         )
     sq_scale = dev_scale**2 * 2**t
     table = rsqrt_table(n, sq_scale, eps, rng)
-    rs = SdpParams(x1=Stage(alu_operand=table.eps_steps), y=EwStage(lut=table.lut), cvt=table.cvt, out_precision=i16)
+    x1 = Stage(alu_operand=table.eps_operand, alu_shift=table.eps_shift)
+    rs = SdpParams(x1=x1, y=EwStage(lut=table.lut), cvt=table.cvt, out_precision=i16)
     steps["rsqrt"] = r = conv(f"{name}.rsqrt", sq, np.ones((1, n), np.int64), rs, i16)
     spread_r = conv(f"{name}.broadcast_rstd", r, np.ones((n, 1), np.int64), SdpParams(out_precision=i16), i16)
     steps["broadcast_rstd"] = spread_r
     # z = d rstd: |d| <= dev_max, rstd <= the table's largest (32,767 codes)
     z_max = min(2**31 - 1, math.ceil(rng.dev_max / dev_scale + 1) * INT16_MAX)
     aff, _ = affine(dev_scale * table.rstd_scale, z_max, gamma, beta, out_scale)
-    y = EwStage(mul_operand=aff.gamma, mul_truncate=aff.mul_truncate, alu_operand=aff.beta, alu_cvt=aff.beta_cvt)
-    norm = SdpParams(x1=Stage(mul_operand=spread_r), y=y, cvt=aff.cvt)
+    if rms:  # gamma alone: X2's multiplier per channel, its shift the truncation
+        norm = SdpParams(
+            x1=Stage(mul_operand=spread_r), x2=Stage(mul_operand=aff.gamma, mul_shift=aff.mul_truncate), cvt=aff.cvt
+        )
+    else:
+        y = EwStage(mul_operand=aff.gamma, mul_truncate=aff.mul_truncate, alu_operand=aff.beta, alu_cvt=aff.beta_cvt)
+        norm = SdpParams(x1=Stage(mul_operand=spread_r), y=y, cvt=aff.cvt)
     steps["normalize"] = out = sdp(f"{name}.normalize", d, norm)
     return NormRun(out, steps)

@@ -37,6 +37,9 @@ Residual = Callable[[str, np.ndarray, np.ndarray, "np.ndarray | None", np.ndarra
 # The residual stream's first value as the host writes it (the embeddings' sum): (name, x) -> x; the hook
 # a run whose stream lives in memory at its precision replaces (None: kept as computed)
 Embedded = Callable[[str, np.ndarray], np.ndarray]
+# A LayerNorm: (name, x [..., N], gain, bias, eps) -> x normalised, times the gain, plus the bias; the hook a
+# run whose LayerNorm is on NVDLA replaces (None: float, the host's)
+Normalized = Callable[[str, np.ndarray, np.ndarray, np.ndarray, float], np.ndarray]
 
 
 def float_matmul(name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -56,6 +59,7 @@ class Hooks:
     activated: Activated | None = None
     residual: Residual | None = None
     embedded: Embedded | None = None
+    normalized: Normalized | None = None
 
     def activated_run(self) -> Activated:
         return self.activated or (lambda name, a, w, b, act: act(self.matmul(name, a, w, b)))
@@ -69,6 +73,9 @@ class Hooks:
 
     def stream(self, name: str, x: np.ndarray) -> np.ndarray:
         return self.embedded(name, x) if self.embedded is not None else x
+
+    def norm(self, name: str, x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+        return self.normalized(name, x, g, b, eps) if self.normalized is not None else layernorm(x, g, b, eps)
 
 
 FLOAT = Hooks()
@@ -174,7 +181,7 @@ def vit_forward(
     matmul (the patch embedding, the projections, QK^T and PV per image and head, the FFN, the
     classifier), each image's and head's attention, the FFN's first layer with its GELU, the output
     projection and the FFN's second layer with the residual add behind each, and the residual stream's
-    first value (the patch embeddings, CLS token and positions summed). LayerNorm stays float (the host's)."""
+    first value (the patch embeddings, CLS token and positions summed). And each LayerNorm through hooks.norm."""
     run, act_run, res_run = hooks.matmul, hooks.activated_run(), hooks.residual_run()
     n, hh, ww = images.shape
     conv = _need(w, "vit.embeddings.patch_embeddings.projection.weight").astype(np.float64)  # [hidden, 1, p, p]
@@ -194,18 +201,18 @@ def vit_forward(
             flat = run(p + name, y.reshape(-1, y.shape[-1]), w[p + name + ".weight"], w[p + name + ".bias"])
             return flat.reshape(*y.shape[:-1], -1)
 
-        y = layernorm(x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
+        y = hooks.norm(p + "layernorm_before", x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
         qkv = (lin(f"attention.attention.{m}", y) for m in ("query", "key", "value"))
         att = _attention(*qkv, heads, False, hooks.products(), f"{p}attention", hooks.attend)
         name = p + "attention.output.dense"
         x = _added(res_run, name, att, w[name + ".weight"], w[name + ".bias"], x)
-        y = layernorm(x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
+        y = hooks.norm(p + "layernorm_after", x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
         name = p + "intermediate.dense"
         flat = act_run(name, y.reshape(-1, y.shape[-1]), w[name + ".weight"], w[name + ".bias"], gelu_erf)
         name = p + "output.dense"
         x = _added(res_run, name, flat, w[name + ".weight"], w[name + ".bias"], x)
         i += 1
-    x = layernorm(x, w["vit.layernorm.weight"], w["vit.layernorm.bias"], eps)
+    x = hooks.norm("vit.layernorm", x, w["vit.layernorm.weight"], w["vit.layernorm.bias"], eps)
     return run("classifier", x[:, 0], w["classifier.weight"], w["classifier.bias"])
 
 
@@ -220,7 +227,7 @@ def gpt2_forward(
     """Logits [B, T, vocab] for token ids [B, T], float64, with its ops through `hooks` as in vit_forward
     (the matmuls: the q, k and v projections, QK^T and PV per sequence and head, the output projection,
     the FFN, the tied LM head; the stream's first value: the token and position embeddings summed).
-    LayerNorm stays float (the host's)."""
+    each LayerNorm through hooks.norm."""
     run, act_run, res_run = hooks.matmul, hooks.activated_run(), hooks.residual_run()
     wte = _need(w, "transformer.wte.weight").astype(np.float64)
     t = ids.shape[1]
@@ -230,7 +237,7 @@ def gpt2_forward(
     while f"transformer.h.{i}.ln_1.weight" in w:
         p = f"transformer.h.{i}."
 
-        y = layernorm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
+        y = hooks.norm(p + "ln_1", x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
         # the fused QKV projection as three matmuls, each with its own output (as the mapper lowers q, k, v)
         wq, wk, wv = np.split(w[p + "attn.c_attn.weight"], 3, axis=1)
         bq, bk, bv = np.split(w[p + "attn.c_attn.bias"], 3)
@@ -241,11 +248,11 @@ def gpt2_forward(
         )
         att, name = _attention(q, k, v, heads, True, hooks.products(), f"{p}attn", hooks.attend), p + "attn.c_proj"
         x = _added(res_run, name, att, w[name + ".weight"].T, w[name + ".bias"], x)  # Conv1D weights: [in, out]
-        y = layernorm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
+        y = hooks.norm(p + "ln_2", x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
         name = p + "mlp.c_fc"
         flat = act_run(name, y.reshape(-1, y.shape[-1]), w[name + ".weight"].T, w[name + ".bias"], gelu_tanh)
         name = p + "mlp.c_proj"
         x = _added(res_run, name, flat, w[name + ".weight"].T, w[name + ".bias"], x)
         i += 1
-    x = layernorm(x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
+    x = hooks.norm("transformer.ln_f", x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
     return run("lm_head", x.reshape(-1, x.shape[-1]), wte, None).reshape(*x.shape[:-1], -1)

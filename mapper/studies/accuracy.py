@@ -15,6 +15,7 @@ that makes per-channel scales and percentile clipping matter in real transformer
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +24,8 @@ import numpy as np
 
 from nvdla_mapper.frontends.presets import ModelSpec
 from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
-from nvdla_mapper.numerics import lut_steps
+from nvdla_mapper.numerics import layernorm_steps, lut_steps
+from nvdla_mapper.numerics.layernorm_steps import NormRange, merge, norm_range
 from nvdla_mapper.numerics.quant import (
     QMAX,
     Calibration,
@@ -77,6 +79,11 @@ class QuantSettings:
     # where the softmax runs, as the mapper's --softmax: auto (the mapper's choice for the build), nvdla
     # (SDP's LUT: numerics.lut_steps; needs a LUT), host (float)
     softmax: str = "auto"
+    # where LayerNorm runs, as the mapper's --layernorm: auto (the mapper's choice: the host, float), nvdla
+    # (its steps, numerics.layernorm_steps: the what-if on a build with the LUT and INT16), host. SmoothQuant's
+    # and QAT's runs keep it on the host: their matmuls read the LayerNorm's output at scales of their own
+    # (folded factors, learned scales), which one program writing one tensor does not give
+    layernorm: str = "auto"
     # the precision the NVDLA run computes at (INT8, or INT16 on builds that have it); the calibrated
     # scales are INT8's, taken to INT16's 32,767 steps over the same range
     precision: Precision = Precision.INT8
@@ -88,6 +95,12 @@ class QuantSettings:
             raise NvdlaError("learned (QAT) and dynamic scales are runs at int8")
         if self.softmax not in ("auto", "nvdla", "host"):
             raise NvdlaError(f"softmax must be auto, nvdla or host, not {self.softmax!r}")
+        if self.layernorm not in ("auto", "nvdla", "host"):
+            raise NvdlaError(f"layernorm must be auto, nvdla or host, not {self.layernorm!r}")
+        if self.layernorm == "nvdla" and (self.smooth or self.learned):
+            raise NvdlaError(
+                "--layernorm nvdla with SmoothQuant or QAT scales: their matmuls read the LayerNorm at scales of their own; use --layernorm host"
+            )
         unknown = sorted(set(self.only) - set(SITES))
         if unknown:
             raise NvdlaError(f"INT8-only parts {unknown} unknown; parts: {', '.join(SITES)}")
@@ -96,11 +109,17 @@ class QuantSettings:
 # the parts of a model, to run some in INT8 and the rest float (QuantSettings.only): the matmuls by site(),
 # the residual stream (written by the host's embeddings and by the residual adds the mapper fuses into the
 # output projection's and the FFN's second layer's SDP, on every build), and the steps a build with a LUT
-# runs on NVDLA (softmax: exp, row sums, 1/sum, normalisation; gelu: the FFN's LUT activation)
+# runs on NVDLA (softmax: exp, row sums, 1/sum, normalisation; gelu: the FFN's LUT activation; layernorm:
+# numerics.layernorm_steps)
 MATMUL_SITES = ("embedding", "projection", "attention", "ffn", "head")
 STREAM_SITE = "residual"
-LUT_SITES = ("softmax", "gelu")
+LUT_SITES = ("softmax", "gelu", "layernorm")
 SITES = (*MATMUL_SITES, STREAM_SITE, *LUT_SITES)
+# what else a LUT part needs to run on NVDLA
+NEEDS = {
+    "softmax": " and --softmax nvdla",
+    "layernorm": " and INT16, at INT8, with --layernorm nvdla, without SmoothQuant or QAT scales",
+}
 
 
 def site(name: str) -> str:
@@ -269,6 +288,9 @@ class Scales:
     # the residual stream's by `<embeddings>.stream` and `<matmul>.stream` (the host's first value, each
     # fused add's sum: tensors in memory, the recipe's scale)
     steps: dict[str, float] = field(default_factory=dict)
+    # each LayerNorm's calibrated range (its input's largest deviation, its rows' variances) by name, for its
+    # steps on NVDLA (numerics.layernorm_steps); its input and output scales are steps' `<name>.in`, `.out`
+    norms: dict[str, NormRange] = field(default_factory=dict)
 
 
 def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = True) -> Scales:
@@ -319,8 +341,20 @@ def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = Tr
         streams.setdefault(name, []).append(y)
         return y
 
+    norm_in: dict[str, list[np.ndarray]] = {}
+    norm_out: dict[str, list[np.ndarray]] = {}
+    norms: dict[str, NormRange] = {}
+
+    def normalized(name, x, g, b, eps):
+        flat = x.reshape(-1, x.shape[-1])
+        y = layernorm(flat, g, b, eps)
+        norms[name] = merge(norms.get(name), norm_range(flat))
+        norm_in.setdefault(name, []).append(flat)
+        norm_out.setdefault(name, []).append(y)
+        return y.reshape(x.shape)
+
     luts = (attend, activated) if steps_too else (None, None)
-    forward(Hooks(record, *luts, residual, embedded))
+    forward(Hooks(record, *luts, residual, embedded, normalized if steps_too else None))
     cal = settings.calibration
     smooth: dict[str, np.ndarray] = {}
     if settings.smooth:  # one factor per input channel and LayerNorm output, over the weights that read it
@@ -344,7 +378,10 @@ def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = Tr
     maxima = {n: float(scale_for(max(v, 1e-12))) for n, v in steps.items()}
     # an activation's output is the next matmul's input: the same values, the recipe's scale; so is the stream
     made = {f"{n}.act": scale(n, v) for n, v in acts.items()} | {f"{n}.stream": scale(n, v) for n, v in streams.items()}
-    return Scales(inputs, outputs, operands, smooth, maxima | made)
+    made |= {f"{n}.in": scale(n, v) for n, v in norm_in.items()} | {
+        f"{n}.out": scale(n, v) for n, v in norm_out.items()
+    }
+    return Scales(inputs, outputs, operands, smooth, maxima | made, norms)
 
 
 def load_scales(path: str | Path) -> Scales:
@@ -387,6 +424,7 @@ def _pruned(hooks: Hooks, spec: str) -> Hooks:
         None if act is None else lambda name, a, w, b, f: act(name, a, weights(name, w), b, f),
         None if res is None else lambda name, a, w, b, x: res(name, a, weights(name, w), b, x),
         hooks.embedded,
+        hooks.normalized,
     )
 
 
@@ -447,16 +485,19 @@ class _NvdlaRun:
         self.precision = p = settings.precision
         if p not in hw.precisions:
             raise NvdlaError(f"{hw.name} has no {p.value} datapath")
-        self.ctx = LoweringContext(hw=hw, precision=p, host=HostModel(), softmax=settings.softmax)
+        # SmoothQuant's and QAT's runs keep LayerNorm on the host (QuantSettings.layernorm)
+        layernorm = "host" if settings.smooth or settings.learned else settings.layernorm
+        self.ctx = LoweringContext(hw=hw, precision=p, host=HostModel(), softmax=settings.softmax, layernorm=layernorm)
         self.rescale = QMAX[Precision.INT8] / QMAX[p]  # calibrated (INT8) scales to this precision's steps
         self.lut_softmax = self.ctx.mode("softmax") == "nvdla"
         self.lut_gelu = self.ctx.has_lut
+        self.lut_layernorm = self.ctx.mode("layernorm") == "nvdla"
         self.stream: float | None = None  # the scale the residual stream was last written at
-        for part, on in (("softmax", self.lut_softmax), ("gelu", self.lut_gelu)):
+        for part, on in (("softmax", self.lut_softmax), ("gelu", self.lut_gelu), ("layernorm", self.lut_layernorm)):
             if part in settings.only and not on:
                 raise NvdlaError(
                     f"--only part {part!r}: the {part} runs on the host on {hw.name} (float); it is an NVDLA "
-                    f"part only on a build with SDP's LUT{' and --softmax nvdla' if part == 'softmax' else ''}"
+                    f"part only on a build with SDP's LUT{NEEDS.get(part, '')}"
                 )
 
     def hooks(self) -> Hooks:
@@ -467,6 +508,7 @@ class _NvdlaRun:
             self.activated if self.lut_gelu and self._quantized("gelu") else None,
             self.residual if stream else None,
             self.embedded if stream else None,
+            self.normalized if self.lut_layernorm and self._quantized("layernorm") else None,
         )
 
     def _quantized(self, part: str) -> bool:
@@ -527,15 +569,18 @@ class _NvdlaRun:
         *,
         keep: bool = True,
         truncate: int = 0,
+        precision: Precision | None = None,
     ):
-        """a [m, k] times w [n, k] on the datapath at the run's precision, laid out and tiled as the mapper does
-        it, CACC truncating `truncate` bits, through SDP `params` (None: the raw accumulator): [m, n];
-        saturations counted, the run recorded (`keep`)."""
+        """a [m, k] times w [n, k] on the datapath at the run's precision (or `precision`), laid out and tiled
+        as the mapper does it, CACC truncating `truncate` bits, through SDP `params` (None: the raw
+        accumulator): [m, n]; saturations counted, the run recorded (`keep`)."""
         m, kdim = qa.shape
-        layer = ConvLayer(name, matmul_layout(m, kdim, qw.shape[0], self.ctx), self.precision)
+        p = precision or self.precision
+        ctx = self.ctx if p is self.precision else dataclasses.replace(self.ctx, precision=p)
+        layer = ConvLayer(name, matmul_layout(m, kdim, qw.shape[0], ctx), p)
         plan = search_plan(layer, self.hw).plan
-        x3 = qa.reshape(layer.shape.in_h, layer.shape.in_w, kdim)
-        w4 = qw.reshape(qw.shape[0], 1, 1, kdim)
+        x3 = qa.astype(p.numpy_dtype).reshape(layer.shape.in_h, layer.shape.in_w, kdim)
+        w4 = qw.astype(p.numpy_dtype).reshape(qw.shape[0], 1, 1, kdim)
         y, sat = run_conv(layer, x3, w4, self.hw, plan, sdp_params=params, truncate=truncate)
         if params is not None:
             self._count(name, sat)
@@ -682,6 +727,40 @@ class _NvdlaRun:
             raise UnsupportedError(f"{name}.normalize: cannot be programmed: {err}") from None
         ctx = self._sdp(f"{name}.normalize", unnorm, norm)
         return dequantize(ctx, s_ctx)
+
+    def normalized(self, name: str, x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+        """A LayerNorm in the mapper's steps on NVDLA (numerics.layernorm_steps): x read as the INT8 codes it
+        is in memory at (the residual stream as last written, else its calibrated or dynamic scale), every
+        convolution and SDP pass through the bit-exact datapath, the output written at INT8 at its own
+        scale (the recipe's over the float LayerNorm's output; the matmuls reading it take the same)."""
+        flat = x.reshape(-1, x.shape[-1])
+        cal, dynamic = self.settings.calibration, self.settings.dynamic
+        if self.stream is not None and self._quantized(STREAM_SITE):
+            s_x = self.stream
+        elif dynamic:
+            s_x = float(scale_for(cal.amax(flat)))
+        else:
+            s_x = _static(self.scales.steps, f"{name}.in", "LayerNorm input")
+        qx = quantize(flat, s_x)
+        if dynamic:
+            rng = layernorm_steps.norm_range(dequantize(qx, s_x))
+            s_y = float(scale_for(cal.amax(layernorm(dequantize(qx, s_x), g, b, eps))))
+        else:
+            if name not in self.scales.norms:
+                raise NvdlaError(f"no calibrated range for LayerNorm {name!r}: the scales were made for another model")
+            rng, s_y = self.scales.norms[name], _static(self.scales.steps, f"{name}.out", "LayerNorm output")
+
+        def conv(step: str, a: np.ndarray, w: np.ndarray, params: SdpParams, precision: Precision) -> np.ndarray:
+            return self._conv(step, a, w, params, keep=False, precision=precision).astype(np.int64)
+
+        def sdp(step: str, codes: np.ndarray, params: SdpParams) -> np.ndarray:
+            return self._sdp(step, codes, params).astype(np.int64)
+
+        try:
+            run = layernorm_steps.run_layernorm(name, qx, s_x, g, b, eps, rng, s_y, conv, sdp)
+        except UnsupportedError as e:
+            raise UnsupportedError(f"{name}: the LayerNorm's steps cannot be programmed: {e}") from None
+        return dequantize(run.out, s_y).reshape(x.shape)
 
     def _sdp(self, name: str, codes: np.ndarray, params: SdpParams) -> np.ndarray:
         """A standalone SDP pass over INT8 codes [m, n] (the bit-exact SDP model): its INT8 output."""

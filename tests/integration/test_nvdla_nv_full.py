@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from nvdla_sim import load_config
+from nvdla_sim import Precision, load_config
+from nvdla_sim.program.decode import from_description
 from nvdla_sim.program.run import run_program
 from nvdla_validation.nvdla_rtl.compare import compare, distribution, load_rows
 from nvdla_validation.nvdla_rtl.own_programs import SUITES, generate
@@ -103,16 +104,20 @@ def test_bert_base_layer_ran_bit_exact_on_the_rtl():
         "python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_full --tests-dir build/tfbf "
         "--out validation/data/nvdla_rtl_transformer_bert_base_nv_full.json"
     )
-    assert len(BASE["rows"]) == 34 and all(r["status"] == "pass" for r in BASE["rows"])
+    assert len(BASE["rows"]) == 31 and all(r["status"] == "pass" for r in BASE["rows"])
+    # 2026-12-06: the LayerNorm's steps (--layernorm nvdla) in place of the schematic's, the normalisation
+    # not a program (SDP has no INT16-to-INT8 output); their rows measured apart and merged (merge_rows)
+    (edit,) = BASE["edits"]
+    assert len(edit["replaced_or_added"]) == 18 and len(edit["dropped"]) == 6 and edit["runs"]
 
 
 def test_bert_base_layer_meets_issue_29s_targets():
     """2026-12-05: median 0.7%, p90 1.9%, worst 6.8% (the softmax row sum, 0.932); ffn1 0.997, ffn2 1.008,
-    the projections 0.997-1.010, softmax's exp 1.001, the layernorm steps 0.98-1.01."""
+    the projections 0.997-1.010, softmax's exp 1.001."""
     rows = _timed(BASE)
     d = distribution(list(rows.values()))
-    assert d["n"] == 34 and d["median"] <= 0.02 and d["p90"] <= 0.05 and d["worst"] <= 0.15, d
-    for name in ("ffn1", "ffn2", "attn_q", "attn_o", "attn_softmax_exp", "ln1_normalize"):
+    assert d["n"] == 31 and d["median"] <= 0.02 and d["p90"] <= 0.05 and d["worst"] <= 0.15, d
+    for name in ("ffn1", "ffn2", "attn_q", "attn_o", "attn_softmax_exp"):
         assert abs(rows[f"tfbf_layer0_{name}"].ratio - 1) <= 0.02, name
 
 
@@ -127,3 +132,32 @@ def test_bert_base_programs_are_the_ones_the_rtl_ran(tmp_path):
     timed = {r.name: r for r in compare(BASE, HW)}
     for p in made:
         assert timed[p["name"]].model_cycles == p["model_cycles"] == p["mapper_cycles_per_instance"], p["name"]
+
+
+def test_sdp_writes_no_int8_from_int16_data():
+    """docs/validation.md 5j: seven small passes on nv_full's RTL (validation/nvdla_rtl/sdp_16to8_programs.py);
+    every one with INT16 data and an INT8 output hung it (no interrupt), the two others ran bit-exact; the
+    model refuses such a pass with a one-line error instead of computing bytes the RTL never writes."""
+    import dataclasses as dc
+
+    import numpy as np
+
+    from nvdla_sim.errors import TraceError
+    from nvdla_sim.program.execute import _apply_sdp
+    from nvdla_sim.program.trace_io import SparseMemory
+
+    doc = load_rows(DATA / "nvdla_rtl_sdp_16to8_nv_full.json")
+    rows = {r["name"]: r for r in doc["rows"]}
+    assert doc["command"].startswith("python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_full")
+    assert {n for n, r in rows.items() if r["status"] == "pass"} == {"v1_x1mulpe16", "v4_ypairs8"}
+    assert all(r["status"] == "timeout" for n, r in rows.items() if n not in ("v1_x1mulpe16", "v4_ypairs8"))
+    assert len(rows) == 7
+    for name, r in rows.items():
+        (op,) = [from_description(d) for d in r["layers"]]
+        hangs = op.proc_precision is Precision.INT16 and op.out_precision is Precision.INT8
+        assert hangs == (r["status"] == "timeout"), name
+        if hangs:
+            with pytest.raises(TraceError, match="16-to-8"):
+                _apply_sdp(
+                    dc.replace(op, operand_streams=()), np.zeros((2, 16, 64), np.int64), SparseMemory(), HW, None
+                )

@@ -58,7 +58,7 @@ def test_batch_and_sequence_are_bound_at_map_time(exporter):
 def test_an_export_with_a_padding_mask_input(model, exporter):
     """With attention_mask as an input the mask is not a constant: its construction is one host task
     (input preprocessing) and every QK^T reads it as a per-element operand; GPT-2's stays causal (its
-    structure without padding), so it maps as the causal preset does."""
+    structure without padding), so it maps as the causal preset does but for that host task."""
     base = model.removesuffix("_masked")
     rec = agreement(str(DATA / f"{model}_{exporter}.onnx"), str(DATA / f"{base}.config.json"), head=MODELS[base],
                     seq=128, hws=("nv_full",))  # fmt: skip
@@ -67,7 +67,9 @@ def test_an_export_with_a_padding_mask_input(model, exporter):
     cycles = rec["configs"]["nv_full"]["cycle_ratio"]
     if base == "gpt2":
         assert fused["causal_mask"] == 2 and "bias_mask" not in fused
-        assert cycles == pytest.approx(1, rel=0.02)
+        # the same NVDLA work; the mask's host task is on the host's critical path since LayerNorm is the
+        # host's too (2026-12-06: 222,527 against 209,282 cycles; within 2% before, when it overlapped NVDLA)
+        assert 1 <= cycles <= 1.07
     else:  # the padding mask is work the mask-free preset does not do: more cycles, never fewer
         unmasked = agreement(str(DATA / f"{base}_{exporter}.onnx"), str(DATA / f"{base}.config.json"),
                              head=MODELS[base], seq=128, hws=("nv_full",))  # fmt: skip

@@ -133,7 +133,13 @@ def test_decomposed_activation_and_layernorm_fuse_to_one_op_each(tmp_path, act):
     assert g.graph["onnx_fusions"] == {act: 1, "layernorm": 1}
     res = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=1, seq=32)
     assert any("ONNX patterns fused before import" in n and f"{act} x1" in n for n in res.notes)
-    assert not res.host_tasks()  # nv_full has the LUT: no host step left
+    # nv_full has the LUT: the activation runs on NVDLA; LayerNorm is the host's (the mapper's choice,
+    # rules.LoweringContext.mode) unless asked for on NVDLA
+    assert [r.task.name for r in res.host_tasks()] == [
+        next(o.name for o in ops_in_order(g) if o.kind is OpKind.LAYERNORM)
+    ]
+    on_nvdla = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=1, seq=32, layernorm="nvdla")
+    assert not on_nvdla.host_tasks()
 
 
 def test_rmsnorm_fuses_and_a_channel_split_is_a_strided_read(tmp_path):

@@ -315,11 +315,13 @@ def test_accuracy_command_runs_the_committed_recipes(tmp_path, capsys):
 
 
 def test_lut_steps_on_nv_full_are_the_committed_ones():
-    """On nv_full (GELU in SDP's LUT; the softmax on the host, as the mapper puts it, or in the LUT as
-    --softmax nvdla lowers it) the ViT's first 100 test images and the GPT's first 16 windows, recomputed,
-    are accuracy.json's rows. On all of them (`evaluate.py --hw nv_full`): the host-softmax recipes within
-    one image and 0.007 perplexity of nv_small's (GELU in the LUT costs nothing measurable), the LUT softmax
-    142 / 360 images against 350 (146 with the residual stream float), and the GPT's cannot be programmed."""
+    """On nv_full (GELU in SDP's LUT; the softmax and LayerNorm on the host, as the mapper puts them, or
+    in NVDLA's steps as --softmax nvdla and --layernorm nvdla lower them) the ViT's first 100 test images
+    and the GPT's first 16 windows, recomputed, are accuracy.json's rows. On all of them (`evaluate.py
+    --hw nv_full`): the host-softmax recipes within one image and 0.007 perplexity of nv_small's (GELU in
+    the LUT costs nothing measurable), the LUT softmax 142 / 360 images against 350 (146 with the residual
+    stream float), the GPT's cannot be programmed, and LayerNorm's steps keep the accuracy: 350 images and
+    4.8703 with everything in INT8 (4.8674 with LayerNorm on the host), alone in INT8 349 and 4.8409."""
     evaluate = _evaluate_module()
     rows = _rows("vit_digits", "nv_full") + _rows("char_gpt", "nv_full")
     want = {(r["recipe"], r.get("images", r.get("windows"))): r for r in rows}
@@ -328,6 +330,10 @@ def test_lut_steps_on_nv_full_are_the_committed_ones():
         assert row == want[row["recipe"], row.get("images", row.get("windows"))]
     lut = "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)"
     assert want[lut, 360]["nvdla_correct"] == 142 and want[lut, 360]["float_correct"] == 350
+    steps = "static max, per-channel weights; LayerNorm in NVDLA's steps (--layernorm nvdla)"
+    assert want[steps, 360]["nvdla_correct"] == 350 and want[steps, 369]["nvdla_perplexity"] == 4.8703
+    alone = "static max, per-channel weights; LayerNorm in NVDLA's steps, INT8 only in the layernorm"
+    assert want[alone, 360]["nvdla_correct"] == 349 and want[alone, 369]["nvdla_perplexity"] == 4.8409
     assert "normalize: cannot be programmed" in want[lut, 369]["error"]
     small = {
         (r["recipe"], r.get("images", r.get("windows"))): r

@@ -148,7 +148,11 @@ def map_case(case: Case) -> MapResult:
     the host, docs/quantization.md)."""
     hw = load_config(case.hw)
     softmax = "nvdla" if hw.sdp.lut and hw.sdp.ew_throughput > 0 else "auto"
-    return map_model(case.graph, hw, precision=Precision.INT8, batch=1, seq=case.seq, softmax=softmax)
+    # LayerNorm's steps (the --layernorm nvdla what-if) where the build can hold their INT16 statistics
+    layernorm = "nvdla" if softmax == "nvdla" and Precision.INT16 in hw.precisions else "auto"
+    return map_model(
+        case.graph, hw, precision=Precision.INT8, batch=1, seq=case.seq, softmax=softmax, layernorm=layernorm
+    )
 
 
 def generate(folder: str | Path, suite: str = "nv_small") -> list[dict]:

@@ -11,9 +11,10 @@ images (all 360, and the first 100 that CI recomputes); and the character GPT's 
 next-character accuracy and greedy agreement with float (gpt_accuracy), over all 369 held-out windows
 with 4 prompts of 16 new characters (and 16 windows with 2 prompts of 8 that CI recomputes); and what
 pruning with weight compression does to each model's bytes and cycles on nv_full. On nv_full (SDP's LUT:
-GELU in the LUT behind the FFN's first layer, the softmax on the host as the mapper chooses it there):
-the main recipes, the softmax in SDP's LUT as the mapper lowers it with --softmax nvdla (a row with the
-error when it cannot be programmed), the LUT's GELU alone and the residual stream alone in INT8, and
+GELU in the LUT behind the FFN's first layer, the softmax and LayerNorm on the host as the mapper chooses
+them there): the main recipes, the softmax in SDP's LUT as the mapper lowers it with --softmax nvdla (a row
+with the error when it cannot be programmed), LayerNorm in NVDLA's steps with --layernorm nvdla, the LUT's
+GELU alone, the LayerNorm's steps alone and the residual stream alone in INT8, and
 every part but the residual stream (attribution), over all test images
 and held-out windows, and the subsets CI recomputes.
 """
@@ -33,7 +34,7 @@ from nvdla_mapper.frontends.resolve import model_graph
 from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.numerics.quant import Calibration, Granularity
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.studies.accuracy import LUT_SITES, MATMUL_SITES, STREAM_SITE, QuantSettings, trained_accuracy
+from nvdla_mapper.studies.accuracy import MATMUL_SITES, STREAM_SITE, QuantSettings, trained_accuracy
 from nvdla_sim import Precision, load_config
 from nvdla_sim.errors import UnsupportedError
 
@@ -62,9 +63,10 @@ PRUNING_FT = {
     ),
     "2:4 pruning + fine-tune, static max, per-channel weights": QuantSettings(prune="2:4", finetuned="char_gpt_24_ft"),
 }
-# On a build with SDP's LUT (nv_full): the main recipes with GELU in the LUT (softmax on the host, the
-# mapper's choice), the softmax in the LUT as the mapper lowers it with --softmax nvdla, and the LUT's GELU
-# alone in INT8
+# On a build with SDP's LUT (nv_full): the main recipes with GELU in the LUT (softmax and LayerNorm on the
+# host: the mapper's choices), the softmax in the LUT as the mapper lowers it with --softmax nvdla, LayerNorm
+# in NVDLA's steps as --layernorm nvdla lowers it (numerics.layernorm_steps), and the LUT's GELU and the
+# LayerNorm's steps alone in INT8
 LUT_RECIPES = {
     "static max, per-channel weights": QuantSettings(),
     "static max, per-tensor weights": QuantSettings(Granularity.PER_TENSOR),
@@ -73,11 +75,13 @@ LUT_RECIPES = {
     "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)": QuantSettings(softmax="nvdla"),
     "static max, per-channel weights; INT8 only in the gelu": QuantSettings(only=frozenset({"gelu"})),
     f"static max, per-channel weights; INT8 only in the {STREAM_SITE}": QuantSettings(only=frozenset({STREAM_SITE})),
-    "static max, per-channel weights; residual stream float": QuantSettings(
-        only=frozenset({*MATMUL_SITES, *LUT_SITES}) - {"softmax"}
-    ),
+    "static max, per-channel weights; residual stream float": QuantSettings(only=frozenset({*MATMUL_SITES, "gelu"})),
     "static max, per-channel weights; softmax in SDP's LUT, INT8 only in the softmax": QuantSettings(
         softmax="nvdla", only=frozenset({"softmax"})
+    ),
+    "static max, per-channel weights; LayerNorm in NVDLA's steps (--layernorm nvdla)": QuantSettings(layernorm="nvdla"),
+    "static max, per-channel weights; LayerNorm in NVDLA's steps, INT8 only in the layernorm": QuantSettings(
+        layernorm="nvdla", only=frozenset({"layernorm"})
     ),
 }
 # INT16 on nv_full (the calibrated ranges at 32,767 steps; GELU in the LUT, the softmax on the host)
