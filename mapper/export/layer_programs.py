@@ -612,7 +612,7 @@ def given_conv_program(
         ks = (k0, k1, s.out_k)
         x1 = _given_stage(sdp.x1, Rdma.BRDMA, ks, rows, alloc, inputs, streams, base, p, hw, operand)
         x2 = _given_stage(sdp.x2, Rdma.NRDMA, ks, rows, alloc, inputs, streams, base, p, hw, operand)
-        ew, lut = _given_y(sdp.y, ks, alloc, inputs, streams, base)
+        ew, lut = _given_y(sdp.y, ks, alloc, inputs, streams, base, rows, p, hw)
         op, din, waddr, oaddr = conv_layer(
             sub, p, hw, alloc, x1=x1, x2=x2, cvt=(sdp.cvt.offset, sdp.cvt.scale, sdp.cvt.shift),
             streams=tuple(streams), ew=ew, data_banks=plan.data_banks, weight_banks=plan.weight_banks, reuse=reuse,
@@ -663,7 +663,7 @@ def given_sdp_program(
     rows, ks = (0, h, h), (0, c, c)
     x1 = _given_stage(sdp.x1, Rdma.BRDMA, ks, rows, alloc, inputs, streams, base, p, hw, operand)
     x2 = _given_stage(sdp.x2, Rdma.NRDMA, ks, rows, alloc, inputs, streams, base, p, hw, operand)
-    ew, lut = _given_y(sdp.y, ks, alloc, inputs, streams, base)
+    ew, lut = _given_y(sdp.y, ks, alloc, inputs, streams, base, rows, p, hw)
     op = sdp_pass(
         w, h, c, flying=False, src=src, dst=dst, precision=p, out_precision=out_p, x1=x1, x2=x2,
         cvt=(sdp.cvt.offset, sdp.cvt.scale, sdp.cvt.shift), streams=tuple(streams), ew=ew,
@@ -677,14 +677,46 @@ def given_sdp_program(
 
 
 def _given_y(
-    y: sdp_unit.EwStage | None, kernels: tuple[int, int, int], alloc: Alloc, inputs: list, streams: list, base: str
+    y: sdp_unit.EwStage | None,
+    kernels: tuple[int, int, int],
+    alloc: Alloc,
+    inputs: list,
+    streams: list,
+    base: str,
+    rows: tuple[int, int, int] | None = None,
+    p: Precision = Precision.INT8,
+    hw: HwConfig | None = None,
 ) -> tuple[SdpEwCfg | None, LutParams | None]:
     """The Y stage's registers for given numbers (None: bypassed), and its LUT: each of its multiplier and
-    ALU a 32-bit register value, or 16-bit values per kernel from E-RDMA (both per kernel: one stream of
-    (ALU, MUL) pairs) through their convertors; those of kernels [k0, k1) of the layer's k."""
+    ALU a 32-bit register value, 16-bit values per kernel from E-RDMA (both per kernel: one stream of
+    (ALU, MUL) pairs), or one of them per element [P, K] (a residual: values of the data's precision, read
+    as a feature cube; output rows [r0, r1) of the layer's h, `rows`), through their convertors; those of
+    kernels [k0, k1) of the layer's k."""
     if y is None:
         return None, None
     k0, k1, k = kernels
+    per_element = [
+        (v, u) for v, u in ((y.alu_operand, OperandUse.ALU), (y.mul_operand, OperandUse.MUL)) if np.ndim(v) == 2
+    ]
+    if per_element:
+        if len(per_element) > 1 or rows is None or hw is None:
+            raise TraceError(f"{base}: a Y stage with more than one per-element operand is not emitted")
+        (v, use), (r0, r1, h) = per_element[0], rows
+        arr = np.asarray(v, np.int64)
+        if arr.shape[1] != k or arr.shape[0] % h:
+            raise TraceError(f"{base}: a per-element Y operand {arr.shape} for {h} rows of {k} kernels")
+        cube = arr.reshape(h, arr.shape[0] // h, k)[r0:r1, :, k0:k1]
+        top = 1 << (8 * p.bytes - 1)
+        if cube.min(initial=0) < -top or cube.max(initial=0) >= top:
+            raise TraceError(f"{base}: a per-element Y operand outside {p.value}")
+        surf = place(alloc, cube.shape[1], r1 - r0, k1 - k0, p, hw)
+        inputs.append((surf.addr, feature_image(cube.astype(RANGES[p].dtype), surf, p, hw)))
+        streams.append(
+            SdpStream(Rdma.ERDMA, OperandMode.PER_ELEMENT, p.bytes, surf.addr, surf.line_stride,
+                      surf.surface_stride, use=use)
+        )  # fmt: skip
+        if np.ndim(y.alu_operand if use is OperandUse.MUL else y.mul_operand) == 1:
+            raise TraceError(f"{base}: a Y stage with a per-element and a per-kernel operand is not emitted")
     if y.alu_op is not sdp_unit.AluOp.ADD or y.mul_prelu:
         raise TraceError(f"{base}: given Y stages add (no max/min/EQL/PReLU)")
 
@@ -698,7 +730,8 @@ def _given_y(
             raise TraceError(f"{base}: a Y operand outside 16 bits ({arr.min()}..{arr.max()})")
         return arr[k0:k1]
 
-    alu_k, mul_k = per_kernel(y.alu_operand), per_kernel(y.mul_operand)
+    alu_k = per_kernel(y.alu_operand) if np.ndim(y.alu_operand) != 2 else None
+    mul_k = per_kernel(y.mul_operand) if np.ndim(y.mul_operand) != 2 else None
     comps = [(a, u) for a, u in ((alu_k, OperandUse.ALU), (mul_k, OperandUse.MUL)) if a is not None]
     if comps:
         use = OperandUse.BOTH if len(comps) == 2 else comps[0][1]

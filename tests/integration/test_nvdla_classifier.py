@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from nvdla_validation.nvdla_rtl.classifier_programs import DATA, generate
+from nvdla_sim.config import load_config
+from nvdla_validation.nvdla_rtl.classifier_programs import DATA, data_file, generate
 from nvdla_validation.nvdla_rtl.compare import compare, distribution, load_rows, manifest_mismatches
 
 DOC = load_rows(DATA)
@@ -109,3 +110,40 @@ def test_per_kernel_sdp_operands_across_kernel_tiles():
         y, _ = run_conv(layer, x, w, hw, plan, sdp_params=sdp)
         prog = given_conv_program("pc", layer, plan, hw, x, w, sdp, expect=y)
         assert prog.hardware_layers == len(plan_hardware_layers(layer, plan)) > 1
+
+
+# The same inference as nv_full lowers it (validation/data/nvdla_rtl_vit_digits_nv_full.json, 2026-12-06):
+# GELU in the LUT behind each FFN's first layer, the residual adds in Y's ALU from E-RDMA
+FULL = "nv_full_rtl_tb"
+FULL_DOC = load_rows(data_file(FULL))
+
+
+@pytest.fixture(scope="module")
+def made_full(tmp_path_factory):
+    return generate(tmp_path_factory.mktemp("vitf"), FULL)
+
+
+def test_on_nv_full_every_layer_is_bit_exact_with_gelu_in_the_lut(made_full):
+    rows, outcome = made_full
+    assert FULL_DOC["command"].startswith("python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_full")
+    assert len(FULL_DOC["rows"]) == 30 and all(r["status"] == "pass" for r in FULL_DOC["rows"])
+    assert manifest_mismatches(rows, FULL_DOC) == []
+    assert outcome["int8_correct"] == 1 and outcome["float_prediction"] == outcome["label"]
+    by_name = {r["name"]: r for r in FULL_DOC["rows"]}
+    ffn1 = by_name["vit_13_l0_ffn1"]["layers"][0]["sdp"]
+    assert ffn1["lut_enabled"] and ffn1["ew_enabled"]  # GELU through the LUT
+    o = by_name["vit_12_l0_o"]["layers"][0]["sdp"]
+    assert any(s["rdma"] == "erdma" for s in o["operand_streams"])  # the residual from E-RDMA
+
+
+def test_on_nv_full_the_model_times_the_chain(made_full):
+    """2026-12-06: 11,053 model cycles against 11,009 (1.004); per layer median 3.8%, worst 6.9% (the
+    classifier, 217 against 203: layers of 200-400 cycles, where the fixed latencies weigh most)."""
+    rows, _ = made_full
+    timed = compare(FULL_DOC, load_config(FULL))
+    model = {r.name: r.model_cycles for r in timed}
+    assert all(model[r["name"]] == r["model_cycles"] for r in rows)
+    d = distribution(timed)
+    assert d["n"] == 30 and d["median"] <= 0.04 and d["worst"] <= 0.075, d
+    total, rtl = sum(r.model_cycles for r in timed), sum(r.rtl_cycles for r in timed)
+    assert abs(total / rtl - 1) <= 0.01, (total, rtl)

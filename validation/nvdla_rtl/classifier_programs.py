@@ -19,6 +19,7 @@ reading what the one before wrote, through the same host steps) is this one, and
     python -m nvdla_validation.nvdla_rtl.run_reference SRC --tests-dir build/vit \\
         --out validation/data/nvdla_rtl_vit_digits.json                       # run them on the RTL
     python -m nvdla_validation.nvdla_rtl.classifier_programs build/vit --markdown   # docs/validation.md table
+    python -m nvdla_validation.nvdla_rtl.classifier_programs build/vitf --hw nv_full_rtl_tb   # GELU in the LUT
 
 tests/integration/test_nvdla_classifier.py regenerates the programs in CI (no RTL) and checks them against
 the committed measurements.
@@ -65,7 +66,7 @@ def _short(name: str) -> str:
     return f"l{layer}_{_SHORT[rest]}"
 
 
-def classifier_runs(image: int = IMAGE) -> tuple[list[LayerRun], dict]:
+def classifier_runs(image: int = IMAGE, hw_name: str = HW) -> tuple[list[LayerRun], dict]:
     """The INT8 inference of one test image, layer by layer, and what it concluded (label, float and INT8
     predictions, the INT8 logits)."""
     spec = from_hf_config(TRAINED / "vit_digits.config.json")
@@ -74,19 +75,27 @@ def classifier_runs(image: int = IMAGE) -> tuple[list[LayerRun], dict]:
     x, label = test["images"][image : image + 1], test["labels"][image : image + 1]
     runs: list[LayerRun] = []
     heads, patch = spec.stages[0].heads, spec.patch_embed[1]
-    r = vit_accuracy(w, calib, x, label, load_config(HW), SETTINGS, heads=heads, patch=patch, record=runs)
+    r = vit_accuracy(w, calib, x, label, load_config(hw_name), SETTINGS, heads=heads, patch=patch, record=runs)
     float_pred = int(vit_forward(w, x, heads=heads, patch=patch).argmax(-1)[0])
     return runs, {"image": image, "label": int(label[0]), "float_prediction": float_pred,
                   "int8_correct": r.nvdla_correct, "layers": len(runs)}  # fmt: skip
 
 
-def generate(folder: str | Path) -> tuple[list[dict], dict]:
+def data_file(hw_name: str = HW) -> Path:
+    """The committed RTL measurement of the chain on `hw_name` (nv_small_rtl_tb's keeps its first name)."""
+    return DATA if hw_name == HW else DATA.with_name(f"nvdla_rtl_vit_digits_{hw_name.removesuffix('_rtl_tb')}.json")
+
+
+def generate(folder: str | Path, hw_name: str = HW) -> tuple[list[dict], dict]:
     """Write every layer's program into `folder` and return the manifest rows (program name, the matmul,
-    its shape and plan, the model's cycles, the expected CRC) and the inference's outcome."""
+    its shape and plan, the model's cycles, the expected CRC) and the inference's outcome. On a build with
+    SDP's LUT and element-wise unit (nv_full_rtl_tb) GELU runs in the LUT behind the FFN's first layer and
+    the residual adds in Y's ALU from E-RDMA, as the mapper lowers them; the softmax and LayerNorm are the
+    host's there too."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    hw = load_config(HW)
-    runs, outcome = classifier_runs()
+    hw = load_config(hw_name)
+    runs, outcome = classifier_runs(hw_name=hw_name)
     rows, seen = [], Counter()
     for i, run in enumerate(runs):
         short = _short(run.name)
@@ -103,7 +112,7 @@ def generate(folder: str | Path) -> tuple[list[dict], dict]:
             "model_cycles": prog.model_cycles,
             "checks": [{"base": b, "size": n, "crc": f"0x{c:08x}"} for b, n, c in prog.program.expected],
         })  # fmt: skip
-    doc = {"hw": HW, "outcome": outcome, "programs": rows}
+    doc = {"hw": hw_name, "outcome": outcome, "programs": rows}
     (folder / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n")
     return rows, outcome
 
@@ -134,10 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", help="where to write the trace-test folders and programs.json")
     ap.add_argument("--markdown", action="store_true", help="print docs/validation.md's table (committed data)")
+    ap.add_argument(
+        "--hw", default=HW, help=f"the build the chain is made for ({HW}, or nv_full_rtl_tb: GELU in the LUT)"
+    )
     args = ap.parse_args(argv)
-    rows, outcome = generate(args.folder)
+    rows, outcome = generate(args.folder, args.hw)
     if args.markdown:
-        print(markdown(rows, json.loads(DATA.read_text())))
+        print(markdown(rows, json.loads(data_file(args.hw).read_text())))
         return 0
     for r in rows:
         print(f"{r['name']:40s} model {r['model_cycles']:>8,} cycles")
