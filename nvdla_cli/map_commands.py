@@ -38,7 +38,8 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--batch", type=int, default=1)
     m.add_argument("--precision", default="int8", help="int8, int16 or fp16")
     m.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
-    m.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
+    m.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto",
+                   help="where LayerNorm runs: auto (the host, on every build), host, or nvdla (its steps, numerics.layernorm_steps: a what-if for INT8 layers on a build with the LUT and INT16; SDP cannot write their INT8 output from INT16)")  # fmt: skip
     m.add_argument("--host-fallback", action="store_true", help="run unsupported ONNX ops on the host")
     m.add_argument("--host-gflops", type=float, default=20.0)
     m.add_argument("--host-gbs", type=float, default=10.0)
@@ -79,7 +80,8 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--batch", default="1", help="sequences decoded together, or a list (1,2,4,8) for a batch sweep")
     ge.add_argument("--precision", default="int8", help="int8, int16 or fp16")
     ge.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
-    ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto")
+    ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto",
+                    help="where LayerNorm runs: auto (the host, on every build), host, or nvdla (its steps, numerics.layernorm_steps: a what-if for INT8 layers on a build with the LUT and INT16; SDP cannot write their INT8 output from INT16)")  # fmt: skip
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
     ge.add_argument("--jobs", type=int, default=None,
                     help="processes the decode steps are shared out to (default: this machine's cores; "
