@@ -694,50 +694,22 @@ def _given_y(
     kernels [k0, k1) of the layer's k."""
     if y is None:
         return None, None
-    k0, k1, k = kernels
-    per_element = [
-        (v, u) for v, u in ((y.alu_operand, OperandUse.ALU), (y.mul_operand, OperandUse.MUL)) if np.ndim(v) == 2
-    ]
-    if per_element:
-        if len(per_element) > 1 or rows is None or hw is None:
-            raise TraceError(f"{base}: a Y stage with more than one per-element operand is not emitted")
-        (v, use), (r0, r1, h) = per_element[0], rows
-        arr = np.asarray(v, np.int64)
-        if arr.shape[1] != k or arr.shape[0] % h:
-            raise TraceError(f"{base}: a per-element Y operand {arr.shape} for {h} rows of {k} kernels")
-        cube = arr.reshape(h, arr.shape[0] // h, k)[r0:r1, :, k0:k1]
-        top = 1 << (8 * p.bytes - 1)
-        if cube.min(initial=0) < -top or cube.max(initial=0) >= top:
-            raise TraceError(f"{base}: a per-element Y operand outside {p.value}")
-        surf = place(alloc, cube.shape[1], r1 - r0, k1 - k0, p, hw)
-        inputs.append((surf.addr, feature_image(cube.astype(RANGES[p].dtype), surf, p, hw)))
-        streams.append(
-            SdpStream(Rdma.ERDMA, OperandMode.PER_ELEMENT, p.bytes, surf.addr, surf.line_stride,
-                      surf.surface_stride, use=use)
-        )  # fmt: skip
-        if np.ndim(y.alu_operand if use is OperandUse.MUL else y.mul_operand) == 1:
-            raise TraceError(f"{base}: a Y stage with a per-element and a per-kernel operand is not emitted")
     if y.alu_op is not sdp_unit.AluOp.ADD or y.mul_prelu:
         raise TraceError(f"{base}: given Y stages add (no max/min/EQL/PReLU)")
-
-    def per_kernel(v) -> np.ndarray | None:
-        if v is None or np.ndim(v) == 0:
-            return None
-        arr = np.asarray(v, np.int64)
-        if arr.shape != (k,):
-            raise TraceError(f"{base}: Y operands {arr.shape}; per kernel ({k},) is emitted")
-        if arr.min(initial=0) < -(2**15) or arr.max(initial=0) >= 2**15:
-            raise TraceError(f"{base}: a Y operand outside 16 bits ({arr.min()}..{arr.max()})")
-        return arr[k0:k1]
-
-    alu_k = per_kernel(y.alu_operand) if np.ndim(y.alu_operand) != 2 else None
-    mul_k = per_kernel(y.mul_operand) if np.ndim(y.mul_operand) != 2 else None
-    comps = [(a, u) for a, u in ((alu_k, OperandUse.ALU), (mul_k, OperandUse.MUL)) if a is not None]
-    if comps:
-        use = OperandUse.BOTH if len(comps) == 2 else comps[0][1]
-        addr = alloc.take(2 * len(comps) * (k1 - k0))
-        inputs.append((addr, np.stack([a for a, _ in comps], 1).astype("<i2").view(np.uint8).ravel()))
-        streams.append(SdpStream(Rdma.ERDMA, OperandMode.PER_KERNEL, 2, addr, use=use))
+    dims = (np.ndim(y.alu_operand), np.ndim(y.mul_operand))  # None and register values: 0
+    if 2 in dims and min(dims) > 0:
+        raise TraceError(f"{base}: a Y stage with a per-element operand and another from memory is not emitted")
+    for v, use in ((y.alu_operand, OperandUse.ALU), (y.mul_operand, OperandUse.MUL)):
+        if np.ndim(v) == 2:
+            if rows is None or hw is None:
+                raise TraceError(f"{base}: a per-element Y operand needs the layer's rows")
+            streams.append(_element_stream(v, use, Rdma.ERDMA, kernels, rows, alloc, inputs, base, p, hw))
+    stream = _kernel_stream(
+        Rdma.ERDMA, _kernel_values(y.alu_operand, kernels, base), _kernel_values(y.mul_operand, kernels, base),
+        alloc, inputs,
+    )  # fmt: skip
+    if stream is not None:
+        streams.append(stream)
 
     def operand(v, cvt: sdp_unit.Convertor | None) -> EwOperand | None:
         if v is None:
@@ -791,8 +763,6 @@ def _given_stage(
     one operand per element [P, K] (a residual added, or a per-row statistic multiplied: values of
     `operand`'s size, the layer's precision by default, read in atoms of the data's elements), those of
     kernels [k0, k1) of the layer's k (`kernels`) and output rows [r0, r1) of its h (`rows`)."""
-    k0, k1, k = kernels
-    r0, r1, h = rows
     if st is None:
         return None
     if st.alu_op is not sdp_unit.AluOp.ADD or st.prelu:
@@ -801,62 +771,25 @@ def _given_stage(
     if 2 in dims and min(dims) > 0:
         raise TraceError(f"{base}: an X stage with a per-element operand and another from memory is not emitted")
 
-    def per_kernel(v) -> np.ndarray | None:
-        if v is None or np.ndim(v) != 1:
-            return None
-        arr = np.asarray(v, np.int64)
-        if arr.shape != (k,):
-            raise TraceError(f"{base}: {arr.shape[0]} per-kernel SDP operands for {k} kernels")
-        if arr.min(initial=0) < -(2**15) or arr.max(initial=0) >= 2**15:
-            raise TraceError(f"{base}: an SDP operand outside 16 bits ({arr.min()}..{arr.max()})")
-        return arr[k0:k1]
-
     def from_memory(mode: OperandMode, size: int, shift: int) -> SdpOperand:
         return SdpOperand(OperandSource.MEM, 0, shift, mode, size)
 
-    alu_k, mul_k = per_kernel(st.alu_operand), per_kernel(st.mul_operand)
+    alu_k, mul_k = _kernel_values(st.alu_operand, kernels, base), _kernel_values(st.mul_operand, kernels, base)
     alu = mul = None
-    if alu_k is not None and mul_k is not None:  # one stream of (ALU, MUL) pairs per kernel
-        addr = alloc.take(4 * (k1 - k0))
-        inputs.append((addr, np.stack([alu_k, mul_k], 1).astype("<i2").view(np.uint8).ravel()))
-        streams.append(SdpStream(rdma, OperandMode.PER_KERNEL, 2, addr, use=OperandUse.BOTH))
-        alu = from_memory(OperandMode.PER_KERNEL, 2, st.alu_shift)
-        mul = from_memory(OperandMode.PER_KERNEL, 2, 0)
-    elif alu_k is not None or mul_k is not None:
-        arr, use = (alu_k, OperandUse.ALU) if alu_k is not None else (mul_k, OperandUse.MUL)
-        addr = alloc.take(2 * (k1 - k0))
-        inputs.append((addr, arr.astype("<i2").view(np.uint8)))
-        streams.append(SdpStream(rdma, OperandMode.PER_KERNEL, 2, addr, use=use))
-        if alu_k is not None:
-            alu = from_memory(OperandMode.PER_KERNEL, 2, st.alu_shift)
-        else:
-            mul = from_memory(OperandMode.PER_KERNEL, 2, 0)
-    per_element = [(v, use) for v, use in ((st.alu_operand, OperandUse.ALU), (st.mul_operand, OperandUse.MUL))]
-    for v, use in per_element:
+    stream = _kernel_stream(rdma, alu_k, mul_k, alloc, inputs)
+    if stream is not None:
+        streams.append(stream)
+        alu = from_memory(OperandMode.PER_KERNEL, 2, st.alu_shift) if alu_k is not None else None
+        mul = from_memory(OperandMode.PER_KERNEL, 2, 0) if mul_k is not None else None
+    for v, use in ((st.alu_operand, OperandUse.ALU), (st.mul_operand, OperandUse.MUL)):
         if np.ndim(v) != 2:  # per element: codes [P, K] (a residual, a statistic), the band's rows as a cube
             continue
-        arr = np.asarray(v, np.int64)
-        if arr.shape[1] != k or arr.shape[0] % h:
-            raise TraceError(f"{base}: a per-element SDP operand {arr.shape} for {h} rows of {k} kernels")
-        cube = arr.reshape(h, arr.shape[0] // h, k)[r0:r1, :, k0:k1]
-        q = operand or p
-        top = 1 << (8 * q.bytes - 1)
-        if cube.min(initial=0) < -top or cube.max(initial=0) >= top:
-            raise TraceError(f"{base}: a per-element SDP operand outside {q.value}")
-        if q is p:  # a feature cube of the data's precision
-            surf = place(alloc, cube.shape[1], r1 - r0, k1 - k0, p, hw)
-            inputs.append((surf.addr, feature_image(cube.astype(RANGES[p].dtype), surf, p, hw)))
-        else:  # atoms of the data's elements, each element `q`'s bytes
-            surf = operand_surface(alloc, cube.shape[1], r1 - r0, k1 - k0, p, q.bytes, 1, hw)
-            inputs.append((surf.addr, operand_image([cube], surf, p, q.bytes, hw)))
-        streams.append(
-            SdpStream(rdma, OperandMode.PER_ELEMENT, q.bytes, surf.addr, surf.line_stride, surf.surface_stride,
-                      use=use)
-        )  # fmt: skip
+        el = _element_stream(v, use, rdma, kernels, rows, alloc, inputs, base, p, hw, operand or p)
+        streams.append(el)
         if use is OperandUse.ALU:
-            alu = from_memory(OperandMode.PER_ELEMENT, q.bytes, st.alu_shift)
+            alu = from_memory(OperandMode.PER_ELEMENT, el.size_bytes, st.alu_shift)
         else:
-            mul = from_memory(OperandMode.PER_ELEMENT, q.bytes, 0)
+            mul = from_memory(OperandMode.PER_ELEMENT, el.size_bytes, 0)
     for v in (st.alu_operand, st.mul_operand):
         if v is not None and np.ndim(v) == 0 and not -(2**15) <= int(v) < 2**15:
             raise TraceError(f"{base}: an SDP register operand outside 16 bits ({int(v)})")
@@ -865,6 +798,66 @@ def _given_stage(
     if st.mul_operand is not None and np.ndim(st.mul_operand) == 0:
         mul = SdpOperand(OperandSource.REG, int(st.mul_operand), 0)
     return SdpStageCfg(alu, AluAlgo.SUM, mul, False, st.relu, mul_shift=st.mul_shift)
+
+
+def _kernel_values(v, kernels: tuple[int, int, int], base: str) -> np.ndarray | None:
+    """An SDP operand given per kernel (a 1-D array of the layer's k, 16-bit values): those of kernels
+    [k0, k1); None for a register value, a per-element operand or none."""
+    if v is None or np.ndim(v) != 1:
+        return None
+    k0, k1, k = kernels
+    arr = np.asarray(v, np.int64)
+    if arr.shape != (k,):
+        raise TraceError(f"{base}: {arr.shape[0]} per-kernel SDP operands for {k} kernels")
+    if arr.min(initial=0) < -(2**15) or arr.max(initial=0) >= 2**15:
+        raise TraceError(f"{base}: an SDP operand outside 16 bits ({arr.min()}..{arr.max()})")
+    return arr[k0:k1]
+
+
+def _kernel_stream(
+    rdma: Rdma, alu: np.ndarray | None, mul: np.ndarray | None, alloc: Alloc, inputs: list
+) -> SdpStream | None:
+    """The per-kernel operands of one RDMA as 16-bit values in memory: one stream of (ALU, MUL) pairs when
+    both are given, else the one given (None: neither)."""
+    comps = [(a, u) for a, u in ((alu, OperandUse.ALU), (mul, OperandUse.MUL)) if a is not None]
+    if not comps:
+        return None
+    addr = alloc.take(2 * len(comps) * len(comps[0][0]))
+    inputs.append((addr, np.stack([a for a, _ in comps], 1).astype("<i2").view(np.uint8).ravel()))
+    return SdpStream(rdma, OperandMode.PER_KERNEL, 2, addr, use=OperandUse.BOTH if len(comps) == 2 else comps[0][1])
+
+
+def _element_stream(
+    v,
+    use: OperandUse,
+    rdma: Rdma,
+    kernels: tuple[int, int, int],
+    rows: tuple[int, int, int],
+    alloc: Alloc,
+    inputs: list,
+    base: str,
+    p: Precision,
+    hw: HwConfig,
+    q: Precision | None = None,
+) -> SdpStream:
+    """An SDP operand given per element (codes [P, K], P pixels of the layer's h rows): the cube of output
+    rows [r0, r1) and kernels [k0, k1) in memory, of `q`'s size (the data's `p` by default: a feature cube;
+    else in atoms of the data's elements, operand_image), and its stream."""
+    (k0, k1, k), (r0, r1, h), q = kernels, rows, q or p
+    arr = np.asarray(v, np.int64)
+    if arr.shape[1] != k or arr.shape[0] % h:
+        raise TraceError(f"{base}: a per-element SDP operand {arr.shape} for {h} rows of {k} kernels")
+    cube = arr.reshape(h, arr.shape[0] // h, k)[r0:r1, :, k0:k1]
+    top = 1 << (8 * q.bytes - 1)
+    if cube.min(initial=0) < -top or cube.max(initial=0) >= top:
+        raise TraceError(f"{base}: a per-element SDP operand outside {q.value}")
+    if q is p:  # a feature cube of the data's precision
+        surf = place(alloc, cube.shape[1], r1 - r0, k1 - k0, p, hw)
+        inputs.append((surf.addr, feature_image(cube.astype(RANGES[p].dtype), surf, p, hw)))
+    else:  # atoms of the data's elements, each element `q`'s bytes
+        surf = operand_surface(alloc, cube.shape[1], r1 - r0, k1 - k0, p, q.bytes, 1, hw)
+        inputs.append((surf.addr, operand_image([cube], surf, p, q.bytes, hw)))
+    return SdpStream(rdma, OperandMode.PER_ELEMENT, q.bytes, surf.addr, surf.line_stride, surf.surface_stride, use=use)
 
 
 # ---- a LayerNorm's steps, with the numbers they compute (numerics.layernorm_steps) ------------------------

@@ -80,7 +80,7 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
             continue
         try:
             if t.op in norms:  # a LayerNorm's step: its numbers are the program's (layer_programs.layernorm_programs)
-                made = _norm_programs(t.op, norms, result, prefix)[t.name[len(t.op) + 1 :]]
+                made = norms[t.op].program(t.op, t.name[len(t.op) + 1 :], result, prefix)
                 if isinstance(made, TraceError):
                     raise made
                 progs = [made]
@@ -123,29 +123,36 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
     return out
 
 
-def _layernorms(results: list[TaskResult]) -> dict[str, dict]:
-    """The LayerNorm ops among the results, by op name: (whether RMSNorm, step name -> its task result),
-    where an op's hardware tasks are exactly the steps of numerics.layernorm_steps, one layer each."""
+@dataclass
+class _Norm:
+    """A LayerNorm op of the results: whether RMSNorm, its step name -> task result, and its programs once
+    made (layer_programs.layernorm_programs: one seeded input for all its steps)."""
+
+    rms: bool
+    steps: dict[str, TaskResult]
+    programs: dict | None = None
+
+    def program(self, op: str, step: str, result: MapResult, prefix: str):
+        if self.programs is None:
+            layers = {name: (r.task.layer, _plan(r)) for name, r in self.steps.items()}
+            seed = zlib.crc32(program_name(op).encode())
+            self.programs = layernorm_programs(prefix + op, layers, result.hw, rms=self.rms, seed=seed)
+        return self.programs[step]
+
+
+def _layernorms(results: list[TaskResult]) -> dict[str, _Norm]:
+    """The LayerNorm ops among the results, by op name: those whose hardware tasks are exactly the steps of
+    numerics.layernorm_steps, one layer each."""
     by_op: dict[str, dict[str, TaskResult]] = {}
     for r in results:
         if r.task.layer is not None and r.task.name.startswith(r.task.op + "."):
             by_op.setdefault(r.task.op, {})[r.task.name[len(r.task.op) + 1 :]] = r
-    out = {}
-    for op, steps in by_op.items():
-        for rms, names in ((False, norm.LAYERNORM_STEPS), (True, norm.RMSNORM_STEPS)):
-            if set(steps) == set(names):
-                out[op] = {"rms": rms, "steps": steps, "programs": None}
-    return out
-
-
-def _norm_programs(op: str, norms: dict[str, dict], result: MapResult, prefix: str) -> dict:
-    """Every step's program of LayerNorm `op` (made once, with one seeded input)."""
-    entry = norms[op]
-    if entry["programs"] is None:
-        layers = {step: (r.task.layer, _plan(r)) for step, r in entry["steps"].items()}
-        seed = zlib.crc32(program_name(op).encode())
-        entry["programs"] = layernorm_programs(prefix + op, layers, result.hw, rms=entry["rms"], seed=seed)
-    return entry["programs"]
+    return {
+        op: _Norm(rms, steps)
+        for op, steps in by_op.items()
+        for rms, names in ((False, norm.LAYERNORM_STEPS), (True, norm.RMSNORM_STEPS))
+        if set(steps) == set(names)
+    }
 
 
 def summary(res: EmitResult) -> str:

@@ -166,6 +166,7 @@ def sdp_params(
 
 
 def _apply_sdp(op: SdpOp, x: np.ndarray, mem: SparseMemory, hw: HwConfig, lut: LutParams | None) -> np.ndarray:
+    """SDP over x [h, w, c] as the program's registers say, refusing what the hardware does not do."""
     if op.proc_precision is Precision.INT16 and op.out_precision is Precision.INT8:
         # SDP's write DMA converts 8 to 16 bits but has no 16-to-8 mode (hw@nvdlav1 vmod/nvdla/sdp/
         # NV_NVDLA_SDP_WDMA_cmd.v: cfg_mode_16to8 commented out); measured, nv_full's RTL hangs on it
@@ -173,6 +174,11 @@ def _apply_sdp(op: SdpOp, x: np.ndarray, mem: SparseMemory, hw: HwConfig, lut: L
             "SDP writes INT8 only from INT8 data: its write DMA has no 16-to-8 mode "
             "(D_DATA_FORMAT_0 PROC_PRECISION int16 with OUT_PRECISION int8; NVIDIA's nv_full RTL hangs on it)"
         )
+    return sdp_values(op, x, mem, hw, lut)
+
+
+def sdp_values(op: SdpOp, x: np.ndarray, mem: SparseMemory, hw: HwConfig, lut: LutParams | None) -> np.ndarray:
+    """What the SDP arithmetic makes of x [h, w, c] under the pass's registers (no check of the mode)."""
     h, w, cp = x.shape
     params = sdp_params(op, mem, w, h, cp, hw, lut=lut)
     flat = x.reshape(h * w, cp)
