@@ -85,3 +85,97 @@ def fp16_to_fp32(x: np.ndarray) -> np.ndarray:
     """An FP16 operand to SDP's FP32: exact; infinity becomes the largest finite FP32 (FpWidthInc)."""
     r = np.asarray(x, np.float16).astype(np.float32)
     return np.where(np.isinf(r), np.copysign(np.float32(FP32_MAX), r), r).astype(np.float32)
+
+
+# ---- FP32 addition as SDP's FpAdd does it, and the LUT's FP17 (docs/fp16_lut.md) ----------------------
+# The SDP Y-stage LUT interpolates in FP17: 1 sign, 6 exponent (bias 31) and 10 mantissa bits, no
+# denormals and no infinity (cmod/hls/sdp/sdp.h L168-172); every operation rounds to nearest even on 11
+# significant bits, flushes results below 2**-30 to a signed zero and saturates at 2**32 - 2**21
+# (cmod/hls/include/nvdla_float.h FpMul<6,10> L1283, FpAdd<6,10> L1657).
+
+FP17_MAX = 2.0**32 - 2.0**21
+FP17_MIN = 2.0**-30  # the smallest normal FP17
+FP17_BITS = 11  # significant bits
+
+
+def _rne(v: np.ndarray, bits: int) -> np.ndarray:
+    """v (float64) rounded to `bits` significant bits, ties to even."""
+    m, e = np.frexp(v)
+    return np.ldexp(np.rint(np.ldexp(m, bits)), e - bits)
+
+
+def _zero_sign(r: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """NVDLA's sign of an exact-zero sum: the operand of larger magnitude's, the first one's on a tie
+    (so x + (-x) is +0 for x > 0 and -0 for x < 0, where IEEE gives +0)."""
+    return np.where(r == 0, np.copysign(0.0, np.where(np.abs(a) >= np.abs(b), a, b)), r)
+
+
+def fp32_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """SDP's FP32 addition (FpAdd<8,23>, nvdla_float.h L974): IEEE round to nearest even, overflow to the
+    largest finite FP32, results below 2**-126 to zero, and the zero sign of _zero_sign. Returns float64
+    holding FP32 values."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return _zero_sign(to_fp32(a + b).astype(np.float64), a, b)
+
+
+def _sat17(r: np.ndarray) -> np.ndarray:
+    return np.where(np.abs(r) >= 2.0**32, np.copysign(FP17_MAX, r), r)
+
+
+def fp17_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """FpAdd<6,10>: a + b on 11 significant bits (the float64 sum, then one rounding: innocuous, 53 >=
+    2 * 11 + 2), below 2**-30 to zero, saturating, zero sign as _zero_sign."""
+    v = a + b
+    return _zero_sign(np.where(np.abs(v) < FP17_MIN, 0.0, _sat17(_rne(v, FP17_BITS))), a, b)
+
+
+def fp17_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """FpMul<6,10>: the exact product rounded to 11 significant bits; zero (sign a ^ b) when an operand
+    is zero, when the operands' exponents sum below -31 or the rounded product is below 2**-30."""
+    ea = np.frexp(np.where(a == 0, 1.0, a))[1] - 1  # floor(log2 |a|)
+    eb = np.frexp(np.where(b == 0, 1.0, b))[1] - 1
+    r = _sat17(_rne(a * b, FP17_BITS))  # a * b is exact in float64 (11 x 11 bits)
+    tiny = (a == 0) | (b == 0) | (ea + eb < -31) | (np.abs(r) < FP17_MIN)
+    return np.where(tiny, np.copysign(0.0, np.copysign(1.0, a) * np.copysign(1.0, b)), r)
+
+
+def fp32_to_fp17(v: np.ndarray) -> np.ndarray:
+    """Fp32ToFp17 (FpWidthDec, no denormals): nearest even on 11 bits, saturating; below 2**-30 zero,
+    except 2**-30 - 2**-41 <= |v| < 2**-30, which rounds up to 2**-30 (at denormal resolution)."""
+    v = np.asarray(v, np.float64)
+    av = np.abs(v)
+    small = np.where(av >= FP17_MIN - 2.0**-41, np.copysign(FP17_MIN, v), np.copysign(0.0, v))
+    return np.where(av < FP17_MIN, small, _sat17(_rne(v, FP17_BITS)))
+
+
+def fp16_to_fp17(h: np.ndarray) -> np.ndarray:
+    """Fp16ToFp17: exact (FP16 denormals become FP17 normals); infinity the largest FP17."""
+    v = np.asarray(h, np.float16).astype(np.float64)
+    return np.where(np.isinf(v), np.copysign(FP17_MAX, v), v)
+
+
+def fraction_to_fp17(f: np.ndarray, bits: int) -> np.ndarray:
+    """FpFractionToFloat<bits,6,10>: the integer fraction f / 2**bits at 11 significant bits (nearest
+    even), zero below 2**-30."""
+    f = np.asarray(f, np.float64)
+    return np.where(f < 2.0 ** (bits - 30), 0.0, _rne(f / 2.0**bits, FP17_BITS))
+
+
+def fp16_codes(values: np.ndarray) -> np.ndarray:
+    """FP16 values as the signed 16-bit register codes that hold their bit patterns."""
+    return np.asarray(values, np.float16).view(np.int16).astype(np.int64)
+
+
+def fp16_from_codes(codes: np.ndarray) -> np.ndarray:
+    """The FP16 values whose bit patterns 16-bit register codes (signed or not) hold."""
+    return (np.asarray(codes, np.int64) & 0xFFFF).astype(np.uint16).view(np.float16)
+
+
+def fp32_code(value: float) -> int:
+    """An FP32 value as the signed 32-bit register code holding its bit pattern."""
+    return int(np.array([value], np.float32).view(np.int32)[0])
+
+
+def fp32_from_code(code: int) -> float:
+    """The FP32 value a 32-bit register code (signed or not) holds."""
+    return float(np.array([code & 0xFFFFFFFF], np.uint32).view(np.float32)[0])

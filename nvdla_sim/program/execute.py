@@ -287,7 +287,14 @@ def _kept(kept: np.ndarray | None, shape: tuple[int, ...], what: str, field: str
 
 def _sdp(op: SdpOp, st: ExecState, name: str, luts: ProgramLuts) -> None:
     x = read_cube(st.mem, op.src, op.width, op.height, op.channels, op.in_precision, st.hw)
-    _after_sdp(op, _apply_sdp(op, x.astype(np.int64), st.mem, st.hw, luts.sdp), st)
+    if op.in_precision.is_float != op.proc_precision.is_float:
+        raise TraceError(
+            f"{name}: SDP reads {op.in_precision.value} data for {op.proc_precision.value} processing; "
+            "an offline pass is modelled with both float (FP16) or both integer"
+        )
+    # FP16 data enters SDP's FP32 exactly (cmod NV_NVDLA_sdp.cpp Fp16ToFp32)
+    x = fp16_to_fp32(x) if op.in_precision.is_float else x.astype(np.int64)
+    _after_sdp(op, _apply_sdp(op, x, st.mem, st.hw, luts.sdp), st)
 
 
 def _after_sdp(op: SdpOp, out: np.ndarray, st: ExecState) -> None:

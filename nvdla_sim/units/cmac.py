@@ -65,6 +65,15 @@ def _compress(terms: list[np.ndarray]) -> list[np.ndarray]:
     return terms
 
 
+# A Booth digit's partial product of the data mantissa d (< 2**15, so 2d < 2**16) with its sign-extension
+# constant: digits 0 and 7 give 0x10000, 1 and 2 d | 0x10000, 3 2d | 0x10000, 4 ~2d & 0xFFFF, 5 and 6
+# ~d & 0xFFFF; as sums (d | 0x10000 = 0x10000 + d, ~x & 0xFFFF = 0xFFFF - x): base + times * d. The
+# inverted digits 4-6 add their +1 two places up.
+_PP_BASE = np.array([0x10000, 0x10000, 0x10000, 0x10000, 0xFFFF, 0xFFFF, 0xFFFF, 0x10000], np.int64)
+_PP_TIMES = np.array([0, 1, 1, 2, -2, -1, -1, 0], np.int64)
+_PP_INVERTED = np.array([0, 0, 0, 0, 1, 1, 1, 0], np.int64)
+
+
 def booth_product(negative: np.ndarray, wt_mant: np.ndarray, dat_mant: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """One FP16 product's aligned mantissa as CMAC forms it: the weight mantissa radix-4 Booth recoded
     (eight digits, negated for a negative product), eight partial products of the data mantissa carrying
@@ -74,18 +83,13 @@ def booth_product(negative: np.ndarray, wt_mant: np.ndarray, dat_mant: np.ndarra
     0 and 4; beyond, the two truncations differ from floor(product / 2**shift) by up to one."""
     neg = np.asarray(negative, np.int64)
     w = np.asarray(wt_mant, np.int64) << 1
-    d = np.broadcast_to(np.asarray(dat_mant, np.int64), np.broadcast_shapes(np.shape(w), np.shape(dat_mant)))
+    d = np.asarray(dat_mant, np.int64)
     rev = np.where(neg != 0, 7, 0)
     pps, invs = [], []
     for i in range(8):
         code = ((w >> (2 * i)) & 7) ^ rev
-        pp = np.select(
-            [(code == 0) | (code == 7), (code == 1) | (code == 2), code == 3, code == 4],
-            [np.int64(0x10000), d | 0x10000, (d << 1) | 0x10000, ~(d << 1) & 0xFFFF],
-            ~d & 0xFFFF,
-        )
-        pps.append(pp)
-        invs.append(((code >= 4) & (code <= 6)).astype(np.int64))
+        pps.append(_PP_BASE[code] + _PP_TIMES[code] * d)
+        invs.append(_PP_INVERTED[code])
     m = 0xFFFFFFFF
     lo = [pps[0], (pps[1] << 2 | invs[0]) & m, (pps[2] << 4 | invs[1] << 2) & m, (pps[3] << 6 | invs[2] << 4) & m,
           invs[3] << 6]  # fmt: skip

@@ -13,8 +13,7 @@ an index past the last entry an overflow; the fraction is scaled to 16 bits (tru
 step is wider than 2**16) and the interpolation rounded half away from zero; extrapolation multiplies the
 distance from the table end by the slope scale and divides by 2**shift (a 5-bit signed shift) with
 rounding; every result saturates to 16 bits. When one table hits and the other misses, the hit wins; both
-under (over) flowing pick the underflow (overflow) priority; otherwise the hybrid priority. Float inputs
-(FP16 mode) use the same formulas in float64.
+under (over) flowing pick the underflow (overflow) priority; otherwise the hybrid priority.
 
 SDP's Y-stage LUT (LutPath.SDP) indexes and picks the same way but keeps more bits, as NVIDIA's HLS
 source of the RTL computes it (hw@master:cmod/hls/sdp/sdp_y_idx.cpp, sdp_y_inp.cpp, and the table
@@ -25,6 +24,12 @@ y0 + ((x - (offset + bias)) * scale >> shift) with the start (underflow) or end 
 offset, bias 2**index_offset for an underflow of an exponent LE table with a positive index offset (0
 otherwise), the shift a 5-bit signed value (negative shifts left), saturated to 32 bits. A linear index
 for a negative index select is shifted left and has no fraction.
+
+In FP16 processing precision (float inputs; SDP only) the same registers hold other formats, and the
+tables hold register codes either way: entries and slope scales are FP16 bit patterns, START and END
+FP32 ones, the shifts are ignored, and the interpolation runs in NVDLA's FP17 (_lookup_fp; bit by bit
+in docs/fp16_lut.md, from NVIDIA's HLS source and checked on nv_full's RTL). fp16_table and
+fp16_function_lut build such tables from a function.
 """
 
 from __future__ import annotations
@@ -35,6 +40,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nvdla_sim.floats import (
+    fp16_codes,
+    fp16_from_codes,
+    fp16_to_fp17,
+    fp17_add,
+    fp17_mul,
+    fp32_add,
+    fp32_code,
+    fp32_from_code,
+    fp32_to_fp17,
+    fraction_to_fp17,
+)
 from nvdla_sim.precision import shift_round
 
 LE_ENTRIES = 65
@@ -61,7 +78,9 @@ class Table(enum.Enum):
 
 @dataclass(frozen=True, eq=False)
 class LutTable:
-    """One table. LINEAR: entry i sits at start + i * 2**index_shift. EXPONENT: entry i at 2**(start + i)."""
+    """One table, as register codes. LINEAR: entry i sits at start + i * 2**index_shift. EXPONENT: entry i
+    at origin + 2**(start + i). In FP16 mode entries and scales are FP16 codes and start (LINEAR), origin
+    and end FP32 codes (fp16_table)."""
 
     entries: np.ndarray
     mode: IndexMode
@@ -134,29 +153,11 @@ class LutStats:
 
 def _lookup(t: LutTable, x: np.ndarray, is_float: bool, path: LutPath) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (value, hit, under) for every x; value already extrapolated outside the table."""
-    if not is_float:
-        return _lookup_sdp(t, x) if path is LutPath.SDP else _lookup_int(t, x)
-    e = np.asarray(t.entries, np.int64)
-    n = len(e) - 1
-    if t.mode is IndexMode.LINEAR:
-        pos = (x - t.start) / 2.0**t.index_shift
-        idx = np.floor(pos)
-        frac_f = pos - idx
-        under = x <= t.start
-    else:
-        rel = x - t.origin
-        safe = np.where(rel > 0, rel, 1.0)
-        k = np.floor(np.log2(safe))
-        idx = np.where(rel > 0, k - t.start, -1)
-        frac_f = safe / np.exp2(k) - 1.0
-        under = (rel <= 0) | (idx < 0)
-    over = ~under & (idx >= n)
-    hit = ~under & ~over
-    ci = np.clip(idx, 0, n - 1).astype(np.int64)
-    val = e[ci] + (e[ci + 1] - e[ci]) * frac_f
-    under_v = e[0] + (x - t.first_x) * (t.uflow_scale / 2.0**t.uflow_shift)
-    over_v = e[n] + (x - t.last_x) * (t.oflow_scale / 2.0**t.oflow_shift)
-    return np.where(under, under_v, np.where(over, over_v, val)), hit, under
+    if is_float:
+        if path is not LutPath.SDP:
+            raise ValueError("CDP's FP16 LUT is not modelled (LRN runs INT8 only)")
+        return _lookup_fp(t, x)
+    return _lookup_sdp(t, x) if path is LutPath.SDP else _lookup_int(t, x)
 
 
 INTERP_BITS = 16  # the interpolation fraction's width
@@ -261,6 +262,55 @@ def _flow_term(v: np.ndarray, shift: int) -> np.ndarray:
     return _sat(shift_round(v, shift), SDP_OUT_BITS)
 
 
+def _lookup_fp(t: LutTable, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SDP Y-stage LUT in FP16 processing precision (docs/fp16_lut.md; sdp_y_idx.cpp, sdp_y_inp.cpp,
+    nvdla_float.h), x float64 holding FP32 values. The registers are read as the hardware reads them in
+    this mode: entries and slope scales as FP16 bit patterns, START and END as FP32 ones, the index
+    selects and offset as integers, the slope shifts not at all. x - START is an FP32 subtraction; an
+    underflow is a difference not above zero (or, exponent-indexed, an exponent below the offset); a
+    linear index is the difference times 2**-select (a negative select still leaves a fraction), an
+    exponent index its FP32 exponent less the offset; the fraction is 35 bits, truncated. A hit is
+    y0 (1 - f) + y1 f with each weight, product and the sum rounded to FP17; a miss is
+    y0 + (x - (offset + bias)) * scale in FP17, offset START (underflow) or END (overflow), bias
+    2**offset for an exponent table's underflow (any offset, unlike INT mode)."""
+    if t.end is None:
+        raise ValueError("an FP16 LUT table needs its END register (LutTable.end)")
+    e = fp16_to_fp17(fp16_from_codes(t.entries))
+    n = len(e) - 1
+    exponent = t.mode is IndexMode.EXPONENT
+    start = fp32_from_code(t.origin if exponent else t.start)
+    d = fp32_add(x, -np.float64(start))
+    under = ~(d > 0)  # negative, +-0 or NaN
+    if exponent:
+        if t.start <= -127:
+            raise ValueError(f"an FP16 exponent table's index offset must be above -127 (its 2**offset), not {t.start}")
+        m, ex = np.frexp(np.where(under, 1.0, d))
+        k = ex - 1  # the FP32 difference's unbiased exponent
+        under = under | (k < t.start)
+        idx = (k - t.start).astype(np.float64)
+        frac = (2.0 * m - 1.0) * 2.0**SDP_FRAC_BITS  # the 23-bit mantissa << 12: exact
+    else:
+        pos = np.ldexp(np.where(under, 0.0, d), -t.index_shift)  # exact
+        idx = np.floor(pos)
+        frac = np.floor((pos - idx) * 2.0**SDP_FRAC_BITS)
+    over = ~under & (idx >= n)
+    hit = ~under & ~over
+    ci = np.clip(idx, 0, n - 1).astype(np.int64)
+    f = np.where(hit, frac, 0.0)
+    w0 = np.where(f == 0, 1.0, fraction_to_fp17(2.0**SDP_FRAC_BITS - f, SDP_FRAC_BITS))
+    interp = fp17_add(fp17_mul(w0, e[ci]), fp17_mul(fraction_to_fp17(f, SDP_FRAC_BITS), e[ci + 1]))
+    scales = fp16_to_fp17(fp16_from_codes(np.array([t.uflow_scale, t.oflow_scale])))
+    bias = 2.0**t.start if exponent else 0.0
+    under_at = fp32_add(np.float64(start), np.float64(bias))
+    over_at = fp32_add(np.float64(fp32_from_code(t.end)), 0.0)
+
+    def flow(y0: float, at: np.ndarray, scale: float) -> np.ndarray:
+        return fp17_add(np.full_like(x, y0), fp17_mul(fp32_to_fp17(fp32_add(x, -at)), np.float64(scale)))
+
+    val = np.where(under, flow(e[0], under_at, scales[0]), np.where(over, flow(e[n], over_at, scales[1]), interp))
+    return val, hit, under
+
+
 def _floor_log2(v: np.ndarray) -> np.ndarray:
     """floor(log2(v)) for positive int64 v, exact (cmod IntLog2: the leading one's position)."""
     k = np.floor(np.log2(v.astype(np.float64))).astype(np.int64)
@@ -358,3 +408,45 @@ def function_lut(
         out_scale=out_scale,
     )
     return LutParams(le=le, lo=lo, priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LE)
+
+
+def fp16_table(
+    func: Callable[[np.ndarray], np.ndarray], *, entries: int, x_start: float, index_select: int
+) -> LutTable:
+    """A linear table for SDP's FP16 mode: func at x_start + i * 2**index_select as FP16 entries, START
+    and END as FP32, the end slopes (the first and last intervals' secants) as FP16 scales; FP mode
+    ignores the slope shifts (docs/fp16_lut.md section 1). A negative select makes intervals below 1."""
+    step = 2.0**index_select
+    xs = np.float32(x_start) + np.arange(entries) * step
+    ys = np.asarray(func(xs.astype(np.float64)), np.float64)
+    e = ys.astype(np.float16)
+    if not np.all(np.isfinite(e)):
+        raise ValueError(f"FP16 LUT entries must be finite FP16 (|y| <= 65504) over [{xs[0]}, {xs[-1]}]")
+    under, over = ((float(e[1]) - float(e[0])) / step, (float(e[-1]) - float(e[-2])) / step)
+    codes = fp16_codes(e)
+    return LutTable(
+        codes,
+        IndexMode.LINEAR,
+        fp32_code(float(xs[0])),
+        index_select,
+        int(fp16_codes(np.array([under]))[0]),
+        0,
+        int(fp16_codes(np.array([over]))[0]),
+        0,
+        end=fp32_code(float(xs[-1])),
+    )
+
+
+def fp16_function_lut(
+    func: Callable[[np.ndarray], np.ndarray], *, le: tuple[float, int], lo: tuple[float, int]
+) -> LutParams:
+    """A hybrid FP16 LUT for func: LE from le[0] in steps of 2**le[1] (64 intervals), LO from lo[0] in
+    steps of 2**lo[1] (256, meant to be the denser one: it wins where both hit); beyond both tables the
+    LE table's end slopes extrapolate."""
+    return LutParams(
+        le=fp16_table(func, entries=LE_ENTRIES, x_start=le[0], index_select=le[1]),
+        lo=fp16_table(func, entries=LO_ENTRIES, x_start=lo[0], index_select=lo[1]),
+        priority=Table.LO,
+        uflow_priority=Table.LE,
+        oflow_priority=Table.LE,
+    )

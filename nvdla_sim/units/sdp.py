@@ -24,7 +24,7 @@ import numpy as np
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import UnsupportedError
-from nvdla_sim.floats import FP16_MAX, fp32_to_fp16, to_fp32
+from nvdla_sim.floats import FP16_MAX, fp32_add, fp32_to_fp16, to_fp32
 from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 from nvdla_sim.precision import Precision, saturate, shift_round
 from nvdla_sim.units.dram import credit_bytes_per_cycle
@@ -161,12 +161,21 @@ def _relu_float(x: np.ndarray) -> np.ndarray:
     return np.where(np.signbit(x) & ~np.isnan(x), np.float32(0), x).astype(np.float32)
 
 
+def _alu_float(op: AluOp, x: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The ALU in FP32 (cmod hls/sdp/sdp.h FpAlu): a sum is FpAdd (nvdla_sim.floats.fp32_add: its own
+    sign of an exact zero), max and min pick an operand."""
+    b = np.asarray(b, np.float64)
+    if op is AluOp.ADD:
+        return fp32_add(x, b)
+    return to_fp32(_alu(op, x, b)).astype(np.float64)
+
+
 def _stage_float(x: np.ndarray, st: Stage) -> np.ndarray:
     """X1/X2 in FP32 (nvdla_sim.floats.to_fp32 after each operation): the ALU, then the multiplier (PReLU
     passes non-negative inputs); the shifts and the truncation are not used in FP mode (sdp_x.cpp)."""
     x64 = np.asarray(x, np.float64)
     if st.alu_operand is not None:
-        x64 = to_fp32(_alu(st.alu_op, x64, np.asarray(st.alu_operand, np.float64))).astype(np.float64)
+        x64 = _alu_float(st.alu_op, x64, st.alu_operand)
     if st.mul_operand is not None:
         prod = to_fp32(x64 * np.asarray(st.mul_operand, np.float64)).astype(np.float64)
         x64 = np.where(x64 < 0, prod, x64) if st.prelu else prod
@@ -223,7 +232,7 @@ def _sdp_float(x: np.ndarray, params: SdpParams) -> SdpResult:
     """SDP's FP16 mode on CACC's FP32: X1, X2, then Y (multiplier before ALU) in FP32 rounded to nearest
     even with denormals flushed and overflow saturated; the output convertor is bypassed and the result
     rounded to FP16, saturating at 65504 (cmod hls/sdp/sdp_c.cpp Fp32ToFp16; nvdla_sim.floats). The
-    LUT's own FP17 interpolation is not modelled bit-exactly (float64 here)."""
+    LUT interpolates in FP17 (lut._lookup_fp) and hands on an FP32 holding that FP17 value."""
     for st in (params.x1, params.x2):
         if st is not None:
             x = _stage_float(x, st)
@@ -234,7 +243,7 @@ def _sdp_float(x: np.ndarray, params: SdpParams) -> SdpResult:
             prod = to_fp32(x64 * np.asarray(y.mul_operand, np.float64)).astype(np.float64)
             x64 = np.where(x64 >= 0, x64, prod) if y.mul_prelu else prod
         if y.alu_operand is not None:
-            x64 = to_fp32(_alu(y.alu_op, x64, np.asarray(y.alu_operand, np.float64))).astype(np.float64)
+            x64 = _alu_float(y.alu_op, x64, y.alu_operand)
         if y.lut is not None:
             v, _ = lut_apply(x64, y.lut, path=LutPath.SDP)
             x64 = to_fp32(v).astype(np.float64)

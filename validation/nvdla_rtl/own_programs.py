@@ -29,9 +29,21 @@ from pathlib import Path
 import numpy as np
 
 from nvdla_sim.config import HwConfig, load_config
+from nvdla_sim.floats import fp16_codes, fp32_code
 from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import AluAlgo, CdpOp, OperandSource, OperandUse, Rdma, SdpOperand, SdpStageCfg, SdpStream
+from nvdla_sim.program.decode import (
+    AluAlgo,
+    CdpOp,
+    EwOperand,
+    OperandSource,
+    OperandUse,
+    Rdma,
+    SdpEwCfg,
+    SdpOperand,
+    SdpStageCfg,
+    SdpStream,
+)
 from nvdla_sim.program.emit import Alloc, TraceProgram, conv_layer, emit_program, place, pool_pass, sdp_pass
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
 from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
@@ -249,7 +261,9 @@ def _suite_int16() -> Iterator[Spec]:
 def _suite_fp16() -> Iterator[Spec]:
     """FP16 programs for nv_full: the convolution pipeline's block floating point (CMAC), the 48-bit
     accumulator's roundings (CACC) and SDP's FP32 -> FP16 output, over 1 to 4 channel atoms, 1 to 4
-    kernel groups of 16, and 3x3 kernels (CACC adds 9 x C/64 partial sums)."""
+    kernel groups of 16, and 3x3 kernels (CACC adds 9 x C/64 partial sums); then SDP's FP32 stages: a
+    projection's bias with GELU in the LUT and with a residual added by Y, the Y stage's multiplier, ALU
+    and LUT (FP17 interpolation) with random tables, and the X stages' operands from memory."""
     f16 = Precision.FP16
     for m, k, n in [(64, 64, 16), (1, 64, 64), (64, 256, 32), (128, 128, 48), (16, 100, 20)]:
         name = f"ownf16_mm_m{m}_k{k}_n{n}"
@@ -262,6 +276,147 @@ def _suite_fp16() -> Iterator[Spec]:
         "ownf16_conv_17x13x24_3x3x16_s2", "conv",
         _conv(ConvShape.square(17, 13, 24, 16, kernel=3, stride=2), clip=0, precision=f16), 5102,
     )  # fmt: skip
+    yield Spec("ownf16_proj_gelu_m32_k64_n64", "conv", _f16_projection(ConvShape.matmul(32, 64, 64), then="gelu"), 5201)
+    yield Spec(
+        "ownf16_proj_residual_m32_k96_n48", "conv",
+        _f16_projection(ConvShape.matmul(32, 96, 48), then="residual"), 5202,
+    )  # fmt: skip
+    yield Spec("ownf16_sdp_y_lut_exp_16x8x48", "sdp", _f16_sdp_lut(16, 8, 48, exponent=True), 5203)
+    yield Spec("ownf16_sdp_y_lut_linear_16x8x48", "sdp", _f16_sdp_lut(16, 8, 48, exponent=False), 5204)
+    yield Spec("ownf16_sdp_x_16x8x40", "sdp", _f16_sdp_x(16, 8, 40), 5205)
+
+
+# ---- FP16 through SDP: the bias, the residual add and the LUT's FP16 mode (docs/fp16_lut.md) ----------
+
+F16 = Precision.FP16
+
+
+def _f16_bytes(v: np.ndarray) -> np.ndarray:
+    return np.asarray(v, np.float16).view(np.uint8)
+
+
+def _f16_cube(rng: np.random.Generator, shape: tuple[int, ...], spread: int) -> np.ndarray:
+    """FP16 values N(0, 1) times 2**-spread .. 2**spread, plus a uniform tenth over +-2**(spread + 2):
+    both tables' hits, both ends' flows and the exponent table's boundaries all get values."""
+    v = rng.standard_normal(shape) * 2.0 ** rng.integers(-spread, spread + 1, shape)
+    wide = rng.random(shape) < 0.1
+    return np.where(wide, rng.uniform(-(2.0 ** (spread + 2)), 2.0 ** (spread + 2), shape), v).astype(np.float16)
+
+
+def _ew_stream(surf, use: OperandUse = OperandUse.ALU) -> SdpStream:
+    return SdpStream(Rdma.ERDMA, OperandMode.PER_ELEMENT, 2, surf.addr, surf.line_stride, surf.surface_stride, use)
+
+
+def _f16_projection(shape: ConvShape, *, then: str) -> Maker:
+    """An FP16 matmul as the mapper lowers a transformer's at FP16 (numerics.fp16_steps): X1 adds an FP16
+    bias per kernel from B-RDMA; then Y applies GELU from the LUT (`then` "gelu") or Y's ALU adds an FP16
+    residual per element from E-RDMA ("residual"). Data N(0, 1/4), so the sums span the GELU table's
+    hits and both ends."""
+
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        from nvdla_mapper.numerics import fp16_steps
+        from nvdla_mapper.numerics.reference import gelu_tanh
+
+        alloc = Alloc()
+        baddr = alloc.take(shape.out_k * 2 + 64)
+        inputs = [(baddr, _f16_bytes(rng.standard_normal(shape.out_k) * 2))]
+        streams = [SdpStream(Rdma.BRDMA, OperandMode.PER_KERNEL, 2, baddr, use=OperandUse.ALU)]
+        x1 = SdpStageCfg(
+            SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_KERNEL, 2), AluAlgo.SUM, None, False, False
+        )
+        lut = None
+        if then == "gelu":
+            ew = SdpEwCfg(None, AluAlgo.SUM, None, False, 0, True)
+            lut = fp16_steps.gelu_lut(gelu_tanh)
+        else:
+            res = place(alloc, shape.out_w, shape.out_h, shape.out_k, F16, hw)
+            inputs.append(
+                (res.addr, feature_image(_f16_cube(rng, (shape.out_h, shape.out_w, shape.out_k), 3), res, F16, hw))
+            )
+            streams.append(_ew_stream(res))
+            ew = SdpEwCfg(EwOperand(OperandSource.MEM), AluAlgo.SUM, None, False, 0, False)
+        op, din, waddr, oaddr = conv_layer(shape, F16, hw, alloc, x1=x1, streams=tuple(streams), ew=ew)
+        x = (rng.standard_normal((shape.in_h, shape.in_w, shape.in_c)) / 2).astype(np.float16)
+        w = (rng.standard_normal((shape.out_k, shape.kernel_h, shape.kernel_w, shape.in_c)) / 2).astype(np.float16)
+        inputs += [(din.addr, feature_image(x, din, F16, hw)), (waddr, dc_weight_bytes(w, F16, hw))]
+        outputs = [(oaddr, cube_size(op.out, shape.out_k, F16, hw))]
+        return emit_program(name, op, inputs, outputs, hw, lut=lut)
+
+    return make
+
+
+def _random_fp16_lut(rng: np.random.Generator, *, exponent: bool) -> LutParams:
+    """Tables of random FP16 entries (some zero, one denormal) and random FP16 slopes; LE exponent-indexed
+    from -3 with index offset -58 (entries at -3 + 2**(i - 58), up to 61) or linear over [-24, 8] in steps of 1/2; LO
+    linear in steps of 2**-4 from -6 (exponent case) or 2**-6 from -2.5; the priorities differ between
+    the two cases. The slope shifts are set: FP16 mode ignores them."""
+
+    def entries(n: int) -> np.ndarray:
+        e = rng.standard_normal(n) * 8
+        e[rng.integers(0, n, 4)] = 0.0
+        e[rng.integers(0, n)] = 2.0**-20  # an FP16 denormal
+        return fp16_codes(e)
+
+    def slopes() -> dict:
+        u, o = (int(c) for c in fp16_codes(rng.standard_normal(2) * 2))
+        return {"uflow_scale": u, "oflow_scale": o, "uflow_shift": int(rng.integers(-8, 9)), "oflow_shift": 5}
+
+    if exponent:
+        le = LutTable(entries(65), IndexMode.EXPONENT, -58, 0, origin=fp32_code(-3.0), end=fp32_code(61.0), **slopes())
+        lo = LutTable(entries(257), IndexMode.LINEAR, fp32_code(-6.0), -4, end=fp32_code(10.0), **slopes())
+        return LutParams(le, lo, priority=Table.LE, uflow_priority=Table.LO, oflow_priority=Table.LE)
+    le = LutTable(entries(65), IndexMode.LINEAR, fp32_code(-24.0), -1, end=fp32_code(8.0), **slopes())
+    lo = LutTable(entries(257), IndexMode.LINEAR, fp32_code(-2.5), -6, end=fp32_code(1.5), **slopes())
+    return LutParams(le, lo, priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LO)
+
+
+def _f16_sdp_lut(w: int, h: int, c: int, *, exponent: bool) -> Maker:
+    """Offline SDP at FP16 through the Y stage: its multiplier by an FP32 register value (1.25), its ALU
+    adding an FP16 operand per element from E-RDMA, then the LUT with random tables (_random_fp16_lut)."""
+
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        a = Alloc()
+        src, opnd, dst = (place(a, w, h, c, F16, hw) for _ in range(3))
+        lut = _random_fp16_lut(rng, exponent=exponent)
+        ew = SdpEwCfg(
+            EwOperand(OperandSource.MEM), AluAlgo.SUM, EwOperand(OperandSource.REG, fp32_code(1.25)), False, 0, True
+        )
+        op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, precision=F16, ew=ew, streams=(_ew_stream(opnd),))
+        inputs = [(src.addr, feature_image(_f16_cube(rng, (h, w, c), 4), src, F16, hw))]
+        inputs.append((opnd.addr, feature_image(_f16_cube(rng, (h, w, c), 2), opnd, F16, hw)))
+        return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, F16, hw))], hw, lut=lut)
+
+    return make
+
+
+def _f16_sdp_x(w: int, h: int, c: int) -> Maker:
+    """Offline SDP at FP16 through the X stages: X1's ALU adds an FP16 operand per element from B-RDMA (one
+    element in seven its input's negation: an exact zero, whose sign is the hardware's), X2's multiplier
+    takes an FP16 operand per kernel from N-RDMA, ReLU off (a negative zero stays -0)."""
+
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        a = Alloc()
+        src, opnd, dst = (place(a, w, h, c, F16, hw) for _ in range(3))
+        maddr = a.take(c * 2 + 64)
+        x = _f16_cube(rng, (h, w, c), 6)
+        y = _f16_cube(rng, (h, w, c), 6)
+        y.reshape(-1)[::7] = -x.reshape(-1)[::7]
+        streams = (
+            SdpStream(Rdma.BRDMA, OperandMode.PER_ELEMENT, 2, opnd.addr, opnd.line_stride, opnd.surface_stride),
+            SdpStream(Rdma.NRDMA, OperandMode.PER_KERNEL, 2, maddr, use=OperandUse.MUL),
+        )
+        x1 = SdpStageCfg(
+            SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_ELEMENT, 2), AluAlgo.SUM, None, False, False
+        )
+        x2 = SdpStageCfg(
+            None, AluAlgo.SUM, SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_KERNEL, 2), False, False
+        )
+        op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, precision=F16, x1=x1, x2=x2, streams=streams)
+        inputs = [(src.addr, feature_image(x, src, F16, hw)), (opnd.addr, feature_image(y, opnd, F16, hw))]
+        inputs.append((maddr, _f16_bytes(rng.standard_normal(c) * 4)))
+        return emit_program(name, op, inputs, [(dst.addr, cube_size(dst, c, F16, hw))], hw)
+
+    return make
 
 
 SUITE: list[Spec] = list(_suite())
