@@ -159,8 +159,9 @@ def add_commands(sub, registry: dict) -> None:
                      "ffn, head, residual: the residual stream in memory; on a build with SDP's LUT also gelu, "
                      "layernorm with --layernorm nvdla, and softmax with --softmax nvdla): the loss attributed "
                      "by part")  # fmt: skip
-    ac.add_argument("--precision", choices=["int8", "int16"], default="int8",
-                    help="the datapath's precision (int16 on builds that have it, e.g. nv_full)")  # fmt: skip
+    ac.add_argument("--precision", choices=["int8", "int16", "fp16"], default="int8",
+                    help="the datapath's precision (int16 and fp16 on builds that have them, e.g. nv_full; "
+                    "fp16 takes no scales: its values as FP16, GELU in the LUT's FP16 mode)")  # fmt: skip
     ac.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto",
                     help="where the softmax runs, as map's --softmax (nvdla: SDP's LUT, as the mapper lowers it)")  # fmt: skip
     ac.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto",
@@ -711,6 +712,8 @@ def _accuracy_command(args: argparse.Namespace) -> int:
 
 
 def _recipe(args: argparse.Namespace, granularity: str) -> str:
+    if getattr(args, "precision", "int8") == "fp16" and args.command == "accuracy":
+        return "FP16 values, no scales" + (f", pruned {args.prune}" if getattr(args, "prune", "") else "")
     acts = (
         "learned (QAT) scales" if getattr(args, "qat", "") else ("dynamic" if args.dynamic else "static " + args.calib)
     )

@@ -24,7 +24,7 @@ import numpy as np
 
 from nvdla_mapper.frontends.presets import ModelSpec
 from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
-from nvdla_mapper.numerics import layernorm_steps, lut_steps
+from nvdla_mapper.numerics import fp16_steps, layernorm_steps, lut_steps
 from nvdla_mapper.numerics.layernorm_steps import NormRange, merge, norm_range
 from nvdla_mapper.numerics.quant import (
     QMAX,
@@ -84,15 +84,18 @@ class QuantSettings:
     # and QAT's runs keep it on the host: their matmuls read the LayerNorm's output at scales of their own
     # (folded factors, learned scales), which one program writing one tensor does not give
     layernorm: str = "auto"
-    # the precision the NVDLA run computes at (INT8, or INT16 on builds that have it); the calibrated
-    # scales are INT8's, taken to INT16's 32,767 steps over the same range
+    # the precision the NVDLA run computes at (INT8; INT16 or FP16 on builds that have them); the
+    # calibrated scales are INT8's, taken to INT16's 32,767 steps over the same range; FP16 has no scales
     precision: Precision = Precision.INT8
 
     def __post_init__(self) -> None:
-        if self.precision not in (Precision.INT8, Precision.INT16):
-            raise NvdlaError(f"accuracy runs at int8 or int16, not {self.precision.value} (fp16 is not built yet)")
         if self.precision is not Precision.INT8 and (self.learned or self.dynamic):
             raise NvdlaError("learned (QAT) and dynamic scales are runs at int8")
+        if self.precision is Precision.FP16 and (self.smooth or self.only or self.layernorm == "nvdla"):
+            raise NvdlaError(
+                "an fp16 run has no scales to smooth, runs every part at FP16 and LayerNorm on the host: "
+                "drop --smooth, --only and --layernorm nvdla"
+            )
         if self.softmax not in ("auto", "nvdla", "host"):
             raise NvdlaError(f"softmax must be auto, nvdla or host, not {self.softmax!r}")
         if self.layernorm not in ("auto", "nvdla", "host"):
@@ -769,10 +772,66 @@ class _NvdlaRun:
         return res.values
 
 
+class _Fp16Run:
+    """A forward's ops through NVDLA's FP16 datapath on `hw` (nv_full), each as the mapper lowers it there
+    (numerics.fp16_steps): the operands in memory at FP16 (no scales), every matmul through the bit-exact
+    CMAC -> CACC -> SDP model (CMAC's block floating point, CACC's 48-bit accumulator, SDP's FP32) in the
+    layout and tiling the mapper picks, the bias added by X1 and the result written at FP16. On a build
+    with SDP's LUT the FFN's GELU runs in its first layer's Y stage (the FP16 table and FP17
+    interpolation); the residual stream is in memory at FP16 with each add in the SDP of the matmul before
+    it (Y's ALU, or X2's on a build without the element-wise unit). LayerNorm and the softmax run on the
+    host (float), as the mapper runs them at FP16. Saturations (SDP's output beyond 65504, and values the
+    host writes beyond it) are counted into `sats` by name."""
+
+    def __init__(self, hw: HwConfig, sats: dict[str, int], record: list[LayerRun] | None = None) -> None:
+        if Precision.FP16 not in hw.precisions:
+            raise NvdlaError(f"{hw.name} has no fp16 datapath")
+        self.hw, self.sats, self.record = hw, sats, record
+        self.ctx = LoweringContext(hw=hw, precision=Precision.FP16, host=HostModel())
+
+    def hooks(self) -> Hooks:
+        return Hooks(
+            self.matmul, None, self.activated if self.ctx.has_lut else None, self.residual, self.embedded, None
+        )
+
+    def _fp16(self, name: str, x: np.ndarray) -> np.ndarray:
+        """x as the host writes it at FP16 (beyond 65504 counted as a saturation, written as 65504)."""
+        over = np.abs(np.asarray(x, np.float64)) > 65504
+        self.sats[name] = self.sats.get(name, 0) + int(np.count_nonzero(over))
+        return fp16_steps.as_fp16(np.clip(x, -65504, 65504))
+
+    def _conv(self, name: str, a: np.ndarray, w: np.ndarray, params: SdpParams) -> np.ndarray:
+        m, kdim = a.shape
+        layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], self.ctx), Precision.FP16)
+        plan = search_plan(layer, self.hw).plan
+        x3 = self._fp16(name, a).reshape(layer.shape.in_h, layer.shape.in_w, kdim)
+        w4 = self._fp16(name, w).reshape(w.shape[0], 1, 1, kdim)
+        y, sat = run_conv(layer, x3, w4, self.hw, plan, sdp_params=params)
+        self.sats[name] = self.sats.get(name, 0) + sat
+        if self.record is not None:
+            self.record.append(LayerRun(name, layer, plan, x3, w4, params, y, 0))
+        return y.reshape(m, -1).astype(np.float64)
+
+    def matmul(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+        return self._conv(name, a, w, fp16_steps.matmul_sdp(bias=b))
+
+    def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
+        return self._conv(name, a, w, fp16_steps.matmul_sdp(bias=b, lut=fp16_steps.gelu_lut(act)))
+
+    def residual(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
+        params = fp16_steps.matmul_sdp(bias=b, residual=self._fp16(name, x), eltwise_unit=self.ctx.has_ew)
+        return self._conv(name, a, w, params)
+
+    def embedded(self, name: str, x: np.ndarray) -> np.ndarray:
+        return self._fp16(name, x).astype(np.float64)
+
+
 def _datapath_hooks(
     hw: HwConfig, settings: QuantSettings, scales: Scales, sats: dict[str, int], record: list[LayerRun] | None = None
 ) -> Hooks:
-    """The hooks of a forward through NVDLA's integer datapath (_NvdlaRun)."""
+    """The hooks of a forward through NVDLA's datapath: integer (_NvdlaRun) or FP16 (_Fp16Run)."""
+    if settings.precision is Precision.FP16:
+        return _Fp16Run(hw, sats, record).hooks()
     return _NvdlaRun(hw, settings, scales, sats, record).hooks()
 
 

@@ -47,7 +47,16 @@ def fp16_atomic_op(data: np.ndarray, weights: np.ndarray) -> np.ndarray:
     block = np.where(valid, db + wb, -1)
     top = np.maximum(block.max(axis=2, initial=-1), 0)  # [P, k]
     shift = np.where(valid, 4 * (top[:, :, None] - block), 32)
-    prod = booth_product(ds ^ ws, wm, dm, shift)
+    negative = ds ^ ws
+    # shifts 0 and 4 leave the Booth sum and carry exact: floor(product / 2**shift); only the products
+    # aligned further down need the vectors (booth_product)
+    exact = np.floor_divide(np.where(negative != 0, -wm, wm) * dm, np.left_shift(1, np.minimum(shift, 4)))
+    prod = np.where(shift <= 4, exact, 0)
+    far = (shift > 4) & (shift < 32)
+    if far.any():
+        idx = np.nonzero(far)
+        full = np.broadcast_arrays(negative, wm, dm, shift)
+        prod[idx] = booth_product(*(a[idx] for a in full))
     total = prod.sum(axis=2)
     out = np.ldexp(total.astype(np.float64), 4 * top - 50)
     return np.where(dn.any(axis=2) | wn.any(axis=2), np.nan, out)

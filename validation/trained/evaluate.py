@@ -89,6 +89,9 @@ INT16_RECIPES = {
     "INT16: static max, per-channel weights": QuantSettings(precision=Precision.INT16),
     "INT16: static max, per-tensor weights": QuantSettings(Granularity.PER_TENSOR, precision=Precision.INT16),
 }
+# FP16 on nv_full: no scales (the values as FP16), GELU in the LUT's FP16 mode, the softmax and LayerNorm on
+# the host (accuracy._Fp16Run)
+FP16_RECIPES = {"FP16: no scales, GELU in the LUT's FP16 mode": QuantSettings(precision=Precision.FP16)}
 LUT_CI = (
     "static max, per-channel weights",
     "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)",
@@ -163,19 +166,36 @@ def _row(recipe: str, r: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hw", default="nv_small", choices=["nv_small", "nv_full"])
+    ap.add_argument("--recipe", action="append", default=[], metavar="NAME",
+                    help="only this recipe (repeatable): its rows replace the committed ones, the others are kept")  # fmt: skip
     args = ap.parse_args(argv)
     out = TRAINED / "accuracy.json"
     old = json.loads(out.read_text()) if out.is_file() else {"rows": [], "commands": {}}
+    known = (
+        LUT_RECIPES | INT16_RECIPES | FP16_RECIPES
+        if args.hw == "nv_full"
+        else RECIPES | PRUNING | ATTRIBUTION | QAT | PRUNING_FT
+    )
+    unknown = sorted(set(args.recipe) - set(known))
+    if unknown:
+        ap.error(f"--recipe {unknown[0]!r} is not a recipe of --hw {args.hw}; recipes: {'; '.join(known)}")
+    only = set(args.recipe)
+
+    def pick(recipes: dict[str, QuantSettings]) -> dict[str, QuantSettings]:
+        return {k: v for k, v in recipes.items() if not only or k in only}
+
     if args.hw == "nv_full":
-        full = LUT_RECIPES | INT16_RECIPES
-        ci = {k: full[k] for k in LUT_CI}
+        full = pick(LUT_RECIPES | INT16_RECIPES | FP16_RECIPES)
+        ci = {k: full[k] for k in LUT_CI if k in full}
         rows = evaluate("nv_full", 360, full) + evaluate("nv_full", 100, ci)
         gpt = evaluate_gpt("nv_full", None, 4, 16, full) + evaluate_gpt("nv_full", 16, 2, 8, ci)
     else:
-        rows = evaluate(args.hw, 360, RECIPES | PRUNING | ATTRIBUTION) + evaluate(args.hw, 100)
+        rows = evaluate(args.hw, 360, pick(RECIPES | PRUNING | ATTRIBUTION)) + evaluate(args.hw, 100, pick(RECIPES))
         lm_parts = {k: v for k, v in ATTRIBUTION.items() if "embedding" not in k}  # the GPT's is a lookup
         every = RECIPES | QAT | PRUNING | PRUNING_FT
-        gpt = evaluate_gpt(args.hw, None, 4, 16, every | lm_parts) + evaluate_gpt(args.hw, 16, 2, 8, RECIPES | QAT)
+        gpt = evaluate_gpt(args.hw, None, 4, 16, pick(every | lm_parts)) + evaluate_gpt(
+            args.hw, 16, 2, 8, pick(RECIPES | QAT)
+        )
     for r in rows + gpt:
         size = f"{r['images']:4d} images" if "images" in r else f"{r['windows']:4d} windows"
         if "error" in r:
@@ -187,12 +207,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"{r['model']:10s} {r['recipe']:60s} {size}: perplexity float {r['float_perplexity']}, {r['precision']} "
                   f"{r['nvdla_perplexity']}; greedy {r['greedy_agree']}/{r['greedy_tokens']} agree")  # fmt: skip
-    kept = [r for r in old["rows"] if r["hw"] != args.hw]
+    kept = [r for r in old["rows"] if r["hw"] != args.hw or (only and r["recipe"] not in only)]
     legacy = {"nv_small": {"command": old["command"], "date": old["date"]}} if "command" in old else {}
-    commands = legacy | old.get("commands", {}) | {
-        args.hw: {"command": "python validation/trained/evaluate.py" + ("" if args.hw == "nv_small" else f" --hw {args.hw}"),
-                  "date": datetime.date.today().isoformat()}
-    }  # fmt: skip
+    command = "python validation/trained/evaluate.py" + ("" if args.hw == "nv_small" else f" --hw {args.hw}")
+    # a partial run is recorded beside the whole one: its rows came from its own command and date
+    key = args.hw + "".join(f" --recipe {r!r}" for r in args.recipe)
+    command += "".join(f" --recipe {r!r}" for r in args.recipe)
+    commands = legacy | old.get("commands", {}) | {key: {"command": command, "date": datetime.date.today().isoformat()}}
     doc = {"commands": commands, "rows": kept + rows + gpt, "compression": compression()}
     out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
