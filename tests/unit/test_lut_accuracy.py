@@ -154,8 +154,8 @@ def test_int16_refusals_are_one_line():
     from nvdla_mapper.studies.accuracy import Scales, _NvdlaRun
     from nvdla_sim import Precision
 
-    with pytest.raises(NvdlaError, match="accuracy runs at int8 or int16, not fp16"):
-        QuantSettings(precision=Precision.FP16)
+    with pytest.raises(NvdlaError, match="an fp16 run has no scales to smooth"):
+        QuantSettings(precision=Precision.FP16, smooth=0.5)
     with pytest.raises(NvdlaError, match="learned \\(QAT\\) and dynamic scales are runs at int8"):
         QuantSettings(precision=Precision.INT16, dynamic=True)
     with pytest.raises(NvdlaError, match="--softmax nvdla covers INT8 scores only"):
@@ -202,3 +202,91 @@ def test_accuracy_command_at_int16(tmp_path, capsys):
     assert row["precision"] == "int16" and "int16 only in ffn" in row["recipe"] and "INT16 (" in text
     assert main(["accuracy", "vit_digits", "--precision", "int16", "--samples", "2"]) == 2
     assert "nv_small has no int16 datapath" in capsys.readouterr().err
+
+
+def _fp16(x):
+    return np.asarray(x, np.float64).astype(np.float16).astype(np.float64)
+
+
+def _fp16_hooks(hw=HW):
+    from nvdla_sim import Precision
+
+    settings = QuantSettings(precision=Precision.FP16)
+    sats: dict[str, int] = {}
+    return _datapath_hooks(hw, settings, None, sats), sats
+
+
+def test_fp16_matmul_bias_and_residual_are_float_to_fp16s_rounding():
+    """At FP16 there are no scales: the operands are written as FP16 and the product of CMAC's block
+    floating point, CACC's 48-bit sum and SDP's FP32 bias add lands on FP16's grid. Against float64 on
+    the FP16 operands each output is within one FP16 unit of the result plus CMAC's alignment loss: a
+    product aligned to its atom's largest block exponent keeps units of 2**-20 of the atom's largest
+    product (normal mantissas are at least 2**10 each) and loses under two of them (floor, and the Booth
+    vectors' second truncation), so under 64 x 2 x 2**-20 = 2**-13 of the largest product per atom of 64
+    channels. The residual add through Y's ALU from E-RDMA likewise (the stream read at FP16)."""
+    rng = np.random.default_rng(3)
+    a, w, b = rng.normal(0, 1, (16, 96)), rng.normal(0, 0.2, (40, 96)), rng.normal(0, 1, 40)
+    x = rng.normal(0, 4, (16, 40))
+    hooks, sats = _fp16_hooks()
+    want = _fp16(a) @ _fp16(w).T + _fp16(b)
+    products = np.abs(_fp16(a)[:, None, :] * _fp16(w)[None, :, :])
+    align = 2.0**-13 * (products[..., :64].max(-1) + products[..., 64:].max(-1))
+
+    def within(got, want):
+        return np.all(np.abs(got - want) <= np.spacing(np.abs(want).astype(np.float16)).astype(np.float64) + align)
+
+    got = hooks.matmul("t.attn.c_proj", a, w, b)
+    assert within(got, want) and np.all(got == _fp16(got))
+    assert np.median(np.abs(got - want)) < 1e-3  # most outputs: FP16's rounding alone
+    assert within(hooks.residual("t.attn.c_proj", a, w, b, x), want + _fp16(x))
+    assert sum(sats.values()) == 0
+
+
+def test_fp16_gelu_runs_in_the_lut_and_follows_gelu():
+    """On nv_full the FFN's GELU runs in its first layer's SDP LUT at FP16 (fp16_steps.gelu_lut): within
+    two FP16 units plus the table's interpolation bound (1e-4) of GELU on the float64 product."""
+    rng = np.random.default_rng(4)
+    a, w, b = rng.normal(0, 1, (8, 64)), rng.normal(0, 0.3, (32, 64)), rng.normal(0, 1, 32)
+    hooks, _ = _fp16_hooks()
+    assert hooks.activated is not None and hooks.attend is None and hooks.normalized is None
+    want = gelu_tanh(_fp16(a) @ _fp16(w).T + _fp16(b))
+    got = hooks.activated("t.mlp.c_fc", a, w, b, gelu_tanh)
+    ulp = np.spacing(np.abs(want).astype(np.float16)).astype(np.float64)
+    assert np.all(np.abs(got - want) <= 2 * ulp + 1e-4)
+
+
+def test_fp16_saturation_is_counted_and_refusals_are_one_line():
+    """A value the host writes beyond FP16's 65504 is counted and written as 65504; a build without FP16
+    (nv_small) is refused in one line."""
+    from nvdla_sim import Precision
+
+    hooks, sats = _fp16_hooks()
+    assert hooks.embedded("t.wte", np.array([[1e5, -3.0]])).tolist() == [[65504.0, -3.0]]
+    assert sats["t.wte"] == 1
+    with pytest.raises(NvdlaError, match="nv_small has no fp16 datapath"):
+        _datapath_hooks(load_config("nv_small"), QuantSettings(precision=Precision.FP16), None, {})
+
+
+def test_accuracy_command_at_fp16(tmp_path, capsys):
+    """`nvdla accuracy vit_digits --hw nv_full --precision fp16`: the study's row, labelled FP16 with no
+    scales; a recipe knob FP16 has no use for is refused in one line."""
+    import json
+    from pathlib import Path
+
+    from nvdla_cli.main import main
+    from nvdla_mapper.studies.accuracy import trained_accuracy
+    from nvdla_sim import Precision
+
+    out = tmp_path / "row.json"
+    assert (
+        main(["accuracy", "vit_digits", "--hw", "nv_full", "--precision", "fp16", "--samples", "8", "--json", str(out)])
+        == 0
+    )
+    text = capsys.readouterr().out
+    row = json.loads(out.read_text())
+    trained = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
+    want = trained_accuracy(trained, "vit_digits", HW, QuantSettings(precision=Precision.FP16), samples=8)
+    assert {k: v for k, v in row.items() if k != "recipe"} == want
+    assert row["precision"] == "fp16" and row["recipe"] == "FP16 values, no scales" and "FP16 (" in text
+    assert main(["accuracy", "vit_digits", "--hw", "nv_full", "--precision", "fp16", "--smooth", "0.5"]) == 2
+    assert "an fp16 run has no scales to smooth" in capsys.readouterr().err
