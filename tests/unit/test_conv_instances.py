@@ -106,7 +106,7 @@ def test_the_batch_search_equals_exhaustive_search():
     hw = load_config("nv_small")
     layer = ConvLayer("c", _conv3x3(6, 16, 24), Precision.INT8, SdpSpec(bias=OperandMode.PER_KERNEL), images=3)
     best, cycles = exhaustive_plan(layer, hw)
-    found = search_plan(layer, hw, budget=None)
+    found = search_plan(layer, hw, budget=None, patience=None)
     assert found.stats.cycles == cycles
 
 
