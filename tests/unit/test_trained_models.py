@@ -346,3 +346,31 @@ def test_lut_steps_on_nv_full_are_the_committed_ones():
     ):
         assert abs(want[recipe, 360]["nvdla_correct"] - small[recipe, 360]["nvdla_correct"]) <= 1
         assert abs(want[recipe, 369]["nvdla_perplexity"] - small[recipe, 369]["nvdla_perplexity"]) <= 0.007
+
+
+def test_fp16_on_nv_full_is_the_committed_one():
+    """FP16 on nv_full (no scales; every matmul through CMAC's block floating point, CACC's 48-bit sum and
+    SDP's FP32, GELU in the LUT's FP16 mode, the residual stream at FP16; accuracy._Fp16Run): the ViT's
+    first 100 test images and the GPT's first 4 windows with one prompt of 4 characters, recomputed, are
+    accuracy.json's rows. On all of them (`evaluate.py --hw nv_full --recipe 'FP16: ...'`): the ViT's 350
+    images as float, the GPT's perplexity 4.8317 against float's 4.8320 and its 13,885 correct
+    next characters and 64 greedy characters all float's."""
+    evaluate = _evaluate_module()
+    (recipe,) = evaluate.FP16_RECIPES
+    committed = json.loads((TRAINED / "accuracy.json").read_text())
+    assert committed["commands"][f"nv_full --recipe {recipe!r}"]["command"].endswith(f"--recipe {recipe!r}")
+    want = {
+        (r["model"], r.get("images", r.get("windows"))): r
+        for r in _rows("vit_digits", "nv_full") + _rows("char_gpt", "nv_full")
+        if r["recipe"] == recipe
+    }
+    images, windows, prompts, new = evaluate.FP16_CI
+    fp16 = evaluate.FP16_RECIPES
+    for row in evaluate.evaluate("nv_full", images, fp16) + evaluate.evaluate_gpt(
+        "nv_full", windows, prompts, new, fp16
+    ):
+        assert row == want[row["model"], row.get("images", row.get("windows"))]
+    assert want["vit_digits", 360]["nvdla_correct"] == want["vit_digits", 360]["float_correct"] == 350
+    gpt = want["char_gpt", 369]
+    assert gpt["nvdla_perplexity"] == 4.8317 and gpt["nvdla_correct"] == gpt["float_correct"] == 13885
+    assert gpt["greedy_agree"] == gpt["greedy_tokens"] == 64
