@@ -271,8 +271,8 @@ class LoweringContext:
         if which == "layernorm" and (self.precision is not Precision.INT8 or Precision.INT16 not in self.hw.precisions):
             # numerics.layernorm_steps keeps 2**7 (x - mean) and the squares at INT16: an INT8 layer's
             # statistics fit, on a build with an INT16 datapath; an INT16 layer's would need 32-bit
-            # intermediates, and FP16's LUT interpolation is not modelled bit-exactly. Otherwise the
-            # LayerNorm runs on the host.
+            # intermediates, and an FP16 layer's steps are not written (they are integer: INT16
+            # statistics, an INT8 output). Otherwise the LayerNorm runs on the host.
             if want == "nvdla":
                 why = (
                     f"{self.precision.value} layers"

@@ -22,6 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from nvdla_sim.floats import fp16_to_fp32
 from nvdla_sim.precision import Precision
 from nvdla_sim.units.lut import LutParams, fp16_function_lut
 from nvdla_sim.units.sdp import EwStage, SdpParams, Stage
@@ -51,12 +52,12 @@ def matmul_sdp(
 ) -> SdpParams:
     """The SDP behind an FP16 matmul: X1 adds `bias` [K] (FP16 per kernel), the residual [P, K] (FP16 per
     element) is added by Y's ALU (`eltwise_unit`) or X2's, `lut` is Y's table; written at FP16. FP16
-    operands reach SDP's FP32 exactly (float32 of the FP16 values)."""
+    operands reach SDP's FP32 exactly (floats.fp16_to_fp32)."""
     if residual is not None and lut is not None:
         raise ValueError("a matmul's SDP adds a residual or applies an activation, not both (the mapper fuses one)")
 
     def fp32(v: np.ndarray) -> np.ndarray:
-        return as_fp16(v).astype(np.float32)
+        return fp16_to_fp32(as_fp16(v))  # exact; an FP16 infinity becomes FP32's largest (FpWidthInc)
 
     x1 = Stage(alu_operand=fp32(bias)) if bias is not None else None
     x2 = y = None

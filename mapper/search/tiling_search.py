@@ -85,9 +85,9 @@ DEFAULT_BUDGET = 150
 # reads and the output writes that share the port with the weights (0.3-0.4% of a projection, 0.12% of an LM
 # head piece), so the 0.1% gap was never proven and each search ran its whole budget: GPT-2 128 + 128 on
 # nv_full spent 1.9 of its 2.6 s cold there. With (20, 0.5%) those searches stop after 20 plans; the run
-# takes 0.7-0.9 s and its cycles move by +0.01% (345,459,813 -> 345,493,493, every step within the
-# 0.03% its plans span); 0.5% is below the model's median error against NVIDIA's RTL (0.8%). None: only the
-# gap and the budget stop the search (tests of the search itself).
+# takes 0.8-1.0 s and its cycles move by +0.01% (345,459,813 -> 345,493,493); 0.5% is within the model's
+# per-layer error against NVIDIA's RTL (medians 0.2-0.8% over the suites, docs/validation.md). None: only
+# the gap and the budget stop the search (tests of the search itself; gap 0 alone is not exact without it).
 DEFAULT_PATIENCE: tuple[int, float] | None = (20, 0.005)
 
 

@@ -91,10 +91,11 @@ class QuantSettings:
     def __post_init__(self) -> None:
         if self.precision is not Precision.INT8 and (self.learned or self.dynamic):
             raise NvdlaError("learned (QAT) and dynamic scales are runs at int8")
-        if self.precision is Precision.FP16 and (self.smooth or self.only or self.layernorm == "nvdla"):
+        fp16_knobs = self.smooth or self.only or self.layernorm == "nvdla" or self.softmax == "nvdla"
+        if self.precision is Precision.FP16 and fp16_knobs:
             raise NvdlaError(
-                "an fp16 run has no scales to smooth, runs every part at FP16 and LayerNorm on the host: "
-                "drop --smooth, --only and --layernorm nvdla"
+                "an fp16 run has no scales to smooth, runs every part at FP16 and LayerNorm and the softmax on "
+                "the host: drop --smooth, --only, --layernorm nvdla and --softmax nvdla"
             )
         if self.softmax not in ("auto", "nvdla", "host"):
             raise NvdlaError(f"softmax must be auto, nvdla or host, not {self.softmax!r}")
@@ -795,8 +796,10 @@ class _Fp16Run:
         )
 
     def _fp16(self, name: str, x: np.ndarray) -> np.ndarray:
-        """x as the host writes it at FP16 (beyond 65504 counted as a saturation, written as 65504)."""
-        over = np.abs(np.asarray(x, np.float64)) > 65504
+        """x as the host writes it at FP16: a value FP16's rounding takes past 65504 (|x| >= 65520) counted as
+        a saturation and written as 65504."""
+        x = np.asarray(x, np.float64)
+        over = np.abs(x) >= 65520
         self.sats[name] = self.sats.get(name, 0) + int(np.count_nonzero(over))
         return fp16_steps.as_fp16(np.clip(x, -65504, 65504))
 
@@ -812,14 +815,20 @@ class _Fp16Run:
             self.record.append(LayerRun(name, layer, plan, x3, w4, params, y, 0))
         return y.reshape(m, -1).astype(np.float64)
 
+    def _bias(self, name: str, b: np.ndarray | None) -> np.ndarray | None:
+        return None if b is None else self._fp16(name, b)
+
     def matmul(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-        return self._conv(name, a, w, fp16_steps.matmul_sdp(bias=b))
+        return self._conv(name, a, w, fp16_steps.matmul_sdp(bias=self._bias(name, b)))
 
     def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
-        return self._conv(name, a, w, fp16_steps.matmul_sdp(bias=b, lut=fp16_steps.gelu_lut(act)))
+        params = fp16_steps.matmul_sdp(bias=self._bias(name, b), lut=fp16_steps.gelu_lut(act))
+        return self._conv(name, a, w, params)
 
     def residual(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
-        params = fp16_steps.matmul_sdp(bias=b, residual=self._fp16(name, x), eltwise_unit=self.ctx.has_ew)
+        params = fp16_steps.matmul_sdp(
+            bias=self._bias(name, b), residual=self._fp16(name, x), eltwise_unit=self.ctx.has_ew
+        )
         return self._conv(name, a, w, params)
 
     def embedded(self, name: str, x: np.ndarray) -> np.ndarray:

@@ -402,11 +402,12 @@ MIN_STEPS_PER_JOB = 32
 def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepResult]:
     """The decode steps at `kv_lens`, in order. With `jobs` > 1 they are cut into that many runs of
     consecutive lengths of about equal work (a step's attention grows with its keys: each step weighs
-    its length plus the whole step's length-free share, taken as the first length), and each run but the
-    first is timed in a process forked from this one (every one starts from the same template and
-    memo; a step's figures do not depend on what a process timed before: test_generate compares them
-    with one process). One process where forking is unsafe (_can_fork). Any process's error ends the
-    run with every other process stopped."""
+    its length plus the whole step's length-free share, taken as the first length); each run but the
+    first has its first step timed here (its length bucket's searches made once, inherited) and the rest
+    in a process forked from this one (every one starts from the same template and memo; a step's figures
+    do not depend on what a process timed before: test_generate compares them with one process). One
+    process where forking is unsafe (_can_fork). Any process's error ends the run with every other process
+    stopped."""
     if jobs <= 1 or len(kv_lens) < 2 * MIN_STEPS_PER_JOB or not _can_fork():
         return [_step(template, k)[0] for k in kv_lens]
     jobs = min(jobs, len(kv_lens) // MIN_STEPS_PER_JOB)
@@ -422,6 +423,9 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
     children = []
     try:
         for run in runs[1:]:
+            if len(run) == 1:  # its one step is timed already
+                children.append((None, None, run))
+                continue
             receive, send = ctx.Pipe(duplex=False)
             child = ctx.Process(target=_timed_in_child, args=(template, run[1:], send), daemon=True)
             child.start()
@@ -430,23 +434,27 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
         out = [_step(template, k)[0] for k in runs[0]]
         for first, (child, receive, run) in zip(firsts, children, strict=True):
             out.append(first)
+            if child is None:
+                continue
             try:
                 kind, value = receive.recv()
             except EOFError:
                 child.join()
                 raise NvdlaError(
-                    f"the process timing the decode steps at {run[0]}..{run[-1]} cached tokens ended without "
+                    f"the process timing the decode steps at {run[1]}..{run[-1]} cached tokens ended without "
                     f"them (exit code {child.exitcode})"
                 ) from None
             child.join()
             if kind == "error":
                 error, trace = value
-                error.add_note(f"in the process timing the steps at {run[0]}..{run[-1]} cached tokens:\n{trace}")
+                error.add_note(f"in the process timing the steps at {run[1]}..{run[-1]} cached tokens:\n{trace}")
                 raise error
             out.extend(value)
         return out
     finally:  # on an error here or in a process: stop the others
         for child, receive, _ in children:
+            if child is None:
+                continue
             if child.is_alive():
                 child.terminate()
             child.join()

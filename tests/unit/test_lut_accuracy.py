@@ -256,13 +256,16 @@ def test_fp16_gelu_runs_in_the_lut_and_follows_gelu():
 
 
 def test_fp16_saturation_is_counted_and_refusals_are_one_line():
-    """A value the host writes beyond FP16's 65504 is counted and written as 65504; a build without FP16
-    (nv_small) is refused in one line."""
+    """A value the host writes that FP16's rounding takes past 65504 is counted and written as 65504; a build
+    without FP16 (nv_small) is refused in one line."""
     from nvdla_sim import Precision
 
     hooks, sats = _fp16_hooks()
-    assert hooks.embedded("t.wte", np.array([[1e5, -3.0]])).tolist() == [[65504.0, -3.0]]
-    assert sats["t.wte"] == 1
+    # 65519 rounds to 65504 (nearest even: not a saturation); 65520 and beyond would round to infinity
+    assert hooks.embedded("t.wte", np.array([[1e5, -3.0, 65519.0, -65520.0]])).tolist() == [
+        [65504.0, -3.0, 65504.0, -65504.0]
+    ]
+    assert sats["t.wte"] == 2
     with pytest.raises(NvdlaError, match="nv_small has no fp16 datapath"):
         _datapath_hooks(load_config("nv_small"), QuantSettings(precision=Precision.FP16), None, {})
 
@@ -290,3 +293,5 @@ def test_accuracy_command_at_fp16(tmp_path, capsys):
     assert row["precision"] == "fp16" and row["recipe"] == "FP16 values, no scales" and "FP16 (" in text
     assert main(["accuracy", "vit_digits", "--hw", "nv_full", "--precision", "fp16", "--smooth", "0.5"]) == 2
     assert "an fp16 run has no scales to smooth" in capsys.readouterr().err
+    assert main(["accuracy", "vit_digits", "--hw", "nv_full", "--precision", "fp16", "--softmax", "nvdla"]) == 2
+    assert "drop --smooth, --only, --layernorm nvdla and --softmax nvdla" in capsys.readouterr().err

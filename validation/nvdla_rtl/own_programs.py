@@ -283,6 +283,7 @@ def _suite_fp16() -> Iterator[Spec]:
     )  # fmt: skip
     yield Spec("ownf16_sdp_y_lut_exp_16x8x48", "sdp", _f16_sdp_lut(16, 8, 48, exponent=True), 5203)
     yield Spec("ownf16_sdp_y_lut_linear_16x8x48", "sdp", _f16_sdp_lut(16, 8, 48, exponent=False), 5204)
+    yield Spec("ownf16_sdp_y_lut_exp_bias_16x8x48", "sdp", _f16_sdp_lut(16, 8, 48, exponent=True, bias=True), 5206)
     yield Spec("ownf16_sdp_x_16x8x40", "sdp", _f16_sdp_x(16, 8, 40), 5205)
 
 
@@ -345,11 +346,14 @@ def _f16_projection(shape: ConvShape, *, then: str) -> Maker:
     return make
 
 
-def _random_fp16_lut(rng: np.random.Generator, *, exponent: bool) -> LutParams:
+def _random_fp16_lut(rng: np.random.Generator, *, exponent: bool, bias: bool = False) -> LutParams:
     """Tables of random FP16 entries (some zero, one denormal) and random FP16 slopes; LE exponent-indexed
     from -3 with index offset -58 (entries at -3 + 2**(i - 58), up to 61) or linear over [-24, 8] in steps of 1/2; LO
     linear in steps of 2**-4 from -6 (exponent case) or 2**-6 from -2.5; the priorities differ between
-    the two cases. The slope shifts are set: FP16 mode ignores them."""
+    the two cases. The slope shifts are set: FP16 mode ignores them. With `bias`, LE exponent-indexed from
+    -6.5 with index offset -1 and LO linear from -6: below -6 both tables underflow and LE's priority picks
+    it, extrapolating from START + 2**-1 = -6, which FP mode adds for a negative offset (INT mode would
+    extrapolate from -6.5)."""
 
     def entries(n: int) -> np.ndarray:
         e = rng.standard_normal(n) * 8
@@ -361,6 +365,12 @@ def _random_fp16_lut(rng: np.random.Generator, *, exponent: bool) -> LutParams:
         u, o = (int(c) for c in fp16_codes(rng.standard_normal(2) * 2))
         return {"uflow_scale": u, "oflow_scale": o, "uflow_shift": int(rng.integers(-8, 9)), "oflow_shift": 5}
 
+    if bias:  # LE's own underflow chosen (both tables under, LE's priority) and its FP bias 2**-1 visible
+        le = LutTable(
+            entries(65), IndexMode.EXPONENT, -1, 0, origin=fp32_code(-6.5), end=fp32_code(2.0**62), **slopes()
+        )
+        lo = LutTable(entries(257), IndexMode.LINEAR, fp32_code(-6.0), -4, end=fp32_code(10.0), **slopes())
+        return LutParams(le, lo, priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LE)
     if exponent:
         le = LutTable(entries(65), IndexMode.EXPONENT, -58, 0, origin=fp32_code(-3.0), end=fp32_code(61.0), **slopes())
         lo = LutTable(entries(257), IndexMode.LINEAR, fp32_code(-6.0), -4, end=fp32_code(10.0), **slopes())
@@ -370,14 +380,14 @@ def _random_fp16_lut(rng: np.random.Generator, *, exponent: bool) -> LutParams:
     return LutParams(le, lo, priority=Table.LO, uflow_priority=Table.LE, oflow_priority=Table.LO)
 
 
-def _f16_sdp_lut(w: int, h: int, c: int, *, exponent: bool) -> Maker:
+def _f16_sdp_lut(w: int, h: int, c: int, *, exponent: bool, bias: bool = False) -> Maker:
     """Offline SDP at FP16 through the Y stage: its multiplier by an FP32 register value (1.25), its ALU
     adding an FP16 operand per element from E-RDMA, then the LUT with random tables (_random_fp16_lut)."""
 
     def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
         a = Alloc()
         src, opnd, dst = (place(a, w, h, c, F16, hw) for _ in range(3))
-        lut = _random_fp16_lut(rng, exponent=exponent)
+        lut = _random_fp16_lut(rng, exponent=exponent, bias=bias)
         ew = SdpEwCfg(
             EwOperand(OperandSource.MEM), AluAlgo.SUM, EwOperand(OperandSource.REG, fp32_code(1.25)), False, 0, True
         )

@@ -222,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     # a partial run is recorded beside the whole one: its rows came from its own command and date
     key = args.hw + "".join(f" --recipe {r!r}" for r in args.recipe)
     command += "".join(f" --recipe {r!r}" for r in args.recipe)
-    commands = legacy | old.get("commands", {}) | {key: {"command": command, "date": datetime.date.today().isoformat()}}
+    previous = old.get("commands", {})
+    if not only:  # a whole run replaces the rows of this build's partial runs: their entries go with them
+        previous = {k: v for k, v in previous.items() if not k.startswith(f"{args.hw} --recipe")}
+    commands = legacy | previous | {key: {"command": command, "date": datetime.date.today().isoformat()}}
     doc = {"commands": commands, "rows": kept + rows + gpt, "compression": compression()}
     out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
