@@ -23,6 +23,7 @@ import numpy as np
 FP32_MAX = float(np.finfo(np.float32).max)
 FP32_MIN_NORMAL = float(np.finfo(np.float32).tiny)  # 2**-126
 FP16_MAX = 65504.0
+FP16_OVERFLOW = 65520.0  # the smallest magnitude FP16's round to nearest even takes past FP16_MAX
 
 
 def fp16_parts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -52,6 +52,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import run_conv
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import NvdlaError, UnsupportedError
+from nvdla_sim.floats import FP16_OVERFLOW
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
 from nvdla_sim.units.sdp import SdpParams, sdp_apply
@@ -799,7 +800,7 @@ class _Fp16Run:
         """x as the host writes it at FP16: a value FP16's rounding takes past 65504 (|x| >= 65520) counted as
         a saturation and written as 65504."""
         x = np.asarray(x, np.float64)
-        over = np.abs(x) >= 65520
+        over = np.abs(x) >= FP16_OVERFLOW
         self.sats[name] = self.sats.get(name, 0) + int(np.count_nonzero(over))
         return fp16_steps.as_fp16(np.clip(x, -65504, 65504))
 

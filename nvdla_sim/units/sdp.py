@@ -24,7 +24,7 @@ import numpy as np
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import UnsupportedError
-from nvdla_sim.floats import FP16_MAX, fp32_add, fp32_to_fp16, to_fp32
+from nvdla_sim.floats import FP16_OVERFLOW, fp32_add, fp32_to_fp16, to_fp32
 from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 from nvdla_sim.precision import Precision, saturate, shift_round
 from nvdla_sim.units.dram import credit_bytes_per_cycle
@@ -250,7 +250,8 @@ def _sdp_float(x: np.ndarray, params: SdpParams) -> SdpResult:
         x = x64.astype(np.float32)
     x = np.asarray(x, np.float32)
     out = fp32_to_fp16(x)
-    return SdpResult(out, int(np.count_nonzero(np.abs(x) > FP16_MAX)))
+    # saturated: what the convertor's rounding would take past 65504 (65504 < |x| < 65520 rounds to it)
+    return SdpResult(out, int(np.count_nonzero(np.abs(x) >= FP16_OVERFLOW)))
 
 
 # ---- cost -----------------------------------------------------------------------------------------

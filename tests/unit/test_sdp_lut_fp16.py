@@ -123,3 +123,10 @@ def test_fp16_table_needs_its_end_register_and_cdp_refuses_floats():
         lut_apply(np.array([1.0]), params, path=LutPath.SDP)
     with pytest.raises(ValueError, match="CDP's FP16 LUT"):
         lut_apply(np.array([1.0]), params, path=LutPath.CDP)
+
+
+def test_fp16_output_saturations_are_what_the_rounding_takes_past_65504():
+    """FP16's round to nearest even writes 65519 as 65504 (below the half-way point 65520 to the next
+    binade's step): not a saturation; 65520 and beyond saturate to 65504 (Fp32ToFp16 gives no infinity)."""
+    res = sdp.sdp_apply(np.array([[65519.0, 65520.0, -7e4]], np.float32), sdp.SdpParams(out_precision=Precision.FP16))
+    assert res.values.astype(np.float64).tolist() == [[65504.0, 65504.0, -65504.0]] and res.saturations == 2
