@@ -460,6 +460,28 @@ def _lut_build(hw: HwConfig) -> bool:
     return LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel()).has_lut
 
 
+def _datapath_matmul(
+    name: str,
+    a: np.ndarray,
+    w: np.ndarray,
+    params: SdpParams | None,
+    hw: HwConfig,
+    ctx: LoweringContext,
+    truncate: int = 0,
+) -> tuple[np.ndarray, int, LayerRun]:
+    """a [m, k] times w [n, k], codes or FP16 values at ctx's precision, on the bit-exact datapath, laid out
+    and tiled as the mapper does it, CACC truncating `truncate` bits, through SDP `params` (None: the raw
+    accumulator): ([m, n], SDP's saturations, the run as a LayerRun)."""
+    m, kdim = a.shape
+    p = ctx.precision
+    layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], ctx), p)
+    plan = search_plan(layer, hw).plan
+    x3 = a.astype(p.numpy_dtype).reshape(layer.shape.in_h, layer.shape.in_w, kdim)
+    w4 = w.astype(p.numpy_dtype).reshape(w.shape[0], 1, 1, kdim)
+    y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=params, truncate=truncate)
+    return y.reshape(m, -1), sat, LayerRun(name, layer, plan, x3, w4, params, y, truncate)
+
+
 class _NvdlaRun:
     """A forward's ops through NVDLA's integer datapath on `hw` at settings.precision (INT8 or INT16), each
     as the mapper lowers it there.
@@ -579,19 +601,14 @@ class _NvdlaRun:
         """a [m, k] times w [n, k] on the datapath at the run's precision (or `precision`), laid out and tiled
         as the mapper does it, CACC truncating `truncate` bits, through SDP `params` (None: the raw
         accumulator): [m, n]; saturations counted, the run recorded (`keep`)."""
-        m, kdim = qa.shape
         p = precision or self.precision
         ctx = self.ctx if p is self.precision else dataclasses.replace(self.ctx, precision=p)
-        layer = ConvLayer(name, matmul_layout(m, kdim, qw.shape[0], ctx), p)
-        plan = search_plan(layer, self.hw).plan
-        x3 = qa.astype(p.numpy_dtype).reshape(layer.shape.in_h, layer.shape.in_w, kdim)
-        w4 = qw.astype(p.numpy_dtype).reshape(qw.shape[0], 1, 1, kdim)
-        y, sat = run_conv(layer, x3, w4, self.hw, plan, sdp_params=params, truncate=truncate)
+        y, sat, run = _datapath_matmul(name, qa, qw, params, self.hw, ctx, truncate)
         if params is not None:
             self._count(name, sat)
             if keep and self.record is not None:
-                self.record.append(LayerRun(name, layer, plan, x3, w4, params, y, truncate))
-        return y.reshape(m, -1)
+                self.record.append(run)
+        return y
 
     def _real(self, name: str, qa, qw, s_x: float, s_w: np.ndarray, b) -> np.ndarray:
         """The product's real value from the raw accumulator (dynamic scales take their range from it)."""
@@ -796,25 +813,22 @@ class _Fp16Run:
             self.matmul, None, self.activated if self.ctx.has_lut else None, self.residual, self.embedded, None
         )
 
+    def _count(self, name: str, sat: int) -> None:
+        self.sats[name] = self.sats.get(name, 0) + sat
+
     def _fp16(self, name: str, x: np.ndarray) -> np.ndarray:
         """x as the host writes it at FP16: a value FP16's rounding takes past 65504 (|x| >= 65520) counted as
         a saturation and written as 65504."""
         x = np.asarray(x, np.float64)
-        over = np.abs(x) >= FP16_OVERFLOW
-        self.sats[name] = self.sats.get(name, 0) + int(np.count_nonzero(over))
+        self._count(name, int(np.count_nonzero(np.abs(x) >= FP16_OVERFLOW)))
         return fp16_steps.as_fp16(np.clip(x, -65504, 65504))
 
     def _conv(self, name: str, a: np.ndarray, w: np.ndarray, params: SdpParams) -> np.ndarray:
-        m, kdim = a.shape
-        layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], self.ctx), Precision.FP16)
-        plan = search_plan(layer, self.hw).plan
-        x3 = self._fp16(name, a).reshape(layer.shape.in_h, layer.shape.in_w, kdim)
-        w4 = self._fp16(name, w).reshape(w.shape[0], 1, 1, kdim)
-        y, sat = run_conv(layer, x3, w4, self.hw, plan, sdp_params=params)
-        self.sats[name] = self.sats.get(name, 0) + sat
+        y, sat, run = _datapath_matmul(name, self._fp16(name, a), self._fp16(name, w), params, self.hw, self.ctx)
+        self._count(name, sat)
         if self.record is not None:
-            self.record.append(LayerRun(name, layer, plan, x3, w4, params, y, 0))
-        return y.reshape(m, -1).astype(np.float64)
+            self.record.append(run)
+        return y.astype(np.float64)
 
     def _bias(self, name: str, b: np.ndarray | None) -> np.ndarray | None:
         return None if b is None else self._fp16(name, b)

@@ -423,9 +423,6 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
     children = []
     try:
         for run in runs[1:]:
-            if len(run) == 1:  # its one step is timed already
-                children.append((None, None, run))
-                continue
             receive, send = ctx.Pipe(duplex=False)
             child = ctx.Process(target=_timed_in_child, args=(template, run[1:], send), daemon=True)
             child.start()
@@ -434,8 +431,6 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
         out = [_step(template, k)[0] for k in runs[0]]
         for first, (child, receive, run) in zip(firsts, children, strict=True):
             out.append(first)
-            if child is None:
-                continue
             try:
                 kind, value = receive.recv()
             except EOFError:
@@ -453,8 +448,6 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
         return out
     finally:  # on an error here or in a process: stop the others
         for child, receive, _ in children:
-            if child is None:
-                continue
             if child.is_alive():
                 child.terminate()
             child.join()

@@ -27,7 +27,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import run_conv
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.errors import TraceError
-from nvdla_sim.floats import fp16_to_fp32
+from nvdla_sim.floats import fp16_from_codes, fp16_to_fp32, fp32_from_code
 from nvdla_sim.layers import ConvLayer, OperandMode
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
@@ -108,13 +108,13 @@ def sdp_params(
             if not proc.is_float:
                 return o.value
             if isinstance(o, EwOperand):  # FP mode: EW register operands are FP32 bits (sdp_y_core.cpp)
-                return np.array([o.value & 0xFFFFFFFF], np.uint32).view(np.float32)[0]
-            return fp16_to_fp32(np.array([o.value & 0xFFFF], np.uint16).view(np.float16))[0]
+                return np.float32(fp32_from_code(o.value))
+            return fp16_to_fp32(fp16_from_codes(np.array([o.value])))[0]
         if rdma not in streams:
             raise TraceError(f"SDP {which.name} operand comes from memory but {rdma.name} is disabled")
         v = _operand(mem, streams[rdma], which, w, h, cp, proc, hw)
         if proc.is_float:  # FP16 operands, exactly as FP32 (sdp_x.cpp, sdp_y_cvt.cpp)
-            v = fp16_to_fp32((v & 0xFFFF).astype(np.uint16).view(np.float16))
+            v = fp16_to_fp32(fp16_from_codes(v))
         return v.reshape(h * w, cp) if v.ndim == 3 else v
 
     def stage(cfg: SdpStageCfg | None, rdma: Rdma) -> sdp_fn.Stage | None:
@@ -262,7 +262,7 @@ def _conv(op: ConvOp, st: ExecState, name: str, luts: ProgramLuts) -> None:
     layer = ConvLayer(name=name, shape=s, precision=p)
     plan = TilePlan(op.data_banks, op.weight_banks, s.out_h, s.out_k, LoopOrder.DATA_STATIONARY)
     if p.is_float:  # the padding value's 16 bits as an FP16
-        pad = np.array([op.pad_value & 0xFFFF], np.uint16).view(np.float16)[0]
+        pad = fp16_from_codes(np.array([op.pad_value]))[0]
     else:  # cmod csc: INT8 takes the low 8 bits
         pad = signed(op.pad_value & 0xFF, 8) if p is Precision.INT8 else signed(op.pad_value, 16)
     acc, _ = run_conv(layer, data, weights, hw, plan, truncate=op.clip_truncate, pad_value=pad)

@@ -218,10 +218,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['nvdla_perplexity']}; greedy {r['greedy_agree']}/{r['greedy_tokens']} agree")  # fmt: skip
     kept = [r for r in old["rows"] if r["hw"] != args.hw or (only and r["recipe"] not in only)]
     legacy = {"nv_small": {"command": old["command"], "date": old["date"]}} if "command" in old else {}
-    command = "python validation/trained/evaluate.py" + ("" if args.hw == "nv_small" else f" --hw {args.hw}")
     # a partial run is recorded beside the whole one: its rows came from its own command and date
-    key = args.hw + "".join(f" --recipe {r!r}" for r in args.recipe)
-    command += "".join(f" --recipe {r!r}" for r in args.recipe)
+    partial = "".join(f" --recipe {r!r}" for r in args.recipe)
+    key = args.hw + partial
+    command = "python validation/trained/evaluate.py" + ("" if args.hw == "nv_small" else f" --hw {args.hw}") + partial
     previous = old.get("commands", {})
     if not only:  # a whole run replaces the rows of this build's partial runs: their entries go with them
         previous = {k: v for k, v in previous.items() if not k.startswith(f"{args.hw} --recipe")}
