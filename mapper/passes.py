@@ -26,7 +26,7 @@ from nvdla_mapper.lowering.rules import (
     lower,
 )
 from nvdla_mapper.results import MapResult, TaskResult
-from nvdla_mapper.schedule import schedule
+from nvdla_mapper.schedule import Blocks, schedule
 from nvdla_mapper.search.tiling_search import planned_like, planned_like_instances, search_plan
 from nvdla_mapper.workload import cache_keys, ops_in_order, with_cache_keys
 from nvdla_sim.config import HwConfig
@@ -404,10 +404,15 @@ def scheduled(
     durations: list[int],
     hw: HwConfig,
     host: HostModel,
+    *,
+    blocks: Blocks | None = None,
 ) -> list[TaskResult]:
-    """Schedule pass: each timed task placed on its resource after its inputs (schedule.schedule)."""
+    """Schedule pass: each timed task placed on its resource after its inputs (schedule.schedule; with
+    `blocks`, the model's alike blocks scheduled until they repeat)."""
     handoff = host.overhead_cycles(hw.clock_mhz)
-    sched = schedule(tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff)
+    sched = schedule(
+        tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff, blocks=blocks
+    )
     return [
         TaskResult.of(t, c, s.start, s.end, st, s.busy)
         for t, c, s, st in zip(tasks, per_instance, sched, stats, strict=True)

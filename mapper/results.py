@@ -4,13 +4,16 @@ from them (latency, throughput, MACs, utilization, weight bytes). Reports render
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from nvdla_mapper.lowering.rules import Resource, Task, WeightTreatment
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.model import Energy, area, layer_energy, peak_power_mw, run_energy
-from nvdla_sim.engine.stats import LayerStats, Unit, UnitStats
+from nvdla_sim.engine import bounds
+from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
 from nvdla_sim.precision import Precision
 
 
@@ -136,17 +139,12 @@ class MapResult:
         by_layer = []  # each task's dynamic NVDLA energy over its instances (uJ), in the order of self.results
         pruned_cmac = 0.0  # CMAC energy of the layers whose static weights the treatment prunes
         for r in self.results:
-            if r.stats is None or r.task.layer is None:
+            e = task_energy(r, self.hw, self.energy_memo)
+            if e is None:
                 by_layer.append(0.0)
                 continue
-            memo = self.energy_memo
-            e = memo.get(r.task) if memo is not None else None
-            if e is None:  # a task's stats are a function of the task and the build: one pricing serves all
-                e = layer_energy(r.task.layer, r.stats, self.hw).scaled(r.task.count)
-                if memo is not None:
-                    memo[r.task] = e
             parts.append(e)
-            by_layer.append(round(e.core * 1e-6, 6))
+            by_layer.append(uj(e.core))
             if r.task.static_weights:
                 pruned_cmac += e.cmac
         total = Energy.total(parts)
@@ -155,8 +153,8 @@ class MapResult:
         seconds = self.total_cycles / (self.hw.clock_mhz * 1e6)
         build = area(self.hw)
         return {
-            "core_uj": round(core * 1e-6, 6),
-            "dram_uj": round(total.dram * 1e-6, 6),
+            "core_uj": uj(core),
+            "dram_uj": uj(total.dram),
             "by_unit_uj": {u: round(v * 1e-6, 6) for u, v in run.by_unit().items()},
             "by_layer_uj": by_layer,
             "average_core_power_mw": round(core * 1e-12 / seconds * 1e3, 3) if seconds else 0.0,
@@ -287,3 +285,66 @@ class MapResult:
                 {**r.to_row(), "core_energy_uj": e} for r, e in zip(self.results, energy["by_layer_uj"], strict=True)
             ],
         }
+
+
+# ---- a pass's figures from its tasks' parts (MapResult's, and a step template's blocks: step_template) ----
+
+
+def uj(pj: float) -> float:
+    """Picojoules as the microjoules a result reports (to the picojoule)."""
+    return round(pj * 1e-6, 6)
+
+
+def task_energy(r: TaskResult, hw: HwConfig, memo: dict[Task, Energy] | None) -> Energy | None:
+    """The dynamic energy of an NVDLA task over its instances (None for BDMA and host tasks). A task's stats
+    are a function of the task and the build: one pricing in `memo` serves every map of the context."""
+    if r.stats is None or r.task.layer is None:
+        return None
+    e = memo.get(r.task) if memo is not None else None
+    if e is None:
+        e = layer_energy(r.task.layer, r.stats, hw).scaled(r.task.count)
+        if memo is not None:
+            memo[r.task] = e
+    return e
+
+
+def task_dram_bytes(r: TaskResult) -> int:
+    """DRAM bytes a task moves over its instances: a hardware layer's traffic, or a BDMA copy's read and
+    write."""
+    if r.stats:
+        return r.stats.traffic.dram_total * r.task.count
+    return 2 * r.task.copy_bytes * r.task.count if r.task.resource is Resource.BDMA else 0
+
+
+def task_roofline(r: TaskResult, hw: HwConfig, precision: Precision) -> tuple[str, float]:
+    """(engine, cycles) a task adds to its engine's roofline time (roofline_total): a hardware layer at the
+    larger of its MAC time and its DRAM time, a BDMA copy at its bytes over the bandwidth, a host task at
+    its cycles."""
+    if r.stats:
+        t = r.stats.traffic
+        prec = r.task.layer.precision if r.task.layer is not None else precision  # KV what-if: mixed
+        return "nvdla", r.task.count * bounds.roofline_cycles(r.stats.macs, t.dram_read, t.dram_write, hw, prec)
+    if r.task.resource is Resource.BDMA:
+        return "bdma", r.task.count * 2 * r.task.copy_bytes / hw.dram_bytes_per_cycle
+    return "host", r.cycles
+
+
+def roofline_total(parts: Iterable[tuple[str, float]]) -> int:
+    """The busiest engine's roofline time over task_roofline parts, added in the tasks' order."""
+    busy = {"nvdla": 0.0, "bdma": 0.0, "host": 0.0}
+    for engine, cycles in parts:
+        busy[engine] += cycles
+    return math.ceil(max(busy.values()))
+
+
+def task_bound(r: TaskResult) -> tuple[str, int]:
+    """(bound, cycles) of a task for bound_total: a hardware layer's bound, host, or dram for a copy."""
+    return r.bound, r.cycles
+
+
+def bound_total(parts: Iterable[tuple[str, int]]) -> str:
+    """The bound holding the most time over task_bound parts (ties: the first met in the tasks' order)."""
+    time: dict[str, int] = {}
+    for key, cycles in parts:
+        time[key] = time.get(key, 0) + cycles
+    return max(time, key=lambda k: time[k]) if time else Bound.COMPUTE.value

@@ -25,6 +25,37 @@ class Scheduled(NamedTuple):
     busy: int  # the resource's busy time for this task (the host: its hand-offs' overheads and work)
 
 
+class Blocks(NamedTuple):
+    """Tasks [first, first + size * count) as `count` blocks of `size` alike tasks (a model's repeated
+    layers), as alike_blocks checks: task j of every block has one resource and instance count, and from
+    the second block on its waits are those of task j of the block before, moved one block on, all inside
+    its own block or the one before."""
+
+    first: int
+    size: int
+    count: int
+
+
+def alike_blocks(tasks: list, deps: list[list[int]], resources: list[Resource], blocks: Blocks) -> bool:
+    """Whether `blocks` describes the task list (Blocks). What makes a block's schedule its predecessor's
+    shifted once two blocks' are: the schedule of a block is a function of its tasks' durations and of
+    the times its waits and its resources' last tasks end, and that function commutes with a shift."""
+    first, size, count = blocks
+    if size < 1 or count < 1 or first < 0 or first + size * count > len(tasks):
+        return False
+    for b in range(1, count):
+        lo = first + (b - 1) * size
+        for i in range(first + b * size, first + (b + 1) * size):
+            j = i - size
+            if resources[i] is not resources[j] or tasks[i].count != tasks[j].count:
+                return False
+            if any(d < lo or d >= i for d in deps[i]):
+                return False
+            if b >= 2 and deps[i] != [d + size for d in deps[j]]:
+                return False
+    return True
+
+
 def schedule(
     tasks: list,
     durations: list[int],
@@ -33,13 +64,72 @@ def schedule(
     resources: list[Resource],
     *,
     host_overhead: int = 0,
+    blocks: Blocks | None = None,
 ) -> list[Scheduled]:
     """List-schedule tasks in index order (already topological). `host_overhead`: cycles of one host
-    hand-off, included in each host instance's cycles in `instance`."""
+    hand-off, included in each host instance's cycles in `instance`. With `blocks` (alike_blocks holds
+    for them), blocks whose tasks' durations and instance cycles are all alike are scheduled one by one
+    until one is the one before it shifted by D cycles (every start, end and busy time, and the free
+    time of every resource the blocks use): each later block is then that one shifted by whole D (the
+    schedule of a block commutes with a shift of its inputs, which are the block before's outputs), and
+    the tasks after the blocks are scheduled from there. The same schedule as without `blocks`
+    (tests/unit/test_schedule.py)."""
     free: dict = {}
     out: list[Scheduled] = []
     counts = [t.count for t in tasks]
-    for i, res in enumerate(resources):
+    n = len(resources)
+    if blocks is None or not blocks_alike(durations, instance, blocks):
+        _place(0, n, tasks, durations, instance, deps, resources, counts, out, free, host_overhead)
+        return out
+    first, size, count = blocks
+    _place(0, first, tasks, durations, instance, deps, resources, counts, out, free, host_overhead)
+    keys = {"host" if r is Resource.HOST else r for r in resources[first : first + size]}
+    before: dict = {}
+    for b in range(count):
+        lo = first + b * size
+        _place(lo, lo + size, tasks, durations, instance, deps, resources, counts, out, free, host_overhead)
+        now = {k: free[k] for k in keys}
+        shift = _shifted(out, lo, size, before, now) if b >= 2 else None
+        if shift is not None:
+            for k in range(1, count - b):
+                by = k * shift
+                out.extend(Scheduled(s.index + k * size, s.start + by, s.end + by, s.busy) for s in out[lo : lo + size])
+            for key in keys:
+                free[key] += (count - 1 - b) * shift
+            break
+        before = now
+    _place(first + size * count, n, tasks, durations, instance, deps, resources, counts, out, free, host_overhead)
+    return out
+
+
+def blocks_alike(durations: list[int], instance: list[int], blocks: Blocks) -> bool:
+    """Whether every block's tasks take the durations and instance cycles of the first block's."""
+    first, size, count = blocks
+    one, each = durations[first : first + size], instance[first : first + size]
+    return all(
+        durations[a : a + size] == one and instance[a : a + size] == each
+        for a in range(first + size, first + size * count, size)
+    )
+
+
+def _shifted(out: list[Scheduled], lo: int, size: int, free_before: dict, free_now: dict) -> int | None:
+    """The shift D >= 0 by which the block at `lo` repeats the block before (its schedule and the free time
+    of the blocks' resources after it), or None."""
+    shift = out[lo].start - out[lo - size].start
+    if shift < 0:
+        return None
+    for a, b in zip(out[lo - size : lo], out[lo : lo + size], strict=True):
+        if b.start - a.start != shift or b.end - a.end != shift or b.busy != a.busy:
+            return None
+    if any(free_now[k] - free_before[k] != shift for k in free_now):
+        return None
+    return shift
+
+
+def _place(lo, hi, tasks, durations, instance, deps, resources, counts, out, free, host_overhead) -> None:
+    """Schedule tasks lo..hi-1 after those in `out`, each on its resource after `free`."""
+    for i in range(lo, hi):
+        res = resources[i]
         if res is Resource.HOST:
             out.append(_host_batched(i, tasks, instance, deps, resources, out, free, host_overhead))
             continue
@@ -63,7 +153,6 @@ def schedule(
             end = tail
         free[res] = end
         out.append(Scheduled(i, start, end, durations[i]))
-    return out
 
 
 def _host_batched(i, tasks, instance, deps, resources, out, free, overhead) -> Scheduled:

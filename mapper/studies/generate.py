@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
 import multiprocessing
 import statistics
 import sys
@@ -27,13 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
-from nvdla_mapper.lowering.rules import HostModel, Resource, WeightTreatment
+from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
-from nvdla_mapper.results import MapResult
-from nvdla_mapper.studies.step_template import StepTemplate
+from nvdla_mapper.results import (
+    MapResult,
+    bound_total,
+    roofline_total,
+    task_bound,
+    task_dram_bytes,
+    task_roofline,
+)
+from nvdla_mapper.studies.step_template import StepFigures, StepTemplate
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine import bounds
 from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
@@ -206,11 +211,7 @@ class GenerateResult:
 
 def dram_bytes(res: MapResult) -> int:
     """DRAM bytes a mapped pass moves: its hardware layers' traffic and BDMA copies (read and write)."""
-    return sum(
-        (r.stats.traffic.dram_total * r.task.count) if r.stats else 2 * r.task.copy_bytes * r.task.count
-        for r in res.results
-        if r.stats or r.task.resource is Resource.BDMA
-    )
+    return sum(task_dram_bytes(r) for r in res.results)
 
 
 def roofline_cycles(res: MapResult) -> int:
@@ -219,27 +220,12 @@ def roofline_cycles(res: MapResult) -> int:
     latency; BDMA copies and host tasks run beside the NVDLA core, so the bound is the busiest of the
     three. A weight-streaming layer's bound is its MACs at large batch; attention against each
     sequence's own cache stays at its DRAM time at any batch."""
-    hw = res.hw
-    busy = {"nvdla": 0.0, "bdma": 0.0, "host": 0.0}
-    for r in res.results:
-        if r.stats:
-            t = r.stats.traffic
-            prec = r.task.layer.precision if r.task.layer is not None else res.precision  # KV what-if: mixed
-            busy["nvdla"] += r.task.count * bounds.roofline_cycles(r.stats.macs, t.dram_read, t.dram_write, hw, prec)
-        elif r.task.resource is Resource.BDMA:
-            busy["bdma"] += r.task.count * 2 * r.task.copy_bytes / hw.dram_bytes_per_cycle
-        else:
-            busy["host"] += r.cycles
-    return math.ceil(max(busy.values()))
+    return roofline_total(task_roofline(r, res.hw, res.precision) for r in res.results)
 
 
 def phase_bound(res: MapResult) -> str:
     """The bound (compute, dram, sdp, cbuf, host) holding the most of a mapped pass's time."""
-    time: dict[str, int] = {}
-    for r in res.results:
-        key = r.stats.bound.value if r.stats else ("host" if r.task.resource is Resource.HOST else "dram")
-        time[key] = time.get(key, 0) + r.cycles
-    return max(time, key=lambda k: time[k]) if time else Bound.COMPUTE.value
+    return bound_total(task_bound(r) for r in res.results)
 
 
 def weight_bytes(spec: ModelSpec, precision: Precision) -> int:
@@ -374,8 +360,9 @@ def generate(
     # self-attention cache of each step: the tokens before its one
     kv_lens = [t if t5 else prompt + t - 1 for t in range(first, new_tokens)]
     if kv_lens:
-        step, res.step_weight_bytes = _step(template, kv_lens[0])
-        res.steps = [step, *_steps(template, kv_lens[1:], jobs)]
+        first_step = template.map(kv_lens[0])  # a whole MapResult once: the step's static weights
+        res.step_weight_bytes = first_step.weight_bytes()
+        res.steps = [_step_result(kv_lens[0], StepFigures.of(first_step)), *_steps(template, kv_lens[1:], jobs)]
     if t5:  # TTFT covers the encoder and the first decoder step
         first_step = res.steps.pop(0)
         res.first_step_cycles = first_step.cycles
@@ -384,15 +371,15 @@ def generate(
     return res
 
 
-def _step(template: StepTemplate, kv_len: int) -> tuple[StepResult, tuple[int, int]]:
-    """A decode step's figures at `kv_len` cached tokens, and its static weights' bytes."""
-    step = template.map(kv_len)
-    en = step.energy()
-    figures = StepResult(
-        kv_len, step.total_cycles, dram_bytes(step), step.model_macs, phase_bound(step), roofline_cycles(step),
-        en["core_uj"], en["dram_uj"],
-    )  # fmt: skip
-    return figures, step.weight_bytes()
+def _step(template: StepTemplate, kv_len: int) -> StepResult:
+    """A decode step's figures at `kv_len` cached tokens."""
+    return _step_result(kv_len, template.figures(kv_len))
+
+
+def _step_result(kv_len: int, f: StepFigures) -> StepResult:
+    return StepResult(
+        kv_len, f.total_cycles, f.dram_bytes, f.model_macs, f.bound, f.roofline_cycles, f.core_uj, f.dram_uj
+    )
 
 
 # Fewest decode steps a process is given: fewer cost more in starting it than they save
@@ -409,7 +396,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
     process where forking is unsafe (_can_fork). Any process's error ends the run with every other process
     stopped."""
     if jobs <= 1 or len(kv_lens) < 2 * MIN_STEPS_PER_JOB or not _can_fork():
-        return [_step(template, k)[0] for k in kv_lens]
+        return [_step(template, k) for k in kv_lens]
     jobs = min(jobs, len(kv_lens) // MIN_STEPS_PER_JOB)
     weights = list(itertools.accumulate(k + kv_lens[0] for k in kv_lens))
     cuts = [bisect.bisect_left(weights, weights[-1] * j / jobs) for j in range(1, jobs)]
@@ -418,7 +405,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
     # (rules.KV_PLANS) are then made once, in this process, and every process inherits them, rather than
     # each process making them again (TinyLlama 2,048 + 2,048 on nv_full: all 2,047 later steps share
     # the 4,096-key bucket)
-    firsts = [_step(template, run[0])[0] for run in runs[1:]]
+    firsts = [_step(template, run[0]) for run in runs[1:]]
     ctx = multiprocessing.get_context("fork")
     children = []
     try:
@@ -428,7 +415,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
             child.start()
             send.close()
             children.append((child, receive, run))
-        out = [_step(template, k)[0] for k in runs[0]]
+        out = [_step(template, k) for k in runs[0]]
         for first, (child, receive, run) in zip(firsts, children, strict=True):
             out.append(first)
             try:
@@ -456,7 +443,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
 
 def _timed_in_child(template: StepTemplate, kv_lens: list[int], send) -> None:
     try:
-        send.send(("steps", [_step(template, k)[0] for k in kv_lens]))
+        send.send(("steps", [_step(template, k) for k in kv_lens]))
     except BaseException as e:  # the parent raises it, with this process's traceback
         send.send(("error", (e, traceback.format_exc())))
     finally:

@@ -545,7 +545,7 @@ class SimulatedCosts:
             groups = sorted(Counter(key[0]).items())
             composition = ("mixed", tuple((k, n) for (_, n), k in groups), emitting)
             template = self._template(composition, lambda s, q: mixed_step_graph(s, q, emitting=emitting))
-            self._mixed[key] = template.map(key[0]).total_cycles
+            self._mixed[key] = template.figures(key[0]).total_cycles
         return self._mixed[key]
 
     def decode(self, kv_lens: tuple[int, ...]) -> int:
@@ -554,7 +554,7 @@ class SimulatedCosts:
             composition = ("decode", tuple(k for _, k in sorted(Counter(key).items())))
             self._decode[key] = (
                 self._template(composition, lambda s, lens: decode_step_graph(s, batch=len(lens), kv_len=lens))
-                .map(key)
+                .figures(key)
                 .total_cycles
             )
         return self._decode[key]

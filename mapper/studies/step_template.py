@@ -45,8 +45,20 @@ from nvdla_mapper.passes import (
     simulate_tasks,
     task_durations,
 )
-from nvdla_mapper.results import MapResult
+from nvdla_mapper.results import (
+    MapResult,
+    TaskResult,
+    bound_total,
+    roofline_total,
+    task_bound,
+    task_dram_bytes,
+    task_energy,
+    task_roofline,
+    uj,
+)
+from nvdla_mapper.schedule import Blocks, alike_blocks, blocks_alike, schedule
 from nvdla_mapper.workload import Op, ops_in_order
+from nvdla_sim.energy.model import Energy, run_energy
 from nvdla_sim.engine.stats import LayerStats
 
 # a builder makes the step's graph of a model for one shape (cache lengths, a serving batch's sequences)
@@ -82,6 +94,41 @@ class _Base:
     spans1: list[list[tuple[int, int]]]
     model_macs: int
     dense_weight_bytes: int
+    blocks: Blocks | None  # the step's blocks as alike tasks (schedule.alike_blocks), or None
+
+
+@dataclasses.dataclass(frozen=True)
+class StepFigures:
+    """What a step reports (generate's StepResult, serve's iteration time): the same figures as its
+    MapResult gives (StepFigures.of; StepTemplate.figures computes them without one)."""
+
+    total_cycles: int
+    dram_bytes: int
+    model_macs: int
+    bound: str  # the bound holding the most of the step's time (results.bound_total)
+    roofline_cycles: int
+    core_uj: float  # NVDLA core energy (MapResult.energy)
+    dram_uj: float  # the DRAM's, a system figure
+
+    @classmethod
+    def of(cls, res: MapResult) -> StepFigures:
+        n = len(res.results)
+        return _figures(res.results, range(n), res.total_cycles, res.model_macs, res.hw, res.precision, res.energy_memo)
+
+
+def _figures(distinct: list[TaskResult], order, total_cycles: int, model_macs: int, hw, precision, memo) -> StepFigures:
+    """A pass's figures from its tasks' results, `order` indexing `distinct` in the tasks' order (alike
+    blocks: the same results again), as MapResult's (every sum made in the tasks' order); `memo` prices
+    each task's energy once (MapResult.energy_memo)."""
+    energy = [task_energy(r, hw, memo) for r in distinct]
+    roof = [task_roofline(r, hw, precision) for r in distinct]
+    bound = [task_bound(r) for r in distinct]
+    dram = [task_dram_bytes(r) for r in distinct]
+    total = Energy.total([e for e in (energy[i] for i in order) if e is not None])
+    return StepFigures(
+        total_cycles, sum(dram[i] for i in order), model_macs, bound_total(bound[i] for i in order),
+        roofline_total(roof[i] for i in order), uj(run_energy(total, hw, total_cycles).core), uj(total.dram),
+    )  # fmt: skip
 
 
 class StepTemplate:
@@ -98,6 +145,55 @@ class StepTemplate:
 
     def map(self, shape: Any) -> MapResult:
         """The step at `shape`, as map_model would map its whole graph."""
+        step = self._retimed(shape)
+        if isinstance(step, MapResult):
+            return step
+        g1, tasks, per_instance, stats, durations, macs = step
+        base, ctx = self.base, self.ctx
+        assert base is not None
+        results = scheduled(tasks, base.deps, per_instance, stats, durations, ctx.hw, ctx.host, blocks=base.blocks)
+        return self._result(g1, results, macs, base.dense_weight_bytes)
+
+    def figures(self, shape: Any) -> StepFigures:
+        """StepFigures.of(self.map(shape)) without the MapResult: the blocks' alike tasks are scheduled until
+        they repeat (schedule.schedule) and their figures are taken once per task of one block."""
+        step = self._retimed(shape)
+        if isinstance(step, MapResult):
+            return StepFigures.of(step)
+        g1, tasks, per_instance, stats, durations, macs = step
+        base, ctx = self.base, self.ctx
+        assert base is not None
+        handoff = ctx.host.overhead_cycles(ctx.hw.clock_mhz)
+        resources = [t.resource for t in tasks]
+        sched = schedule(
+            tasks, durations, per_instance, base.deps, resources, host_overhead=handoff, blocks=base.blocks
+        )
+        n = len(tasks)
+        if base.blocks is None or not blocks_alike(durations, per_instance, base.blocks):
+            keep, order = list(range(n)), list(range(n))
+        else:  # a block's tasks have block 0's figures (the re-timed tasks are the same objects) but for the
+            # host's busy time, which its hand-offs make (blocks scheduled before they repeat may differ)
+            first, size, count = base.blocks
+            busy = [s.busy for s in sched]
+            keep, order = list(range(first + size)), list(range(first + size))
+            for lo in range(first + size, first + size * count, size):
+                if busy[lo : lo + size] == busy[first : first + size]:
+                    order += range(first, first + size)
+                else:
+                    order += range(len(keep), len(keep) + size)
+                    keep += range(lo, lo + size)
+            order += range(len(keep), len(keep) + n - first - size * count)
+            keep += range(first + size * count, n)
+        distinct = [
+            TaskResult.of(tasks[i], per_instance[i], sched[i].start, sched[i].end, stats[i], sched[i].busy)
+            for i in keep
+        ]
+        total = max((s.end for s in sched), default=0)
+        return _figures(distinct, order, total, macs, ctx.hw, ctx.precision, self.memo.energy)
+
+    def _retimed(self, shape: Any):
+        """The step at `shape` as (one-block graph, tasks, cycles per instance, stats, durations, model MACs)
+        re-timed from the template, or the MapResult of a full map where the template is (re)built."""
         g1 = self.build(self.spec1, shape)
         ops1 = ops_in_order(g1)
         base = self.base
@@ -122,8 +218,7 @@ class StepTemplate:
             for a, b in spans:
                 tasks[a:b], per_instance[a:b], stats[a:b], durations[a:b] = new, cyc, st, dur
         macs = base.model_macs + sum((ops1[j].own_macs - base.ops1[j].own_macs) * len(base.spans1[j]) for j in changed)
-        results = scheduled(tasks, base.deps, per_instance, stats, durations, hw, host)
-        return self._result(g1, results, macs, base.dense_weight_bytes)
+        return g1, tasks, per_instance, stats, durations, macs
 
     def _result(self, g: nx.DiGraph, results, model_macs: int, dense_weight_bytes: int) -> MapResult:
         ctx = self.ctx
@@ -153,6 +248,45 @@ class StepTemplate:
         self.base = _Base(
             ops1, [_value(o) for o in ops1], tasks, deps, per_instance, stats, durations, spans1,
             sum(op.own_macs for op in ops), sum(op.weight_elems for op in ops) * ctx.precision.bytes,
+            _blocks(tasks, deps, stats, durations, per_instance),
         )  # fmt: skip
         results = scheduled(tasks, deps, per_instance, stats, durations, hw, host)
         return self._result(g, results, self.base.model_macs, self.base.dense_weight_bytes)
+
+
+def _blocks(
+    tasks: list[Task],
+    deps: list[list[int]],
+    stats: list[LayerStats | None],
+    durations: list[int],
+    per_instance: list[int],
+) -> Blocks | None:
+    """The step's blocks (its tasks named layerN. or decN., in order) where they are alike for the schedule
+    (schedule.alike_blocks, blocks_alike) and for the figures (every block's task j is block 0's but for
+    the names: its layer and stats, hence its bytes, bound and energy); None otherwise (then every task is
+    scheduled and counted). The template keeps them alike: a re-timed op's tasks go into every block."""
+    index = [int(m.group(2)) if (m := _BLOCK.match(t.name)) else None for t in tasks]
+    inside = [i for i, b in enumerate(index) if b is not None]
+    if not inside:
+        return None
+    first, last = inside[0], inside[-1] + 1
+    count = index[last - 1] + 1
+    size, rest = divmod(last - first, count)
+    if rest or count < 3 or index[first:last] != [b for b in range(count) for _ in range(size)]:
+        return None
+    blocks = Blocks(first, size, count)
+    if not alike_blocks(tasks, deps, [t.resource for t in tasks], blocks):
+        return None
+    if not blocks_alike(durations, per_instance, blocks):
+        return None
+    for i in range(first + size, last):
+        j = first + (i - first) % size
+        if tasks[i].copy_bytes != tasks[j].copy_bytes or _unnamed(tasks[i].layer) != _unnamed(tasks[j].layer):
+            return None
+        if _unnamed(stats[i]) != _unnamed(stats[j]):
+            return None
+    return blocks
+
+
+def _unnamed(x):
+    return None if x is None else dataclasses.replace(x, name="")

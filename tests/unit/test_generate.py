@@ -355,10 +355,10 @@ def test_a_step_that_fails_in_a_forked_process_fails_the_run(small_llama):
     )
 
     class Failing:
-        def map(self, kv):
+        def figures(self, kv):
             if kv >= 90:
                 raise NvdlaError(f"no step at {kv}")
-            return real.map(kv)
+            return real.figures(kv)
 
     with pytest.raises(NvdlaError, match="no step at") as failed:
         gen._steps(Failing(), list(range(20, 100)), 2)

@@ -117,3 +117,100 @@ def test_implied_waits_left_out_change_no_start_or_end(model, monkeypatch, tmp_p
     left_out, fewer = run(), edges()
     monkeypatch.setattr(passes, "_implied_left_out", lambda pred, *rest: pred)
     assert run() == left_out and edges() > fewer
+
+
+# ---- alike blocks (schedule(..., blocks=)): scheduled until two repeat, the rest shifted ----
+
+
+def _placed_blocks(monkeypatch) -> list[tuple[int, int]]:
+    """Record the task ranges schedule places one by one."""
+    import nvdla_mapper.schedule as sched
+
+    placed: list[tuple[int, int]] = []
+    real = sched._place
+
+    def place(lo, hi, *rest):
+        placed.append((lo, hi))
+        return real(lo, hi, *rest)
+
+    monkeypatch.setattr(sched, "_place", place)
+    return placed
+
+
+def test_alike_blocks_by_hand(monkeypatch):
+    """A prefix task (NVDLA, 7 cycles), then five blocks of A (NVDLA, 10 cycles, after the block before's B)
+    and B (BDMA, 4, after A), then a suffix task (host, 5) after the last B. By hand: block b's A runs
+    7 + 14b .. 17 + 14b and its B to 21 + 14b; the suffix 77 .. 82. From the third block on each block is
+    the one before shifted by 14: the schedule places blocks 0-2 and shifts the other two."""
+    from nvdla_mapper.schedule import Blocks, alike_blocks
+
+    res = [Resource.NVDLA, *[Resource.NVDLA, Resource.BDMA] * 5, Resource.HOST]
+    deps = [[], [0], [1], *[d for b in range(1, 5) for d in ([2 * b], [2 * b + 1])], [10]]
+    tasks, durations = [T(1)] * 12, [7, *[10, 4] * 5, 5]
+    blocks = Blocks(1, 2, 5)
+    assert alike_blocks(tasks, deps, res, blocks)
+    placed = _placed_blocks(monkeypatch)
+    out = schedule(tasks, durations, durations, deps, res, blocks=blocks)
+    assert [(s.start, s.end) for s in out] == [
+        (0, 7), *[(t, t + d) for b in range(5) for t, d in ((7 + 14 * b, 10), (17 + 14 * b, 4))], (77, 82)
+    ]
+    assert (7, 9) not in placed and (9, 11) not in placed  # blocks 3 and 4 were not placed
+    assert out == schedule(tasks, durations, durations, deps, res)
+
+
+def test_unlike_blocks_are_scheduled_one_by_one(monkeypatch):
+    """Blocks whose durations differ (or whose waits reach two blocks back) are not alike: every block is
+    placed, and alike_blocks refuses the structure it cannot shift."""
+    from nvdla_mapper.schedule import Blocks, alike_blocks
+
+    res = [Resource.NVDLA] * 6
+    tasks, deps = [T(1)] * 6, [[], [0], [1], [2], [3], [4]]
+    placed = _placed_blocks(monkeypatch)
+    out = schedule(tasks, [1, 2, 1, 2, 1, 3], [1] * 6, deps, res, blocks=Blocks(0, 2, 3))
+    assert out[-1].end == 10 and placed == [(0, 6)]
+    assert not alike_blocks(tasks, [[], [0], [1], [0], [3], [4]], res, Blocks(0, 2, 3))  # waits two blocks back
+
+
+@st.composite
+def _block_lists(draw):
+    """Random task lists of a prefix, alike blocks and a suffix (what alike_blocks accepts): resources and
+    instance counts per block task, waits of block 0 into the prefix or itself, of later blocks into
+    themselves or the block before (the same for every block from the second on), durations alike."""
+    kinds = [Resource.NVDLA, Resource.BDMA, Resource.HOST]
+    prefix, size, count, suffix = (draw(st.integers(lo, hi)) for lo, hi in ((0, 3), (1, 5), (3, 9), (0, 3)))
+    first = prefix
+    n = prefix + size * count + suffix
+    res = [draw(st.sampled_from(kinds)) for _ in range(prefix)]
+    block_res = [draw(st.sampled_from(kinds)) for _ in range(size)]
+    block_counts = [draw(st.sampled_from([1, 1, 2, 4])) for _ in range(size)]
+    counts = [draw(st.sampled_from([1, 2, 4])) for _ in range(prefix)]
+    res += block_res * count
+    counts += block_counts * count
+    deps: list[list[int]] = [sorted(draw(st.sets(st.integers(0, i - 1), max_size=2))) if i else [] for i in range(prefix)]
+    zero = [sorted(draw(st.sets(st.integers(0, first + j - 1), max_size=3))) if first + j else [] for j in range(size)]
+    later = [sorted(draw(st.sets(st.integers(-size, j - 1), max_size=3))) for j in range(size)]
+    deps += zero
+    for b in range(1, count):
+        deps += [[first + b * size + d for d in later[j]] for j in range(size)]
+    for i in range(first + size * count, n):
+        res.append(draw(st.sampled_from(kinds)))
+        counts.append(draw(st.sampled_from([1, 2, 4])))
+        deps.append(sorted(draw(st.sets(st.integers(0, i - 1), max_size=3))))
+    each = [draw(st.integers(1, 50)) for _ in range(n)]
+    block_each = [draw(st.integers(1, 50)) for _ in range(size)]
+    each[first : first + size * count] = block_each * count
+    durations = [e * c for e, c in zip(each, counts, strict=True)]
+    return [T(c) for c in counts], durations, each, deps, res, (first, size, count), draw(st.integers(0, 20))
+
+
+@given(_block_lists())
+def test_alike_blocks_schedule_as_every_task_one_by_one(case):
+    """Against the plain list schedule on random block structures (with host hand-offs and streaming):
+    the same starts, ends and busy times, whether or not the blocks come to repeat."""
+    from nvdla_mapper.schedule import Blocks, alike_blocks
+
+    tasks, durations, each, deps, res, (first, size, count), overhead = case
+    blocks = Blocks(first, size, count)
+    assert alike_blocks(tasks, deps, res, blocks)
+    plain = schedule(tasks, durations, each, deps, res, host_overhead=overhead)
+    assert schedule(tasks, durations, each, deps, res, host_overhead=overhead, blocks=blocks) == plain

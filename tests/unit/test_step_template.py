@@ -10,7 +10,7 @@ from nvdla_mapper.frontends.presets import decode_step_graph, mixed_step_graph, 
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import dram_bytes, generate, phase_bound, roofline_cycles
 from nvdla_mapper.studies.serve import SimulatedCosts
-from nvdla_mapper.studies.step_template import StepTemplate, one_block
+from nvdla_mapper.studies.step_template import StepFigures, StepTemplate, one_block
 from nvdla_sim import load_config
 from nvdla_sim.precision import Precision
 
@@ -109,6 +109,32 @@ def test_serving_compositions_equal_full_maps():
             costs.mixed(seqs, emitting) == _full(spec, hw, mixed_step_graph(spec, seqs, emitting=emitting)).total_cycles
         )
     assert len(costs._templates) == 6  # decode (2, 1), (1, 2), (1,), (3,); mixed ((1, 4), (1, 1)) emitting 2 and 1
+
+
+def test_figures_without_a_map_result_equal_the_map_results(small_llama):
+    """StepTemplate.figures (the alike blocks scheduled until they repeat, then shifted; one block's figures
+    counted for every block) equals StepFigures of the step's MapResult, which the tests above hold to
+    full maps: GPT-2 on nv_full, the small LLaMA at batch 2 on nv_full (its host hand-offs differ between
+    the first blocks, so those blocks are counted apart), T5's decoder on nv_small, serving's mixed-length
+    and chunked-prefill compositions."""
+    gpt2, t5 = preset("gpt2"), preset("t5-base")
+    cases = [
+        (gpt2, "nv_full", lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv), [8, 9, 10, 27, 64, 100], 12),
+        (small_llama, "nv_full", lambda s, kv: decode_step_graph(s, batch=2, kv_len=kv), [24, 25, 61, 200], 3),
+        (t5, "nv_small", lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv, cross_len=32), [0, 1, 9], 12),
+        (gpt2, "nv_full", lambda s, lens: decode_step_graph(s, batch=len(lens), kv_len=lens), [(3, 17), (5, 40)], 12),
+        (gpt2, "nv_full", lambda s, q: mixed_step_graph(s, q, emitting=2), [((10, 1), (0, 4)), ((12, 1), (0, 4))], 12),
+    ]
+    for spec, name, build, shapes, layers in cases:
+        hw = load_config(name)
+        fast = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8))
+        whole = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8))
+        for shape in shapes:
+            assert fast.figures(shape) == StepFigures.of(whole.map(shape)), (spec.name, shape)
+        blocks = fast.base.blocks
+        assert blocks is not None and blocks.count == layers
+        tail = len(fast.base.tasks) - blocks.first - blocks.size * blocks.count
+        assert all(t.name.startswith(("layer", "dec")) for t in fast.base.tasks[blocks.first : -tail or None])
 
 
 def test_one_block_and_unlike_blocks():
