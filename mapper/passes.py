@@ -55,6 +55,9 @@ class PassMemo:
     lowered: dict[tuple, list[Task]] = dataclasses.field(default_factory=dict)
     timed: dict[Task, tuple[int, LayerStats | None]] = dataclasses.field(default_factory=dict)
     energy: dict[Task, Energy] = dataclasses.field(default_factory=dict)  # results.MapResult's per-task pricing
+    # attention planned at its cache length's bucket (_planned_at): the bucket's op lowered, the index of
+    # its cheapest option and every option's timing (None: no legal plan there), by the bucket's op
+    bucket_options: dict[tuple, tuple | None] = dataclasses.field(default_factory=dict)
 
 
 def _context_key(ctx: LoweringContext) -> tuple:
@@ -136,7 +139,7 @@ def lower_op(op, ctx: LoweringContext, memo: PassMemo | None = None) -> list[Tas
         octx = ctx.for_op(op)  # attention at the caches' precision under the KV what-if
         keys = cache_keys(op)
         at = bucket_keys(keys) if keys is not None and ctx.kv_plan == "bucket" else keys
-        lowered = _chosen(lower(op, octx), octx) if at == keys else _planned_at(op, at, octx)
+        lowered = _chosen(lower(op, octx), octx) if at == keys else _planned_at(op, at, octx, memo, extra)
         if memo is not None:
             memo.lowered[key] = lowered
     return lowered
@@ -147,16 +150,27 @@ def _chosen(lowered: list[Task] | Choice, ctx: LoweringContext) -> list[Task]:
     return cheapest(lowered, ctx) if isinstance(lowered, Choice) else lowered
 
 
-def _planned_at(op, at: int, ctx: LoweringContext) -> list[Task]:
+def _planned_at(op, at: int, ctx: LoweringContext, memo: PassMemo | None = None, extra=None) -> list[Task]:
     """Attention against a KV cache planned at its length bucket (rules.KV_PLANS "bucket"): the option
     the op against `at` keys finds cheapest, its layers running the plans searched for the layers at `at`
-    keys (Task.plan_at). Planned at its own length where `at` keys have no CBUF-legal tiling."""
+    keys (Task.plan_at). Planned at its own length where `at` keys have no CBUF-legal tiling. With a memo,
+    the bucket's op is lowered and its options timed once for every length in the bucket (`extra`: what
+    fusion gave the op, as lower_op's key)."""
     own = lower(op, ctx)
-    try:
-        wide = _as_choice(lower(with_cache_keys(op, at), ctx))
-        best, timed = _cheapest_option(wide, ctx)
-    except NvdlaError:
+    wide_op = with_cache_keys(op, at)
+    key = (wide_op, wide_op.attrs, extra)
+    found = memo.bucket_options.get(key, False) if memo is not None else False
+    if found is False:
+        try:
+            wide = _as_choice(lower(wide_op, ctx))
+            found = (wide, *_cheapest_option(wide, ctx))
+        except NvdlaError:
+            found = None
+        if memo is not None:
+            memo.bucket_options[key] = found
+    if found is None:
         return _chosen(own, ctx)
+    wide, best, timed = found
     options = _as_choice(own).options
     if [lab for lab, _ in options] != [lab for lab, _ in wide.options]:
         return _chosen(own, ctx)

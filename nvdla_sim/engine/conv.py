@@ -704,10 +704,10 @@ def _run_hardware_layers(
         groups.setdefault(g, []).append(i)
     last_layer: dict[int, int] = {}  # the hardware layer that uses a fetch event last
     for g, idxs in groups.items():
-        event = _moved(*renumber.get(g, (0, 0)))
+        first, shift = renumber.get(g, (0, 0))
         for i in idxs:
             for e in items[i].uses:
-                last_layer[event(e)] = g
+                last_layer[e + shift if shift and e >= first else e] = g
     total: PipelineResult | None = None
     ports = make_ports(hw)
     offset = 0.0  # end of the previous layer: its last atom, or its last transfer
@@ -723,14 +723,14 @@ def _run_hardware_layers(
             return raw_of(pos)
         n, idxs = layers[pos]
         capacity = info[n].weight_capacity
-        if n not in renumber:
-            return _prefetch_weights([items[i] for i in idxs], capacity)
-        # a repeat: the explicit layer's items with the weights moved once, then renumbered (moving
-        # fetches between items and renumbering their events commute)
+        # an explicit layer's items with the weights moved, once for it and its repeats, which take them
+        # renumbered (moving fetches between items and renumbering their events commute)
         key = (id(items[idxs[0]]), len(idxs), capacity)
         base = prefetched.get(key)
         if base is None:
             base = prefetched[key] = _prefetch_weights([items[i] for i in idxs], capacity)
+        if n not in renumber:
+            return base
         return [renumbered(it, *renumber[n]) for it in base]
 
     def raw_of(pos: int) -> list[Item]:
@@ -742,17 +742,21 @@ def _run_hardware_layers(
     def moved(pos: int):  # how the layer's events are renumbered from those its items hold
         return _moved(*renumber.get(layers[pos][0], (0, 0)))
 
+    def events_of(pos: int, events) -> list[int]:  # events its items hold, as the layer's
+        first, shift = renumber.get(layers[pos][0], (0, 0))
+        return [e + shift if e >= first else e for e in events] if shift else list(events)
+
     @cache
     def fetches_of(pos: int) -> list[int]:  # in the items' order (before _prefetch_weights moves any)
         if pos < 0:
             return []
-        event = moved(pos)
-        return [event(e) for e in own_fetches([items[i] for i in layers[pos][1]])]
+        return events_of(pos, own_fetches([items[i] for i in layers[pos][1]]))
 
     @cache
     def keep_of(pos: int) -> frozenset[int]:
-        n, event = layers[pos][0], moved(pos)
-        return frozenset(e for i in layers[pos][1] for e in map(event, items[i].uses) if last_layer[e] > n)
+        n, idxs = layers[pos]
+        used = events_of(pos, [e for i in idxs for e in items[i].uses])
+        return frozenset(e for e in used if last_layer[e] > n)
 
     def prefetch_of(pos: int) -> int:
         # SDP operand streams (bias, residual) are read by the SDP RDMAs alongside: at once until the
@@ -786,7 +790,6 @@ def _run_hardware_layers(
     pos = 0
     while pos < len(layers):
         n, idxs = layers[pos]
-        group = group_of(pos)
         lay = info[n]
         fetch_from = compute_from = 0.0
         held = prev.held if prev is not None else ()
@@ -817,7 +820,7 @@ def _run_hardware_layers(
         if prefetch:
             ports[lay.input_memory].reserve(fetch_from, prefetch)
         res = run_items(
-            group,
+            group_of(pos),  # built only for the layers run (not those a jump skips)
             capacities={Buffer.CBUF_DATA: lay.data_capacity, Buffer.CBUF_WEIGHT: lay.weight_capacity},
             ports=ports,
             fetch_unit=Unit.CDMA,

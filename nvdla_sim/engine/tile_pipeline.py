@@ -76,6 +76,14 @@ def run_blocks(t: float, drain_end: float, count: int, c: int, d: int, lead: int
     is `lead` short of its end and the block before has drained, and frees the assembly buffer once it has
     moved to delivery. Block by block until the drain's lead over the core (drain_end - t) repeats; from
     then on every block advances both by the same pace (exact: the recurrence is shift-invariant)."""
+    if count == 1:  # the loop's first pass, as it is (most items are one block run of one block)
+        c_end = t + c
+        d_start = c_end - lead
+        if drain_end > d_start:
+            d_start = drain_end
+        if d_start > c_end:
+            return BlocksDone(d_start, d_start + d, c_end, d_start, d_start - c_end)
+        return BlocksDone(c_end, d_start + d, c_end, d_start, 0.0)
     first_drain = c_end = 0.0
     wait_drain = 0.0
     k = 0
@@ -209,58 +217,72 @@ def run_items(
     idx = -1
     jumped = 0
     last_jump = None
-    while idx + 1 < len(items):
+    n_items = len(items)
+    writes = {mem: port.writes for mem, port in ports.items()}  # the port each memory's writes use
+    while idx + 1 < n_items:
         idx += 1
         it = items[idx]
-        # Parallel DMA channels share the port; booking the channel with less to move first approximates
-        # their round-robin arbitration (it finishes at twice its size, the other at the sum of both).
         fetches = it.fetches
         if len(fetches) > 1:
+            # Parallel DMA channels share the port; booking the channel with less to move first approximates
+            # their round-robin arbitration (it finishes at twice its size, the other at the sum of both):
+            # a stable sort by (largest channel last, channel bytes), made key by key
             per_channel: dict[Channel, int] = {}
             for f in fetches:
                 per_channel[f.channel] = per_channel.get(f.channel, 0) + f.nbytes
             largest = max(per_channel, key=per_channel.__getitem__)
-            fetches = sorted(fetches, key=lambda f: (f.channel == largest, per_channel[f.channel]))
             shared = len(per_channel) > 1
+            if shared:
+                rank = {ch: (ch == largest, n) for ch, n in per_channel.items()}
+                fetches = [f for key in sorted(set(rank.values())) for f in fetches if rank[f.channel] == key]
         else:
             largest, shared = None, False  # one fetch (or none): nothing alongside on the port
         shared_from: float | None = None  # when the item's first transfer started on the shared port
         for f in fetches:
-            ring = per_buffer.setdefault(f.buffer, [])
-            cap = capacities[f.buffer]
-            ready = channel_free[f.channel]
+            buf, ch, ev = f.buffer, f.channel, f.event
+            ring = per_buffer.get(buf)
+            if ring is None:
+                ring = per_buffer[buf] = []
+            cap = capacities[buf]
+            ready = channel_free[ch]
             if len(ring) >= cap:
-                ready = max(ready, released[ring[-cap]])
+                r = released[ring[-cap]]
+                if r > ready:
+                    ready = r
             port = ports[f.memory]
             start, last_beat = port.reserve(ready, f.nbytes)
             if f.max_bytes_per_cycle:
                 last_beat = max(last_beat, start + f.nbytes / f.max_bytes_per_cycle)
             fetch_wait_port += start - ready
             fetch_busy += last_beat - start
-            channel_free[f.channel] = last_beat
+            channel_free[ch] = last_beat
             if shared_from is None:
                 shared_from = start
-            if shared and f.channel != largest and f.nbytes:
+            if shared and ch != largest and f.nbytes:
                 # round-robin with a larger transfer alongside: half the port until this channel is done
                 last_beat = shared_from + 2 * (last_beat - shared_from)
-            arrival[f.event] = last_beat + port.latency
-            first_beat[f.event] = start + port.latency
+            latency = port.latency
+            arrival[ev] = last_beat + latency
+            first_beat[ev] = start + latency
             if f.streamed:
-                streamed.add(f.event)
-            ring.append(f.event)
+                streamed.add(ev)
+            ring.append(ev)
             if record_events:
-                events.append(Event(fetch_unit, f.label, int(start), math.ceil(arrival[f.event])))
+                events.append(Event(fetch_unit, f.label, int(start), math.ceil(arrival[ev])))
         need = 0.0
         partial: list[int] = []
         for e in it.uses:
-            if e in streamed:
+            if streamed and e in streamed:
                 partial.append(e)
-            elif arrival[e] > need:
-                need = arrival[e]
-        n_blocks = max(sum(run[0] for run in it.blocks), 1) if partial else 1
+            else:
+                a = arrival[e]
+                if a > need:
+                    need = a
+        blocks = it.blocks
+        n_blocks = max(sum(run[0] for run in blocks), 1) if partial else 1
         if partial:
             need = max(need, *(_share(first_beat[e], arrival[e], 1 / n_blocks) for e in partial))
-        start_c = max(core_free, need)
+        start_c = need if need > core_free else core_free
         wait_fetch += start_c - core_free
         if first_compute is None:
             start_c += startup
@@ -269,7 +291,7 @@ def run_items(
         first_drain = None
         c_end = start_c
         j = 0  # index of the next block in the item (for streamed data shares)
-        for count, c, useful, d, lead in it.blocks:
+        for count, c, useful, d, lead in blocks:
             compute_busy += count * useful
             bubbles += count * (c - useful)
             drain_busy += count * d
@@ -295,13 +317,13 @@ def run_items(
                 j += 1
         compute_end = c_end
         core_free = t
-        if record_events and it.blocks:
+        if record_events and blocks:
             events.append(Event(compute_unit, it.name, int(start_c), math.ceil(compute_end)))
             events.append(Event(drain_unit, it.name, int(first_drain), math.ceil(drain_end)))
         for e in it.uses:
             if last_user[e] == idx:
                 released[e] = math.inf if e in keep else compute_end
-        item_end = drain_end if it.blocks else start_c
+        item_end = drain_end if blocks else start_c
         if it.drain_reads:  # paced by the drain: the RDMA refills its latency FIFO as SDP consumes
             at = first_drain if first_drain is not None else item_end
             _, r_end = ports[it.drain_read_memory].reserve(at, it.drain_reads)
@@ -310,9 +332,11 @@ def run_items(
                 credit_free = max(credit_free, at) + it.drain_read_cycles
                 item_end = max(item_end, credit_free)
         if it.write_bytes:
-            port = ports[it.write_memory].writes
-            w_start, w_end = port.reserve(first_drain if first_drain is not None else item_end, it.write_bytes)
-            item_end = max(item_end, w_end)
+            w_start, w_end = writes[it.write_memory].reserve(
+                first_drain if first_drain is not None else item_end, it.write_bytes
+            )
+            if w_end > item_end:
+                item_end = w_end
             if record_events:
                 events.append(
                     Event(
@@ -322,7 +346,8 @@ def run_items(
                         math.ceil(w_end),
                     )
                 )
-        end = max(end, item_end)
+        if item_end > end:
+            end = item_end
         if ff is not None and ff.may_repeat(idx):
             acc = (compute_busy, bubbles, drain_busy, wait_fetch, wait_drain, fetch_busy, fetch_wait_port)
             jump = ff.after(
