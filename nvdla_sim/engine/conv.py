@@ -433,8 +433,10 @@ def _weight_ratio(layer: ConvLayer, hw: HwConfig) -> float:
 def renumbered(it: Item, first: int, shift: int) -> Item:
     """An item of a repeated hardware layer (_Chain.renumber): its fetch events, and the events it uses,
     at or after `first` moved by `shift`."""
-    fetches = tuple(_copy(f, event=f.event + shift) for f in it.fetches)
-    return _copy(it, fetches=fetches, uses=tuple(e + shift if e >= first else e for e in it.uses))
+    fetches = it.fetches
+    if fetches:
+        fetches = tuple([_copy(f, event=f.event + shift) for f in fetches])
+    return _copy(it, fetches=fetches, uses=tuple([e + shift if e >= first else e for e in it.uses]))
 
 
 def _new(cls, **fields):
@@ -784,7 +786,10 @@ def _run_hardware_layers(
 
     skip = (
         LayerSkip(ports, signature, len(layers))
-        if layer_skip.LAYER_SKIP and not record_events and len(layers) >= layer_skip.MIN_LAYERS
+        if layer_skip.LAYER_SKIP
+        and not record_events
+        and len(layers) >= layer_skip.MIN_LAYERS
+        and len(items) >= layer_skip.MIN_ITEMS
         else None
     )
     pos = 0
@@ -869,17 +874,17 @@ def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
     first = list(items[0].fetches)
     moved = sum(f.buffer is Buffer.CBUF_WEIGHT for f in first)
     out = [items[0]]
+    data, weight = Buffer.CBUF_DATA, Buffer.CBUF_WEIGHT
     for it in items[1:]:
-        if any(f.buffer is Buffer.CBUF_DATA for f in it.fetches):
-            out.extend(items[len(out) :])
-            break
-        take = [f for f in it.fetches if f.buffer is Buffer.CBUF_WEIGHT]
-        if moved + len(take) > capacity:
+        fetches = it.fetches
+        take = [f for f in fetches if f.buffer is weight]
+        rest = () if len(take) == len(fetches) else tuple(f for f in fetches if f.buffer is not weight)
+        if any(f.buffer is data for f in rest) or moved + len(take) > capacity:
             out.extend(items[len(out) :])
             break
         moved += len(take)
         first.extend(take)
-        out.append(_copy(it, fetches=tuple(f for f in it.fetches if f.buffer is not Buffer.CBUF_WEIGHT)))
+        out.append(_copy(it, fetches=rest))
     out[0] = _copy(items[0], fetches=tuple(first))
     return out
 

@@ -42,6 +42,8 @@ from nvdla_sim.units.dram import MemoryPort
 LAYER_SKIP = True
 MIN_LAYERS = 4  # shorter chains run layer by layer (the bookkeeping would cost more than it saves; a decode
 # step's attention runs 4 instances of ~100 items, one per K/V group: the fourth repeats the third)
+MIN_ITEMS = 32  # nor are chains of fewer items in all (TinyLlama's decode PV: 4 layers of 2 items, 20%
+# slower with the skip's signatures and states than run layer by layer)
 _MAX_PERIOD = 8  # layers between repeats kept to find a period (bands repeat with period 1 or 2)
 
 

@@ -579,8 +579,12 @@ class _FastForward:
     def may_repeat(self, idx: int) -> bool:
         """Whether the state after item idx is worth looking at (after): enough identical items follow it
         (an item whose signature is None ends its run). Else what was seen is forgotten."""
-        if self.run_last(idx) - idx < _MIN_AHEAD:
-            self.seen.clear()
+        last = self._run_last.get(idx)
+        if last is None:
+            last = self.run_last(idx)
+        if last - idx < _MIN_AHEAD:
+            if self.seen.seen:
+                self.seen.clear()
             return False
         return True
 
