@@ -338,31 +338,40 @@ def generate(
         with_baseline=False, kv_precision=kv_precision, kv_plan=kv_plan,
     )  # fmt: skip
     t5 = bool(spec.decoder_layers)
-    if t5:  # the encoder once (filling the cross-attention caches), then the first decoder step
-        prefill = map_model(t5_prefill_graph(spec, batch=batch, prompt=prompt), hw, seq=prompt, **kw)
-    else:
-        prefill = map_model(build_graph(spec, batch=batch, seq=prompt, head="lm_last"), hw, seq=prompt, **kw)
-    res = GenerateResult(
-        spec.name, hw, precision, batch, prompt, new_tokens, prefill, weights=weights, kv_precision=kv_precision,
-        spec=spec, kv_plan=kv_plan,
-    )  # fmt: skip
-    res.kv_bytes_per_token = kv_bytes_per_token(spec, kv_precision or precision)
     first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
-    # the steps share every op but attention against the cache: lowered and timed once, priced once
-    memo = new_memo(
-        hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-        kv_precision=kv_precision, kv_plan=kv_plan,
-    )  # fmt: skip
-    cross = prompt if t5 else 0
-    template = StepTemplate(
-        spec, lambda s, kv_len: decode_step_graph(s, batch=batch, kv_len=kv_len, cross_len=cross), memo
-    )
     # self-attention cache of each step: the tokens before its one
     kv_lens = [t if t5 else prompt + t - 1 for t in range(first, new_tokens)]
-    if kv_lens:
-        first_step = template.map(kv_lens[0])  # a whole MapResult once: the step's static weights
-        res.step_weight_bytes = first_step.weight_bytes()
-        res.steps = [_step_result(kv_lens[0], StepFigures.of(first_step)), *_steps(template, kv_lens[1:], jobs)]
+    if t5:  # the encoder once (filling the cross-attention caches), then the first decoder step
+        prefill_graph = t5_prefill_graph(spec, batch=batch, prompt=prompt)
+    else:
+        prefill_graph = build_graph(spec, batch=batch, seq=prompt, head="lm_last")
+    # with processes for the steps, the prefill is mapped in one of its own beside them
+    prefill_run = _Forked(map_model, prefill_graph, hw, seq=prompt, **kw) if _shared_out(kv_lens, jobs) else None
+    try:
+        # the steps share every op but attention against the cache: lowered and timed once, priced once
+        memo = new_memo(
+            hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
+            kv_precision=kv_precision, kv_plan=kv_plan,
+        )  # fmt: skip
+        cross = prompt if t5 else 0
+        template = StepTemplate(
+            spec, lambda s, kv_len: decode_step_graph(s, batch=batch, kv_len=kv_len, cross_len=cross), memo
+        )
+        steps: list[StepResult] = []
+        step_weight_bytes = (0, 0)
+        if kv_lens:
+            first_step = template.map(kv_lens[0])  # a whole MapResult once: the step's static weights
+            step_weight_bytes = first_step.weight_bytes()
+            steps = [_step_result(kv_lens[0], StepFigures.of(first_step)), *_steps(template, kv_lens[1:], jobs)]
+        prefill = prefill_run.result("the prefill") if prefill_run else map_model(prefill_graph, hw, seq=prompt, **kw)
+    finally:
+        if prefill_run:
+            prefill_run.stop()
+    res = GenerateResult(
+        spec.name, hw, precision, batch, prompt, new_tokens, prefill, steps, weights=weights,
+        kv_precision=kv_precision, spec=spec, kv_plan=kv_plan, step_weight_bytes=step_weight_bytes,
+    )  # fmt: skip
+    res.kv_bytes_per_token = kv_bytes_per_token(spec, kv_precision or precision)
     if t5:  # TTFT covers the encoder and the first decoder step
         first_step = res.steps.pop(0)
         res.first_step_cycles = first_step.cycles
@@ -386,6 +395,11 @@ def _step_result(kv_len: int, f: StepFigures) -> StepResult:
 MIN_STEPS_PER_JOB = 32
 
 
+def _shared_out(kv_lens: list[int], jobs: int) -> bool:
+    """Whether the steps at `kv_lens` (all but the first: the template's) are shared out to processes."""
+    return jobs > 1 and len(kv_lens) - 1 >= 2 * MIN_STEPS_PER_JOB and _can_fork()
+
+
 def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepResult]:
     """The decode steps at `kv_lens`, in order. With `jobs` > 1 they are cut into that many runs of
     consecutive lengths of about equal work (a step's attention grows with its keys: each step weighs
@@ -406,44 +420,62 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
     # each process making them again (TinyLlama 2,048 + 2,048 on nv_full: all 2,047 later steps share
     # the 4,096-key bucket)
     firsts = [_step(template, run[0]) for run in runs[1:]]
-    ctx = multiprocessing.get_context("fork")
-    children = []
+    children: list[tuple[_Forked, list[int]]] = []
     try:
         for run in runs[1:]:
-            receive, send = ctx.Pipe(duplex=False)
-            child = ctx.Process(target=_timed_in_child, args=(template, run[1:], send), daemon=True)
-            child.start()
-            send.close()
-            children.append((child, receive, run))
+            children.append((_Forked(_timed, template, run[1:]), run))
         out = [_step(template, k) for k in runs[0]]
-        for first, (child, receive, run) in zip(firsts, children, strict=True):
+        for first, (child, run) in zip(firsts, children, strict=True):
             out.append(first)
-            try:
-                kind, value = receive.recv()
-            except EOFError:
-                child.join()
-                raise NvdlaError(
-                    f"the process timing the decode steps at {run[1]}..{run[-1]} cached tokens ended without "
-                    f"them (exit code {child.exitcode})"
-                ) from None
-            child.join()
-            if kind == "error":
-                error, trace = value
-                error.add_note(f"in the process timing the steps at {run[1]}..{run[-1]} cached tokens:\n{trace}")
-                raise error
-            out.extend(value)
+            out.extend(child.result(f"the decode steps at {run[1]}..{run[-1]} cached tokens"))
         return out
     finally:  # on an error here or in a process: stop the others
-        for child, receive, _ in children:
-            if child.is_alive():
-                child.terminate()
-            child.join()
-            receive.close()
+        for child, _ in children:
+            child.stop()
 
 
-def _timed_in_child(template: StepTemplate, kv_lens: list[int], send) -> None:
+def _timed(template: StepTemplate, kv_lens: list[int]) -> list[StepResult]:
+    return [_step(template, k) for k in kv_lens]
+
+
+class _Forked:
+    """fn(*args, **kw) computed in a process forked from this one (_can_fork must hold); result() waits for
+    it and returns it, or raises its error with that process's traceback; stop() ends the process."""
+
+    def __init__(self, fn, *args, **kw) -> None:
+        receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
+        self.process = multiprocessing.get_context("fork").Process(
+            target=_forked_main, args=(send, fn, args, kw), daemon=True
+        )
+        self.process.start()
+        send.close()
+        self.receive = receive
+
+    def result(self, what: str) -> Any:
+        try:
+            kind, value = self.receive.recv()
+        except EOFError:
+            self.process.join()
+            raise NvdlaError(
+                f"the process computing {what} ended without them (exit code {self.process.exitcode})"
+            ) from None
+        self.process.join()
+        if kind == "error":
+            error, trace = value
+            error.add_note(f"in the process computing {what}:\n{trace}")
+            raise error
+        return value
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join()
+        self.receive.close()
+
+
+def _forked_main(send, fn, args, kw) -> None:
     try:
-        send.send(("steps", [_step(template, k) for k in kv_lens]))
+        send.send(("done", fn(*args, **kw)))
     except BaseException as e:  # the parent raises it, with this process's traceback
         send.send(("error", (e, traceback.format_exc())))
     finally:

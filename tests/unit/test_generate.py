@@ -313,14 +313,15 @@ def test_steps_shared_out_to_processes_are_the_same_steps(small_llama, monkeypat
         pytest.skip("no fork here (platform, daemonic process or threads)")
     import multiprocessing
 
-    forked = []
+    forked, prefill = [], []
     fork = multiprocessing.get_context("fork")
 
     class Context:  # the fork context, recording the runs it starts processes for
         Pipe = staticmethod(fork.Pipe)
 
         def Process(self, **kw):
-            forked.append(kw["args"][1])
+            _, fn, args, _ = kw["args"]
+            (forked if fn is gen._timed else prefill).append(args[1] if fn is gen._timed else fn)
             return fork.Process(**kw)
 
     hw, spec = load_config("nv_full"), small_llama
@@ -332,6 +333,8 @@ def test_steps_shared_out_to_processes_are_the_same_steps(small_llama, monkeypat
     one = generate(spec, hw, prompt=40, new_tokens=200, jobs=1)
     assert [s.kv_len for s in three.steps] == list(range(40, 239))
     assert three.steps == one.steps and three.step_weight_bytes == one.step_weight_bytes
+    # the prefill was mapped in a process of its own, beside the steps: the same map
+    assert prefill == [gen.map_model] and three.to_dict() == one.to_dict()
     # the first step builds the template; 41..238 in three runs of about equal length + 41 each; each
     # forked run's first step is timed before the fork (its bucket's searches made once), the rest forked
     assert len(forked) == 2 and forked[-1][-1] == 238
@@ -363,7 +366,7 @@ def test_a_step_that_fails_in_a_forked_process_fails_the_run(small_llama):
     with pytest.raises(NvdlaError, match="no step at") as failed:
         gen._steps(Failing(), list(range(20, 100)), 2)
     notes = "".join(failed.value.__notes__)
-    assert "in the process timing the steps at" in notes and "raise NvdlaError" in notes  # its traceback
+    assert "in the process computing the decode steps at" in notes and "raise NvdlaError" in notes  # its traceback
     assert len(gen._steps(Failing(), list(range(20, 90)), 2)) == 70
 
 
@@ -382,6 +385,6 @@ def test_a_forked_process_that_dies_fails_the_run(small_llama, monkeypatch):
     template = StepTemplate(
         spec, lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv), new_memo(hw, precision=Precision.INT8)
     )
-    monkeypatch.setattr(gen, "_timed_in_child", lambda template, kv_lens, send: os._exit(3))
+    monkeypatch.setattr(gen, "_timed", lambda template, kv_lens: os._exit(3))
     with pytest.raises(NvdlaError, match=r"ended without them \(exit code 3\)"):
         gen._steps(template, list(range(20, 100)), 2)
