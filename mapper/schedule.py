@@ -25,6 +25,9 @@ class Scheduled(NamedTuple):
     busy: int  # the resource's busy time for this task (the host: its hand-offs' overheads and work)
 
 
+_new = tuple.__new__  # a NamedTuple from its fields' tuple, without its __new__'s Python frame
+
+
 class Blocks(NamedTuple):
     """Tasks [first, first + size * count) as `count` blocks of `size` alike tasks (a model's repeated
     layers), as alike_blocks checks: task j of every block has one resource and instance count, and from
@@ -91,9 +94,10 @@ def schedule(
         now = {k: free[k] for k in keys}
         shift = _shifted(out, lo, size, before, now) if b >= 2 else None
         if shift is not None:
+            block = out[lo : lo + size]
             for k in range(1, count - b):
-                by = k * shift
-                out.extend(Scheduled(s.index + k * size, s.start + by, s.end + by, s.busy) for s in out[lo : lo + size])
+                by, step = k * shift, k * size
+                out.extend([_new(Scheduled, (i + step, start + by, end + by, busy)) for i, start, end, busy in block])
             for key in keys:
                 free[key] += (count - 1 - b) * shift
             break

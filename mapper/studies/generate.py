@@ -15,6 +15,7 @@ schedule.
 from __future__ import annotations
 
 import bisect
+import gc
 import itertools
 import multiprocessing
 import statistics
@@ -447,7 +448,13 @@ class _Forked:
         self.process = multiprocessing.get_context("fork").Process(
             target=_forked_main, args=(send, fn, args, kw), daemon=True
         )
-        self.process.start()
+        # what this process holds is the forked one's to read, not to scan for garbage: frozen at the fork
+        # (gc.freeze's documented use), the child's collections pass over it; here it is unfrozen again
+        gc.freeze()
+        try:
+            self.process.start()
+        finally:
+            gc.unfreeze()
         send.close()
         self.receive = receive
 

@@ -124,10 +124,10 @@ def _figures(distinct: list[TaskResult], order, total_cycles: int, model_macs: i
     roof = [task_roofline(r, hw, precision) for r in distinct]
     bound = [task_bound(r) for r in distinct]
     dram = [task_dram_bytes(r) for r in distinct]
-    total = Energy.total([e for e in (energy[i] for i in order) if e is not None])
+    total = Energy.total([e for e in [energy[i] for i in order] if e is not None])
     return StepFigures(
-        total_cycles, sum(dram[i] for i in order), model_macs, bound_total(bound[i] for i in order),
-        roofline_total(roof[i] for i in order), uj(run_energy(total, hw, total_cycles).core), uj(total.dram),
+        total_cycles, sum([dram[i] for i in order]), model_macs, bound_total([bound[i] for i in order]),
+        roofline_total([roof[i] for i in order]), uj(run_energy(total, hw, total_cycles).core), uj(total.dram),
     )  # fmt: skip
 
 
@@ -188,7 +188,7 @@ class StepTemplate:
             TaskResult.of(tasks[i], per_instance[i], sched[i].start, sched[i].end, stats[i], sched[i].busy)
             for i in keep
         ]
-        total = max((s.end for s in sched), default=0)
+        total = max([s.end for s in sched], default=0)
         return _figures(distinct, order, total, macs, ctx.hw, ctx.precision, self.memo.energy)
 
     def _retimed(self, shape: Any):

@@ -335,6 +335,8 @@ class _Chain:
                 before = (key, start, len(self.items) - start, first_event)
                 continue
             image = f"image {image_no} " if layer.images > 1 and self.named else ""
+            named, items, item_extra, item_tail_gap = self.named, self.items, self.item_extra, self.item_tail_gap
+            item_layer, last_weights = self.item_layer, self.last_weights
             for g0, weight_key in weight_keys:
                 g1 = min(k1, g0 + kpg)
                 fetches: list[Fetch] = []
@@ -344,32 +346,33 @@ class _Chain:
                         _new(
                             Fetch, event=seen[data_key], buffer=Buffer.CBUF_DATA, channel=Channel.CDMA_DAT,
                             nbytes=input_bytes(i1 - i0), memory=layer.input_memory,
-                            label=f"data {image}rows {i0}-{i1}" if self.named else "", streamed=streamed,
+                            label=f"data {image}rows {i0}-{i1}" if named else "", streamed=streamed,
                             max_bytes_per_cycle=ingest,
                         )
                     )  # fmt: skip
-                if weight_key not in seen:
-                    seen[weight_key] = self._event()
+                d = seen[data_key]
+                w = seen.get(weight_key)
+                if w is None:
+                    w = seen[weight_key] = self.events
+                    self.events = w + 1
                     fetches.append(
                         _new(
-                            Fetch, event=seen[weight_key], buffer=Buffer.CBUF_WEIGHT, channel=Channel.CDMA_WT,
+                            Fetch, event=w, buffer=Buffer.CBUF_WEIGHT, channel=Channel.CDMA_WT,
                             nbytes=group_bytes(g1 - g0), memory=layer.weight_memory,
-                            label=f"weights k{g0}-{g1}" if self.named else "", streamed=False, max_bytes_per_cycle=0.0,
+                            label=f"weights k{g0}-{g1}" if named else "", streamed=False, max_bytes_per_cycle=0.0,
                         )
                     )  # fmt: skip
                 blocks, write_bytes, extra, tail_gap, credit = per_item(r1 - r0, g1 - g0)
-                self.item_extra.append(extra)
-                self.item_tail_gap.append(tail_gap)
+                item_extra.append(extra)
+                item_tail_gap.append(tail_gap)
                 covered = min(prefetch_left, extra)
                 prefetch_left -= covered
-                self.item_layer.append(current)
-                self.last_data = seen[data_key]
-                self.last_weights[g0 - k0] = seen[weight_key]
-                d, w = seen[data_key], seen[weight_key]
-                self.items.append(
+                item_layer.append(current)
+                last_weights[g0 - k0] = w
+                items.append(
                     _new(
                         Item,
-                        name=f"{image}rows {r0}-{r1} k{g0}-{g1}" if self.named else "",
+                        name=f"{image}rows {r0}-{r1} k{g0}-{g1}" if named else "",
                         fetches=tuple(fetches),
                         uses=(d, w) if d >= 0 and w >= 0 else tuple(e for e in (d, w) if e >= 0),  # -1: left before
                         blocks=blocks,
@@ -381,6 +384,8 @@ class _Chain:
                         drain_read_cycles=up_to_grid(credit * (extra - covered) / extra) if extra else 0.0,
                     )
                 )
+            if weight_keys:
+                self.last_data = seen[data_key]
             before = (key, start, len(self.items) - start, first_event)
         self.layers = current + 1
         self.last_added = ((layer, plan, hw), before)
