@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -214,6 +215,8 @@ def run_items(
         if FAST_FORWARD and not record_events and len(items) >= _MIN_ITEMS
         else None
     )
+    if ff is not None and not (_could_run(items) and ff.has_runs()):
+        ff = None  # no run of alike items long enough to look at: nothing to ask after each item
     idx = -1
     jumped = 0
     last_jump = None
@@ -515,6 +518,21 @@ class _Jump:
         return self.periods * self.shift
 
 
+def _could_run(items: Sequence[Item]) -> bool:
+    """Whether some _MIN_AHEAD + 1 consecutive items might be alike (_FastForward._alike): two items with
+    fetches, or two without and using the same operands. A necessary condition, checked on the items'
+    fields alone (a layer whose weights the first item prefetched has no such run)."""
+    run = 1
+    for x, y in itertools.pairwise(items):
+        if (x.fetches and y.fetches) or (not x.fetches and not y.fetches and x.uses == y.uses):
+            run += 1
+            if run > _MIN_AHEAD:
+                return True
+        else:
+            run = 1
+    return False
+
+
 class _FastForward:
     """Periodic steady state of run_items over identical items (one hardware layer's kernel groups, a
     stream unit's chunks): the pipeline is max-plus, so once the state after item i (every time that can
@@ -575,6 +593,16 @@ class _FastForward:
             return False
         sig = self.sig(a)
         return sig is not None and self.sig(b) == sig
+
+    def has_runs(self) -> bool:
+        """Whether some run of alike items is long enough for may_repeat (runs found here are cached)."""
+        i = 0
+        while i < len(self.items):
+            last = self.run_last(i)
+            if last - i >= _MIN_AHEAD:
+                return True
+            i = last + 1
+        return False
 
     def may_repeat(self, idx: int) -> bool:
         """Whether the state after item idx is worth looking at (after): enough identical items follow it
