@@ -31,8 +31,11 @@ from nvdla_sim.engine.tile_pipeline import (
     Fetch,
     Item,
     PipelineResult,
+    _copy,
+    _new,
     item_traffic,
     make_ports,
+    renumbered,
     run_blocks,
     run_items,
     up_to_grid,
@@ -435,36 +438,6 @@ def _weight_ratio(layer: ConvLayer, hw: HwConfig) -> float:
     return layer.weight_bytes / cdma.weight_bytes(layer.shape.out_k, bytes_per_kernel(layer), hw)
 
 
-def renumbered(it: Item, first: int, shift: int) -> Item:
-    """An item of a repeated hardware layer (_Chain.renumber): its fetch events, and the events it uses,
-    at or after `first` moved by `shift`."""
-    fetches = it.fetches
-    if fetches:
-        fetches = tuple([_copy(f, event=f.event + shift) for f in fetches])
-    return _copy(it, fetches=fetches, uses=tuple([e + shift if e >= first else e for e in it.uses]))
-
-
-def _new(cls, **fields):
-    """A frozen Fetch or Item with every field given, set directly (as _copy: three times faster than the
-    constructor; _Chain.add builds one per kernel group of every plan a search simulates). Equal to the
-    constructor's (tests/unit/test_layer_skip.py)."""
-    new = object.__new__(cls)
-    new.__dict__.update(fields)
-    return new
-
-
-def _copy(obj, **changes):
-    """dataclasses.replace for the frozen Fetch and Item, by copying their fields: a frozen dataclass's
-    __init__ sets each field through object.__setattr__, about three times slower. Equal (and
-    equal-hashing) to replace's result."""
-    new = object.__new__(type(obj))
-    fields = new.__dict__
-    fields.update(obj.__dict__)
-    fields.update(changes)
-    fields.pop("_field_hash", None)  # a hash values.field_hash cached is the old object's
-    return new
-
-
 @dataclasses.dataclass(frozen=True)
 class ChainStats:
     """Convolutions run one after another as hardware layers in ping-pong register groups."""
@@ -736,15 +709,10 @@ def _run_hardware_layers(
         base = prefetched.get(key)
         if base is None:
             base = prefetched[key] = _prefetch_weights([items[i] for i in idxs], capacity)
-        if n not in renumber:
-            return base
-        return [renumbered(it, *renumber[n]) for it in base]
+        return base
 
     def raw_of(pos: int) -> list[Item]:
-        n, idxs = layers[pos]
-        if n in renumber:
-            return [renumbered(items[i], *renumber[n]) for i in idxs]
-        return [items[i] for i in idxs]
+        return [items[i] for i in layers[pos][1]]
 
     def moved(pos: int):  # how the layer's events are renumbered from those its items hold
         return _moved(*renumber.get(layers[pos][0], (0, 0)))
@@ -831,6 +799,7 @@ def _run_hardware_layers(
             ports[lay.input_memory].reserve(fetch_from, prefetch)
         res = run_items(
             group_of(pos),  # built only for the layers run (not those a jump skips)
+            renumber=renumber.get(n),
             capacities={Buffer.CBUF_DATA: lay.data_capacity, Buffer.CBUF_WEIGHT: lay.weight_capacity},
             ports=ports,
             fetch_unit=Unit.CDMA,
@@ -884,7 +853,7 @@ def _prefetch_weights(items: list[Item], capacity: int) -> list[Item]:
         fetches = it.fetches
         take = [f for f in fetches if f.buffer is weight]
         rest = () if len(take) == len(fetches) else tuple(f for f in fetches if f.buffer is not weight)
-        if any(f.buffer is data for f in rest) or moved + len(take) > capacity:
+        if (rest and any(f.buffer is data for f in rest)) or moved + len(take) > capacity:
             out.extend(items[len(out) :])
             break
         moved += len(take)

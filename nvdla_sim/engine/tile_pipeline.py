@@ -137,6 +137,36 @@ class Item:
     drain_read_cycles: float = 0.0  # fewest cycles the RDMAs' credits let drain_reads take (sdp.operand_stream_cycles)
 
 
+def renumbered(it: Item, first: int, shift: int) -> Item:
+    """An item of a repeated hardware layer (engine.conv._Chain.renumber): its fetch events, and the events it uses,
+    at or after `first` moved by `shift`."""
+    fetches = it.fetches
+    if fetches:
+        fetches = tuple([_copy(f, event=f.event + shift) for f in fetches])
+    return _copy(it, fetches=fetches, uses=tuple([e + shift if e >= first else e for e in it.uses]))
+
+
+def _new(cls, **fields):
+    """A frozen Fetch or Item with every field given, set directly (as _copy: three times faster than the
+    constructor; _Chain.add builds one per kernel group of every plan a search simulates). Equal to the
+    constructor's (tests/unit/test_layer_skip.py)."""
+    new = object.__new__(cls)
+    new.__dict__.update(fields)
+    return new
+
+
+def _copy(obj, **changes):
+    """dataclasses.replace for the frozen Fetch and Item, by copying their fields: a frozen dataclass's
+    __init__ sets each field through object.__setattr__, about three times slower. Equal (and
+    equal-hashing) to replace's result."""
+    new = object.__new__(type(obj))
+    fields = new.__dict__
+    fields.update(obj.__dict__)
+    fields.update(changes)
+    fields.pop("_field_hash", None)  # a hash values.field_hash cached is the old object's
+    return new
+
+
 @dataclass
 class PipelineResult:
     end: float
@@ -178,18 +208,26 @@ def run_items(
     held: Sequence[tuple[Buffer, int, float]] = (),
     keep: frozenset[int] = frozenset(),
     startup: float = 0.0,
+    renumber: tuple[int, int] | None = None,
 ) -> PipelineResult:
     """Run the items through fetch -> compute -> drain. `fetch_from` / `compute_from` are the earliest
     times the first fetch and the first compute may start (a later hardware layer on shared ports).
     `held` is what an earlier hardware layer left in the rings (PipelineResult.held): its slots free at
     their release time, or when their last user here computes if they were kept (an item may use a
     held event: an operand reused from CBUF). Events in `keep` stay in CBUF after this run (SKIP_*_RLS).
-    `startup`: cycles the first compute starts after its operands are in (csc.startup_cycles)."""
+    `startup`: cycles the first compute starts after its operands are in (csc.startup_cycles).
+    `renumber` (first, shift): the items run as renumbered(item, first, shift) would (a repeated hardware
+    layer: engine.conv._Chain.renumber), their events moved as they are read rather than copied."""
+    first_moved, shift = renumber if renumber is not None else (0, 0)
+    fast_forward = FAST_FORWARD and not record_events and len(items) >= _MIN_ITEMS and _could_run(items)
+    if shift and fast_forward:  # the fast-forward reads the items' events: it is given them moved
+        items = [renumbered(it, first_moved, shift) for it in items]
+        shift = 0
     # Release time of each fetch event = compute end of the last item that uses it.
     last_user: dict[int, int] = {}
     for idx, it in enumerate(items):
         for ev in it.uses:
-            last_user[ev] = idx
+            last_user[ev + shift if shift and ev >= first_moved else ev] = idx
     released: dict[int, float] = {}
     arrival: dict[int, float] = {}
     first_beat: dict[int, float] = {}
@@ -210,12 +248,8 @@ def run_items(
     compute_busy = bubbles = drain_busy = 0
     wait_fetch = wait_drain = fetch_busy = fetch_wait_port = 0.0
 
-    ff = (
-        _FastForward(items, last_user, capacities, ports)
-        if FAST_FORWARD and not record_events and len(items) >= _MIN_ITEMS
-        else None
-    )
-    if ff is not None and not (_could_run(items) and ff.has_runs()):
+    ff = _FastForward(items, last_user, capacities, ports) if fast_forward else None
+    if ff is not None and not ff.has_runs():
         ff = None  # no run of alike items long enough to look at: nothing to ask after each item
     idx = -1
     jumped = 0
@@ -243,6 +277,8 @@ def run_items(
         shared_from: float | None = None  # when the item's first transfer started on the shared port
         for f in fetches:
             buf, ch, ev = f.buffer, f.channel, f.event
+            if shift:  # a fetch is its layer's own: moved (renumbered)
+                ev += shift
             ring = per_buffer.get(buf)
             if ring is None:
                 ring = per_buffer[buf] = []
@@ -272,9 +308,12 @@ def run_items(
             ring.append(ev)
             if record_events:
                 events.append(Event(fetch_unit, f.label, int(start), math.ceil(arrival[ev])))
+        uses = it.uses
+        if shift:
+            uses = [e + shift if e >= first_moved else e for e in uses]
         need = 0.0
         partial: list[int] = []
-        for e in it.uses:
+        for e in uses:
             if streamed and e in streamed:
                 partial.append(e)
             else:
@@ -323,7 +362,7 @@ def run_items(
         if record_events and blocks:
             events.append(Event(compute_unit, it.name, int(start_c), math.ceil(compute_end)))
             events.append(Event(drain_unit, it.name, int(first_drain), math.ceil(drain_end)))
-        for e in it.uses:
+        for e in uses:
             if last_user[e] == idx:
                 released[e] = math.inf if e in keep else compute_end
         item_end = drain_end if blocks else start_c
