@@ -281,27 +281,43 @@ class _Chain:
         current = -1
         first = self.layers
 
-        @cache  # per (output rows, kernels) of an item: the layer and hw are this call's (hashing them is slow)
+        # per (output rows, kernels) of an item, rows of input, kernels of a group: the layer and hw are this
+        # call's (hashing them is slow; plain dicts: a functools.cache wrapper costs more to make than to use)
+        items_of: dict[tuple[int, int], tuple[tuple[BlockRun, ...], int, int, int, float]] = {}
+        inputs_of: dict[int, int] = {}
+        groups_of: dict[int, int] = {}
+
         def per_item(rows: int, kernels: int) -> tuple[tuple[BlockRun, ...], int, int, int, float]:
-            pixels = rows * s.out_w
-            extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=kernels, operand_bytes=p.bytes)
-            credit = sdp.operand_stream_cycles(
-                layer.sdp, hw, pixels=pixels, channels=kernels, operand_bytes=p.bytes, memory=layer.input_memory
-            )
-            blocks, tail_gap = group_delivery(layer, hw, rows, kernels)
-            return blocks, output_bytes(layer, rows, kernels, hw), extra, tail_gap, credit
+            made = items_of.get((rows, kernels))
+            if made is None:
+                pixels = rows * s.out_w
+                extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=kernels, operand_bytes=p.bytes)
+                credit = sdp.operand_stream_cycles(
+                    layer.sdp, hw, pixels=pixels, channels=kernels, operand_bytes=p.bytes, memory=layer.input_memory
+                )
+                blocks, tail_gap = group_delivery(layer, hw, rows, kernels)
+                made = items_of[rows, kernels] = (
+                    blocks,
+                    output_bytes(layer, rows, kernels, hw),
+                    extra,
+                    tail_gap,
+                    credit,
+                )
+            return made
 
         # a data fetch may be consumed in part (CSC polls CBUF per stripe) unless CSC waits for the whole band
         streamed = not hw.timing.conv_input_before_compute
         ingest = 0.0 if layer.image_input else cdma.feature_ingest_bytes_per_cycle(hw, layer.input_memory)
 
-        @cache
         def input_bytes(rows: int) -> int:
-            return cdma.input_bytes(layer, rows, hw)
+            if rows not in inputs_of:
+                inputs_of[rows] = cdma.input_bytes(layer, rows, hw)
+            return inputs_of[rows]
 
-        @cache
         def group_bytes(kernels: int) -> int:
-            return math.ceil(cdma.weight_bytes(kernels, bpk, hw) * w_ratio)
+            if kernels not in groups_of:
+                groups_of[kernels] = math.ceil(cdma.weight_bytes(kernels, bpk, hw) * w_ratio)
+            return groups_of[kernels]
 
         rtiles, ktiles = data_tiles(layer, plan.rows_per_tile), kernel_tiles(layer, plan.kernels_per_tile)
         # the previous hardware layer: (its key, first item, items, first event); the last one of the
@@ -324,12 +340,13 @@ class _Chain:
                 prefetch_left = sdp.operand_prefetch_bytes(hw)
             # what the layer's items are made of: alike layers (the bands of a split layer) differ only in
             # their own fetch events, and the items of one are the previous one's with those renumbered
-            key = (r1 - r0, i1 - i0, k1 - k0, seen.get(data_key), tuple(seen.get(w) for _, w in weight_keys))
+            kept = (None,) * len(weight_keys) if not seen else tuple([seen.get(w) for _, w in weight_keys])
+            key = (r1 - r0, i1 - i0, k1 - k0, seen.get(data_key), kept)
             start, first_event = len(self.items), self.events
             if before is not None and before[0] == key and whole and not self.named:
                 self._repeat(before, current)
                 e = first_event  # its own fetches, in the order the items issue them: the data, then each group
-                for q in (data_key, *(w for _, w in weight_keys)):
+                for q in (data_key, *[w for _, w in weight_keys]):
                     if q not in seen:
                         seen[q], e = e, e + 1
                 assert e == self.events

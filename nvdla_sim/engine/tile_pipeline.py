@@ -49,6 +49,10 @@ class Channel(enum.Enum):
     __hash__ = object.__hash__  # a member is its own identity; Enum's hash(name) runs Python code per lookup
 
 
+_CHANNELS = tuple(Channel)  # iterating an Enum class runs Python code for every member, every time
+_MEMORIES = tuple(Memory)
+
+
 class BlockRun(NamedTuple):
     """`count` identical blocks of an item (one per stripe of a kernel group, or a stream chunk)."""
 
@@ -237,7 +241,7 @@ def run_items(
         per_buffer.setdefault(buf, []).append(ev)
         released[ev] = at
         arrival[ev] = first_beat[ev] = fetch_from  # fetched by an earlier layer: there before this one starts
-    channel_free: dict[Channel, float] = dict.fromkeys(Channel, fetch_from)
+    channel_free: dict[Channel, float] = dict.fromkeys(_CHANNELS, fetch_from)
     credit_free = fetch_from  # when SDP's operand RDMAs' credits have paced out the streams booked so far
     events: list[Event] = []
 
@@ -769,8 +773,8 @@ class _FastForward:
 
 def item_traffic(items: Sequence[Item], *, extra_reads: int = 0, extra_memory: Memory = Memory.DRAM) -> Traffic:
     """Bytes the items read (fetches, plus `extra_reads` from `extra_memory`) and write, per memory."""
-    reads = dict.fromkeys(Memory, 0)
-    writes = dict.fromkeys(Memory, 0)
+    reads = dict.fromkeys(_MEMORIES, 0)
+    writes = dict.fromkeys(_MEMORIES, 0)
     reads[extra_memory] += extra_reads
     for it in items:
         for f in it.fetches:
