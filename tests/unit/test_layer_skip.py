@@ -206,6 +206,49 @@ def test_repeated_layers_build_the_items_step_by_step_gives(hw, tokens, k, n, sd
     assert _built(steps, cfg, named=False) == _built(steps, cfg, named=True)
 
 
+def _run(layers_plans, hw, *, named: bool) -> tuple:
+    """The chain run layer by layer: built with repeats (their events moved as run_items reads them) or
+    every item built explicitly (named: no repeats)."""
+    chain = conv._Chain(named=named)
+    for layer, plan in layers_plans:
+        chain.add(layer, plan, hw)
+    with layer_by_layer():
+        res, busy, ends = chain.run(hw, False)
+    return dataclasses.replace(res, events=[], ports={}), busy, ends
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    hw=st.sampled_from(["nv_small", "nv_full", "nv_large"]),
+    tokens=st.integers(2, 60),
+    k=st.sampled_from([16, 64, 200]),
+    n=st.sampled_from([8, 100, 512]),
+    count=st.integers(1, 3),
+    pick=st.integers(0, 10_000),
+)
+def test_repeats_run_with_moved_events_as_built_explicitly(hw, tokens, k, n, count, pick):
+    """Repeated hardware layers run from the explicit layer's items with their events moved where
+    run_items reads them (renumber=), or renumbered first where the fast-forward may look at them: every
+    time, counter, ring slot and layer end equals the chain whose every item was built explicitly."""
+    from nvdla_mapper.search.tiling_search import candidate_plans
+
+    cfg = load_config(hw)
+    layer = ConvLayer("mm", ConvShape.matmul(16 * tokens, k, n, row=16), Precision.INT8, SPECS["bias"])
+    plans = candidate_plans(layer, cfg)
+    steps = [(layer, plans[pick % len(plans)])] * count
+    assert _run(steps, cfg, named=False) == _run(steps, cfg, named=True)
+
+
+def test_decode_attention_instances_run_as_built_explicitly():
+    """A decode step's QK^T (8 query rows, 2,100 keys on nv_full: every kernel group prefetched by the
+    first item, no run of alike items, so run_items moves the repeats' events as it reads them): four
+    instances equal the same chain built item by item."""
+    cfg = load_config("nv_full")
+    layer = ConvLayer("qk", ConvShape.matmul(8, 64, 2100), Precision.INT8, SdpSpec(scale=OperandMode.REG))
+    steps = [(layer, TilePlan(1, 15, 1, 2100, LoopOrder.DATA_STATIONARY))] * 4
+    assert _run(steps, cfg, named=False) == _run(steps, cfg, named=True)
+
+
 def test_reused_operands_build_alike():
     """A chain whose second layer reuses the first's input (DATA_REUSE, one band) and whose layers are
     split into kernel tiles: the repeats keep pointing at the reused fetch."""
