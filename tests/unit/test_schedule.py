@@ -152,7 +152,9 @@ def test_alike_blocks_by_hand(monkeypatch):
     placed = _placed_blocks(monkeypatch)
     out = schedule(tasks, durations, durations, deps, res, blocks=blocks)
     assert [(s.start, s.end) for s in out] == [
-        (0, 7), *[(t, t + d) for b in range(5) for t, d in ((7 + 14 * b, 10), (17 + 14 * b, 4))], (77, 82)
+        (0, 7),
+        *[(t, t + d) for b in range(5) for t, d in ((7 + 14 * b, 10), (17 + 14 * b, 4))],
+        (77, 82),
     ]
     assert (7, 9) not in placed and (9, 11) not in placed  # blocks 3 and 4 were not placed
     assert out == schedule(tasks, durations, durations, deps, res)
@@ -186,7 +188,9 @@ def _block_lists(draw):
     counts = [draw(st.sampled_from([1, 2, 4])) for _ in range(prefix)]
     res += block_res * count
     counts += block_counts * count
-    deps: list[list[int]] = [sorted(draw(st.sets(st.integers(0, i - 1), max_size=2))) if i else [] for i in range(prefix)]
+    deps: list[list[int]] = [
+        sorted(draw(st.sets(st.integers(0, i - 1), max_size=2))) if i else [] for i in range(prefix)
+    ]
     zero = [sorted(draw(st.sets(st.integers(0, first + j - 1), max_size=3))) if first + j else [] for j in range(size)]
     later = [sorted(draw(st.sets(st.integers(-size, j - 1), max_size=3))) for j in range(size)]
     deps += zero
