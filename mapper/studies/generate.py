@@ -346,8 +346,9 @@ def generate(
         prefill_graph = t5_prefill_graph(spec, batch=batch, prompt=prompt)
     else:
         prefill_graph = build_graph(spec, batch=batch, seq=prompt, head="lm_last")
-    # with processes for the steps, the prefill is mapped in one of its own beside them
+    # with processes for the steps, the prefill is mapped in one of its own beside them; else first, here
     prefill_run = _Forked(map_model, prefill_graph, hw, seq=prompt, **kw) if _shared_out(kv_lens, jobs) else None
+    prefill = None if prefill_run else map_model(prefill_graph, hw, seq=prompt, **kw)
     try:
         # the steps share every op but attention against the cache: lowered and timed once, priced once
         memo = new_memo(
@@ -364,10 +365,12 @@ def generate(
             first_step = template.map(kv_lens[0])  # a whole MapResult once: the step's static weights
             step_weight_bytes = first_step.weight_bytes()
             steps = [_step_result(kv_lens[0], StepFigures.of(first_step)), *_steps(template, kv_lens[1:], jobs)]
-        prefill = prefill_run.result("the prefill") if prefill_run else map_model(prefill_graph, hw, seq=prompt, **kw)
+        if prefill_run:
+            prefill = prefill_run.result("the prefill")
     finally:
         if prefill_run:
             prefill_run.stop()
+    assert prefill is not None
     res = GenerateResult(
         spec.name, hw, precision, batch, prompt, new_tokens, prefill, steps, weights=weights,
         kv_precision=kv_precision, spec=spec, kv_plan=kv_plan, step_weight_bytes=step_weight_bytes,
@@ -450,12 +453,19 @@ class _Forked:
         )
         # what this process holds is the forked one's to read, not to scan for garbage: frozen at the fork
         # (gc.freeze's documented use), the child's collections pass over it; here it is unfrozen again
-        gc.freeze()
+        # (unless this process had frozen objects of its own: then it is left as it was)
+        freeze = gc.get_freeze_count() == 0
+        if freeze:
+            gc.freeze()
         try:
             self.process.start()
+        except BaseException:
+            receive.close()
+            raise
         finally:
-            gc.unfreeze()
-        send.close()
+            send.close()
+            if freeze:
+                gc.unfreeze()
         self.receive = receive
 
     def result(self, what: str) -> Any:
