@@ -75,7 +75,7 @@ def layer_signature(
             fetches.append(
                 (f.buffer._value_, f.channel._value_, f.nbytes, f.memory._value_, f.streamed, f.max_bytes_per_cycle)
             )
-        uses = tuple(_canonical(event(e), own, prev) for e in it.uses)
+        uses = tuple([_canonical(event(e), own, prev) for e in it.uses])
         blocks = it.blocks if type(it.blocks) is tuple else tuple(it.blocks)
         out.append(
             (tuple(fetches), uses, blocks, it.write_bytes, it.write_memory._value_, it.drain_reads,

@@ -433,7 +433,7 @@ def run_items(
         first_compute=first_compute or 0.0,
         fetch_end=max(channel_free.values()),
         held=tuple(
-            (buf, e, released.get(e, math.inf)) for buf, ring in per_buffer.items() for e in ring[-capacities[buf] :]
+            [(buf, e, released.get(e, math.inf)) for buf, ring in per_buffer.items() for e in ring[-capacities[buf] :]]
         ),
         events=events,
         ports=ports,
