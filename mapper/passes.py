@@ -26,7 +26,7 @@ from nvdla_mapper.lowering.rules import (
     lower,
 )
 from nvdla_mapper.results import MapResult, TaskResult
-from nvdla_mapper.schedule import Blocks, schedule
+from nvdla_mapper.schedule import Blocks, Scheduled, schedule
 from nvdla_mapper.search.tiling_search import planned_like, planned_like_instances, search_plan
 from nvdla_mapper.workload import cache_keys, ops_in_order, with_cache_keys
 from nvdla_sim.config import HwConfig
@@ -283,12 +283,12 @@ def layer_cycles(layer, hw: HwConfig, plan_at=None, count: int = 1) -> tuple[Lay
     plan searched for that layer: Task.plan_at) and its cycles from op enable to interrupt, as on the
     RTL: launch, streaming, pipeline depth, completion. `count`: the task's instances (a planned layer's
     figures then come from the run that times its instances, instances_duration)."""
-    st = _simulate_cached(_unnamed(layer), hw, _unnamed(plan_at), count if plan_at is not None else 1)
+    st = _simulate_cached(unnamed(layer), hw, unnamed(plan_at), count if plan_at is not None else 1)
     return dataclasses.replace(st, name=layer.name, events=()), st.cycles + sum(fixed_latency(layer, hw))
 
 
-def _unnamed(layer):
-    """The layer without its name (identical layers of different blocks are simulated once)."""
+def unnamed(layer):
+    """The layer (or stats) without its name (identical layers of different blocks are simulated once)."""
     return None if layer is None else dataclasses.replace(layer, name="")
 
 
@@ -296,7 +296,7 @@ def layer_events(layer, hw: HwConfig, plan_at=None) -> tuple[Event, ...]:
     """The unit events of one instance of a hardware layer (its searched plan for convolutions, or the
     one searched for `plan_at`), from the start of its streaming (after launch); for timelines (the
     map's trace), simulated once per layer."""
-    return _events_cached(_unnamed(layer), hw, _unnamed(plan_at))
+    return _events_cached(unnamed(layer), hw, unnamed(plan_at))
 
 
 @lru_cache(maxsize=1024)
@@ -423,14 +423,28 @@ def scheduled(
 ) -> list[TaskResult]:
     """Schedule pass: each timed task placed on its resource after its inputs (schedule.schedule; with
     `blocks`, the model's alike blocks scheduled until they repeat)."""
-    handoff = host.overhead_cycles(hw.clock_mhz)
-    sched = schedule(
-        tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff, blocks=blocks
-    )
+    sched = schedule_tasks(tasks, deps, per_instance, durations, hw, host, blocks=blocks)
     return [
         TaskResult.of(t, c, s.start, s.end, st, s.busy)
         for t, c, s, st in zip(tasks, per_instance, sched, stats, strict=True)
     ]
+
+
+def schedule_tasks(
+    tasks: list[Task],
+    deps: list[list[int]],
+    per_instance: list[int],
+    durations: list[int],
+    hw: HwConfig,
+    host: HostModel,
+    *,
+    blocks: Blocks | None = None,
+) -> list[Scheduled]:
+    """Each task's place on its resource (schedule.schedule with the host's hand-off at the build's clock)."""
+    handoff = host.overhead_cycles(hw.clock_mhz)
+    return schedule(
+        tasks, durations, per_instance, deps, [t.resource for t in tasks], host_overhead=handoff, blocks=blocks
+    )
 
 
 def new_memo(
@@ -467,11 +481,11 @@ def instances_duration(
         return cycles * count
     if isinstance(layer, ConvLayer):
         if plan_at is not None:  # timed with the layer's own figures (layer_cycles)
-            found, span = planned_like_instances(_unnamed(layer), _unnamed(plan_at), hw, count)
+            found, span = planned_like_instances(unnamed(layer), unnamed(plan_at), hw, count)
             if found.plan != stats.plan:
                 raise ValueError(f"{layer.name}: instances timed under {found.plan}, its figures under {stats.plan}")
         else:
-            span = _instances_cached(_unnamed(layer), stats.plan, hw, count)
+            span = _instances_cached(unnamed(layer), stats.plan, hw, count)
         return span + cycles - stats.cycles  # cycles - stats.cycles: one layer's fixed latencies
     prologue = int(stats.detail.get("prologue_cycles", 0))
     hidden = min(prologue, cycles - prologue)

@@ -347,7 +347,7 @@ def generate(
     else:
         prefill_graph = build_graph(spec, batch=batch, seq=prompt, head="lm_last")
     # with processes for the steps, the prefill is mapped in one of its own beside them; else first, here
-    prefill_run = _Forked(map_model, prefill_graph, hw, seq=prompt, **kw) if _shared_out(kv_lens, jobs) else None
+    prefill_run = _Forked(map_model, prefill_graph, hw, seq=prompt, **kw) if _forks(len(kv_lens) - 1, jobs) else None
     prefill = None if prefill_run else map_model(prefill_graph, hw, seq=prompt, **kw)
     try:
         # the steps share every op but attention against the cache: lowered and timed once, priced once
@@ -399,9 +399,10 @@ def _step_result(kv_len: int, f: StepFigures) -> StepResult:
 MIN_STEPS_PER_JOB = 32
 
 
-def _shared_out(kv_lens: list[int], jobs: int) -> bool:
-    """Whether the steps at `kv_lens` (all but the first: the template's) are shared out to processes."""
-    return jobs > 1 and len(kv_lens) - 1 >= 2 * MIN_STEPS_PER_JOB and _can_fork()
+def _forks(steps: int, jobs: int) -> bool:
+    """Whether `steps` decode steps are shared out to `jobs` processes (_steps): enough for two runs of
+    MIN_STEPS_PER_JOB, and a process that may fork (_can_fork)."""
+    return jobs > 1 and steps >= 2 * MIN_STEPS_PER_JOB and _can_fork()
 
 
 def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepResult]:
@@ -413,7 +414,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
     do not depend on what a process timed before: test_generate compares them with one process). One
     process where forking is unsafe (_can_fork). Any process's error ends the run with every other process
     stopped."""
-    if jobs <= 1 or len(kv_lens) < 2 * MIN_STEPS_PER_JOB or not _can_fork():
+    if not _forks(len(kv_lens), jobs):
         return [_step(template, k) for k in kv_lens]
     jobs = min(jobs, len(kv_lens) // MIN_STEPS_PER_JOB)
     weights = list(itertools.accumulate(k + kv_lens[0] for k in kv_lens))

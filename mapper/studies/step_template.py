@@ -41,9 +41,11 @@ from nvdla_mapper.passes import (
     context_of,
     lower_op,
     lower_ops,
+    schedule_tasks,
     scheduled,
     simulate_tasks,
     task_durations,
+    unnamed,
 )
 from nvdla_mapper.results import (
     MapResult,
@@ -56,7 +58,7 @@ from nvdla_mapper.results import (
     task_roofline,
     uj,
 )
-from nvdla_mapper.schedule import Blocks, alike_blocks, blocks_alike, schedule
+from nvdla_mapper.schedule import Blocks, alike_blocks, blocks_alike
 from nvdla_mapper.workload import Op, ops_in_order
 from nvdla_sim.energy.model import Energy, run_energy
 from nvdla_sim.engine.stats import LayerStats
@@ -163,11 +165,7 @@ class StepTemplate:
         g1, tasks, per_instance, stats, durations, macs = step
         base, ctx = self.base, self.ctx
         assert base is not None
-        handoff = ctx.host.overhead_cycles(ctx.hw.clock_mhz)
-        resources = [t.resource for t in tasks]
-        sched = schedule(
-            tasks, durations, per_instance, base.deps, resources, host_overhead=handoff, blocks=base.blocks
-        )
+        sched = schedule_tasks(tasks, base.deps, per_instance, durations, ctx.hw, ctx.host, blocks=base.blocks)
         n = len(tasks)
         if base.blocks is None or not blocks_alike(durations, per_instance, base.blocks):
             keep, order = list(range(n)), list(range(n))
@@ -281,12 +279,8 @@ def _blocks(
         return None
     for i in range(first + size, last):
         j = first + (i - first) % size
-        if tasks[i].copy_bytes != tasks[j].copy_bytes or _unnamed(tasks[i].layer) != _unnamed(tasks[j].layer):
+        if tasks[i].copy_bytes != tasks[j].copy_bytes or unnamed(tasks[i].layer) != unnamed(tasks[j].layer):
             return None
-        if _unnamed(stats[i]) != _unnamed(stats[j]):
+        if unnamed(stats[i]) != unnamed(stats[j]):
             return None
     return blocks
-
-
-def _unnamed(x):
-    return None if x is None else dataclasses.replace(x, name="")

@@ -179,6 +179,17 @@ def _built(layers_plans, hw, *, named: bool):
             chain.last_data, chain.last_weights)  # fmt: skip
 
 
+def _run(layers_plans, hw, *, named: bool) -> tuple:
+    """The chain run layer by layer: built with repeats (their events moved as run_items reads them) or
+    every item built explicitly (named: no repeats)."""
+    chain = conv._Chain(named=named)
+    for layer, plan in layers_plans:
+        chain.add(layer, plan, hw)
+    with layer_by_layer():
+        res, busy, ends = chain.run(hw, False)
+    return dataclasses.replace(res, events=[], ports={}), busy, ends
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     hw=st.sampled_from(["nv_small", "nv_full", "nv_large"]),
@@ -192,7 +203,9 @@ def _built(layers_plans, hw, *, named: bool):
 def test_repeated_layers_build_the_items_step_by_step_gives(hw, tokens, k, n, sdp, images, pick):
     """_Chain.add builds a hardware layer alike the previous one (a band of a split layer) from that
     layer's items with its own fetches renumbered; building every item step by step (as it does with
-    names, for a timeline) gives the same items, events and layer info."""
+    names, for a timeline) gives the same items, events and layer info. Run, the repeats' events moved
+    as run_items reads them (renumber=; or renumbered first where the fast-forward may look at them)
+    give every time, counter, ring slot and layer end of the chain built item by item."""
     from nvdla_mapper.search.tiling_search import candidate_plans
 
     cfg = load_config(hw)
@@ -204,38 +217,6 @@ def test_repeated_layers_build_the_items_step_by_step_gives(hw, tokens, k, n, sd
     plan = plans[pick % len(plans)]
     steps = [(layer, plan)] * 2  # two instances: the second's events follow the first's
     assert _built(steps, cfg, named=False) == _built(steps, cfg, named=True)
-
-
-def _run(layers_plans, hw, *, named: bool) -> tuple:
-    """The chain run layer by layer: built with repeats (their events moved as run_items reads them) or
-    every item built explicitly (named: no repeats)."""
-    chain = conv._Chain(named=named)
-    for layer, plan in layers_plans:
-        chain.add(layer, plan, hw)
-    with layer_by_layer():
-        res, busy, ends = chain.run(hw, False)
-    return dataclasses.replace(res, events=[], ports={}), busy, ends
-
-
-@settings(max_examples=30, deadline=None)
-@given(
-    hw=st.sampled_from(["nv_small", "nv_full", "nv_large"]),
-    tokens=st.integers(2, 60),
-    k=st.sampled_from([16, 64, 200]),
-    n=st.sampled_from([8, 100, 512]),
-    count=st.integers(1, 3),
-    pick=st.integers(0, 10_000),
-)
-def test_repeats_run_with_moved_events_as_built_explicitly(hw, tokens, k, n, count, pick):
-    """Repeated hardware layers run from the explicit layer's items with their events moved where
-    run_items reads them (renumber=), or renumbered first where the fast-forward may look at them: every
-    time, counter, ring slot and layer end equals the chain whose every item was built explicitly."""
-    from nvdla_mapper.search.tiling_search import candidate_plans
-
-    cfg = load_config(hw)
-    layer = ConvLayer("mm", ConvShape.matmul(16 * tokens, k, n, row=16), Precision.INT8, SPECS["bias"])
-    plans = candidate_plans(layer, cfg)
-    steps = [(layer, plans[pick % len(plans)])] * count
     assert _run(steps, cfg, named=False) == _run(steps, cfg, named=True)
 
 
