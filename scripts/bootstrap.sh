@@ -32,6 +32,13 @@ if ! py="$(find_python)"; then
     exit 1
   fi
 fi
+# One bootstrap at a time: two commands started together on a fresh checkout (./nvdla and ./run-tests, or
+# two ./nvdla) would otherwise both clear and fill the same venv. The lock is a file beside .venv (which
+# `venv --clear` empties), held until this script ends.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$root/.bootstrap.lock"
+  flock 9
+fi
 stamp="$venv/.lock-$( (cat "$root/requirements.lock" "$root/pyproject.toml"; "$py" --version) | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: creating $venv with $("$py" --version) and the pinned packages (requirements.lock)" >&2
