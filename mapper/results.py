@@ -11,7 +11,7 @@ from typing import Any
 
 from nvdla_mapper.lowering.rules import Resource, Task, WeightTreatment
 from nvdla_sim.config import HwConfig
-from nvdla_sim.energy.model import Energy, area, layer_energy, peak_power_mw, run_energy
+from nvdla_sim.energy.model import Energy, area, dram_energy, layer_energy, peak_power_mw, run_energy
 from nvdla_sim.engine import bounds
 from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
 from nvdla_sim.precision import Precision
@@ -62,8 +62,8 @@ class TaskResult:
             "cycles_per_instance": self.cycles_per_instance,
             "start": self.start,
             "end": self.end,
-            "macs": st.macs * self.task.count if st else 0,
-            "mac_utilization": round(st.mac_utilization, 4) if st else 0.0,
+            "hardware_macs": st.macs * self.task.count if st else 0,
+            "hardware_mac_utilization": round(st.mac_utilization, 4) if st else 0.0,
             "bound": self.bound,
             "dram_read": (st.traffic.dram_read * self.task.count) if st else self.task.copy_bytes * self.task.count,
             "dram_write": (st.traffic.dram_write * self.task.count) if st else self.task.copy_bytes * self.task.count,
@@ -153,8 +153,11 @@ class MapResult:
         seconds = self.total_cycles / (self.hw.clock_mhz * 1e6)
         build = area(self.hw)
         return {
-            "core_uj": uj(core),
-            "dram_uj": uj(total.dram),
+            # the run's: the whole batch of `batch` inferences; per inference: divided by the batch
+            "batch_core_uj": uj(core),
+            "batch_dram_uj": uj(total.dram),
+            "core_uj_per_inference": uj(core / self.batch),
+            "dram_uj_per_inference": uj(total.dram / self.batch),
             "by_unit_uj": {u: round(v * 1e-6, 6) for u, v in run.by_unit().items()},
             "by_layer_uj": by_layer,
             "average_core_power_mw": round(core * 1e-12 / seconds * 1e3, 3) if seconds else 0.0,
@@ -181,8 +184,8 @@ class MapResult:
         return {
             "label": "what-if: zero weights gate their multipliers (pruned layers' CMAC energy x density)",
             "density": w.density,
-            "core_uj": round((core_pj - saved) * 1e-6, 6),
-            "saved_uj": round(saved * 1e-6, 6),
+            "batch_core_uj": round((core_pj - saved) * 1e-6, 6),
+            "batch_saved_uj": round(saved * 1e-6, 6),
         }
 
     def host_tasks(self) -> list[TaskResult]:
@@ -196,6 +199,16 @@ class MapResult:
                     scaled = UnitStats(s.busy * r.task.count, s.stall * r.task.count)
                     total[u] = total.get(u, UnitStats()) + scaled
         return {u.value: s for u, s in total.items()}
+
+    def busy_cycles_by_resource(self) -> dict[str, int]:
+        """Cycles each resource (NVDLA, BDMA, host) is busy: each runs one task at a time (schedule.py), so
+        its busy time is the sum of its tasks' cycles, a part of the run's wall time (a task streaming
+        behind another's instances holds its resource from its start to its end, a little longer than
+        it works: those waits are not busy)."""
+        out = {res.value: 0 for res in Resource}
+        for r in self.results:
+            out[r.task.resource.value] += r.cycles
+        return out
 
     def by_group(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -245,6 +258,7 @@ class MapResult:
         energy = self.energy()
         host = self.host_tasks()
         busy = self.unit_busy()
+        busy_res = self.busy_cycles_by_resource()
         peak = self.hw.peak_macs_per_cycle(self.precision)
         return {
             "model": self.model,
@@ -256,18 +270,26 @@ class MapResult:
             "total_cycles": self.total_cycles,
             "latency_ms": round(self.latency_ms, 6),
             "throughput_inferences_per_s": round(self.throughput, 3),
-            "macs": self.macs,
+            # hardware MACs: what the array performs (tile padding, ones-convolution sums, pruned zeros);
+            # model MACs: the model's own (with the 2:4 sparse-MAC what-if they can pass 100% of the peak)
+            "hardware_macs": self.macs,
             "model_macs": self.model_macs,
-            "mac_utilization": round(self.mac_utilization, 6),
-            # a what-if that skips MACs: the model's dense MACs over the peak, labelled as such (it can pass 100%)
-            "dense_equivalent_mac_utilization": round(self.model_macs / (peak * self.total_cycles), 6)
-            if self.weights.sparse_mac and self.total_cycles
-            else None,
+            "hardware_mac_utilization": round(self.mac_utilization, 6),
+            "model_mac_utilization": round(self.model_macs / (peak * self.total_cycles), 6)
+            if self.total_cycles
+            else 0.0,
             "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
             "dram_bytes_per_cycle": self.hw.dram_bytes_per_cycle,
+            # cycles summed over the tasks of every resource; NVDLA, BDMA and host run at once, so these sums
+            # add up to more than total_cycles (resource time, not wall time)
             "cycles_by_group": self.by_group(),
             "cycles_by_bound": self.by_bound(),
             "cycles_by_block": self.by_block(),
+            "busy_cycles_by_resource": busy_res,
+            # each resource's busy cycles over the run's wall time (total_cycles)
+            "busy_share_of_run_by_resource": {
+                k: round(v / self.total_cycles, 6) if self.total_cycles else 0.0 for k, v in busy_res.items()
+            },
             "unit_busy": {u: s.to_dict() for u, s in busy.items()},
             "unit_utilization": {
                 u: round(s.busy / self.total_cycles, 6) if self.total_cycles else 0.0 for u, s in busy.items()
@@ -296,8 +318,13 @@ def uj(pj: float) -> float:
 
 
 def task_energy(r: TaskResult, hw: HwConfig, memo: dict[Task, Energy] | None) -> Energy | None:
-    """The dynamic energy of an NVDLA task over its instances (None for BDMA and host tasks). A task's stats
-    are a function of the task and the build: one pricing in `memo` serves every map of the context."""
+    """The dynamic energy of a task over its instances: an NVDLA hardware layer's units and DRAM traffic, a
+    BDMA copy's DRAM read and write (its engine's own energy is not modelled), None for host tasks. A
+    task's stats are a function of the task and the build: one pricing in `memo` serves every map of the
+    context."""
+    if r.task.resource is Resource.BDMA and r.stats is None:
+        n = r.task.copy_bytes * r.task.count
+        return dram_energy(n, n, hw)
     if r.stats is None or r.task.layer is None:
         return None
     e = memo.get(r.task) if memo is not None else None

@@ -8,7 +8,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 from nvdla_cli.console import warn_config
+from nvdla_cli.flags import Needs, check_needs, given, show_defaults
 from nvdla_cli.map_commands import add_commands as add_mapper
+from nvdla_cli.paths import output_file
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import builtin_configs, load_config
 from nvdla_sim.energy.model import Energy, area, layer_energy, run_energy
@@ -97,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_mapper(sub, _COMMANDS)  # map, zoo, sweep
     add_rtl(sub, _COMMANDS)  # rtl emit / verify / bench
+    show_defaults(ap)
     return ap
 
 
@@ -142,8 +145,35 @@ def _need(args: argparse.Namespace, names: Sequence[str], op: str) -> None:
         raise NvdlaError(f"--op {op} needs {' '.join(missing)}")
 
 
+_LAYER_FLAGS = ("op", "m", "k", "n", "row", "width", "height", "channels", "kernels", "kernel_size", "stride",
+                "pad", "precision", "bias", "relu", "lut", "eltwise", "plan", "trace")  # fmt: skip
+_OPS = {  # which layer flags each --op reads
+    "matmul": {"m", "k", "n", "row", "precision", "bias", "relu", "lut", "eltwise", "plan"},
+    "conv": {"width", "height", "channels", "kernels", "kernel_size", "stride", "pad", "precision", "bias", "relu",
+             "lut", "eltwise", "plan"},
+    "sdp": {"width", "height", "channels", "precision", "bias", "relu", "lut", "eltwise"},
+    "pdp": {"width", "height", "channels", "kernel_size", "stride", "precision"},
+}  # fmt: skip
+_SIMULATE_NEEDS = [
+    Needs("allow_unknown_registers", lambda a: a.trace_test is not None, "goes with --trace-test"),
+    *(
+        Needs(f, lambda a: a.trace_test is None, "describes a layer; --trace-test runs the program's own layers")
+        for f in _LAYER_FLAGS
+        if f not in ("trace",)
+    ),
+    *(
+        Needs(f, lambda a, f=f: f in _OPS[a.op], lambda a: f"is not read by --op {a.op}, which takes "
+              + " ".join("--" + x.replace("_", "-") for x in sorted(_OPS[a.op])))
+        for f in sorted(set().union(*_OPS.values()))
+    ),
+]  # fmt: skip
+
+
 @_command("simulate")
 def _simulate(args: argparse.Namespace) -> int:
+    check_needs(args, _SIMULATE_NEEDS)
+    if args.trace:
+        output_file(args.trace, "--trace")
     if args.trace_test:
         return _simulate_trace_test(args)
     hw = load_config(args.hw or "nv_full")
@@ -342,8 +372,8 @@ def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:
             if "refetch_factor" in stats.detail
             else []
         ),
-        f"  MACs              {stats.macs:,}",
-        f"  MAC utilization   {stats.mac_utilization:.1%}",
+        f"  MACs              {stats.macs:,} on the hardware",
+        f"  MAC utilization   {stats.mac_utilization:.1%} (hardware MACs over the peak x cycles)",
         f"  bound by          {stats.bound.value}",
         *(
             [
@@ -369,7 +399,9 @@ def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.given = given(parser, argv)
     try:
         return _COMMANDS[args.command](args)
     except NvdlaError as e:

@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from nvdla_cli.console import warn_config
+from nvdla_cli.console import TerminalProgress, warn_config
+from nvdla_cli.flags import Needs, check_needs, finite_positive, options
+from nvdla_cli.paths import output_dir, output_file
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError, UnsupportedError
 from nvdla_sim.precision import Precision
@@ -171,10 +173,65 @@ def add_commands(sub, registry: dict) -> None:
     registry["accuracy"] = _accuracy_command
 
 
+def _quantized(a: argparse.Namespace) -> bool:
+    return a.quantize is not None
+
+
+_QUANT_NEEDS = [
+    Needs(f, _quantized, "goes with --quantize (the INT8 accuracy run it sets up); add --quantize per-channel")
+    for f in ("calib", "calib_data", "dynamic")
+]
+_WEIGHT_NEEDS = [
+    Needs("sparse_mac_whatif", lambda a: a.prune == "2:4", "is a 2:4-sparse MAC array: it needs --prune 2:4"),
+]
+_MAP_NEEDS = [
+    *_QUANT_NEEDS,
+    *_WEIGHT_NEEDS,
+    Needs("layer", lambda a: a.emit_program is not None, "chooses the layer --emit-program writes; give --emit-program DIR too"),
+]  # fmt: skip
+_GENERATE_NEEDS = [*_QUANT_NEEDS, *_WEIGHT_NEEDS]
+
+
+def _arrivals_given(a: argparse.Namespace) -> bool:
+    return a.trace is None
+
+
+def _slo_given(a: argparse.Namespace) -> bool:
+    return a.slo_ttft_ms is not None or a.slo_tpot_ms is not None
+
+
+_SERVE_NEEDS = [
+    *_QUANT_NEEDS,
+    *_WEIGHT_NEEDS,
+    Needs("chunk_tokens", lambda a: a.policy == "chunked-prefill",
+          "sizes the iterations of --policy chunked-prefill; the default policy prefills whole prompts"),
+    *(Needs(f, _arrivals_given, "describes the Poisson arrivals; --trace gives the requests (arrival_s, prompt, output)")
+      for f in ("rate", "requests", "prompt", "output", "seed")),
+    Needs("rates", _arrivals_given, "sweeps Poisson rates; leave out --trace"),
+    Needs("rate", lambda a: a.rates is None, "is one rate; --rates gives the rates to sweep"),
+    *(Needs(f, lambda a: a.rates is not None,
+            "is a latency target that picks the highest of the rates --rates sweeps; give --rates too")
+      for f in ("slo_ttft_ms", "slo_tpot_ms")),
+    *(Needs(f, _slo_given, "goes with a latency target (--slo-ttft-ms or --slo-tpot-ms)")
+      for f in ("slo_percentile", "bisect")),
+]  # fmt: skip
+_SWEEP_NEEDS = [
+    Needs("where", lambda a: a.rank is not None,
+          "goes with --rank: the two replace the file's [rank] (its objective and constraints); give --rank METRIC"),
+    Needs("workers", lambda a: (a.executor or ("dask" if a.scheduler else "local")) == "local",
+          "is the local executor's process count; --executor dask uses the cluster's workers"),
+    Needs("scheduler", lambda a: a.executor in (None, "dask"), "is a dask.distributed address; it goes with --executor dask"),
+]  # fmt: skip
+_ACCURACY_NEEDS = [
+    Needs("finetuned", lambda a: bool(a.prune), "holds the fine-tuned weights of a pruned model; give --prune too"),
+]
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from nvdla_mapper.studies.sweep import (
         check_metric,
         load_sweep,
+        open_db,
         pareto_front,
         parse_constraint,
         phase_of,
@@ -184,18 +241,21 @@ def _sweep(args: argparse.Namespace) -> int:
         write_ranking,
     )
 
+    check_needs(args, _SWEEP_NEEDS)
     spec = load_sweep(args.file)
     objective = args.rank or spec.objective
-    if args.where is not None and objective is None:
-        raise NvdlaError("--where needs an objective to rank by: --rank METRIC or [rank] objective in the file")
     constraints = tuple(parse_constraint(t) for t in args.where) if args.where is not None else spec.constraints
     if objective is not None:
         check_metric(objective, "rank objective")  # before the sweep runs
-    out = Path(args.out)
-    db = Path(args.db) if args.db else out / "sweep.sqlite"
+    if args.rank is not None and spec.objective is not None and args.where is None and spec.constraints:
+        print(f"nvdla: note: ranking by --rank {args.rank} with the file's constraints "
+              f"{' and '.join(str(c) for c in spec.constraints)} (--where replaces them)", file=sys.stderr)  # fmt: skip
     executor = args.executor or ("dask" if args.scheduler else "local")
     if args.workers < 1:
         raise NvdlaError(f"--workers must be >= 1, not {args.workers}")
+    out = output_dir(args.out, "--out")
+    db = output_file(args.db, "--db") if args.db else out / "sweep.sqlite"
+    open_db(db).close()  # a file that is not a sweep database: said now, not after the points
     n = len(spec.points())
     t0 = time.perf_counter()
     run = run_sweep(spec, db, executor=executor, workers=args.workers, scheduler=args.scheduler, progress=True)
@@ -333,7 +393,7 @@ def _print_kv_whatif(d: dict, base: dict) -> None:
         f"per token ({base['dram_bytes_per_token']:,})"
     )
     if med is not None and base_med is not None:
-        line += f"; {med:.3f} ms per token ({base_med:.3f}, {base_med / med:.2f}x)"
+        line += f"; {med:.3f} ms per decode step, median ({base_med:.3f}, {base_med / med:.2f}x)"
     print(line)
     print(
         f"  what fits            {f['max_positions_at_batch']:,} positions per sequence at batch {d['batch']} "
@@ -359,7 +419,7 @@ def _print_weight_whatif(d: dict, dense: dict) -> None:
         f"DRAM {d['dram_bytes_per_token']:,} bytes per token (dense {dense['dram_bytes_per_token']:,})"
     )
     if med is not None and base_med is not None:
-        line += f"; {med:.3f} ms per token (dense {base_med:.3f}, {base_med / med:.2f}x)"
+        line += f"; {med:.3f} ms per decode step, median (dense {base_med:.3f}, {base_med / med:.2f}x)"
     if e and base_e:
         line += f", {e:,.1f} uJ per token (dense {base_e:,.1f})"
     print(line)
@@ -382,9 +442,11 @@ def _generate(args: argparse.Namespace) -> int:
 
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.lowering.rules import WeightTreatment
-    from nvdla_mapper.reports.files import output_folder
     from nvdla_mapper.studies.generate import generate
 
+    check_needs(args, _GENERATE_NEEDS)
+    out = output_dir(args.report, "--report") if args.report else None
+    batches = _batches(args.batch)
     prec = _precision(args.precision)
     kv = _kv_precision(args, prec)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
@@ -398,14 +460,16 @@ def _generate(args: argparse.Namespace) -> int:
               layernorm=args.layernorm)  # fmt: skip
     kw["kv_plan"] = args.kv_plan
     kw["jobs"] = args.jobs if args.jobs is not None else _cores()
-    results = [generate(spec, hw, batch=b, weights=weights, kv_precision=kv, **kw) for b in _batches(args.batch)]
-    dense = (
-        [generate(spec, hw, batch=r.batch, kv_precision=kv, **kw) for r in results]
-        if weights.active
-        else [None] * len(results)
-    )
-    # the caches at the model's precision, under the same weight treatment (or why they do not fit)
-    model_kv = [_at_model_precision(spec, hw, r.batch, weights, kw) if kv else None for r in results]
+    with TerminalProgress() as progress:
+        kw["progress"] = progress
+        results = [generate(spec, hw, batch=b, weights=weights, kv_precision=kv, **kw) for b in batches]
+        dense = (
+            [generate(spec, hw, batch=r.batch, kv_precision=kv, **kw) for r in results]
+            if weights.active
+            else [None] * len(results)
+        )
+        # the caches at the model's precision, under the same weight treatment (or why they do not fit)
+        model_kv = [_at_model_precision(spec, hw, r.batch, weights, kw) if kv else None for r in results]
     for r, base, kv_base in zip(results, dense, model_kv, strict=True):
         d = r.to_dict()
         pt = d["per_token_ms"]
@@ -413,17 +477,17 @@ def _generate(args: argparse.Namespace) -> int:
             f"{r.model} on {r.hw.fingerprint}, batch {r.batch}, prompt {r.prompt}, {r.new_tokens} new tokens ({prec.value})"
         )
         print(
-            f"  time to first token  {d['ttft_ms']:.3f} ms (prefill, {d['prefill']['bound']}-bound, model MACs at {d['prefill']['mac_utilization']:.1%} of peak)"
+            f"  time to first token  {d['ttft_ms']:.3f} ms (prefill, {d['prefill']['bound']}-bound, model MACs at {d['prefill']['model_mac_utilization']:.1%} of peak)"
         )
         if pt["median_step"] is not None:
             print(
-                f"  per token            {pt['first_step']:.3f} / {pt['median_step']:.3f} / {pt['last_step']:.3f} ms (first / median / last step)"
+                f"  per decode step      {pt['first_step']:.3f} / {pt['median_step']:.3f} / {pt['mean_step']:.3f} / {pt['last_step']:.3f} ms (first / median / mean / last step; a step makes {d['batch']} token{'s' if d['batch'] > 1 else ''})"
             )
         print(
             f"  total                {d['total_ms']:.3f} ms: {d['tokens_per_s_per_sequence']:,.1f} tokens/s per sequence, {d['tokens_per_s_aggregate']:,.1f} aggregate"
         )
         print(
-            f"  decode               {d['decode']['bound']}-bound, DRAM {d['decode']['dram_utilization']:.1%} busy, model MACs at {d['decode']['mac_utilization']:.1%} of peak, {d['dram_bytes_per_token']:,} DRAM bytes per token"
+            f"  decode               {d['decode']['bound']}-bound, DRAM {d['decode']['dram_utilization']:.1%} busy, model MACs at {d['decode']['model_mac_utilization']:.1%} of peak (hardware MACs {d['decode']['hardware_mac_utilization']:.1%}), {d['dram_bytes_per_token']:,} DRAM bytes per token"
         )
         if pt["median_step"] is not None:
             print(
@@ -432,16 +496,21 @@ def _generate(args: argparse.Namespace) -> int:
         print(f"  KV cache at the end  {d['kv_cache_bytes_end']:,} bytes")
         en = d["energy"]
         per_token = (
-            f", {en['decode_core_uj_per_token']:,.1f} uJ per generated token"
-            + (f" ({en['decode_core_uj_per_step']:,.1f} per step of {d['batch']})" if d["batch"] > 1 else "")
+            f" + decode {en['decode_core_uj']:,.1f} = {en['total_core_uj']:,.1f} uJ in NVDLA"
+            f" ({en['decode_core_uj_per_token']:,.1f} uJ per generated token, the mean over the steps;"
+            f" median step {en['decode_core_uj_per_token_median_step']:,.1f})"
             if en["decode_core_uj_per_token"]
-            else ""
+            else " uJ in NVDLA"
         )
         print(
-            f"  energy               prefill {en['prefill_core_uj']:,.1f} uJ in NVDLA{per_token}; "
+            f"  energy               prefill {en['prefill_core_uj']:,.1f}{per_token}; "
             f"{en['average_core_power_mw']:,.1f} mW average, {en['peak_core_power_mw']:,.1f} mW peak, "
-            f"{en['tops_per_w']:.2f} TOPS/W; DRAM {en['total_dram_uj']:,.1f} uJ in all; "
-            f"area {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)"
+            f"{en['tops_per_w']:.2f} TOPS/W (model MACs)"
+        )
+        print(
+            f"  DRAM energy          prefill {en['prefill_dram_uj']:,.1f} + decode {en['decode_dram_uj']:,.1f}"
+            f" = {en['total_dram_uj']:,.1f} uJ (every byte moved); area {en['area_mm2']:.3f} mm2 at"
+            f" {en['tech_node_nm']:g} nm (docs/energy.md)"
         )
         if base is not None:
             _print_weight_whatif(d, base.to_dict())
@@ -455,19 +524,25 @@ def _generate(args: argparse.Namespace) -> int:
     if len(results) > 1:
         from nvdla_mapper.studies.generate import crossover_batch, roofline_crossover
 
-        b_sim, b_roof = crossover_batch(spec, hw, prec, kv_len=args.prompt), roofline_crossover(hw, prec)
-        print(f"  weight streaming (projections, FFN, LM head) turns compute-bound at batch {b_sim} "
-              f"(roofline estimate {b_roof:g}); attention reads each sequence's own cache at any batch")  # fmt: skip
-        print("  batch  ms/step  tokens/s  decode bound")
+        b_roof = roofline_crossover(hw, prec)
+        try:
+            b_sim = f"turns compute-bound at batch {crossover_batch(spec, hw, prec, kv_len=args.prompt)}"
+        except NvdlaError as e:  # a figure beside the runs: said, the runs kept
+            b_sim = f"does not turn compute-bound ({e})"
+        print(f"  weight streaming (projections, FFN, LM head) {b_sim} (roofline estimate {b_roof:g}); "
+              "attention reads each sequence's own cache at any batch")  # fmt: skip
+        print("  batch  median ms/step  mean ms/step  tokens/s (batch / mean step)  decode bound")
         for r in results:
             d = r.to_dict()
+            pt = d["per_token_ms"]
             print(
-                f"  {r.batch:>5}  {d['per_token_ms']['median_step'] or 0:>7.3f}  {d['decode_tokens_per_s_aggregate'] or 0:>8,.1f}  {d['decode']['bound']}"
+                f"  {r.batch:>5}  {pt['median_step'] or 0:>14.3f}  {pt['mean_step'] or 0:>12.3f}"
+                f"  {d['decode_tokens_per_s_aggregate'] or 0:>28,.1f}  {d['decode']['bound']}"
             )
-    if args.report:
-        out = output_folder(args.report, "--report")
+    if out is not None:
         rows = [
             {
+                "options": options(args),
                 **r.to_dict(),
                 **({"kv_model_precision": b if isinstance(b, str) else b.to_dict()} if b else {}),
                 **({"accuracy": accuracy} if accuracy else {}),
@@ -495,7 +570,6 @@ def _serve(args: argparse.Namespace) -> int:
 
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.lowering.rules import WeightTreatment
-    from nvdla_mapper.reports.files import output_folder
     from nvdla_mapper.studies.generate import memory_limit
     from nvdla_mapper.studies.serve import (
         Policy,
@@ -508,6 +582,12 @@ def _serve(args: argparse.Namespace) -> int:
         simulate_serving,
     )
 
+    check_needs(args, _SERVE_NEEDS)
+    finite_positive("--rate", args.rate)
+    rates = _rates(args.rates) if args.rates is not None else None
+    for flag in ("slo_ttft_ms", "slo_tpot_ms"):
+        finite_positive(f"--{flag.replace('_', '-')}", getattr(args, flag))
+    out = output_dir(args.report, "--report") if args.report else None
     prec = _precision(args.precision)
     kv = _kv_precision(args, prec)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
@@ -536,15 +616,16 @@ def _serve(args: argparse.Namespace) -> int:
             )
     capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens, kv_precision=kv)
     accuracy = _accuracy(args, hw, prec, seq=args.prompt) if args.quantize else None
-    if args.rates or args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
-        code = _serve_sweep(args, spec, hw, prec, settings, capacity, weights, kv=kv, accuracy=accuracy)
+    if rates is not None:
+        code = _serve_sweep(args, rates, spec, hw, prec, settings, capacity, weights, out, kv=kv, accuracy=accuracy)
         if accuracy is not None:
             print("\n".join(format_accuracy_lines(accuracy)))
         return code
     costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv, kv_plan=args.kv_plan)
-    res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings)
+    with TerminalProgress() as progress:
+        res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings, progress=progress)
     res.clock_mhz = hw.clock_mhz
-    res.meta = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
+    res.meta = {"options": options(args), "model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
                 "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan,
                 "arrivals": f"trace {args.trace}" if args.trace else f"poisson {args.rate:g}/s seed {args.seed}",
                 "weights": weights.to_dict(), **({"accuracy": accuracy} if accuracy else {})}  # fmt: skip
@@ -573,10 +654,9 @@ def _serve(args: argparse.Namespace) -> int:
           + (f", {d['swap_ms']:,.3f} ms of KV copies" if d["swap_ms"] else "") + ")")  # fmt: skip
     if accuracy is not None:
         print("\n".join(format_accuracy_lines(accuracy)))
-    if args.report:
+    if out is not None:
         from nvdla_mapper.reports.html import write_serve_html
 
-        out = output_folder(args.report, "--report")
         timeline = res.timeline()
         (out / "serve.json").write_text(json.dumps({**d, "timeline": timeline}, indent=1) + "\n")
         rows = res.request_rows()
@@ -589,25 +669,26 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rates(text: str) -> list[float]:
+    """--rates: comma-separated finite positive rates per second."""
+    try:
+        rates = [float(r) for r in text.split(",") if r.strip()]
+    except ValueError:
+        rates = []
+    if not rates or not all(0 < r < float("inf") for r in rates):
+        raise NvdlaError(f"--rates must be comma-separated numbers of requests per second above 0, not {text!r}")
+    return rates
+
+
 def _serve_sweep(
-    args: argparse.Namespace, spec, hw, prec, settings, capacity: int, weights, *, kv=None, accuracy=None
-) -> int:
+    args: argparse.Namespace, rates: list[float], spec, hw, prec, settings, capacity: int, weights, out: Path | None,
+    *, kv=None, accuracy=None,
+) -> int:  # fmt: skip
     """`nvdla serve --rates ... [--slo-ttft-ms T] [--slo-tpot-ms P]`: one run per rate, the same requests."""
     import csv
 
-    from nvdla_mapper.reports.files import output_folder
     from nvdla_mapper.studies.serve import SimulatedCosts, Slo, poisson_requests, sweep_rates
 
-    if args.trace:
-        raise NvdlaError("--rates and the latency targets sweep Poisson arrivals; leave out --trace")
-    rates = [args.rate]
-    if args.rates:
-        try:
-            rates = [float(r) for r in args.rates.split(",") if r.strip()]
-        except ValueError:
-            raise NvdlaError(
-                f"--rates must be comma-separated numbers of requests per second, not {args.rates!r}"
-            ) from None
     slo = None
     if args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
         slo = Slo(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_percentile)
@@ -618,24 +699,31 @@ def _serve_sweep(
         )
 
     costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv, kv_plan=args.kv_plan)
-    sweep = sweep_rates(
-        arrivals, rates, costs, capacity_blocks=capacity, settings=settings, clock_mhz=hw.clock_mhz, slo=slo,
-        bisect_steps=args.bisect,
-    )  # fmt: skip
-    d = {"model": spec.name, "hw": hw.fingerprint, "precision": prec.value, "requests": args.requests,
-         "prompt": args.prompt, "output": args.output, "seed": args.seed, "policy": settings.policy.value,
-         "max_batch": settings.max_batch, "kv_capacity_blocks": capacity,
+    with TerminalProgress() as progress:
+        sweep = sweep_rates(
+            arrivals, rates, costs, capacity_blocks=capacity, settings=settings, clock_mhz=hw.clock_mhz, slo=slo,
+            bisect_steps=args.bisect, progress=progress,
+        )  # fmt: skip
+    d = {"options": options(args), "model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
+         "requests": args.requests, "prompt": args.prompt, "output": args.output, "seed": args.seed,
+         "policy": settings.policy.value, "preemption": settings.preemption.value,
+         "chunk_tokens": settings.chunk_tokens if settings.policy.value == "chunked-prefill" else None,
+         "block_tokens": settings.block_tokens, "max_batch": settings.max_batch, "kv_capacity_blocks": capacity,
          "slo_ttft_ms": args.slo_ttft_ms, "slo_tpot_ms": args.slo_tpot_ms, "weights": weights.to_dict(),
          "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan, **({"accuracy": accuracy} if accuracy else {}),
          **sweep.to_dict()}  # fmt: skip
     kv_note = f", KV cache {kv.value}" if kv else ""
     print(f"{spec.name} on {hw.fingerprint} ({prec.value}{kv_note}): {args.requests} requests of {args.prompt} + "
           f"{args.output} tokens, Poisson seed {args.seed}, {settings.policy.value}")  # fmt: skip
-    print(f"  {'rate/s':>9} {'TTFT p50':>10} {'TTFT p99':>10} {'TPOT p50':>9} {'TPOT p99':>9} {'tokens/s':>10}  target")
+    print(f"  KV cache {capacity:,} blocks of {settings.block_tokens} positions (beside the weights in "
+          f"{_memory_limit(hw)}), preemption by {settings.preemption.value}")  # fmt: skip
+    print(f"  {'rate/s':>9} {'TTFT p50':>10} {'TTFT p99':>10} {'TPOT p50':>9} {'TPOT p99':>9} {'tokens/s':>10} "
+          f"{'preempted':>9}  target")  # fmt: skip
     for r in d["rates"]:
         ok = "" if r["meets_slo"] is None else ("met" if r["meets_slo"] else "missed")
         print(f"  {r['rate_per_s']:>9,.2f} {r['ttft_p50_ms']:>10,.3f} {r['ttft_p99_ms']:>10,.3f} "
-              f"{r['tpot_p50_ms'] or 0:>9,.3f} {r['tpot_p99_ms'] or 0:>9,.3f} {r['output_tokens_per_s']:>10,.1f}  {ok}")  # fmt: skip
+              f"{r['tpot_p50_ms'] or 0:>9,.3f} {r['tpot_p99_ms'] or 0:>9,.3f} {r['output_tokens_per_s']:>10,.1f} "
+              f"{r['preemptions']:>9,}  {ok}")  # fmt: skip
     if slo is not None:
         best = d["highest_rate_meeting_slo_per_s"]
         if best is None:
@@ -645,10 +733,9 @@ def _serve_sweep(
             print(f"  highest rate meeting {slo.describe()}: {best:,.2f}/s (met at {lo:,.2f}, missed at {hi:,.2f})")
         else:
             print(f"  every rate run meets {slo.describe()}; the highest is {best:,.2f}/s (sweep higher rates)")
-    if args.report:
+    if out is not None:
         from nvdla_mapper.reports.html import write_sweep_serve_html
 
-        out = output_folder(args.report, "--report")
         (out / "sweep.json").write_text(json.dumps(d, indent=1) + "\n")
         with open(out / "sweep.csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(d["rates"][0]))
@@ -657,6 +744,12 @@ def _serve_sweep(
         page = write_sweep_serve_html(d, out)
         print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'} and {page}", file=sys.stderr)
     return 0
+
+
+def _memory_limit(hw) -> str:
+    from nvdla_mapper.studies.generate import memory_limit
+
+    return memory_limit(hw)[1]
 
 
 def _trained_dir_and_name(model: str) -> tuple[Path, str]:
@@ -695,19 +788,32 @@ def _quant_settings(args: argparse.Namespace, granularity: str):
 def _accuracy_command(args: argparse.Namespace) -> int:
     from nvdla_mapper.studies.accuracy import trained_accuracy
 
+    check_needs(args, _ACCURACY_NEEDS)
     if args.samples is not None and args.samples < 1:
         raise NvdlaError(f"--samples must be a positive integer, not {args.samples}")
+    for flag in ("prompts", "new_tokens"):
+        if getattr(args, flag) < 1:
+            raise NvdlaError(f"--{flag.replace('_', '-')} must be a positive integer, not {getattr(args, flag)}")
+    json_path = output_file(args.json, "--json") if args.json else None
     directory, name = _trained_dir_and_name(args.model)
+    if name == "vit_digits":  # an image classifier: no text to continue
+        for flag in ("prompts", "new_tokens"):
+            if flag in args.given:
+                raise NvdlaError(
+                    f"--{flag.replace('_', '-')} sets the GPT's greedy continuations; {name} classifies images"
+                )
     hw = load_config(args.hw)
     settings = dataclasses.replace(_quant_settings(args, args.quantize), precision=Precision.parse(args.precision))
-    row = trained_accuracy(
-        directory, name, hw, settings, samples=args.samples, prompts=args.prompts, new_tokens=args.new_tokens
-    )
+    with TerminalProgress() as progress:
+        row = trained_accuracy(
+            directory, name, hw, settings, samples=args.samples, prompts=args.prompts, new_tokens=args.new_tokens,
+            progress=progress,
+        )  # fmt: skip
     recipe = _recipe(args, args.quantize)
     print(format_accuracy(row, recipe=recipe))
-    if args.json:
-        Path(args.json).write_text(json.dumps({"recipe": recipe, **row}, indent=1) + "\n")
-        print(f"wrote {args.json}", file=sys.stderr)
+    if json_path is not None:
+        json_path.write_text(json.dumps({"options": options(args), "recipe": recipe, **row}, indent=1) + "\n")
+        print(f"wrote {json_path}", file=sys.stderr)
     return 0
 
 
@@ -778,6 +884,15 @@ def _map(args: argparse.Namespace) -> int:
     from nvdla_mapper.passes import lower_graph, map_model
     from nvdla_mapper.reports.files import write_results
 
+    check_needs(args, _MAP_NEEDS)
+    for flag, v in (("--host-gflops", args.host_gflops), ("--host-gbs", args.host_gbs)):
+        finite_positive(flag, v)
+    if not 0 <= args.host_overhead_us < float("inf"):
+        raise NvdlaError(f"--host-overhead-us must be a finite number >= 0, not {args.host_overhead_us}")
+    if args.top < 0:
+        raise NvdlaError(f"--top must be a whole number >= 0 (rows of the per-layer table), not {args.top}")
+    report = output_dir(args.report, "--report") if args.report else None
+    programs = output_dir(args.emit_program, "--emit-program") if args.emit_program else None
     prec = _precision(args.precision)
     hw = load_config(args.hw)
     warn_config(hw)
@@ -794,8 +909,6 @@ def _map(args: argparse.Namespace) -> int:
     host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
     if args.layer:  # checked against the lowered model before the (longer) map runs
-        if not args.emit_program:
-            raise NvdlaError("--layer chooses the layer --emit-program writes; give --emit-program DIR too")
         ctx = LoweringContext(hw=hw, precision=prec, host=host, softmax=args.softmax, layernorm=args.layernorm,
                               weights=weights)  # fmt: skip
         check_layer(args.layer, lower_graph(g, ctx)[0], model=str(g.graph.get("name")))
@@ -811,15 +924,15 @@ def _map(args: argparse.Namespace) -> int:
     if args.quantize:
         res.accuracy = _accuracy(args, hw, prec)
     print(format_summary(res, top=args.top))
-    if args.emit_program:
+    if programs is not None:
         from nvdla_mapper.export.programs import emit_programs, summary
 
-        print(summary(emit_programs(res, args.emit_program, layer=args.layer)))
-    if args.report:
+        print(summary(emit_programs(res, programs, layer=args.layer)))
+    if report is not None:
         from nvdla_mapper.reports.html import write_html
 
-        paths = write_results(res, args.report)
-        paths["html"] = write_html(res, args.report)
+        paths = write_results(res, report, options=options(args))
+        paths["html"] = write_html(res, report)
         for kind, p in paths.items():
             print(f"wrote {kind}: {p}", file=sys.stderr)
     return 0
@@ -880,36 +993,53 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None 
 
 
 def format_summary(res, *, top: int) -> str:
+    from nvdla_mapper.reports.numbers import rate
+
     d = res.to_dict()
     lines = [
         f"{res.model} (batch {res.batch}{f', seq {res.seq}' if res.seq else ''}, {res.precision.value}) on {res.hw.fingerprint}",
         f"  end-to-end        {res.total_cycles:,} cycles = {res.latency_ms:.3f} ms at {res.hw.clock_mhz:g} MHz"
-        f"  ({d['throughput_inferences_per_s']:,.1f} inferences/s)",
+        f"  ({rate(d['throughput_inferences_per_s'])} inferences/s)",
         f"  MACs              {res.macs:,} on the hardware, {res.model_macs:,} of the model"
-        f"  (MAC utilization over the run {res.mac_utilization:.1%})",
+        f"  (MAC utilization over the run: hardware MACs {d['hardware_mac_utilization']:.1%},"
+        f" model MACs {d['model_mac_utilization']:.1%})",
+        "  busy over the run "
+        + ", ".join(f"{k} {v:.1%}" for k, v in d["busy_share_of_run_by_resource"].items() if v)
+        + " (each resource's busy time over the wall time; they overlap)",
     ]
     groups = d["cycles_by_group"]
     total = sum(groups.values()) or 1
     lines.append(
-        "  time by group     "
+        "  resource time by group  "
         + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(groups.items(), key=lambda kv: -kv[1]))
+        + " (of the busy time summed over NVDLA, BDMA and host)"
     )
     en = d["energy"]
-    lines.append(
-        f"  energy            {en['core_uj']:,.1f} uJ in NVDLA per inference ({en['average_core_power_mw']:,.1f} mW average,"
-        f" {en['peak_core_power_mw']:,.1f} mW peak, {en['tops_per_w']:.2f} TOPS/W), DRAM {en['dram_uj']:,.1f} uJ"
-        f" ({en['dram_device']}); area {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)"
+    per = (
+        "per inference"
+        if res.batch == 1
+        else f"per inference ({en['batch_core_uj']:,.1f} for the batch of {res.batch})"
     )
+    dram_per = "" if res.batch == 1 else f"{en['batch_dram_uj']:,.1f} for the batch; "
+    lines += [
+        f"  energy            {en['core_uj_per_inference']:,.1f} uJ in NVDLA {per}; {en['average_core_power_mw']:,.1f}"
+        f" mW average, {en['peak_core_power_mw']:,.1f} mW peak, {en['tops_per_w']:.2f} TOPS/W (model MACs)",
+        f"  DRAM energy       {en['dram_uj_per_inference']:,.1f} uJ per inference ({dram_per}{en['dram_device']},"
+        " every byte moved: hardware layers and BDMA copies)",
+        f"  area              {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)",
+    ]
     zg = en["zero_gating_whatif"]
     if zg:
         lines.append(
-            f"  zero-gating what-if  {zg['core_uj']:,.1f} uJ in NVDLA if zero weights gated their multipliers "
-            f"(density {zg['density']:.2f}: {zg['saved_uj']:,.1f} uJ less; not NVDLA v1)"
+            f"  zero-gating what-if  {zg['batch_core_uj'] / res.batch:,.1f} uJ in NVDLA per inference if zero weights"
+            f" gated their multipliers (density {zg['density']:.2f}: {zg['batch_saved_uj'] / res.batch:,.1f} uJ less;"
+            " not NVDLA v1)"
         )
     bounds = d["cycles_by_bound"]
     lines.append(
-        "  time by bound     "
+        "  resource time by bound  "
         + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(bounds.items(), key=lambda kv: -kv[1]))
+        + " (of the same summed busy time)"
     )
     hf = d["host_fallback"]
     if hf["tasks"]:
@@ -934,7 +1064,7 @@ def format_summary(res, *, top: int) -> str:
     lines.append(f"  {'top layers by cycles (all blocks)':<38}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")
     for r in rows:
         lines.append(
-            f"  {r['name'][:38]:<38}{r['count']:>6}{r['cycles']:>14,}{r['mac_utilization']:>10.1%}  {r['bound']}"
+            f"  {r['name'][:38]:<38}{r['count']:>6}{r['cycles']:>14,}{r['hardware_mac_utilization']:>10.1%}  {r['bound']}"
         )
     return "\n".join(lines)
 

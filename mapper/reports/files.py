@@ -61,11 +61,11 @@ def output_folder(path: str | Path, flag: str) -> Path:
     return out
 
 
-def write_results(result: MapResult, out_dir: str | Path) -> dict[str, Path]:
+def write_results(result: MapResult, out_dir: str | Path, *, options: dict | None = None) -> dict[str, Path]:
     """Write report.json, layers.csv and trace.json (the timeline and a power counter track), and return
-    their paths."""
+    their paths. `options`: what produced the result (the command's options), recorded in report.json."""
     out = output_folder(out_dir, "--report")
-    d = result.to_dict()
+    d = result.to_dict() | ({"options": options} if options is not None else {})
     paths = {"json": out / "report.json", "csv": out / "layers.csv", "trace": out / "trace.json"}
     process = f"{result.model} on {result.hw.fingerprint}"
     spans = span_events(trace_spans(result), clock_mhz=result.hw.clock_mhz, process=process)

@@ -11,6 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from nvdla_mapper.reports.numbers import rate
 from nvdla_mapper.reports.power import power_profile
 
 _BOUND_NOTE = (
@@ -28,11 +29,17 @@ _ENERGY_NOTE = (
 )
 
 
-def _energy_rows(en: dict[str, Any]) -> list[list[str]]:
+def _energy_rows(en: dict[str, Any], batch: int) -> list[list[str]]:
+    per_batch = f" (the batch of {batch})" if batch > 1 else ""
     rows = [
-        ["NVDLA core energy per inference", f"{en['core_uj']:,.1f} uJ"],
-        *[[f"  {u}", f"{v:,.2f} uJ"] for u, v in en["by_unit_uj"].items()],
-        [f"DRAM energy ({en['dram_device']}, system)", f"{en['dram_uj']:,.1f} uJ"],
+        ["NVDLA core energy per inference", f"{en['core_uj_per_inference']:,.1f} uJ"],
+        *([[f"NVDLA core energy{per_batch}", f"{en['batch_core_uj']:,.1f} uJ"]] if batch > 1 else []),
+        *[[f"  {u}{per_batch}", f"{v:,.2f} uJ"] for u, v in en["by_unit_uj"].items()],
+        [
+            f"DRAM energy per inference ({en['dram_device']}, system; all traffic)",
+            f"{en['dram_uj_per_inference']:,.1f} uJ",
+        ],
+        *([[f"DRAM energy{per_batch}", f"{en['batch_dram_uj']:,.1f} uJ"]] if batch > 1 else []),
         ["average core power", f"{en['average_core_power_mw']:,.1f} mW"],
         ["peak core power (every unit at full rate)", f"{en['peak_core_power_mw']:,.1f} mW"],
         ["TOPS/W (model MACs)", f"{en['tops_per_w']:.2f}"],
@@ -42,7 +49,7 @@ def _energy_rows(en: dict[str, Any]) -> list[list[str]]:
     ]
     if en.get("zero_gating_whatif"):
         zg = en["zero_gating_whatif"]
-        rows.append([zg["label"], f"{zg['core_uj']:,.1f} uJ ({zg['saved_uj']:,.1f} uJ less)"])
+        rows.append([zg["label"] + per_batch, f"{zg['batch_core_uj']:,.1f} uJ ({zg['batch_saved_uj']:,.1f} uJ less)"])
     return rows
 
 
@@ -77,7 +84,7 @@ def _png(fig) -> str:
 
 def roofline_plot(d: dict[str, Any]) -> str:
     peak, bw = d["peak_macs_per_cycle"], d["dram_bytes_per_cycle"]
-    rows = [r for r in d["layers"] if r["macs"] > 0]
+    rows = [r for r in d["layers"] if r["hardware_macs"] > 0]
     fig, ax = _pyplot().subplots(figsize=(7, 4.2))
     xs = [max(r["macs_per_dram_byte"], 1e-3) for r in rows]
     lo, hi = min([*xs, 0.1]) / 2, max([*xs, peak / bw * 4]) * 2
@@ -138,7 +145,7 @@ def energy_plot(d: dict[str, Any]) -> str:
     units = list(en["by_unit_uj"])
     left.barh(units, [en["by_unit_uj"][u] for u in units], color="#c0504d")
     left.set_xlabel("NVDLA energy (uJ)")
-    left.set_title(f"Energy by unit ({en['core_uj']:,.0f} uJ)")
+    left.set_title(f"Energy by unit ({en['batch_core_uj']:,.0f} uJ, the run)")
     clock = d["hw_config"]["clock_mhz"]
     pieces = power_profile(d)
     xs = [x for a, b, _ in pieces for x in (a / clock, b / clock)]
@@ -217,9 +224,15 @@ def render_html(d: dict[str, Any]) -> str:
         ["precision / batch / seq", f"{d['precision']} / {d['batch']} / {d['seq']}"],
         ["end-to-end cycles", f"{d['total_cycles']:,}"],
         ["latency", f"{d['latency_ms']:.3f} ms"],
-        ["throughput", f"{d['throughput_inferences_per_s']:,.1f} inferences/s"],
-        ["MACs", f"{d['macs']:,}"],
-        ["MAC utilization", f"{100 * d['mac_utilization']:.1f}%"],
+        ["throughput", f"{rate(d['throughput_inferences_per_s'])} inferences/s"],
+        ["MACs on the hardware", f"{d['hardware_macs']:,}"],
+        ["MACs of the model", f"{d['model_macs']:,}"],
+        ["MAC utilization (hardware MACs)", f"{100 * d['hardware_mac_utilization']:.1f}%"],
+        ["MAC utilization (model MACs)", f"{100 * d['model_mac_utilization']:.1f}%"],
+        *[
+            [f"{res} busy (share of the run's wall time)", f"{100 * v:.1f}%"]
+            for res, v in d["busy_share_of_run_by_resource"].items()
+        ],
         ["host fallback", f"{hf['tasks']} tasks, {hf['cycles']:,} cycles"],
     ]
     layers = [
@@ -229,7 +242,7 @@ def render_html(d: dict[str, Any]) -> str:
             r["resource"],
             r["count"],
             f"{r['cycles']:,}",
-            f"{100 * r['mac_utilization']:.1f}%",
+            f"{100 * r['hardware_mac_utilization']:.1f}%",
             r["bound"],
             r["start"],
             r["end"],
@@ -257,18 +270,18 @@ def render_html(d: dict[str, Any]) -> str:
         _head(f"{d['model']} on {d['hw']}")
         + f"<h2>Summary</h2>{_table(['metric', 'value'], summary, table_id='summary')}"
         f"<h2>Plots</h2>{imgs}"
-        f"<h2>Time by op type</h2>{_table(['group', 'cycles (summed over resources)'], groups, table_id='groups')}"
+        f"<h2>Time by op type</h2>{_table(['group', 'cycles (summed over NVDLA, BDMA and host, which overlap)'], groups, table_id='groups')}"
         f"<h2>Time by bound</h2><p>{_BOUND_NOTE}</p>"
-        f"{_table(['bound', 'cycles (summed over resources)'], bounds, table_id='bounds')}"
+        f"{_table(['bound', 'cycles (summed over NVDLA, BDMA and host, which overlap)'], bounds, table_id='bounds')}"
         f"<h2>Per-unit utilization</h2>{_table(['unit', 'busy', 'stall', 'busy %'], units, table_id='units')}"
         f"<h2>Energy and area</h2><p>{_ENERGY_NOTE}</p>"
-        f"{_table(['quantity', 'value'], _energy_rows(d['energy']), table_id='energy')}"
+        f"{_table(['quantity', 'value'], _energy_rows(d['energy'], d['batch']), table_id='energy')}"
         f"<h2>Host fallback</h2>{_table(['op'], host, table_id='host')}"
         + _weights_section(d)
         + _accuracy_section(d)
         + "<h2>Per-layer</h2>"
         + _table(
-            ["name", "group", "resource", "count", "cycles", "MAC util", "bound", "start", "end", "note"],
+            ["name", "group", "resource", "count", "cycles", "MAC util (hardware)", "bound", "start", "end", "note"],
             layers,
             table_id="layers",
         )
@@ -302,12 +315,16 @@ def token_latency_plot(runs: list[dict[str, Any]]) -> str:
 def batch_curve_plot(runs: list[dict[str, Any]]) -> str:
     """Decode throughput against step latency over the batch sizes: where batching stops paying."""
     fig, ax = _pyplot().subplots(figsize=(6, 3.6))
-    xs = [d["per_token_ms"]["median_step"] for d in runs]
+    xs = [d["per_token_ms"]["mean_step"] for d in runs]
     ys = [d["decode_tokens_per_s_aggregate"] for d in runs]
     ax.plot(xs, ys, marker="o")
     for d, x, y in zip(runs, xs, ys, strict=True):
         ax.annotate(f"b{d['batch']} ({d['decode']['bound']})", (x, y), fontsize=8)
-    ax.set(xlabel="median ms per decode step", ylabel="decode tokens/s (all sequences)", title="Batch curve")
+    ax.set(
+        xlabel="mean ms per decode step",
+        ylabel="decode tokens/s (all sequences: batch / mean step)",
+        title="Batch curve",
+    )
     return _png(fig)
 
 
@@ -323,13 +340,17 @@ GENERATE_COLUMNS: list[tuple[str, Any, str]] = [
     ("Positions that fit per sequence", lambda d: d.get("fits", {}).get("max_positions_at_batch"), "{:,d}"),
     ("DRAM per token (MB)", lambda d: d["dram_bytes_per_token"] / 1e6, "{:,.2f}"),
     ("Median step (ms)", lambda d: d["per_token_ms"]["median_step"], "{:,.3f}"),
+    ("Mean step (ms)", lambda d: d["per_token_ms"]["mean_step"], "{:,.3f}"),
+    ("Decode tokens/s, all sequences (batch / mean step)", lambda d: d["decode_tokens_per_s_aggregate"], "{:,.1f}"),
     ("Prefill bound", lambda d: d["prefill"]["bound"], "{}"),
     ("Decode bound", lambda d: d["decode"]["bound"], "{}"),
     ("Decode DRAM busy", lambda d: d["decode"]["dram_utilization"], "{:.1%}"),
     ("Decode vs roofline", lambda d: d["decode"].get("over_roofline"), "{:.2f}x"),
     # energy and area: docs/energy.md
     ("Prefill NVDLA energy (uJ)", lambda d: d["energy"]["prefill_core_uj"], "{:,.1f}"),
-    ("NVDLA energy per generated token (uJ)", lambda d: d["energy"]["decode_core_uj_per_token"], "{:,.1f}"),
+    ("Decode NVDLA energy, every step (uJ)", lambda d: d["energy"]["decode_core_uj"], "{:,.1f}"),
+    ("NVDLA energy, prefill + decode (uJ)", lambda d: d["energy"]["total_core_uj"], "{:,.1f}"),
+    ("NVDLA energy per generated token, mean (uJ)", lambda d: d["energy"]["decode_core_uj_per_token"], "{:,.1f}"),
     ("Average NVDLA power (mW)", lambda d: d["energy"]["average_core_power_mw"], "{:,.1f}"),
     ("Peak NVDLA power (mW)", lambda d: d["energy"]["peak_core_power_mw"], "{:,.1f}"),
     ("TOPS/W (model MACs)", lambda d: d["energy"]["tops_per_w"], "{:.2f}"),

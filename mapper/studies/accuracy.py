@@ -48,6 +48,7 @@ from nvdla_mapper.numerics.reference import (
 )
 from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
 from nvdla_mapper.search.tiling_search import search_plan
+from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import run_conv
 from nvdla_sim.engine.tiling import TilePlan
@@ -851,12 +852,39 @@ class _Fp16Run:
 
 
 def _datapath_hooks(
-    hw: HwConfig, settings: QuantSettings, scales: Scales, sats: dict[str, int], record: list[LayerRun] | None = None
+    hw: HwConfig,
+    settings: QuantSettings,
+    scales: Scales,
+    sats: dict[str, int],
+    record: list[LayerRun] | None = None,
+    progress: Progress = quiet,
 ) -> Hooks:
-    """The hooks of a forward through NVDLA's datapath: integer (_NvdlaRun) or FP16 (_Fp16Run)."""
+    """The hooks of a forward through NVDLA's datapath: integer (_NvdlaRun) or FP16 (_Fp16Run); `progress`
+    hears of every op they run."""
     if settings.precision is Precision.FP16:
-        return _Fp16Run(hw, sats, record).hooks()
-    return _NvdlaRun(hw, settings, scales, sats, record).hooks()
+        hooks = _Fp16Run(hw, sats, record).hooks()
+    else:
+        hooks = _NvdlaRun(hw, settings, scales, sats, record).hooks()
+    return hooks if progress is quiet else _counted(hooks, progress, f"{settings.precision.value} datapath: ops run")
+
+
+def _counted(hooks: Hooks, progress: Progress, what: str) -> Hooks:
+    """`hooks` with every op they run (a matmul, a head's attention, a matmul with its activation or
+    residual, a normalization) counted to `progress` (the number of ops is not known in advance)."""
+    n = 0
+
+    def counting(fn):
+        def run(*args):
+            nonlocal n
+            out = fn(*args)
+            n += 1
+            progress(what, n, None)
+            return out
+
+        return run
+
+    fields = ("matmul", "attend", "activated", "residual", "normalized")
+    return replace(hooks, **{f: counting(getattr(hooks, f)) for f in fields if getattr(hooks, f) is not None})
 
 
 def block_accuracy(
@@ -924,6 +952,7 @@ def vit_accuracy(
     patch: int,
     int8_weights: dict[str, np.ndarray] | None = None,
     record: list[LayerRun] | None = None,
+    progress: Progress = quiet,
 ) -> TrainedAccuracy:
     """The trained ViT on `images`, float and INT8 (static scales calibrated on `calib`, or dynamic): every
     matmul (patch embedding, projections, QK^T and PV per image and head, FFN, classifier) runs through the
@@ -950,7 +979,7 @@ def vit_accuracy(
         steps_too=_lut_build(hw),
     )
     sats: dict[str, int] = {}
-    int8 = _pruned(_datapath_hooks(hw, settings, scales, sats, record), settings.prune)
+    int8 = _pruned(_datapath_hooks(hw, settings, scales, sats, record, progress), settings.prune)
     ref = vit_forward(weights, images, heads=heads, patch=patch).argmax(-1)
     got = vit_forward(iw, images, heads=heads, patch=patch, hooks=int8).argmax(-1)
     return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sum(sats.values()))
@@ -1018,6 +1047,7 @@ def gpt_accuracy(
     new_tokens: int = 16,
     scales: Scales | None = None,
     int8_weights: dict[str, np.ndarray] | None = None,
+    progress: Progress = quiet,
 ) -> LmAccuracy:
     """The trained GPT on held-out token ids `text` [N], float and INT8 (static scales calibrated on the
     windows `calib` [n, T], or dynamic): every matmul (the q, k and v projections, QK^T and PV per sequence and
@@ -1058,7 +1088,7 @@ def gpt_accuracy(
     # stream's, which are calibrated as the recipe says
     scales = calibrated if scales is None else replace(scales, steps=calibrated.steps | scales.steps)
     sats: dict[str, int] = {}
-    int8 = _pruned(_datapath_hooks(hw, settings, scales, sats), settings.prune)
+    int8 = _pruned(_datapath_hooks(hw, settings, scales, sats, progress=progress), settings.prune)
     f_nll, f_ok = _nll_correct(gpt2_forward(weights, xs, heads=heads), ys)
     q_nll, q_ok = _nll_correct(gpt2_forward(iw, xs, heads=heads, hooks=int8), ys)
     prompt_tokens, new = context - new_tokens, new_tokens
@@ -1094,6 +1124,7 @@ def trained_accuracy(
     samples: int | None = None,
     prompts: int = 4,
     new_tokens: int = 16,
+    progress: Progress = quiet,
 ) -> dict:
     """A trained model's task accuracy, float and INT8 through the bit-exact datapath, as one row: the ViT
     on its first `samples` test images (all by default), the GPT on its first `samples` held-out windows
@@ -1136,13 +1167,14 @@ def trained_accuracy(
             heads=heads,
             patch=spec.patch_embed[1],
             int8_weights=tuned,
+            progress=progress,
         )
         return {"model": name, "hw": hw.name, "precision": settings.precision.value, "images": r.images, "float_correct": r.float_correct,
                 "nvdla_correct": r.nvdla_correct, "saturations": r.saturations}  # fmt: skip
     g = gpt_accuracy(
         w, np.load(calib_file)["ids"], np.load(eval_file)["ids"], hw, settings, heads=heads,
         context=spec.max_positions, windows=samples, prompts=prompts, new_tokens=new_tokens, scales=learned,
-        int8_weights=tuned,
+        int8_weights=tuned, progress=progress,
     )  # fmt: skip
     return {"model": name, "hw": hw.name, "precision": settings.precision.value, "windows": g.windows, "positions": g.positions,
             "float_perplexity": round(g.float_perplexity, 4), "nvdla_perplexity": round(g.nvdla_perplexity, 4),

@@ -37,6 +37,7 @@ from nvdla_mapper.results import (
     task_dram_bytes,
     task_roofline,
 )
+from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepFigures, StepTemplate
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
@@ -55,6 +56,7 @@ class StepResult:
     roofline_cycles: int = 0  # roofline_cycles() of the step
     core_energy_uj: float = 0.0  # NVDLA core energy of the step (MapResult.energy; docs/energy.md)
     dram_energy_uj: float = 0.0  # the DRAM's, a system figure
+    hardware_macs: int = 0  # what the MAC array performs (tile padding, zero blocks)
 
 
 @dataclass
@@ -115,14 +117,17 @@ class GenerateResult:
             "prompt_tokens": self.prompt,
             "new_tokens": self.new_tokens,
             "ttft_ms": round(self._ms(self.ttft_cycles), 4),
+            # decode steps (tokens 2..T of each sequence): one step makes `batch` tokens
             "per_token_ms": {
                 "first_step": round(self._ms(steps[0]), 4) if steps else None,
                 "median_step": round(self._ms(statistics.median(steps)), 4) if steps else None,
+                "mean_step": round(self._ms(dec_cyc / len(steps)), 4) if steps else None,
                 "last_step": round(self._ms(steps[-1]), 4) if steps else None,
             },
             "total_ms": round(self._ms(self.total_cycles), 4),
             "tokens_per_s_per_sequence": round(self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3),
             "tokens_per_s_aggregate": round(self.batch * self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3),
+            # every decode step's tokens over their summed time: batch / mean_step
             "decode_tokens_per_s_aggregate": round(self.batch * len(steps) / (self._ms(dec_cyc) / 1e3), 3)
             if dec_cyc
             else None,
@@ -147,7 +152,9 @@ class GenerateResult:
             "dram_bytes_per_token": round(sum(s.dram_bytes for s in self.steps) / max(len(steps) * self.batch, 1)),
             "prefill": {
                 "cycles": self.ttft_cycles,
-                "mac_utilization": round(self.prefill.model_macs / (peak * self.prefill.total_cycles), 4),
+                # MACs over the peak x the prefill pass's cycles: the model's, and what the array performs
+                "model_mac_utilization": round(self.prefill.model_macs / (peak * self.prefill.total_cycles), 4),
+                "hardware_mac_utilization": round(self.prefill.mac_utilization, 4),
                 "dram_utilization": round(
                     dram_bytes(self.prefill) / (self.prefill.total_cycles * self.hw.dram_bytes_per_cycle), 4
                 ),
@@ -155,7 +162,12 @@ class GenerateResult:
             },
             "decode": {
                 "cycles": dec_cyc,
-                "mac_utilization": round(sum(s.macs for s in self.steps) / (peak * dec_cyc), 4) if dec_cyc else 0.0,
+                "model_mac_utilization": round(sum(s.macs for s in self.steps) / (peak * dec_cyc), 4)
+                if dec_cyc
+                else 0.0,
+                "hardware_mac_utilization": round(sum(s.hardware_macs for s in self.steps) / (peak * dec_cyc), 4)
+                if dec_cyc
+                else 0.0,
                 "dram_utilization": round(self.decode_dram_utilization(), 4),
                 "bound": Counter(s.bound for s in self.steps).most_common(1)[0][0] if self.steps else "-",
                 "roofline_cycles": sum(s.roofline_cycles for s in self.steps),
@@ -182,25 +194,31 @@ class GenerateResult:
         """Prefill and decode energy (NVDLA core and DRAM apart, uJ), the run's average core power and TOPS/W
         (the model's MACs of every pass over the core energy); the prefill's with its always-on power and
         leakage over the prefill, each step's over the step (T5's first decoder step counts with the
-        prefill, as its time does in TTFT). A decode step makes `batch` tokens: per token is the median
-        step's energy over the batch."""
+        prefill, as its time does in TTFT). Every figure is of the whole batch unless it says per token;
+        total = prefill + decode. A decode step makes `batch` tokens: per token is the mean over every
+        step's token (decode / (steps x batch)), with the median step's beside it."""
         pre = self.prefill.energy()
-        pre_core = pre["core_uj"] + self.first_step_energy_uj[0]
-        pre_dram = pre["dram_uj"] + self.first_step_energy_uj[1]
+        pre_core = pre["batch_core_uj"] + self.first_step_energy_uj[0]
+        pre_dram = pre["batch_dram_uj"] + self.first_step_energy_uj[1]
         core = [s.core_energy_uj for s in self.steps]
-        total_core = pre_core + sum(core)
+        dram = [s.dram_energy_uj for s in self.steps]
+        dec_core, dec_dram = sum(core), sum(dram)
+        total_core = pre_core + dec_core
         seconds = self._ms(self.total_cycles) / 1e3
+        tokens = len(core) * self.batch
         step_core = statistics.median(core) if core else None
-        step_dram = statistics.median(s.dram_energy_uj for s in self.steps) if self.steps else None
         macs = self.prefill.model_macs + self.first_step_macs + sum(s.macs for s in self.steps)
         return {
             "prefill_core_uj": round(pre_core, 6),
             "prefill_dram_uj": round(pre_dram, 6),
-            "decode_core_uj_per_step": None if step_core is None else round(step_core, 6),
-            "decode_core_uj_per_token": None if step_core is None else round(step_core / self.batch, 6),
-            "decode_dram_uj_per_token": None if step_dram is None else round(step_dram / self.batch, 6),
+            "decode_core_uj": round(dec_core, 6),
+            "decode_dram_uj": round(dec_dram, 6),
+            "decode_core_uj_per_token": round(dec_core / tokens, 6) if tokens else None,
+            "decode_dram_uj_per_token": round(dec_dram / tokens, 6) if tokens else None,
+            "decode_core_uj_per_step_median": None if step_core is None else round(step_core, 6),
+            "decode_core_uj_per_token_median_step": None if step_core is None else round(step_core / self.batch, 6),
             "total_core_uj": round(total_core, 6),
-            "total_dram_uj": round(pre_dram + sum(s.dram_energy_uj for s in self.steps), 6),
+            "total_dram_uj": round(pre_dram + dec_dram, 6),
             "average_core_power_mw": round(total_core * 1e-6 / seconds * 1e3, 3) if seconds else 0.0,
             "tops_per_w": round(2 * macs / (total_core * 1e-6) / 1e12, 3) if total_core else 0.0,
             "area_mm2": pre["area_mm2"],
@@ -313,13 +331,15 @@ def generate(
     kv_precision: Precision | None = None,
     kv_plan: str = "bucket",
     jobs: int = 1,
+    progress: Progress = quiet,
 ) -> GenerateResult:
     """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
     `weights` prunes and/or compresses the static weights in every pass (what a DRAM-bound decode step
     streams); the KV caches are activations and stay dense. `kv_precision` keeps the caches, and runs
     the attention against them, at that precision (passes.map_model). `kv_plan` (rules.KV_PLANS): where
     the attention against the caches is planned, at each length's bucket or at every length. `jobs`:
-    processes the decode steps are shared out to (_steps; the same figures as one)."""
+    processes the decode steps are shared out to (_steps; the same figures as one). `progress` hears of
+    the prefill and of every decode step as it is timed, in whichever process."""
     for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch), ("--jobs", jobs)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
@@ -348,7 +368,18 @@ def generate(
         prefill_graph = build_graph(spec, batch=batch, seq=prompt, head="lm_last")
     # with processes for the steps, the prefill is mapped in one of its own beside them; else first, here
     prefill_run = _Forked(map_model, prefill_graph, hw, seq=prompt, **kw) if _forks(len(kv_lens) - 1, jobs) else None
+    what = f"batch {batch}: prefill and {len(kv_lens)} decode steps"
+    total = len(kv_lens) + 1
+    progress(what, 0, total)
     prefill = None if prefill_run else map_model(prefill_graph, hw, seq=prompt, **kw)
+    done = 0 if prefill_run else 1
+    progress(what, done, total)
+
+    def step_done(n: int) -> None:
+        nonlocal done
+        done += n
+        progress(what, done, total)
+
     try:
         # the steps share every op but attention against the cache: lowered and timed once, priced once
         memo = new_memo(
@@ -364,9 +395,12 @@ def generate(
         if kv_lens:
             first_step = template.map(kv_lens[0])  # a whole MapResult once: the step's static weights
             step_weight_bytes = first_step.weight_bytes()
-            steps = [_step_result(kv_lens[0], StepFigures.of(first_step)), *_steps(template, kv_lens[1:], jobs)]
+            step_done(1)
+            later = _steps(template, kv_lens[1:], jobs, step_done)
+            steps = [_step_result(kv_lens[0], StepFigures.of(first_step)), *later]
         if prefill_run:
             prefill = prefill_run.result("the prefill")
+            step_done(1)
     finally:
         if prefill_run:
             prefill_run.stop()
@@ -391,7 +425,15 @@ def _step(template: StepTemplate, kv_len: int) -> StepResult:
 
 def _step_result(kv_len: int, f: StepFigures) -> StepResult:
     return StepResult(
-        kv_len, f.total_cycles, f.dram_bytes, f.model_macs, f.bound, f.roofline_cycles, f.core_uj, f.dram_uj
+        kv_len,
+        f.total_cycles,
+        f.dram_bytes,
+        f.model_macs,
+        f.bound,
+        f.roofline_cycles,
+        f.core_uj,
+        f.dram_uj,
+        f.hardware_macs,
     )
 
 
@@ -405,7 +447,7 @@ def _forks(steps: int, jobs: int) -> bool:
     return jobs > 1 and steps >= 2 * MIN_STEPS_PER_JOB and _can_fork()
 
 
-def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepResult]:
+def _steps(template: StepTemplate, kv_lens: list[int], jobs: int, done=lambda n: None) -> list[StepResult]:
     """The decode steps at `kv_lens`, in order. With `jobs` > 1 they are cut into that many runs of
     consecutive lengths of about equal work (a step's attention grows with its keys: each step weighs
     its length plus the whole step's length-free share, taken as the first length); each run but the
@@ -413,9 +455,9 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
     in a process forked from this one (every one starts from the same template and memo; a step's figures
     do not depend on what a process timed before: test_generate compares them with one process). One
     process where forking is unsafe (_can_fork). Any process's error ends the run with every other process
-    stopped."""
+    stopped. `done(n)` hears of every n steps timed (a forked process's as it reports them)."""
     if not _forks(len(kv_lens), jobs):
-        return [_step(template, k) for k in kv_lens]
+        return _timed(template, kv_lens, done)
     jobs = min(jobs, len(kv_lens) // MIN_STEPS_PER_JOB)
     weights = list(itertools.accumulate(k + kv_lens[0] for k in kv_lens))
     cuts = [bisect.bisect_left(weights, weights[-1] * j / jobs) for j in range(1, jobs)]
@@ -424,33 +466,51 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int) -> list[StepRe
     # (rules.KV_PLANS) are then made once, in this process, and every process inherits them, rather than
     # each process making them again (TinyLlama 2,048 + 2,048 on nv_full: all 2,047 later steps share
     # the 4,096-key bucket)
-    firsts = [_step(template, run[0]) for run in runs[1:]]
+    firsts = _timed(template, [run[0] for run in runs[1:]], done)
     children: list[tuple[_Forked, list[int]]] = []
     try:
         for run in runs[1:]:
-            children.append((_Forked(_timed, template, run[1:]), run))
-        out = [_step(template, k) for k in runs[0]]
+            children.append((_Forked(_timed, template, run[1:], report=True), run))
+
+        def here(n: int) -> None:  # this process's steps, and what the others have reported meanwhile
+            done(n)
+            for child, _ in children:
+                child.poll(done)
+
+        out = _timed(template, runs[0], here)
         for first, (child, run) in zip(firsts, children, strict=True):
             out.append(first)
-            out.extend(child.result(f"the decode steps at {run[1]}..{run[-1]} cached tokens"))
+            out.extend(child.result(f"the decode steps at {run[1]}..{run[-1]} cached tokens", done))
         return out
     finally:  # on an error here or in a process: stop the others
         for child, _ in children:
             child.stop()
 
 
-def _timed(template: StepTemplate, kv_lens: list[int]) -> list[StepResult]:
-    return [_step(template, k) for k in kv_lens]
+# Steps a forked process times between its reports to the parent's progress
+REPORT_EVERY = 8
+
+
+def _timed(template: StepTemplate, kv_lens: list[int], done=lambda n: None) -> list[StepResult]:
+    """The steps at `kv_lens`, in order; `done(n)` every REPORT_EVERY steps and at the end."""
+    out = []
+    for i, k in enumerate(kv_lens, 1):
+        out.append(_step(template, k))
+        if i % REPORT_EVERY == 0 or i == len(kv_lens):
+            done(REPORT_EVERY if i % REPORT_EVERY == 0 else i % REPORT_EVERY)
+    return out
 
 
 class _Forked:
     """fn(*args, **kw) computed in a process forked from this one (_can_fork must hold); result() waits for
-    it and returns it, or raises its error with that process's traceback; stop() ends the process."""
+    it and returns it, or raises its error with that process's traceback; stop() ends the process. With
+    report=True, fn's last argument is a function of a count that the process calls as it makes progress;
+    poll() and result() hand those counts to theirs."""
 
-    def __init__(self, fn, *args, **kw) -> None:
+    def __init__(self, fn, *args, report: bool = False, **kw) -> None:
         receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
         self.process = multiprocessing.get_context("fork").Process(
-            target=_forked_main, args=(send, fn, args, kw), daemon=True
+            target=_forked_main, args=(send, fn, args, kw, report), daemon=True
         )
         # what this process holds is the forked one's to read, not to scan for garbage: frozen at the fork
         # (gc.freeze's documented use), the child's collections pass over it; here it is unfrozen again
@@ -469,9 +529,23 @@ class _Forked:
                 gc.unfreeze()
         self.receive = receive
 
-    def result(self, what: str) -> Any:
-        try:
+    def poll(self, done) -> None:
+        """Hand the counts the process has reported so far to `done`, without waiting."""
+        while self._pending is None and self.receive.poll():
             kind, value = self.receive.recv()
+            if kind == "progress":
+                done(value)
+            else:  # its result: kept for result()
+                self._pending = (kind, value)
+
+    _pending: tuple[str, Any] | None = None
+
+    def result(self, what: str, done=lambda n: None) -> Any:
+        try:
+            kind, value = self._pending or self.receive.recv()
+            while kind == "progress":
+                done(value)
+                kind, value = self.receive.recv()
         except EOFError:
             self.process.join()
             raise NvdlaError(
@@ -491,8 +565,10 @@ class _Forked:
         self.receive.close()
 
 
-def _forked_main(send, fn, args, kw) -> None:
+def _forked_main(send, fn, args, kw, report: bool) -> None:
     try:
+        if report:
+            args = (*args, lambda n: send.send(("progress", n)))
         send.send(("done", fn(*args, **kw)))
     except BaseException as e:  # the parent raises it, with this process's traceback
         send.send(("error", (e, traceback.format_exc())))

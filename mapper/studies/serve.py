@@ -51,6 +51,7 @@ from nvdla_mapper.frontends.presets import (
 from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import kv_bytes_per_token, kv_room
+from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
@@ -195,9 +196,16 @@ class _Pool:
 
 
 def simulate_serving(
-    requests: list[Request], costs: StepCosts, *, capacity_blocks: int, settings: ServeSettings | None = None
+    requests: list[Request],
+    costs: StepCosts,
+    *,
+    capacity_blocks: int,
+    settings: ServeSettings | None = None,
+    progress: Progress = quiet,
+    what: str = "requests served",
 ) -> ServeResult:
-    """Run the requests through the scheduler (module docstring) and return every iteration and request."""
+    """Run the requests through the scheduler (module docstring) and return every iteration and request;
+    `progress` hears of every request finished, as `what`."""
     s = settings or ServeSettings()
     b = s.block_tokens
     for r in requests:
@@ -208,7 +216,7 @@ def simulate_serving(
                 f"positions alone; the cache holds {capacity_blocks}: {need - capacity_blocks} too many"
             )
     if s.policy is Policy.CHUNKED_PREFILL:
-        return _chunked(requests, costs, _Pool(capacity_blocks, b), s)
+        return _chunked(requests, costs, _Pool(capacity_blocks, b), s, lambda n: progress(what, n, len(requests)))
     pool = _Pool(capacity_blocks, b)
     pending = deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id)))
     waiting: deque[_Running] = deque()
@@ -220,6 +228,7 @@ def simulate_serving(
     def finish(x: _Running, at: int) -> None:
         pool.free += pool.blocks(x.cached)
         done[x.request.id] = RequestResult(x.request, x.first_token, at, x.preemptions)
+        progress(what, len(done), len(requests))
 
     while pending or waiting or running:
         while pending and pending[0].arrival_cycle <= t:
@@ -296,7 +305,7 @@ def simulate_serving(
     return ServeResult([done[r.id] for r in requests], iterations, capacity_blocks, s)
 
 
-def _chunked(requests: list[Request], costs: StepCosts, pool: _Pool, s: ServeSettings) -> ServeResult:
+def _chunked(requests: list[Request], costs: StepCosts, pool: _Pool, s: ServeSettings, finished) -> ServeResult:
     """CHUNKED_PREFILL (Sarathi-Serve, vLLM's chunked prefill): every iteration takes up to `chunk_tokens`
     tokens, one per running request that decodes, then the prompts of the requests still prefilling in
     admission order, then new requests (FCFS, the batch limit, their first chunk's blocks free), each a
@@ -379,6 +388,7 @@ def _chunked(requests: list[Request], costs: StepCosts, pool: _Pool, s: ServeSet
             running.remove(x)
             pool.free += pool.blocks(x.cached)
             done[x.request.id] = RequestResult(x.request, x.first_token, end, x.preemptions)
+            finished(len(done))
         kind = IterationKind.DECODE if decoding_only else IterationKind.MIXED
         iterations.append(
             Iteration(
@@ -449,6 +459,7 @@ class ServeResult:
             "preemption": self.settings.preemption.value,
             "block_tokens": self.settings.block_tokens,
             "max_batch": self.settings.max_batch,
+            "chunk_tokens": self.settings.chunk_tokens if self.settings.policy is Policy.CHUNKED_PREFILL else None,
             "kv_capacity_blocks": self.capacity_blocks,
             "percentiles": {
                 k: {f"p{q}": round(float(np.percentile(v, q)), 4) for q in (50, 90, 99)} if v else None
@@ -589,25 +600,45 @@ def poisson_requests(
 
 
 def read_trace(path, clock_mhz: float) -> list[Request]:
-    """Requests from a CSV with columns arrival_s, prompt, output (one request per row)."""
+    """Requests from a CSV with columns arrival_s, prompt, output (one request per row; other columns are
+    allowed). A file that cannot be read, or a line that is not a request, is a one-line error naming the
+    file and the line."""
     import csv
 
     rows = []
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = {"arrival_s", "prompt", "output"} - set(reader.fieldnames or ())
-        if missing:
-            raise NvdlaError(f"{path}: missing column(s) {sorted(missing)}; needs arrival_s, prompt, output")
-        for i, row in enumerate(reader):
-            try:
-                arrival, prompt, output = float(row["arrival_s"]), int(row["prompt"]), int(row["output"])
-            except ValueError:
-                raise NvdlaError(f"{path}: row {i + 2} is not arrival_s (seconds), prompt, output (integers)") from None
-            if arrival < 0 or prompt < 1 or output < 1:
-                raise NvdlaError(f"{path}: row {i + 2}: arrival_s >= 0, prompt >= 1 and output >= 1 needed")
-            rows.append(Request(i, round(arrival * clock_mhz * 1e6), prompt, output))
+    need = ("arrival_s", "prompt", "output")
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in need if c not in (reader.fieldnames or ())]
+            if missing:
+                raise NvdlaError(f"{path}: missing column(s) {missing}; the first line names arrival_s, prompt, output")
+            for i, row in enumerate(reader):
+                line = reader.line_num
+                if None in row or any(row[c] is None for c in need):
+                    fields = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or ())
+                    raise NvdlaError(
+                        f"{path}:{line}: {fields} fields where the header has {len(reader.fieldnames)}; "
+                        "each line is arrival_s, prompt, output"
+                    )
+                try:
+                    arrival, prompt, output = float(row["arrival_s"]), int(row["prompt"]), int(row["output"])
+                except ValueError:
+                    raise NvdlaError(
+                        f"{path}:{line}: {[row[c] for c in need]} is not arrival_s (seconds), prompt, output (integers)"
+                    ) from None
+                if not (0 <= arrival < math.inf) or prompt < 1 or output < 1:
+                    raise NvdlaError(
+                        f"{path}:{line}: arrival_s must be a finite number >= 0 and prompt, output >= 1, not "
+                        f"{row['arrival_s']}, {prompt}, {output}"
+                    )
+                rows.append(Request(i, round(arrival * clock_mhz * 1e6), prompt, output))
+    except OSError as e:
+        raise NvdlaError(f"--trace {path}: cannot read it ({e.strerror or e})") from None
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise NvdlaError(f"--trace {path}: not a CSV text file ({e})") from None
     if not rows:
-        raise NvdlaError(f"{path}: no requests")
+        raise NvdlaError(f"{path}: no requests (a header line arrival_s,prompt,output and one line per request)")
     return rows
 
 
@@ -695,6 +726,7 @@ def sweep_rates(
     clock_mhz: float = 1000.0,
     slo: Slo | None = None,
     bisect_steps: int = 4,
+    progress: Progress = quiet,
 ) -> RateSweep:
     """Serve `arrivals(rate)` at every rate; with `slo`, bisect `bisect_steps` times (geometric midpoints)
     between the highest swept rate that meets it and the next that does not. Latency is taken to grow with
@@ -705,7 +737,10 @@ def sweep_rates(
         raise NvdlaError(f"--bisect must be a whole number >= 0, not {bisect_steps!r}")
 
     def run(rate: float) -> RatePoint:
-        res = simulate_serving(arrivals(rate), costs, capacity_blocks=capacity_blocks, settings=settings)
+        res = simulate_serving(
+            arrivals(rate), costs, capacity_blocks=capacity_blocks, settings=settings, progress=progress,
+            what=f"rate {rate:,.4g}/s: requests served",
+        )  # fmt: skip
         res.clock_mhz = clock_mhz
         summary = res.to_dict()
         return RatePoint(float(rate), summary, None if slo is None else slo.met(summary))

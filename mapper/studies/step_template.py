@@ -111,6 +111,7 @@ class StepFigures:
     roofline_cycles: int
     core_uj: float  # NVDLA core energy (MapResult.energy)
     dram_uj: float  # the DRAM's, a system figure
+    hardware_macs: int = 0  # what the MAC array performs (MapResult.macs: tile padding, zero blocks)
 
     @classmethod
     def of(cls, res: MapResult) -> StepFigures:
@@ -126,10 +127,12 @@ def _figures(distinct: list[TaskResult], order, total_cycles: int, model_macs: i
     roof = [task_roofline(r, hw, precision) for r in distinct]
     bound = [task_bound(r) for r in distinct]
     dram = [task_dram_bytes(r) for r in distinct]
+    hw_macs = [r.stats.macs * r.task.count if r.stats else 0 for r in distinct]
     total = Energy.total([e for e in [energy[i] for i in order] if e is not None])
     return StepFigures(
         total_cycles, sum([dram[i] for i in order]), model_macs, bound_total([bound[i] for i in order]),
         roofline_total([roof[i] for i in order]), uj(run_energy(total, hw, total_cycles).core), uj(total.dram),
+        sum([hw_macs[i] for i in order]),
     )  # fmt: skip
 
 

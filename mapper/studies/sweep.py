@@ -63,8 +63,10 @@ from nvdla_sim.precision import Precision
 METRICS = (
     "total_cycles",
     "latency_ms",
-    "macs",
-    "mac_utilization",
+    "hardware_macs",  # what the MAC array performs (tile padding, zero blocks)
+    "model_macs",  # the model's own multiply-accumulates, which tops_per_w counts
+    "hardware_mac_utilization",  # hardware MACs over the peak x total_cycles
+    "model_mac_utilization",  # model MACs over the peak x total_cycles
     "peak_macs_per_cycle",
     "cbuf_bytes",
     "dram_bytes",
@@ -72,9 +74,12 @@ METRICS = (
     "host_cycles",
     "throughput_inferences_per_s",
     # energy and area (issue 28; components from hwcomponents with the fitted overheads: docs/energy.md)
+    # the point's run: its whole batch (a decode point: one step of `batch` tokens)
     "core_energy_uj",
-    "dram_energy_uj",
+    "dram_energy_uj",  # every DRAM byte the run moves (hardware layers and BDMA copies)
     "system_energy_uj",  # NVDLA core + DRAM: what a decode step costs the system (DRAM dominates it)
+    "core_energy_uj_per_inference",  # core_energy_uj / batch (a decode point: per generated token)
+    "system_energy_uj_per_inference",  # system_energy_uj / batch
     "average_core_power_mw",
     "peak_core_power_mw",
     "tops_per_w",
@@ -297,17 +302,23 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             hw_fingerprint=hw.fingerprint,
             total_cycles=res.total_cycles,
             latency_ms=res.latency_ms,
-            macs=res.macs,
-            mac_utilization=res.mac_utilization,
+            hardware_macs=res.macs,
+            model_macs=res.model_macs,
+            hardware_mac_utilization=d["hardware_mac_utilization"],
+            model_mac_utilization=d["model_mac_utilization"],
             peak_macs_per_cycle=hw.peak_macs_per_cycle(prec),
             cbuf_bytes=hw.cbuf_bytes,
             dram_bytes=sum(r["dram_read"] + r["dram_write"] for r in d["layers"]),
             host_tasks=d["host_fallback"]["tasks"],
             host_cycles=d["host_fallback"]["cycles"],
             throughput_inferences_per_s=res.throughput,
-            core_energy_uj=d["energy"]["core_uj"],
-            dram_energy_uj=d["energy"]["dram_uj"],
-            system_energy_uj=round(d["energy"]["core_uj"] + d["energy"]["dram_uj"], 6),
+            core_energy_uj=d["energy"]["batch_core_uj"],
+            dram_energy_uj=d["energy"]["batch_dram_uj"],
+            system_energy_uj=round(d["energy"]["batch_core_uj"] + d["energy"]["batch_dram_uj"], 6),
+            core_energy_uj_per_inference=d["energy"]["core_uj_per_inference"],
+            system_energy_uj_per_inference=round(
+                (d["energy"]["batch_core_uj"] + d["energy"]["batch_dram_uj"]) / res.batch, 6
+            ),
             average_core_power_mw=d["energy"]["average_core_power_mw"],
             peak_core_power_mw=d["energy"]["peak_core_power_mw"],
             tops_per_w=d["energy"]["tops_per_w"],
@@ -336,6 +347,11 @@ def open_db(path: str | Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(path)
     cols = ", ".join(f"{m} REAL" for m in METRICS)
+    try:
+        con.execute("PRAGMA schema_version")  # reads the file's header: not a database, an error here
+    except sqlite3.DatabaseError as e:
+        con.close()
+        raise NvdlaError(f"{path}: not a sweep database ({e}); give a new file or one `nvdla sweep` wrote") from None
     con.execute(
         f"CREATE TABLE IF NOT EXISTS {_TABLE} (sweep TEXT, id TEXT, params TEXT, status TEXT, error TEXT, "
         f"hw_fingerprint TEXT, config_digest TEXT, model_version TEXT, notes TEXT, model TEXT, seq INTEGER, batch INTEGER, "
@@ -490,7 +506,8 @@ def run_sweep(
         if progress:
             from tqdm import tqdm
 
-            results = tqdm(results, total=len(todo), desc=spec.name, unit="point")
+            # on a terminal only (disable=None): piped or redirected output stays free of it
+            results = tqdm(results, total=len(todo), desc=spec.name, unit="point", disable=None)
         for row in results:
             _store(con, spec.name, row)
     rows = read_rows(con, spec.name)
@@ -565,14 +582,14 @@ def parse_constraint(text: str) -> Constraint:
 def rank(rows: list[dict[str, Any]], objective: str, constraints: tuple[Constraint, ...] = ()) -> list[dict]:
     """The points that meet every constraint, per workload (model, seq, batch, phase) and in each best first
     by `objective` (a sweep metric; minimised, except the higher-is-better throughput_inferences_per_s,
-    mac_utilization and tops_per_w)."""
+    the MAC utilizations and tops_per_w)."""
     check_metric(objective, "rank objective")
     sign = -1 if objective in _HIGHER_IS_BETTER else 1
     ok = [r for r in rows if r["status"] == "ok" and r[objective] is not None and all(c.holds(r) for c in constraints)]
     return sorted(ok, key=lambda r: (_workload(r), sign * r[objective], r["id"]))
 
 
-_HIGHER_IS_BETTER = {"throughput_inferences_per_s", "mac_utilization", "tops_per_w"}
+_HIGHER_IS_BETTER = {"throughput_inferences_per_s", "hardware_mac_utilization", "model_mac_utilization", "tops_per_w"}
 
 
 def _front_name(axes: tuple[str, ...]) -> str:

@@ -94,9 +94,16 @@ def layer_energy(layer, stats: LayerStats, hw: HwConfig) -> Energy:
     return Energy(*(getattr(e, u) * DYNAMIC_FACTOR for u in UNITS), dram=e.dram)
 
 
+def dram_energy(read_bytes: float, write_bytes: float, hw: HwConfig) -> Energy:
+    """The DRAM's energy (pJ) for bytes read and written at the device's energy per byte (tech.dram_device;
+    components.DRAM_PJ_PER_BYTE): a hardware layer's traffic, or a BDMA copy's read and write."""
+    c = components(hw)
+    return Energy(dram=read_bytes * c.dram_read_pj_per_byte + write_bytes * c.dram_write_pj_per_byte)
+
+
 def _component_energy(layer, stats: LayerStats, hw: HwConfig) -> Energy:
     c = components(hw)
-    dram = stats.traffic.dram_read * c.dram_read_pj_per_byte + stats.traffic.dram_write * c.dram_write_pj_per_byte
+    dram = dram_energy(stats.traffic.dram_read, stats.traffic.dram_write, hw).dram
     if isinstance(layer, ConvLayer):
         if stats.plan is None:
             raise ValueError(f"{layer.name}: convolution stats without their plan")

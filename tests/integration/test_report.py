@@ -67,7 +67,8 @@ def test_html_matches_json(report):
     summary = {row[0]: row[1] for row in doc.tables["summary"][1:]}
     assert summary["end-to-end cycles"] == f"{d['total_cycles']:,}"
     assert summary["latency"] == f"{d['latency_ms']:.3f} ms"
-    assert summary["MAC utilization"] == f"{100 * d['mac_utilization']:.1f}%"
+    assert summary["MAC utilization (hardware MACs)"] == f"{100 * d['hardware_mac_utilization']:.1f}%"
+    assert summary["MAC utilization (model MACs)"] == f"{100 * d['model_mac_utilization']:.1f}%"
     layers = doc.tables["layers"][1:]
     assert len(layers) == len(d["layers"])
     assert [r[0] for r in layers] == [r["name"] for r in d["layers"]]
@@ -79,7 +80,7 @@ def test_html_matches_json(report):
     for label in d["cycles_by_bound"]:
         assert d["cycles_by_bound"][label] == sum(r["cycles"] for r in d["layers"] if r["bound"] == label)
     energy = {r[0]: r[1] for r in doc.tables["energy"][1:]}
-    assert energy["NVDLA core energy per inference"] == f"{d['energy']['core_uj']:,.1f} uJ"
+    assert energy["NVDLA core energy per inference"] == f"{d['energy']['core_uj_per_inference']:,.1f} uJ"
     assert energy["average core power"] == f"{d['energy']['average_core_power_mw']:,.1f} mW"
     units = {r[0]: r[3] for r in doc.tables["units"][1:]}
     assert units == {u: f"{100 * v:.1f}%" for u, v in d["unit_utilization"].items()}

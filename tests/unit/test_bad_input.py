@@ -95,7 +95,7 @@ def test_report_into_an_existing_file(tmp_path, capsys):
     f = tmp_path / "file"
     f.write_text("")
     assert main(["map", "bert-base", "--seq", "16", "--report", str(f)]) == 2
-    assert "exists and is not a folder" in capsys.readouterr().err
+    assert f"--report {f}: it is a file, not a folder" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

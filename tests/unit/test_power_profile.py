@@ -40,7 +40,7 @@ def test_the_profile_integrates_to_the_runs_energy_and_the_trace_carries_it(tmp_
     d = json.loads(json.dumps(res.to_dict()))
     clock = d["hw_config"]["clock_mhz"]
     integral_uj = sum(p * (b - a) / clock * 1e-3 for a, b, p in power_profile(d))  # mW x us = nJ
-    assert integral_uj == pytest.approx(d["energy"]["core_uj"], rel=1e-4)
+    assert integral_uj == pytest.approx(d["energy"]["batch_core_uj"], rel=1e-4)
     assert power_profile(d)[-1][1] == d["total_cycles"]
     trace = json.loads(write_results(res, tmp_path)["trace"].read_text())["traceEvents"]
     counters = [e for e in trace if e["ph"] == "C"]

@@ -243,16 +243,12 @@ def test_utilization_never_passes_100_percent_under_the_sparse_mac_what_if():
     res = map_model(build_graph(preset("bert-base"), seq=128), hw, precision=Precision.INT8,
                     weights=WeightTreatment("2:4", True, True))  # fmt: skip
     d = res.to_dict()
-    assert all(r["mac_utilization"] <= 1 for r in d["layers"]) and d["mac_utilization"] <= 1
-    assert d["dense_equivalent_mac_utilization"] == pytest.approx(
+    assert all(r["hardware_mac_utilization"] <= 1 for r in d["layers"]) and d["hardware_mac_utilization"] <= 1
+    # the model's dense MACs over the peak, named apart from the hardware's: past 100% is possible here
+    assert d["model_mac_utilization"] == pytest.approx(
         d["model_macs"] / (hw.peak_macs_per_cycle(Precision.INT8) * d["total_cycles"]), abs=1e-6
     )
-    assert (
-        map_model(build_graph(preset("bert-base"), seq=16), hw, precision=Precision.INT8).to_dict()[
-            "dense_equivalent_mac_utilization"
-        ]
-        is None
-    )
+    assert d["model_mac_utilization"] > d["hardware_mac_utilization"]
 
 
 def test_a_dram_bandwidth_above_the_interface_is_named_not_silently_clamped(tmp_path, capsys):

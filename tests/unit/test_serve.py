@@ -288,7 +288,7 @@ def test_arrivals_and_trace(tmp_path):
     with pytest.raises(NvdlaError, match=r"missing column\(s\) \['arrival_s'\]"):
         read_trace(p, 1000.0)
     p.write_text("arrival_s,prompt,output\n0,ten,2\n")
-    with pytest.raises(NvdlaError, match="row 2 is not arrival_s"):
+    with pytest.raises(NvdlaError, match=r"t.csv:2: \['0', 'ten', '2'\] is not arrival_s"):
         read_trace(p, 1000.0)
     with pytest.raises(NvdlaError, match="--rate must be a positive"):
         poisson_requests(3, 0.0, prompt=8, output=4, clock_mhz=1000.0)
