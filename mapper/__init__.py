@@ -13,32 +13,35 @@ if __name__ != "nvdla_mapper":
     raise ImportError(f"import nvdla_mapper, not {__name__}: the folder mapper/ is the package nvdla_mapper")
 
 
-from nvdla_mapper.frontends.hf_config import from_hf_config
-from nvdla_mapper.frontends.presets import PRESETS, build_graph
-from nvdla_mapper.lowering.rules import HostModel
-from nvdla_mapper.passes import map_model
-from nvdla_mapper.reports.files import write_results
-from nvdla_mapper.reports.html import write_html
-from nvdla_mapper.results import MapResult
-from nvdla_mapper.search.tiling_search import SearchResult, candidate_plans, exhaustive_plan, naive_plan, search_plan
-from nvdla_mapper.studies.sweep import load_sweep, pareto_front, run_sweep, sweep_from_dict
+# The API below is imported on first use (PEP 562): a command that needs one module of the mapper (the CLI's
+# option enums, say) does not pay for importing all of it.
+_API = {
+    "from_hf_config": "nvdla_mapper.frontends.hf_config",
+    "PRESETS": "nvdla_mapper.frontends.presets",
+    "build_graph": "nvdla_mapper.frontends.presets",
+    "HostModel": "nvdla_mapper.lowering.rules",
+    "map_model": "nvdla_mapper.passes",
+    "write_results": "nvdla_mapper.reports.files",
+    "write_html": "nvdla_mapper.reports.html",
+    "MapResult": "nvdla_mapper.results",
+    "SearchResult": "nvdla_mapper.search.tiling_search",
+    "candidate_plans": "nvdla_mapper.search.tiling_search",
+    "exhaustive_plan": "nvdla_mapper.search.tiling_search",
+    "naive_plan": "nvdla_mapper.search.tiling_search",
+    "search_plan": "nvdla_mapper.search.tiling_search",
+    "load_sweep": "nvdla_mapper.studies.sweep",
+    "pareto_front": "nvdla_mapper.studies.sweep",
+    "run_sweep": "nvdla_mapper.studies.sweep",
+    "sweep_from_dict": "nvdla_mapper.studies.sweep",
+}
 
-__all__ = [
-    "PRESETS",
-    "HostModel",
-    "MapResult",
-    "SearchResult",
-    "build_graph",
-    "candidate_plans",
-    "exhaustive_plan",
-    "from_hf_config",
-    "load_sweep",
-    "map_model",
-    "naive_plan",
-    "pareto_front",
-    "run_sweep",
-    "search_plan",
-    "sweep_from_dict",
-    "write_html",
-    "write_results",
-]
+
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'nvdla_mapper' has no attribute {name!r}")
+
+
+__all__ = sorted(_API)

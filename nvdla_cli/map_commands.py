@@ -14,9 +14,12 @@ from pathlib import Path
 from nvdla_cli.console import TerminalProgress, warn_config
 from nvdla_cli.flags import Needs, check_needs, finite_positive, options
 from nvdla_cli.paths import output_dir, output_file
+from nvdla_mapper.options import Placement
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError, UnsupportedError
 from nvdla_sim.precision import Precision
+
+PLACEMENTS = [p.value for p in Placement]  # --softmax and --layernorm
 
 
 def add_commands(sub, registry: dict) -> None:
@@ -39,8 +42,8 @@ def add_commands(sub, registry: dict) -> None:
     )
     m.add_argument("--batch", type=int, default=1)
     m.add_argument("--precision", default="int8", help="int8, int16 or fp16")
-    m.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
-    m.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto",
+    m.add_argument("--softmax", choices=PLACEMENTS, default="auto")
+    m.add_argument("--layernorm", choices=PLACEMENTS, default="auto",
                    help="where LayerNorm runs: auto (the host, on every build), host, or nvdla (its steps, numerics.layernorm_steps: a what-if for INT8 layers on a build with the LUT and INT16; SDP cannot write their INT8 output from INT16)")  # fmt: skip
     m.add_argument("--host-fallback", action="store_true", help="run unsupported ONNX ops on the host")
     m.add_argument("--host-gflops", type=float, default=20.0)
@@ -81,8 +84,8 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--new-tokens", type=int, default=128, help="tokens to generate per sequence")
     ge.add_argument("--batch", default="1", help="sequences decoded together, or a list (1,2,4,8) for a batch sweep")
     ge.add_argument("--precision", default="int8", help="int8, int16 or fp16")
-    ge.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto")
-    ge.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto",
+    ge.add_argument("--softmax", choices=PLACEMENTS, default="auto")
+    ge.add_argument("--layernorm", choices=PLACEMENTS, default="auto",
                     help="where LayerNorm runs: auto (the host, on every build), host, or nvdla (its steps, numerics.layernorm_steps: a what-if for INT8 layers on a build with the LUT and INT16; SDP cannot write their INT8 output from INT16)")  # fmt: skip
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
     ge.add_argument("--jobs", type=int, default=None,
@@ -164,9 +167,9 @@ def add_commands(sub, registry: dict) -> None:
     ac.add_argument("--precision", choices=["int8", "int16", "fp16"], default="int8",
                     help="the datapath's precision (int16 and fp16 on builds that have them, e.g. nv_full; "
                     "fp16 takes no scales: its values as FP16, GELU in the LUT's FP16 mode)")  # fmt: skip
-    ac.add_argument("--softmax", choices=["auto", "nvdla", "host"], default="auto",
+    ac.add_argument("--softmax", choices=PLACEMENTS, default="auto",
                     help="where the softmax runs, as map's --softmax (nvdla: SDP's LUT, as the mapper lowers it)")  # fmt: skip
-    ac.add_argument("--layernorm", choices=["auto", "nvdla", "host"], default="auto",
+    ac.add_argument("--layernorm", choices=PLACEMENTS, default="auto",
                     help="where LayerNorm runs, as map's --layernorm (auto: the host; nvdla: its steps, "
                     "numerics.layernorm_steps, a what-if on a build with the LUT and INT16)")  # fmt: skip
     ac.add_argument("--json", metavar="FILE", help="write the result row as JSON")
@@ -830,7 +833,7 @@ def _recipe(args: argparse.Namespace, granularity: str) -> str:
         f"{getattr(args, 'precision', 'int8') if args.command == 'accuracy' else 'int8'} only in {args.only}"
         if getattr(args, "only", "")
         else "",
-        "softmax in SDP's LUT" if getattr(args, "softmax", "auto") == "nvdla" else "",
+        "softmax in SDP's LUT" if getattr(args, "softmax", "auto") == Placement.NVDLA.value else "",
         {"host": "LayerNorm on the host", "nvdla": "LayerNorm in NVDLA's steps"}.get(
             getattr(args, "layernorm", "auto"), ""
         ),

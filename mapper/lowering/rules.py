@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nvdla_mapper.numerics import sparsity
+from nvdla_mapper.options import Placement
 from nvdla_mapper.workload import Op, OpKind, Relayout
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.tiling import bytes_per_kernel
@@ -207,14 +208,19 @@ class LoweringContext:
     hw: HwConfig
     precision: Precision
     host: HostModel
-    softmax: str = "auto"  # auto | nvdla | host
-    layernorm: str = "auto"
+    softmax: Placement = Placement.AUTO  # given as a Placement or its value ("auto", "nvdla", "host")
+    layernorm: Placement = Placement.AUTO
     weights: WeightTreatment = field(default_factory=WeightTreatment)
     fused: dict[str, Fused] = field(default_factory=dict)
     # the KV-cache precision what-if: attention and its caches at this precision, the rest at `precision`
     # (None: the model's precision everywhere)
     kv_precision: Precision | None = None
     kv_plan: str = "bucket"  # KV_PLANS: how attention against a KV cache chooses its lowering and tiling
+
+    def __post_init__(self) -> None:
+        self.softmax = Placement.parse(self.softmax, "softmax")
+        self.layernorm = Placement.parse(self.layernorm, "layernorm")
+        check_kv_plan(self.kv_plan)
 
     @property
     def cache_precision(self) -> Precision:
@@ -252,28 +258,30 @@ class LoweringContext:
     def has_ew(self) -> bool:
         return self.hw.sdp.ew_throughput > 0
 
-    def mode(self, which: str) -> str:
-        want = getattr(self, which)
+    def mode(self, which: str) -> Placement:
+        """Where the op `which` ("softmax" or "layernorm") runs on this build at this precision: NVDLA or
+        the host (never AUTO); a one-line error where NVDLA was asked for and cannot run it."""
+        want: Placement = getattr(self, which)
         ok = self.has_lut
-        if want == "nvdla" and not ok:
+        if want is Placement.NVDLA and not ok:
             raise NvdlaError(f"--{which} nvdla needs the SDP LUT and EW units; {self.hw.name} has none (use host)")
         if which == "softmax" and self.precision is not Precision.INT8:
             # The exp LUT runs on the raw scores (no row-max subtraction: a max over a row of keys is a
             # reduction across channels, which neither SDP nor PDP does). INT8 scores are bounded by their
             # requantization scale, so one table covers them; INT16/FP16 scores are not (FP16 exp
             # overflows past ln 65504 = 11.09), so their softmax runs on the host.
-            if want == "nvdla":
+            if want is Placement.NVDLA:
                 raise NvdlaError(
                     f"--softmax nvdla covers INT8 scores only (the exp LUT has no row-max subtraction); "
                     f"{self.precision.value} scores need --softmax host"
                 )
-            return "host"
+            return Placement.HOST
         if which == "layernorm" and (self.precision is not Precision.INT8 or Precision.INT16 not in self.hw.precisions):
             # numerics.layernorm_steps keeps 2**7 (x - mean) and the squares at INT16: an INT8 layer's
             # statistics fit, on a build with an INT16 datapath; an INT16 layer's would need 32-bit
             # intermediates, and an FP16 layer's steps are not written (they are integer: INT16
             # statistics, an INT8 output). Otherwise the LayerNorm runs on the host.
-            if want == "nvdla":
+            if want is Placement.NVDLA:
                 why = (
                     f"{self.precision.value} layers"
                     if self.precision is not Precision.INT8
@@ -283,8 +291,8 @@ class LoweringContext:
                     f"--layernorm nvdla needs INT8 layers on a build with INT16 (its statistics are INT16); "
                     f"{why}: use --layernorm host"
                 )
-            return "host"
-        if want == "auto":
+            return Placement.HOST
+        if want is Placement.AUTO:
             # the softmax on the host: its LUT lowering (lower_softmax: exp of the raw INT8 scores, no row
             # max) is the --softmax nvdla what-if, because measured on the trained models it does not keep
             # their accuracy (rows whose scores sit far below the tensor's largest lose every exp to
@@ -293,7 +301,7 @@ class LoweringContext:
             # RTL: SDP has no INT16-to-INT8 output mode, so the normalisation over INT16 d hangs it, and the
             # centring pass reads -mean in a layout no INT16 convolution writes; docs/quantization.md
             # "LayerNorm in NVDLA's steps"), so they are the --layernorm nvdla what-if
-            return "nvdla" if ok and which not in ("softmax", "layernorm") else "host"
+            return Placement.NVDLA if ok and which not in ("softmax", "layernorm") else Placement.HOST
         return want
 
 
@@ -590,7 +598,7 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
 def lower_scores(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
     # the causal mask: a per-element operand when SDP's LUT computes the softmax; a host softmax knows
     # the positions and masks as it goes, so the scores need no mask cube at all
-    mask = op.attrs.causal and ctx.mode("softmax") == "nvdla"
+    mask = op.attrs.causal and ctx.mode("softmax") is Placement.NVDLA
     extra = OperandMode.PER_ELEMENT if (op.attrs.bias or mask) else OperandMode.NONE
     scale = OperandMode.NONE if op.attrs.scale == 1.0 else OperandMode.REG  # T5: unscaled
     if extra is not OperandMode.NONE and not ctx.has_ew:
@@ -661,7 +669,7 @@ def lower_context(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
     # under the KV-precision what-if the output goes back to the model's precision, written by the last
     # SDP pass: the normalisation's when SDP computes the softmax, else PV's own
     out = converted_output(ctx.precision, ctx.fused.get(op.name, Fused()).out_precision)
-    sdp_softmax = ctx.mode("softmax") == "nvdla"
+    sdp_softmax = ctx.mode("softmax") is Placement.NVDLA
     pv_out = None if sdp_softmax else out
     finish = [*_context_normalize(op, ctx, out), *conversion_passes(op, op.m * op.count, op.n, ctx)]
     if op.attrs.cached:  # V^T cache in weight format; the softmax's normalisation follows the gather
@@ -686,7 +694,7 @@ def _context_normalize(op: Op, ctx: LoweringContext, out: Precision | None = Non
     """The softmax's 1/sum applied to PV's output rows (SDP softmax only; a host softmax normalises),
     written at `out` (a conversion) or the layer's precision."""
     tasks: list[Task] = []
-    if ctx.mode("softmax") == "nvdla":
+    if ctx.mode("softmax") is Placement.NVDLA:
         # SDP operands are per layer, per channel or per element, never per pixel: 1/sum [m, 1] is
         # broadcast to [m, n] by a 1x1 conv with one input channel and n all-ones kernels
         # like the softmax steps, one layer over the rows of all instances (per-row work)
@@ -705,7 +713,7 @@ def _context_normalize(op: Op, ctx: LoweringContext, out: Precision | None = Non
 
 def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
     bands = causal_bands(op)
-    if ctx.mode("softmax") == "host":
+    if ctx.mode("softmax") is Placement.HOST:
         computed = sum(rows * keys for _, rows, keys in bands) / (op.m * op.n)  # only the unmasked scores
         # per instance (head, window, sequence); the host takes all ready instances at each hand-off
         return [
@@ -746,7 +754,7 @@ def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
     (E-RDMA pairs), written at the layer's precision. RMSNorm squares x itself and normalises x: rstd an
     INT16 operand of INT8 data, gamma X2's per channel, no Y. INT8 layers only: the statistics of INT16
     data would not fit INT16 (LoweringContext.mode puts them on the host)."""
-    if ctx.mode("layernorm") == "host":
+    if ctx.mode("layernorm") is Placement.HOST:
         return [_host(op, op.name, ctx, flops_per_elem=8, note="layernorm on host")]
     i16 = Precision.INT16
     wide = dataclasses.replace(ctx, precision=i16)  # the statistics' layers: INT16 data and kernels

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from nvdla_mapper.frontends.presets import ModelSpec
-from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
+from nvdla_mapper.lowering.rules import HostModel, LoweringContext, Placement, matmul_layout
 from nvdla_mapper.numerics import fp16_steps, layernorm_steps, lut_steps
 from nvdla_mapper.numerics.layernorm_steps import NormRange, merge, norm_range
 from nvdla_mapper.numerics.quant import (
@@ -80,30 +80,28 @@ class QuantSettings:
     finetuned: str = ""
     # where the softmax runs, as the mapper's --softmax: auto (the mapper's choice for the build), nvdla
     # (SDP's LUT: numerics.lut_steps; needs a LUT), host (float)
-    softmax: str = "auto"
+    softmax: Placement = Placement.AUTO
     # where LayerNorm runs, as the mapper's --layernorm: auto (the mapper's choice: the host, float), nvdla
     # (its steps, numerics.layernorm_steps: the what-if on a build with the LUT and INT16), host. SmoothQuant's
     # and QAT's runs keep it on the host: their matmuls read the LayerNorm's output at scales of their own
     # (folded factors, learned scales), which one program writing one tensor does not give
-    layernorm: str = "auto"
+    layernorm: Placement = Placement.AUTO
     # the precision the NVDLA run computes at (INT8; INT16 or FP16 on builds that have them); the
     # calibrated scales are INT8's, taken to INT16's 32,767 steps over the same range; FP16 has no scales
     precision: Precision = Precision.INT8
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "softmax", Placement.parse(self.softmax, "softmax"))
+        object.__setattr__(self, "layernorm", Placement.parse(self.layernorm, "layernorm"))
         if self.precision is not Precision.INT8 and (self.learned or self.dynamic):
             raise NvdlaError("learned (QAT) and dynamic scales are runs at int8")
-        fp16_knobs = self.smooth or self.only or self.layernorm == "nvdla" or self.softmax == "nvdla"
+        fp16_knobs = self.smooth or self.only or Placement.NVDLA in (self.layernorm, self.softmax)
         if self.precision is Precision.FP16 and fp16_knobs:
             raise NvdlaError(
                 "an fp16 run has no scales to smooth, runs every part at FP16 and LayerNorm and the softmax on "
                 "the host: drop --smooth, --only, --layernorm nvdla and --softmax nvdla"
             )
-        if self.softmax not in ("auto", "nvdla", "host"):
-            raise NvdlaError(f"softmax must be auto, nvdla or host, not {self.softmax!r}")
-        if self.layernorm not in ("auto", "nvdla", "host"):
-            raise NvdlaError(f"layernorm must be auto, nvdla or host, not {self.layernorm!r}")
-        if self.layernorm == "nvdla" and (self.smooth or self.learned):
+        if self.layernorm is Placement.NVDLA and (self.smooth or self.learned):
             raise NvdlaError(
                 "--layernorm nvdla with SmoothQuant or QAT scales: their matmuls read the LayerNorm at scales of their own; use --layernorm host"
             )
@@ -514,12 +512,12 @@ class _NvdlaRun:
         if p not in hw.precisions:
             raise NvdlaError(f"{hw.name} has no {p.value} datapath")
         # SmoothQuant's and QAT's runs keep LayerNorm on the host (QuantSettings.layernorm)
-        layernorm = "host" if settings.smooth or settings.learned else settings.layernorm
+        layernorm = Placement.HOST if settings.smooth or settings.learned else settings.layernorm
         self.ctx = LoweringContext(hw=hw, precision=p, host=HostModel(), softmax=settings.softmax, layernorm=layernorm)
         self.rescale = QMAX[Precision.INT8] / QMAX[p]  # calibrated (INT8) scales to this precision's steps
-        self.lut_softmax = self.ctx.mode("softmax") == "nvdla"
+        self.lut_softmax = self.ctx.mode("softmax") is Placement.NVDLA
         self.lut_gelu = self.ctx.has_lut
-        self.lut_layernorm = self.ctx.mode("layernorm") == "nvdla"
+        self.lut_layernorm = self.ctx.mode("layernorm") is Placement.NVDLA
         self.stream: float | None = None  # the scale the residual stream was last written at
         for part, on in (("softmax", self.lut_softmax), ("gelu", self.lut_gelu), ("layernorm", self.lut_layernorm)):
             if part in settings.only and not on:
