@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--output", type=int, default=32)
     ap.add_argument("--policy", default="fcfs-prefill-first", help="fcfs-prefill-first or chunked-prefill")
     ap.add_argument("--chunk-tokens", type=int, default=256)
-    ap.add_argument("--kv-plan", default="bucket", help="bucket or length (rules.KV_PLANS)")
+    ap.add_argument("--kv-plan", default="bucket", help="bucket or length (options.KvPlan)")
     args = ap.parse_args()
     spec, hw = preset(args.model), load_config(args.hw)
     reqs = poisson_requests(args.requests, args.rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz)

@@ -9,7 +9,26 @@ import enum
 from nvdla_sim.errors import NvdlaError
 
 
-class Placement(enum.Enum):
+class Option(enum.Enum):
+    """A closed set of choices whose values are what the CLI and files spell."""
+
+    @classmethod
+    def parse(cls, value: Option | str, what: str):
+        """`value` as a member (a member, or its value exactly); a one-line error naming `what` and the
+        valid values otherwise (a misspelt option never maps another way)."""
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            raise NvdlaError(f"{what} {value!r}: valid are {', '.join(cls.values())}") from None
+
+    @classmethod
+    def values(cls) -> list[str]:
+        return [m.value for m in cls]
+
+
+class Placement(Option):
     """Where an op that NVDLA may or may not run goes (--softmax, --layernorm): the mapper's choice for the
     build (AUTO), NVDLA's units, or the host CPU."""
 
@@ -17,13 +36,11 @@ class Placement(enum.Enum):
     NVDLA = "nvdla"
     HOST = "host"
 
-    @classmethod
-    def parse(cls, value: Placement | str, what: str) -> Placement:
-        """`value` as a Placement (a member, or its exact name in lower case); a one-line error naming `what`
-        and the valid values otherwise (a misspelt option never maps another way)."""
-        if isinstance(value, cls):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            raise NvdlaError(f"{what} {value!r}: valid are {', '.join(p.value for p in cls)}") from None
+
+class KvPlan(Option):
+    """Where attention against a KV cache is planned (--kv-plan; lowering.rules has the measurements):
+    BUCKET, its lowering and tiling chosen once at the power of two at or above its keys and run at every
+    length with them (a program compiled for a range of lengths); LENGTH, searched at every length."""
+
+    BUCKET = "bucket"
+    LENGTH = "length"

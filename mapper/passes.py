@@ -25,6 +25,7 @@ from nvdla_mapper.lowering.rules import (
     check_kv_plan,
     lower,
 )
+from nvdla_mapper.options import KvPlan
 from nvdla_mapper.results import MapResult, TaskResult
 from nvdla_mapper.schedule import Blocks, Scheduled, schedule
 from nvdla_mapper.search.tiling_search import planned_like, planned_like_instances, search_plan
@@ -138,7 +139,7 @@ def lower_op(op, ctx: LoweringContext, memo: PassMemo | None = None) -> list[Tas
     if lowered is None:
         octx = ctx.for_op(op)  # attention at the caches' precision under the KV what-if
         keys = cache_keys(op)
-        at = bucket_keys(keys) if keys is not None and ctx.kv_plan == "bucket" else keys
+        at = bucket_keys(keys) if keys is not None and ctx.kv_plan is KvPlan.BUCKET else keys
         lowered = _chosen(lower(op, octx), octx) if at == keys else _planned_at(op, at, octx, memo, extra)
         if memo is not None:
             memo.lowered[key] = lowered
@@ -151,7 +152,7 @@ def _chosen(lowered: list[Task] | Choice, ctx: LoweringContext) -> list[Task]:
 
 
 def _planned_at(op, at: int, ctx: LoweringContext, memo: PassMemo | None = None, extra=None) -> list[Task]:
-    """Attention against a KV cache planned at its length bucket (rules.KV_PLANS "bucket"): the option
+    """Attention against a KV cache planned at its length bucket (options.KvPlan.BUCKET): the option
     the op against `at` keys finds cheapest, its layers running the plans searched for the layers at `at`
     keys (Task.plan_at). Planned at its own length where `at` keys have no CBUF-legal tiling. With a memo,
     the bucket's op is lowered and its options timed once for every length in the bucket (`extra`: what
@@ -351,7 +352,7 @@ def map_model(
     with_baseline: bool = True,
     memo: PassMemo | None = None,
     kv_precision: Precision | None = None,
-    kv_plan: str = "bucket",
+    kv_plan: KvPlan | str = KvPlan.BUCKET,
 ) -> MapResult:
     """Run the whole pass list on a workload graph. `batch` and `seq` are the graph's own (recorded by the
     front end that built it); given, they must agree with it, so a result never reports a shape other
@@ -359,7 +360,7 @@ def map_model(
     `memo` (new_memo) carries lowered ops and timed tasks over maps that share them under the same
     context: the decode steps of a generation. `kv_precision` (the KV-cache what-if) runs attention and
     its caches at that precision (rules.at_cache_precision) and the rest at `precision`. `kv_plan`
-    (rules.KV_PLANS) says where attention against a KV cache is planned."""
+    (options.KvPlan) says where attention against a KV cache is planned."""
     batch = _graph_shape(g, "batch", batch, default=1)
     seq = _graph_shape(g, "seq", seq, default=0)
     hw.check_precision(precision)
@@ -456,7 +457,7 @@ def new_memo(
     layernorm: str = "auto",
     weights: WeightTreatment | None = None,
     kv_precision: Precision | None = None,
-    kv_plan: str = "bucket",
+    kv_plan: KvPlan | str = KvPlan.BUCKET,
 ) -> PassMemo:
     """An empty memo for maps under these options (map_model's own defaults when omitted)."""
     ctx = LoweringContext(

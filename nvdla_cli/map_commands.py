@@ -14,12 +14,12 @@ from pathlib import Path
 from nvdla_cli.console import TerminalProgress, warn_config
 from nvdla_cli.flags import Needs, check_needs, finite_positive, options
 from nvdla_cli.paths import output_dir, output_file
-from nvdla_mapper.options import Placement
+from nvdla_mapper.options import KvPlan, Placement
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError, UnsupportedError
 from nvdla_sim.precision import Precision
 
-PLACEMENTS = [p.value for p in Placement]  # --softmax and --layernorm
+PLACEMENTS = Placement.values()  # --softmax and --layernorm
 
 
 def add_commands(sub, registry: dict) -> None:
@@ -379,7 +379,7 @@ def _kv_flag(group: argparse._ArgumentGroup) -> None:
 
 def _kv_plan_flag(parser) -> None:
     parser.add_argument(
-        "--kv-plan", default="bucket", metavar="bucket|length",
+        "--kv-plan", default=KvPlan.BUCKET.value, choices=KvPlan.values(),
         help="where attention against the KV caches is planned (lowering and tiling): bucket (default) at "
         "the power of two at or above its keys, run at every length with that plan, as a program compiled "
         "for a range of lengths; length: a search at every length",

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nvdla_mapper.numerics import sparsity
-from nvdla_mapper.options import Placement
+from nvdla_mapper.options import KvPlan, Placement
 from nvdla_mapper.workload import Op, OpKind, Relayout
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.tiling import bytes_per_kernel
@@ -88,7 +88,7 @@ class Task:
     stored_weight_bytes: int = 0
     static_weights: bool = False  # a layer of an op with model weights (workload.HAS_STATIC_WEIGHTS)
     # the layer whose searched tiling plan this one runs (None: its own). Attention against a KV cache is
-    # planned at its length bucket (passes.lower_op, KV_PLANS): this is the same layer against
+    # planned at its length bucket (passes.lower_op, options.KvPlan): this is the same layer against
     # bucket_keys(keys) keys, and the plan found for it runs at the layer's own length
     plan_at: HwLayer | None = None
 
@@ -188,14 +188,11 @@ def at_cache_precision(op: Op) -> bool:
 # _same_but_keys). "length": chosen at every
 # length (a tiling search per step). Measured (docs/mapping.md, "Generation at scale"): TinyLlama's
 # fused QK^T on nv_full at 2,049-4,096 keys runs its 4,096-key plan within 0.0-0.9% of the plan
-# searched at its own length, for a simulation instead of a search each step.
-KV_PLANS = ("bucket", "length")
+# searched at its own length, for a simulation instead of a search each step (options.KvPlan).
 
 
-def check_kv_plan(kv_plan: str) -> str:
-    if kv_plan not in KV_PLANS:
-        raise NvdlaError(f"--kv-plan {kv_plan!r}: valid are {', '.join(KV_PLANS)}")
-    return kv_plan
+def check_kv_plan(kv_plan: KvPlan | str) -> KvPlan:
+    return KvPlan.parse(kv_plan, "--kv-plan")
 
 
 def bucket_keys(keys: int) -> int:
@@ -215,12 +212,12 @@ class LoweringContext:
     # the KV-cache precision what-if: attention and its caches at this precision, the rest at `precision`
     # (None: the model's precision everywhere)
     kv_precision: Precision | None = None
-    kv_plan: str = "bucket"  # KV_PLANS: how attention against a KV cache chooses its lowering and tiling
+    kv_plan: KvPlan = KvPlan.BUCKET  # how attention against a KV cache chooses its lowering and tiling
 
     def __post_init__(self) -> None:
         self.softmax = Placement.parse(self.softmax, "softmax")
         self.layernorm = Placement.parse(self.layernorm, "layernorm")
-        check_kv_plan(self.kv_plan)
+        self.kv_plan = check_kv_plan(self.kv_plan)
 
     @property
     def cache_precision(self) -> Precision:

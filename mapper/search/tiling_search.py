@@ -605,7 +605,7 @@ def search_plan(
 @lru_cache(maxsize=4096)
 def planned_like(layer: ConvLayer, like: ConvLayer, hw: HwConfig) -> SearchResult:
     """The plan search_plan finds for `like` (the same layer at another size: attention against a KV
-    cache at its length bucket, rules.KV_PLANS), its kernel tiles and bands cut to this layer's kernels
+    cache at its length bucket, options.KvPlan), its kernel tiles and bands cut to this layer's kernels
     and rows, simulated on this layer; this layer's own search where `like` has no legal plan or that plan
     is not legal for this layer. `candidates`, `simulated` and `proven_gap` are those of the search that
     chose the plan."""

@@ -28,6 +28,7 @@ from typing import Any
 
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
 from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
+from nvdla_mapper.options import KvPlan
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.results import (
     MapResult,
@@ -77,7 +78,7 @@ class GenerateResult:
     kv_precision: Precision | None = None  # the KV caches' precision (what-if); None: the model's
     spec: ModelSpec | None = field(default=None, repr=False)  # the model (for what its memory holds)
     step_weight_bytes: tuple[int, int] = (0, 0)  # a decode step's static weights: (dense, as stored)
-    kv_plan: str = "bucket"  # where attention against the caches was planned (rules.KV_PLANS)
+    kv_plan: KvPlan = KvPlan.BUCKET  # where attention against the caches was planned
 
     @property
     def ttft_cycles(self) -> int:
@@ -132,7 +133,7 @@ class GenerateResult:
             if dec_cyc
             else None,
             "kv_precision": (self.kv_precision or self.precision).value,
-            "kv_plan": self.kv_plan,
+            "kv_plan": self.kv_plan.value,
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_cache_bytes_end": self.kv_cache_bytes,
             **(
@@ -329,14 +330,14 @@ def generate(
     layernorm: str = "auto",
     weights: WeightTreatment | None = None,
     kv_precision: Precision | None = None,
-    kv_plan: str = "bucket",
+    kv_plan: KvPlan | str = KvPlan.BUCKET,
     jobs: int = 1,
     progress: Progress = quiet,
 ) -> GenerateResult:
     """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
     `weights` prunes and/or compresses the static weights in every pass (what a DRAM-bound decode step
     streams); the KV caches are activations and stay dense. `kv_precision` keeps the caches, and runs
-    the attention against them, at that precision (passes.map_model). `kv_plan` (rules.KV_PLANS): where
+    the attention against them, at that precision (passes.map_model). `kv_plan` (options.KvPlan): where
     the attention against the caches is planned, at each length's bucket or at every length. `jobs`:
     processes the decode steps are shared out to (_steps; the same figures as one). `progress` hears of
     the prefill and of every decode step as it is timed, in whichever process."""
@@ -349,6 +350,7 @@ def generate(
             f"{spec.name} has {spec.max_positions}"
         )
     check_generative(spec)  # refuses encoders with a clear error
+    kv_plan = KvPlan.parse(kv_plan, "--kv-plan")
     hw.check_precision(precision)
     if kv_precision is not None:
         hw.check_precision(kv_precision)
@@ -463,7 +465,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int, done=lambda n:
     cuts = [bisect.bisect_left(weights, weights[-1] * j / jobs) for j in range(1, jobs)]
     runs = [kv_lens[a:b] for a, b in itertools.pairwise([0, *cuts, len(kv_lens)]) if b > a]
     # each later run's first step is timed here before forking: the tiling searches of its length's bucket
-    # (rules.KV_PLANS) are then made once, in this process, and every process inherits them, rather than
+    # (options.KvPlan) are then made once, in this process, and every process inherits them, rather than
     # each process making them again (TinyLlama 2,048 + 2,048 on nv_full: all 2,047 later steps share
     # the 4,096-key bucket)
     firsts = _timed(template, [run[0] for run in runs[1:]], done)

@@ -49,6 +49,7 @@ from nvdla_mapper.frontends.presets import (
     mixed_step_graph,
 )
 from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
+from nvdla_mapper.options import KvPlan
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import kv_bytes_per_token, kv_room
 from nvdla_mapper.studies.progress import Progress, quiet
@@ -510,7 +511,7 @@ class SimulatedCosts:
         weights: WeightTreatment | None = None,
         *,
         kv_precision: Precision | None = None,
-        kv_plan: str = "bucket",
+        kv_plan: KvPlan | str = KvPlan.BUCKET,
     ) -> None:
         check_generative(spec)
         if spec.decoder_layers:
@@ -518,7 +519,7 @@ class SimulatedCosts:
         self.spec, self.hw, self.precision, self.kv_precision = spec, hw, precision, kv_precision
         self.weights = weights or WeightTreatment()
         self.host = HostModel()
-        self.kv_plan = kv_plan
+        self.kv_plan = KvPlan.parse(kv_plan, "--kv-plan")
         self.memo = new_memo(hw, precision=precision, weights=self.weights, kv_precision=kv_precision, kv_plan=kv_plan)
         self._prefill: dict[int, int] = {}
         self._decode: dict[tuple[int, ...], int] = {}

@@ -54,8 +54,7 @@ from typing import Any
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
 from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
-from nvdla_mapper.lowering.rules import KV_PLANS
-from nvdla_mapper.options import Placement
+from nvdla_mapper.options import KvPlan, Placement
 from nvdla_mapper.passes import map_model
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.errors import ConfigError, NvdlaError
@@ -239,7 +238,7 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
     options = data.get("options", {})
     _check_keys(options, _OPTION_KEYS, " in [options]", err)
     for k, v in options.items():
-        valid = KV_PLANS if k == "kv_plan" else tuple(p.value for p in Placement)
+        valid = tuple((KvPlan if k == "kv_plan" else Placement).values())
         if v not in valid:
             raise err(f"options.{k} must be {', '.join(valid[:-1])} or {valid[-1]}, not {v!r}")
     rank_table = data.get("rank", {})
