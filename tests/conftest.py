@@ -41,3 +41,36 @@ def small_llama(tmp_path):
     p = tmp_path / "config.json"
     p.write_text(json.dumps(cfg))
     return from_hf_config(p)
+
+
+@pytest.fixture(scope="session")
+def vit_digits():
+    """The shipped ViT (validation/data/trained) for the accuracy commands' tests: `float_correct(n)`, the
+    float reference's correct answers on the first n test images (numpy's forward pass called here, not
+    through the study), and `committed(hw, recipe, images)`, that row of accuracy.json (written by
+    validation/trained/evaluate.py)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from nvdla_mapper.numerics.reference import load_weights, vit_forward
+
+    trained = Path(__file__).resolve().parents[1] / "validation" / "data" / "trained"
+    test = np.load(trained / "digits_test.npz")
+    weights = load_weights(trained / "vit_digits.npz")
+    rows = json.loads((trained / "accuracy.json").read_text())["rows"]
+
+    def float_correct(n: int) -> int:
+        logits = vit_forward(weights, test["images"][:n], heads=4, patch=2)  # vit_digits.config.json: 4 heads
+        return int((logits.argmax(-1) == test["labels"][:n]).sum())
+
+    def committed(hw: str, recipe: str, images: int) -> dict:
+        (row,) = [
+            r for r in rows if (r["model"], r["hw"], r["recipe"], r.get("images")) == ("vit_digits", hw, recipe, images)
+        ]
+        return row
+
+    return SimpleNamespace(
+        dir=trained, test_images=len(test["labels"]), float_correct=float_correct, committed=committed
+    )

@@ -1,29 +1,63 @@
 import csv
+import itertools
 import json
+
+import pytest
 
 from nvdla_cli.main import main
 
 
 def test_map_bert_writes_json_and_csv(tmp_path, capsys):
+    """BERT-base at 128 tokens on nv_full: the figures the report prints against hand arithmetic (the model's
+    MACs, each projection's m x k x n, 1 GHz's 1e6 cycles a millisecond, nv_full's 64 x 32 INT8 MACs a
+    cycle), and the JSON's totals against the CSV's rows added up another way."""
     rc = main(["map", "bert-base", "--hw", "nv_full", "--seq", "128", "--precision", "int8", "--report", str(tmp_path)])
     out = capsys.readouterr().out
-    assert rc == 0 and "end-to-end" in out and "ms at 1000 MHz" in out
+    assert rc == 0
     d = json.loads((tmp_path / "report.json").read_text())
     with (tmp_path / "layers.csv").open() as f:
-        rows = list(csv.DictReader(f))
+        rows = {r["name"]: r for r in csv.DictReader(f)}
     assert len(rows) == len(d["layers"]) > 100
-    assert d["total_cycles"] == max(int(r["end"]) for r in rows)
-    assert d["model_macs"] == 11_174_217_216  # with the pooler and classifier
-    # the softmax and (since 2026-12-06) LayerNorm are the host's: NVDLA runs the model's MACs and no more
-    assert d["macs"] == 11_174_217_216
-    assert d["host_fallback"]["tasks"] >= 1  # the embedding lookup
-    # the run's time by label, printed as shares of the same total as the op groups
-    total = sum(d["cycles_by_group"].values())
+    # the model's MACs by hand: 12 blocks of Q, K, V, O (128 x 768 x 768 each), QK^T and PV (12 heads of
+    # 128 x 64 x 128 each), the FFN (128 x 768 x 3072 and back); the pooler (one token, 768 x 768) and the
+    # classifier (768 x 2)
+    block = 4 * 128 * 768 * 768 + 2 * 12 * 128 * 64 * 128 + 2 * 128 * 768 * 3072
+    assert d["model_macs"] == 12 * block + 768 * 768 + 768 * 2 == 11_174_217_216
+    # the softmax and (since 2026-12-06) LayerNorm are the host's: NVDLA runs the model's MACs and no more,
+    # row by row (the CSV) as in total (the JSON)
+    assert d["hardware_macs"] == sum(int(r["hardware_macs"]) for r in rows.values()) == 11_174_217_216
+    want = {"layer0.attn.q": 128 * 768 * 768, "layer5.attn.qk": 12 * 128 * 64 * 128, "layer11.ffn1": 128 * 768 * 3072,
+            "layer11.ffn2": 128 * 3072 * 768, "pooler": 768 * 768, "classifier": 768 * 2}  # fmt: skip
+    assert {n: int(rows[n]["hardware_macs"]) for n in want} == want
+    # host tasks: the embedding lookup, the embeddings' LayerNorm, and per block the softmax and two LayerNorms
+    host = [r for r in rows.values() if r["resource"] == "host"]
+    assert d["host_fallback"]["tasks"] == len(host) == 1 + 1 + 12 * 3
+    # 1,000 MHz: a million cycles a millisecond, a billion a second, one inference per latency
+    cycles = d["total_cycles"]
+    assert d["latency_ms"] == round(cycles / 1e6, 6) and d["throughput_inferences_per_s"] == round(1e9 / cycles, 3)
+    assert f"end-to-end        {cycles:,} cycles = {cycles / 1e6:.3f} ms at 1000 MHz" in out
+    # the core runs one hardware layer at a time: the NVDLA rows' spans never overlap, so the run is at least
+    # their cycles added up, and those at least the MACs at nv_full's peak of 64 x 32 a cycle
+    spans = sorted((int(r["start"]), int(r["end"])) for r in rows.values() if r["resource"] == "nvdla")
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(spans))
+    nvdla = sum(int(r["cycles"]) for r in rows.values() if r["resource"] == "nvdla")
+    assert d["busy_cycles_by_resource"]["nvdla"] == nvdla and 11_174_217_216 / (64 * 32) < nvdla < cycles
+    assert f"busy over the run nvdla {nvdla / cycles:.1%}" in out
+    # the time by group and by bound: the CSV's cycles added up by group (resource time, beyond wall time)
+    by_group: dict[str, int] = {}
+    for r in rows.values():
+        by_group[r["group"]] = by_group.get(r["group"], 0) + int(r["cycles"])
+    assert d["cycles_by_group"] == by_group and sum(by_group.values()) > cycles
+    total = sum(by_group.values())
     shares = ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(d["cycles_by_bound"].items(), key=lambda kv: -kv[1]))
-    assert f"time by bound     {shares}" in out and "host" in d["cycles_by_bound"]
+    assert f"resource time by bound  {shares}" in out and d["cycles_by_bound"]["host"] == d["host_fallback"]["cycles"]
+    # the energy: each row's (the CSV) plus the always-on power and leakage over the run (docs/energy.md)
     en = d["energy"]
-    assert f"  energy            {en['core_uj']:,.1f} uJ in NVDLA per inference" in out
-    assert f"area {en['area_mm2']:.3f} mm2 at 16 nm" in out
+    layers_uj = sum(float(r["core_energy_uj"]) for r in rows.values())
+    run_uj = layers_uj + en["by_unit_uj"]["always_on"] + en["by_unit_uj"]["leakage"]
+    assert en["core_uj_per_inference"] == pytest.approx(run_uj, rel=1e-5)
+    assert f"  energy            {en['core_uj_per_inference']:,.1f} uJ in NVDLA per inference" in out
+    assert f"area              {en['area_mm2']:.3f} mm2 at 16 nm" in out
     assert (tmp_path / "report.html").stat().st_size > 10_000 and (tmp_path / "trace.json").exists()
 
 
@@ -151,36 +185,34 @@ def test_map_emit_program_whole_model_on_a_y_unit_build(tmp_path, capsys):
     assert run.decoded.operations[0].ew is not None and run.decoded.operations[0].lut_enabled
 
 
-def test_accuracy_command_and_the_map_report_of_a_trained_model(tmp_path, capsys):
-    """`nvdla accuracy` on the shipped ViT (its float count checked against the float reference, its INT8
-    row against the study's function), and `nvdla map` of the trained config with --quantize: the task
-    accuracy beside cycles and energy in the summary, report.json and report.html."""
-    from pathlib import Path
-
-    import numpy as np
-
-    from nvdla_mapper.numerics.reference import load_weights, vit_forward
-    from nvdla_mapper.studies.accuracy import QuantSettings, trained_accuracy
-    from nvdla_sim.config import load_config
-
-    trained = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
+def test_accuracy_command_and_the_map_report_of_a_trained_model(tmp_path, capsys, vit_digits):
+    """`nvdla accuracy` on the shipped ViT: its float count against the float reference on the same first 40
+    test images, the printed line against the JSON file; `nvdla map` of the trained config with --quantize:
+    the task accuracy on the first 100 images (the map's own run of the study) equal to the row committed
+    in validation/data/trained/accuracy.json, beside cycles and energy in the summary, report.json and
+    report.html."""
     out = tmp_path / "acc.json"
     assert main(["accuracy", "vit_digits", "--samples", "40", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     row = json.loads(out.read_text())
-    test = np.load(trained / "digits_test.npz")
-    logits = vit_forward(load_weights(trained / "vit_digits.npz"), test["images"][:40], heads=4, patch=2)
-    assert row["float_correct"] == int((logits.argmax(-1) == test["labels"][:40]).sum())
-    assert {k: v for k, v in row.items() if k != "recipe"} == trained_accuracy(
-        trained, "vit_digits", load_config("nv_small"), QuantSettings(), samples=40
-    )
-    assert f"int8 {row['nvdla_correct'] / 40:.1%} ({row['nvdla_correct']}/40)" in text
-    rc = main(["map", str(trained / "vit_digits.config.json"), "--hw", "nv_small", "--quantize", "per-channel",
+    assert vit_digits.test_images == 360  # the test split vit_digits.log.json names
+    assert row["images"] == 40 and row["float_correct"] == vit_digits.float_correct(40)
+    assert (row["model"], row["hw"], row["precision"]) == ("vit_digits", "nv_small", "int8")
+    f, n8 = row["float_correct"], row["nvdla_correct"]
+    # the committed run on the first 100 images has 100 - 96 = 4 wrong and 7 saturations: the first 40 no more
+    assert 40 - 4 <= n8 <= 40 and 0 <= row["saturations"] <= 7
+    assert text.startswith("vit_digits on nv_small, INT8 (static max activations, per-channel weights)")
+    assert f"test accuracy     float {f / 40:.1%} ({f}/40), int8 {n8 / 40:.1%} ({n8}/40)" in text
+    assert f"SDP saturations   {row['saturations']:,}" in text
+    rc = main(["map", str(vit_digits.dir / "vit_digits.config.json"), "--hw", "nv_small", "--quantize", "per-channel",
                "--report", str(tmp_path)])  # fmt: skip
     text = capsys.readouterr().out
-    d = json.loads((tmp_path / "report.json").read_text())
-    task = d["accuracy"]["task"]
-    assert rc == 0 and task["images"] == 100 and "test accuracy     float" in text and "end-to-end" in text
+    task = json.loads((tmp_path / "report.json").read_text())["accuracy"]["task"]
+    want = vit_digits.committed("nv_small", "static max, per-channel weights", 100)
+    assert (want["float_correct"], want["nvdla_correct"], want["saturations"]) == (96, 96, 7)
+    keys = ("images", "float_correct", "nvdla_correct", "saturations", "precision")
+    assert rc == 0 and {k: task[k] for k in keys} == {k: want[k] for k in keys}
+    assert "test accuracy     float 96.0% (96/100), int8 96.0% (96/100)" in text and "end-to-end" in text
     assert '<table id="task_accuracy">' in (tmp_path / "report.html").read_text()
     assert main(["accuracy", "resnet50"]) == 2
     assert "no trained model 'resnet50'; trained models: vit_digits, char_gpt" in capsys.readouterr().err

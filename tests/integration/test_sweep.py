@@ -1,18 +1,16 @@
 """Sweeps: named errors for bad files, resume after a hard kill, identical results local vs Dask."""
 
-import os
 import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
 import pytest
 
 import nvdla_sim
-from nvdla_mapper.studies.sweep import load_sweep, pareto_front, run_sweep, sweep_from_dict
+from nvdla_mapper.studies.sweep import load_sweep, pareto_front, read_rows, run_sweep, sweep_from_dict
 from nvdla_sim import NvdlaError
 
 SWEEP = """
@@ -79,43 +77,56 @@ def test_invalid_sweeps_name_the_key(data, message):
     assert str(e.value).startswith("bad.toml: ") and message in str(e.value)
 
 
-def test_resume_after_kill_loses_and_duplicates_nothing(sweep_file, tmp_path):
+# A sweep in a process of its own that kills itself (SIGKILL: no cleanup, no commit, no close) as it starts
+# its point number `stop_after` + 1, after committing the first `stop_after` rows: the interruption of a
+# hard kill at a known place. The model version is the parent's, so both runs agree on it however long
+# they take.
+_KILLED_SWEEP = """
+import os, signal, sys
+import nvdla_mapper.studies.sweep as sweep
+version, path, db, stop_after = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+sweep.model_version = lambda: version
+evaluate, started = sweep.evaluate_point, []
+def evaluate_or_die(p):
+    if len(started) == stop_after:
+        os.kill(os.getpid(), signal.SIGKILL)
+    started.append(p["id"])
+    return evaluate(p)
+sweep.evaluate_point = evaluate_or_die
+sweep.run_sweep(sweep.load_sweep(path), db, executor="serial")
+"""
+
+
+def test_resume_after_kill_loses_and_duplicates_nothing(sweep_file, tmp_path, monkeypatch):
+    """A sweep of 8 points killed as its 4th starts keeps the 3 rows it committed; the resumed run evaluates
+    the other 5 only (the 3 rows are reused as they were, wall time and all) and ends with the rows of an
+    uninterrupted run, each point once."""
+    from nvdla_mapper.studies import sweep
+
     spec = load_sweep(sweep_file)
-    reference = _strip(run_sweep(spec, tmp_path / "ref.sqlite", executor="serial"))
+    points = [p["id"] for p in spec.points()]
+    first = run_sweep(spec, tmp_path / "ref.sqlite", executor="serial")
+    reference = _strip(first)
     assert len(reference) == 8 and all(r["status"] == "ok" for r in reference)
     db = tmp_path / "out" / "sweep.sqlite"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "nvdla_cli.main",
-            "sweep",
-            str(sweep_file),
-            "--executor",
-            "serial",
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 120
-    rows = 0
-    while time.time() < deadline and proc.poll() is None:
-        if db.exists():
-            try:
-                rows = sqlite3.connect(db).execute("SELECT COUNT(*) FROM sweep_rows").fetchone()[0]
-            except sqlite3.OperationalError:
-                rows = 0
-            if rows >= 2:
-                break
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    partial = sqlite3.connect(db).execute("SELECT COUNT(*) FROM sweep_rows").fetchone()[0]
-    assert 2 <= partial < 8, "the kill should land mid-sweep"
-    resumed = _strip(run_sweep(spec, db, executor="serial"))
-    assert resumed == reference
+    argv = [sys.executable, "-c", _KILLED_SWEEP, first.model_version, str(sweep_file), str(db), "3"]
+    killed = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    con = sqlite3.connect(db)
+    partial = {r["id"]: r for r in read_rows(con, spec.name)}
+    con.close()
+    assert sorted(partial) == sorted(points[:3])  # the serial executor runs the points in order
+    evaluated, evaluate = [], sweep.evaluate_point
+
+    def counted(p):
+        evaluated.append(p["id"])
+        return evaluate(p)
+
+    monkeypatch.setattr(sweep, "evaluate_point", counted)
+    resumed = run_sweep(spec, db, executor="serial")
+    assert evaluated == points[3:] and (resumed.evaluated, resumed.reused, resumed.recomputed) == (5, 3, 0)
+    assert [r for r in resumed.rows if r["id"] in partial] == sorted(partial.values(), key=lambda r: r["id"])
+    assert _strip(resumed) == reference
     assert sqlite3.connect(db).execute("SELECT COUNT(DISTINCT id), COUNT(*) FROM sweep_rows").fetchone() == (8, 8)
 
 

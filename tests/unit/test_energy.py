@@ -14,7 +14,7 @@ from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.config import TechConfig
 from nvdla_sim.energy.calibration import ALWAYS_ON_FACTOR, DYNAMIC_FACTOR
 from nvdla_sim.energy.components import components
-from nvdla_sim.energy.model import always_on_pj, area, full_rate_pj_per_cycle, layer_energy, leakage_pj
+from nvdla_sim.energy.model import always_on_pj, area, layer_energy, leakage_pj
 from nvdla_sim.engine.conv import conv_activity, simulate_conv
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import ConfigError
@@ -61,9 +61,24 @@ def test_a_matmuls_energy_by_hand():
 
 
 def test_leakage_scales_with_time_and_area_with_the_cbuf():
+    """nv_small's leakage by hand from the component table: 8 x 8 INT8 MAC cells, 32 CBUF banks, CACC's two
+    buffers and 8 adders, SDP's 1 + 1 lanes (no EW) of an ALU and a multiplier, PDP's adder, CDP's adder and
+    multiplier; over 1,000 cycles at 1,000 MHz (1 us): uW x us = pJ."""
+    c = components(SMALL)
+    leak_uw = (
+        64 * c.mac_int8.leak_uw
+        + 32 * c.cbuf_bank.leak_uw
+        + c.cacc_assembly.leak_uw
+        + c.cacc_delivery.leak_uw
+        + 8 * c.cacc_adder.leak_uw
+        + 2 * (c.sdp_alu.leak_uw + c.sdp_mul.leak_uw)
+        + c.elem_adder.leak_uw
+        + c.elem_adder.leak_uw
+        + c.sdp_mul.leak_uw
+    )
+    assert leakage_pj(SMALL, 1_000) == pytest.approx(leak_uw, rel=1e-9)  # uW x 1 us
     assert leakage_pj(SMALL, 2_000) == pytest.approx(2 * leakage_pj(SMALL, 1_000))
     assert always_on_pj(SMALL, 2_000) == pytest.approx(2 * always_on_pj(SMALL, 1_000))
-    assert leakage_pj(SMALL, 1_000) == pytest.approx(area(SMALL).leak_uw * 1_000 / SMALL.clock_mhz)
     deeper = SMALL.with_values(**{"cbuf.bank_depth": 2 * SMALL.cbuf.bank_depth})
     cbuf, cbuf2 = area(SMALL).by_block()["cbuf"], area(deeper).by_block()["cbuf"]
     assert cbuf == pytest.approx(32 * components(SMALL).cbuf_bank.area_um2)
@@ -78,23 +93,68 @@ def test_bad_technology_fields_are_named():
 
 
 def test_a_map_reports_energy_power_and_area():
-    """The run's energy is its layers' (each over its instances) plus the always-on power and leakage over
-    the whole run; average power is that over the run's time."""
-    res = map_model(build_graph(PRESETS["bert-base"], seq=32), load_config("nv_full"), precision=Precision.INT8)
+    """BERT-base at 32 tokens on nv_full (1 GHz), its energy by hand from the component table (docs/energy.md):
+    - CMAC: the MACs (12 blocks of Q, K, V, O, QK^T, PV and the FFN, the pooler and the classifier; no
+      padding at 32 tokens) x the INT8 MAC's energy x DYNAMIC_FACTOR;
+    - always-on: ALWAYS_ON_FACTOR x the build's energy a cycle with every component acting (1,024 MAC cells
+      of two INT8 multipliers, one CBUF bank read and written, CACC's two buffers read and written and its
+      32 adders, SDP's 16 + 16 + 4 lanes of an ALU and a multiplier, PDP's 8 adders, CDP's 8 adders and
+      multipliers) over the run's cycles;
+    - leakage: the same components' (16 CBUF banks) over the run: uW x us = pJ;
+    - DRAM: LPDDR4's 64 pJ a byte over the bytes the rows move (layers and BDMA copies);
+    - area: AREA_OVERHEAD (4.074 at 16 nm) x the components' area.
+    The rows' energies add up to the run's less always-on and leakage; average power is the energy over the
+    time: 1 uJ over 1e6 cycles (a millisecond) is 1 mW."""
+    hw = load_config("nv_full")
+    res = map_model(build_graph(PRESETS["bert-base"], seq=32), hw, precision=Precision.INT8)
     d = json.loads(json.dumps(res.to_dict()))
-    en = d["energy"]
-    units = en["by_unit_uj"]
+    en, units, cycles = d["energy"], d["energy"]["by_unit_uj"], d["total_cycles"]
+    c = components(hw)
+    s = 32
+    macs = 12 * (4 * s * 768 * 768 + 2 * 12 * s * 64 * s + 2 * s * 768 * 3072) + 768 * 768 + 768 * 2
+    assert d["hardware_macs"] == macs
+    assert units["cmac"] == pytest.approx(macs * c.mac_int8.energy_pj * DYNAMIC_FACTOR * 1e-6, rel=1e-6)
+    sram = (c.cbuf_bank, c.cacc_assembly, c.cacc_delivery)
+    full_rate_pj = (
+        1024 * c.mac_wide.energy_pj
+        + sum(m.energy_pj + m.write_pj for m in sram)
+        + 32 * c.cacc_adder.energy_pj
+        + 36 * (c.sdp_alu.energy_pj + c.sdp_mul.energy_pj)
+        + 8 * c.elem_adder.energy_pj
+        + 8 * (c.elem_adder.energy_pj + c.sdp_mul.energy_pj)
+    )
+    assert units["always_on"] == pytest.approx(ALWAYS_ON_FACTOR * full_rate_pj * cycles * 1e-6, rel=1e-5)
+    leak_uw = (
+        1024 * c.mac_wide.leak_uw
+        + 16 * c.cbuf_bank.leak_uw
+        + c.cacc_assembly.leak_uw
+        + c.cacc_delivery.leak_uw
+        + 32 * c.cacc_adder.leak_uw
+        + 36 * (c.sdp_alu.leak_uw + c.sdp_mul.leak_uw)
+        + 8 * c.elem_adder.leak_uw
+        + 8 * (c.elem_adder.leak_uw + c.sdp_mul.leak_uw)
+    )
+    assert units["leakage"] == pytest.approx(leak_uw * cycles / 1000 * 1e-6, rel=1e-5)
+    area_um2 = (
+        1024 * c.mac_wide.area_um2
+        + 16 * c.cbuf_bank.area_um2
+        + c.cacc_assembly.area_um2
+        + c.cacc_delivery.area_um2
+        + 32 * c.cacc_adder.area_um2
+        + 36 * (c.sdp_alu.area_um2 + c.sdp_mul.area_um2)
+        + 8 * c.elem_adder.area_um2
+        + 8 * (c.elem_adder.area_um2 + c.sdp_mul.area_um2)
+    )
+    assert en["area_mm2"] == pytest.approx(4.074 * area_um2 * 1e-6, rel=1e-5)
+    moved = sum(r["dram_read"] + r["dram_write"] for r in d["layers"])
+    assert en["batch_dram_uj"] == pytest.approx(64 * moved * 1e-6, rel=1e-6)
     # every layer's row (layers.csv) carries its energy; they add up to the run's, always-on and leakage apart
+    core = en["batch_core_uj"]
     layers = sum(r["core_energy_uj"] for r in d["layers"])
-    assert layers == pytest.approx(en["core_uj"] - units["leakage"] - units["always_on"], rel=1e-5)
-    always_on = ALWAYS_ON_FACTOR * full_rate_pj_per_cycle(res.hw) * res.total_cycles
-    assert units["always_on"] == pytest.approx(always_on * 1e-6, rel=1e-4)
-    assert en["core_uj"] == pytest.approx(sum(units.values()), rel=1e-4)
-    assert units["leakage"] == pytest.approx(leakage_pj(res.hw, res.total_cycles) * 1e-6, rel=1e-4)
-    seconds = res.total_cycles / 1e9
-    assert en["average_core_power_mw"] == pytest.approx(en["core_uj"] * 1e-6 / seconds * 1e3, rel=1e-3)
-    assert en["area_mm2"] == pytest.approx(area(res.hw).total_um2 * 1e-6, rel=1e-4)
-    assert units["cmac"] > 0 and en["dram_uj"] > 0 and en["calibrated"]
+    assert layers == pytest.approx(core - units["leakage"] - units["always_on"], rel=1e-5)
+    assert core == pytest.approx(sum(units.values()), rel=1e-5) and en["core_uj_per_inference"] == core
+    assert en["average_core_power_mw"] == pytest.approx(core * 1e6 / cycles, rel=1e-4)
+    assert en["tops_per_w"] == pytest.approx(2 * macs / (core * 1e-6) / 1e12, rel=1e-3) and en["calibrated"]
 
 
 def test_zero_gating_whatif_saves_the_pruned_layers_multiplies():
@@ -108,8 +168,10 @@ def test_zero_gating_whatif_saves_the_pruned_layers_multiplies():
     g = build_graph(PRESETS["bert-base"], seq=32)
     res = map_model(g, hw, precision=Precision.INT8, weights=WeightTreatment(prune="magnitude:0.5"))
     zg = res.energy()["zero_gating_whatif"]
-    macs = sum(r.task.layer.performed_macs * r.task.count for r in res.results if r.task.static_weights)
+    # by hand: per block Q, K, V, O (32 x 768 x 768) and the FFN (32 x 768 x 3072 and back), the pooler and
+    # the classifier on one token; not QK^T and PV
+    macs = 12 * (4 * 32 * 768 * 768 + 2 * 32 * 768 * 3072) + 768 * 768 + 768 * 2
     expected = 0.5 * macs * components(hw).mac_int8.energy_pj * DYNAMIC_FACTOR * 1e-6
-    assert zg["density"] == 0.5 and zg["saved_uj"] == pytest.approx(expected, rel=1e-4)
-    assert zg["core_uj"] == pytest.approx(res.energy()["core_uj"] - zg["saved_uj"], rel=1e-5)
+    assert zg["density"] == 0.5 and zg["batch_saved_uj"] == pytest.approx(expected, rel=1e-4)
+    assert zg["batch_core_uj"] == pytest.approx(res.energy()["batch_core_uj"] - zg["batch_saved_uj"], rel=1e-5)
     assert map_model(g, hw, precision=Precision.INT8).energy()["zero_gating_whatif"] is None

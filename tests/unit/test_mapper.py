@@ -188,11 +188,11 @@ def test_independent_instances_without_weights_hide_their_read_prologue():
 def test_ops_past_the_register_fields_split_into_hardware_layers():
     """Rows past 8192 x 64, outputs past 8192 kernels, reductions past 8192 channels (partials added by
     SDP): every piece a legal hardware layer, the MACs those of the op."""
-    from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layers
+    from nvdla_mapper.lowering.rules import LoweringContext, matmul_layers
     from nvdla_sim.layers import OperandMode, SdpLayer, SdpSpec
 
     hw = load_config("nv_small")
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+    ctx = LoweringContext(hw=hw, precision=Precision.INT8)
     for m, k, n in [(1_000_000, 768, 768), (1000, 10_000, 100), (9000, 64, 20_000), (8209, 16, 8)]:
         layers = matmul_layers("mm", m, k, n, ctx, SdpSpec(bias=OperandMode.PER_KERNEL, relu=True))
         convs = [lay for lay in layers if isinstance(lay, ConvLayer)]
@@ -207,13 +207,30 @@ def test_ops_past_the_register_fields_split_into_hardware_layers():
 
 @pytest.mark.slow  # about 30 s: 144 x 16 attention tiles per layer
 def test_long_sequences_map():
-    from nvdla_mapper.passes import map_model
-
+    """32,768 tokens, beyond BERT's 512 and Longformer's 4,096 positions and past the 13-bit register fields
+    (8,192): the MACs by hand, and a run no shorter than those MACs at nv_full's 64 x 32 a cycle. BERT: per
+    block Q, K, V, O (S x 768 x 768), QK^T and PV (12 heads of S x 64 x S), the FFN (S x 768 x 3072 and
+    back), then the pooler and classifier on one token; QK^T's 32,768 keys are four hardware layers of
+    8,192 outputs. Longformer: QK^T and PV over the band of +-256 keys (S x 513 pairs, less the
+    2 x (1 + ... + 256) = 256 x 257 the ends lack), run as 128 chunks of 256 queries against 768 keys."""
     hw = load_config("nv_full")
+    assert hw.peak_macs_per_cycle(Precision.INT8) == 64 * 32
+    s = 32768
+    dense = 4 * s * 768 * 768 + 2 * s * 768 * 3072  # the projections and the FFN of one block
+    head = 768 * 768 + 768 * 2
+    res = {}
     for name in ("bert-base", "longformer-base"):
-        g = build_graph(PRESETS[name], seq=32768, extend_positions=True)  # beyond 512 / 4096 positions
-        res = map_model(g, hw, precision=Precision.INT8, batch=1, seq=32768)
-        assert res.total_cycles > 0
+        g = build_graph(PRESETS[name], seq=s, extend_positions=True)
+        res[name] = r = map_model(g, hw, precision=Precision.INT8, batch=1, seq=s)
+        assert r.total_cycles >= r.macs / (64 * 32)
+    bert, longformer = res["bert-base"], res["longformer-base"]
+    assert bert.model_macs == bert.macs == 12 * (dense + 2 * 12 * s * 64 * s) + head == 22_574_348_699_136
+    qk = [(r.task.name, r.task.count, r.stats.macs) for r in bert.results if r.task.op == "layer0.attn.qk" and r.stats]
+    assert qk == [(f"layer0.attn.qk[{n0}:{n0 + 8192}]", 12, s * 64 * 8192) for n0 in range(0, s, 8192)]
+    assert longformer.model_macs == 12 * (dense + 2 * 12 * (s * 513 - 256 * 257) * 64) + head
+    assert longformer.macs == 12 * (dense + 2 * 12 * 128 * 256 * 64 * 768) + head
+    qk = [(r.task.count, r.stats.macs) for r in longformer.results if r.task.op == "layer0.attn.qk" and r.stats]
+    assert qk == [(12 * 128, 256 * 64 * 768)]
 
 
 def test_ops_in_order_is_the_lexicographic_topological_order():
