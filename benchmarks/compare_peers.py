@@ -98,7 +98,7 @@ def hw_job(cfg_name: str, shapes, workdir: Path) -> dict:
 
 def project_job(job: dict) -> dict:
     """This project on the job's matmuls (run in a child process: cold caches, own peak memory)."""
-    from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layers
+    from nvdla_mapper.lowering.rules import LoweringContext, matmul_layers
     from nvdla_mapper.passes import layer_cycles
     from nvdla_mapper.search.tiling_search import search_plan
     from nvdla_sim import Precision, load_config
@@ -106,7 +106,7 @@ def project_job(job: dict) -> dict:
     from nvdla_sim.layers import ConvLayer, SdpSpec
 
     hw = load_config(job["name"])
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+    ctx = LoweringContext(hw=hw, precision=Precision.INT8)
     out, t_all = {}, time.perf_counter()
     for name, m, k, n in job["layers"]:
         t0 = time.perf_counter()

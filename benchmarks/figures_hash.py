@@ -5,7 +5,7 @@ Runs, in this process, the README job (BERT-base s128 on nv_full), GPT-2 128 + 1
 (batch 1 and 4), GPT-2 64 + 64 on nv_small and nv_large, a 60-request Poisson serving run on nv_full, a
 ResNet-50 map on nv_small, and T5's generation; prints a SHA-256 per run over its JSON figures (every key
 of MapResult.to_dict / GenerateResult.to_dict / ServeResult.to_dict, floats as written; options and wall
-times left out) and one over all of them. Run it before and after a change and compare the lines:
+times left out; the config echoed back, hw_config, too) and one over all of them. Run it before and after a change and compare the lines:
 
     .venv/bin/python benchmarks/figures_hash.py [--out hashes.json] [--only NAME]
 """
@@ -66,8 +66,20 @@ RUNS: dict[str, Callable[[], dict]] = {
 }
 
 
+# not figures: the config echoed back (a new config section changes it, no figure)
+NOT_FIGURES = {"hw_config"}
+
+
+def _figures(doc):
+    if isinstance(doc, dict):
+        return {k: _figures(v) for k, v in doc.items() if k not in NOT_FIGURES}
+    if isinstance(doc, list):
+        return [_figures(v) for v in doc]
+    return doc
+
+
 def digest(doc: dict) -> str:
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(_figures(doc), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def main() -> None:

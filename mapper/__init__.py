@@ -19,7 +19,6 @@ _API = {
     "from_hf_config": "nvdla_mapper.frontends.hf_config",
     "PRESETS": "nvdla_mapper.frontends.presets",
     "build_graph": "nvdla_mapper.frontends.presets",
-    "HostModel": "nvdla_mapper.lowering.rules",
     "map_model": "nvdla_mapper.passes",
     "write_results": "nvdla_mapper.reports.files",
     "write_html": "nvdla_mapper.reports.html",

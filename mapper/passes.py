@@ -16,7 +16,6 @@ import networkx as nx
 from nvdla_mapper.lowering.fusion import fuse_graph
 from nvdla_mapper.lowering.rules import (
     Choice,
-    HostModel,
     LoweringContext,
     Resource,
     Task,
@@ -38,6 +37,7 @@ from nvdla_sim.engine.stats import Event, LayerStats
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
+from nvdla_sim.system.host import HostModel
 
 # ---- passes -------------------------------------------------------------------------------------------
 
@@ -272,7 +272,7 @@ def simulate_tasks(
             cycles.append(hw.memory.dram_latency_cycles + int(2 * t.copy_bytes / hw.dram_bytes_per_cycle))
             stats.append(None)
         else:
-            cycles.append(host.cycles(flops=t.host_flops, nbytes=t.host_bytes, clock_mhz=hw.clock_mhz))
+            cycles.append(host.cycles(t.host_work, hw.clock_mhz))
             stats.append(None)
         if memo is not None:
             memo.timed[t] = (cycles[-1], stats[-1])
@@ -366,7 +366,6 @@ def map_model(
     hw.check_precision(precision)
     if kv_precision is not None:
         hw.check_precision(kv_precision)
-    host = host or HostModel()
     weights = weights or WeightTreatment()
     ctx = LoweringContext(
         hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
@@ -374,6 +373,7 @@ def map_model(
     )  # fmt: skip
     if memo is not None and memo.context != _context_key(ctx):
         raise ValueError("map_model: the memo was filled under another hw, precision, host or lowering option")
+    host = ctx.host  # the one given, else the model the config's [host] chooses
     tasks, deps = lower_graph(g, ctx, memo)  # fusion + lowering
     per_instance, stats = simulate_tasks(tasks, hw, host, memo)  # tiling search + simulation
     durations = task_durations(tasks, per_instance, stats, hw)
@@ -461,7 +461,7 @@ def new_memo(
 ) -> PassMemo:
     """An empty memo for maps under these options (map_model's own defaults when omitted)."""
     ctx = LoweringContext(
-        hw=hw, precision=precision, host=host or HostModel(), softmax=softmax, layernorm=layernorm,
+        hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm,
         weights=weights or WeightTreatment(), kv_precision=kv_precision, kv_plan=check_kv_plan(kv_plan),
     )  # fmt: skip
     return PassMemo(_context_key(ctx))

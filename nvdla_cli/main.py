@@ -199,9 +199,9 @@ def _simulate(args: argparse.Namespace) -> int:
                     raise NvdlaError(f"--row {args.row} must divide --m {args.m} (tokens per row of the data cube)")
                 shape = ConvShape.matmul(args.m, args.k, args.n, row=args.row)
             else:  # the layout `nvdla map` gives this matmul
-                from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
+                from nvdla_mapper.lowering.rules import LoweringContext, matmul_layout
 
-                ctx = LoweringContext(hw=hw, precision=prec, host=HostModel())
+                ctx = LoweringContext(hw=hw, precision=prec)
                 shape = matmul_layout(args.m, args.k, args.n, ctx)
         else:
             _need(args, ["width", "height", "channels", "kernels"], "conv")
@@ -268,10 +268,10 @@ def _energy_dict(run) -> dict:
 def _simulate_split_matmul(args: argparse.Namespace, hw, spec: SdpSpec, name: str) -> int:
     """A matmul past the 8192 register fields: the mapper's split into hardware layers, each simulated
     with its searched plan and charged its launch, pipeline and completion; they run one after another."""
-    from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layers
+    from nvdla_mapper.lowering.rules import LoweringContext, matmul_layers
     from nvdla_mapper.passes import layer_cycles
 
-    ctx = LoweringContext(hw=hw, precision=args.precision, host=HostModel())
+    ctx = LoweringContext(hw=hw, precision=args.precision)
     rows = []
     dynamic = Energy()
     for layer in matmul_layers(name, args.m, args.k, args.n, ctx, spec):

@@ -46,9 +46,20 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--layernorm", choices=PLACEMENTS, default="auto",
                    help="where LayerNorm runs: auto (the host, on every build), host, or nvdla (its steps, numerics.layernorm_steps: a what-if for INT8 layers on a build with the LUT and INT16; SDP cannot write their INT8 output from INT16)")  # fmt: skip
     m.add_argument("--host-fallback", action="store_true", help="run unsupported ONNX ops on the host")
-    m.add_argument("--host-gflops", type=float, default=20.0)
-    m.add_argument("--host-gbs", type=float, default=10.0)
-    m.add_argument("--host-overhead-us", type=float, default=10.0)
+    m.add_argument(
+        "--host-gflops",
+        type=float,
+        default=None,
+        help="the host's sustained GFLOP/s (host.gflops; default: the config's [host], 20 when it has none)",
+    )
+    m.add_argument(
+        "--host-gbs",
+        type=float,
+        default=None,
+        help="the host's memory GB/s (host.mem_gbs; default: the config's [host], 10 when it has none)",
+    )
+    m.add_argument("--host-overhead-us", type=float, default=None,
+                   help="one hand-off to the host, us (host.overhead_us; default: the config's [host], 10 when it has none)")  # fmt: skip
     m.add_argument("--report", help="directory for report.html, report.json, layers.csv and trace.json")
     q = m.add_argument_group("quantization and sparsity")
     _quant_flags(q)
@@ -883,14 +894,14 @@ def _zoo(args: argparse.Namespace) -> int:
 def _map(args: argparse.Namespace) -> int:
     from nvdla_mapper.export.programs import check_layer
     from nvdla_mapper.frontends.resolve import model_graph
-    from nvdla_mapper.lowering.rules import HostModel, LoweringContext, WeightTreatment
+    from nvdla_mapper.lowering.rules import LoweringContext, WeightTreatment
     from nvdla_mapper.passes import lower_graph, map_model
     from nvdla_mapper.reports.files import write_results
 
     check_needs(args, _MAP_NEEDS)
     for flag, v in (("--host-gflops", args.host_gflops), ("--host-gbs", args.host_gbs)):
         finite_positive(flag, v)
-    if not 0 <= args.host_overhead_us < float("inf"):
+    if args.host_overhead_us is not None and not 0 <= args.host_overhead_us < float("inf"):
         raise NvdlaError(f"--host-overhead-us must be a finite number >= 0, not {args.host_overhead_us}")
     if args.top < 0:
         raise NvdlaError(f"--top must be a whole number >= 0 (rows of the per-layer table), not {args.top}")
@@ -898,6 +909,13 @@ def _map(args: argparse.Namespace) -> int:
     programs = output_dir(args.emit_program, "--emit-program") if args.emit_program else None
     prec = _precision(args.precision)
     hw = load_config(args.hw)
+    host_flags = {
+        "host.gflops": args.host_gflops,
+        "host.mem_gbs": args.host_gbs,
+        "host.overhead_us": args.host_overhead_us,
+    }
+    if any(v is not None for v in host_flags.values()):  # over the config's [host]
+        hw = hw.with_values(**{k: v for k, v in host_flags.items() if v is not None})
     warn_config(hw)
     hw.check_precision(prec)
     g = model_graph(
@@ -909,17 +927,14 @@ def _map(args: argparse.Namespace) -> int:
         extend_positions=args.extend_positions,
         head=args.head,
     )
-    host = HostModel(args.host_gflops, args.host_gbs, args.host_overhead_us)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
     if args.layer:  # checked against the lowered model before the (longer) map runs
-        ctx = LoweringContext(hw=hw, precision=prec, host=host, softmax=args.softmax, layernorm=args.layernorm,
-                              weights=weights)  # fmt: skip
+        ctx = LoweringContext(hw=hw, precision=prec, softmax=args.softmax, layernorm=args.layernorm, weights=weights)
         check_layer(args.layer, lower_graph(g, ctx)[0], model=str(g.graph.get("name")))
     res = map_model(
         g,
         hw,
         precision=prec,
-        host=host,
         softmax=args.softmax,
         layernorm=args.layernorm,
         weights=weights,

@@ -294,6 +294,58 @@ class TechConfig:
             raise ConfigError(f"tech.dram_device {self.dram_device!r} is not one of {', '.join(DRAM_DEVICES)}")
 
 
+# The host models a config can choose ([host] model; nvdla_sim/system/host.py) and the kinds of host work
+# they price (HostOp there)
+HOST_MODELS = ("roofline", "per_element")
+HOST_WORK = ("softmax", "layernorm", "activation", "elementwise", "rotary", "gather", "copy", "fallback")
+# what a per_element host must be told (gather and copy are byte-bound, fallback ops bring their FLOPs)
+HOST_WORK_TIMED = ("softmax", "layernorm", "activation", "elementwise", "rotary")
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """The host CPU beside NVDLA, a system part rather than an NVDLA parameter: which model prices the work
+    the mapper leaves to it (softmax, LayerNorm, gathers, copies, fallbacks; nvdla_sim/system/host.py) and
+    that model's figures. The defaults are assumed, not measured: a few-core embedded CPU with NEON
+    (docs/modelling.md, "The host")."""
+
+    model: str = "roofline"  # HOST_MODELS
+    gflops: float = 20.0  # roofline: sustained 1e9 FLOP/s over the work's FLOPs (a fallback op's too)
+    mem_gbs: float = 10.0  # sustained 1e9 bytes/s over the bytes the work reads and writes
+    overhead_us: float = 10.0  # one hand-off: interrupt, cache maintenance, the call
+    # per_element: each kind of work's time per element in ns ([host.ns_per_element] softmax = 4.1, ...)
+    ns_per_element: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.model not in HOST_MODELS:
+            raise ConfigError(f"host.model {self.model!r} is not one of {', '.join(HOST_MODELS)}")
+        for name in ("gflops", "mem_gbs"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf:
+                raise ConfigError(f"host.{name} must be a finite number above 0, not {v!r}")
+        v = self.overhead_us
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
+            raise ConfigError(f"host.overhead_us must be a finite number >= 0, not {v!r}")
+        table = self.ns_per_element
+        if isinstance(table, dict):
+            table = tuple(sorted(table.items()))
+        elif not isinstance(table, tuple | list) or not all(isinstance(p, tuple | list) and len(p) == 2 for p in table):
+            raise ConfigError(f"host.ns_per_element must be a table of work kinds and ns, not {table!r}")
+        table = tuple((str(k), v) for k, v in table)
+        object.__setattr__(self, "ns_per_element", table)
+        for k, v in table:
+            if k not in HOST_WORK:
+                raise ConfigError(f"host.ns_per_element.{k} is not a kind of host work; kinds: {', '.join(HOST_WORK)}")
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
+                raise ConfigError(f"host.ns_per_element.{k} must be a finite number of ns >= 0, not {v!r}")
+        if self.model == "per_element":
+            missing = [k for k in HOST_WORK_TIMED if k not in dict(table)]
+            if missing:
+                raise ConfigError(f"host.model per_element needs host.ns_per_element for {', '.join(missing)}")
+        elif table:
+            raise ConfigError(f"host.ns_per_element is the per_element model's; host.model is {self.model!r}")
+
+
 _SECTIONS: dict[str, type] = {
     "mac": MacConfig,
     "cbuf": CbufConfig,
@@ -305,6 +357,7 @@ _SECTIONS: dict[str, type] = {
     "cdp": CdpConfig,
     "timing": TimingConfig,
     "tech": TechConfig,
+    "host": HostConfig,
 }
 
 
@@ -328,6 +381,7 @@ class HwConfig:
     cacc: CaccConfig = CaccConfig()
     timing: TimingConfig = TimingConfig()
     tech: TechConfig = TechConfig()
+    host: HostConfig = HostConfig()  # the host CPU beside NVDLA (a system part)
     bdma: bool = False  # bridge DMA present (memory-to-memory copies on the accelerator)
     weight_compression: bool = False  # CDMA reads compressed weights (values + WMB + WGS)
 

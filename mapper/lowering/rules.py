@@ -29,33 +29,11 @@ from nvdla_sim.engine.tiling import bytes_per_kernel
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
+from nvdla_sim.system.host import HostModel, HostOp, HostWork, host_model
 from nvdla_sim.units import cdma
 from nvdla_sim.values import field_hash, state_without_hash
 
 MAX_DIM = 8192
-
-
-@dataclass(frozen=True)
-class HostModel:
-    """Host CPU cost model for fallback ops (defaults: a few-core embedded CPU with NEON)."""
-
-    gflops: float = 20.0
-    mem_gbs: float = 10.0
-    overhead_us: float = 10.0  # interrupt, cache maintenance, hand-off per fallback op
-
-    def __post_init__(self) -> None:
-        for f in ("gflops", "mem_gbs", "overhead_us"):
-            v = getattr(self, f)
-            if not isinstance(v, int | float) or v < 0 or (f != "overhead_us" and v == 0):
-                raise NvdlaError(f"host.{f} must be a positive number, not {v!r}")
-
-    def overhead_cycles(self, clock_mhz: float) -> int:
-        """One hand-off (the per-task overhead) in cycles of the accelerator's clock."""
-        return math.ceil(self.overhead_us * clock_mhz)
-
-    def cycles(self, *, flops: float, nbytes: float, clock_mhz: float) -> int:
-        us = self.overhead_us + max(flops / (self.gflops * 1e3), nbytes / (self.mem_gbs * 1e3))
-        return math.ceil(us * clock_mhz)
 
 
 class Resource(enum.Enum):
@@ -79,8 +57,7 @@ class Task:
     count: int = 1
     layer: HwLayer | None = None
     copy_bytes: int = 0  # per instance (BDMA / host copies)
-    host_flops: float = 0.0  # per instance
-    host_bytes: float = 0.0  # per instance
+    host_work: HostWork | None = None  # per instance, a host task's work (nvdla_sim.system.host)
     note: str = ""
     # bytes of the model's static weights this task keeps in DRAM, counted once over its instances (a
     # convolution's groups each have filters, its batch instances share them); 0 for a linear layer's
@@ -204,7 +181,7 @@ def bucket_keys(keys: int) -> int:
 class LoweringContext:
     hw: HwConfig
     precision: Precision
-    host: HostModel
+    host: HostModel | None = None  # None: the model hw's [host] section chooses (system.host.host_model)
     softmax: Placement = Placement.AUTO  # given as a Placement or its value ("auto", "nvdla", "host")
     layernorm: Placement = Placement.AUTO
     weights: WeightTreatment = field(default_factory=WeightTreatment)
@@ -215,6 +192,8 @@ class LoweringContext:
     kv_plan: KvPlan = KvPlan.BUCKET  # how attention against a KV cache chooses its lowering and tiling
 
     def __post_init__(self) -> None:
+        if self.host is None:
+            self.host = host_model(self.hw.host)
         self.softmax = Placement.parse(self.softmax, "softmax")
         self.layernorm = Placement.parse(self.layernorm, "layernorm")
         self.kv_plan = check_kv_plan(self.kv_plan)
@@ -424,16 +403,24 @@ def _hw(op: Op, layer: HwLayer, count: int | None = None, note: str = "") -> Tas
     return Task(layer.name, op.name, op.group, Resource.NVDLA, count or op.count, layer=layer, note=note)
 
 
-def _host_task(op: Op, name: str, *, count: int, flops: float, nbytes: float, note: str) -> Task:
-    return Task(name, op.name, "host", Resource.HOST, count, host_flops=flops, host_bytes=nbytes, note=note)
+def _host_task(op: Op, name: str, work: HostWork, *, count: int, note: str) -> Task:
+    return Task(name, op.name, "host", Resource.HOST, count, host_work=work, note=note)
 
 
-def _host(op: Op, name: str, ctx: LoweringContext, *, flops_per_elem: float, note: str, count: int = 1) -> Task:
-    """Host computation over the op's elements: read and write each once."""
+def _host(
+    op: Op, name: str, ctx: LoweringContext, kind: HostOp, *, note: str, count: int = 1, share: float = 1.0,
+    flops_per_element: float | None = None,
+) -> Task:  # fmt: skip
+    """Host computation of `kind` over the op's elements (`share` of them computed): read and write each
+    once."""
     per = op.elements // max(count, 1)
-    return _host_task(
-        op, name, count=count, flops=flops_per_elem * per, nbytes=2 * per * ctx.precision.bytes, note=note
-    )
+    work = HostWork(kind, per, 2 * per * ctx.precision.bytes, share, flops_per_element)
+    return _host_task(op, name, work, count=count, note=note)
+
+
+def _host_copy(op: Op, name: str, nbytes: float, *, count: int, note: str) -> Task:
+    """A host copy of `nbytes` read and written in all (a re-layout, a scatter, a transpose)."""
+    return _host_task(op, name, HostWork(HostOp.COPY, 0, nbytes), count=count, note=note)
 
 
 def _relayout(
@@ -445,7 +432,7 @@ def _relayout(
         return Task(name, op.name, op.group, Resource.BDMA, count, copy_bytes=nbytes, note=f"BDMA re-layout of {what}")
     why = "no BDMA on this config" if not ctx.hw.bdma else "pieces are not whole memory atoms"
     note = f"host re-layout of {what} ({why})"
-    return _host_task(op, name, count=count, flops=0, nbytes=2 * nbytes, note=note)
+    return _host_copy(op, name, 2 * nbytes, count=count, note=note)
 
 
 # ---- per-kind lowerings -----------------------------------------------------------------------------
@@ -579,7 +566,7 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     if op.attrs.im2col:
         note = "patch extraction (stride > 8 is beyond the conv core's 3-bit stride field)"
         nbytes = 2 * op.m * op.k * ctx.precision.bytes
-        tasks.append(_host_task(op, f"{op.name}.im2col", count=1, flops=0, nbytes=nbytes, note=note))
+        tasks.append(_host_copy(op, f"{op.name}.im2col", nbytes, count=1, note=note))
     static = op.weight_elems > 0
     for piece in matmul_pieces(op.name, op.m, op.k, op.n, ctx, spec):
         layer = piece.layer
@@ -620,7 +607,7 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
                 op,
                 f"{op.name}.rel_shift",
                 ctx,
-                flops_per_elem=0,
+                HostOp.COPY,
                 count=1,
                 note="XLNet relative shift (a strided re-index), all heads at once",
             )
@@ -718,7 +705,8 @@ def lower_softmax(op: Op, ctx: LoweringContext) -> list[Task]:
                 op,
                 op.name,
                 ctx,
-                flops_per_elem=10 * computed,
+                HostOp.SOFTMAX,
+                share=computed,
                 count=op.count,
                 note="softmax on host" + ("" if ctx.has_lut else f" ({ctx.hw.name} has no SDP LUT)"),
             )
@@ -752,7 +740,7 @@ def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
     INT16 operand of INT8 data, gamma X2's per channel, no Y. INT8 layers only: the statistics of INT16
     data would not fit INT16 (LoweringContext.mode puts them on the host)."""
     if ctx.mode("layernorm") is Placement.HOST:
-        return [_host(op, op.name, ctx, flops_per_elem=8, note="layernorm on host")]
+        return [_host(op, op.name, ctx, HostOp.LAYERNORM, note="layernorm on host")]
     i16 = Precision.INT16
     wide = dataclasses.replace(ctx, precision=i16)  # the statistics' layers: INT16 data and kernels
     m, n = op.m, op.n
@@ -791,7 +779,7 @@ def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
     if op.kind in (OpKind.GELU, OpKind.LUT):
         if not ctx.has_lut:
             what = "GELU" if op.kind is OpKind.GELU else op.attrs.func
-            return [_host(op, op.name, ctx, flops_per_elem=20, note=f"{what} on host ({ctx.hw.name} has no SDP LUT)")]
+            return [_host(op, op.name, ctx, HostOp.ACTIVATION, note=f"{what} on host ({ctx.hw.name} has no SDP LUT)")]
         spec = SdpSpec(lut=True)
     elif op.kind is OpKind.RELU:
         spec = SdpSpec(relu=True)
@@ -799,7 +787,7 @@ def lower_elementwise(op: Op, ctx: LoweringContext) -> list[Task]:
         spec = SdpSpec(scale=OperandMode.REG)
     elif op.kind is OpKind.MUL:
         if not ctx.has_ew:
-            return [_host(op, op.name, ctx, flops_per_elem=1, note="elementwise multiply on host (no SDP EW)")]
+            return [_host(op, op.name, ctx, HostOp.ELEMENTWISE, note="elementwise multiply on host (no SDP EW)")]
         spec = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
     else:  # ADD
         # without EW: X2's ALU adds the operand after X1's multiplier (a register) took the input to a step a
@@ -818,10 +806,10 @@ def lower_rotary(op: Op, ctx: LoweringContext) -> list[Task]:
     if (hd // 2) % atom:
         note = f"rotary on host (head_dim/2 = {hd // 2} is not whole atoms)"
         if want is None:
-            return [_host(op, op.name, ctx, flops_per_elem=3, note=note)]
+            return [_host(op, op.name, ctx, HostOp.ROTARY, note=note)]
         # the host reads the model's precision and writes the caches' (it converts as it goes)
-        nbytes = op.elements * (ctx.precision.bytes + want.bytes)
-        return [_host_task(op, op.name, count=1, flops=3 * op.elements, nbytes=nbytes, note=f"{note}, to {want.value}")]
+        work = HostWork(HostOp.ROTARY, op.elements, op.elements * (ctx.precision.bytes + want.bytes))
+        return [_host_task(op, op.name, work, count=1, note=f"{note}, to {want.value}")]
     swap = _relayout(op, f"{op.name}.rotate_half", op.elements * ctx.precision.bytes, ctx, 1, "rotate_half (atoms)")
     sin = _sdp_passes(f"{op.name}.sin", op.m, op.n, ctx, SdpSpec(scale=OperandMode.PER_ELEMENT))
     cos_add = SdpSpec(
@@ -835,7 +823,7 @@ def lower_rotary(op: Op, ctx: LoweringContext) -> list[Task]:
 
 
 def lower_gather(op: Op, ctx: LoweringContext) -> list[Task]:
-    return [_host(op, op.name, ctx, flops_per_elem=0, note="embedding lookup on host")]
+    return [_host(op, op.name, ctx, HostOp.GATHER, note="embedding lookup on host")]
 
 
 def lower_layout(op: Op, ctx: LoweringContext) -> list[Task]:
@@ -846,12 +834,10 @@ def lower_layout(op: Op, ctx: LoweringContext) -> list[Task]:
     if relayout is Relayout.K_APPEND:  # one kernel more in the weight-format K cache: whole atoms
         return [_relayout(op, op.name, nbytes, ctx, 1, "the new K into the weight-format cache")]
     if relayout is Relayout.V_CACHE:  # V into the V^T cache at once (T5's prefill): an element transpose
-        return [
-            _host_task(op, op.name, count=1, flops=0, nbytes=2 * nbytes, note="V^T cache fill: an element transpose")
-        ]
+        return [_host_copy(op, op.name, 2 * nbytes, count=1, note="V^T cache fill: an element transpose")]
     if relayout is Relayout.V_APPEND:  # keys are the channels of the cached V^T: an element scatter
         note = "V^T cache append: an element scatter (keys are channels of the cached V^T)"
-        return [_host_task(op, op.name, count=1, flops=0, nbytes=2 * nbytes, note=note)]
+        return [_host_copy(op, op.name, 2 * nbytes, count=1, note=note)]
     if relayout is Relayout.ROLL:  # whole pixels move (all channels of an atom together): a BDMA copy
         return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "cyclic shift of the window grid")]
     return [_relayout(op, op.name, op.elements * ctx.precision.bytes, ctx, 1, "a transposed tensor")]
@@ -863,7 +849,8 @@ def lower_host(op: Op, ctx: LoweringContext) -> list[Task]:
             op,
             op.name,
             ctx,
-            flops_per_elem=op.attrs.flops_per_elem,
+            HostOp.FALLBACK,
+            flops_per_element=op.attrs.flops_per_elem,
             note=op.attrs.note or f"unsupported op {op.attrs.op_type or '?'} on host (fallback requested)",
         )
     ]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from nvdla_mapper.frontends.presets import ModelSpec
-from nvdla_mapper.lowering.rules import HostModel, LoweringContext, Placement, matmul_layout
+from nvdla_mapper.lowering.rules import LoweringContext, Placement, matmul_layout
 from nvdla_mapper.numerics import fp16_steps, layernorm_steps, lut_steps
 from nvdla_mapper.numerics.layernorm_steps import NormRange, merge, norm_range
 from nvdla_mapper.numerics.quant import (
@@ -456,7 +456,7 @@ class LayerRun:
 
 def _lut_build(hw: HwConfig) -> bool:
     """Whether `hw` has SDP's LUT and element-wise unit (the mapper's test for its LUT steps)."""
-    return LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel()).has_lut
+    return LoweringContext(hw=hw, precision=Precision.INT8).has_lut
 
 
 def _datapath_matmul(
@@ -513,7 +513,7 @@ class _NvdlaRun:
             raise NvdlaError(f"{hw.name} has no {p.value} datapath")
         # SmoothQuant's and QAT's runs keep LayerNorm on the host (QuantSettings.layernorm)
         layernorm = Placement.HOST if settings.smooth or settings.learned else settings.layernorm
-        self.ctx = LoweringContext(hw=hw, precision=p, host=HostModel(), softmax=settings.softmax, layernorm=layernorm)
+        self.ctx = LoweringContext(hw=hw, precision=p, softmax=settings.softmax, layernorm=layernorm)
         self.rescale = QMAX[Precision.INT8] / QMAX[p]  # calibrated (INT8) scales to this precision's steps
         self.lut_softmax = self.ctx.mode("softmax") is Placement.NVDLA
         self.lut_gelu = self.ctx.has_lut
@@ -805,7 +805,7 @@ class _Fp16Run:
         if Precision.FP16 not in hw.precisions:
             raise NvdlaError(f"{hw.name} has no fp16 datapath")
         self.hw, self.sats, self.record = hw, sats, record
-        self.ctx = LoweringContext(hw=hw, precision=Precision.FP16, host=HostModel())
+        self.ctx = LoweringContext(hw=hw, precision=Precision.FP16)
 
     def hooks(self) -> Hooks:
         return Hooks(

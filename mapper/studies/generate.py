@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
-from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
+from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.options import KvPlan
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.results import (
@@ -45,6 +45,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
+from nvdla_sim.system.host import HostModel
 
 
 @dataclass
@@ -459,7 +460,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int, done=lambda n:
     process where forking is unsafe (_can_fork). Any process's error ends the run with every other process
     stopped. `done(n)` hears of every n steps timed (a forked process's as it reports them)."""
     if not _forks(len(kv_lens), jobs):
-        return _timed(template, kv_lens, done)
+        return _run_steps(template, kv_lens, done)
     jobs = min(jobs, len(kv_lens) // MIN_STEPS_PER_JOB)
     weights = list(itertools.accumulate(k + kv_lens[0] for k in kv_lens))
     cuts = [bisect.bisect_left(weights, weights[-1] * j / jobs) for j in range(1, jobs)]
@@ -468,7 +469,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int, done=lambda n:
     # (options.KvPlan) are then made once, in this process, and every process inherits them, rather than
     # each process making them again (TinyLlama 2,048 + 2,048 on nv_full: all 2,047 later steps share
     # the 4,096-key bucket)
-    firsts = _timed(template, [run[0] for run in runs[1:]], done)
+    firsts = _run_steps(template, [run[0] for run in runs[1:]], done)
     children: list[tuple[_Forked, list[int]]] = []
     try:
         for run in runs[1:]:
@@ -479,7 +480,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int, done=lambda n:
             for child, _ in children:
                 child.poll(done)
 
-        out = _timed(template, runs[0], here)
+        out = _run_steps(template, runs[0], here)
         for first, (child, run) in zip(firsts, children, strict=True):
             out.append(first)
             out.extend(child.result(f"the decode steps at {run[1]}..{run[-1]} cached tokens", done))
@@ -494,6 +495,11 @@ REPORT_EVERY = 8
 
 
 def _timed(template: StepTemplate, kv_lens: list[int], done=lambda n: None) -> list[StepResult]:
+    """A forked process's steps (_steps): _run_steps."""
+    return _run_steps(template, kv_lens, done)
+
+
+def _run_steps(template: StepTemplate, kv_lens: list[int], done=lambda n: None) -> list[StepResult]:
     """The steps at `kv_lens`, in order; `done(n)` every REPORT_EVERY steps and at the end."""
     out = []
     for i, k in enumerate(kv_lens, 1):
@@ -532,18 +538,26 @@ class _Forked:
         self.receive = receive
 
     def poll(self, done) -> None:
-        """Hand the counts the process has reported so far to `done`, without waiting."""
-        while self._pending is None and self.receive.poll():
-            kind, value = self.receive.recv()
+        """Hand the counts the process has reported so far to `done`, without waiting (its result, or its
+        end without one, is left for result())."""
+        while self._pending is None and not self._ended and self.receive.poll():
+            try:
+                kind, value = self.receive.recv()
+            except EOFError:
+                self._ended = True
+                return
             if kind == "progress":
                 done(value)
             else:  # its result: kept for result()
                 self._pending = (kind, value)
 
     _pending: tuple[str, Any] | None = None
+    _ended = False  # the process closed its end of the pipe (poll saw it)
 
     def result(self, what: str, done=lambda n: None) -> Any:
         try:
+            if self._ended:
+                raise EOFError
             kind, value = self._pending or self.receive.recv()
             while kind == "progress":
                 done(value)

@@ -48,7 +48,7 @@ from nvdla_mapper.frontends.presets import (
     decode_step_graph,
     mixed_step_graph,
 )
-from nvdla_mapper.lowering.rules import HostModel, WeightTreatment
+from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.options import KvPlan
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import kv_bytes_per_token, kv_room
@@ -57,6 +57,7 @@ from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
+from nvdla_sim.system.host import HostOp, HostWork, host_model
 
 
 class Policy(enum.Enum):
@@ -518,7 +519,7 @@ class SimulatedCosts:
             raise NvdlaError(f"{spec.name}: serving is modelled for decoder-only models (gpt2, llama family)")
         self.spec, self.hw, self.precision, self.kv_precision = spec, hw, precision, kv_precision
         self.weights = weights or WeightTreatment()
-        self.host = HostModel()
+        self.host = host_model(hw.host)
         self.kv_plan = KvPlan.parse(kv_plan, "--kv-plan")
         self.memo = new_memo(hw, precision=precision, weights=self.weights, kv_precision=kv_precision, kv_plan=kv_plan)
         self._prefill: dict[int, int] = {}
@@ -544,10 +545,10 @@ class SimulatedCosts:
         ).total_cycles  # fmt: skip
 
     def swap(self, positions: int) -> int:
-        """One sequence's KV cache copied between NVDLA's memory and the host's by the host CPU (HostModel:
-        every byte read and written at its memory bandwidth, plus one hand-off)."""
+        """One sequence's KV cache copied between NVDLA's memory and the host's by the host CPU (the config's
+        host model: a copy, every byte read and written, plus one hand-off)."""
         nbytes = positions * kv_bytes_per_token(self.spec, self.kv_precision or self.precision)
-        return self.host.cycles(flops=0, nbytes=2 * nbytes, clock_mhz=self.hw.clock_mhz)
+        return self.host.cycles(HostWork(HostOp.COPY, 0, 2 * nbytes), self.hw.clock_mhz)
 
     def mixed(self, seqs: tuple[tuple[int, int], ...], emitting: int) -> int:
         key = (tuple(sorted(seqs)), emitting)

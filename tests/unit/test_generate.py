@@ -9,7 +9,7 @@ import pytest
 
 from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.frontends.presets import decode_step_graph, preset
-from nvdla_mapper.lowering.rules import HostModel, Resource
+from nvdla_mapper.lowering.rules import Resource
 from nvdla_mapper.passes import _simulate_cached, map_model
 from nvdla_mapper.search.tiling_search import planned_like_instances, search_plan
 from nvdla_mapper.studies.generate import dram_bytes, generate, kv_bytes_per_token
@@ -68,7 +68,7 @@ def test_steps_are_exact_with_the_per_layer_cache():
         _simulate_cached.cache_clear()
         search_plan.cache_clear()
         step = map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=16 + t - 1), hw, precision=Precision.INT8)
-        cold.append((step.total_cycles, dram_bytes(step), step.energy()["core_uj"]))
+        cold.append((step.total_cycles, dram_bytes(step), step.energy()["batch_core_uj"]))
     assert [(s.cycles, s.dram_bytes, s.core_energy_uj) for s in cached.steps] == cold
     cycles = [c for c, _, _ in cold]
     assert cycles == sorted(cycles) and cycles[-1] > cycles[0]  # a longer cache costs more
@@ -134,7 +134,7 @@ def test_generate_cli(tmp_path, capsys):
     argv = ["generate", "gpt2", "--hw", "nv_small", "--prompt", "16", "--new-tokens", "3", "--batch", "1,2"]
     assert main([*argv, "--report", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "time to first token" in text and "batch  ms/step" in text
+    assert "time to first token" in text and "batch  median ms/step  mean ms/step" in text
     docs = json.loads((out / "generate.json").read_text())
     assert [d["batch"] for d in docs] == [1, 2]
     assert len((out / "tokens.csv").read_text().splitlines()) == 1 + 2 * 3
@@ -226,7 +226,7 @@ def test_decode_attention_picks_the_faster_of_per_group_and_fused_heads():
     qk = next(o for o in ops_in_order(g) if o.name == "layer0.attn.qk")
     for hw_name in ("nv_small", "nv_full"):
         hw = load_config(hw_name)
-        ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+        ctx = LoweringContext(hw=hw, precision=Precision.INT8)
         choice = lower(qk, ctx)
         assert isinstance(choice, Choice) and len(choice.options) == 2
         costs = [tasks_cycles(tasks, ctx) for _, tasks in choice.options]
@@ -245,24 +245,43 @@ def test_decode_attention_picks_the_faster_of_per_group_and_fused_heads():
 
 
 def test_generation_energy_is_its_prefill_and_steps():
-    """The run's NVDLA energy is the prefill's and every decode step's, each a map's energy (its layers
-    plus always-on power and leakage over its own time); per token is the median step over the batch;
-    average power is the total over the run's time; TOPS/W counts two operations per model MAC of every
-    pass."""
+    """GPT-2, 16 prompt tokens and 4 new on nv_small (1,000 MHz): the prefill makes the first token, three
+    decode steps (16, 17 and 18 cached tokens, a key more each) the rest. The run's NVDLA energy is the
+    prefill's and every step's, a step's being that of the step's graph mapped whole (passes.map_model, not
+    the step template generate uses); average power is that energy over the tokens' cycles (1 uJ over 1e6
+    cycles, a millisecond, is 1 mW); TOPS/W counts two operations per model MAC of every pass, by hand: per
+    block the QKV and output projections, QK^T and PV of 12 heads of 64 over the keys, the FFN; then the LM
+    head (768 x 50,257) on the last position."""
     hw = load_config("nv_small")
-    r = generate(preset("gpt2"), hw, prompt=16, new_tokens=4)
-    en = r.to_dict()["energy"]
-    steps = [s.core_energy_uj for s in r.steps]
-    assert len(steps) == 3 and all(s > 0 for s in steps)
-    assert en["prefill_core_uj"] == pytest.approx(r.prefill.energy()["core_uj"])
-    assert en["total_core_uj"] == pytest.approx(en["prefill_core_uj"] + sum(steps), rel=1e-6)
-    assert en["decode_core_uj_per_token"] == en["decode_core_uj_per_step"] == pytest.approx(sorted(steps)[1])
-    seconds = r.total_cycles / (hw.clock_mhz * 1e6)
-    assert en["average_core_power_mw"] == pytest.approx(en["total_core_uj"] * 1e-6 / seconds * 1e3, rel=1e-3)
-    macs = r.prefill.model_macs + sum(s.macs for s in r.steps)
+    spec = preset("gpt2")
+    r = generate(spec, hw, prompt=16, new_tokens=4)
+    d = r.to_dict()
+    en = d["energy"]
+    cycles = d["token_cycles"]
+    assert len(cycles) == 4 and len(r.steps) == 3 and [s.kv_len for s in r.steps] == [16, 17, 18]
+    # a step against k + 1 keys, mapped whole: its energy is the step's
+    for step in (r.steps[0], r.steps[2]):
+        g = decode_step_graph(spec, batch=1, kv_len=step.kv_len)
+        whole = map_model(g, hw, precision=Precision.INT8, batch=1, seq=step.kv_len, with_baseline=False)
+        assert step.core_energy_uj == pytest.approx(whole.energy()["batch_core_uj"], rel=1e-6)
+        assert step.cycles == whole.total_cycles
+    steps_uj = [s.core_energy_uj for s in r.steps]
+    assert en["prefill_core_uj"] == pytest.approx(r.prefill.energy()["batch_core_uj"])
+    assert en["decode_core_uj"] == pytest.approx(sum(steps_uj), rel=1e-6)
+    assert en["total_core_uj"] == pytest.approx(en["prefill_core_uj"] + sum(steps_uj), rel=1e-6)
+    assert en["decode_core_uj_per_token"] == pytest.approx(sum(steps_uj) / 3, rel=1e-5)
+    assert en["decode_core_uj_per_step_median"] == pytest.approx(sorted(steps_uj)[1])
+    assert d["total_ms"] == pytest.approx(sum(cycles) / 1e6, abs=1e-4)
+    assert en["average_core_power_mw"] == pytest.approx(en["total_core_uj"] * 1e6 / sum(cycles), rel=1e-3)
+
+    def block(queries: int, keys: int) -> int:
+        return queries * 768 * (3 * 768 + 768 + 2 * 3072) + 2 * 12 * queries * 64 * keys
+
+    macs = 12 * block(16, 16) + 768 * 50257 + sum(12 * block(1, k + 1) + 768 * 50257 for k in (16, 17, 18))
+    assert r.prefill.model_macs + sum(s.macs for s in r.steps) == macs
     assert en["tops_per_w"] == pytest.approx(2 * macs / (en["total_core_uj"] * 1e-6) / 1e12, rel=1e-3)
     # at batch 2 a step makes two tokens: per token is half the step
-    r2 = generate(preset("gpt2"), hw, prompt=16, new_tokens=2, batch=2)
+    r2 = generate(spec, hw, prompt=16, new_tokens=2, batch=2)
     en2 = r2.to_dict()["energy"]
     assert en2["decode_core_uj_per_token"] == pytest.approx(r2.steps[0].core_energy_uj / 2, rel=1e-5)
 
@@ -320,7 +339,7 @@ def test_steps_shared_out_to_processes_are_the_same_steps(small_llama, monkeypat
         Pipe = staticmethod(fork.Pipe)
 
         def Process(self, **kw):
-            _, fn, args, _ = kw["args"]
+            _, fn, args, _, _ = kw["args"]
             (forked if fn is gen._timed else prefill).append(args[1] if fn is gen._timed else fn)
             return fork.Process(**kw)
 
@@ -385,6 +404,6 @@ def test_a_forked_process_that_dies_fails_the_run(small_llama, monkeypatch):
     template = StepTemplate(
         spec, lambda s, kv: decode_step_graph(s, batch=1, kv_len=kv), new_memo(hw, precision=Precision.INT8)
     )
-    monkeypatch.setattr(gen, "_timed", lambda template, kv_lens: os._exit(3))
+    monkeypatch.setattr(gen, "_timed", lambda template, kv_lens, done: os._exit(3))
     with pytest.raises(NvdlaError, match=r"ended without them \(exit code 3\)"):
         gen._steps(template, list(range(20, 100)), 2)

@@ -175,9 +175,9 @@ def test_int8_model_with_fp16_caches_every_hand_off_by_hand(tmp_path):
     t = _tasks(res)
     q, kv = 2 * 8 * 32, 2 * 2 * 32  # elements of the new tokens' q and of their k (or v)
     assert t["q"].stats.traffic.dram_write == q and t["k"].stats.traffic.dram_write == kv  # INT8, into rotary
-    assert t["q_rope"].task.host_bytes == q * (1 + 2) and t["k_rope"].task.host_bytes == kv * (1 + 2)
+    assert t["q_rope"].task.host_work.nbytes == q * (1 + 2) and t["k_rope"].task.host_work.nbytes == kv * (1 + 2)
     assert t["v"].task.layer.out_precision is F16 and t["v"].stats.traffic.dram_write == 2 * kv  # one pass
-    assert t["k_append"].task.copy_bytes == 2 * kv and t["v_append"].task.host_bytes == 2 * (2 * kv)
+    assert t["k_append"].task.copy_bytes == 2 * kv and t["v_append"].task.host_work.nbytes == 2 * (2 * kv)
     assert t["qk.q_blockdiag"].task.copy_bytes == 2 * q  # each head's q, FP16, onto its pixel
     assert t["qk"].task.layer.precision is F16 and t["softmax"].task.resource is Resource.HOST
     assert (t["pv"].task.layer.precision, t["pv"].task.layer.out_precision) == (F16, I16)

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from nvdla_mapper.export.layer_programs import layernorm_programs
-from nvdla_mapper.lowering.rules import HostModel, LoweringContext, lower_layernorm
+from nvdla_mapper.lowering.rules import LoweringContext, lower_layernorm
 from nvdla_mapper.numerics import layernorm_steps as norm
 from nvdla_mapper.workload import Op, OpKind
 from nvdla_sim import Precision, load_config
@@ -23,7 +23,7 @@ def _tasks(
     hw: str, *, rms: bool = False, precision: Precision = I8, layernorm: str = "nvdla", m: int = 64, n: int = 128
 ):
     op = Op("ln", OpKind.LAYERNORM, m, n, group="layernorm", attrs={"rms": rms})
-    ctx = LoweringContext(hw=load_config(hw), precision=precision, host=HostModel(), layernorm=layernorm)
+    ctx = LoweringContext(hw=load_config(hw), precision=precision, layernorm=layernorm)
     return lower_layernorm(op, ctx)
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvdla_mapper.lowering.rules import HostModel, LoweringContext, matmul_layout
+from nvdla_mapper.lowering.rules import LoweringContext, matmul_layout
 from nvdla_mapper.numerics import layernorm_steps as L
 from nvdla_mapper.numerics.quant import quantize, scale_for
 from nvdla_mapper.search.tiling_search import search_plan
@@ -117,7 +117,7 @@ def test_steps_on_the_datapath_as_the_mapper_tiles_them():
     """The convolutions through engine.conv.run_conv (CMAC, CACC, SDP) in the layout and plan the mapper
     picks on nv_full give the integer arithmetic's codes at every step."""
     hw = load_config("nv_full")
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8, host=HostModel())
+    ctx = LoweringContext(hw=hw, precision=Precision.INT8)
 
     def conv_hw(name, a, w, params, precision):
         m, k = a.shape

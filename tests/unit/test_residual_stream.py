@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvdla_mapper.lowering.rules import Fused, HostModel, LoweringContext, _fused_sdp
+from nvdla_mapper.lowering.rules import Fused, LoweringContext, _fused_sdp
 from nvdla_mapper.numerics.quant import residual_sdp
 from nvdla_mapper.studies.accuracy import QuantSettings, Scales, _datapath_hooks
 from nvdla_sim import Precision, load_config
@@ -50,7 +50,7 @@ def test_the_programs_use_the_stages_the_mapper_lowers_to():
     xs = residual_sdp(S_X, S_W, 0.4, np.array([[5, 7]]), 0.3, bias=BIAS, eltwise_unit=False)
     assert xs.y is None and xs.x1.mul_operand is not None and xs.x2.alu_operand is not None
     for hw, where in (("nv_full", "eltwise"), ("nv_small", "scale")):
-        ctx = LoweringContext(hw=load_config(hw), precision=Precision.INT8, host=HostModel())
+        ctx = LoweringContext(hw=load_config(hw), precision=Precision.INT8)
         spec = _fused_sdp(Fused(residual=True), ctx)
         assert getattr(spec, where) is OperandMode.PER_ELEMENT
         assert spec.bias is OperandMode.PER_KERNEL

@@ -1,0 +1,97 @@
+"""The host CPU as a system part behind one interface, chosen by a config's [host] section (issue 56): the
+roofline model's figures by hand, a second model selected from a TOML, and bad [host] tables refused."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from nvdla_mapper.frontends.presets import build_graph, preset
+from nvdla_mapper.lowering.rules import Resource
+from nvdla_mapper.passes import map_model
+from nvdla_sim import ConfigError, Precision, load_config
+from nvdla_sim.config import load_config_file
+from nvdla_sim.system.host import HostOp, HostWork, PerElementHost, RooflineHost, host_model
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _with_host(tmp_path, host_table: str) -> Path:
+    text = (CONFIGS / "nv_full.toml").read_text()
+    p = tmp_path / "nv_full_host.toml"
+    p.write_text(text.replace('name = "nv_full"', 'name = "nv_full_host"') + "\n" + host_table)
+    return p
+
+
+def test_the_roofline_host_by_hand():
+    h = RooflineHost(gflops=20.0, mem_gbs=10.0, overhead_us=10.0)
+    # a LayerNorm over 128 x 768 INT8 elements: 8 FLOPs each at 20 GFLOP/s = 39.32 us, against 196,608
+    # bytes at 10 GB/s = 19.66 us; plus 10 us of hand-off: 49.32 us = 49,322 cycles at 1 GHz
+    work = HostWork(HostOp.LAYERNORM, 128 * 768, 2 * 128 * 768)
+    assert h.cycles(work, 1000.0) == math.ceil((10 + 8 * 128 * 768 / 20e3) * 1000)
+    assert h.cycles(work, 1000.0) == 49_322
+    # a copy is its bytes alone: 1 MB read and written at 10 GB/s, 100 us + 10 us
+    assert h.cycles(HostWork(HostOp.COPY, 0, 1_000_000), 1000.0) == 110_000
+    # a causal softmax computes its unmasked share: half of 64 x 64 scores, 10 FLOPs each
+    soft = HostWork(HostOp.SOFTMAX, 64 * 64, 2 * 64 * 64, share=0.5)
+    assert h.cycles(soft, 1000.0) == math.ceil((10 + max(10 * 0.5 * 4096 / 20e3, 8192 / 10e3)) * 1000)
+    assert h.overhead_cycles(500.0) == 5000
+
+
+def test_the_shipped_configs_keep_the_roofline_defaults():
+    for name in ("nv_small", "nv_large", "nv_full"):
+        assert host_model(load_config(name).host) == RooflineHost(20.0, 10.0, 10.0)
+
+
+def test_a_second_host_model_from_a_toml(tmp_path):
+    """per_element: the LayerNorm's 98,304 elements at 2.5 ns = 245.8 us, longer than its bytes at 10 GB/s
+    (19.7 us), plus 4 us of hand-off; the config file alone chooses it."""
+    p = _with_host(
+        tmp_path,
+        '[host]\nmodel = "per_element"\noverhead_us = 4.0\n'
+        "[host.ns_per_element]\nsoftmax = 3.0\nlayernorm = 2.5\nactivation = 6.0\nelementwise = 0.5\nrotary = 1.0\n",
+    )
+    hw = load_config_file(p)
+    assert isinstance(host_model(hw.host), PerElementHost)
+    res = map_model(build_graph(preset("bert-base"), seq=128), hw, precision=Precision.INT8)
+    ln = [r for r in res.results if r.task.resource is Resource.HOST and "layernorm" in r.task.note]
+    assert ln and all(r.cycles_per_instance == math.ceil((4.0 + 2.5 * 128 * 768 * 1e-3) * 1000) for r in ln)
+    # the same model on the roofline host: 49,322 cycles each, by hand above
+    base = map_model(build_graph(preset("bert-base"), seq=128), load_config("nv_full"), precision=Precision.INT8)
+    ln0 = [r for r in base.results if r.task.resource is Resource.HOST and "layernorm" in r.task.note]
+    assert {r.cycles_per_instance for r in ln0} == {49_322}
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('[host]\nmodel = "gpu"\n', "host.model 'gpu' is not one of roofline, per_element"),
+    ('[host]\nmodel = "per_element"\n[host.ns_per_element]\nsoftmax = 1.0\n',
+     "host.model per_element needs host.ns_per_element for layernorm, activation, elementwise, rotary"),
+    ('[host]\n[host.ns_per_element]\nsoftmax = 1.0\n', "host.ns_per_element is the per_element model's"),
+    ('[host]\nmodel = "per_element"\n[host.ns_per_element]\nsoftmaxx = 1.0\n',
+     "host.ns_per_element.softmaxx is not a kind of host work"),
+    ("[host]\ngflops = 0\n", "host.gflops must be a finite number above 0, not 0"),
+    ("[host]\noverhead_us = -1\n", "host.overhead_us must be a finite number >= 0, not -1"),
+    ("[host]\ncores = 4\n", "unknown key(s) ['cores'] in [host]"),
+])  # fmt: skip
+def test_bad_host_tables_are_named(tmp_path, table, message):
+    with pytest.raises(ConfigError, match=re.escape(message)) as e:
+        load_config_file(_with_host(tmp_path, table))
+    assert str(e.value).startswith(str(tmp_path)) and "\n" not in str(e.value)
+
+
+def test_the_cli_flags_override_the_configs_host(capsys):
+    from nvdla_cli.main import main
+
+    assert main(["map", "bert-base", "--hw", "nv_full", "--seq", "32", "--host-gflops", "40", "--top", "0"]) == 0
+    faster = capsys.readouterr().out
+    assert main(["map", "bert-base", "--hw", "nv_full", "--seq", "32", "--top", "0"]) == 0
+    base = capsys.readouterr().out
+
+    def host_cycles(out: str) -> int:
+        line = next(x for x in out.splitlines() if x.strip().startswith("host fallback"))
+        return int(line.split("tasks, ")[1].split(" cycles")[0].replace(",", ""))
+
+    assert host_cycles(faster) < host_cycles(base)
