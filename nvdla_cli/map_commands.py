@@ -376,6 +376,7 @@ def _dram_flag(parser) -> None:
 
 
 def _with_dram(hw, args: argparse.Namespace):
+    finite_positive("--dram-gib", args.dram_gib)
     return hw if args.dram_gib is None else hw.with_values(**{"memory.dram_size_gib": args.dram_gib})
 
 
@@ -791,6 +792,10 @@ def _quant_settings(args: argparse.Namespace, granularity: str):
     if getattr(args, "smooth", 0.0) < 0 or getattr(args, "smooth", 0.0) > 1:
         raise NvdlaError(f"--smooth must be a migration strength in 0..1, not {args.smooth}")
     only = frozenset(x.strip() for x in getattr(args, "only", "").split(",") if x.strip())
+    if getattr(args, "prune", ""):
+        from nvdla_mapper.lowering.rules import WeightTreatment
+
+        WeightTreatment(args.prune)  # the one grammar of --prune, checked before the run
     return QuantSettings(
         Granularity(granularity), cal, args.dynamic, getattr(args, "prune", "") or "",
         smooth=getattr(args, "smooth", 0.0), only=only, learned=getattr(args, "qat", ""),
@@ -928,6 +933,8 @@ def _map(args: argparse.Namespace) -> int:
         head=args.head,
     )
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
+    if args.quantize:  # its settings and files checked before the map
+        _check_quant(args, prec)
     if args.layer:  # checked against the lowered model before the (longer) map runs
         ctx = LoweringContext(hw=hw, precision=prec, softmax=args.softmax, layernorm=args.layernorm, weights=weights)
         check_layer(args.layer, lower_graph(g, ctx)[0], model=str(g.graph.get("name")))
@@ -975,6 +982,16 @@ def _kv_precision(args: argparse.Namespace, prec: Precision) -> Precision | None
     except ValueError as e:
         raise NvdlaError(f"--kv-precision: {e}") from None
     return None if kv is prec else kv
+
+
+def _check_quant(args: argparse.Namespace, prec: Precision) -> None:
+    """--quantize's settings (calibration, precision) and calibration file, as one-line errors before the
+    work."""
+    if prec is not Precision.INT8:
+        raise NvdlaError(f"--quantize produces INT8 layers; use --precision int8, not {prec.value}")
+    _quant_settings(args, args.quantize)
+    if args.calib_data is not None and not Path(args.calib_data).is_file():
+        raise NvdlaError(f"{args.calib_data}: cannot load calibration data (no such file)")
 
 
 def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None = None) -> dict:

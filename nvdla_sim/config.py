@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.resources
+import json
 import math
 import tomllib
 from dataclasses import dataclass, fields
@@ -516,6 +517,39 @@ class HwConfig:
         for sec in _SECTIONS:
             out[sec] = dataclasses.asdict(getattr(self, sec))
         return out
+
+    def to_toml(self) -> str:
+        """The config as a TOML file that loads back to an equal HwConfig (load_config_file): every
+        top-level key and section; a value left unset (None) is left out, a table of pairs
+        (host.ns_per_element) is written as a sub-table."""
+
+        def value(v: Any) -> str:
+            if isinstance(v, bool):
+                return str(v).lower()
+            if isinstance(v, str):
+                return json.dumps(v)
+            if isinstance(v, list | tuple):
+                return "[" + ", ".join(value(x) for x in v) + "]"
+            return repr(v)
+
+        data = self.to_dict()
+        lines = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+        for sec, vals in data.items():
+            if not isinstance(vals, dict):
+                continue
+            lines.append(f"[{sec}]")
+            tables = []
+            for k, v in vals.items():
+                if v is None:
+                    continue
+                if isinstance(v, tuple | list) and v and all(isinstance(p, tuple | list) and len(p) == 2 for p in v):
+                    tables.append((k, v))
+                elif not (isinstance(v, tuple | list) and not v):  # an empty table of pairs: none given
+                    lines.append(f"{k} = {value(v)}")
+            for k, pairs in tables:
+                lines.append(f"[{sec}.{k}]")
+                lines += [f"{name} = {value(x)}" for name, x in pairs]
+        return "\n".join(lines) + "\n"
 
     def with_values(self, **changes: Any) -> HwConfig:
         """Variant with dotted overrides, e.g. with_values(**{"mac.atomic_c": 32, "clock_mhz": 800})."""

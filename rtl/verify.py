@@ -227,20 +227,6 @@ def _run_test(runner, top: str, build_dir: Path, root: Path, case_path: Path, re
 
 def _config_path(hw: HwConfig, root: Path) -> Path:
     """The bench reloads the config by path, so a modified HwConfig is written out as TOML."""
-    lines = [
-        f'name = "{hw.name}"',
-        f"clock_mhz = {hw.clock_mhz}",
-        f"bdma = {str(hw.bdma).lower()}",
-        "precisions = [" + ", ".join(f'"{p.value}"' for p in hw.precisions) + "]",
-    ]
-    for sec, vals in hw.to_dict().items():
-        if isinstance(vals, dict):
-            lines.append(f"[{sec}]")
-            for k, v in vals.items():
-                if v is None:
-                    continue
-                text = str(v).lower() if isinstance(v, bool) else json.dumps(v) if isinstance(v, str) else v
-                lines.append(f"{k} = {text}")
     path = root / "hw.toml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(hw.to_toml())
     return path

@@ -48,8 +48,15 @@ def model_graph(
     if name_or_path in CNN_PRESETS:
         if seq is not None:
             raise NvdlaError(f"--seq {seq}: {name_or_path} is a CNN; its input is an image, with no sequence")
+        if dec_seq is not None:
+            raise NvdlaError(f"--dec-seq {dec_seq}: {name_or_path} is a CNN; it has no decoder")
         return CNN_PRESETS[name_or_path](batch)
     src = resolve_model(name_or_path)
+    if dec_seq is not None and (isinstance(src, Path) or not src.decoder_layers):
+        raise NvdlaError(
+            f"--dec-seq {dec_seq}: {name_or_path} has no separate decoder (an encoder-decoder such as t5-base "
+            "does); its sequence is --seq"
+        )
     if isinstance(src, Path):
         # onnx and onnx_ir take two seconds to import: only a run that reads an .onnx file pays them
         from nvdla_mapper.frontends.onnx_import import graph_from_onnx

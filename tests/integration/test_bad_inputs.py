@@ -6,10 +6,13 @@ that names the flag or file and what would be valid, with no traceback, and befo
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 
 from nvdla_cli.main import main
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def _files(tmp):
@@ -26,6 +29,19 @@ def _files(tmp):
         'name = "t"\nbase = "nv_full"\n[space]\n"mac.atomic_c" = [32]\n[workloads]\nmodels = ["bert-base"]\nseq = [32]\n'
     )
     (tmp / "not_a_db.sqlite").write_text("not sqlite\n")
+    nv_full = (CONFIGS / "nv_full.toml").read_text()
+    (tmp / "missing.toml").write_text('name = "x"\nclock_mhz = 1000\n')
+    (tmp / "broken.toml").write_text('name = "x\n')
+    (tmp / "wrongtype.toml").write_text(nv_full.replace("atomic_c = 64 ", 'atomic_c = "64" '))
+    (tmp / "unknownsec.toml").write_text(nv_full + "\n[mac2]\nx = 1\n")
+    (tmp / "partial.json").write_text('{"model_type": "gpt2", "n_embd": 64}')
+    (tmp / "wrongtype.json").write_text('{"model_type": "gpt2", "n_embd": "wide", "n_head": 2, "n_layer": 1}')
+    (tmp / "notjson.json").write_text("not json\n")
+    (tmp / "fake.onnx").write_text("hello\n")
+    (tmp / "noworkloads.toml").write_text('name = "t"\nbase = "nv_full"\n[space]\n"mac.atomic_c" = [32]\n')
+    (tmp / "badrank.toml").write_text(
+        'name = "t"\nbase = "nv_full"\n[workloads]\nmodels = ["bert-base"]\n[rank]\nobjective = "speed"\n'
+    )
     return {"file": tmp / "file", "dir": tmp / "dir"}
 
 
@@ -85,6 +101,99 @@ CASES = [
     ("simulate --op pdp --width 4 --height 4 --channels 8 --kernels 8", "--kernels is not read by --op pdp"),
     ("simulate --trace-test {tmp}/dir --m 3", "--m describes a layer; --trace-test runs the program's own layers"),
     ("simulate --op matmul --m 8 --k 8 --n 8 --allow-unknown-registers", "--allow-unknown-registers goes with --trace-test"),
+    # configs, model files and values (the second tour: every command's flags and files)
+    ("map bert-base --hw {tmp}/missing.toml", "{tmp}/missing.toml: missing required field 'precisions'"),
+    ("map bert-base --hw {tmp}/broken.toml", "{tmp}/broken.toml: not valid TOML"),
+    ("map bert-base --hw {tmp}/wrongtype.toml", "{tmp}/wrongtype.toml: mac.atomic_c must be an integer, not '64'"),
+    ("map bert-base --hw {tmp}/unknownsec.toml", "{tmp}/unknownsec.toml: unknown top-level key(s) ['mac2']"),
+    ("map bert-base --hw {tmp}/none.toml", "{tmp}/none.toml: cannot read config file (No such file or directory)"),
+    ("map bert-base --hw nv_mega", "unknown hardware config 'nv_mega'; built-in: custom_example, nv_full"),
+    ("map {tmp}/partial.json", "{tmp}/partial.json: "),
+    ("map {tmp}/wrongtype.json", "{tmp}/wrongtype.json: field 'n_embd' must be an integer, not 'wide'"),
+    ("map {tmp}/notjson.json", "{tmp}/notjson.json: not valid JSON"),
+    ("map {tmp}/fake.onnx", "{tmp}/fake.onnx: cannot load ONNX model"),
+    ("map bert-huge", "unknown model 'bert-huge'; presets: bert-base"),
+    ("map bert-base --precision int4", "unknown precision 'int4'; valid: int8, int16, fp16"),
+    ("map bert-base --batch 0", "batch and seq must be >= 1, got batch=0"),
+    ("map bert-base --seq 0", "batch and seq must be >= 1, got batch=1 seq=0"),
+    ("map bert-base --seq -5", "seq=-5"),
+    ("map bert-base --seq 100000", "--seq 100000: bert-base has 512 learned positions"),
+    ("map bert-base --dec-seq 16", "--dec-seq 16: bert-base has no separate decoder"),
+    ("map resnet50 --dec-seq 16", "--dec-seq 16: resnet50 is a CNN; it has no decoder"),
+    ("map resnet50 --seq 128", "--seq 128: resnet50 is a CNN; its input is an image, with no sequence"),
+    ("map bert-base --hw nv_small --precision fp16", "nv_small does not support fp16; supported: int8"),
+    ("map bert-base --prune 3:4", "--prune must be 2:4 or magnitude:S with 0 <= S < 1, not '3:4'"),
+    ("map bert-base --prune magnitude:1.5", "not 'magnitude:1.5'"),
+    ("map bert-base --weight-compression --hw nv_small", "nv_small has no weight compression"),
+    ("map bert-base --softmax nvdla --hw nv_small", "--softmax nvdla needs the SDP LUT and EW units; nv_small has none"),
+    ("map bert-base --softmax NVDLA", "argument --softmax: invalid choice: 'NVDLA' (choose from 'auto', 'nvdla', 'host')"),
+    ("map bert-base --layernorm nvdla --precision int16", "--layernorm nvdla needs INT8 layers on a build with INT16"),
+    ("map bert-base --quantize per-channel --calib percentile:200", "--calib: calibration must be 'max', 'percentile:P'"),
+    ("map bert-base --quantize per-channel --calib-data {tmp}/none.npy", "{tmp}/none.npy: cannot load calibration data"),
+    ("map bert-base --quantize per-channel --precision int16", "--quantize produces INT8 layers; use --precision int8"),
+    ("map bert-base --emit-program {tmp}/progs --layer nope", "--layer 'nope': no such task in bert-base"),
+    ("map bert-base --top -1", "--top must be a whole number >= 0"),
+    ("generate gpt2 --prompt 0", "--prompt must be a positive integer, not 0"),
+    ("generate gpt2 --new-tokens 0", "--new-tokens must be a positive integer, not 0"),
+    ("generate gpt2 --prompt 1000 --new-tokens 100", "--prompt 1000 + --new-tokens 100 = 1100 positions; gpt2 has 1024"),
+    ("generate gpt2 --batch 0", "--batch '0': give a positive integer or a comma-separated list"),
+    ("generate gpt2 --batch 1,x", "--batch '1,x': give a positive integer"),
+    ("generate gpt2 --jobs 0", "--jobs must be a positive integer, not 0"),
+    ("generate gpt2 --kv-precision int4", "--kv-precision: unknown precision 'int4'"),
+    ("generate gpt2 --kv-plan step", "argument --kv-plan: invalid choice: 'step' (choose from 'bucket', 'length')"),
+    ("generate gpt2 --dram-gib -1", "--dram-gib must be a finite number above 0, not -1.0"),
+    ("generate gpt2 --dram-gib nan", "--dram-gib must be a finite number above 0, not nan"),
+    ("generate gpt2 --dram-gib 0.01", "gpt2 at batch 1 needs 0.12 GiB (weights + KV cache of 256 positions, int8)"),
+    ("generate bert-base", "bert-base: generation is modelled for decoder models"),
+    ("generate {tmp}/fake.onnx", "generation needs a preset or a config.json, not an ONNX graph"),
+    ("generate resnet50", "unknown model 'resnet50'"),
+    ("serve gpt2 --requests 0", "--requests must be a positive integer, not 0"),
+    ("serve gpt2 --block-tokens 0", "--block-tokens must be a positive integer, not 0"),
+    ("serve gpt2 --max-batch 0", "--max-batch must be a positive integer, not 0"),
+    ("serve gpt2 --prompt 2000", "request 0: 2000 prompt + 32 output tokens; gpt2 has 1024 positions"),
+    ("serve gpt2 --policy fifo", "argument --policy: invalid choice: 'fifo'"),
+    ("serve gpt2 --preemption kill", "argument --preemption: invalid choice: 'kill'"),
+    ("serve gpt2 --dram-gib 0.1", "gpt2's weights (0.12 GiB, int8) leave no room for one KV block in the 0.1 GiB"),
+    ("serve bert-base", "bert-base: generation is modelled for decoder models"),
+    ("serve gpt2 --rates 1,2 --slo-ttft-ms 5 --slo-percentile 95", "--slo-percentile must be 50, 90 or 99, not 95"),
+    ("sweep {tmp}/none.toml", "{tmp}/none.toml: cannot read sweep file"),
+    ("sweep {tmp}/noworkloads.toml", "{tmp}/noworkloads.toml: missing [workloads] table"),
+    ("sweep {tmp}/badrank.toml", "rank.objective 'speed' is not a sweep metric"),
+    ("sweep {tmp}/s.toml --out {tmp}/o --rank speed", "rank objective 'speed' is not a sweep metric"),
+    ("sweep {tmp}/s.toml --out {tmp}/o --rank latency_ms --where latency<5", "constraint 'latency<5'"),
+    ("sweep {tmp}/s.toml --out {tmp}/o --workers 0", "--workers must be >= 1, not 0"),
+    ("sweep {tmp}/s.toml --executor ray", "argument --executor: invalid choice: 'ray'"),
+    ("accuracy vit_digits --samples 0", "--samples must be a positive integer, not 0"),
+    ("accuracy mnist", "no trained model 'mnist'; trained models: vit_digits, char_gpt"),
+    ("accuracy char_gpt --calib foo", "--calib: calibration must be 'max'"),
+    ("accuracy char_gpt --quantize per-row", "argument --quantize: invalid choice: 'per-row'"),
+    ("accuracy char_gpt --precision int16 --hw nv_small", "nv_small has no int16 datapath"),
+    ("accuracy char_gpt --precision int4", "argument --precision: invalid choice: 'int4'"),
+    ("accuracy char_gpt --qat nope", "nope.npz: cannot read model weights"),
+    ("accuracy char_gpt --only ffn,lut", "INT8-only parts ['lut'] unknown; parts: embedding"),
+    ("accuracy char_gpt --smooth 2", "--smooth must be a migration strength in 0..1, not 2.0"),
+    ("accuracy char_gpt --prune 2:5", "--prune must be 2:4 or magnitude:S"),
+    ("simulate --op matmul --m 64 --k 64", "--op matmul needs --n"),
+    ("simulate --op matmul --m 0 --k 64 --n 64", "argument --m: expected a positive integer, not 0"),
+    ("simulate --op conv --width 8 --height 8 --channels 8 --kernels 8 --pad -1", "conv pad_left must be in 0..63, not -1"),
+    ("simulate --op conv --width 8 --height 8 --channels 8 --kernels 8 --kernel-size 9", "conv output would be 0x0"),
+    ("simulate --op matmul --m 64 --k 64 --n 64 --row 7", "--row 7 must divide --m 64"),
+    ("simulate --op sdp --width 8", "--op sdp needs --height --channels"),
+    ("simulate --op pdp --width 4 --height 4 --channels 8 --kernel-size 0", "argument --kernel-size: expected a positive"),
+    ("simulate --trace-test {tmp}/none", "{tmp}/none: not a trace-test folder or .cfg file"),
+    ("simulate --trace-test {tmp}/fake.onnx", "{tmp}/fake.onnx: not a trace-test folder or .cfg file"),
+    ("simulate --op matmul --m 64 --k 64 --n 64 --precision fp16 --hw nv_small", "nv_small does not support fp16"),
+    ("simulate --op bmm --m 8", "argument --op: invalid choice: 'bmm'"),
+    ("rtl emit --hw nv_mega", "unknown hardware config 'nv_mega'"),
+    ("rtl emit --precision fp16 --hw nv_full", "the RTL datapath is integer-only; use --precision int8 or int16"),
+    ("rtl verify --layer bert-base.nope", "--layer must be <model>.<layer>"),
+    ("rtl verify --sim modelsim", "argument --sim: invalid choice: 'modelsim' (choose from 'icarus', 'verilator')"),
+    ("rtl verify --work-dir {tmp}/file/w", "--work-dir {tmp}/file/w: {tmp}/file is a file, not a folder"),
+    ("rtl verify --ready-prob 2", "--ready-prob must be in (0, 1], not 2.0"),
+    ("rtl verify --truncate 40", "--truncate must be in 0..31, not 40"),
+    ("configs --bogus", "unrecognized arguments: --bogus"),
+    ("zoo extra", "unrecognized arguments: extra"),
+    ("mapp bert-base", "argument command: invalid choice: 'mapp'"),
 ]  # fmt: skip
 
 
@@ -94,23 +203,23 @@ def no_work(monkeypatch):
     import nvdla_cli.main
     import nvdla_mapper.passes
     import nvdla_mapper.studies.accuracy
-    import nvdla_mapper.studies.generate
     import nvdla_mapper.studies.serve
     import nvdla_mapper.studies.sweep
+    import nvdla_rtl.verify
     import nvdla_sim.program.run
 
     def fail(*a, **kw):
         raise AssertionError("the work started before the bad input was refused")
 
     for mod, name in [
-        (nvdla_mapper.passes, "map_model"),
-        (nvdla_mapper.studies.generate, "generate"),
+        (nvdla_mapper.passes, "simulate_tasks"),  # every map's tiling search and simulation
         (nvdla_mapper.studies.serve, "simulate_serving"),
         (nvdla_mapper.studies.serve, "sweep_rates"),
         (nvdla_mapper.studies.sweep, "run_sweep"),
-        (nvdla_mapper.studies.accuracy, "trained_accuracy"),
-        (nvdla_sim.program.run, "run_program"),
+        (nvdla_mapper.studies.accuracy, "_calibrated_scales"),  # the first forward pass of an accuracy run
+        (nvdla_sim.program.run, "run_operations"),
         (nvdla_cli.main, "simulate"),
+        (nvdla_rtl.verify, "run_bench"),
     ]:
         monkeypatch.setattr(mod, name, fail)
 

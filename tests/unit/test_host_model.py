@@ -95,3 +95,18 @@ def test_the_cli_flags_override_the_configs_host(capsys):
         return int(line.split("tasks, ")[1].split(" cycles")[0].replace(",", ""))
 
     assert host_cycles(faster) < host_cycles(base)
+
+
+def test_a_config_written_as_toml_loads_back_equal(tmp_path):
+    """HwConfig.to_toml (the RTL bench reloads a modified config by path): every shipped config and one
+    with a per_element host come back equal, sub-table included."""
+    from nvdla_sim.config import builtin_configs
+
+    per = load_config("nv_full").with_values(
+        **{"host.model": "per_element", "host.ns_per_element": {k: 1.5 for k in ("softmax", "layernorm", "activation",
+                                                                               "elementwise", "rotary")}}
+    )  # fmt: skip
+    for hw in [*(load_config(p) for p in builtin_configs().values()), per]:
+        p = tmp_path / f"{hw.name}.toml"
+        p.write_text(hw.to_toml())
+        assert load_config_file(p) == hw

@@ -24,26 +24,23 @@ def test_the_tree_keeps_its_layers():
 
 
 def _skeleton(tmp_path: Path) -> None:
-    """The packages and rooms the contracts name, empty, with the tree's pyproject.toml."""
-    rooms = {
-        "nvdla_cli": [], "nvdla_validation": [], "nvdla_rtl": ["bench"],
-        "nvdla_mapper": ["frontends", "lowering", "search", "numerics", "studies", "reports", "export"],
-        "nvdla_sim": ["units", "engine", "program", "rtl_model"],
-    }  # fmt: skip
-    modules = {
-        "nvdla_sim": ["config", "layers", "precision", "errors", "values", "energy"],
-        "nvdla_mapper": ["passes", "results", "schedule", "workload"],
-        "nvdla_mapper/frontends": ["resolve", "hf_config", "onnx_import", "cnn", "presets", "onnx_attention",
-                                   "onnx_fusion"],
-        "nvdla_rtl": ["verify", "mutate", "tiles", "verilog", "amaranth_sim", "packing", "sdp_x1", "datapath"],
-    }  # fmt: skip
-    for pkg, subs in rooms.items():
-        for d in [pkg, *(f"{pkg}/{s}" for s in subs)]:
-            (tmp_path / d).mkdir()
-            (tmp_path / d / "__init__.py").write_text("")
-    for d, names in modules.items():
-        for n in names:
-            (tmp_path / d / f"{n}.py").write_text("")
+    """The packages and rooms the contracts name (read from the tree's pyproject.toml, so a new room needs
+    no edit here), each an empty package, with that pyproject.toml."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    packages = set()
+    for c in contracts:
+        for container in c.get("containers", [""]):
+            for layer in c.get("layers", []):
+                for name in layer.split("|"):
+                    packages.add(f"{container}.{name.strip()}" if container else name.strip())
+    for dotted in sorted(packages, key=lambda d: d.count(".")):
+        parts = dotted.split(".")
+        for k in range(1, len(parts) + 1):
+            d = tmp_path.joinpath(*parts[:k])
+            d.mkdir(exist_ok=True)
+            (d / "__init__.py").touch()
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
 
 

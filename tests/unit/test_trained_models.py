@@ -306,7 +306,10 @@ def test_accuracy_command_runs_the_committed_recipes(tmp_path, capsys):
         argv = ["accuracy", "char_gpt", "--samples", "16", "--prompts", "2", "--new-tokens", "8"]
         assert main([*argv, *flags, "--json", str(out)]) == 0
         row, want = json.loads(out.read_text()), committed[recipe]
-        assert {k: v for k, v in row.items() if k != "recipe"} == {k: v for k, v in want.items() if k != "recipe"}
+        assert {k: v for k, v in row.items() if k not in ("recipe", "options")} == {
+            k: v for k, v in want.items() if k != "recipe"
+        }
+        assert row["options"]["model"] == "char_gpt" and row["options"]["samples"] == 16  # what made the row
     capsys.readouterr()
     assert main(["accuracy", "char_gpt", "--smooth", "2"]) == 2
     assert "--smooth must be a migration strength in 0..1, not 2.0" in capsys.readouterr().err
