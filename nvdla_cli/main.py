@@ -172,9 +172,9 @@ _SIMULATE_NEEDS = [
 @_command("simulate")
 def _simulate(args: argparse.Namespace) -> int:
     check_needs(args, _SIMULATE_NEEDS)
-    if args.trace:
+    if args.trace is not None:
         output_file(args.trace, "--trace")
-    if args.trace_test:
+    if args.trace_test is not None:
         return _simulate_trace_test(args)
     hw = load_config(args.hw or "nv_full")
     warn_config(hw)
@@ -228,7 +228,7 @@ def _simulate(args: argparse.Namespace) -> int:
         layer = PdpLayer("pdp", args.width, args.height, args.channels, prec, pool)
         stats = simulate(layer, hw)
     energy = _layer_energy(layer, stats, hw)
-    if args.trace:
+    if args.trace is not None:
         path = write_trace(
             args.trace, stats.events, clock_mhz=hw.clock_mhz, process=f"{stats.name} on {hw.fingerprint}"
         )

@@ -235,10 +235,14 @@ _SWEEP_NEEDS = [
     Needs("workers", lambda a: (a.executor or ("dask" if a.scheduler else "local")) == "local",
           "is the local executor's process count; --executor dask uses the cluster's workers"),
     Needs("scheduler", lambda a: a.executor in (None, "dask"), "is a dask.distributed address; it goes with --executor dask"),
+    Needs("scheduler", lambda a: "://" in a.scheduler, lambda a: f"{a.scheduler!r}: give a dask.distributed address such as tcp://host:8786"),
 ]  # fmt: skip
 _ACCURACY_NEEDS = [
     Needs("finetuned", lambda a: bool(a.prune), "holds the fine-tuned weights of a pruned model; give --prune too"),
-]
+    *(Needs(f, lambda a: a.precision != "fp16", "sets INT8 scales; --precision fp16 takes none")
+      for f in ("quantize", "calib", "dynamic", "qat")),
+    Needs("only", lambda a: bool(a.only.strip(" ,")), "needs at least one part (embedding, projection, attention, ...)"),
+]  # fmt: skip
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -268,7 +272,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise NvdlaError(f"--workers must be >= 1, not {args.workers}")
     out = output_dir(args.out, "--out")
-    db = output_file(args.db, "--db") if args.db else out / "sweep.sqlite"
+    db = output_file(args.db, "--db") if args.db is not None else out / "sweep.sqlite"
     open_db(db).close()  # a file that is not a sweep database: said now, not after the points
     n = len(spec.points())
     t0 = time.perf_counter()
@@ -308,6 +312,9 @@ def _sweep(args: argparse.Namespace) -> int:
     for r in errors[:5]:
         print(f"  error {r['id']}: {r['error']}", file=sys.stderr)
     print(f"wrote {paths['csv']} (and a CSV per pair of latency, energy, area) and {paths['png']}", file=sys.stderr)
+    if rows and len(errors) == len(rows):  # nothing to compare: a failure, whatever was written
+        print(f"nvdla: error: every point of {spec.name} failed (the first: {errors[0]['error']})", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -329,13 +336,14 @@ def _precision(text: str) -> Precision:
 
 
 def _batches(text: str) -> list[int]:
+    """--batch: one positive integer or a comma-separated list of them, run in order, each once."""
     try:
-        out = [int(x) for x in text.split(",") if x.strip()]
+        out = [int(x) for x in text.split(",")]
     except ValueError:
         out = []
     if not out or any(b < 1 for b in out):
         raise NvdlaError(f"--batch {text!r}: give a positive integer or a comma-separated list such as 1,2,4,8")
-    return out
+    return list(dict.fromkeys(out))
 
 
 def _weight_flags(group: argparse._ArgumentGroup) -> None:
@@ -377,7 +385,13 @@ def _dram_flag(parser) -> None:
 
 def _with_dram(hw, args: argparse.Namespace):
     finite_positive("--dram-gib", args.dram_gib)
-    return hw if args.dram_gib is None else hw.with_values(**{"memory.dram_size_gib": args.dram_gib})
+    if args.dram_gib is None:
+        return hw
+    reach = 2**hw.memory.address_bits / 2**30
+    if args.dram_gib > reach:
+        print(f"nvdla: note: --dram-gib {args.dram_gib:g} is more than {hw.name}'s {hw.memory.address_bits}-bit "
+              f"addresses reach ({reach:g} GiB); NVDLA uses {reach:g} GiB of it", file=sys.stderr)  # fmt: skip
+    return hw.with_values(**{"memory.dram_size_gib": args.dram_gib})
 
 
 def _kv_flag(group: argparse._ArgumentGroup) -> None:
@@ -460,7 +474,7 @@ def _generate(args: argparse.Namespace) -> int:
     from nvdla_mapper.studies.generate import generate
 
     check_needs(args, _GENERATE_NEEDS)
-    out = output_dir(args.report, "--report") if args.report else None
+    out = output_dir(args.report, "--report") if args.report is not None else None
     batches = _batches(args.batch)
     prec = _precision(args.precision)
     kv = _kv_precision(args, prec)
@@ -602,7 +616,7 @@ def _serve(args: argparse.Namespace) -> int:
     rates = _rates(args.rates) if args.rates is not None else None
     for flag in ("slo_ttft_ms", "slo_tpot_ms"):
         finite_positive(f"--{flag.replace('_', '-')}", getattr(args, flag))
-    out = output_dir(args.report, "--report") if args.report else None
+    out = output_dir(args.report, "--report") if args.report is not None else None
     prec = _precision(args.precision)
     kv = _kv_precision(args, prec)
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
@@ -618,11 +632,15 @@ def _serve(args: argparse.Namespace) -> int:
         policy=Policy(args.policy),
         chunk_tokens=args.chunk_tokens,
     )
-    if args.trace:
+    if args.trace is not None:
         requests = read_trace(args.trace, hw.clock_mhz)
     else:
         requests = poisson_requests(
             args.requests, args.rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz, seed=args.seed
+        )
+    if spec.max_positions and settings.block_tokens > spec.max_positions:
+        raise NvdlaError(
+            f"--block-tokens {settings.block_tokens} is more than {spec.name}'s {spec.max_positions} positions"
         )
     for r in requests:
         if spec.max_positions and r.prompt + r.output > spec.max_positions:
@@ -642,7 +660,7 @@ def _serve(args: argparse.Namespace) -> int:
     res.clock_mhz = hw.clock_mhz
     res.meta = {"options": options(args), "model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
                 "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan,
-                "arrivals": f"trace {args.trace}" if args.trace else f"poisson {args.rate:g}/s seed {args.seed}",
+                "arrivals": f"trace {args.trace}" if args.trace is not None else f"poisson {args.rate:g}/s seed {args.seed}",
                 "weights": weights.to_dict(), **({"accuracy": accuracy} if accuracy else {})}  # fmt: skip
     d = res.to_dict()
     kv_note = f", KV cache {kv.value}" if kv else ""
@@ -774,7 +792,14 @@ def _trained_dir_and_name(model: str) -> tuple[Path, str]:
 
     p = Path(model)
     if p.name.endswith(".config.json"):
+        if not p.is_file():
+            raise NvdlaError(f"{p}: no such file (train.py writes <name>.config.json beside <name>.npz)")
         return p.parent, p.name.removesuffix(".config.json")
+    if "/" in model or model.endswith(".json"):
+        raise NvdlaError(
+            f"{model}: accuracy takes a shipped trained model (vit_digits, char_gpt) or the <name>.config.json "
+            "that validation/trained/train.py wrote"
+        )
     found = importlib.util.find_spec("nvdla_validation")
     if found is None or not found.submodule_search_locations:
         raise NvdlaError("the shipped trained models are nvdla_validation's data, which is not installed")
@@ -789,7 +814,7 @@ def _quant_settings(args: argparse.Namespace, granularity: str):
         cal = Calibration.parse(args.calib)
     except ValueError as e:
         raise NvdlaError(f"--calib: {e}") from None
-    if getattr(args, "smooth", 0.0) < 0 or getattr(args, "smooth", 0.0) > 1:
+    if not 0 <= getattr(args, "smooth", 0.0) <= 1:
         raise NvdlaError(f"--smooth must be a migration strength in 0..1, not {args.smooth}")
     only = frozenset(x.strip() for x in getattr(args, "only", "").split(",") if x.strip())
     if getattr(args, "prune", ""):
@@ -813,7 +838,7 @@ def _accuracy_command(args: argparse.Namespace) -> int:
     for flag in ("prompts", "new_tokens"):
         if getattr(args, flag) < 1:
             raise NvdlaError(f"--{flag.replace('_', '-')} must be a positive integer, not {getattr(args, flag)}")
-    json_path = output_file(args.json, "--json") if args.json else None
+    json_path = output_file(args.json, "--json") if args.json is not None else None
     directory, name = _trained_dir_and_name(args.model)
     if name == "vit_digits":  # an image classifier: no text to continue
         for flag in ("prompts", "new_tokens"):
@@ -910,8 +935,8 @@ def _map(args: argparse.Namespace) -> int:
         raise NvdlaError(f"--host-overhead-us must be a finite number >= 0, not {args.host_overhead_us}")
     if args.top < 0:
         raise NvdlaError(f"--top must be a whole number >= 0 (rows of the per-layer table), not {args.top}")
-    report = output_dir(args.report, "--report") if args.report else None
-    programs = output_dir(args.emit_program, "--emit-program") if args.emit_program else None
+    report = output_dir(args.report, "--report") if args.report is not None else None
+    programs = output_dir(args.emit_program, "--emit-program") if args.emit_program is not None else None
     prec = _precision(args.precision)
     hw = load_config(args.hw)
     host_flags = {
@@ -990,8 +1015,10 @@ def _check_quant(args: argparse.Namespace, prec: Precision) -> None:
     if prec is not Precision.INT8:
         raise NvdlaError(f"--quantize produces INT8 layers; use --precision int8, not {prec.value}")
     _quant_settings(args, args.quantize)
-    if args.calib_data is not None and not Path(args.calib_data).is_file():
-        raise NvdlaError(f"{args.calib_data}: cannot load calibration data (no such file)")
+    if args.calib_data is not None:
+        from nvdla_mapper.studies.accuracy import load_calibration
+
+        load_calibration(Path(args.calib_data))
 
 
 def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None = None) -> dict:

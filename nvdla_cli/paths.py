@@ -23,9 +23,15 @@ def _blocking_file(path: Path) -> Path | None:
     return None
 
 
+def _given(path: str | os.PathLike, flag: str) -> Path:
+    if not str(path).strip():  # an unset $VAR: writing "nowhere" or into the current folder is refused
+        raise NvdlaError(f"{flag}: an empty path; give a path")
+    return Path(path)
+
+
 def output_dir(path: str | os.PathLike, flag: str) -> Path:
     """The folder `flag` names, made if missing and tried for writing: its path."""
-    out = Path(path)
+    out = _given(path, flag)
     block = _blocking_file(out)
     if block is not None:
         what = "it" if block == out else f"{block}"
@@ -42,7 +48,7 @@ def output_dir(path: str | os.PathLike, flag: str) -> Path:
 def output_file(path: str | os.PathLike, flag: str) -> Path:
     """The file `flag` names, its folder made if missing and tried for writing (an existing file is kept
     until the run writes it): its path."""
-    out = Path(path)
+    out = _given(path, flag)
     if out.is_dir():
         raise NvdlaError(f"{flag} {out}: is a folder; give a file path")
     block = _blocking_file(out.parent)

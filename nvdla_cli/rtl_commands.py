@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from nvdla_cli.paths import output_dir
+from nvdla_cli.paths import output_dir, output_file
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
@@ -57,13 +57,15 @@ def _rtl(args: argparse.Namespace) -> int:
     if args.rtl_command == "emit":
         from nvdla_rtl.verilog import emit
 
-        print(emit(hw, prec, args.out))
+        print(emit(hw, prec, output_dir(args.out, "--out")))
         return 0
     from nvdla_rtl.tiles import layer_tile
     from nvdla_rtl.verify import run_bench
 
-    if args.work_dir:
+    if args.work_dir is not None:
         output_dir(args.work_dir, "--work-dir")
+    if args.coverage_db is not None:
+        _check_coverage_db(args.coverage_db)
     if not 0 <= args.truncate <= 31:
         raise NvdlaError(f"--truncate must be in 0..31, not {args.truncate}")
     for flag, q in (("--ready-prob", args.ready_prob), ("--dat-prob", args.dat_prob), ("--wt-prob", args.wt_prob)):
@@ -100,6 +102,21 @@ def _rtl(args: argparse.Namespace) -> int:
         print(f"  waves             {args.work_dir}/sim_build/*.fst")
     _print_coverage(Path(res.coverage_file), args.coverage_db)
     return 0 if res.passed else 1
+
+
+def _check_coverage_db(path: str) -> None:
+    """--coverage-db: a YAML mapping of coverage bins (or a new file), checked before the bench runs."""
+    output_file(path, "--coverage-db")
+    p = Path(path)
+    if p.is_file() and p.stat().st_size:
+        import yaml
+
+        try:
+            doc = yaml.safe_load(p.read_text())
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise NvdlaError(f"--coverage-db {p}: not a YAML file ({str(e).splitlines()[0]})") from None
+        if not isinstance(doc, dict):
+            raise NvdlaError(f"--coverage-db {p}: not a YAML mapping of coverage bins (a file this option wrote)")
 
 
 def _print_coverage(run_file: Path, db: str | None) -> None:

@@ -393,8 +393,8 @@ class HwConfig:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"name must be a non-empty string, not {self.name!r}")
         c = self.clock_mhz
-        if isinstance(c, bool) or not isinstance(c, int | float) or c <= 0:
-            raise ConfigError(f"clock_mhz must be a positive number, not {c!r}")
+        if isinstance(c, bool) or not isinstance(c, int | float) or not 0 < c < math.inf:
+            raise ConfigError(f"clock_mhz must be a finite number of MHz above 0, not {c!r}")
         if not self.precisions:
             raise ConfigError("precisions must list at least one of int8, int16, fp16")
         if self.cbuf.bank_bytes < self.cbuf_entry_bytes:

@@ -74,10 +74,11 @@ class ConvShape:
             v = getattr(self, name)
             if not 1 <= v <= MAX_DILATION:
                 raise ShapeError(f"conv {name} must be in 1..{MAX_DILATION}, not {v}")
-        for name in ("pad_left", "pad_right", "pad_top", "pad_bottom"):
+        # CDMA D_ZERO_PADDING: LEFT and TOP are 5-bit fields, RIGHT and BOTTOM 6-bit (program/fields.py)
+        for name, top in (("pad_left", 31), ("pad_right", 63), ("pad_top", 31), ("pad_bottom", 63)):
             v = getattr(self, name)
-            if not 0 <= v <= 63:
-                raise ShapeError(f"conv {name} must be in 0..63, not {v}")
+            if not 0 <= v <= top:
+                raise ShapeError(f"conv {name} must be in 0..{top} (CDMA D_ZERO_PADDING), not {v}")
         if self.out_w < 1 or self.out_h < 1:
             raise ShapeError(
                 f"conv output would be {self.out_w}x{self.out_h}: kernel {self.kernel_w}x{self.kernel_h} "

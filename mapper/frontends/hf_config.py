@@ -86,6 +86,28 @@ def _typed(path: Path, key: str, kind: type, value):
     return kind(value)
 
 
+# the FFN activation's field per model type (transformers' names) and what the mapper lowers
+_ACT_FIELD = {"bert": "hidden_act", "roberta": "hidden_act", "vit": "hidden_act", "longformer": "hidden_act",
+              "gpt2": "activation_function"}  # fmt: skip
+
+
+def _activation(path: Path, cfg: dict, mt: str) -> str:
+    """The FFN activation a config.json names, as the mapper lowers it: any GELU variant (gelu, gelu_new,
+    gelu_pytorch_tanh, quick_gelu, ...) as GELU, relu as ReLU; another is a one-line error."""
+    key = _ACT_FIELD.get(mt)
+    value = cfg.get(key) if key else None
+    if value is None:
+        return "gelu"  # transformers' default for these model types
+    text = str(value).lower()
+    if "gelu" in text:
+        return "gelu"
+    if text == "relu":
+        return "relu"
+    raise NvdlaError(
+        f"{path}: field {key!r} {value!r} is not lowered; supported: a GELU variant (gelu, gelu_new, ...) or relu"
+    )
+
+
 def from_hf_config(path: str | Path) -> ModelSpec:
     """Build a ModelSpec from a Hugging Face config.json on disk (no network)."""
     path = Path(path)
@@ -172,16 +194,19 @@ def _spec_from_hf(path: Path, cfg: dict) -> ModelSpec:
             gated_ffn=True, head_dim=opt("head_dim"), max_positions=positions, relative="rotary",
             kv_heads=heads_kv, qkv_bias=bool(bias), tied_embeddings=bool(cfg.get("tie_word_embeddings", defaults["tie_word_embeddings"])),
         )  # fmt: skip
+    act = _activation(path, cfg, mt)
     if mt in ("bert", "roberta"):
-        return ModelSpec(str(name), "bert", (stage,), vocab=vocab, max_positions=positions)
+        return ModelSpec(str(name), "bert", (stage,), vocab=vocab, max_positions=positions, activation=act)
     if mt == "gpt2":
-        return ModelSpec(str(name), "gpt2", (stage,), vocab=vocab, attention=Attention.CAUSAL, max_positions=positions)
+        return ModelSpec(str(name), "gpt2", (stage,), vocab=vocab, attention=Attention.CAUSAL, max_positions=positions,
+                         activation=act)  # fmt: skip
     if mt == "vit":
         image, patch = need(("image_size",), 224), need(("patch_size",), 16)
         return ModelSpec(
             str(name),
             "vit",
             (stage,),
+            activation=act,
             image_tokens=(image // patch) ** 2 + 1,
             patch_embed=(image, patch, need(("num_channels",), 3)),
         )

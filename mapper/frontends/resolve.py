@@ -25,9 +25,15 @@ def resolve_model(name_or_path: str) -> ModelSpec | Path:
     if name_or_path in PRESETS:  # a preset name never resolves to a folder of that name
         return PRESETS[name_or_path]
     if "/" in name_or_path or "\\" in name_or_path:  # a path to a Hugging Face model folder
+        if p.is_file():
+            raise NvdlaError(
+                f"{p}: not a model (a preset name, a config.json, an .onnx file or a folder with config.json)"
+            )
         if not p.is_dir():
             raise NvdlaError(f"{p}: no such folder (a model folder holds config.json)")
         return from_hf_config(p / "config.json")
+    if name_or_path in CNN_PRESETS:  # reached by the commands that take transformers only
+        raise NvdlaError(f"{name_or_path} is a CNN; this command takes a transformer preset or a config.json")
     names = ", ".join([*PRESETS, *CNN_PRESETS])
     raise NvdlaError(f"unknown model {name_or_path!r}; presets: {names} (or a config.json / .onnx path)")
 
@@ -45,13 +51,23 @@ def model_graph(
     """Workload graph of any model source: a CNN or transformer preset, a config.json, or an .onnx file.
     `seq` None takes the model's own (DEFAULT_SEQ for text models; a vision model's image tokens); a CNN
     has no sequence, and a `seq` for one is refused."""
+    if dec_seq is not None and dec_seq < 1:
+        raise NvdlaError(f"--dec-seq must be a positive integer, not {dec_seq}")
     if name_or_path in CNN_PRESETS:
         if seq is not None:
             raise NvdlaError(f"--seq {seq}: {name_or_path} is a CNN; its input is an image, with no sequence")
         if dec_seq is not None:
             raise NvdlaError(f"--dec-seq {dec_seq}: {name_or_path} is a CNN; it has no decoder")
+        if head != "auto":
+            raise NvdlaError(f"--head {head}: {name_or_path} is a CNN; --head chooses a transformer's head")
+        if host_fallback:
+            raise NvdlaError("--host-fallback runs an ONNX graph's unsupported ops on the host; give an .onnx file")
         return CNN_PRESETS[name_or_path](batch)
     src = resolve_model(name_or_path)
+    if host_fallback and not isinstance(src, Path):
+        raise NvdlaError("--host-fallback runs an ONNX graph's unsupported ops on the host; give an .onnx file")
+    if head != "auto" and isinstance(src, Path):
+        raise NvdlaError(f"--head {head}: an ONNX graph has the head it was exported with")
     if dec_seq is not None and (isinstance(src, Path) or not src.decoder_layers):
         raise NvdlaError(
             f"--dec-seq {dec_seq}: {name_or_path} has no separate decoder (an encoder-decoder such as t5-base "

@@ -248,15 +248,27 @@ def calibration_inputs(path: str | Path | None, *, seq: int, hidden: int, sample
         x[:, :, outliers] *= 8
         return x
     p = Path(path)
-    try:
-        x = np.load(p)
-    except (OSError, ValueError) as e:
-        raise NvdlaError(f"{p}: cannot load calibration data ({e})") from None
+    x = load_calibration(p)
     if x.ndim == 2:
         x = x[None]
     if x.ndim != 3 or x.shape[2] != hidden:
         raise NvdlaError(f"{p}: calibration data must be [N, seq, {hidden}] (or [seq, {hidden}]), not {list(x.shape)}")
     return x.astype(np.float32)
+
+
+def load_calibration(p: Path) -> np.ndarray:
+    """A .npy file of calibration activations, as numbers; one-line errors for a file that is not one or
+    holds NaN or inf."""
+    try:
+        x = np.load(p, allow_pickle=False)
+    except OSError as e:
+        raise NvdlaError(f"{p}: cannot load calibration data ({e.strerror or e})") from None
+    except (ValueError, EOFError) as e:
+        why = "not a .npy array file" if "pickle" in str(e) or isinstance(e, EOFError) else str(e)
+        raise NvdlaError(f"{p}: cannot load calibration data ({why})") from None
+    if not np.issubdtype(x.dtype, np.number) or not np.isfinite(x).all():
+        raise NvdlaError(f"{p}: calibration data must be finite numbers (it holds NaN, inf or non-numbers)")
+    return x
 
 
 def activation_operand(name: str) -> bool:

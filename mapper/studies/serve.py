@@ -611,7 +611,9 @@ def read_trace(path, clock_mhz: float) -> list[Request]:
     need = ("arrival_s", "prompt", "output")
     try:
         with open(path, newline="") as f:
-            reader = csv.DictReader(f)
+            reader = csv.DictReader(f, skipinitialspace=True)
+            if reader.fieldnames is not None:  # a header written "arrival_s, prompt , output" still names them
+                reader.fieldnames = [c.strip() for c in reader.fieldnames]
             missing = [c for c in need if c not in (reader.fieldnames or ())]
             if missing:
                 raise NvdlaError(f"{path}: missing column(s) {missing}; the first line names arrival_s, prompt, output")

@@ -43,6 +43,7 @@ import hashlib
 import importlib
 import itertools
 import json
+import math
 import sqlite3
 import time
 import tomllib
@@ -576,6 +577,8 @@ def parse_constraint(text: str) -> Constraint:
         bound = float(value)
     except ValueError:
         raise NvdlaError(f"constraint {text!r}: {value!r} is not a number") from None
+    if not math.isfinite(bound):
+        raise NvdlaError(f"constraint {text!r}: the bound must be a finite number, not {value!r}")
     return Constraint(name, op, bound)
 
 

@@ -42,6 +42,19 @@ def _files(tmp):
     (tmp / "badrank.toml").write_text(
         'name = "t"\nbase = "nv_full"\n[workloads]\nmodels = ["bert-base"]\n[rank]\nobjective = "speed"\n'
     )
+    (tmp / "clock_nan.toml").write_text(nv_full.replace("clock_mhz = 1000.0", "clock_mhz = nan"))
+    (tmp / "clock_inf.toml").write_text(nv_full.replace("clock_mhz = 1000.0", "clock_mhz = inf"))
+    (tmp / "badact.json").write_text(
+        '{"model_type": "bert", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 1, '
+        '"intermediate_size": 128, "hidden_act": "swishy"}'
+    )
+    (tmp / "missing.config.json").unlink(missing_ok=True)
+    (tmp / "spaces.csv").write_text("arrival_s , prompt , output\n0, 16, 4\n")
+    (tmp / "cov.yaml").write_text("- a list\n- not bins\n")
+    import numpy as np
+
+    np.save(tmp / "calib_nan.npy", np.full((2, 16, 768), np.nan, dtype=np.float32))
+    (tmp / "text.npy").write_text("not an array\n")
     return {"file": tmp / "file", "dir": tmp / "dir"}
 
 
@@ -129,7 +142,7 @@ CASES = [
     ("map bert-base --softmax NVDLA", "argument --softmax: invalid choice: 'NVDLA' (choose from 'auto', 'nvdla', 'host')"),
     ("map bert-base --layernorm nvdla --precision int16", "--layernorm nvdla needs INT8 layers on a build with INT16"),
     ("map bert-base --quantize per-channel --calib percentile:200", "--calib: calibration must be 'max', 'percentile:P'"),
-    ("map bert-base --quantize per-channel --calib-data {tmp}/none.npy", "{tmp}/none.npy: cannot load calibration data"),
+    ("map bert-base --quantize per-channel --calib-data {tmp}/none.npy", "{tmp}/none.npy: cannot load calibration data (No such file"),
     ("map bert-base --quantize per-channel --precision int16", "--quantize produces INT8 layers; use --precision int8"),
     ("map bert-base --emit-program {tmp}/progs --layer nope", "--layer 'nope': no such task in bert-base"),
     ("map bert-base --top -1", "--top must be a whole number >= 0"),
@@ -146,7 +159,7 @@ CASES = [
     ("generate gpt2 --dram-gib 0.01", "gpt2 at batch 1 needs 0.12 GiB (weights + KV cache of 256 positions, int8)"),
     ("generate bert-base", "bert-base: generation is modelled for decoder models"),
     ("generate {tmp}/fake.onnx", "generation needs a preset or a config.json, not an ONNX graph"),
-    ("generate resnet50", "unknown model 'resnet50'"),
+    ("generate resnet50", "resnet50 is a CNN; this command takes a transformer preset or a config.json"),
     ("serve gpt2 --requests 0", "--requests must be a positive integer, not 0"),
     ("serve gpt2 --block-tokens 0", "--block-tokens must be a positive integer, not 0"),
     ("serve gpt2 --max-batch 0", "--max-batch must be a positive integer, not 0"),
@@ -175,7 +188,7 @@ CASES = [
     ("accuracy char_gpt --prune 2:5", "--prune must be 2:4 or magnitude:S"),
     ("simulate --op matmul --m 64 --k 64", "--op matmul needs --n"),
     ("simulate --op matmul --m 0 --k 64 --n 64", "argument --m: expected a positive integer, not 0"),
-    ("simulate --op conv --width 8 --height 8 --channels 8 --kernels 8 --pad -1", "conv pad_left must be in 0..63, not -1"),
+    ("simulate --op conv --width 8 --height 8 --channels 8 --kernels 8 --pad -1", "conv pad_left must be in 0..31 (CDMA D_ZERO_PADDING), not -1"),
     ("simulate --op conv --width 8 --height 8 --channels 8 --kernels 8 --kernel-size 9", "conv output would be 0x0"),
     ("simulate --op matmul --m 64 --k 64 --n 64 --row 7", "--row 7 must divide --m 64"),
     ("simulate --op sdp --width 8", "--op sdp needs --height --channels"),
@@ -194,6 +207,38 @@ CASES = [
     ("configs --bogus", "unrecognized arguments: --bogus"),
     ("zoo extra", "unrecognized arguments: extra"),
     ("mapp bert-base", "argument command: invalid choice: 'mapp'"),
+    # the second tour's findings (tracebacks, silent acceptances and unclear messages it met)
+    ("simulate --hw {tmp}/clock_nan.toml --op matmul --m 16 --k 64 --n 64", "clock_mhz must be a finite number of MHz above 0, not nan"),
+    ("map bert-base --hw {tmp}/clock_inf.toml --seq 16", "clock_mhz must be a finite number of MHz above 0, not inf"),
+    ("accuracy vit_digits --samples 5 --smooth nan", "--smooth must be a migration strength in 0..1, not nan"),
+    ("map bert-base --seq 16 --quantize per-tensor --calib-data {tmp}/calib_nan.npy", "calibration data must be finite numbers"),
+    ("map bert-base --seq 16 --quantize per-tensor --calib-data {tmp}/text.npy", "cannot load calibration data (not a .npy array file)"),
+    ("sweep {tmp}/s.toml --out {tmp}/o --rank latency_ms --where latency_ms<=nan", "the bound must be a finite number, not 'nan'"),
+    ("rtl emit --hw nv_small -o {tmp}/file", "--out {tmp}/file: it is a file, not a folder"),
+    ("rtl emit --hw nv_small -o {tmp}/file/sub", "--out {tmp}/file/sub: {tmp}/file is a file, not a folder"),
+    ("rtl verify --coverage-db {tmp}/cov.yaml", "--coverage-db {tmp}/cov.yaml: not a YAML mapping of coverage bins"),
+    ("rtl verify --coverage-db {tmp}/dir", "--coverage-db {tmp}/dir: is a folder"),
+    ("map bert-base --seq 16 --report ''", "--report: an empty path; give a path"),
+    ("accuracy vit_digits --json ''", "--json: an empty path; give a path"),
+    ("simulate --op matmul --m 8 --k 8 --n 8 --trace ''", "--trace: an empty path; give a path"),
+    ("sweep {tmp}/s.toml --out ''", "--out: an empty path; give a path"),
+    ("rtl emit -o ''", "--out: an empty path; give a path"),
+    ("map lenet5 --head lm", "--head lm: lenet5 is a CNN"),
+    ("map bert-base --host-fallback", "--host-fallback runs an ONNX graph's unsupported ops on the host"),
+    ("map t5-base --seq 16 --dec-seq 0", "--dec-seq must be a positive integer, not 0"),
+    ("map t5-base --seq 16 --dec-seq -4", "--dec-seq must be a positive integer, not -4"),
+    ("map {tmp}/badact.json --seq 16", "field 'hidden_act' 'swishy' is not lowered"),
+    ("simulate --op conv --width 8 --height 8 --channels 16 --kernels 16 --kernel-size 3 --pad 40",
+     "conv pad_left must be in 0..31 (CDMA D_ZERO_PADDING), not 40"),
+    ("generate gpt2 --batch 1,,2", "--batch '1,,2': give a positive integer"),
+    ("serve gpt2 --block-tokens 100000", "--block-tokens 100000 is more than gpt2's 1024 positions"),
+    ("sweep {tmp}/s.toml --out {tmp}/o --scheduler notaurl", "--scheduler 'notaurl': give a dask.distributed address"),
+    ("accuracy vit_digits --precision fp16 --hw nv_full --quantize per-tensor", "--quantize sets INT8 scales; --precision fp16 takes none"),
+    ("accuracy char_gpt --only ''", "--only needs at least one part"),
+    ("accuracy {tmp}/missing.config.json", "missing.config.json: no such file"),
+    ("accuracy {tmp}/badact.json", "accuracy takes a shipped trained model (vit_digits, char_gpt)"),
+    ("generate resnet18", "resnet18 is a CNN; this command takes a transformer preset or a config.json"),
+    ("map {tmp}/file", "not a model (a preset name, a config.json, an .onnx file or a folder with config.json)"),
 ]  # fmt: skip
 
 

@@ -208,3 +208,39 @@ def test_the_readmes_rate_sweep_can_preempt(tmp_path, capsys):
     (point,) = d["rates"]
     assert point["preemptions"] > 0, out
     assert d["preemption"] == "recompute" and d["chunk_tokens"] is None and d["options"]["dram_gib"] == 0.2
+
+
+def test_every_help_states_every_default():
+    """Every option of every command whose value has a default says it in --help."""
+    import argparse
+
+    from nvdla_cli.flags import parsers
+    from nvdla_cli.main import build_parser
+
+    missing = []
+    for p in parsers(build_parser()):
+        text = p.format_help()
+        for a in p._actions:
+            if not a.option_strings or isinstance(a, argparse._HelpAction | argparse._StoreConstAction):
+                continue
+            shown = p._get_formatter()._get_help_string(a) % {"default": a.default}  # as --help prints it
+            if "default" not in shown.lower():
+                missing.append(f"{p.prog} {a.option_strings[0]}")
+        assert "%(default)" not in text
+    assert not missing, missing
+
+
+def test_serve_files_record_every_option(tmp_path, capsys):
+    _run(capsys, ["serve", "gpt2", "--hw", "nv_full", "--requests", "3", "--prompt", "8", "--output", "2",
+                  "--policy", "chunked-prefill", "--chunk-tokens", "64", "--report", str(tmp_path)])  # fmt: skip
+    d = json.loads((tmp_path / "serve.json").read_text())
+    o = d["options"]
+    assert (o["policy"], o["chunk_tokens"], o["preemption"], o["requests"], o["hw"]) == (
+        "chunked-prefill",
+        64,
+        "recompute",
+        3,
+        "nv_full",
+    )
+    assert {"chunk_tokens", "policy", "requests"} <= set(o["typed"]) and "preemption" not in o["typed"]
+    assert d["chunk_tokens"] == 64 and d["preemption"] == "recompute"

@@ -43,7 +43,7 @@ def _base():
         (lambda d: d.update(precisions=["int4"]), "unknown precision 'int4'; valid: int8, int16, fp16"),
         (lambda d: d["cbuf"].update(bank_depth=1, bank_width_bytes=8), "too small for one CBUF entry"),
         (lambda d: d["sdp"].update(colour="red"), "unknown key(s) ['colour'] in [sdp]"),
-        (lambda d: d.update(clock_mhz=0), "clock_mhz must be a positive number, not 0"),
+        (lambda d: d.update(clock_mhz=0), "clock_mhz must be a finite number of MHz above 0, not 0"),
         (lambda d: d["memory"].update(dram_bandwidth_gbs=-1), "memory.dram_bandwidth_gbs must be a positive number"),
         (lambda d: d["sdp"].update(ew_throughput=0), "sdp.lut = true needs the EW sub-unit"),
         (lambda d: d.pop("pdp"), "missing required field 'pdp'"),

@@ -124,27 +124,16 @@ def test_a_map_reports_energy_power_and_area():
         + 8 * (c.elem_adder.energy_pj + c.sdp_mul.energy_pj)
     )
     assert units["always_on"] == pytest.approx(ALWAYS_ON_FACTOR * full_rate_pj * cycles * 1e-6, rel=1e-5)
-    leak_uw = (
-        1024 * c.mac_wide.leak_uw
-        + 16 * c.cbuf_bank.leak_uw
-        + c.cacc_assembly.leak_uw
-        + c.cacc_delivery.leak_uw
-        + 32 * c.cacc_adder.leak_uw
-        + 36 * (c.sdp_alu.leak_uw + c.sdp_mul.leak_uw)
-        + 8 * c.elem_adder.leak_uw
-        + 8 * (c.elem_adder.leak_uw + c.sdp_mul.leak_uw)
-    )
+    # nv_full's blocks by hand: 1024 MAC cells, 16 CBUF banks, CACC's two buffers and 32 adders, 36 SDP
+    # lanes (16 + 16 + 4), 8 PDP and 8 CDP lanes
+    blocks = [(1024, c.mac_wide), (16, c.cbuf_bank), (1, c.cacc_assembly), (1, c.cacc_delivery), (32, c.cacc_adder),
+              (36, c.sdp_alu), (36, c.sdp_mul), (8, c.elem_adder), (8, c.elem_adder), (8, c.sdp_mul)]  # fmt: skip
+
+    def over_blocks(attr: str) -> float:
+        return sum(n * getattr(part, attr) for n, part in blocks)
+
+    leak_uw, area_um2 = over_blocks("leak_uw"), over_blocks("area_um2")
     assert units["leakage"] == pytest.approx(leak_uw * cycles / 1000 * 1e-6, rel=1e-5)
-    area_um2 = (
-        1024 * c.mac_wide.area_um2
-        + 16 * c.cbuf_bank.area_um2
-        + c.cacc_assembly.area_um2
-        + c.cacc_delivery.area_um2
-        + 32 * c.cacc_adder.area_um2
-        + 36 * (c.sdp_alu.area_um2 + c.sdp_mul.area_um2)
-        + 8 * c.elem_adder.area_um2
-        + 8 * (c.elem_adder.area_um2 + c.sdp_mul.area_um2)
-    )
     assert en["area_mm2"] == pytest.approx(4.074 * area_um2 * 1e-6, rel=1e-5)
     moved = sum(r["dram_read"] + r["dram_write"] for r in d["layers"])
     assert en["batch_dram_uj"] == pytest.approx(64 * moved * 1e-6, rel=1e-6)
