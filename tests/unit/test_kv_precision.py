@@ -197,7 +197,7 @@ def test_cli_when_the_model_precision_caches_do_not_fit(capsys):
     shortfall = 247_064_064 + 60 * 10 * 36_864 - 2**28  # weights + 60 x 10 positions of FP16 K/V - 0.25 GiB
     assert "at fp16 the caches do not fit: " in out and f"({shortfall:,} bytes) too much" in out
     assert main(["serve", "gpt2", "--dram-gib", "nan", "--requests", "1"]) == 2
-    assert "memory.dram_size_gib must be a positive number of GiB, not nan" in capsys.readouterr().err
+    assert "--dram-gib must be a finite number above 0, not nan" in capsys.readouterr().err
 
 
 def test_an_op_that_cannot_convert_is_refused_in_one_line():
