@@ -1123,6 +1123,8 @@ def format_summary(res, *, top: int) -> str:
     if d["accuracy"]:
         lines += format_accuracy_lines(d["accuracy"])
     rows = sorted(group_layers(d["layers"]), key=lambda r: -r["cycles"])[:top]
+    if not rows:  # --top 0: no table
+        return "\n".join(lines)
     lines.append(f"  {'top layers by cycles (all blocks)':<38}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")
     for r in rows:
         lines.append(

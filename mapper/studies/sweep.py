@@ -488,31 +488,33 @@ def run_sweep(
     """Evaluate every point without a current row in `db` (none yet, or one made by another model version
     or configuration) and return all rows of this sweep (ordered by id) with what was done."""
     con = open_db(db)
-    version = model_version()
-    _digest_cached.cache_clear()  # a config file may have changed since the last run: digests per run
-    points = spec.points()
-    current, stale = _stale(con, spec.name, points, version)
-    todo = [p for p in points if p["id"] not in current]
-    if executor == "serial":
-        results = _serial(evaluate_point, todo)
-    elif executor == "local":
-        results = _local(evaluate_point, todo, workers)
-    elif executor == "dask":
-        if scheduler is None:
-            raise NvdlaError("the dask executor needs --scheduler tcp://host:port (or a distributed.Client)")
-        results = _dask(evaluate_point, todo, scheduler)
-    else:
-        raise NvdlaError(f"unknown executor {executor!r}; valid: serial, local, dask")
-    if todo:
-        if progress:
-            from tqdm import tqdm
+    try:  # the connection closed whatever happens (a point's error, an interrupt): committed rows stay
+        version = model_version()
+        _digest_cached.cache_clear()  # a config file may have changed since the last run: digests per run
+        points = spec.points()
+        current, stale = _stale(con, spec.name, points, version)
+        todo = [p for p in points if p["id"] not in current]
+        if executor == "serial":
+            results = _serial(evaluate_point, todo)
+        elif executor == "local":
+            results = _local(evaluate_point, todo, workers)
+        elif executor == "dask":
+            if scheduler is None:
+                raise NvdlaError("the dask executor needs --scheduler tcp://host:port (or a distributed.Client)")
+            results = _dask(evaluate_point, todo, scheduler)
+        else:
+            raise NvdlaError(f"unknown executor {executor!r}; valid: serial, local, dask")
+        if todo:
+            if progress:
+                from tqdm import tqdm
 
-            # on a terminal only (disable=None): piped or redirected output stays free of it
-            results = tqdm(results, total=len(todo), desc=spec.name, unit="point", disable=None)
-        for row in results:
-            _store(con, spec.name, row)
-    rows = read_rows(con, spec.name)
-    con.close()
+                # on a terminal only (disable=None): piped or redirected output stays free of it
+                results = tqdm(results, total=len(todo), desc=spec.name, unit="point", disable=None)
+            for row in results:
+                _store(con, spec.name, row)
+        rows = read_rows(con, spec.name)
+    finally:
+        con.close()
     return SweepRun(rows, len(todo), len(current), len(stale), version)
 
 
