@@ -7,6 +7,7 @@ width, peak MACs per cycle, DRAM bytes per cycle) are computed properties, never
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import importlib.resources
 import json
@@ -295,10 +296,24 @@ class TechConfig:
             raise ConfigError(f"tech.dram_device {self.dram_device!r} is not one of {', '.join(DRAM_DEVICES)}")
 
 
+class HostOp(enum.Enum):
+    """The kinds of work the mapper gives the host, priced by the host models (system/host.py); their values
+    are what [host.ns_per_element] names."""
+
+    SOFTMAX = "softmax"  # per score computed: max, exp, sum, divide
+    LAYERNORM = "layernorm"  # per element: mean, variance, normalise, affine
+    ACTIVATION = "activation"  # per element: GELU or another function NVDLA's LUT would take
+    ELEMENTWISE = "elementwise"  # per element: a multiply without SDP's EW unit
+    ROTARY = "rotary"  # per element: x cos + rotate_half(x) sin
+    GATHER = "gather"  # embedding rows: bytes only
+    COPY = "copy"  # re-layouts, scatters, transposes, im2col: bytes only
+    FALLBACK = "fallback"  # an op NVDLA cannot run (ONNX), with its own FLOPs per element
+
+
 # The host models a config can choose ([host] model; nvdla_sim/system/host.py) and the kinds of host work
 # they price (HostOp there)
 HOST_MODELS = ("roofline", "per_element")
-HOST_WORK = ("softmax", "layernorm", "activation", "elementwise", "rotary", "gather", "copy", "fallback")
+HOST_WORK = tuple(op.value for op in HostOp)
 # what a per_element host must be told (gather and copy are byte-bound, fallback ops bring their FLOPs)
 HOST_WORK_TIMED = ("softmax", "layernorm", "activation", "elementwise", "rotary")
 

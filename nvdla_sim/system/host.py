@@ -13,26 +13,12 @@ config.HOST_MODELS)."""
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from nvdla_sim.config import HostConfig
-
-
-class HostOp(enum.Enum):
-    """The kinds of work the mapper gives the host (config.HOST_WORK spells them)."""
-
-    SOFTMAX = "softmax"  # per score computed: max, exp, sum, divide
-    LAYERNORM = "layernorm"  # per element: mean, variance, normalise, affine
-    ACTIVATION = "activation"  # per element: GELU or another function NVDLA's LUT would take
-    ELEMENTWISE = "elementwise"  # per element: a multiply without SDP's EW unit
-    ROTARY = "rotary"  # per element: x cos + rotate_half(x) sin
-    GATHER = "gather"  # embedding rows: bytes only
-    COPY = "copy"  # re-layouts, scatters, transposes, im2col: bytes only
-    FALLBACK = "fallback"  # an op NVDLA cannot run (ONNX), with its own FLOPs per element
+from nvdla_sim.config import HostConfig, HostOp
 
 
 @dataclass(frozen=True)
