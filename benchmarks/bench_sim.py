@@ -34,7 +34,7 @@ def main() -> None:
         f"layer                 {layer.name} {layer.shape.in_w * layer.shape.in_h}x{layer.shape.in_c}x{layer.shape.out_k} on {hw.fingerprint}"
     )
     print(
-        f"simulated cycles      {stats.cycles:,} (MAC utilization {stats.mac_utilization:.1%}, {stats.detail['items']} items)"
+        f"simulated cycles      {stats.cycles:,} (MAC utilization {stats.mac_utilization:.1%}, {stats.detail.items} items)"
     )
     print(f"wall per simulation   {quiet * 1e3:.2f} ms (events off), {loud * 1e3:.2f} ms (events on)")
     print(f"simulated cycles/s    {stats.cycles / quiet:,.0f} (events off)")

@@ -7,7 +7,7 @@ ResNet-50 map on nv_small, and T5's generation; prints a SHA-256 per run over it
 of MapResult.to_dict / GenerateResult.to_dict / ServeResult.to_dict, floats as written; options and wall
 times left out; the config echoed back, hw_config, too) and one over all of them. Run it before and after a change and compare the lines:
 
-    .venv/bin/python benchmarks/figures_hash.py [--out hashes.json] [--only NAME]
+    .venv/bin/python benchmarks/figures_hash.py [--out hashes.json] [--only NAME] [--dump DIR]
 """
 
 from __future__ import annotations
@@ -86,13 +86,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="write the hashes as JSON")
     ap.add_argument("--only", choices=sorted(RUNS), help="one run")
+    ap.add_argument("--dump", help="also write each run's figures as DIR/NAME.json (to diff two trees' figures)")
     args = ap.parse_args()
     hashes = {}
     for name, run in RUNS.items():
         if args.only and name != args.only:
             continue
         t0 = time.perf_counter()
-        hashes[name] = digest(run())
+        doc = run()
+        hashes[name] = digest(doc)
+        if args.dump:
+            Path(args.dump).mkdir(parents=True, exist_ok=True)
+            text = json.dumps(_figures(doc), sort_keys=True, indent=1, default=str)
+            (Path(args.dump) / f"{name}.json").write_text(text + "\n")
         print(f"{name:<28} {hashes[name]}  ({time.perf_counter() - t0:.1f} s)", flush=True)
     print(f"{'all':<28} {digest(hashes)}")
     if args.out:

@@ -23,6 +23,7 @@ from nvdla_mapper.lowering.rules import (
     bucket_keys,
     check_kv_plan,
     lower,
+    resource_label,
 )
 from nvdla_mapper.options import KvPlan
 from nvdla_mapper.results import MapResult, TaskResult
@@ -32,11 +33,11 @@ from nvdla_mapper.workload import cache_keys, ops_in_order, with_cache_keys
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.model import Energy
 from nvdla_sim.engine.conv import instances_cycles, simulate_conv
-from nvdla_sim.engine.simulate import fixed_latency, simulate
 from nvdla_sim.engine.stats import Event, LayerStats
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer
 from nvdla_sim.precision import Precision
+from nvdla_sim.processors import fixed_latency, simulate
 from nvdla_sim.system.host import HostModel
 
 # ---- passes -------------------------------------------------------------------------------------------
@@ -268,9 +269,6 @@ def simulate_tasks(
                 raise type(e)(f"{t.name}: {e}".replace(": : ", ": ")) from None
             cycles.append(c)
             stats.append(dataclasses.replace(st, name=t.name))
-        elif t.resource is Resource.BDMA:
-            cycles.append(hw.memory.dram_latency_cycles + int(2 * t.copy_bytes / hw.dram_bytes_per_cycle))
-            stats.append(None)
         else:
             cycles.append(host.cycles(t.host_work, hw.clock_mhz))
             stats.append(None)
@@ -319,10 +317,13 @@ def _simulate_cached(layer, hw: HwConfig, plan_at=None, count: int = 1) -> Layer
             found = planned_like_instances(layer, plan_at, hw, count)[0]
         else:
             found = planned_like(layer, plan_at, hw)
-        # how far the plan is proven from the best legal plan (0: the best; > 0 when the search budget ran out)
-        detail = {**found.stats.detail, "search_proven_gap": found.proven_gap}
+        detail = dataclasses.replace(found.stats.detail, search_proven_gap=found.proven_gap)
         return dataclasses.replace(found.stats, detail=detail)
     return simulate(layer, hw, record_events=False)
+
+
+# what runs side by side: the core, each processor beside it, the host
+CONCURRENT = tuple("NVDLA core" if r is Resource.NVDLA else resource_label(r) for r in Resource)
 
 
 def _graph_shape(g: nx.DiGraph, key: str, given: int | None, *, default: int) -> int:
@@ -379,7 +380,7 @@ def map_model(
     durations = task_durations(tasks, per_instance, stats, hw)
     results = scheduled(tasks, deps, per_instance, stats, durations, hw, host)
     notes = [
-        "Concurrent resources (NVDLA core, BDMA, host) are scheduled without memory contention between them.",
+        f"Concurrent resources ({', '.join(CONCURRENT)}) are scheduled without memory contention between them.",
         f"Host model: {host.gflops:g} GFLOP/s, {host.mem_gbs:g} GB/s, {host.overhead_us:g} us per fallback op.",
         *hw.notes,
     ]
@@ -488,7 +489,7 @@ def instances_duration(
         else:
             span = _instances_cached(unnamed(layer), stats.plan, hw, count)
         return span + cycles - stats.cycles  # cycles - stats.cycles: one layer's fixed latencies
-    prologue = int(stats.detail.get("prologue_cycles", 0))
+    prologue = stats.prologue_cycles
     hidden = min(prologue, cycles - prologue)
     return cycles + (count - 1) * (cycles - max(math.ceil(hidden), 0))
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from nvdla_mapper.lowering.rules import Resource, Task, WeightTreatment
 from nvdla_sim.config import HwConfig
-from nvdla_sim.energy.model import Energy, area, dram_energy, layer_energy, peak_power_mw, run_energy
+from nvdla_sim.energy.model import Energy, area, layer_energy, peak_power_mw, run_energy
 from nvdla_sim.engine import bounds
 from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
 from nvdla_sim.precision import Precision
@@ -65,11 +65,11 @@ class TaskResult:
             "hardware_macs": st.macs * self.task.count if st else 0,
             "hardware_mac_utilization": round(st.mac_utilization, 4) if st else 0.0,
             "bound": self.bound,
-            "dram_read": (st.traffic.dram_read * self.task.count) if st else self.task.copy_bytes * self.task.count,
-            "dram_write": (st.traffic.dram_write * self.task.count) if st else self.task.copy_bytes * self.task.count,
+            "dram_read": st.traffic.dram_read * self.task.count if st else 0,
+            "dram_write": st.traffic.dram_write * self.task.count if st else 0,
             "macs_per_cycle": round(st.macs / st.cycles, 3) if st and st.cycles else 0.0,
             "macs_per_dram_byte": round(st.macs / max(st.traffic.dram_total, 1), 3) if st else 0.0,
-            "refetch_factor": st.detail.get("refetch_factor", 1.0) if st else 1.0,
+            "refetch_factor": st.refetch_factor if st else 1.0,
             "tiling": json.dumps(st.plan.to_dict()) if st and st.plan else "",
             "note": self.task.note,
         }
@@ -318,13 +318,9 @@ def uj(pj: float) -> float:
 
 
 def task_energy(r: TaskResult, hw: HwConfig, memo: dict[Task, Energy] | None) -> Energy | None:
-    """The dynamic energy of a task over its instances: an NVDLA hardware layer's units and DRAM traffic, a
-    BDMA copy's DRAM read and write (its engine's own energy is not modelled), None for host tasks. A
-    task's stats are a function of the task and the build: one pricing in `memo` serves every map of the
-    context."""
-    if r.task.resource is Resource.BDMA and r.stats is None:
-        n = r.task.copy_bytes * r.task.count
-        return dram_energy(n, n, hw)
+    """The dynamic energy of a task over its instances: a hardware layer's units and DRAM traffic (a copy's:
+    its DRAM read and write), None for host tasks. A task's stats are a function of the task and the build:
+    one pricing in `memo` serves every map of the context."""
     if r.stats is None or r.task.layer is None:
         return None
     e = memo.get(r.task) if memo is not None else None
@@ -336,29 +332,27 @@ def task_energy(r: TaskResult, hw: HwConfig, memo: dict[Task, Energy] | None) ->
 
 
 def task_dram_bytes(r: TaskResult) -> int:
-    """DRAM bytes a task moves over its instances: a hardware layer's traffic, or a BDMA copy's read and
-    write."""
-    if r.stats:
-        return r.stats.traffic.dram_total * r.task.count
-    return 2 * r.task.copy_bytes * r.task.count if r.task.resource is Resource.BDMA else 0
+    """DRAM bytes a task moves over its instances: a hardware layer's traffic (a copy's read and write)."""
+    return r.stats.traffic.dram_total * r.task.count if r.stats else 0
 
 
 def task_roofline(r: TaskResult, hw: HwConfig, precision: Precision) -> tuple[str, float]:
-    """(engine, cycles) a task adds to its engine's roofline time (roofline_total): a hardware layer at the
-    larger of its MAC time and its DRAM time, a BDMA copy at its bytes over the bandwidth, a host task at
-    its cycles."""
-    if r.stats:
+    """(engine, cycles) a task adds to its engine's roofline time (roofline_total): a layer of the core at
+    the larger of its MAC time and its DRAM time, a copy beside it at its bytes over the bandwidth, a host
+    task at its cycles."""
+    engine = r.task.resource.value
+    if r.stats and r.task.resource is Resource.NVDLA:
         t = r.stats.traffic
         prec = r.task.layer.precision if r.task.layer is not None else precision  # KV what-if: mixed
-        return "nvdla", r.task.count * bounds.roofline_cycles(r.stats.macs, t.dram_read, t.dram_write, hw, prec)
-    if r.task.resource is Resource.BDMA:
-        return "bdma", r.task.count * 2 * r.task.copy_bytes / hw.dram_bytes_per_cycle
-    return "host", r.cycles
+        return engine, r.task.count * bounds.roofline_cycles(r.stats.macs, t.dram_read, t.dram_write, hw, prec)
+    if r.stats:
+        return engine, r.task.count * r.stats.traffic.dram_total / hw.dram_bytes_per_cycle
+    return engine, r.cycles
 
 
 def roofline_total(parts: Iterable[tuple[str, float]]) -> int:
     """The busiest engine's roofline time over task_roofline parts, added in the tasks' order."""
-    busy = {"nvdla": 0.0, "bdma": 0.0, "host": 0.0}
+    busy = {res.value: 0.0 for res in Resource}
     for engine, cycles in parts:
         busy[engine] += cycles
     return math.ceil(max(busy.values()))

@@ -14,12 +14,12 @@ from nvdla_cli.paths import output_file
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import builtin_configs, load_config
 from nvdla_sim.energy.model import Energy, area, layer_energy, run_energy
-from nvdla_sim.engine.simulate import simulate
-from nvdla_sim.engine.stats import LayerStats, Unit
+from nvdla_sim.engine.stats import ConvDetail, LayerStats, Unit
 from nvdla_sim.engine.trace import write_trace
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import MAX_DIM, ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
+from nvdla_sim.processors import simulate
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -368,8 +368,8 @@ def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:
         f"  cycles            {stats.cycles:,}  ({us:,.2f} us at {clock_mhz:g} MHz)",
         f"  roofline floor    {stats.lower_bound_cycles:,} cycles ({stats.lower_bound_cycles / max(stats.cycles, 1):.1%} of simulated)",
         *(
-            [f"  re-fetch          {stats.detail['refetch_factor']:.2f}x the compulsory reads (input, weights once)"]
-            if "refetch_factor" in stats.detail
+            [f"  re-fetch          {stats.detail.refetch_factor:.2f}x the compulsory reads (input, weights once)"]
+            if isinstance(stats.detail, ConvDetail)
             else []
         ),
         f"  MACs              {stats.macs:,} on the hardware",
@@ -378,9 +378,9 @@ def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:
         *(
             [
                 "  time made of      "
-                + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in stats.detail["time_breakdown"].items())
+                + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in stats.detail.time_breakdown.to_dict().items())
             ]
-            if "time_breakdown" in stats.detail
+            if isinstance(stats.detail, ConvDetail)
             else []
         ),
         f"  DRAM read/write   {t.dram_read:,} / {t.dram_write:,} bytes",

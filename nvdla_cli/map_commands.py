@@ -14,6 +14,7 @@ from pathlib import Path
 from nvdla_cli.console import TerminalProgress, warn_config
 from nvdla_cli.flags import Needs, check_needs, finite_positive, options
 from nvdla_cli.paths import output_dir, output_file
+from nvdla_mapper.lowering.rules import copies_phrase, resources_phrase
 from nvdla_mapper.options import KvPlan, Placement
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError, UnsupportedError
@@ -1074,7 +1075,7 @@ def format_summary(res, *, top: int) -> str:
     lines.append(
         "  resource time by group  "
         + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(groups.items(), key=lambda kv: -kv[1]))
-        + " (of the busy time summed over NVDLA, BDMA and host)"
+        + f" (of the busy time summed over {resources_phrase()})"
     )
     en = d["energy"]
     per = (
@@ -1087,7 +1088,7 @@ def format_summary(res, *, top: int) -> str:
         f"  energy            {en['core_uj_per_inference']:,.1f} uJ in NVDLA {per}; {en['average_core_power_mw']:,.1f}"
         f" mW average, {en['peak_core_power_mw']:,.1f} mW peak, {en['tops_per_w']:.2f} TOPS/W (model MACs)",
         f"  DRAM energy       {en['dram_uj_per_inference']:,.1f} uJ per inference ({dram_per}{en['dram_device']},"
-        " every byte moved: hardware layers and BDMA copies)",
+        f" every byte moved: hardware layers and {copies_phrase()} copies)",
         f"  area              {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)",
     ]
     zg = en["zero_gating_whatif"]

@@ -360,4 +360,5 @@ class CdpLayer:
             raise ShapeError(f"cdp window must be 3, 5, 7 or 9 channels (CDP.D_LRN_CFG NORMALZ_LEN), not {self.window}")
 
 
+# the layers of the core's pipeline; a processor beside it has its layer type in its own module (nvdla_sim.processors)
 HwLayer = ConvLayer | SdpLayer | PdpLayer | CdpLayer

@@ -40,11 +40,11 @@ from nvdla_mapper.numerics import layernorm_steps as norm
 from nvdla_mapper.numerics.lut_steps import LUT_ENTRY_PEAK, sdp_table
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import simulate_conv
-from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, band_shape, data_tiles, default_plan, kernel_tiles
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
+from nvdla_sim.processors import fixed_latency
 from nvdla_sim.program.decode import (
     AluAlgo,
     CbufReuse,

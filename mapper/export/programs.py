@@ -48,7 +48,7 @@ def check_layer(layer: str, tasks: list[Task], *, model: str) -> None:
     typo is reported at once); the error suggests the nearest names."""
     found = [t for t in tasks if t.name == layer]
     if not found:
-        names = [t.name for t in tasks if t.layer is not None]
+        names = [t.name for t in tasks if t.resource is Resource.NVDLA]
         near = difflib.get_close_matches(layer, names, n=3, cutoff=0.6)
         parts = [t for t in names if t.startswith(layer + ".") or t.startswith(layer + "[")]
         if parts:
@@ -58,7 +58,7 @@ def check_layer(layer: str, tasks: list[Task], *, model: str) -> None:
         else:
             hint = "hardware layers: " + ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
         raise NvdlaError(f"--layer {layer!r}: no such task in {model}; {hint}")
-    if found[0].layer is None:
+    if found[0].resource is not Resource.NVDLA:  # the host's work, or a processor beside the core (a copy)
         t = found[0]
         raise NvdlaError(f"--layer {layer!r} runs on the {t.resource.value} ({t.note}); it has no NVDLA program")
 
@@ -75,7 +75,7 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
     norms = _layernorms(result.results)
     for r in rows:
         t = r.task
-        if t.layer is None:
+        if t.resource is not Resource.NVDLA:  # no register program written for it
             out.host.append(f"{t.name} ({t.resource.value}: {t.note})" if t.note else f"{t.name} ({t.resource.value})")
             continue
         try:

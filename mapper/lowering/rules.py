@@ -29,6 +29,7 @@ from nvdla_sim.engine.tiling import bytes_per_kernel
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
+from nvdla_sim.processors import PROCESSORS, AnyLayer, Processor, copy_processor, copy_processors, engines, processor_of
 from nvdla_sim.system.host import HostModel, HostOp, HostWork, host_model
 from nvdla_sim.units import cdma
 from nvdla_sim.values import field_hash, state_without_hash
@@ -36,14 +37,39 @@ from nvdla_sim.values import field_hash, state_without_hash
 MAX_DIM = 8192
 
 
-class Resource(enum.Enum):
-    """Where a task runs; each runs one task at a time (schedule.py)."""
-
-    NVDLA = "nvdla"  # convolution pipeline / SDP / PDP (one hardware layer at a time)
-    BDMA = "bdma"  # NVDLA's bridge DMA: copies and re-layouts
-    HOST = "host"  # the CPU: fallbacks, embedding lookups, element scatters
-
+class _Resources(enum.Enum):
     __hash__ = object.__hash__  # a member is its own identity; Enum's hash(name) runs Python code per lookup
+
+
+# Where a task runs; each runs one task at a time (schedule.py): NVDLA (the core's pipeline: convolution, SDP,
+# PDP, CDP, one hardware layer at a time), each processor that runs beside it (its engine: BDMA's copies), and
+# HOST (the CPU: fallbacks, embedding lookups, element scatters). From the processor registry.
+Resource = _Resources("Resource", [(e.upper(), e) for e in (*engines(), "host")])
+
+
+def resource_label(resource: Resource) -> str:
+    """How reports name a resource: NVDLA, a processor beside the core by its label (BDMA), host."""
+    if resource is Resource.NVDLA:
+        return "NVDLA"
+    if resource is Resource.HOST:
+        return "host"
+    return next(p.label for p in PROCESSORS if p.engine == resource.value)
+
+
+def resources_phrase() -> str:
+    """Every resource, named for a sentence: "NVDLA, BDMA and host"."""
+    names = [resource_label(r) for r in Resource]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def copies_phrase() -> str:
+    """The processors that copy memory, named for a sentence ("BDMA")."""
+    return " or ".join(p.label for p in copy_processors())
+
+
+def resource_of(layer: AnyLayer) -> Resource:
+    """The resource that runs a hardware layer: its processor's engine."""
+    return Resource(processor_of(layer).engine)
 
 
 @dataclass(frozen=True)
@@ -55,8 +81,7 @@ class Task:
     group: str
     resource: Resource
     count: int = 1
-    layer: HwLayer | None = None
-    copy_bytes: int = 0  # per instance (BDMA / host copies)
+    layer: AnyLayer | None = None  # a hardware layer of any processor (nvdla_sim.processors)
     host_work: HostWork | None = None  # per instance, a host task's work (nvdla_sim.system.host)
     note: str = ""
     # bytes of the model's static weights this task keeps in DRAM, counted once over its instances (a
@@ -201,6 +226,11 @@ class LoweringContext:
     @property
     def cache_precision(self) -> Precision:
         return self.kv_precision or self.precision
+
+    @property
+    def copier(self) -> Processor | None:
+        """The build's memory-to-memory copy engine (BDMA), None without one."""
+        return copy_processor(self.hw)
 
     def for_op(self, op: Op) -> LoweringContext:
         """The context an op is lowered under: the caches' precision for attention (at_cache_precision),
@@ -400,7 +430,7 @@ def _banded(name: str, i: int, n_bands: int) -> str:
 
 
 def _hw(op: Op, layer: HwLayer, count: int | None = None, note: str = "") -> Task:
-    return Task(layer.name, op.name, op.group, Resource.NVDLA, count or op.count, layer=layer, note=note)
+    return Task(layer.name, op.name, op.group, resource_of(layer), count or op.count, layer=layer, note=note)
 
 
 def _host_task(op: Op, name: str, work: HostWork, *, count: int, note: str) -> Task:
@@ -426,11 +456,15 @@ def _host_copy(op: Op, name: str, nbytes: float, *, count: int, note: str) -> Ta
 def _relayout(
     op: Op, name: str, nbytes: int, ctx: LoweringContext, count: int, what: str, *, whole_atoms: bool = True
 ) -> Task:
-    """Copy into CDMA weight format (or another strided layout): BDMA where present and the pieces are
-    whole memory atoms (BDMA moves 32-byte atoms), else a host copy (read + write)."""
-    if ctx.hw.bdma and whole_atoms:
-        return Task(name, op.name, op.group, Resource.BDMA, count, copy_bytes=nbytes, note=f"BDMA re-layout of {what}")
-    why = "no BDMA on this config" if not ctx.hw.bdma else "pieces are not whole memory atoms"
+    """Copy into CDMA weight format (or another strided layout): the build's copy engine (BDMA) where present
+    and the pieces are whole atoms of its (BDMA moves 32-byte atoms), else a host copy (read + write)."""
+    copier = ctx.copier
+    if copier is not None and whole_atoms:
+        layer = copier.copy_layer(name, nbytes)
+        return Task(
+            name, op.name, op.group, resource_of(layer), count, layer=layer, note=f"{copier.label} re-layout of {what}"
+        )
+    why = f"no {copies_phrase()} on this config" if copier is None else "pieces are not whole memory atoms"
     note = f"host re-layout of {what} ({why})"
     return _host_copy(op, name, 2 * nbytes, count=count, note=note)
 
@@ -538,7 +572,7 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     if not op.attrs.bias and spec.bias is OperandMode.PER_KERNEL:  # a projection without bias
         spec = dataclasses.replace(spec, bias=OperandMode.NONE)
     tasks = []
-    if op.attrs.feeds_context and ctx.hw.bdma:
+    if op.attrs.feeds_context and ctx.copier is not None:
         # V for P V: computed transposed, V^T = W_v^T X^T (W_v^T as the data cube, X as the kernels), so
         # that V^T lands in feature format with keys as channels and BDMA's 32-byte strided copy puts it
         # in weight format (an element transpose of V is beyond BDMA). X reaches weight format the same
@@ -662,11 +696,13 @@ def lower_context(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
         choice = _heads_choice(op, ctx, per_group, spec, scores=False)
         return Choice(tuple((label, (*tasks, *finish)) for label, tasks in choice.options))
     bpe = ctx.precision.bytes
-    what = "V^T into weight format" + (" (32-byte strided copy of the transposed projection)" if ctx.hw.bdma else "")
+    copier = ctx.copier
+    strided = f" ({copier.copy_atom_bytes}-byte strided copy of the transposed projection)" if copier else ""
+    what = "V^T into weight format" + strided
     kv_count = op.count // op.attrs.kv_share
     tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
     # V's bias, moved here
-    spec = SdpSpec(bias=OperandMode.PER_KERNEL if ctx.hw.bdma else OperandMode.NONE, out_precision=pv_out)
+    spec = SdpSpec(bias=OperandMode.PER_KERNEL if copier else OperandMode.NONE, out_precision=pv_out)
     bands = causal_bands(op)
     for i, (_, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))

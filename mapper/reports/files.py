@@ -10,10 +10,10 @@ from nvdla_mapper.lowering.rules import Resource
 from nvdla_mapper.passes import layer_events
 from nvdla_mapper.reports.power import counter_events
 from nvdla_mapper.results import MapResult
-from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.engine.stats import Unit
 from nvdla_sim.engine.trace import span_events, write_trace_doc
 from nvdla_sim.errors import NvdlaError
+from nvdla_sim.processors import fixed_latency, processor_of
 
 # Timeline tracks of a map's trace: a unit's events go to its track (CSC and CMAC work in lock step; the
 # conv pipeline's drain is SDP's, its writes the write DMA's)
@@ -33,8 +33,9 @@ def trace_spans(result: MapResult) -> list[tuple[str, str, int, int]]:
     hw = result.hw
     for r in result.results:
         t = r.task
-        if t.layer is None:
-            spans.append(("BDMA" if t.resource is Resource.BDMA else "host", t.name, r.start, r.end))
+        if t.resource is not Resource.NVDLA:  # a processor beside the core (a copy), or the host
+            label = processor_of(t.layer).label if t.layer is not None else t.resource.value
+            spans.append((label, t.name, r.start, r.end))
             continue
         spans.append(("NVDLA layers", t.name, r.start, r.end))
         launch = fixed_latency(t.layer, hw)[0]

@@ -11,6 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from nvdla_mapper.lowering.rules import resources_phrase
 from nvdla_mapper.reports.numbers import rate
 from nvdla_mapper.reports.power import power_profile
 
@@ -270,9 +271,9 @@ def render_html(d: dict[str, Any]) -> str:
         _head(f"{d['model']} on {d['hw']}")
         + f"<h2>Summary</h2>{_table(['metric', 'value'], summary, table_id='summary')}"
         f"<h2>Plots</h2>{imgs}"
-        f"<h2>Time by op type</h2>{_table(['group', 'cycles (summed over NVDLA, BDMA and host, which overlap)'], groups, table_id='groups')}"
+        f"<h2>Time by op type</h2>{_table(['group', f'cycles (summed over {resources_phrase()}, which overlap)'], groups, table_id='groups')}"
         f"<h2>Time by bound</h2><p>{_BOUND_NOTE}</p>"
-        f"{_table(['bound', 'cycles (summed over NVDLA, BDMA and host, which overlap)'], bounds, table_id='bounds')}"
+        f"{_table(['bound', f'cycles (summed over {resources_phrase()}, which overlap)'], bounds, table_id='bounds')}"
         f"<h2>Per-unit utilization</h2>{_table(['unit', 'busy', 'stall', 'busy %'], units, table_id='units')}"
         f"<h2>Energy and area</h2><p>{_ENERGY_NOTE}</p>"
         f"{_table(['quantity', 'value'], _energy_rows(d['energy'], d['batch']), table_id='energy')}"

@@ -282,7 +282,7 @@ def _blocks(
         return None
     for i in range(first + size, last):
         j = first + (i - first) % size
-        if tasks[i].copy_bytes != tasks[j].copy_bytes or unnamed(tasks[i].layer) != unnamed(tasks[j].layer):
+        if unnamed(tasks[i].layer) != unnamed(tasks[j].layer):
             return None
         if unnamed(stats[i]) != unnamed(stats[j]):
             return None

@@ -25,10 +25,9 @@ from functools import cached_property, lru_cache
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.calibration import ALWAYS_ON_FACTOR, DYNAMIC_FACTOR, area_overhead
-from nvdla_sim.energy.components import Components, Cost, components
-from nvdla_sim.engine.conv import conv_activity
-from nvdla_sim.engine.stats import LayerStats
-from nvdla_sim.layers import CdpLayer, ConvLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
+from nvdla_sim.energy.components import Cost, components
+from nvdla_sim.engine.stats import Activity, LayerStats
+from nvdla_sim.processors import activity
 
 UNITS = ("cmac", "cbuf", "cacc", "sdp", "pdp", "cdp")
 
@@ -74,64 +73,43 @@ class Energy:
         return Energy(cmac, cbuf, cacc, sdp, pdp, cdp, dram)
 
 
-def _stage_ops(spec: SdpSpec) -> tuple[int, int]:
-    """(ALU, MUL) operations per output element of the SDP stages a layer uses; the output converter is a
-    multiply (scale) on every element."""
-    alu = int(spec.bias is not OperandMode.NONE) + int(spec.relu) + int(spec.eltwise is not OperandMode.NONE)
-    mul = 1 + int(spec.scale is not OperandMode.NONE) + int(spec.lut)
-    return alu, mul
-
-
-def _sdp_pj(c: Components, spec: SdpSpec, elements: int) -> float:
-    alu, mul = _stage_ops(spec)
-    return elements * (alu * c.sdp_alu.energy_pj + mul * c.sdp_mul.energy_pj)
-
-
 def layer_energy(layer, stats: LayerStats, hw: HwConfig) -> Energy:
-    """Dynamic energy of one hardware layer as simulated (`stats`, with its plan for a convolution): the
-    components' energy per action x DYNAMIC_FACTOR; DRAM at the device's."""
-    e = _component_energy(layer, stats, hw)
+    """Dynamic energy of one hardware layer as simulated (`stats`, with its plan for a convolution): its
+    processor's action counts (nvdla_sim.processors) priced by activity_energy."""
+    return activity_energy(activity(layer, stats, hw), hw)
+
+
+def activity_energy(a: Activity, hw: HwConfig) -> Energy:
+    """Action counts priced: the components' energy per action x DYNAMIC_FACTOR; DRAM at the device's."""
+    e = _component_energy(a, hw)
     return Energy(*(getattr(e, u) * DYNAMIC_FACTOR for u in UNITS), dram=e.dram)
 
 
 def dram_energy(read_bytes: float, write_bytes: float, hw: HwConfig) -> Energy:
     """The DRAM's energy (pJ) for bytes read and written at the device's energy per byte (tech.dram_device;
-    components.DRAM_PJ_PER_BYTE): a hardware layer's traffic, or a BDMA copy's read and write."""
+    components.DRAM_PJ_PER_BYTE)."""
     c = components(hw)
     return Energy(dram=read_bytes * c.dram_read_pj_per_byte + write_bytes * c.dram_write_pj_per_byte)
 
 
-def _component_energy(layer, stats: LayerStats, hw: HwConfig) -> Energy:
+def _component_energy(a: Activity, hw: HwConfig) -> Energy:
     c = components(hw)
-    dram = dram_energy(stats.traffic.dram_read, stats.traffic.dram_write, hw).dram
-    if isinstance(layer, ConvLayer):
-        if stats.plan is None:
-            raise ValueError(f"{layer.name}: convolution stats without their plan")
-        act = conv_activity(layer, stats.plan, hw)
-        entry = hw.cbuf_entry_bytes
-        written = stats.detail.get("data_bytes_fetched", 0) + stats.detail.get("weight_bytes_fetched", 0)
-        k = hw.mac.atomic_k
-        cacc = (
-            act.partial_sums * c.cacc_adder.energy_pj
-            + act.partial_sums / k * (c.cacc_assembly.energy_pj + c.cacc_assembly.write_pj)
-            + act.outputs / k * (c.cacc_delivery.energy_pj + c.cacc_delivery.write_pj)
-        )
-        return Energy(
-            cmac=layer.performed_macs * c.mac(layer.precision).energy_pj,
-            cbuf=(act.cbuf_read_bytes * c.cbuf_bank.energy_pj + written * c.cbuf_bank.write_pj) / entry,
-            cacc=cacc,
-            sdp=_sdp_pj(c, layer.sdp, act.outputs),
-            pdp=act.outputs * c.elem_adder.energy_pj if layer.pool is not None else 0.0,
-            dram=dram,
-        )
-    if isinstance(layer, SdpLayer):
-        return Energy(sdp=_sdp_pj(c, layer.sdp, layer.width * layer.height * layer.channels), dram=dram)
-    if isinstance(layer, PdpLayer):
-        return Energy(pdp=layer.width * layer.height * layer.channels * c.elem_adder.energy_pj, dram=dram)
-    if isinstance(layer, CdpLayer):
-        n = layer.width * layer.height * layer.channels
-        return Energy(cdp=n * (layer.window * c.elem_adder.energy_pj + c.sdp_mul.energy_pj), dram=dram)
-    raise TypeError(f"no energy model for {type(layer).__name__}")
+    k = hw.mac.atomic_k
+    cacc = (
+        a.cacc_partial_sums * c.cacc_adder.energy_pj
+        + a.cacc_partial_sums / k * (c.cacc_assembly.energy_pj + c.cacc_assembly.write_pj)
+        + a.cacc_outputs / k * (c.cacc_delivery.energy_pj + c.cacc_delivery.write_pj)
+    )
+    return Energy(
+        cmac=a.macs * c.mac(a.mac_precision).energy_pj if a.macs else 0.0,
+        cbuf=(a.cbuf_read_bytes * c.cbuf_bank.energy_pj + a.cbuf_write_bytes * c.cbuf_bank.write_pj)
+        / hw.cbuf_entry_bytes,
+        cacc=cacc,
+        sdp=a.sdp_elements * (a.sdp_alu_ops * c.sdp_alu.energy_pj + a.sdp_mul_ops * c.sdp_mul.energy_pj),
+        pdp=a.pdp_elements * c.elem_adder.energy_pj,
+        cdp=a.cdp_elements * (a.cdp_window * c.elem_adder.energy_pj + c.sdp_mul.energy_pj),
+        dram=dram_energy(a.dram_read_bytes, a.dram_write_bytes, hw).dram,
+    )
 
 
 @dataclass(frozen=True)

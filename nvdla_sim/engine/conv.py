@@ -22,7 +22,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine import layer_skip
 from nvdla_sim.engine.bounds import channel_ops_per_stripe, conv_floor, drain_rate
 from nvdla_sim.engine.layer_skip import LayerSkip, kept_signature, layer_signature, own_fetches
-from nvdla_sim.engine.stats import Bound, LayerStats, Traffic, Unit, UnitStats
+from nvdla_sim.engine.stats import Bound, ConvDetail, LayerStats, TimeBreakdown, Traffic, Unit, UnitStats
 from nvdla_sim.engine.tile_pipeline import (
     COUNTERS,
     BlockRun,
@@ -620,27 +620,24 @@ def _conv_stats(layer: ConvLayer, hw: HwConfig, plan: TilePlan, fp: Footprint, i
         lower_bound_cycles=lower,
         events=tuple(res.events),
         plan=plan,
-        detail={
-            "items": len(items),
-            # bytes read over the compulsory reads (input, weights and SDP operands once): 1.0 = no re-fetch
-            "refetch_factor": round((traffic.dram_read + traffic.sram_read) / max(reads, 1), 4),
-            "prologue_cycles": math.ceil(res.first_compute),
-            "weight_load_bubbles": res.compute_bubbles,
-            "wait_fetch": math.ceil(res.wait_fetch),
-            "wait_sdp": math.ceil(res.wait_drain),
-            # what the streaming time is made of (cycles; "other": layer boundaries, tails, fills)
-            "time_breakdown": _breakdown(res),
-            "sdp_elements_per_cycle": rate,
-            "data_tiles": fp.n_data_tiles,
-            "weight_tiles": fp.n_weight_tiles,
-            "hardware_layers": len(layer_ends),
-            # when each hardware layer's last atom leaves (its interrupt, less the fixed completion latency)
-            "hardware_layer_ends": layer_ends,
-            "weight_ring_groups": fp.weight_capacity_groups,
-            "weight_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer is Buffer.CBUF_WEIGHT),
-            "data_bytes_fetched": sum(f.nbytes for it in items for f in it.fetches if f.buffer is Buffer.CBUF_DATA),
-            "sparse_mac_whatif": layer.sparse_mac,
-        },
+        detail=ConvDetail(
+            items=len(items),
+            refetch_factor=round((traffic.dram_read + traffic.sram_read) / max(reads, 1), 4),
+            prologue_cycles=math.ceil(res.first_compute),
+            weight_load_bubbles=res.compute_bubbles,
+            wait_fetch=math.ceil(res.wait_fetch),
+            wait_sdp=math.ceil(res.wait_drain),
+            time_breakdown=_breakdown(res),
+            sdp_elements_per_cycle=rate,
+            data_tiles=fp.n_data_tiles,
+            weight_tiles=fp.n_weight_tiles,
+            hardware_layers=len(layer_ends),
+            hardware_layer_ends=tuple(layer_ends),
+            weight_ring_groups=fp.weight_capacity_groups,
+            weight_bytes_fetched=sum(f.nbytes for it in items for f in it.fetches if f.buffer is Buffer.CBUF_WEIGHT),
+            data_bytes_fetched=sum(f.nbytes for it in items for f in it.fetches if f.buffer is Buffer.CBUF_DATA),
+            sparse_mac_whatif=layer.sparse_mac,
+        ),
     )
 
 
@@ -896,14 +893,9 @@ def _compulsory_bytes(layer: ConvLayer, hw: HwConfig, w_ratio: float, extra: int
     return reads, output_bytes(layer, s.out_h, s.out_k, hw) * layer.images
 
 
-def _breakdown(res) -> dict[str, int]:
-    parts = {
-        "mac": res.compute_busy,
-        "weight_load": res.compute_bubbles,
-        "wait_memory": math.ceil(res.wait_fetch),
-        "wait_sdp": math.ceil(res.wait_drain),
-    }
-    return {**parts, "other": max(0, math.ceil(res.end) - sum(parts.values()))}
+def _breakdown(res) -> TimeBreakdown:
+    parts = (res.compute_busy, res.compute_bubbles, math.ceil(res.wait_fetch), math.ceil(res.wait_drain))
+    return TimeBreakdown(*parts, other=max(0, math.ceil(res.end) - sum(parts)))
 
 
 def _classify(res, dram_busy: float) -> Bound:

@@ -1,6 +1,7 @@
-"""Entry point: simulate any hardware layer (convolution pipeline, standalone SDP, standalone PDP).
+"""The stream through one unit: standalone SDP, PDP and CDP layers (their processors, nvdla_sim.processors,
+say what each streams).
 
-Standalone SDP/PDP layers stream the cube through their RDMA in 2 KB chunks, process at the unit's element
+Standalone SDP/PDP/CDP layers stream the cube through their RDMA in 2 KB chunks, process at the unit's element
 rate and write back through the same memory ports as the convolution pipeline. Requests in flight are
 bounded by the RDMA latency FIFO, sized as in projects.spec: depth = clamp(ceil(latency x rate_bytes /
 memif_bytes), 4, 512) entries of one MEMIF beat.
@@ -10,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import transfer_floor
-from nvdla_sim.engine.conv import simulate_conv
-from nvdla_sim.engine.stats import Bound, LayerStats, Traffic, Unit, UnitStats
+from nvdla_sim.engine.stats import Bound, LayerStats, StreamDetail, Traffic, Unit, UnitStats
 from nvdla_sim.engine.tile_pipeline import (
     BlockRun,
     Buffer,
@@ -26,9 +27,7 @@ from nvdla_sim.engine.tile_pipeline import (
     make_ports,
     run_items,
 )
-from nvdla_sim.engine.tiling import TilePlan, default_plan
-from nvdla_sim.layers import CdpLayer, ConvLayer, HwLayer, Memory, PdpLayer, SdpLayer
-from nvdla_sim.units import cdma, pdp, sdp
+from nvdla_sim.layers import Memory
 
 RDMA_CHUNK_BYTES = 2048  # largest run of RDMA requests modelled as one pipeline item
 MIN_CHUNKS = 32  # a cube is cut into at least this many items (down to one memory atom each), so the
@@ -77,78 +76,49 @@ def rdma_chunks_in_flight(hw: HwConfig, bytes_per_cycle: float, chunk: int) -> i
     return max(2, math.ceil(depth * beat / chunk))
 
 
-def simulate(layer: HwLayer, hw: HwConfig, plan: TilePlan | None = None, *, record_events: bool = True) -> LayerStats:
-    """Simulate one hardware layer. Convolution layers use `plan` (default: tiling.default_plan)."""
-    if isinstance(layer, ConvLayer):
-        return simulate_conv(layer, hw, plan or default_plan(layer, hw), record_events=record_events)
-    if isinstance(layer, SdpLayer | PdpLayer | CdpLayer):
-        return _simulate_stream(layer, hw, record_events=record_events)
-    raise TypeError(f"cannot simulate {type(layer).__name__}; expected ConvLayer, SdpLayer, PdpLayer or CdpLayer")
+@dataclass(frozen=True)
+class StreamWork:
+    """What a standalone SDP / PDP / CDP layer streams, as its processor (nvdla_sim.processors) works it
+    out: the cube it reads, the operands beside it, what it writes, and the unit's rate."""
+
+    in_bytes: int  # the input cube in memory
+    operand_bytes: int  # per-element or per-channel operands read beside it (SDP's E/B/N-RDMA)
+    out_bytes: int  # the output cube in memory
+    lane_elements: int  # elements the datapath processes, padding lanes included
+    elements: int  # elements of the input cube
+    rate: float  # elements per cycle
+    unit: Unit  # the unit that reports busy and stall cycles
+    bound: Bound  # the bound when the unit, not memory, limits the stream
+    input_memory: Memory
+    output_memory: Memory
+    precision_bytes: int  # bytes per input element (the RDMA's request rate)
 
 
-def fixed_latency(layer: HwLayer, hw: HwConfig) -> tuple[int, int, int]:
-    """(launch, pipeline, completion) cycles a hardware layer adds to its streaming time, from its
-    D_OP_ENABLE write to its interrupt (TimingConfig, measured on the nv_small RTL)."""
-    t = hw.timing
-    if isinstance(layer, ConvLayer):
-        return t.conv_launch_cycles, t.conv_pipeline_cycles, t.completion_cycles
-    pipe = {SdpLayer: t.sdp_pipeline_cycles, PdpLayer: t.pdp_pipeline_cycles, CdpLayer: t.cdp_pipeline_cycles}
-    extra = t.sdp_y_pipeline_cycles if isinstance(layer, SdpLayer) and layer.sdp.uses_y else 0
-    return t.launch_cycles, pipe[type(layer)] + extra, t.completion_cycles
-
-
-def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, record_events: bool) -> LayerStats:
-    hw.check_precision(layer.precision)
-    in_bytes = cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.precision, hw)
-    elements = layer.width * layer.height * layer.channels
-    # The SDP/PDP/CDP datapaths take whole memory atoms: a cube's channels are padded to the atom
-    # (8 INT8 lanes on nv_small), and the padding lanes cost their cycles too. Measured on NVIDIA's
-    # nv_small RTL: sdp_8192x1x1_pass_through (1 channel) takes 8 cycles per pixel, as 8 channels do.
-    lane_elements = layer.width * layer.height * cdma.atom_channels(layer.channels, layer.precision, hw)
-    if isinstance(layer, SdpLayer):
-        rate = sdp.elements_per_cycle(layer.sdp, hw)
-        operand = sdp.operand_read_bytes(
-            layer.sdp,
-            pixels=layer.width * layer.height,
-            channels=layer.channels,
-            operand_bytes=layer.precision.bytes,
-        )
-        out_bytes = cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.out_precision, hw)
-        unit, bound_unit = Unit.SDP, Bound.SDP
-    elif isinstance(layer, CdpLayer):
-        rate = hw.cdp.throughput
-        operand = 0
-        out_bytes = in_bytes
-        unit, bound_unit = Unit.CDP, Bound.CDP
-    else:
-        rate = pdp.elements_per_cycle(hw, layer.precision)
-        operand = 0
-        ow, oh = layer.pool.out_size(layer.width, layer.height)
-        steps, flush = pdp.line_positions(layer.width, layer.height, layer.pool)
-        lanes = hw.memory.memory_atomic_bytes // layer.precision.bytes
-        lane_elements = steps * cdma.atom_channels(layer.channels, layer.precision, hw) + flush * lanes
-        out_bytes = cdma.feature_bytes(ow, oh, layer.channels, layer.precision, hw)
-        unit, bound_unit = Unit.PDP, Bound.PDP
+def simulate_stream(work: StreamWork, hw: HwConfig, *, name: str, record_events: bool) -> LayerStats:
+    """Time a stream through one unit: the cube cut into RDMA chunks (chunk_bytes), fetched with the
+    RDMA's requests in flight (rdma_chunks_in_flight), each processed at the unit's rate and written back."""
+    in_bytes, operand, out_bytes, rate = work.in_bytes, work.operand_bytes, work.out_bytes, work.rate
+    lane_elements, unit = work.lane_elements, work.unit
     chunk = chunk_bytes(in_bytes, hw)
     chunks = max(1, math.ceil(in_bytes / chunk))
-    in_flight = rdma_chunks_in_flight(hw, rate * layer.precision.bytes, chunk)
+    in_flight = rdma_chunks_in_flight(hw, rate * work.precision_bytes, chunk)
 
     def item(i: int, at: int) -> Item:
         """Chunk i of the stream as the pipeline's item number `at` (its fetch events 2 at, 2 at + 1)."""
         share = (min(in_bytes, (i + 1) * chunk) - i * chunk) / in_bytes
         fetches = [
-            Fetch(2 * at, Buffer.RDMA, Channel.RDMA, math.ceil(in_bytes * share), layer.input_memory, f"read {i}")
+            Fetch(2 * at, Buffer.RDMA, Channel.RDMA, math.ceil(in_bytes * share), work.input_memory, f"read {i}")
         ]
         if operand:
             fetches.append(Fetch(2 * at + 1, Buffer.ERDMA, Channel.ERDMA, math.ceil(operand * share),
-                                 layer.input_memory, f"operand {i}"))  # fmt: skip
+                                 work.input_memory, f"operand {i}"))  # fmt: skip
         return Item(
             name=f"chunk {i}",
             fetches=tuple(fetches),
             uses=tuple(f.event for f in fetches),
             blocks=(BlockRun(1, 0, 0, math.ceil(lane_elements * share / rate)),),
             write_bytes=math.ceil(out_bytes * share),
-            write_memory=layer.output_memory,
+            write_memory=work.output_memory,
         )
 
     def run(first: int) -> tuple:
@@ -168,13 +138,13 @@ def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, rec
         math.ceil(lane_elements / rate),
         transfer_floor(traffic.dram_read + traffic.sram_read, traffic.dram_write + traffic.sram_write, hw),
     )
-    bound = bound_unit if res.drain_busy >= res.wait_fetch else Bound.DRAM
+    bound = work.bound if res.drain_busy >= res.wait_fetch else Bound.DRAM
     units = {
         unit: UnitStats(res.drain_busy, math.ceil(res.wait_fetch)),
         Unit.DRAM: UnitStats(math.ceil(ports[Memory.DRAM].channel_busy)),
     }
     return LayerStats(
-        name=layer.name,
+        name=name,
         cycles=cycles,
         macs=0,
         peak_macs_per_cycle=0,
@@ -183,10 +153,5 @@ def _simulate_stream(layer: SdpLayer | PdpLayer | CdpLayer, hw: HwConfig, *, rec
         bound=bound,
         lower_bound_cycles=lower,
         events=tuple(res.events),
-        detail={
-            "elements": elements,
-            "elements_per_cycle": rate,
-            "chunks": chunks,
-            "prologue_cycles": math.ceil(res.first_compute),
-        },
+        detail=StreamDetail(work.elements, rate, chunks, math.ceil(res.first_compute)),
     )

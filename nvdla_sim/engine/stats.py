@@ -6,10 +6,11 @@ Reports are rendered from these; nothing here is computed inside a renderer.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from nvdla_sim.engine.tiling import TilePlan
+from nvdla_sim.precision import Precision
 
 
 class Unit(enum.Enum):
@@ -22,6 +23,7 @@ class Unit(enum.Enum):
     SDP = "sdp"
     PDP = "pdp"
     CDP = "cdp"
+    BDMA = "bdma"
     DRAM = "dram"
     SRAM = "sram"
     HOST = "host"
@@ -97,6 +99,107 @@ class Traffic:
         }
 
 
+@dataclass(frozen=True)
+class TimeBreakdown:
+    """What a convolution's streaming time is made of (cycles): MAC work, CBUF weight-load bubbles, waits on
+    memory and on SDP's drain, and the rest (layer boundaries, tails, fills)."""
+
+    mac: int
+    weight_load: int
+    wait_memory: int
+    wait_sdp: int
+    other: int
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ConvDetail:
+    """What a convolution-pipeline layer's run was made of, beyond its cycles and traffic."""
+
+    items: int  # pipeline items (a band of rows against a kernel group)
+    refetch_factor: float  # bytes read / the compulsory reads (input, weights, SDP operands once): 1.0 = none
+    prologue_cycles: int  # cycles before the first MAC (the first fetch exposed)
+    weight_load_bubbles: int
+    wait_fetch: int
+    wait_sdp: int
+    time_breakdown: TimeBreakdown
+    sdp_elements_per_cycle: float
+    data_tiles: int
+    weight_tiles: int
+    hardware_layers: int
+    # when each hardware layer's last atom leaves (its interrupt, less the fixed completion latency)
+    hardware_layer_ends: tuple[int, ...]
+    weight_ring_groups: int
+    weight_bytes_fetched: int  # bytes CDMA wrote into CBUF's weight banks
+    data_bytes_fetched: int  # bytes CDMA wrote into CBUF's data banks
+    sparse_mac_whatif: bool
+    # how far the plan is proven from the best legal plan (0: the best; > 0 when the search budget ran out);
+    # None when the plan was not searched
+    search_proven_gap: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "search_proven_gap"}
+        out["time_breakdown"] = self.time_breakdown.to_dict()
+        out["hardware_layer_ends"] = list(self.hardware_layer_ends)
+        if self.search_proven_gap is not None:
+            out["search_proven_gap"] = self.search_proven_gap
+        return out
+
+
+@dataclass(frozen=True)
+class StreamDetail:
+    """What a standalone SDP / PDP / CDP layer's stream was made of."""
+
+    elements: int  # elements of the input cube
+    elements_per_cycle: float  # the unit's rate
+    chunks: int  # RDMA chunks the stream was cut into (pipeline items)
+    prologue_cycles: int  # cycles before the unit's first element (the first chunk's fetch)
+
+    refetch_factor = 1.0  # a stream reads its input once
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CopyDetail:
+    """What a copy engine's (BDMA's) transfer was: bytes read from the source and written to the destination."""
+
+    bytes_copied: int
+    prologue_cycles: int = 0
+
+    refetch_factor = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Detail = ConvDetail | StreamDetail | CopyDetail
+
+
+@dataclass(frozen=True)
+class Activity:
+    """A hardware layer's action counts by component, what the energy model prices (energy.model): each
+    processor (nvdla_sim.processors) counts its own. Zero for a component the layer does not use."""
+
+    macs: int = 0  # multiply-accumulates the MAC array performs
+    mac_precision: Precision | None = None  # ... at this precision
+    cbuf_read_bytes: int = 0  # CSC's reads of CBUF (data atoms, weights per stripe)
+    cbuf_write_bytes: int = 0  # CDMA's writes into CBUF (fetched data and weights)
+    cacc_partial_sums: int = 0  # CACC accumulations
+    cacc_outputs: int = 0  # output elements CACC delivers
+    sdp_elements: int = 0  # elements through SDP
+    sdp_alu_ops: int = 0  # ALU operations per SDP element (bias, ReLU, residual add)
+    sdp_mul_ops: int = 0  # multiplies per SDP element (scale, LUT interpolation, the output converter)
+    pdp_elements: int = 0  # elements PDP adds into its windows
+    cdp_elements: int = 0  # elements CDP normalises
+    cdp_window: int = 0  # channels in each CDP window sum
+    dram_read_bytes: int = 0
+    dram_write_bytes: int = 0
+
+
 def _add_units(a: dict[Unit, UnitStats], b: dict[Unit, UnitStats]) -> dict[Unit, UnitStats]:
     out = dict(a)
     for u, s in b.items():
@@ -117,7 +220,7 @@ class LayerStats:
     bound: Bound
     lower_bound_cycles: int
     events: tuple[Event, ...] = ()
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: Detail | None = None  # what the run was made of, by kind of layer
     plan: TilePlan | None = None  # the tile plan a convolution-pipeline layer ran
 
     @property
@@ -126,6 +229,16 @@ class LayerStats:
         if self.cycles == 0 or self.peak_macs_per_cycle == 0:
             return 0.0
         return self.macs / (self.peak_macs_per_cycle * self.cycles)
+
+    @property
+    def prologue_cycles(self) -> int:
+        """Cycles before the layer's first compute (0 when its detail does not say)."""
+        return 0 if self.detail is None else self.detail.prologue_cycles
+
+    @property
+    def refetch_factor(self) -> float:
+        """Bytes read over the compulsory reads (1.0 when its detail does not say)."""
+        return 1.0 if self.detail is None else self.detail.refetch_factor
 
     def unit_utilization(self, unit: Unit) -> float:
         s = self.units.get(unit)
@@ -155,6 +268,6 @@ class LayerStats:
             "lower_bound_cycles": self.lower_bound_cycles,
             "traffic": self.traffic.to_dict(),
             "units": {u.value: s.to_dict() for u, s in self.units.items()},
-            "detail": self.detail,
+            "detail": self.detail.to_dict() if self.detail is not None else {},
             "plan": self.plan.to_dict() if self.plan else None,
         }

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import simulate_chain
-from nvdla_sim.engine.simulate import fixed_latency, simulate
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import CdpLayer, ConvLayer, HwLayer
+from nvdla_sim.processors import fixed_latency, simulate
 from nvdla_sim.program.decode import CdpOp, ConvOp, Decoded, Operation, PdpOp, SdpOp, decode_program, hw_layer
 from nvdla_sim.program.execute import execute_program
 from nvdla_sim.program.trace_io import parse_program

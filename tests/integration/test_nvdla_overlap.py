@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.engine.conv import instances_cycles, simulate_conv
-from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.engine.tiling import TilePlan
+from nvdla_sim.processors import fixed_latency
 from nvdla_sim.program.decode import decode_program
 from nvdla_sim.program.trace_io import parse_program
 from nvdla_validation.nvdla_rtl.compare import changed_programs, load_rows

@@ -13,7 +13,7 @@ import pytest
 
 from nvdla_sim import ConvLayer, load_config
 from nvdla_sim.engine.conv import simulate_conv
-from nvdla_sim.engine.simulate import fixed_latency
+from nvdla_sim.processors import fixed_latency
 from nvdla_sim.program.decode import CbufReuse, decode_program
 from nvdla_sim.program.execute import execute_program
 from nvdla_sim.program.run import run_operations, run_program
@@ -82,7 +82,7 @@ def test_mapper_plans_predict_the_split_layers_span():
             continue
         layer = ConvLayer(case.name, case.shape, P)
         st = simulate_conv(layer, hw, case.plan, record_events=False)
-        assert st.detail["hardware_layers"] == 2
+        assert st.detail.hardware_layers == 2
         model = st.cycles + sum(fixed_latency(layer, hw))
         assert abs(model / rtl["span_cycles"] - 1) <= 0.02, (case.name, model, rtl["span_cycles"])
 
@@ -110,7 +110,7 @@ def test_the_first_layer_alone_and_the_reused_second_layer(folder):
         assert abs(a.cycles / first - 1) <= 0.01, case.name
         increment = last - first
         assert increment < b.cycles, case.name
-        assert abs((b.cycles - b.stats.detail["prologue_cycles"]) / increment - 1) <= 0.08, case.name
+        assert abs((b.cycles - b.stats.prologue_cycles) / increment - 1) <= 0.08, case.name
 
 
 def test_changing_the_bank_split_between_layers_serialises_them(folder):

@@ -22,7 +22,7 @@ def test_tinyllama_ffn2_on_nv_full_runs_compute_and_memory_in_turn():
     its band through the 1,200-cycle latency, so neither the MACs nor the port fill the run: labelled
     compute+dram, with the waits for memory in its breakdown."""
     st = search_plan(_layer(512, 5632, 2048), FULL).stats
-    parts = st.detail["time_breakdown"]
+    parts = st.detail.time_breakdown.to_dict()
     assert parts["mac"] == 512 * 5632 * 2048 // 2048 == 2_883_584
     assert st.bound is Bound.SERIAL
     assert parts["wait_memory"] > 0.3 * st.cycles
@@ -31,7 +31,7 @@ def test_tinyllama_ffn2_on_nv_full_runs_compute_and_memory_in_turn():
     # 32-kernel groups (2 x 180 KB) fit, so the 2.9 MB input is read once per kernel tile of <= 64 kernels
     compulsory = 512 * 5632 + 2048 * 5632 + 2 * 2048  # input, weights, INT16 bias, once
     floor = (2048 // 64 * 512 * 5632 + 2048 * 5632 + 2 * 2048) / compulsory
-    assert 7.0 < floor <= st.detail["refetch_factor"]
+    assert 7.0 < floor <= st.detail.refetch_factor
 
 
 def test_compute_and_memory_bound_layers_keep_their_labels():
@@ -40,5 +40,5 @@ def test_compute_and_memory_bound_layers_keep_their_labels():
     memory-bound."""
     proj = search_plan(_layer(128, 768, 768), FULL).stats
     gemv = search_plan(_layer(1, 3072, 768), FULL).stats
-    assert proj.bound is Bound.COMPUTE and proj.detail["time_breakdown"]["mac"] == 128 * 768 * 768 // 2048
-    assert gemv.bound is Bound.DRAM and gemv.detail["time_breakdown"]["mac"] < 0.05 * gemv.cycles
+    assert proj.bound is Bound.COMPUTE and proj.detail.time_breakdown.mac == 128 * 768 * 768 // 2048
+    assert gemv.bound is Bound.DRAM and gemv.detail.time_breakdown.mac < 0.05 * gemv.cycles

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 import nvdla_sim.engine.tile_pipeline as tp
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.engine.conv import simulate_conv
-from nvdla_sim.engine.simulate import simulate
 from nvdla_sim.engine.stats import Unit
 from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Item, run_items
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.layers import Memory, SdpLayer
+from nvdla_sim.processors import simulate
 from nvdla_sim.units.dram import MemoryPort
 
 
@@ -246,7 +246,7 @@ def test_long_streams_cut_to_whole_periods_equal_every_chunk(hw, kind, w, h, c, 
     a = simulate(layer, cfg, record_events=False)
     with every_chunk():
         b = simulate(layer, cfg, record_events=False)
-    assert a.detail["chunks"] > 1024
+    assert a.detail.chunks > 1024
     assert _stream_stats(a) == _stream_stats(b)
 
 
@@ -270,7 +270,7 @@ def test_a_long_stream_is_cut():
         a = simulate(layer, cfg, record_events=False)
     finally:
         sim.run_items = real
-    assert a.detail["chunks"] == 64 * 1536 * 8192 // 2048 and max(ran) < 2 * sim.STREAM_CUT
+    assert a.detail.chunks == 64 * 1536 * 8192 // 2048 and max(ran) < 2 * sim.STREAM_CUT
     # SDP-bound: 805,306,368 elements at nv_full's 4 LUT elements a cycle, plus the first chunk's fetch
     elements = 64 * 1536 * 8192
     assert cfg.sdp.ew_throughput == 4 and 0 < a.cycles - elements // 4 < 2_000

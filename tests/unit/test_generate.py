@@ -14,19 +14,22 @@ from nvdla_mapper.passes import _simulate_cached, map_model
 from nvdla_mapper.search.tiling_search import planned_like_instances, search_plan
 from nvdla_mapper.studies.generate import dram_bytes, generate, kv_bytes_per_token
 from nvdla_sim import Precision, load_config
-from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.errors import NvdlaError
+from nvdla_sim.processors import fixed_latency
 
 
 def _floor_and_overheads(res, hw):
     """(DRAM floor, fixed overheads) of a mapped step: every byte it moves over the DRAM bandwidth; each
     hardware layer's launch, pipeline, completion and first-read latency, and the host's time."""
-    moved = sum(r.stats.traffic.dram_total * r.task.count for r in res.results if r.stats)
-    moved += sum(2 * r.task.copy_bytes * r.task.count for r in res.results if r.task.resource == Resource.BDMA)
+    moved = sum(r.stats.traffic.dram_total * r.task.count for r in res.results if r.stats)  # copies' too
     fixed = sum(
         r.task.count * (sum(fixed_latency(r.task.layer, hw)) + hw.memory.dram_latency_cycles)
         for r in res.results
-        if r.stats
+        if r.task.resource is Resource.NVDLA
+    )
+    # a copy's fixed latency is its first read's (processors.bdma)
+    fixed += sum(
+        r.task.count * sum(fixed_latency(r.task.layer, hw)) for r in res.results if r.task.resource is Resource.BDMA
     )
     fixed += sum(r.cycles for r in res.results if r.task.resource == Resource.HOST)
     return moved / hw.dram_bytes_per_cycle, fixed

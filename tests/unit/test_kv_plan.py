@@ -15,11 +15,11 @@ from nvdla_mapper.passes import map_model
 from nvdla_mapper.search.tiling_search import planned_like, search_plan
 from nvdla_sim import load_config
 from nvdla_sim.engine.conv import simulate_conv
-from nvdla_sim.engine.simulate import fixed_latency
 from nvdla_sim.engine.tiling import illegal_reason
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvLayer, ConvShape
 from nvdla_sim.precision import Precision
+from nvdla_sim.processors import fixed_latency
 
 
 def _step(kv: int, kv_plan: str = "bucket", hw: str = "nv_full"):

@@ -72,7 +72,7 @@ def test_fp16_model_with_int8_caches_on_nv_full():
         conv = kv8[f"{x}.to_int8"].task.layer
         assert isinstance(conv, SdpLayer) and (conv.precision, conv.out_precision) == (I16, I8)
         assert kv8[f"{x}.to_int8"].stats.traffic.dram_write == inner  # one token, one byte an element
-    assert kv8["k_append"].task.copy_bytes == inner and base["k_append"].task.copy_bytes == 2 * inner
+    assert kv8["k_append"].task.layer.bytes == inner and base["k_append"].task.layer.bytes == 2 * inner
     assert base["softmax"].task.resource is Resource.HOST
     assert {kv8[t].task.layer.precision for t in ("softmax.exp", "softmax.rowsum", "softmax.recip")} == {I8}
     assert kv8["pv.normalize"].task.layer.out_precision is F16
@@ -177,11 +177,11 @@ def test_int8_model_with_fp16_caches_every_hand_off_by_hand(tmp_path):
     assert t["q"].stats.traffic.dram_write == q and t["k"].stats.traffic.dram_write == kv  # INT8, into rotary
     assert t["q_rope"].task.host_work.nbytes == q * (1 + 2) and t["k_rope"].task.host_work.nbytes == kv * (1 + 2)
     assert t["v"].task.layer.out_precision is F16 and t["v"].stats.traffic.dram_write == 2 * kv  # one pass
-    assert t["k_append"].task.copy_bytes == 2 * kv and t["v_append"].task.host_work.nbytes == 2 * (2 * kv)
-    assert t["qk.q_blockdiag"].task.copy_bytes == 2 * q  # each head's q, FP16, onto its pixel
+    assert t["k_append"].task.layer.bytes == 2 * kv and t["v_append"].task.host_work.nbytes == 2 * (2 * kv)
+    assert t["qk.q_blockdiag"].task.layer.bytes == 2 * q  # each head's q, FP16, onto its pixel
     assert t["qk"].task.layer.precision is F16 and t["softmax"].task.resource is Resource.HOST
     assert (t["pv"].task.layer.precision, t["pv"].task.layer.out_precision) == (F16, I16)
-    assert t["pv.diag_gather"].task.copy_bytes == 2 * q  # the heads' outputs, INT16
+    assert t["pv.diag_gather"].task.layer.bytes == 2 * q  # the heads' outputs, INT16
     assert t["pv.to_int8"].stats.traffic.dram_read == 2 * q and t["pv.to_int8"].stats.traffic.dram_write == q
     assert t["o"].task.layer.precision is I8
 

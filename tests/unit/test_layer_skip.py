@@ -128,7 +128,7 @@ def test_long_layers_skip_and_agree(hw, order, rows, kernels, monkeypatch):
 
     monkeypatch.setattr(conv, "run_items", counting)
     a = simulate_conv(layer, cfg, plan, record_events=False)
-    assert a.detail["hardware_layers"] == layers and len(ran) < layers // 3
+    assert a.detail.hardware_layers == layers and len(ran) < layers // 3
     with layer_by_layer():
         ran.clear()
         b = simulate_conv(layer, cfg, plan, record_events=False)

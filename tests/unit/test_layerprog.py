@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from nvdla_mapper.export.layer_programs import layer_programs, program_name, requant
 from nvdla_sim.config import load_config
-from nvdla_sim.engine.simulate import fixed_latency, simulate
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, illegal_reason
 from nvdla_sim.errors import NvdlaError, TraceError
 from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
+from nvdla_sim.processors import fixed_latency, simulate
 from nvdla_sim.program.decode import CbufReuse, decode_program, hw_layer
 from nvdla_sim.program.run import run_program
 from nvdla_sim.program.trace_io import parse_program

@@ -173,16 +173,17 @@ def test_independent_instances_without_weights_hide_their_read_prologue():
     instance's work (convolutions run as a chain: tests/unit/test_conv_instances.py). Hand arithmetic:
     prologue 300 of 1,000 cycles: 300 hidden -> 1000 + 3 x 700; prologue 800: 200 hidden -> 1000 + 3 x 800."""
     from nvdla_mapper.passes import instances_duration
-    from nvdla_sim.engine.stats import Bound, LayerStats, Traffic, UnitStats
+    from nvdla_sim.engine.stats import Bound, LayerStats, StreamDetail, Traffic, UnitStats
 
     hw = load_config("nv_full")
 
-    def stats(detail: dict) -> LayerStats:
+    def stats(prologue: int) -> LayerStats:
+        detail = StreamDetail(elements=8000, elements_per_cycle=8, chunks=32, prologue_cycles=prologue)
         return LayerStats("x", 0, 0, 0, Traffic(), {Unit.SDP: UnitStats(1000)}, Bound.SDP, 0, detail=detail)
 
-    assert instances_duration(1_000, 1, stats({"prologue_cycles": 300}), hw) == 1_000
-    assert instances_duration(1_000, 4, stats({"prologue_cycles": 300}), hw) == 3_100
-    assert instances_duration(1_000, 4, stats({"prologue_cycles": 800}), hw) == 3_400
+    assert instances_duration(1_000, 1, stats(300), hw) == 1_000
+    assert instances_duration(1_000, 4, stats(300), hw) == 3_100
+    assert instances_duration(1_000, 4, stats(800), hw) == 3_400
 
 
 def test_ops_past_the_register_fields_split_into_hardware_layers():
@@ -225,11 +226,11 @@ def test_long_sequences_map():
         assert r.total_cycles >= r.macs / (64 * 32)
     bert, longformer = res["bert-base"], res["longformer-base"]
     assert bert.model_macs == bert.macs == 12 * (dense + 2 * 12 * s * 64 * s) + head == 22_574_348_699_136
-    qk = [(r.task.name, r.task.count, r.stats.macs) for r in bert.results if r.task.op == "layer0.attn.qk" and r.stats]
+    qk = [(r.task.name, r.task.count, r.stats.macs) for r in bert.results if r.task.op == "layer0.attn.qk" and r.stats and r.stats.macs]
     assert qk == [(f"layer0.attn.qk[{n0}:{n0 + 8192}]", 12, s * 64 * 8192) for n0 in range(0, s, 8192)]
     assert longformer.model_macs == 12 * (dense + 2 * 12 * (s * 513 - 256 * 257) * 64) + head
     assert longformer.macs == 12 * (dense + 2 * 12 * 128 * 256 * 64 * 768) + head
-    qk = [(r.task.count, r.stats.macs) for r in longformer.results if r.task.op == "layer0.attn.qk" and r.stats]
+    qk = [(r.task.count, r.stats.macs) for r in longformer.results if r.task.op == "layer0.attn.qk" and r.stats and r.stats.macs]
     assert qk == [(12 * 128, 256 * 64 * 768)]
 
 

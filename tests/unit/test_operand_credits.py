@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 import nvdla_sim.engine.tile_pipeline as tp
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.engine.conv import simulate_conv
-from nvdla_sim.engine.simulate import simulate
 from nvdla_sim.errors import ConfigError
 from nvdla_sim.layers import Memory, OperandMode, SdpSpec
+from nvdla_sim.processors import simulate
 from nvdla_sim.units import sdp
 from nvdla_sim.units.dram import credit_bytes_per_cycle
 

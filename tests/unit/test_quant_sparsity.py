@@ -162,7 +162,7 @@ def test_sparse_mac_whatif_halves_mac_work():
     sparse = ConvLayer("ffn", layer.shape, Precision.INT8, sparse_mac=True)
     a, b = simulate(layer, hw), simulate(sparse, hw)
     assert b.lower_bound_cycles == a.lower_bound_cycles // 2
-    assert b.cycles < 0.6 * a.cycles and b.detail["sparse_mac_whatif"]
+    assert b.cycles < 0.6 * a.cycles and b.detail.sparse_mac_whatif
 
 
 def test_weight_treatment_validation():

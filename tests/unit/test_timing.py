@@ -154,7 +154,7 @@ def test_fc_weight_load_bubbles_on_sram(nv_full):
     )
     st = simulate(layer, nv_full, default_plan(layer, nv_full))
     atomics = math.ceil(4096 / 64) * (1024 // 32)
-    assert st.detail["weight_load_bubbles"] == atomics * 15
+    assert st.detail.weight_load_bubbles == atomics * 15
     assert st.traffic.sram_read > 0 and st.traffic.dram_read == 0
 
 
@@ -320,9 +320,9 @@ def test_refetch_factor_counts_weights_read_again_per_band(configs):
     assert (layer.shape.in_w, layer.shape.out_h) == (64, 2)
     two_bands = simulate_conv(layer, hw, TilePlan(2, 4, 1, 256, LoopOrder.DATA_STATIONARY))
     assert two_bands.traffic.dram_read == 32_768 + 2 * 65_536
-    assert two_bands.detail["refetch_factor"] == pytest.approx(163_840 / 98_304, abs=1e-4)
+    assert two_bands.detail.refetch_factor == pytest.approx(163_840 / 98_304, abs=1e-4)
     one_band = simulate_conv(layer, hw, TilePlan(2, 4, 2, 256, LoopOrder.DATA_STATIONARY))
-    assert one_band.detail["refetch_factor"] == 1.0
+    assert one_band.detail.refetch_factor == 1.0
 
 
 def test_cdma_feature_ingest_blocks_one_cycle_per_cbuf_entry():

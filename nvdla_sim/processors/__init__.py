@@ -1,0 +1,79 @@
+"""NVDLA's processors, one module each, and their registry: what the simulator, the energy model, the
+mapper and the program passes iterate instead of naming a processor.
+
+Adding a processor is one module here (its hardware layer in nvdla_sim.layers, its timing, fixed latencies
+and activity behind base.Processor) and one entry in PROCESSORS.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.stats import Activity, LayerStats
+from nvdla_sim.engine.tiling import TilePlan
+from nvdla_sim.processors.base import Processor
+from nvdla_sim.processors.bdma import BDMA
+from nvdla_sim.processors.cdp import CDP
+from nvdla_sim.processors.conv import CONV
+from nvdla_sim.processors.pdp import PDP
+from nvdla_sim.processors.sdp import SDP
+
+PROCESSORS: tuple[Processor, ...] = (CONV, SDP, PDP, CDP, BDMA)
+_BY_LAYER: dict[type, Processor] = {p.layer_type: p for p in PROCESSORS}
+AnyLayer = Union[tuple(_BY_LAYER)]  # noqa: UP007 (built from the registry)  # a layer of any processor
+
+
+def processor_of(layer) -> Processor:
+    """The processor that runs a hardware layer."""
+    found = _BY_LAYER.get(type(layer))
+    if found is None:
+        known = ", ".join(t.__name__ for t in _BY_LAYER)
+        raise TypeError(f"no processor runs a {type(layer).__name__}; the hardware layers are {known}")
+    return found
+
+
+def engines() -> tuple[str, ...]:
+    """What runs hardware layers side by side: the core's pipeline and each processor beside it."""
+    return tuple(dict.fromkeys(p.engine for p in PROCESSORS))
+
+
+def copy_processors() -> tuple[Processor, ...]:
+    """The processors that copy memory to memory, whether or not a build has them."""
+    return tuple(p for p in PROCESSORS if p.copy_atom_bytes)
+
+
+def copy_processor(hw: HwConfig) -> Processor | None:
+    """The build's memory-to-memory copy engine, if it has one."""
+    return next((p for p in copy_processors() if p.present(hw)), None)
+
+
+def simulate(layer, hw: HwConfig, plan: TilePlan | None = None, *, record_events: bool = True) -> LayerStats:
+    """Simulate one hardware layer on its processor. Convolution layers use `plan` (default:
+    tiling.default_plan)."""
+    return processor_of(layer).simulate(layer, hw, plan, record_events=record_events)
+
+
+def fixed_latency(layer, hw: HwConfig) -> tuple[int, int, int]:
+    """(launch, pipeline, completion) cycles a hardware layer adds to its streaming time, from its
+    D_OP_ENABLE write to its interrupt (TimingConfig, measured on the nv_small RTL)."""
+    return processor_of(layer).fixed_latency(layer, hw)
+
+
+def activity(layer, stats: LayerStats, hw: HwConfig) -> Activity:
+    """A simulated hardware layer's action counts, for the energy model."""
+    return processor_of(layer).activity(layer, stats, hw)
+
+
+__all__ = [
+    "PROCESSORS",
+    "AnyLayer",
+    "Processor",
+    "activity",
+    "copy_processor",
+    "copy_processors",
+    "engines",
+    "fixed_latency",
+    "processor_of",
+    "simulate",
+]

@@ -1,0 +1,63 @@
+"""What every processor provides: the interface the simulator, the energy model, the mapper and the program
+passes call, never a processor's own functions.
+
+A processor is what NVIDIA's firmware programs as one operation (kmd/firmware/include/dla_interface.h: the
+BDMA, CONV, SDP, PDP, CDP and RUBIK processors, each with its own register groups and interrupt); the
+datapath pieces a processor is made of (CDMA, CBUF, CSC, CMAC, CACC, the LUT) are in nvdla_sim.units.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.stats import Activity, LayerStats
+from nvdla_sim.engine.tiling import TilePlan
+
+
+class Processor(Protocol):
+    """One NVDLA processor: its hardware layer, the config it reads, its timing and its activity."""
+
+    name: str  # the firmware's name of the processor (dla_interface.h DLA_OP_*, lower case)
+    label: str  # how reports name it
+    layer_type: type  # the hardware layer (nvdla_sim.layers) it runs
+    config_sections: tuple[str, ...]  # the sections of HwConfig its timing and energy read
+    # what runs one of its layers at a time: "nvdla" for the processors of the core's pipeline (one hardware
+    # layer at a time, in ping-pong register groups), its own name for one that runs beside them
+    engine: str
+    copy_atom_bytes: int  # > 0: it copies memory to memory in atoms of this many bytes (copy_layer); 0: it does not
+
+    def present(self, hw: HwConfig) -> bool:
+        """Whether the build has this processor."""
+        ...
+
+    def simulate(self, layer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
+        """The layer's streaming time, traffic and unit activity (from its first request to its last write)."""
+        ...
+
+    def fixed_latency(self, layer, hw: HwConfig) -> tuple[int, int, int]:
+        """(launch, pipeline, completion) cycles the layer adds to its streaming time, from its op enable
+        to its interrupt."""
+        ...
+
+    def activity(self, layer, stats: LayerStats, hw: HwConfig) -> Activity:
+        """The layer's action counts, by component, as simulated (`stats`)."""
+        ...
+
+    def copy_layer(self, name: str, nbytes: int):
+        """A hardware layer copying `nbytes` (rounded up to whole copy atoms); only for a processor with
+        copy_atom_bytes."""
+        ...
+
+
+class CoreProcessor:
+    """Defaults of the processors of the core's pipeline: always in the build, one layer at a time, no copies."""
+
+    engine = "nvdla"
+    copy_atom_bytes = 0
+
+    def present(self, hw: HwConfig) -> bool:
+        return True
+
+    def copy_layer(self, name: str, nbytes: int):
+        raise TypeError(f"{self.name} does not copy memory")

@@ -1,0 +1,150 @@
+"""The bridge DMA: copies between memories (DRAM and on-chip SRAM), line by line and surface by surface, beside
+the convolution pipeline (its own register groups and interrupt; nv_full has it, nv_small does not:
+HwConfig.bdma).
+
+Timing: the copy's bytes over the memory ports it uses, each port at its bandwidth (a DRAM-to-DRAM copy
+reads and writes the same port), after one memory latency for the first read. Not measured on NVIDIA's RTL
+yet (issue 59 measures BDMA on nv_full); its launch and completion are taken as zero, and consecutive copies
+do not hide each other's first read.
+Energy: the bytes it moves through DRAM (its engine's own datapath, a few buffers, is in the build's
+"other" area and not priced per action).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.stats import Activity, Bound, CopyDetail, LayerStats, Traffic, Unit, UnitStats
+from nvdla_sim.engine.tiling import TilePlan
+from nvdla_sim.errors import ConfigError, ShapeError
+from nvdla_sim.layers import Memory
+
+# Bridge DMA (NVDLA_BDMA.rdl, nv_full): a copy moves lines of 32-byte atoms, CFG_LINE.SIZE + 1 of them a line
+# (13 bits), CFG_LINE_REPEAT.NUMBER + 1 lines a surface and CFG_SURF_REPEAT.NUMBER + 1 surfaces (24 bits each)
+BDMA_ATOM_BYTES = 32
+MAX_BDMA_LINE_ATOMS = 1 << 13
+MAX_BDMA_REPEAT = 1 << 24
+
+
+@dataclass(frozen=True)
+class BdmaLayer:
+    """A bridge-DMA copy: `surfaces` surfaces of `lines` lines of `line_bytes` each, read from `source` and
+    written to `destination` (each line and surface at its own stride in either: BDMA's CFG_SRC/DST_LINE
+    and _SURF registers), as NVIDIA's firmware programs one BDMA transfer (kmd/firmware/bdma.c)."""
+
+    name: str
+    line_bytes: int
+    lines: int = 1
+    surfaces: int = 1
+    source: Memory = Memory.DRAM
+    destination: Memory = Memory.DRAM
+
+    def __post_init__(self) -> None:
+        top = MAX_BDMA_LINE_ATOMS * BDMA_ATOM_BYTES
+        lb = self.line_bytes
+        if not isinstance(lb, int) or not 1 <= lb <= top or lb % BDMA_ATOM_BYTES:
+            raise ShapeError(
+                f"{self.name}: bdma line_bytes must be a multiple of {BDMA_ATOM_BYTES} in {BDMA_ATOM_BYTES}..{top} "
+                f"(CFG_LINE.SIZE counts 32-byte atoms in 13 bits), not {lb!r}"
+            )
+        for n in ("lines", "surfaces"):
+            v = getattr(self, n)
+            if not isinstance(v, int) or not 1 <= v <= MAX_BDMA_REPEAT:
+                raise ShapeError(
+                    f"{self.name}: bdma {n} must be an integer in 1..{MAX_BDMA_REPEAT} (24-bit repeat), not {v!r}"
+                )
+
+    @property
+    def bytes(self) -> int:
+        """Bytes the copy reads (and writes)."""
+        return self.line_bytes * self.lines * self.surfaces
+
+    @classmethod
+    def of_bytes(cls, name: str, nbytes: int) -> BdmaLayer:
+        """A copy of `nbytes` (whole 32-byte atoms) programmed as the fewest lines: the longest line whose
+        atoms divide the copy's, then as many lines a surface as divide the rest."""
+        if not isinstance(nbytes, int) or nbytes < 1 or nbytes % BDMA_ATOM_BYTES:
+            raise ShapeError(f"{name}: a bdma copy moves whole {BDMA_ATOM_BYTES}-byte atoms, not {nbytes!r} bytes")
+        line, lines, surfaces = _bdma_shape(nbytes // BDMA_ATOM_BYTES)
+        return cls(name, line * BDMA_ATOM_BYTES, lines, surfaces)
+
+
+@lru_cache(maxsize=4096)
+def _bdma_shape(atoms: int) -> tuple[int, int, int]:
+    """(atoms a line, lines a surface, surfaces) of a copy of `atoms`: each the largest divisor in range."""
+    line = next(d for d in range(min(atoms, MAX_BDMA_LINE_ATOMS), 0, -1) if atoms % d == 0)
+    rest = atoms // line
+    lines = next(d for d in range(min(rest, MAX_BDMA_REPEAT), 0, -1) if rest % d == 0)
+    if rest // lines > MAX_BDMA_REPEAT:
+        raise ShapeError(f"a bdma copy of {atoms} atoms does not fit one transfer (lines x surfaces past 2^48)")
+    return line, lines, rest // lines
+
+
+def _port_bytes(layer: BdmaLayer, memory: Memory) -> int:
+    """Bytes the copy moves through one memory's port: its read from there and its write to there."""
+    return layer.bytes * ((layer.source is memory) + (layer.destination is memory))
+
+
+class BdmaProcessor:
+    name = "bdma"
+    label = "BDMA"
+    engine = "bdma"  # its own queue beside the core (BDMA_CFG_LAUNCH0/1: two groups of its own)
+    copy_atom_bytes = BDMA_ATOM_BYTES
+    layer_type = BdmaLayer
+    config_sections = ("bdma", "memory")
+
+    def present(self, hw: HwConfig) -> bool:
+        return hw.bdma
+
+    def _check(self, layer: BdmaLayer, hw: HwConfig) -> None:
+        if not hw.bdma:
+            raise ConfigError(f"{layer.name}: {hw.name} has no BDMA (its config's bdma = false)")
+        if Memory.SRAM in (layer.source, layer.destination) and not hw.memory.has_sram:
+            raise ConfigError(
+                f"{layer.name}: {hw.name} has no on-chip SRAM to copy from or to (memory.sram_width_bits = 0)"
+            )
+
+    def simulate(self, layer: BdmaLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
+        self._check(layer, hw)
+        dram, sram = _port_bytes(layer, Memory.DRAM), _port_bytes(layer, Memory.SRAM)
+        dram_cycles = int(dram / hw.dram_bytes_per_cycle)
+        sram_cycles = int(sram / hw.sram_bytes_per_cycle) if sram else 0
+        cycles = max(dram_cycles, sram_cycles)
+        src, dst = layer.source is Memory.DRAM, layer.destination is Memory.DRAM
+        traffic = Traffic(
+            dram_read=layer.bytes * src,
+            dram_write=layer.bytes * dst,
+            sram_read=layer.bytes * (not src),
+            sram_write=layer.bytes * (not dst),
+        )
+        units = {Unit.BDMA: UnitStats(cycles), Unit.DRAM: UnitStats(dram_cycles)}
+        if sram:
+            units[Unit.SRAM] = UnitStats(sram_cycles)
+        return LayerStats(
+            name=layer.name,
+            cycles=cycles,
+            macs=0,
+            peak_macs_per_cycle=0,
+            traffic=traffic,
+            units=units,
+            bound=Bound.DRAM,  # memory bandwidth (either port)
+            lower_bound_cycles=cycles,
+            detail=CopyDetail(layer.bytes),
+        )
+
+    def fixed_latency(self, layer: BdmaLayer, hw: HwConfig) -> tuple[int, int, int]:
+        """No launch or completion measured; the pipeline is the first read's memory latency."""
+        latency = hw.memory.dram_latency_cycles if layer.source is Memory.DRAM else hw.memory.sram_latency_cycles
+        return 0, latency, 0
+
+    def copy_layer(self, name: str, nbytes: int) -> BdmaLayer:
+        """A copy of `nbytes`: BDMA moves whole 32-byte atoms, so a piece that ends inside one moves all of it."""
+        return BdmaLayer.of_bytes(name, -(-nbytes // BDMA_ATOM_BYTES) * BDMA_ATOM_BYTES)
+
+    def activity(self, layer: BdmaLayer, stats: LayerStats, hw: HwConfig) -> Activity:
+        return Activity(dram_read_bytes=stats.traffic.dram_read, dram_write_bytes=stats.traffic.dram_write)
+
+
+BDMA = BdmaProcessor()
