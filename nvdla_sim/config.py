@@ -134,8 +134,14 @@ class MemoryConfig:
     # The system's DRAM, not an NVDLA parameter (None: only the address width limits); models that do not
     # fit in min(DRAM, 2^address_bits) are refused by `nvdla generate`
     dram_size_gib: float | None = None
+    # How the memories are timed (nvdla_sim/system/memory.py; MEMORY_MODELS): "fluid" (each memory one port
+    # at its bandwidth and latency) or "refresh" (the DRAM port also stops for all-bank refreshes)
+    model: str = "fluid"
+    refresh_interval_ns: float | None = None  # refresh: JEDEC tREFI (LPDDR4 JESD209-4: 3,904 ns; DDR4: 7,800 ns)
+    refresh_ns: float | None = None  # refresh: JEDEC tRFCab (LPDDR4 8 Gb a channel: 280 ns; DDR4 8 Gb: 350 ns)
 
     def __post_init__(self) -> None:
+        self._check_model()
         if not isinstance(self.separate_write_channel, bool):
             raise ConfigError(
                 f"memory.separate_write_channel must be true or false, not {self.separate_write_channel!r}"
@@ -166,6 +172,26 @@ class MemoryConfig:
         bw = self.dram_bandwidth_gbs
         if bw is not None and (isinstance(bw, bool) or not isinstance(bw, int | float) or bw <= 0):
             raise ConfigError(f"memory.dram_bandwidth_gbs must be a positive number of GB/s, not {bw!r}")
+
+    def _check_model(self) -> None:
+        if self.model not in MEMORY_MODELS:
+            raise ConfigError(f"memory.model {self.model!r} is not one of {', '.join(MEMORY_MODELS)}")
+        given = [n for n in ("refresh_interval_ns", "refresh_ns") if getattr(self, n) is not None]
+        if self.model != "refresh":
+            if given:
+                raise ConfigError(f"memory.{given[0]} is the refresh model's; memory.model is {self.model!r}")
+            return
+        for name in ("refresh_interval_ns", "refresh_ns"):
+            v = getattr(self, name)
+            if v is None:
+                raise ConfigError(f"memory.model refresh needs memory.{name} (JEDEC tREFI and tRFCab, in ns)")
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf:
+                raise ConfigError(f"memory.{name} must be a finite number of ns above 0, not {v!r}")
+        if self.refresh_ns * 2 >= self.refresh_interval_ns:
+            raise ConfigError(
+                f"memory.refresh_ns ({self.refresh_ns:g}) must be under half of memory.refresh_interval_ns "
+                f"({self.refresh_interval_ns:g}): a refresh takes a small part of the interval (JEDEC: under 10%)"
+            )
 
     @property
     def has_sram(self) -> bool:
@@ -309,6 +335,9 @@ class HostOp(enum.Enum):
     COPY = "copy"  # re-layouts, scatters, transposes, im2col: bytes only
     FALLBACK = "fallback"  # an op NVDLA cannot run (ONNX), with its own FLOPs per element
 
+
+# The memory models a config can choose ([memory] model; nvdla_sim/system/memory.py)
+MEMORY_MODELS = ("fluid", "refresh")
 
 # The host models a config can choose ([host] model; nvdla_sim/system/host.py) and the kinds of host work
 # they price (HostOp there)

@@ -9,8 +9,9 @@ import math
 from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.layers import ConvLayer
+from nvdla_sim.layers import ConvLayer, Memory
 from nvdla_sim.precision import Precision
+from nvdla_sim.system.memory import memory_model
 from nvdla_sim.units import csc, pdp, sdp
 
 
@@ -31,11 +32,19 @@ def drain_rate(layer: ConvLayer, hw: HwConfig) -> int:
     return rate
 
 
+@lru_cache(maxsize=256)  # the floors ask at every plan the search looks at
+def port_rates(hw: HwConfig) -> tuple[float, float, float]:
+    """(fastest port, DRAM, both ports together) in bytes a cycle, as the config's memory model gives them."""
+    memory = memory_model(hw)
+    dram, sram = memory.bytes_per_cycle(Memory.DRAM), memory.bytes_per_cycle(Memory.SRAM)
+    return max(dram, sram), dram, dram + sram
+
+
 def transfer_floor(read_bytes: int, write_bytes: int, hw: HwConfig, *, bytes_per_cycle: float | None = None) -> int:
     """Fewest cycles that moving these bytes can take over the fastest memory port (or a port of
     `bytes_per_cycle`): reads and writes add up on a shared port, and overlap when the memory has a
     separate write channel (memory.separate_write_channel)."""
-    rate = bytes_per_cycle or max(hw.dram_bytes_per_cycle, hw.sram_bytes_per_cycle)
+    rate = bytes_per_cycle or port_rates(hw)[0]
     if hw.memory.separate_write_channel:
         return math.ceil(max(read_bytes, write_bytes) / rate)
     return math.ceil((read_bytes + write_bytes) / rate)
@@ -50,7 +59,7 @@ def conv_floor(layer: ConvLayer, hw: HwConfig, *, read_bytes: int, write_bytes: 
     drain = math.ceil(layer.out_points * s.out_k / drain_rate(layer, hw))
     rate = None
     if len({layer.input_memory, layer.weight_memory, layer.output_memory}) > 1:
-        rate = hw.dram_bytes_per_cycle + hw.sram_bytes_per_cycle
+        rate = port_rates(hw)[2]
     return max(atomic_ops(layer, hw), drain, transfer_floor(read_bytes, write_bytes, hw, bytes_per_cycle=rate))
 
 
@@ -65,5 +74,5 @@ def atomic_ops(layer: ConvLayer, hw: HwConfig) -> int:
 @lru_cache(maxsize=65536)  # pure; a decode step asks it for each of its tasks, alike in every block and step
 def roofline_cycles(macs: int, dram_read: int, dram_write: int, hw: HwConfig, precision: Precision) -> float:
     """The roofline of a piece of work: the larger of its MAC time at the peak rate and its DRAM time."""
-    dram = transfer_floor(dram_read, dram_write, hw, bytes_per_cycle=hw.dram_bytes_per_cycle)
+    dram = transfer_floor(dram_read, dram_write, hw, bytes_per_cycle=port_rates(hw)[1])
     return max(macs / hw.peak_macs_per_cycle(precision), dram)

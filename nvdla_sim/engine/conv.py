@@ -775,6 +775,7 @@ def _run_hardware_layers(
         LayerSkip(ports, signature, len(layers))
         if layer_skip.LAYER_SKIP
         and not record_events
+        and all(p.periodic for p in ports.values())
         and len(layers) >= layer_skip.MIN_LAYERS
         and len(items) >= layer_skip.MIN_ITEMS
         else None

@@ -36,7 +36,7 @@ from nvdla_sim.engine.tile_pipeline import (
     port_channels,
 )
 from nvdla_sim.layers import Memory
-from nvdla_sim.units.dram import MemoryPort
+from nvdla_sim.system.memory import MemoryPort
 
 # Skip runs of alike hardware layers (the reference for tests: the same runner with this off)
 LAYER_SKIP = True

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from nvdla_sim.engine.stats import Event, Traffic, Unit
 from nvdla_sim.layers import Memory
-from nvdla_sim.units.dram import MemoryPort
+from nvdla_sim.system.memory import MemoryPort, memory_model
 
 
 class Buffer(enum.Enum):
@@ -223,7 +223,13 @@ def run_items(
     `renumber` (first, shift): the items run as renumbered(item, first, shift) would (a repeated hardware
     layer: engine.conv._Chain.renumber), their events moved as they are read rather than copied."""
     first_moved, shift = renumber if renumber is not None else (0, 0)
-    fast_forward = FAST_FORWARD and not record_events and len(items) >= _MIN_ITEMS and _could_run(items)
+    fast_forward = (
+        FAST_FORWARD
+        and not record_events
+        and len(items) >= _MIN_ITEMS
+        and all(p.periodic for p in ports.values())  # the memory's state repeats with the traffic
+        and _could_run(items)
+    )
     if shift and fast_forward:  # the fast-forward reads the items' events: it is given them moved
         items = [renumbered(it, first_moved, shift) for it in items]
         shift = 0
@@ -789,10 +795,5 @@ def _share(first: float, last: float, fraction: float) -> float:
 
 
 def make_ports(hw) -> dict[Memory, MemoryPort]:
-    ports = {Memory.DRAM: MemoryPort(hw.dram_bytes_per_cycle, hw.memory.dram_latency_cycles)}
-    if hw.memory.has_sram:
-        ports[Memory.SRAM] = MemoryPort(hw.sram_bytes_per_cycle, hw.memory.sram_latency_cycles)
-    if hw.memory.separate_write_channel:
-        for port in ports.values():
-            port.write_port = MemoryPort(port.bytes_per_cycle, 0)
-    return ports
+    """Fresh ports for a run, as the config's memory model makes them (nvdla_sim.system.memory)."""
+    return memory_model(hw).ports()

@@ -17,9 +17,11 @@ from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import Activity, Bound, CopyDetail, LayerStats, Traffic, Unit, UnitStats
+from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import ConfigError, ShapeError
 from nvdla_sim.layers import Memory
+from nvdla_sim.system.memory import memory_model
 
 # Bridge DMA (NVDLA_BDMA.rdl, nv_full): a copy moves lines of 32-byte atoms, CFG_LINE.SIZE + 1 of them a line
 # (13 bits), CFG_LINE_REPEAT.NUMBER + 1 lines a surface and CFG_SURF_REPEAT.NUMBER + 1 surfaces (24 bits each)
@@ -82,11 +84,6 @@ def _bdma_shape(atoms: int) -> tuple[int, int, int]:
     return line, lines, rest // lines
 
 
-def _port_bytes(layer: BdmaLayer, memory: Memory) -> int:
-    """Bytes the copy moves through one memory's port: its read from there and its write to there."""
-    return layer.bytes * ((layer.source is memory) + (layer.destination is memory))
-
-
 class BdmaProcessor:
     name = "bdma"
     label = "BDMA"
@@ -108,10 +105,13 @@ class BdmaProcessor:
 
     def simulate(self, layer: BdmaLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
         self._check(layer, hw)
-        dram, sram = _port_bytes(layer, Memory.DRAM), _port_bytes(layer, Memory.SRAM)
-        dram_cycles = int(dram / hw.dram_bytes_per_cycle)
-        sram_cycles = int(sram / hw.sram_bytes_per_cycle) if sram else 0
-        cycles = max(dram_cycles, sram_cycles)
+        ports = make_ports(hw)  # the config's memory model: its ports take the read, then the write
+        src, dst = ports[layer.source], ports[layer.destination]
+        src.reserve(0.0, layer.bytes)
+        dst.writes.reserve(0.0, layer.bytes)
+        dram_cycles = int(ports[Memory.DRAM].channel_busy)
+        sram_cycles = int(ports[Memory.SRAM].channel_busy) if Memory.SRAM in ports else 0
+        cycles = int(max(src.last_beat, dst.last_beat))
         src, dst = layer.source is Memory.DRAM, layer.destination is Memory.DRAM
         traffic = Traffic(
             dram_read=layer.bytes * src,
@@ -120,7 +120,7 @@ class BdmaProcessor:
             sram_write=layer.bytes * (not dst),
         )
         units = {Unit.BDMA: UnitStats(cycles), Unit.DRAM: UnitStats(dram_cycles)}
-        if sram:
+        if sram_cycles:
             units[Unit.SRAM] = UnitStats(sram_cycles)
         return LayerStats(
             name=layer.name,
@@ -136,8 +136,7 @@ class BdmaProcessor:
 
     def fixed_latency(self, layer: BdmaLayer, hw: HwConfig) -> tuple[int, int, int]:
         """No launch or completion measured; the pipeline is the first read's memory latency."""
-        latency = hw.memory.dram_latency_cycles if layer.source is Memory.DRAM else hw.memory.sram_latency_cycles
-        return 0, latency, 0
+        return 0, memory_model(hw).latency(layer.source), 0
 
     def copy_layer(self, name: str, nbytes: int) -> BdmaLayer:
         """A copy of `nbytes`: BDMA moves whole 32-byte atoms, so a piece that ends inside one moves all of it."""

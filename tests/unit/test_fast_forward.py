@@ -19,7 +19,7 @@ from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Ite
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.layers import Memory, SdpLayer
 from nvdla_sim.processors import simulate
-from nvdla_sim.units.dram import MemoryPort
+from nvdla_sim.system.memory import MemoryPort
 
 
 @contextmanager

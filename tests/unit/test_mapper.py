@@ -226,11 +226,19 @@ def test_long_sequences_map():
         assert r.total_cycles >= r.macs / (64 * 32)
     bert, longformer = res["bert-base"], res["longformer-base"]
     assert bert.model_macs == bert.macs == 12 * (dense + 2 * 12 * s * 64 * s) + head == 22_574_348_699_136
-    qk = [(r.task.name, r.task.count, r.stats.macs) for r in bert.results if r.task.op == "layer0.attn.qk" and r.stats and r.stats.macs]
+    qk = [
+        (r.task.name, r.task.count, r.stats.macs)
+        for r in bert.results
+        if r.task.op == "layer0.attn.qk" and r.stats and r.stats.macs
+    ]
     assert qk == [(f"layer0.attn.qk[{n0}:{n0 + 8192}]", 12, s * 64 * 8192) for n0 in range(0, s, 8192)]
     assert longformer.model_macs == 12 * (dense + 2 * 12 * (s * 513 - 256 * 257) * 64) + head
     assert longformer.macs == 12 * (dense + 2 * 12 * 128 * 256 * 64 * 768) + head
-    qk = [(r.task.count, r.stats.macs) for r in longformer.results if r.task.op == "layer0.attn.qk" and r.stats and r.stats.macs]
+    qk = [
+        (r.task.count, r.stats.macs)
+        for r in longformer.results
+        if r.task.op == "layer0.attn.qk" and r.stats and r.stats.macs
+    ]
     assert qk == [(12 * 128, 256 * 64 * 768)]
 
 

@@ -24,8 +24,8 @@ from nvdla_sim import (
 )
 from nvdla_sim.engine.tiling import LoopOrder
 from nvdla_sim.layers import OperandMode
+from nvdla_sim.system.memory import MemoryPort
 from nvdla_sim.units.csc import stripe_lengths, weight_load_cycles
-from nvdla_sim.units.dram import MemoryPort
 
 
 def test_memory_port_fills_gaps():
