@@ -17,7 +17,8 @@ from nvdla_cli.paths import output_dir, output_file
 from nvdla_mapper.lowering.rules import copies_phrase, resources_phrase
 from nvdla_mapper.options import KvPlan, Placement
 from nvdla_sim.config import load_config
-from nvdla_sim.errors import NvdlaError, UnsupportedError
+from nvdla_sim.errors import NvdlaError, UnsupportedError, check_int
+from nvdla_sim.files import write_json, write_rows, write_table
 from nvdla_sim.precision import Precision
 
 PLACEMENTS = Placement.values()  # --softmax and --layernorm
@@ -468,7 +469,6 @@ def _cores() -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    import csv
 
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.lowering.rules import WeightTreatment
@@ -579,15 +579,13 @@ def _generate(args: argparse.Namespace) -> int:
             }
             for r, b in zip(results, model_kv, strict=True)
         ]
-        (out / "generate.json").write_text(json.dumps(rows, indent=1) + "\n")
-        with (out / "tokens.csv").open("w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["batch", "token", "kv_len", "cycles", "ms"])
-            for r in results:
-                for i, c in enumerate(r.token_cycles):
-                    w.writerow(
-                        [r.batch, i + 1, r.prompt + max(i - 1, 0) if i else 0, c, round(c / r.hw.clock_mhz / 1e3, 6)]
-                    )
+        write_json(out / "generate.json", rows)
+        tokens = [
+            [r.batch, i + 1, r.prompt + max(i - 1, 0) if i else 0, c, round(c / r.hw.clock_mhz / 1e3, 6)]
+            for r in results
+            for i, c in enumerate(r.token_cycles)
+        ]
+        write_rows(out / "tokens.csv", ["batch", "token", "kv_len", "cycles", "ms"], tokens)
         from nvdla_mapper.reports.html import write_generate_html
 
         page = write_generate_html(rows, out)
@@ -596,7 +594,6 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import csv
 
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.lowering.rules import WeightTreatment
@@ -692,12 +689,9 @@ def _serve(args: argparse.Namespace) -> int:
         from nvdla_mapper.reports.html import write_serve_html
 
         timeline = res.timeline()
-        (out / "serve.json").write_text(json.dumps({**d, "timeline": timeline}, indent=1) + "\n")
+        write_json(out / "serve.json", {**d, "timeline": timeline})
         rows = res.request_rows()
-        with open(out / "requests.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_table(out / "requests.csv", list(rows[0]), rows)
         page = write_serve_html(d, timeline, res.latencies_ms(), out)
         print(f"wrote {out / 'serve.json'}, {out / 'requests.csv'} and {page}", file=sys.stderr)
     return 0
@@ -719,7 +713,6 @@ def _serve_sweep(
     *, kv=None, accuracy=None,
 ) -> int:  # fmt: skip
     """`nvdla serve --rates ... [--slo-ttft-ms T] [--slo-tpot-ms P]`: one run per rate, the same requests."""
-    import csv
 
     from nvdla_mapper.studies.serve import SimulatedCosts, Slo, poisson_requests, sweep_rates
 
@@ -770,11 +763,8 @@ def _serve_sweep(
     if out is not None:
         from nvdla_mapper.reports.html import write_sweep_serve_html
 
-        (out / "sweep.json").write_text(json.dumps(d, indent=1) + "\n")
-        with open(out / "sweep.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(d["rates"][0]))
-            w.writeheader()
-            w.writerows(d["rates"])
+        write_json(out / "sweep.json", d)
+        write_table(out / "sweep.csv", list(d["rates"][0]), d["rates"])
         page = write_sweep_serve_html(d, out)
         print(f"wrote {out / 'sweep.json'}, {out / 'sweep.csv'} and {page}", file=sys.stderr)
     return 0
@@ -834,11 +824,10 @@ def _accuracy_command(args: argparse.Namespace) -> int:
     from nvdla_mapper.studies.accuracy import trained_accuracy
 
     check_needs(args, _ACCURACY_NEEDS)
-    if args.samples is not None and args.samples < 1:
-        raise NvdlaError(f"--samples must be a positive integer, not {args.samples}")
+    if args.samples is not None:
+        check_int(args.samples, "--samples")
     for flag in ("prompts", "new_tokens"):
-        if getattr(args, flag) < 1:
-            raise NvdlaError(f"--{flag.replace('_', '-')} must be a positive integer, not {getattr(args, flag)}")
+        check_int(getattr(args, flag), f"--{flag.replace('_', '-')}")
     json_path = output_file(args.json, "--json") if args.json is not None else None
     directory, name = _trained_dir_and_name(args.model)
     if name == "vit_digits":  # an image classifier: no text to continue
@@ -857,7 +846,7 @@ def _accuracy_command(args: argparse.Namespace) -> int:
     recipe = _recipe(args, args.quantize)
     print(format_accuracy(row, recipe=recipe))
     if json_path is not None:
-        json_path.write_text(json.dumps({"options": options(args), "recipe": recipe, **row}, indent=1) + "\n")
+        write_json(json_path, {"options": options(args), "recipe": recipe, **row})
         print(f"wrote {json_path}", file=sys.stderr)
     return 0
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from nvdla_sim.errors import ConfigError
+from nvdla_sim.errors import ConfigError, check_int
 from nvdla_sim.precision import Precision
 from nvdla_sim.values import field_hash, state_without_hash
 
@@ -31,10 +31,7 @@ def _is_pow2(v: int) -> bool:
 
 
 def _check_int(section: str, name: str, value: Any, *, minimum: int = 1, pow2: bool = False) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(f"{section}.{name} must be an integer, not {value!r}")
-    if value < minimum:
-        raise ConfigError(f"{section}.{name} must be >= {minimum}, not {value}")
+    check_int(value, f"{section}.{name}", minimum=minimum, error=ConfigError)
     if pow2 and not _is_pow2(value):
         raise ConfigError(f"{section}.{name} must be a power of two, not {value}")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from nvdla_sim.errors import ShapeError
+from nvdla_sim.errors import ShapeError, check_int
 from nvdla_sim.precision import Precision
 from nvdla_sim.values import field_hash, state_without_hash
 
@@ -59,9 +59,9 @@ class ConvShape:
 
     def __post_init__(self) -> None:
         for name in ("in_w", "in_h", "in_c", "out_k"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
-                raise ShapeError(f"conv {name} must be an integer in 1..{MAX_DIM} (13-bit register field), not {v!r}")
+            check_int(
+                getattr(self, name), f"conv {name}", maximum=MAX_DIM, error=ShapeError, why=" (13-bit register field)"
+            )
         for name in ("kernel_w", "kernel_h"):
             v = getattr(self, name)
             if not 1 <= v <= MAX_KERNEL_EXT:
@@ -251,10 +251,7 @@ class ConvLayer:
     images: int = 1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.images, int) or self.images < 1:
-            raise ShapeError(
-                f"{self.name}: images (a batch sharing the kernels) must be an integer >= 1, not {self.images!r}"
-            )
+        check_int(self.images, f"{self.name}: images (a batch sharing the kernels)", error=ShapeError)
         if self.images > 1 and (self.data_resident or self.weights_resident):
             raise ShapeError(f"{self.name}: a batch of {self.images} images cannot start from operands left in CBUF")
         if self.image_input and self.shape.in_c > 4:
@@ -292,9 +289,7 @@ class ConvLayer:
 def _check_cube(layer: object, kind: str) -> None:
     """A standalone layer's W x H x C cube must fit the 13-bit size registers."""
     for n in ("width", "height", "channels"):
-        v = getattr(layer, n)
-        if not isinstance(v, int) or not 1 <= v <= MAX_DIM:
-            raise ShapeError(f"{kind} layer {n} must be an integer in 1..{MAX_DIM}, not {v!r}")
+        check_int(getattr(layer, n), f"{kind} layer {n}", maximum=MAX_DIM, error=ShapeError)
 
 
 @dataclass(frozen=True)

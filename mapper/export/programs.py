@@ -14,7 +14,6 @@ layernorm, GELU without the SDP LUT, re-layouts without BDMA) have no program; p
 from __future__ import annotations
 
 import difflib
-import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from nvdla_mapper.reports.files import output_folder
 from nvdla_mapper.results import MapResult, TaskResult
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import NvdlaError, TraceError
+from nvdla_sim.files import write_json
 
 MANIFEST = "programs.json"
 
@@ -119,7 +119,7 @@ def emit_programs(result: MapResult, folder: str | Path, *, layer: str | None = 
         "skipped": out.skipped,
         "host_tasks": out.host,
     }
-    (out.folder / MANIFEST).write_text(json.dumps(doc, indent=1) + "\n")
+    write_json(out.folder / MANIFEST, doc)
     return out
 
 

@@ -10,7 +10,7 @@ import networkx as nx
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
 from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.frontends.presets import DEFAULT_SEQ, PRESETS, ModelSpec, build_graph
-from nvdla_sim.errors import NvdlaError
+from nvdla_sim.errors import NvdlaError, check_int
 
 
 def resolve_model(name_or_path: str) -> ModelSpec | Path:
@@ -51,8 +51,8 @@ def model_graph(
     """Workload graph of any model source: a CNN or transformer preset, a config.json, or an .onnx file.
     `seq` None takes the model's own (DEFAULT_SEQ for text models; a vision model's image tokens); a CNN
     has no sequence, and a `seq` for one is refused."""
-    if dec_seq is not None and dec_seq < 1:
-        raise NvdlaError(f"--dec-seq must be a positive integer, not {dec_seq}")
+    if dec_seq is not None:
+        check_int(dec_seq, "--dec-seq")
     if name_or_path in CNN_PRESETS:
         if seq is not None:
             raise NvdlaError(f"--seq {seq}: {name_or_path} is a CNN; its input is an image, with no sequence")

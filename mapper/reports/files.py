@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
 from nvdla_mapper.lowering.rules import Resource
@@ -13,6 +11,7 @@ from nvdla_mapper.results import MapResult
 from nvdla_sim.engine.stats import Unit
 from nvdla_sim.engine.trace import span_events, write_trace_doc
 from nvdla_sim.errors import NvdlaError
+from nvdla_sim.files import write_json, write_table
 from nvdla_sim.processors import fixed_latency, processor_of
 
 # Timeline tracks of a map's trace: a unit's events go to its track (CSC and CMAC work in lock step; the
@@ -71,12 +70,7 @@ def write_results(result: MapResult, out_dir: str | Path, *, options: dict | Non
     process = f"{result.model} on {result.hw.fingerprint}"
     spans = span_events(trace_spans(result), clock_mhz=result.hw.clock_mhz, process=process)
     write_trace_doc(paths["trace"], spans + counter_events(d))
-    tmp = paths["json"].with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(d, indent=2))
-    tmp.replace(paths["json"])
-    with paths["csv"].open("w", newline="") as f:
-        rows = d["layers"]
-        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
-        w.writeheader()
-        w.writerows(rows)
+    write_json(paths["json"], d, indent=2, newline=False)
+    rows = d["layers"]
+    write_table(paths["csv"], list(rows[0]) if rows else ["name"], rows)
     return paths

@@ -14,6 +14,7 @@ from typing import Any
 from nvdla_mapper.lowering.rules import resources_phrase
 from nvdla_mapper.reports.numbers import rate
 from nvdla_mapper.reports.power import power_profile
+from nvdla_sim.files import write_text
 
 _BOUND_NOTE = (
     "What each layer's time is made of: compute (the MAC array), cbuf (weight loads between stripes), "
@@ -383,7 +384,7 @@ def write_generate_html(runs: list[dict[str, Any]], out_dir: str | Path) -> Path
         + f"<h2>Plots</h2>{imgs}</body></html>"
     )
     path = Path(out_dir) / "report.html"
-    path.write_text(page)
+    write_text(path, page)
     return path
 
 
@@ -436,7 +437,7 @@ def write_serve_html(summary: dict[str, Any], timeline: list[dict[str, Any]], la
         + f"<h2>Plots</h2>{imgs}</body></html>"
     )
     path = Path(out_dir) / "report.html"
-    path.write_text(page)
+    write_text(path, page)
     return path
 
 
@@ -482,11 +483,11 @@ def write_sweep_serve_html(summary: dict[str, Any], out_dir: str | Path) -> Path
         + f'<h2>Latency against throughput</h2><figure><img id="plot-sweep" alt="sweep" src="{img}"></figure></body></html>'
     )
     path = Path(out_dir) / "report.html"
-    path.write_text(page)
+    write_text(path, page)
     return path
 
 
 def write_html(result, out_dir: str | Path) -> Path:
     path = Path(out_dir) / "report.html"
-    path.write_text(render_html(result.to_dict()))
+    write_text(path, render_html(result.to_dict()))
     return path

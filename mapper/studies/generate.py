@@ -43,7 +43,7 @@ from nvdla_mapper.studies.step_template import StepFigures, StepTemplate
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import Bound
-from nvdla_sim.errors import NvdlaError
+from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.precision import Precision
 from nvdla_sim.system.host import HostModel
 
@@ -343,8 +343,7 @@ def generate(
     processes the decode steps are shared out to (_steps; the same figures as one). `progress` hears of
     the prefill and of every decode step as it is timed, in whichever process."""
     for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch), ("--jobs", jobs)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
+        check_int(v, name)
     if spec.max_positions and prompt + new_tokens > spec.max_positions:
         raise NvdlaError(
             f"--prompt {prompt} + --new-tokens {new_tokens} = {prompt + new_tokens} positions; "

@@ -55,7 +55,7 @@ from nvdla_mapper.studies.generate import kv_bytes_per_token, kv_room
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_sim.config import HwConfig
-from nvdla_sim.errors import NvdlaError
+from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.precision import Precision
 from nvdla_sim.system.host import HostOp, HostWork, host_model
 
@@ -94,9 +94,7 @@ class ServeSettings:
 
     def __post_init__(self) -> None:
         for name in ("block_tokens", "max_batch", "chunk_tokens"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise NvdlaError(f"--{name.replace('_', '-')} must be a positive integer, not {v!r}")
+            check_int(getattr(self, name), f"--{name.replace('_', '-')}")
 
 
 @dataclass(frozen=True)
@@ -586,13 +584,11 @@ def poisson_requests(
 ) -> list[Request]:
     """`n` requests arriving as a Poisson process of `rate_per_s` (exponential gaps, seeded), each with the
     given prompt and output lengths."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise NvdlaError(f"--requests must be a positive integer, not {n!r}")
+    check_int(n, "--requests")
     if not rate_per_s > 0:
         raise NvdlaError(f"--rate must be a positive number of requests per second, not {rate_per_s!r}")
     for name, v in (("--prompt", prompt), ("--output", output)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise NvdlaError(f"{name} must be a positive integer, not {v!r}")
+        check_int(v, name)
     rng = random.Random(seed)
     t, out = 0.0, []
     for i in range(n):

@@ -59,6 +59,7 @@ from nvdla_mapper.options import KvPlan, Placement
 from nvdla_mapper.passes import map_model
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.errors import ConfigError, NvdlaError
+from nvdla_sim.files import write_table
 from nvdla_sim.precision import Precision
 
 METRICS = (
@@ -604,7 +605,6 @@ def _front_name(axes: tuple[str, ...]) -> str:
 def write_pareto(rows: list[dict[str, Any]], out_dir: str | Path) -> dict[str, Path]:
     """pareto.csv (the front over latency, energy and area), one CSV per pair of them, and pareto.png:
     every point and each pair's front, one panel per pair."""
-    import csv
 
     import matplotlib
 
@@ -618,12 +618,9 @@ def write_pareto(rows: list[dict[str, Any]], out_dir: str | Path) -> dict[str, P
     for axes in FRONTS:
         name = _front_name(axes)
         paths[name] = out / f"{name}.csv"
-        with paths[name].open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=[*cols, "hw"])
-            w.writeheader()
-            for r in pareto_front(rows, axes):
-                w.writerow({**{c: r.get(c) for c in cols}, "phase": phase_of(r),
-                            "hw": json.dumps(r["params"]["hw"], sort_keys=True)})  # fmt: skip
+        front = [{**{c: r.get(c) for c in cols}, "phase": phase_of(r),
+                  "hw": json.dumps(r["params"]["hw"], sort_keys=True)} for r in pareto_front(rows, axes)]  # fmt: skip
+        write_table(paths[name], [*cols, "hw"], front)
     ok = [r for r in rows if r["status"] == "ok"]
     pairs = FRONTS[:3]
     fig, axs = plt.subplots(1, len(pairs), figsize=(5.2 * len(pairs), 4.2))
@@ -651,14 +648,9 @@ def write_pareto(rows: list[dict[str, Any]], out_dir: str | Path) -> dict[str, P
 
 
 def write_ranking(ranked: list[dict[str, Any]], out_dir: str | Path) -> Path:
-    import csv
 
     path = Path(out_dir) / "ranking.csv"
     cols = ["id", "model", "seq", "batch", "phase", "hw_fingerprint", *METRICS]
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["rank", *cols, "hw"])
-        w.writeheader()
-        for i, r in enumerate(ranked, 1):
-            w.writerow({"rank": i, **{c: r.get(c) for c in cols}, "phase": phase_of(r),
-                        "hw": json.dumps(r["params"]["hw"], sort_keys=True)})  # fmt: skip
-    return path
+    table = [{"rank": i, **{c: r.get(c) for c in cols}, "phase": phase_of(r),
+              "hw": json.dumps(r["params"]["hw"], sort_keys=True)} for i, r in enumerate(ranked, 1)]  # fmt: skip
+    return write_table(path, ["rank", *cols, "hw"], table)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
+from nvdla_sim.files import write_json
 from nvdla_sim.precision import Precision
 
 _PACKAGES = ("hwcomponents", "hwcomponents-cacti", "hwcomponents-library", "hwcomponents-neurosim")
@@ -109,9 +110,7 @@ def _query(kind: str, node_nm: float, **args: float) -> Cost:
             gc.collect()
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(_disk))
-            tmp.replace(path)
+            write_json(path, _disk, indent=None, newline=False)
     e, leak, area, w = _disk[key]
     return Cost(e, leak, area, w)
 

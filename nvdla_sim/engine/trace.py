@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from nvdla_sim.engine.stats import Event
+from nvdla_sim.files import write_json
 
 
 def span_events(
@@ -63,8 +63,7 @@ def trace_events(events: Iterable[Event], *, clock_mhz: float, pid: int = 1, pro
 def write_trace_doc(path: str | Path, trace: list[dict]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"traceEvents": trace, "displayTimeUnit": "ns"}))
-    return path
+    return write_json(path, {"traceEvents": trace, "displayTimeUnit": "ns"}, indent=None, newline=False)
 
 
 def write_trace(path: str | Path, events: Iterable[Event], *, clock_mhz: float, process: str = "nvdla") -> Path:

@@ -19,7 +19,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import Activity, Bound, CopyDetail, LayerStats, Traffic, Unit, UnitStats
 from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import TilePlan
-from nvdla_sim.errors import ConfigError, ShapeError
+from nvdla_sim.errors import ConfigError, ShapeError, check_int
 from nvdla_sim.layers import Memory
 from nvdla_sim.system.memory import memory_model
 
@@ -52,11 +52,8 @@ class BdmaLayer:
                 f"(CFG_LINE.SIZE counts 32-byte atoms in 13 bits), not {lb!r}"
             )
         for n in ("lines", "surfaces"):
-            v = getattr(self, n)
-            if not isinstance(v, int) or not 1 <= v <= MAX_BDMA_REPEAT:
-                raise ShapeError(
-                    f"{self.name}: bdma {n} must be an integer in 1..{MAX_BDMA_REPEAT} (24-bit repeat), not {v!r}"
-                )
+            what = f"{self.name}: bdma {n}"
+            check_int(getattr(self, n), what, maximum=MAX_BDMA_REPEAT, error=ShapeError, why=" (24-bit repeat)")
 
     @property
     def bytes(self) -> int:

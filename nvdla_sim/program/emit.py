@@ -20,6 +20,7 @@ import numpy as np
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import ShapeError, TraceError
+from nvdla_sim.files import write_text
 from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
@@ -69,9 +70,9 @@ class TraceProgram:
         """Write `<folder>/<name>/<name>.cfg` and its `.dat` files; returns the test folder."""
         d = Path(folder) / self.name
         d.mkdir(parents=True, exist_ok=True)
-        (d / f"{self.name}.cfg").write_text("\n".join(self.lines) + "\n")
+        write_text(d / f"{self.name}.cfg", "\n".join(self.lines) + "\n")
         for fname, data in self.images.items():
-            (d / fname).write_text(_dat_text(data))
+            write_text(d / fname, _dat_text(data))
         return d
 
 

@@ -117,7 +117,7 @@ CASES = [
     # configs, model files and values (the second tour: every command's flags and files)
     ("map bert-base --hw {tmp}/missing.toml", "{tmp}/missing.toml: missing required field 'precisions'"),
     ("map bert-base --hw {tmp}/broken.toml", "{tmp}/broken.toml: not valid TOML"),
-    ("map bert-base --hw {tmp}/wrongtype.toml", "{tmp}/wrongtype.toml: mac.atomic_c must be an integer, not '64'"),
+    ("map bert-base --hw {tmp}/wrongtype.toml", "{tmp}/wrongtype.toml: mac.atomic_c must be an integer >= 2, not '64'"),
     ("map bert-base --hw {tmp}/unknownsec.toml", "{tmp}/unknownsec.toml: unknown top-level key(s) ['mac2']"),
     ("map bert-base --hw {tmp}/none.toml", "{tmp}/none.toml: cannot read config file (No such file or directory)"),
     ("map bert-base --hw nv_mega", "unknown hardware config 'nv_mega'; built-in: custom_example, nv_full"),

@@ -116,3 +116,24 @@ def test_configs_the_mapper_cannot_build_are_refused_up_front(tmp_path, fields, 
     with pytest.raises(NvdlaError, match=re.escape(message)) as e:
         from_hf_config(p)
     _one_line(e.value, str(p))
+
+
+def test_one_integer_check_says_the_range():
+    from nvdla_sim.errors import ShapeError, check_int
+
+    assert check_int(3, "--batch") == 3
+    for value, kw, message in [
+        (0, {}, "--batch must be a positive integer, not 0"),
+        (True, {}, "--batch must be a positive integer, not True"),
+        ("4", {}, "--batch must be a positive integer, not '4'"),
+        (1, {"minimum": 2}, "--batch must be an integer >= 2, not 1"),
+        (
+            9000,
+            {"maximum": 8192, "why": " (13-bit register field)"},
+            "--batch must be an integer in 1..8192 (13-bit register field), not 9000",
+        ),
+    ]:
+        with pytest.raises(NvdlaError, match=f"^{re.escape(message)}$"):
+            check_int(value, "--batch", **kw)
+    with pytest.raises(ShapeError):
+        check_int(0, "w", error=ShapeError)

@@ -38,7 +38,7 @@ def _base():
     ("mutate", "message"),
     [
         (lambda d: d["cbuf"].update(bank_count=12), "cbuf.bank_count must be a power of two, not 12"),
-        (lambda d: d["mac"].update(atomic_c=-64), "mac.atomic_c must be >= 2, not -64"),
+        (lambda d: d["mac"].update(atomic_c=-64), "mac.atomic_c must be an integer >= 2, not -64"),
         (lambda d: d["mac"].pop("atomic_k"), "missing field(s) ['atomic_k'] in [mac]"),
         (lambda d: d.update(precisions=["int4"]), "unknown precision 'int4'; valid: int8, int16, fp16"),
         (lambda d: d["cbuf"].update(bank_depth=1, bank_width_bytes=8), "too small for one CBUF entry"),

@@ -77,7 +77,7 @@ def test_bad_csc_values_are_named():
         hw.with_values(**{"csc.stripe_lower": 16, "csc.stripe_upper": 48})
     with pytest.raises(ConfigError, match=r"csc.credit_atoms \(32\) must hold the longest stripe"):
         hw.with_values(**{"csc.credit_atoms": 32})
-    with pytest.raises(ConfigError, match="csc.stripe_lower must be an integer"):
+    with pytest.raises(ConfigError, match="csc.stripe_lower must be a positive integer, not .16."):
         hw.with_values(**{"csc.stripe_lower": "16"})
 
 
