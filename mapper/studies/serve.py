@@ -10,7 +10,7 @@ gaps scaled by 1/rate) through the same costs, so a multiset of cache lengths me
 once for all; with a latency target (Slo) it bisects between the highest rate that meets it and the
 lowest that does not, for the highest rate that does.
 
-Policies: CHUNKED_PREFILL (Sarathi-Serve; `_chunked`) takes every iteration's decodes and prompt chunks in
+Policies (POLICIES, one class each, run by one event loop): CHUNKED_PREFILL (Sarathi-Serve; `_ChunkedPrefill`) takes every iteration's decodes and prompt chunks in
 one pass up to a token budget (presets.mixed_step_graph). FCFS_PREFILL_FIRST (vLLM's default): at every iteration, if requests are
 waiting, the ones at the head of the queue whose prompt fits the free KV blocks (and the batch limit) are
 admitted and prefilled, one after another, in that iteration; their first token comes out at its end.
@@ -195,63 +195,65 @@ class _Pool:
             raise AssertionError(f"KV blocks do not add up: {held} held + {self.free} free != {self.capacity}")
 
 
-def simulate_serving(
-    requests: list[Request],
-    costs: StepCosts,
-    *,
-    capacity_blocks: int,
-    settings: ServeSettings | None = None,
-    progress: Progress = quiet,
-    what: str = "requests served",
-) -> ServeResult:
-    """Run the requests through the scheduler (module docstring) and return every iteration and request;
-    `progress` hears of every request finished, as `what`."""
-    s = settings or ServeSettings()
-    b = s.block_tokens
-    for r in requests:
-        need = blocks_for(r.prompt + r.output - 1, b)  # the last token's K/V is never written
-        if need > capacity_blocks:
-            raise NvdlaError(
-                f"request {r.id} ({r.prompt} prompt + {r.output} output tokens) needs {need} KV blocks of {b} "
-                f"positions alone; the cache holds {capacity_blocks}: {need - capacity_blocks} too many"
-            )
-    if s.policy is Policy.CHUNKED_PREFILL:
-        return _chunked(requests, costs, _Pool(capacity_blocks, b), s, lambda n: progress(what, n, len(requests)))
-    pool = _Pool(capacity_blocks, b)
-    pending = deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id)))
-    waiting: deque[_Running] = deque()
-    running: list[_Running] = []
-    done: dict[int, RequestResult] = {}
-    iterations: list[Iteration] = []
-    t = 0
+@dataclass
+class _Queue:
+    """What a scheduling policy works on: the requests not yet arrived, the waiting ones (first come, first
+    served; a preempted request goes back to the head), the running ones, the KV blocks, the finished."""
 
-    def finish(x: _Running, at: int) -> None:
-        pool.free += pool.blocks(x.cached)
-        done[x.request.id] = RequestResult(x.request, x.first_token, at, x.preemptions)
-        progress(what, len(done), len(requests))
+    pending: deque[Request]
+    pool: _Pool
+    costs: StepCosts
+    settings: ServeSettings
+    finished: Callable[[int], None]  # hears how many requests have finished
+    waiting: deque[_Running] = field(default_factory=deque)
+    running: list[_Running] = field(default_factory=list)
+    done: dict[int, RequestResult] = field(default_factory=dict)
 
-    while pending or waiting or running:
-        while pending and pending[0].arrival_cycle <= t:
-            waiting.append(_Running(pending.popleft()))
+    def arrive(self, t: int) -> None:
+        while self.pending and self.pending[0].arrival_cycle <= t:
+            self.waiting.append(_Running(self.pending.popleft()))
+
+    def finish(self, x: _Running, at: int) -> None:
+        """`x` (no longer running) made its last token at `at`: its blocks are free."""
+        self.pool.free += self.pool.blocks(x.cached)
+        self.done[x.request.id] = RequestResult(x.request, x.first_token, at, x.preemptions)
+        self.finished(len(self.done))
+
+    def preempt_last(self, among: list[_Running]) -> tuple[_Running, int]:
+        """Preempt the last admitted of `among` (running): back to the head of the queue; the cycles of its
+        cache's copy out when preempted by swap."""
+        victim = max(among, key=lambda x: x.admitted)
+        self.running.remove(victim)
+        cycles = self.pool.preempt(victim, self.settings.preemption, self.costs)
+        self.waiting.appendleft(victim)
+        return victim, cycles
+
+
+class _PrefillFirst:
+    """FCFS_PREFILL_FIRST (vLLM's default; module docstring): the waiting requests that fit are admitted and
+    prefilled one after another in one iteration; else every running request decodes a token."""
+
+    def __call__(self, q: _Queue, t: int) -> Iteration | None:
+        s, pool, costs = q.settings, q.pool, q.costs
         admitted: list[_Running] = []
         swapped_in: list[_Running] = []
-        while waiting and len(running) + len(admitted) + len(swapped_in) < s.max_batch:
-            head = waiting[0]
+        while q.waiting and len(q.running) + len(admitted) + len(swapped_in) < s.max_batch:
+            head = q.waiting[0]
             if head.swapped:
                 if not pool.swap_in(head):
                     break
-                swapped_in.append(waiting.popleft())
+                swapped_in.append(q.waiting.popleft())
                 continue
             tokens = head.request.prompt + max(head.generated - 1, 0)  # what the prefill puts in the cache
             if pool.blocks(tokens) > pool.free:
                 break
-            waiting.popleft()
+            q.waiting.popleft()
             pool.free -= pool.blocks(tokens)
             head.cached = tokens
             pool.admit(head)
             admitted.append(head)
         swap_in = sum(costs.swap(x.cached) for x in swapped_in)
-        running.extend(swapped_in)
+        q.running.extend(swapped_in)
         back = tuple(x.request.id for x in swapped_in)
         if admitted:
             end = t + swap_in + sum(costs.prefill(x.cached) for x in admitted)
@@ -259,53 +261,36 @@ def simulate_serving(
                 if x.generated == 0:
                     x.generated, x.first_token = 1, end
                 if x.generated >= x.request.output:
-                    finish(x, end)
+                    q.finish(x, end)
                 else:
-                    running.append(x)
-            iterations.append(
-                Iteration(
-                    IterationKind.PREFILL, t, end, tuple(x.request.id for x in admitted), pool.capacity - pool.free,
-                    swapped_in=back, swap_cycles=swap_in,
-                )
-            )  # fmt: skip
-            t = end
-            pool.check(running)
-            continue
-        if running:
-            preempted = []
-            swap_out = 0
-            while sum(pool.grow(x, 1) for x in running) > pool.free:
-                victim = max(running, key=lambda x: x.admitted)  # the last admitted
-                running.remove(victim)
-                swap_out += pool.preempt(victim, s.preemption, costs)
-                waiting.appendleft(victim)
-                preempted.append(victim.request.id)
-            if not running:  # cannot happen (every request fits alone, checked above); never a step of none
-                raise AssertionError("every running request was preempted")
-            end = t + swap_in + swap_out + costs.decode(tuple(x.cached for x in running))
-            batch = tuple(x.request.id for x in running)
-            for x in running:
-                pool.free -= pool.grow(x, 1)
-                x.cached += 1
-                x.generated += 1
-            for x in [x for x in running if x.generated >= x.request.output]:
-                running.remove(x)
-                finish(x, end)
-            iterations.append(
-                Iteration(
-                    IterationKind.DECODE, t, end, batch, pool.capacity - pool.free, tuple(preempted), back,
-                    swap_in + swap_out, len(batch),
-                )
-            )  # fmt: skip
-            t = end
-            pool.check(running)
-            continue
-        if pending:  # idle until the next arrival
-            t = pending[0].arrival_cycle
-    return ServeResult([done[r.id] for r in requests], iterations, capacity_blocks, s)
+                    q.running.append(x)
+            ids = tuple(x.request.id for x in admitted)
+            return Iteration(IterationKind.PREFILL, t, end, ids, pool.capacity - pool.free, swapped_in=back,
+                             swap_cycles=swap_in)  # fmt: skip
+        if not q.running:
+            return None
+        preempted = []
+        swap_out = 0
+        while sum(pool.grow(x, 1) for x in q.running) > pool.free:
+            victim, cycles = q.preempt_last(q.running)
+            swap_out += cycles
+            preempted.append(victim.request.id)
+        if not q.running:  # cannot happen (every request fits alone, checked before the run)
+            raise AssertionError("every running request was preempted")
+        end = t + swap_in + swap_out + costs.decode(tuple(x.cached for x in q.running))
+        batch = tuple(x.request.id for x in q.running)
+        for x in q.running:
+            pool.free -= pool.grow(x, 1)
+            x.cached += 1
+            x.generated += 1
+        for x in [x for x in q.running if x.generated >= x.request.output]:
+            q.running.remove(x)
+            q.finish(x, end)
+        return Iteration(IterationKind.DECODE, t, end, batch, pool.capacity - pool.free, tuple(preempted), back,
+                         swap_in + swap_out, len(batch))  # fmt: skip
 
 
-def _chunked(requests: list[Request], costs: StepCosts, pool: _Pool, s: ServeSettings, finished) -> ServeResult:
+class _ChunkedPrefill:
     """CHUNKED_PREFILL (Sarathi-Serve, vLLM's chunked prefill): every iteration takes up to `chunk_tokens`
     tokens, one per running request that decodes, then the prompts of the requests still prefilling in
     admission order, then new requests (FCFS, the batch limit, their first chunk's blocks free), each a
@@ -313,25 +298,19 @@ def _chunked(requests: list[Request], costs: StepCosts, pool: _Pool, s: ServeSet
     end of the iteration that takes its prompt's last chunk. When the decodes and continuing chunks need
     more blocks than are free, the last admitted is preempted (recompute: its cache is dropped and its
     prompt and generated tokens are prefilled again, in chunks; swap: copied out and back in)."""
-    pending = deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id)))
-    waiting: deque[_Running] = deque()
-    running: list[_Running] = []
-    done: dict[int, RequestResult] = {}
-    iterations: list[Iteration] = []
-    t = 0
-    while pending or waiting or running:
-        while pending and pending[0].arrival_cycle <= t:
-            waiting.append(_Running(pending.popleft()))
+
+    def __call__(self, q: _Queue, t: int) -> Iteration | None:
+        s, pool, costs = q.settings, q.pool, q.costs
         swapped_in: list[_Running] = []
-        while waiting and waiting[0].swapped and len(running) < s.max_batch:  # swapped requests come back first
-            if not pool.swap_in(waiting[0]):
+        while q.waiting and q.waiting[0].swapped and len(q.running) < s.max_batch:  # swapped requests first
+            if not pool.swap_in(q.waiting[0]):
                 break
-            swapped_in.append(waiting.popleft())
-            running.append(swapped_in[-1])
+            swapped_in.append(q.waiting.popleft())
+            q.running.append(swapped_in[-1])
         # what the running requests take: a decode token each, then their prompts' chunks
         budget = s.chunk_tokens
         plan: list[tuple[_Running, int]] = []
-        by_age = sorted(running, key=lambda x: x.admitted)
+        by_age = sorted(q.running, key=lambda x: x.admitted)
         for x in (x for x in by_age if x.cached >= x.target):  # decodes first, a token each
             if budget < 1:
                 break
@@ -344,33 +323,29 @@ def _chunked(requests: list[Request], costs: StepCosts, pool: _Pool, s: ServeSet
             budget -= plan[-1][1]
         preempted, swap_out = [], 0
         while sum(pool.grow(x, n) for x, n in plan) > pool.free:
-            victim = max((x for x, _ in plan), key=lambda x: x.admitted)
+            victim, cycles = q.preempt_last([x for x, _ in plan])
             plan = [(x, n) for x, n in plan if x is not victim]
-            running.remove(victim)
-            swap_out += pool.preempt(victim, s.preemption, costs)
-            waiting.appendleft(victim)
+            swap_out += cycles
             preempted.append(victim.request.id)
         pool.free -= sum(pool.grow(x, n) for x, n in plan)
         # new requests take what budget is left, while their first chunk's blocks are free
-        while not preempted and budget > 0 and waiting and not waiting[0].swapped and len(running) < s.max_batch:
-            head = waiting[0]
+        while not preempted and budget > 0 and q.waiting and not q.waiting[0].swapped and len(q.running) < s.max_batch:
+            head = q.waiting[0]
             target = head.request.prompt + max(head.generated - 1, 0)
             new = min(target, budget)
             if pool.blocks(new) > pool.free:
                 break
-            waiting.popleft()
+            q.waiting.popleft()
             head.target, head.cached = target, 0
             pool.admit(head)
-            running.append(head)
+            q.running.append(head)
             plan.append((head, new))
             pool.free -= pool.blocks(new)
             budget -= new
         if not plan:
-            if running or swapped_in:  # cannot happen: a running request always fits alone (checked)
+            if q.running or swapped_in:  # cannot happen: a running request always fits alone (checked)
                 raise AssertionError("an iteration with nothing to run")
-            if pending:
-                t = pending[0].arrival_cycle
-            continue
+            return None
         decoding = {id(x) for x, _ in plan if x.cached >= x.target}
         emits = sum(1 for x, n in plan if id(x) in decoding or (x.cached + n >= x.target and x.generated == 0))
         seqs = tuple((x.cached, n) for x, n in plan)
@@ -385,20 +360,61 @@ def _chunked(requests: list[Request], costs: StepCosts, pool: _Pool, s: ServeSet
             elif x.cached >= x.target and x.generated == 0:
                 x.generated, x.first_token = 1, end
         for x in [x for x, _ in plan if x.generated >= x.request.output]:
-            running.remove(x)
-            pool.free += pool.blocks(x.cached)
-            done[x.request.id] = RequestResult(x.request, x.first_token, end, x.preemptions)
-            finished(len(done))
+            q.running.remove(x)
+            q.finish(x, end)
         kind = IterationKind.DECODE if decoding_only else IterationKind.MIXED
-        iterations.append(
-            Iteration(
-                kind, t, end, tuple(x.request.id for x, _ in plan), pool.capacity - pool.free, tuple(preempted),
-                tuple(x.request.id for x in swapped_in), swap_in + swap_out, len(decoding),
+        return Iteration(kind, t, end, tuple(x.request.id for x, _ in plan), pool.capacity - pool.free,
+                         tuple(preempted), tuple(x.request.id for x in swapped_in), swap_in + swap_out,
+                         len(decoding))  # fmt: skip
+
+
+# Each policy plans and runs one iteration from the queue at time t (None: nothing can run until an arrival)
+POLICIES: dict[Policy, Callable[[_Queue, int], Iteration | None]] = {
+    Policy.FCFS_PREFILL_FIRST: _PrefillFirst(),
+    Policy.CHUNKED_PREFILL: _ChunkedPrefill(),
+}
+
+
+def simulate_serving(
+    requests: list[Request],
+    costs: StepCosts,
+    *,
+    capacity_blocks: int,
+    settings: ServeSettings | None = None,
+    progress: Progress = quiet,
+    what: str = "requests served",
+) -> ServeResult:
+    """Run the requests through the scheduler (module docstring) and return every iteration and request;
+    `progress` hears of every request finished, as `what`. One event loop: arrivals join the queue, the
+    policy (POLICIES) runs an iteration, the clock moves to its end (or to the next arrival when nothing
+    can run)."""
+    s = settings or ServeSettings()
+    b = s.block_tokens
+    for r in requests:
+        need = blocks_for(r.prompt + r.output - 1, b)  # the last token's K/V is never written
+        if need > capacity_blocks:
+            raise NvdlaError(
+                f"request {r.id} ({r.prompt} prompt + {r.output} output tokens) needs {need} KV blocks of {b} "
+                f"positions alone; the cache holds {capacity_blocks}: {need - capacity_blocks} too many"
             )
-        )  # fmt: skip
-        t = end
-        pool.check(running)
-    return ServeResult([done[r.id] for r in requests], iterations, pool.capacity, s)
+    q = _Queue(
+        deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id))), _Pool(capacity_blocks, b), costs, s,
+        lambda n: progress(what, n, len(requests)),
+    )  # fmt: skip
+    policy = POLICIES[s.policy]
+    iterations: list[Iteration] = []
+    t = 0
+    while q.pending or q.waiting or q.running:
+        q.arrive(t)
+        it = policy(q, t)
+        if it is None:
+            if q.pending:  # idle until the next arrival
+                t = q.pending[0].arrival_cycle
+            continue
+        iterations.append(it)
+        t = it.end
+        q.pool.check(q.running)
+    return ServeResult([q.done[r.id] for r in requests], iterations, capacity_blocks, s)
 
 
 @dataclass
