@@ -398,7 +398,7 @@ def map_model(
     return MapResult(
         str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes, weights, baseline,
         model_macs=model_macs, dense_weight_bytes=sum(op.weight_elems for op in ops) * precision.bytes,
-        energy_memo=memo.energy if memo is not None else None,
+        energy_memo=memo.energy if memo is not None else None, host=host,
     )  # fmt: skip
 
 

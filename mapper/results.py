@@ -15,6 +15,7 @@ from nvdla_sim.energy.model import Energy, area, layer_energy, peak_power_mw, ru
 from nvdla_sim.engine import bounds
 from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
 from nvdla_sim.precision import Precision
+from nvdla_sim.system.host import HostModel, host_model
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,12 @@ class MapResult:
     _energy: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
     # per task, its dynamic energy over its instances, shared by maps of the same context (passes.PassMemo)
     energy_memo: dict[Task, Energy] | None = field(default=None, repr=False, compare=False)
+    # the host model that timed the host tasks (its power prices their energy); None: the config's [host]
+    host: HostModel | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def host_model(self) -> HostModel:
+        return self.host if self.host is not None else host_model(self.hw.host)
 
     def weight_bytes(self) -> tuple[int, int]:
         """(dense, stored) bytes of the model's static weights (linear layers' weight matrices and
@@ -150,6 +157,7 @@ class MapResult:
         total = Energy.total(parts)
         run = run_energy(total, self.hw, self.total_cycles)
         core = run.core
+        host = host_energy_pj(self.results, range(len(self.results)), self.host_model, self.hw)
         seconds = self.total_cycles / (self.hw.clock_mhz * 1e6)
         build = area(self.hw)
         return {
@@ -158,6 +166,10 @@ class MapResult:
             "batch_dram_uj": uj(total.dram),
             "core_uj_per_inference": uj(core / self.batch),
             "dram_uj_per_inference": uj(total.dram / self.batch),
+            # the host's work at its active power over its busy time (system.host; not NVDLA's)
+            "batch_host_uj": uj(host),
+            "host_uj_per_inference": uj(host / self.batch),
+            "host_active_power_w": self.host_model.active_power_w,
             "by_unit_uj": {u: round(v * 1e-6, 6) for u, v in run.by_unit().items()},
             "by_layer_uj": by_layer,
             "average_core_power_mw": round(core * 1e-12 / seconds * 1e3, 3) if seconds else 0.0,
@@ -329,6 +341,12 @@ def task_energy(r: TaskResult, hw: HwConfig, memo: dict[Task, Energy] | None) ->
         if memo is not None:
             memo[r.task] = e
     return e
+
+
+def host_energy_pj(results: list[TaskResult], order, host: HostModel, hw: HwConfig) -> float:
+    """The host's energy over its tasks' busy cycles (`order` indexing `results` in the tasks' order)."""
+    cycles = sum([results[i].cycles for i in order if results[i].task.resource is Resource.HOST])
+    return host.energy_pj(cycles, hw.clock_mhz)
 
 
 def task_dram_bytes(r: TaskResult) -> int:

@@ -542,6 +542,10 @@ def _generate(args: argparse.Namespace) -> int:
             f" = {en['total_dram_uj']:,.1f} uJ (every byte moved); area {en['area_mm2']:.3f} mm2 at"
             f" {en['tech_node_nm']:g} nm (docs/energy.md)"
         )
+        print(
+            f"  host energy          prefill {en['prefill_host_uj']:,.1f} + decode {en['decode_host_uj']:,.1f}"
+            f" = {en['total_host_uj']:,.1f} uJ (its busy time at {en['host_active_power_w']:g} W active)"
+        )
         if base is not None:
             _print_weight_whatif(d, base.to_dict())
         if isinstance(kv_base, str):
@@ -1078,6 +1082,8 @@ def format_summary(res, *, top: int) -> str:
         f" mW average, {en['peak_core_power_mw']:,.1f} mW peak, {en['tops_per_w']:.2f} TOPS/W (model MACs)",
         f"  DRAM energy       {en['dram_uj_per_inference']:,.1f} uJ per inference ({dram_per}{en['dram_device']},"
         f" every byte moved: hardware layers and {copies_phrase()} copies)",
+        f"  host energy       {en['host_uj_per_inference']:,.1f} uJ per inference (its busy time at"
+        f" {en['host_active_power_w']:g} W active, [host] active_power_w)",
         f"  area              {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)",
     ]
     zg = en["zero_gating_whatif"]

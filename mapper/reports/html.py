@@ -42,6 +42,10 @@ def _energy_rows(en: dict[str, Any], batch: int) -> list[list[str]]:
             f"{en['dram_uj_per_inference']:,.1f} uJ",
         ],
         *([[f"DRAM energy{per_batch}", f"{en['batch_dram_uj']:,.1f} uJ"]] if batch > 1 else []),
+        [
+            f"host energy per inference (system; its busy time at {en['host_active_power_w']:g} W)",
+            f"{en['host_uj_per_inference']:,.1f} uJ",
+        ],
         ["average core power", f"{en['average_core_power_mw']:,.1f} mW"],
         ["peak core power (every unit at full rate)", f"{en['peak_core_power_mw']:,.1f} mW"],
         ["TOPS/W (model MACs)", f"{en['tops_per_w']:.2f}"],
@@ -357,6 +361,7 @@ GENERATE_COLUMNS: list[tuple[str, Any, str]] = [
     ("Peak NVDLA power (mW)", lambda d: d["energy"]["peak_core_power_mw"], "{:,.1f}"),
     ("TOPS/W (model MACs)", lambda d: d["energy"]["tops_per_w"], "{:.2f}"),
     ("DRAM energy, all (uJ)", lambda d: d["energy"]["total_dram_uj"], "{:,.1f}"),
+    ("Host energy, all (uJ)", lambda d: d["energy"]["total_host_uj"], "{:,.1f}"),
     ("Area (mm2)", lambda d: d["energy"]["area_mm2"], "{:.3f}"),
 ]
 

@@ -59,6 +59,7 @@ class StepResult:
     core_energy_uj: float = 0.0  # NVDLA core energy of the step (MapResult.energy; docs/energy.md)
     dram_energy_uj: float = 0.0  # the DRAM's, a system figure
     hardware_macs: int = 0  # what the MAC array performs (tile padding, zero blocks)
+    host_energy_uj: float = 0.0  # the host's over its busy time in the step (a system figure)
 
 
 @dataclass
@@ -73,7 +74,7 @@ class GenerateResult:
     steps: list[StepResult] = field(default_factory=list)  # tokens 2..T
     kv_bytes_per_token: int = 0  # K and V of one position of one sequence, all layers
     first_step_cycles: int = 0  # T5: the decoder step that yields the first token (after the encoder)
-    first_step_energy_uj: tuple[float, float] = (0.0, 0.0)  # T5: that step's (core, DRAM) energy
+    first_step_energy_uj: tuple[float, float, float] = (0.0, 0.0, 0.0)  # T5: that step's (core, DRAM, host) energy
     first_step_macs: int = 0  # T5: that step's model MACs
     weights: WeightTreatment = field(default_factory=WeightTreatment)  # pruning / compression what-if
     kv_precision: Precision | None = None  # the KV caches' precision (what-if); None: the model's
@@ -205,6 +206,8 @@ class GenerateResult:
         core = [s.core_energy_uj for s in self.steps]
         dram = [s.dram_energy_uj for s in self.steps]
         dec_core, dec_dram = sum(core), sum(dram)
+        pre_host = pre["batch_host_uj"] + self.first_step_energy_uj[2]
+        dec_host = sum(s.host_energy_uj for s in self.steps)
         total_core = pre_core + dec_core
         seconds = self._ms(self.total_cycles) / 1e3
         tokens = len(core) * self.batch
@@ -221,6 +224,12 @@ class GenerateResult:
             "decode_core_uj_per_token_median_step": None if step_core is None else round(step_core / self.batch, 6),
             "total_core_uj": round(total_core, 6),
             "total_dram_uj": round(pre_dram + dec_dram, 6),
+            # the host's work at its active power (system.host), a system figure like DRAM's
+            "prefill_host_uj": round(pre_host, 6),
+            "decode_host_uj": round(dec_host, 6),
+            "decode_host_uj_per_token": round(dec_host / tokens, 6) if tokens else None,
+            "total_host_uj": round(pre_host + dec_host, 6),
+            "host_active_power_w": pre["host_active_power_w"],
             "average_core_power_mw": round(total_core * 1e-6 / seconds * 1e3, 3) if seconds else 0.0,
             "tops_per_w": round(2 * macs / (total_core * 1e-6) / 1e12, 3) if total_core else 0.0,
             "area_mm2": pre["area_mm2"],
@@ -415,7 +424,7 @@ def generate(
     if t5:  # TTFT covers the encoder and the first decoder step
         first_step = res.steps.pop(0)
         res.first_step_cycles = first_step.cycles
-        res.first_step_energy_uj = (first_step.core_energy_uj, first_step.dram_energy_uj)
+        res.first_step_energy_uj = (first_step.core_energy_uj, first_step.dram_energy_uj, first_step.host_energy_uj)
         res.first_step_macs = first_step.macs
     return res
 
@@ -436,6 +445,7 @@ def _step_result(kv_len: int, f: StepFigures) -> StepResult:
         f.core_uj,
         f.dram_uj,
         f.hardware_macs,
+        f.host_uj,
     )
 
 

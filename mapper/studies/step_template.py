@@ -51,6 +51,7 @@ from nvdla_mapper.results import (
     MapResult,
     TaskResult,
     bound_total,
+    host_energy_pj,
     roofline_total,
     task_bound,
     task_dram_bytes,
@@ -62,6 +63,7 @@ from nvdla_mapper.schedule import Blocks, alike_blocks, blocks_alike
 from nvdla_mapper.workload import Op, ops_in_order
 from nvdla_sim.energy.model import Energy, run_energy
 from nvdla_sim.engine.stats import LayerStats
+from nvdla_sim.system.host import HostModel
 
 # a builder makes the step's graph of a model for one shape (cache lengths, a serving batch's sequences)
 Builder = Callable[[ModelSpec, Any], nx.DiGraph]
@@ -112,14 +114,18 @@ class StepFigures:
     core_uj: float  # NVDLA core energy (MapResult.energy)
     dram_uj: float  # the DRAM's, a system figure
     hardware_macs: int = 0  # what the MAC array performs (MapResult.macs: tile padding, zero blocks)
+    host_uj: float = 0.0  # the host's energy over its busy time (MapResult.energy)
 
     @classmethod
     def of(cls, res: MapResult) -> StepFigures:
         n = len(res.results)
-        return _figures(res.results, range(n), res.total_cycles, res.model_macs, res.hw, res.precision, res.energy_memo)
+        return _figures(res.results, range(n), res.total_cycles, res.model_macs, res.hw, res.precision, res.energy_memo,
+                        res.host_model)  # fmt: skip
 
 
-def _figures(distinct: list[TaskResult], order, total_cycles: int, model_macs: int, hw, precision, memo) -> StepFigures:
+def _figures(
+    distinct: list[TaskResult], order, total_cycles: int, model_macs: int, hw, precision, memo, host: HostModel
+) -> StepFigures:
     """A pass's figures from its tasks' results, `order` indexing `distinct` in the tasks' order (alike
     blocks: the same results again), as MapResult's (every sum made in the tasks' order); `memo` prices
     each task's energy once (MapResult.energy_memo)."""
@@ -132,7 +138,7 @@ def _figures(distinct: list[TaskResult], order, total_cycles: int, model_macs: i
     return StepFigures(
         total_cycles, sum([dram[i] for i in order]), model_macs, bound_total([bound[i] for i in order]),
         roofline_total([roof[i] for i in order]), uj(run_energy(total, hw, total_cycles).core), uj(total.dram),
-        sum([hw_macs[i] for i in order]),
+        sum([hw_macs[i] for i in order]), uj(host_energy_pj(distinct, order, host, hw)),
     )  # fmt: skip
 
 
@@ -190,7 +196,7 @@ class StepTemplate:
             for i in keep
         ]
         total = max([s.end for s in sched], default=0)
-        return _figures(distinct, order, total, macs, ctx.hw, ctx.precision, self.memo.energy)
+        return _figures(distinct, order, total, macs, ctx.hw, ctx.precision, self.memo.energy, ctx.host)
 
     def _retimed(self, shape: Any):
         """The step at `shape` as (one-block graph, tasks, cycles per instance, stats, durations, model MACs)
@@ -226,7 +232,7 @@ class StepTemplate:
         return MapResult(
             str(g.graph.get("name", "model")), ctx.hw, ctx.precision, int(g.graph["batch"]), int(g.graph["seq"] or 0),
             results, weights=ctx.weights, model_macs=model_macs, dense_weight_bytes=dense_weight_bytes,
-            energy_memo=self.memo.energy,
+            energy_memo=self.memo.energy, host=ctx.host,
         )  # fmt: skip
 
     def _rebuild(self, shape: Any, g1: nx.DiGraph, ops1: list[Op]) -> MapResult:

@@ -36,11 +36,20 @@ class HostWork:
 
 class HostModel(Protocol):
     """What the mapper asks of a host: one hand-off's cycles, and an instance of work's, hand-off included
-    (both in cycles of the accelerator's clock)."""
+    (both in cycles of the accelerator's clock); and its energy over cycles it is busy."""
+
+    active_power_w: float  # its power while it works
 
     def overhead_cycles(self, clock_mhz: float) -> int: ...
 
     def cycles(self, work: HostWork, clock_mhz: float) -> int: ...
+
+    def energy_pj(self, cycles: float, clock_mhz: float) -> float: ...
+
+
+def active_energy_pj(power_w: float, cycles: float, clock_mhz: float) -> float:
+    """`power_w` over `cycles` of a `clock_mhz` clock, in pJ (W x us = uJ)."""
+    return power_w * cycles / clock_mhz * 1e6
 
 
 # FLOPs per element of each kind in a scalar implementation (assumed, session 1; issue 57 measures them):
@@ -72,10 +81,14 @@ class RooflineHost:
     gflops: float = 20.0
     mem_gbs: float = 10.0
     overhead_us: float = 10.0
+    active_power_w: float = 3.7
 
     @classmethod
     def from_config(cls, c: HostConfig) -> RooflineHost:
-        return cls(c.gflops, c.mem_gbs, c.overhead_us)
+        return cls(c.gflops, c.mem_gbs, c.overhead_us, c.active_power_w)
+
+    def energy_pj(self, cycles: float, clock_mhz: float) -> float:
+        return active_energy_pj(self.active_power_w, cycles, clock_mhz)
 
     def overhead_cycles(self, clock_mhz: float) -> int:
         return math.ceil(self.overhead_us * clock_mhz)
@@ -98,10 +111,14 @@ class PerElementHost:
     gflops: float = 20.0
     mem_gbs: float = 10.0
     overhead_us: float = 10.0
+    active_power_w: float = 3.7
 
     @classmethod
     def from_config(cls, c: HostConfig) -> PerElementHost:
-        return cls(c.ns_per_element, c.gflops, c.mem_gbs, c.overhead_us)
+        return cls(c.ns_per_element, c.gflops, c.mem_gbs, c.overhead_us, c.active_power_w)
+
+    def energy_pj(self, cycles: float, clock_mhz: float) -> float:
+        return active_energy_pj(self.active_power_w, cycles, clock_mhz)
 
     def overhead_cycles(self, clock_mhz: float) -> int:
         return math.ceil(self.overhead_us * clock_mhz)

@@ -136,6 +136,10 @@ def test_generate_totals_are_the_sum_of_their_parts(tiny, tmp_path, capsys):
         assert en["prefill_core_uj"] + en["decode_core_uj"] == pytest.approx(en["total_core_uj"], abs=2e-6)
         assert en["prefill_dram_uj"] + en["decode_dram_uj"] == pytest.approx(en["total_dram_uj"], abs=2e-6)
         assert en["decode_core_uj_per_token"] == pytest.approx(en["decode_core_uj"] / (5 * b), rel=1e-5)
+        # the host's: its busy time at its active power, summed the same way
+        assert en["prefill_host_uj"] + en["decode_host_uj"] == pytest.approx(en["total_host_uj"], abs=2e-6)
+        assert en["decode_host_uj_per_token"] == pytest.approx(en["decode_host_uj"] / (5 * b), rel=1e-5)
+        assert en["host_active_power_w"] == 3.7 and en["decode_host_uj"] > 0
         # the run's average power: its energy over its time (tokens.csv's ms, prefill included)
         seconds = sum(float(r["ms"]) for r in tokens if int(r["batch"]) == b) / 1e3
         assert en["average_core_power_mw"] == pytest.approx(en["total_core_uj"] * 1e-6 / seconds * 1e3, rel=1e-3)

@@ -74,6 +74,7 @@ def test_a_second_host_model_from_a_toml(tmp_path):
      "host.ns_per_element.softmaxx is not a kind of host work"),
     ("[host]\ngflops = 0\n", "host.gflops must be a finite number above 0, not 0"),
     ("[host]\noverhead_us = -1\n", "host.overhead_us must be a finite number >= 0, not -1"),
+    ("[host]\nactive_power_w = -2\n", "host.active_power_w must be a finite number >= 0, not -2"),
     ("[host]\ncores = 4\n", "unknown key(s) ['cores'] in [host]"),
 ])  # fmt: skip
 def test_bad_host_tables_are_named(tmp_path, table, message):
@@ -110,3 +111,24 @@ def test_a_config_written_as_toml_loads_back_equal(tmp_path):
         p = tmp_path / f"{hw.name}.toml"
         p.write_text(hw.to_toml())
         assert load_config_file(p) == hw
+
+
+def test_the_hosts_energy_by_hand(tmp_path):
+    """The host's energy is its active power over its busy time: 2 W for 1 ms (10^6 cycles at 1 GHz) is
+    2 mJ. BERT-base's map on nv_full prices every host task (each LayerNorm 49,322 cycles, by hand above)
+    at the config's 3.7 W; a host of 0 W costs nothing, and the NVDLA and DRAM figures do not move."""
+    assert RooflineHost(active_power_w=2.0).energy_pj(1_000_000, 1000.0) == pytest.approx(2e9)
+    g = build_graph(preset("bert-base"), seq=128)
+    res = map_model(g, load_config("nv_full"), precision=Precision.INT8)
+    host = [r for r in res.results if r.task.resource is Resource.HOST]
+    ln = [r for r in host if "layernorm" in r.task.note]
+    assert ln and all(r.cycles == 49_322 for r in ln)  # one instance each
+    en = res.energy()
+    assert en["batch_host_uj"] == pytest.approx(3.7 * sum(r.cycles for r in host) / 1000.0, rel=1e-9)
+    assert en["host_active_power_w"] == 3.7 and en["host_uj_per_inference"] == en["batch_host_uj"]
+    idle = map_model(
+        g, load_config_file(_with_host(tmp_path, "[host]\nactive_power_w = 0\n")), precision=Precision.INT8
+    )
+    e0 = idle.energy()
+    assert e0["batch_host_uj"] == 0.0
+    assert (e0["batch_core_uj"], e0["batch_dram_uj"]) == (en["batch_core_uj"], en["batch_dram_uj"])
