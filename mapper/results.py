@@ -240,7 +240,7 @@ class MapResult:
         dense, stored = self.weight_bytes()
         w = self.weights
         return {
-            "prune": w.prune or "none",
+            "prune": str(w.prune) or "none",
             "density": w.density,
             "compression": w.compression,
             "sparse_mac_whatif": w.sparse_mac,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nvdla_mapper.options import Pruning
 from nvdla_sim.errors import NvdlaError
 
 
@@ -112,7 +113,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
             continue
         if isinstance(v, enum.Enum):
             v = v.value
-        elif isinstance(v, Path):
+        elif isinstance(v, Path | Pruning):
             v = str(v)
         out[k] = v
     out["typed"] = sorted(args.given)

@@ -400,9 +400,9 @@ def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(argv)
-    args.given = given(parser, argv)
     try:
+        args = parser.parse_args(argv)  # an option's type may refuse its value (--prune: options.Pruning)
+        args.given = given(parser, argv)
         return _COMMANDS[args.command](args)
     except NvdlaError as e:
         print(f"nvdla: error: {e}", file=sys.stderr)

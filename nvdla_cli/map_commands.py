@@ -15,7 +15,7 @@ from nvdla_cli.console import TerminalProgress, warn_config
 from nvdla_cli.flags import Needs, check_needs, finite_positive, options
 from nvdla_cli.paths import output_dir, output_file
 from nvdla_mapper.lowering.rules import copies_phrase, resources_phrase
-from nvdla_mapper.options import KvPlan, Placement
+from nvdla_mapper.options import KvPlan, Placement, PruneKind, Pruning
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError, UnsupportedError, check_int
 from nvdla_sim.files import write_json, write_rows, write_table
@@ -169,7 +169,9 @@ def add_commands(sub, registry: dict) -> None:
     acr.add_argument("--smooth", type=float, default=0.0, help="SmoothQuant migration strength alpha (0.5: theirs)")
     acr.add_argument("--qat", metavar="NAME", default="",
                      help="learned scales and weights of quantization-aware training (char_gpt_qat)")  # fmt: skip
-    acr.add_argument("--prune", default="", help="2:4 or magnitude:S, the INT8 run's weights pruned")
+    acr.add_argument(
+        "--prune", default="", type=Pruning.parse, help="2:4 or magnitude:S, the INT8 run's weights pruned"
+    )
     acr.add_argument("--finetuned", metavar="NAME", default="",
                      help="the pruned model's fine-tuned weights (char_gpt_m50_ft, char_gpt_24_ft)")  # fmt: skip
     acr.add_argument("--only", default="",
@@ -198,7 +200,11 @@ _QUANT_NEEDS = [
     for f in ("calib", "calib_data", "dynamic")
 ]
 _WEIGHT_NEEDS = [
-    Needs("sparse_mac_whatif", lambda a: a.prune == "2:4", "is a 2:4-sparse MAC array: it needs --prune 2:4"),
+    Needs(
+        "sparse_mac_whatif",
+        lambda a: a.prune.kind is PruneKind.TWO_FOUR,
+        "is a 2:4-sparse MAC array: it needs --prune 2:4",
+    ),
 ]
 _MAP_NEEDS = [
     *_QUANT_NEEDS,
@@ -350,7 +356,9 @@ def _batches(text: str) -> list[int]:
 
 def _weight_flags(group: argparse._ArgumentGroup) -> None:
     """The weight treatment's flags (WeightTreatment), shared by map, generate and serve."""
-    group.add_argument("--prune", default="", help="2:4 or magnitude:S (fraction S of weights zeroed)")
+    group.add_argument(
+        "--prune", default="", type=Pruning.parse, help="2:4 or magnitude:S (fraction S of weights zeroed)"
+    )
     group.add_argument("--weight-compression", action="store_true", help="store weights NVDLA-compressed (nv_full)")
     group.add_argument(
         "--sparse-mac-whatif",
@@ -1040,7 +1048,7 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None 
         "granularity": args.quantize,
         "calibration": args.calib,
         "dynamic": args.dynamic,
-        "prune": args.prune or "none",
+        "prune": str(args.prune) or "none",
         "calibration_data": args.calib_data or "seeded N(0,1) with outlier channels",
         "reference": "float32 numpy, dense weights",
         "layers": [e.to_dict() for e in errors],

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nvdla_mapper.numerics import sparsity
-from nvdla_mapper.options import KvPlan, Placement
+from nvdla_mapper.options import NO_PRUNING, KvPlan, Placement, PruneKind, Pruning
 from nvdla_mapper.workload import Op, OpKind, Relayout
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.tiling import bytes_per_kernel
@@ -123,27 +123,18 @@ class Fused:
 class WeightTreatment:
     """How static weights are stored and computed: pruning density, NVDLA compression, sparse what-if."""
 
-    prune: str = ""  # "", "2:4", "magnitude:S"
+    prune: Pruning = NO_PRUNING  # options.Pruning; its spelling ("", "2:4", "magnitude:S") is parsed
     compression: bool = False
     sparse_mac: bool = False  # 2:4 sparse MAC array: beyond NVDLA v1
 
     def __post_init__(self) -> None:
-        if self.prune and self.prune != "2:4":
-            name, _, value = self.prune.partition(":")
-            try:
-                ok = name == "magnitude" and 0 <= float(value) < 1
-            except ValueError:
-                ok = False
-            if not ok:
-                raise NvdlaError(f"--prune must be 2:4 or magnitude:S with 0 <= S < 1, not {self.prune!r}")
-        if self.sparse_mac and self.prune != "2:4":
+        object.__setattr__(self, "prune", Pruning.parse(self.prune))
+        if self.sparse_mac and self.prune.kind is not PruneKind.TWO_FOUR:
             raise NvdlaError("--sparse-mac-whatif models a 2:4-sparse MAC array; it needs --prune 2:4")
 
     @property
     def density(self) -> float:
-        if not self.prune:
-            return 1.0
-        return 0.5 if self.prune == "2:4" else 1.0 - float(self.prune.partition(":")[2])
+        return self.prune.density
 
     @property
     def active(self) -> bool:
@@ -151,7 +142,7 @@ class WeightTreatment:
 
     def to_dict(self) -> dict:
         return {
-            "prune": self.prune or "none",
+            "prune": str(self.prune) or "none",
             "density": self.density,
             "compression": self.compression,
             "sparse_mac_whatif": self.sparse_mac,

@@ -47,6 +47,7 @@ from nvdla_mapper.numerics.reference import (
     vit_forward,
 )
 from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
+from nvdla_mapper.options import NO_PRUNING, PruneKind, Pruning
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_sim.config import HwConfig
@@ -64,7 +65,7 @@ class QuantSettings:
     granularity: Granularity = Granularity.PER_CHANNEL
     calibration: Calibration = field(default_factory=Calibration)
     dynamic: bool = False
-    prune: str = ""  # "", "2:4", "magnitude:S"
+    prune: Pruning = NO_PRUNING  # options.Pruning (its spelling "", "2:4", "magnitude:S" is parsed)
     # SmoothQuant's migration strength alpha (Xiao et al. 2023; 0: off, 0.5 their default): the matmuls
     # reading a LayerNorm output take X / s and W * s, s_j = max|X_j|^alpha / max|W_j|^(1 - alpha), W the
     # weights of every matmul reading that output (smoothing_group)
@@ -92,6 +93,7 @@ class QuantSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "softmax", Placement.parse(self.softmax, "softmax"))
+        object.__setattr__(self, "prune", Pruning.parse(self.prune))
         object.__setattr__(self, "layernorm", Placement.parse(self.layernorm, "layernorm"))
         if self.precision is not Precision.INT8 and (self.learned or self.dynamic):
             raise NvdlaError("learned (QAT) and dynamic scales are runs at int8")
@@ -180,19 +182,17 @@ class LayerError:
         }
 
 
-def prune(w: np.ndarray, spec: str) -> np.ndarray:
-    """Prune weights w[K, C] by spec ("", "2:4", "magnitude:S")."""
-    if not spec:
+def prune(w: np.ndarray, spec: Pruning | str) -> np.ndarray:
+    """Prune weights w[K, C] by `spec` (options.Pruning, or its spelling)."""
+    spec = Pruning.parse(spec)
+    if spec.kind is PruneKind.NONE:
         return w
-    if spec == "2:4":
+    if spec.kind is PruneKind.TWO_FOUR:
         return prune_2_4(w)
-    name, _, value = spec.partition(":")
-    if name == "magnitude":
-        try:
-            return prune_magnitude(w, float(value))
-        except ValueError as e:
-            raise NvdlaError(f"--prune {spec}: {e}") from None
-    raise NvdlaError(f"--prune must be 2:4 or magnitude:S (0 <= S < 1), not {spec!r}")
+    try:
+        return prune_magnitude(w, spec.sparsity)
+    except ValueError as e:
+        raise NvdlaError(f"--prune {spec}: {e}") from None
 
 
 def _errors(name: str, q: np.ndarray, ref: np.ndarray, sat: int) -> LayerError:
@@ -418,7 +418,7 @@ def load_scales(path: str | Path) -> Scales:
     return scales
 
 
-def _pruned(hooks: Hooks, spec: str) -> Hooks:
+def _pruned(hooks: Hooks, spec: Pruning) -> Hooks:
     """Hooks whose static weights are pruned by `spec` (prune(); "" leaves them as they are): every
     matmul with model weights but a tied LM head, whose matrix is also the token embedding table. One set
     serves one model's weights (a name's matrix is pruned once)."""

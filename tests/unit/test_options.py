@@ -42,3 +42,21 @@ def test_the_placement_chosen_is_the_same_spelled_either_way():
     a = map_model(g, hw, precision=Precision.INT8, softmax="nvdla", layernorm="host")
     b = map_model(g, hw, precision=Precision.INT8, softmax=Placement.NVDLA, layernorm=Placement.HOST)
     assert a.total_cycles == b.total_cycles and a.to_dict()["layers"] == b.to_dict()["layers"]
+
+
+def test_pruning_is_parsed_once_and_spelled_back():
+    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_mapper.options import PruneKind, Pruning
+
+    assert Pruning.parse("") == Pruning() and not Pruning.parse("none")
+    two = Pruning.parse("2:4")
+    assert (two.kind, two.density, str(two)) == (PruneKind.TWO_FOUR, 0.5, "2:4")
+    mag = Pruning.parse("magnitude:0.75")
+    assert (mag.kind, mag.density, str(mag)) == (PruneKind.MAGNITUDE, 0.25, "magnitude:0.75")
+    for bad in ("3:4", "magnitude:1", "magnitude:x", "random:0.5"):
+        with pytest.raises(NvdlaError, match=r"^--prune must be 2:4 or magnitude:S with 0 <= S < 1, not "):
+            Pruning.parse(bad)
+    # the weight treatment takes the spelling or the value, and holds the value
+    assert WeightTreatment("2:4").prune == WeightTreatment(two).prune == two
+    assert WeightTreatment("magnitude:0.5").to_dict()["prune"] == "magnitude:0.5"
+    assert WeightTreatment().to_dict()["prune"] == "none"
