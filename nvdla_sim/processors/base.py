@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.stats import Activity, LayerStats
+from nvdla_sim.engine.simulate import StreamWork, simulate_stream
+from nvdla_sim.engine.stats import Activity, Bound, LayerStats, Unit
 from nvdla_sim.engine.tiling import TilePlan
+from nvdla_sim.units import cdma
 
 
 class Processor(Protocol):
@@ -61,3 +63,39 @@ class CoreProcessor:
 
     def copy_layer(self, name: str, nbytes: int):
         raise TypeError(f"{self.name} does not copy memory")
+
+
+class StreamProcessor(CoreProcessor):
+    """A processor that streams a W x H x C cube from memory through its unit and back (SDP, PDP, CDP):
+    `work` says what it streams, engine.simulate.simulate_stream times it."""
+
+    def work(self, layer, hw: HwConfig) -> StreamWork:
+        raise NotImplementedError
+
+    def simulate(self, layer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
+        return simulate_stream(self.work(layer, hw), hw, name=layer.name, record_events=record_events)
+
+
+def stream_work(layer, hw: HwConfig, *, unit: Unit, bound: Bound, rate: float, out_bytes: int, lane_elements: int,
+                operand_bytes: int = 0) -> StreamWork:  # fmt: skip
+    """A standalone layer's stream: its input cube in memory (feature format, channels padded to atoms),
+    its elements, memories and precision, with what its processor says of the rest."""
+    hw.check_precision(layer.precision)
+    return StreamWork(
+        in_bytes=cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.precision, hw),
+        operand_bytes=operand_bytes,
+        out_bytes=out_bytes,
+        lane_elements=lane_elements,
+        elements=layer.width * layer.height * layer.channels,
+        rate=rate,
+        unit=unit,
+        bound=bound,
+        input_memory=layer.input_memory,
+        output_memory=layer.output_memory,
+        precision_bytes=layer.precision.bytes,
+    )
+
+
+def dram_activity(stats: LayerStats) -> dict[str, int]:
+    """The DRAM bytes of a layer's activity (Activity's dram_read_bytes and dram_write_bytes)."""
+    return {"dram_read_bytes": stats.traffic.dram_read, "dram_write_bytes": stats.traffic.dram_write}

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.simulate import StreamWork, simulate_stream
+from nvdla_sim.engine.simulate import StreamWork
 from nvdla_sim.engine.stats import Activity, Bound, LayerStats, Unit
-from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.layers import OperandMode, SdpLayer, SdpSpec
-from nvdla_sim.processors.base import CoreProcessor
+from nvdla_sim.processors.base import StreamProcessor, dram_activity, stream_work
 from nvdla_sim.units import cdma, sdp
 
 
@@ -26,35 +25,25 @@ def lane_elements(width: int, height: int, channels: int, precision, hw: HwConfi
     return width * height * cdma.atom_channels(channels, precision, hw)
 
 
-class SdpProcessor(CoreProcessor):
+class SdpProcessor(StreamProcessor):
     label = "SDP"
     name = "sdp"
     layer_type = SdpLayer
     config_sections = ("sdp", "memory", "timing")
 
     def work(self, layer: SdpLayer, hw: HwConfig) -> StreamWork:
+        """The cube through the stages the layer uses (their slowest rate), with its operands read beside it
+        by B/N/E-RDMA, written at its output precision."""
         hw.check_precision(layer.precision)
-        return StreamWork(
-            in_bytes=cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.precision, hw),
-            operand_bytes=sdp.operand_read_bytes(
-                layer.sdp,
-                pixels=layer.width * layer.height,
-                channels=layer.channels,
-                operand_bytes=layer.precision.bytes,
-            ),
+        operands = sdp.operand_read_bytes(
+            layer.sdp, pixels=layer.width * layer.height, channels=layer.channels, operand_bytes=layer.precision.bytes
+        )
+        return stream_work(
+            layer, hw, unit=Unit.SDP, bound=Bound.SDP, rate=sdp.elements_per_cycle(layer.sdp, hw),
             out_bytes=cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.out_precision, hw),
             lane_elements=lane_elements(layer.width, layer.height, layer.channels, layer.precision, hw),
-            elements=layer.elements,
-            rate=sdp.elements_per_cycle(layer.sdp, hw),
-            unit=Unit.SDP,
-            bound=Bound.SDP,
-            input_memory=layer.input_memory,
-            output_memory=layer.output_memory,
-            precision_bytes=layer.precision.bytes,
-        )
-
-    def simulate(self, layer: SdpLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
-        return simulate_stream(self.work(layer, hw), hw, name=layer.name, record_events=record_events)
+            operand_bytes=operands,
+        )  # fmt: skip
 
     def fixed_latency(self, layer: SdpLayer, hw: HwConfig) -> tuple[int, int, int]:
         """Measured on the nv_small RTL (TimingConfig: launch, sdp_pipeline (+ sdp_y_pipeline when the Y
@@ -65,13 +54,7 @@ class SdpProcessor(CoreProcessor):
 
     def activity(self, layer: SdpLayer, stats: LayerStats, hw: HwConfig) -> Activity:
         alu, mul = stage_ops(layer.sdp)
-        return Activity(
-            sdp_elements=layer.elements,
-            sdp_alu_ops=alu,
-            sdp_mul_ops=mul,
-            dram_read_bytes=stats.traffic.dram_read,
-            dram_write_bytes=stats.traffic.dram_write,
-        )
+        return Activity(sdp_elements=layer.elements, sdp_alu_ops=alu, sdp_mul_ops=mul, **dram_activity(stats))
 
 
 SDP = SdpProcessor()
