@@ -23,7 +23,7 @@ class Processor(Protocol):
     name: str  # the firmware's name of the processor (dla_interface.h DLA_OP_*, lower case)
     label: str  # how reports name it
     layer_type: type  # the hardware layer (nvdla_sim.layers) it runs
-    config_sections: tuple[str, ...]  # the sections of HwConfig its timing and energy read
+    config_sections: tuple[str, ...]  # the fields of HwConfig (sections, flags) its timing and energy read
     # what runs one of its layers at a time: "nvdla" for the processors of the core's pipeline (one hardware
     # layer at a time, in ping-pong register groups), its own name for one that runs beside them
     engine: str

@@ -51,6 +51,9 @@ class BdmaLayer:
                 f"{self.name}: bdma line_bytes must be a multiple of {BDMA_ATOM_BYTES} in {BDMA_ATOM_BYTES}..{top} "
                 f"(CFG_LINE.SIZE counts 32-byte atoms in 13 bits), not {lb!r}"
             )
+        for n in ("source", "destination"):
+            if not isinstance(getattr(self, n), Memory):
+                raise ShapeError(f"{self.name}: bdma {n} must be a Memory (dram or sram), not {getattr(self, n)!r}")
         for n in ("lines", "surfaces"):
             what = f"{self.name}: bdma {n}"
             check_int(getattr(self, n), what, maximum=MAX_BDMA_REPEAT, error=ShapeError, why=" (24-bit repeat)")
@@ -77,7 +80,10 @@ def _bdma_shape(atoms: int) -> tuple[int, int, int]:
     rest = atoms // line
     lines = next(d for d in range(min(rest, MAX_BDMA_REPEAT), 0, -1) if rest % d == 0)
     if rest // lines > MAX_BDMA_REPEAT:
-        raise ShapeError(f"a bdma copy of {atoms} atoms does not fit one transfer (lines x surfaces past 2^48)")
+        raise ShapeError(
+            f"a bdma copy of {atoms} atoms does not fit one transfer: no line of up to 2^13 atoms and repeat of up"
+            " to 2^24 lines leave at most 2^24 surfaces; split the copy"
+        )
     return line, lines, rest // lines
 
 
@@ -102,10 +108,13 @@ class BdmaProcessor:
 
     def simulate(self, layer: BdmaLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
         self._check(layer, hw)
-        ports = make_ports(hw)  # the config's memory model: its ports take the read, then the write
+        # the config's memory model: its ports take the read, then the write (on the memory's shared channel,
+        # as the copy formula always had it: whether BDMA overlaps them on a separate write channel is not
+        # measured)
+        ports = make_ports(hw)
         src, dst = ports[layer.source], ports[layer.destination]
         src.reserve(0.0, layer.bytes)
-        dst.writes.reserve(0.0, layer.bytes)
+        dst.reserve(0.0, layer.bytes)
         dram_cycles = int(ports[Memory.DRAM].channel_busy)
         sram_cycles = int(ports[Memory.SRAM].channel_busy) if Memory.SRAM in ports else 0
         cycles = int(max(src.last_beat, dst.last_beat))

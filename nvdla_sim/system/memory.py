@@ -136,8 +136,8 @@ class RefreshPort(MemoryPort):
 
     interval: float = math.inf  # cycles between refreshes (tREFI)
     blackout: float = 0.0  # cycles a refresh takes (tRFCab)
-    _windows_to: float = 0.0  # every window starting before this is booked
-    _last_transfer: float = 0.0
+    _next_window: int = 1  # windows 1 .. _next_window - 1 are booked (window k starts at k x interval)
+    _last_transfer: float = 0.0  # the end of the last transfer (windows aside)
 
     periodic = False  # its windows sit at absolute times
 
@@ -148,15 +148,15 @@ class RefreshPort(MemoryPort):
     def reserve(self, ready: float, nbytes: int) -> tuple[float, float]:
         if nbytes <= 0:
             return ready, ready
-        # past the calendar's last interval only windows can stop the transfer: it crosses at most
-        # need / (interval - blackout) + 1 of them
-        start = max(ready, self._ends[-1] if self._ends else 0.0)
+        # past the last transfer only windows can stop this one: it ends by `bound`, having crossed at most
+        # need / (interval - blackout) + 1 windows (config: blackout < interval / 2); book those before it
+        start = max(ready, self._last_transfer)
         need = nbytes / self.bytes_per_cycle
         bound = start + need + (need / (self.interval - self.blackout) + 2) * self.blackout
-        while self._windows_to < bound:
-            k = math.floor(self._windows_to / self.interval) + 1
-            self._insert(k * self.interval, k * self.interval + self.blackout)
-            self._windows_to = k * self.interval + 1
+        while self._next_window * self.interval < bound:
+            at = self._next_window * self.interval
+            self._insert(at, at + self.blackout)
+            self._next_window += 1
         first, last = super().reserve(ready, nbytes)
         self._last_transfer = max(self._last_transfer, last)
         return first, last

@@ -66,6 +66,12 @@ def test_a_refreshing_port_by_hand():
     assert port.reserve(305, 64) == (310, 311)
     fluid = MemoryPort(64, 0)
     assert fluid.reserve(0, 12_800) == (0, 200)
+    # windows are booked only as far as the transfers can reach: 20 short transfers over 200 cycles leave
+    # the windows at 100 and 200 (and at most the next) booked, not one more per transfer
+    port = RefreshPort(64, 0, interval=100, blackout=10)
+    for i in range(20):
+        port.reserve(10 * i, 64)
+    assert port.last_beat == 191 and [w for w in port.booked_after(195)] in ([(200, 210)], [(200, 210), (300, 310)])
 
 
 def test_a_memory_bound_stream_slows_by_the_refresh_share():

@@ -68,6 +68,18 @@ def test_bdma_shapes_follow_its_registers():
         BdmaLayer("x", 8193 * 32)
     with pytest.raises(ShapeError, match=r"lines must be an integer in 1\.\.16777216"):
         BdmaLayer("x", 32, lines=0)
+    with pytest.raises(ShapeError, match=r"^x: bdma destination must be a Memory \(dram or sram\), not 'sram'$"):
+        BdmaLayer("x", 32, destination="sram")
+
+
+def test_each_processor_reads_fields_the_config_has():
+    import dataclasses
+
+    from nvdla_sim.config import HwConfig
+
+    fields = {f.name for f in dataclasses.fields(HwConfig)}
+    for p in PROCESSORS:
+        assert p.config_sections and set(p.config_sections) <= fields, (p.name, p.config_sections)
 
 
 def test_a_build_without_bdma_or_sram_refuses_its_copies():
