@@ -1,9 +1,10 @@
 """A fingerprint of every figure the main commands print, for refactors that must not change one (issue 56:
 "behaviour is unchanged ... compare a hash of every figure").
 
-Runs, in this process, the README job (BERT-base s128 on nv_full), GPT-2 128 + 128 generation on nv_full
-(batch 1 and 4), GPT-2 64 + 64 on nv_small and nv_large, a 60-request Poisson serving run on nv_full, a
-ResNet-50 map on nv_small, and T5's generation; prints a SHA-256 per run over its JSON figures (every key
+Runs, in this process, the README job (BERT-base s128 on nv_full, and on nv_full's testbench config with
+its separate write channel), GPT-2 128 + 128 generation on nv_full (batch 1 and 4), GPT-2 64 + 64 on
+nv_small and nv_large, a 60-request Poisson serving run on nv_full and a 40-request chunked-prefill one
+with swap preemption, a ResNet-50 map on nv_small, and T5's generation; prints a SHA-256 per run over its JSON figures (every key
 of MapResult.to_dict / GenerateResult.to_dict / ServeResult.to_dict, floats as written; options and wall
 times left out; the config echoed back, hw_config, too) and one over all of them. Run it before and after a change and compare the lines:
 
@@ -24,6 +25,8 @@ from nvdla_mapper.frontends.resolve import model_graph
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.generate import generate
 from nvdla_mapper.studies.serve import (
+    Policy,
+    Preemption,
     ServeSettings,
     SimulatedCosts,
     kv_capacity_blocks,
@@ -43,10 +46,10 @@ def _generate(model: str, hw: str, prompt: int, new: int, batch: int) -> Callabl
     return lambda: generate(preset(model), load_config(hw), prompt=prompt, new_tokens=new, batch=batch).to_dict()
 
 
-def _serve() -> dict:
+def _serve(settings: ServeSettings | None = None, n: int = 60, rate: float = 40.0) -> dict:
     spec, hw = preset("gpt2"), load_config("nv_full").with_values(**{"memory.dram_size_gib": 0.2})
-    s = ServeSettings()
-    reqs = poisson_requests(60, 40.0, prompt=128, output=32, clock_mhz=hw.clock_mhz, seed=0)
+    s = settings or ServeSettings()
+    reqs = poisson_requests(n, rate, prompt=128, output=32, clock_mhz=hw.clock_mhz, seed=0)
     res = simulate_serving(
         reqs, SimulatedCosts(spec, hw, INT8), capacity_blocks=kv_capacity_blocks(spec, hw, INT8, 16), settings=s
     )
@@ -63,6 +66,12 @@ RUNS: dict[str, Callable[[], dict]] = {
     "gpt2_64_64_nv_large": _generate("gpt2", "nv_large", 64, 64, 1),
     "t5_base_32_8_nv_full": _generate("t5-base", "nv_full", 32, 8, 1),
     "serve_gpt2_60_nv_full": _serve,
+    # a testbench build (separate AXI write channel, BDMA): the memory's channels and the copies
+    "readme_bert_base_nv_full_rtl_tb": _map("bert-base", "nv_full_rtl_tb", seq=128),
+    # chunked prefill with swap preemption: the other policy and preemption of the serving loop
+    "serve_gpt2_40_chunked_swap_nv_full": lambda: _serve(
+        ServeSettings(policy=Policy.CHUNKED_PREFILL, preemption=Preemption.SWAP, chunk_tokens=64), n=40, rate=80.0
+    ),
 }
 
 
