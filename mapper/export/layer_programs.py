@@ -46,7 +46,6 @@ from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLaye
 from nvdla_sim.precision import Precision
 from nvdla_sim.processors import fixed_latency
 from nvdla_sim.program.decode import (
-    AluAlgo,
     CbufReuse,
     EwOperand,
     OperandSource,
@@ -85,6 +84,7 @@ from nvdla_sim.units.memory_format import (
     feature_image,
     read_cube,
 )
+from nvdla_sim.units.sdp import AluOp
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,7 @@ def _sdp_parts(
         shift = _acc_shift(acc_std, 2**12 / math.sqrt(3))
         y_std = math.hypot(acc_std, 2**12 / math.sqrt(3) * 2**shift)
         x1 = SdpStageCfg(
-            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_KERNEL, 2), AluAlgo.SUM, None, False, x1_relu
+            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_KERNEL, 2), AluOp.ADD, None, False, x1_relu
         )
     elif spec.bias is OperandMode.PER_ELEMENT:
         surf = place(alloc, w, h, k, p, hw)
@@ -233,19 +233,19 @@ def _sdp_parts(
         y_std = math.hypot(acc_std, RANGES[p].std * 2**shift)
         x1 = SdpStageCfg(
             SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, p.bytes),
-            AluAlgo.SUM,
+            AluOp.ADD,
             None,
             False,
             spec.relu,
         )
     elif spec.bias is OperandMode.REG:
         x1 = SdpStageCfg(
-            SdpOperand(OperandSource.REG, int(rng.integers(-512, 512)), 0), AluAlgo.SUM, None, False, spec.relu
+            SdpOperand(OperandSource.REG, int(rng.integers(-512, 512)), 0), AluOp.ADD, None, False, spec.relu
         )
     elif spec.relu:
-        x1 = SdpStageCfg(None, AluAlgo.SUM, None, False, True)
+        x1 = SdpStageCfg(None, AluOp.ADD, None, False, True)
     if spec.scale is OperandMode.REG:
-        x2 = SdpStageCfg(None, AluAlgo.SUM, SdpOperand(OperandSource.REG, SCORE_SCALE, 0), False, False, mul_shift=8)
+        x2 = SdpStageCfg(None, AluOp.ADD, SdpOperand(OperandSource.REG, SCORE_SCALE, 0), False, False, mul_shift=8)
         std = std * SCORE_SCALE / 256
         y_std = y_std * SCORE_SCALE / 256
     elif spec.scale is OperandMode.PER_KERNEL:
@@ -255,7 +255,7 @@ def _sdp_parts(
         streams.append(SdpStream(Rdma.NRDMA, OperandMode.PER_KERNEL, 2, addr, use=OperandUse.MUL))
         x2 = SdpStageCfg(
             None,
-            AluAlgo.SUM,
+            AluOp.ADD,
             SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_KERNEL, 2),
             False,
             False,
@@ -276,7 +276,7 @@ def _sdp_parts(
         std = math.hypot(std, RANGES[p].std * 2**shift)
         y_std = math.hypot(y_std, RANGES[p].std * 2**shift)
         x2 = SdpStageCfg(
-            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, p.bytes), AluAlgo.SUM, None, False,
+            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, p.bytes), AluOp.ADD, None, False,
             spec.relu,
         )  # fmt: skip
     parts = _SdpParts(x1, x2, tuple(streams), inputs, std)
@@ -434,7 +434,7 @@ def _y_parts(
         lut = sdp_lut(func, -round(span), round(span), 4.0 / max(span, 1.0))
         sample = np.linspace(-span, span, 257).round().astype(np.int64)
         x_std = max(float(np.std(lut_apply(sample, lut, path=LutPath.SDP)[0])), 1.0)
-    parts.ew = SdpEwCfg(alu, AluAlgo.SUM, mul, False, truncate, lut is not None)
+    parts.ew = SdpEwCfg(alu, AluOp.ADD, mul, False, truncate, lut is not None)
     parts.lut = lut
     parts.out_std = x_std
 
@@ -723,7 +723,7 @@ def _given_y(
         return EwOperand(OperandSource.MEM, 0, False, cvt.offset, cvt.scale, cvt.shift)
 
     ew = SdpEwCfg(
-        operand(y.alu_operand, y.alu_cvt), AluAlgo.SUM, operand(y.mul_operand, y.mul_cvt), False, y.mul_truncate,
+        operand(y.alu_operand, y.alu_cvt), AluOp.ADD, operand(y.mul_operand, y.mul_cvt), False, y.mul_truncate,
         y.lut is not None,
     )  # fmt: skip
     return ew, y.lut
@@ -797,7 +797,7 @@ def _given_stage(
         alu = SdpOperand(OperandSource.REG, int(st.alu_operand), st.alu_shift)
     if st.mul_operand is not None and np.ndim(st.mul_operand) == 0:
         mul = SdpOperand(OperandSource.REG, int(st.mul_operand), 0)
-    return SdpStageCfg(alu, AluAlgo.SUM, mul, False, st.relu, mul_shift=st.mul_shift)
+    return SdpStageCfg(alu, AluOp.ADD, mul, False, st.relu, mul_shift=st.mul_shift)
 
 
 def _kernel_values(v, kernels: tuple[int, int, int], base: str) -> np.ndarray | None:

@@ -40,6 +40,7 @@ from nvdla_sim.program.fields import is_known, signed
 from nvdla_sim.program.trace_io import Program, RegWrite
 from nvdla_sim.units.lut import LE_ENTRIES, LO_ENTRIES, IndexMode, LutParams, LutTable, Table
 from nvdla_sim.units.memory_format import Surface
+from nvdla_sim.units.sdp import AluOp
 
 _PRECISIONS = {0: Precision.INT8, 1: Precision.INT16, 2: Precision.FP16}
 
@@ -71,20 +72,17 @@ class OperandUse(enum.Enum):
     BOTH = "both"
 
 
-class AluAlgo(enum.Enum):
-    """D_DP_{BS,BN,EW}_CFG_0.ALU_ALGO (the register's names; the arithmetic is units.sdp.AluOp)."""
-
-    MAX = "max"
-    MIN = "min"
-    SUM = "sum"
-    EQL = "eql"  # the EW (Y) ALU only
+# D_DP_{BS,BN,EW}_CFG_0.ALU_ALGO's codes, as units.sdp.AluOp (the register names the sum SUM; descriptions,
+# what validation/data rows store, keep the register's names)
+_ALU_NAMES = {AluOp.MAX: "max", AluOp.MIN: "min", AluOp.ADD: "sum", AluOp.EQL: "eql"}
+_ALU_BY_NAME = {name: op for op, name in _ALU_NAMES.items()}
 
 
 _STREAM_USE = {0: OperandUse.MUL, 1: OperandUse.ALU, 2: OperandUse.BOTH}  # DATA_USE (NVDLA_SDP_RDMA.rdl)
 # X stages: code 3 (EQL) sums, as the X datapath has no comparator (cmod hls/sdp/sdp_x.cpp: MAX, MIN,
 # else SUM); the Y stage compares (sdp_y_core.cpp SDP_ALU_MODE_EQL)
-_ALU_ALGO = {0: AluAlgo.MAX, 1: AluAlgo.MIN, 2: AluAlgo.SUM, 3: AluAlgo.SUM}
-_EW_ALU_ALGO = {0: AluAlgo.MAX, 1: AluAlgo.MIN, 2: AluAlgo.SUM, 3: AluAlgo.EQL}
+_ALU_ALGO = {0: AluOp.MAX, 1: AluOp.MIN, 2: AluOp.ADD, 3: AluOp.ADD}
+_EW_ALU_ALGO = {0: AluOp.MAX, 1: AluOp.MIN, 2: AluOp.ADD, 3: AluOp.EQL}
 _POOL_METHOD = {0: PoolMode.AVG, 1: PoolMode.MAX, 2: PoolMode.MIN}  # D_OPERATION_MODE_CFG_0.POOLING_METHOD
 
 
@@ -118,7 +116,7 @@ class SdpStageCfg:
     """X1 (BS) or X2 (BN) stage registers."""
 
     alu: SdpOperand | None  # None: ALU bypassed
-    alu_algo: AluAlgo
+    alu_algo: AluOp
     mul: SdpOperand | None
     prelu: bool
     relu: bool
@@ -144,7 +142,7 @@ class SdpEwCfg:
     read by decode_lut."""
 
     alu_operand: EwOperand | None  # None: ALU bypassed
-    alu_algo: AluAlgo
+    alu_algo: AluOp
     mul_operand: EwOperand | None  # None: MUL bypassed
     mul_prelu: bool
     truncate: int  # D_DP_EW_TRUNCATE_VALUE: the multiplier's rounding right shift
@@ -469,7 +467,7 @@ def _stage(sdp: _Regs, rdma: _Regs, tag: str, rdma_tag: str) -> SdpStageCfg | No
             OperandSource.MEM, signed(sdp.f(v, "OPERAND"), 16), sdp.f(c, "SHIFT"), stream_mode, stream_size
         )
 
-    algo = _ALU_ALGO.get(sdp.f(cfg, "ALU_ALGO"), AluAlgo.SUM)
+    algo = _ALU_ALGO.get(sdp.f(cfg, "ALU_ALGO"), AluOp.ADD)
     return SdpStageCfg(
         alu=None if sdp.f(cfg, "ALU_BYPASS") else operand("ALU"),
         alu_algo=algo,
@@ -643,7 +641,7 @@ def _cdp(name: str, snap: dict[str, dict[str, int]]) -> CdpOp:
 
 _KINDS: dict[str, type] = {"conv": ConvOp, "sdp": SdpOp, "pdp": PdpOp, "cdp": CdpOp}
 _ENUM_FIELDS: dict[str, type[enum.Enum]] = {
-    "source": OperandSource, "mode": OperandMode, "alu_algo": AluAlgo, "method": PoolMode,
+    "source": OperandSource, "mode": OperandMode, "method": PoolMode,
     "data_memory": Memory, "weight_memory": Memory, "src_memory": Memory, "dst_memory": Memory,
 }  # fmt: skip
 _MEMORY_FIELDS = ("data_memory", "weight_memory", "src_memory", "dst_memory")
@@ -683,6 +681,8 @@ def describe(op: Operation) -> dict[str, Any]:
 
 
 def _plain(v: Any) -> Any:
+    if isinstance(v, AluOp):
+        return _ALU_NAMES[v]
     if isinstance(v, enum.Enum):  # Precision and the register enums: their values are the stored names
         return v.value
     if isinstance(v, dict):
@@ -713,6 +713,10 @@ def _build(cls: type, d: dict[str, Any]) -> Any:
             kwargs[f.name] = _build(_NESTED[f.name], v)
         elif f.name.endswith("precision") or f.name == "precision":
             kwargs[f.name] = Precision(v)
+        elif f.name == "alu_algo":
+            if v not in _ALU_BY_NAME:
+                raise TraceError(f"alu_algo {v!r} is not one of {', '.join(_ALU_BY_NAME)}")
+            kwargs[f.name] = _ALU_BY_NAME[v]
         elif f.name in _ENUM_FIELDS:
             kwargs[f.name] = _ENUM_FIELDS[f.name](v)
         elif f.name == "operand_streams":

@@ -24,7 +24,6 @@ from nvdla_sim.files import write_text
 from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
-    AluAlgo,
     CbufReuse,
     CdpOp,
     ConvOp,
@@ -46,9 +45,10 @@ from nvdla_sim.units import cbuf, cdma
 from nvdla_sim.units.lut import IndexMode, LutParams, Table
 from nvdla_sim.units.memory_format import Surface, cube_size
 from nvdla_sim.units.pdp import recip
+from nvdla_sim.units.sdp import AluOp
 
 _PREC = {Precision.INT8: 0, Precision.INT16: 1, Precision.FP16: 2}
-_ALGO = {AluAlgo.MAX: 0, AluAlgo.MIN: 1, AluAlgo.SUM: 2, AluAlgo.EQL: 3}
+_ALGO = {AluOp.MAX: 0, AluOp.MIN: 1, AluOp.ADD: 2, AluOp.EQL: 3}  # D_DP_*_CFG.ALU_ALGO codes
 _METHOD = {PoolMode.AVG: 0, PoolMode.MAX: 1, PoolMode.MIN: 2}
 _USE = {OperandUse.MUL: 0, OperandUse.ALU: 1, OperandUse.BOTH: 2}
 RAM_MC = 1  # RAM_TYPE: 1 = the memory controller interface (nv_small has no CV SRAM)
@@ -122,7 +122,7 @@ def _stage_regs(b: _Builder, tag: str, st: SdpStageCfg | None) -> None:
     if st is None:
         b.reg("SDP", f"D_DP_{tag}_CFG_0", BYPASS=1, ALU_BYPASS=1, MUL_BYPASS=1, RELU_BYPASS=1)
         return
-    if st.alu_algo is AluAlgo.EQL:
+    if st.alu_algo is AluOp.EQL:
         raise TraceError(f"SDP {tag} ALU: EQL is the EW (Y) stage's; the X stages have MAX, MIN and SUM")
     b.reg(
         "SDP",

@@ -31,7 +31,6 @@ from nvdla_sim.floats import fp16_from_codes, fp16_to_fp32, fp32_from_code
 from nvdla_sim.layers import ConvLayer, OperandMode
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
-    AluAlgo,
     CdpOp,
     ConvOp,
     Decoded,
@@ -56,10 +55,6 @@ from nvdla_sim.units.cdp import LrnParams, lrn
 from nvdla_sim.units.lut import LutParams
 from nvdla_sim.units.memory_format import elements_per_atom, read_cube, read_dc_weights, write_cube
 
-_ALU = {
-    AluAlgo.MAX: sdp_fn.AluOp.MAX, AluAlgo.MIN: sdp_fn.AluOp.MIN, AluAlgo.SUM: sdp_fn.AluOp.ADD,
-    AluAlgo.EQL: sdp_fn.AluOp.EQL,
-}  # fmt: skip
 # PDP padding-value registers: sign bit of the n-element value for INT8 / INT16 data (cmod NV_NVDLA_pdp.cpp
 # int_sign_extend widths for D_POOLING_PADDING_VALUE_1..7)
 _PDP_PAD_BITS = {Precision.INT8: (8, 9, 10, 10, 11, 11, 11), Precision.INT16: (16, 17, 18, 18, 19, 19, 19)}
@@ -122,7 +117,7 @@ def sdp_params(
             return None
         # 6-bit shifters (cmod sdp_hls_wrapper.cpp passes the MUL shift as ACINTF(6))
         return sdp_fn.Stage(
-            alu_op=_ALU[cfg.alu_algo],
+            alu_op=cfg.alu_algo,
             alu_operand=value(cfg.alu, rdma, OperandUse.ALU),
             alu_shift=(cfg.alu.shift if cfg.alu else 0) & 63,
             mul_operand=value(cfg.mul, rdma, OperandUse.MUL),
@@ -146,7 +141,7 @@ def sdp_params(
                 "SDP LUT enabled but the program's SDP LUT was not decoded (decode_lut(prog, 'NVDLA_SDP'))"
             )
         y = sdp_fn.EwStage(
-            alu_op=_ALU[ew.alu_algo],
+            alu_op=ew.alu_algo,
             alu_operand=value(ew.alu_operand, Rdma.ERDMA, OperandUse.ALU),
             alu_cvt=ew_cvt(ew.alu_operand),
             mul_operand=value(ew.mul_operand, Rdma.ERDMA, OperandUse.MUL),

@@ -12,7 +12,6 @@ from nvdla_sim.errors import ShapeError, TraceError
 from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
-    AluAlgo,
     CdpOp,
     EwOperand,
     OperandSource,
@@ -32,6 +31,7 @@ from nvdla_sim.program.trace_io import parse_program
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
 from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
 from nvdla_sim.units.pdp import recip
+from nvdla_sim.units.sdp import AluOp
 
 HW = load_config("nv_small_rtl_tb")
 P = Precision.INT8
@@ -58,7 +58,7 @@ def stages(draw, mode: OperandMode):
     alu = operand(OperandSource.REG) if draw(st.booleans()) else None
     mul = operand(OperandSource.REG) if draw(st.booleans()) else None
     return SdpStageCfg(
-        alu, draw(st.sampled_from([AluAlgo.MAX, AluAlgo.MIN, AluAlgo.SUM])), mul, draw(st.booleans()) and mul is not None,
+        alu, draw(st.sampled_from([AluOp.MAX, AluOp.MIN, AluOp.ADD])), mul, draw(st.booleans()) and mul is not None,
         draw(st.booleans()), mul_shift=mul.shift if mul else draw(st.integers(0, 8)),
     )  # fmt: skip
 
@@ -97,7 +97,7 @@ def test_offline_sdp_round_trip_with_a_memory_operand(tmp_path_factory, w, h, c,
         Rdma.BRDMA, OperandMode.PER_ELEMENT, 1, opnd.addr, opnd.line_stride, opnd.surface_stride, OperandUse.MUL
     )
     x1 = SdpStageCfg(
-        None, AluAlgo.SUM, SdpOperand(OperandSource.MEM, 0, 3, OperandMode.PER_ELEMENT, 1), False, True, mul_shift=3
+        None, AluOp.ADD, SdpOperand(OperandSource.MEM, 0, 3, OperandMode.PER_ELEMENT, 1), False, True, mul_shift=3
     )
     op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, x2=x2, cvt=(5, 77, 9), streams=(stream,))
     rng = np.random.default_rng(seed)
@@ -253,7 +253,7 @@ def test_sdp_y_round_trip(tmp_path_factory, w, h, c, data, seed):
     mul = data.draw(st.one_of(st.none(), ew_operands(source(OperandUse.MUL))))
     lut_on = data.draw(st.booleans())
     ew = SdpEwCfg(
-        alu, data.draw(st.sampled_from(list(AluAlgo))), mul, data.draw(st.booleans()), data.draw(st.integers(0, 1023)),
+        alu, data.draw(st.sampled_from(list(AluOp))), mul, data.draw(st.booleans()), data.draw(st.integers(0, 1023)),
         lut_on,
     )  # fmt: skip
     a = Alloc()
@@ -295,7 +295,7 @@ def test_sdp_y_round_trip(tmp_path_factory, w, h, c, data, seed):
 def test_x_stages_refuse_eql():
     a = Alloc()
     src, dst = place(a, 2, 2, 8, P, HW), place(a, 2, 2, 8, P, HW)
-    x1 = SdpStageCfg(SdpOperand(OperandSource.REG, 3, 0), AluAlgo.EQL, None, False, False)
+    x1 = SdpStageCfg(SdpOperand(OperandSource.REG, 3, 0), AluOp.EQL, None, False, False)
     op = sdp_pass(2, 2, 8, flying=False, src=src, dst=dst, x1=x1)
     with pytest.raises(TraceError, match="EQL is the EW"):
         emit_program("x", op, [], [(dst.addr, 64)], HW)

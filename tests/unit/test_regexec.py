@@ -14,6 +14,7 @@ from nvdla_sim.units import sdp
 from nvdla_sim.units.cdp import LrnParams, lrn
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
 from nvdla_sim.units.memory_format import Surface, read_cube, read_dc_weights, write_cube
+from nvdla_sim.units.sdp import AluOp
 from tests.unit.test_precision import _ref_round as _round
 
 NV_SMALL = load_config("nv_small")
@@ -131,7 +132,7 @@ def test_sdp_lut_registers_and_one_lut_per_program():
     import pytest
 
     from nvdla_sim.errors import TraceError
-    from nvdla_sim.program.decode import AluAlgo, CdpOp, SdpEwCfg, SdpOp
+    from nvdla_sim.program.decode import CdpOp, SdpEwCfg, SdpOp
     from nvdla_sim.program.execute import program_luts
 
     w = [
@@ -149,7 +150,7 @@ def test_sdp_lut_registers_and_one_lut_per_program():
     again = [*w, RegWrite("NVDLA_SDP", "S_LUT_LE_START_0", 3, 8), RegWrite("NVDLA_SDP", "D_OP_ENABLE_0", 1, 9)]
     with pytest.raises(TraceError, match=r"s:9: NVDLA_SDP's LUT is reprogrammed between two of its operations"):
         decode_lut(Program("s", None, again), "NVDLA_SDP")
-    ew = SdpEwCfg(None, AluAlgo.SUM, None, False, 0, True)  # the LUT alone
+    ew = SdpEwCfg(None, AluOp.ADD, None, False, 0, True)  # the LUT alone
     surf = Surface(0, 8, 8)
     sop = SdpOp(1, 1, 8, False, surf, surf, False, *(Precision.INT8,) * 3, None, None, True, True, 0, 1, 0, (), ew)
     cop = CdpOp(1, 1, 8, 3, False, False, 0, 1, 0, 0, 1, 0, surf, surf, Precision.INT8)

@@ -33,7 +33,6 @@ from nvdla_sim.floats import fp16_codes, fp32_code
 from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.program.decode import (
-    AluAlgo,
     CdpOp,
     EwOperand,
     OperandSource,
@@ -47,6 +46,7 @@ from nvdla_sim.program.decode import (
 from nvdla_sim.program.emit import Alloc, TraceProgram, conv_layer, emit_program, place, pool_pass, sdp_pass
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
 from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
+from nvdla_sim.units.sdp import AluOp
 
 HW = "nv_small_rtl_tb"
 P = Precision.INT8
@@ -89,11 +89,11 @@ def _conv(shape: ConvShape, *, clip: int, bias: bool = False, precision: Precisi
             inputs.append((baddr, b.view(np.uint8)))
             kw = dict(
                 x1=SdpStageCfg(
-                    SdpOperand(OperandSource.MEM, 0, 4, OperandMode.PER_KERNEL, 2), AluAlgo.SUM, None, False, False
+                    SdpOperand(OperandSource.MEM, 0, 4, OperandMode.PER_KERNEL, 2), AluOp.ADD, None, False, False
                 ),
                 x2=SdpStageCfg(
                     None,
-                    AluAlgo.SUM,
+                    AluOp.ADD,
                     SdpOperand(OperandSource.REG, 19371, 0, OperandMode.PER_KERNEL, 2),
                     False,
                     False,
@@ -136,9 +136,7 @@ def _sdp(w: int, h: int, c: int) -> Maker:
         stream = SdpStream(
             Rdma.BRDMA, OperandMode.PER_ELEMENT, 1, opnd.addr, opnd.line_stride, opnd.surface_stride, OperandUse.ALU
         )
-        x1 = SdpStageCfg(
-            SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_ELEMENT, 1), AluAlgo.SUM, None, False, True
-        )
+        x1 = SdpStageCfg(SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_ELEMENT, 1), AluOp.ADD, None, False, True)
         op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, x1=x1, cvt=(3, 181, 8), streams=(stream,))
         inputs = [(src.addr, feature_image(random_data(rng, (h, w, c)), src, P, hw))]
         inputs.append((opnd.addr, feature_image(random_data(rng, (h, w, c)), opnd, P, hw)))
@@ -322,12 +320,10 @@ def _f16_projection(shape: ConvShape, *, then: str) -> Maker:
         baddr = alloc.take(shape.out_k * 2 + 64)
         inputs = [(baddr, _f16_bytes(rng.standard_normal(shape.out_k) * 2))]
         streams = [SdpStream(Rdma.BRDMA, OperandMode.PER_KERNEL, 2, baddr, use=OperandUse.ALU)]
-        x1 = SdpStageCfg(
-            SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_KERNEL, 2), AluAlgo.SUM, None, False, False
-        )
+        x1 = SdpStageCfg(SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_KERNEL, 2), AluOp.ADD, None, False, False)
         lut = None
         if then == "gelu":
-            ew = SdpEwCfg(None, AluAlgo.SUM, None, False, 0, True)
+            ew = SdpEwCfg(None, AluOp.ADD, None, False, 0, True)
             lut = fp16_steps.gelu_lut(gelu_tanh)
         else:
             res = place(alloc, shape.out_w, shape.out_h, shape.out_k, F16, hw)
@@ -335,7 +331,7 @@ def _f16_projection(shape: ConvShape, *, then: str) -> Maker:
                 (res.addr, feature_image(_f16_cube(rng, (shape.out_h, shape.out_w, shape.out_k), 3), res, F16, hw))
             )
             streams.append(_ew_stream(res))
-            ew = SdpEwCfg(EwOperand(OperandSource.MEM), AluAlgo.SUM, None, False, 0, False)
+            ew = SdpEwCfg(EwOperand(OperandSource.MEM), AluOp.ADD, None, False, 0, False)
         op, din, waddr, oaddr = conv_layer(shape, F16, hw, alloc, x1=x1, streams=tuple(streams), ew=ew)
         x = (rng.standard_normal((shape.in_h, shape.in_w, shape.in_c)) / 2).astype(np.float16)
         w = (rng.standard_normal((shape.out_k, shape.kernel_h, shape.kernel_w, shape.in_c)) / 2).astype(np.float16)
@@ -389,7 +385,7 @@ def _f16_sdp_lut(w: int, h: int, c: int, *, exponent: bool, bias: bool = False) 
         src, opnd, dst = (place(a, w, h, c, F16, hw) for _ in range(3))
         lut = _random_fp16_lut(rng, exponent=exponent, bias=bias)
         ew = SdpEwCfg(
-            EwOperand(OperandSource.MEM), AluAlgo.SUM, EwOperand(OperandSource.REG, fp32_code(1.25)), False, 0, True
+            EwOperand(OperandSource.MEM), AluOp.ADD, EwOperand(OperandSource.REG, fp32_code(1.25)), False, 0, True
         )
         op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, precision=F16, ew=ew, streams=(_ew_stream(opnd),))
         inputs = [(src.addr, feature_image(_f16_cube(rng, (h, w, c), 4), src, F16, hw))]
@@ -415,12 +411,8 @@ def _f16_sdp_x(w: int, h: int, c: int) -> Maker:
             SdpStream(Rdma.BRDMA, OperandMode.PER_ELEMENT, 2, opnd.addr, opnd.line_stride, opnd.surface_stride),
             SdpStream(Rdma.NRDMA, OperandMode.PER_KERNEL, 2, maddr, use=OperandUse.MUL),
         )
-        x1 = SdpStageCfg(
-            SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_ELEMENT, 2), AluAlgo.SUM, None, False, False
-        )
-        x2 = SdpStageCfg(
-            None, AluAlgo.SUM, SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_KERNEL, 2), False, False
-        )
+        x1 = SdpStageCfg(SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_ELEMENT, 2), AluOp.ADD, None, False, False)
+        x2 = SdpStageCfg(None, AluOp.ADD, SdpOperand(OperandSource.MEM, 0, 0, OperandMode.PER_KERNEL, 2), False, False)
         op = sdp_pass(w, h, c, flying=False, src=src, dst=dst, precision=F16, x1=x1, x2=x2, streams=streams)
         inputs = [(src.addr, feature_image(x, src, F16, hw)), (opnd.addr, feature_image(y, opnd, F16, hw))]
         inputs.append((maddr, _f16_bytes(rng.standard_normal(c) * 4)))
