@@ -82,6 +82,8 @@ METRICS = (
     "system_energy_uj",  # NVDLA core + DRAM: what a decode step costs the system (DRAM dominates it)
     "core_energy_uj_per_inference",  # core_energy_uj / batch (a decode point: per generated token)
     "system_energy_uj_per_inference",  # system_energy_uj / batch
+    "host_energy_uj",  # the host's busy time (host_cycles) at its active power ([host] active_power_w)
+    "host_energy_uj_per_inference",  # host_energy_uj / batch
     "average_core_power_mw",
     "peak_core_power_mw",
     "tops_per_w",
@@ -321,6 +323,8 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             system_energy_uj_per_inference=round(
                 (d["energy"]["batch_core_uj"] + d["energy"]["batch_dram_uj"]) / res.batch, 6
             ),
+            host_energy_uj=d["energy"]["batch_host_uj"],
+            host_energy_uj_per_inference=d["energy"]["host_uj_per_inference"],
             average_core_power_mw=d["energy"]["average_core_power_mw"],
             peak_core_power_mw=d["energy"]["peak_core_power_mw"],
             tops_per_w=d["energy"]["tops_per_w"],

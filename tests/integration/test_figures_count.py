@@ -171,6 +171,9 @@ def test_the_sweep_csv_reproduces_its_own_tops_per_w(tmp_path, capsys):
         # BERT-base's matmuls are padded to no tile here: the array performs the model's MACs
         assert r["hardware_macs"] >= r["model_macs"] > 0
         assert r["core_energy_uj_per_inference"] == pytest.approx(r["core_energy_uj"] / r["batch"], rel=1e-6)
+        # the host's energy: its busy cycles (host_cycles) at nv_full's 1 GHz and the config's 3.7 W
+        assert r["host_energy_uj"] == pytest.approx(3.7 * r["host_cycles"] / 1000.0, rel=1e-6) and r["host_cycles"] > 0
+        assert r["host_energy_uj_per_inference"] == pytest.approx(r["host_energy_uj"] / r["batch"], rel=1e-6)
     for front in (tmp_path / "o").glob("pareto*.csv"):
         for r in _rows(front):
             assert float(r["tops_per_w"]) == pytest.approx(
