@@ -67,9 +67,14 @@ def copies_phrase() -> str:
     return " or ".join(p.label for p in copy_processors())
 
 
+# each hardware layer type's resource: its processor's engine
+_RESOURCE_OF: dict[type, Resource] = {p.layer_type: Resource(p.engine) for p in PROCESSORS}
+
+
 def resource_of(layer: AnyLayer) -> Resource:
     """The resource that runs a hardware layer: its processor's engine."""
-    return Resource(processor_of(layer).engine)
+    found = _RESOURCE_OF.get(type(layer))
+    return found if found is not None else Resource(processor_of(layer).engine)  # processor_of names the error
 
 
 @dataclass(frozen=True)

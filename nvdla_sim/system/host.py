@@ -73,8 +73,21 @@ def _fallback_flops(work: HostWork) -> float:
     return work.flops_per_element
 
 
+class _HandOffAndPower:
+    """What both host models share: a hand-off of `overhead_us`, and energy at `active_power_w` while busy."""
+
+    overhead_us: float
+    active_power_w: float
+
+    def overhead_cycles(self, clock_mhz: float) -> int:
+        return math.ceil(self.overhead_us * clock_mhz)
+
+    def energy_pj(self, cycles: float, clock_mhz: float) -> float:
+        return active_energy_pj(self.active_power_w, cycles, clock_mhz)
+
+
 @dataclass(frozen=True)
-class RooflineHost:
+class RooflineHost(_HandOffAndPower):
     """Each instance of work at the larger of its FLOPs at `gflops` and its bytes at `mem_gbs`, plus one
     hand-off of `overhead_us` (config.HostConfig's figures)."""
 
@@ -87,12 +100,6 @@ class RooflineHost:
     def from_config(cls, c: HostConfig) -> RooflineHost:
         return cls(c.gflops, c.mem_gbs, c.overhead_us, c.active_power_w)
 
-    def energy_pj(self, cycles: float, clock_mhz: float) -> float:
-        return active_energy_pj(self.active_power_w, cycles, clock_mhz)
-
-    def overhead_cycles(self, clock_mhz: float) -> int:
-        return math.ceil(self.overhead_us * clock_mhz)
-
     def flops(self, work: HostWork) -> float:
         per = _fallback_flops(work) if work.kind is HostOp.FALLBACK else FLOPS_PER_ELEMENT[work.kind] * work.share
         return per * work.elements
@@ -103,7 +110,7 @@ class RooflineHost:
 
 
 @dataclass(frozen=True)
-class PerElementHost:
+class PerElementHost(_HandOffAndPower):
     """Each instance of work at its kind's time per element (ns; gathers and copies none) or its bytes at
     `mem_gbs`, whichever is longer, plus one hand-off; a fallback op's FLOPs at `gflops`."""
 
@@ -116,12 +123,6 @@ class PerElementHost:
     @classmethod
     def from_config(cls, c: HostConfig) -> PerElementHost:
         return cls(c.ns_per_element, c.gflops, c.mem_gbs, c.overhead_us, c.active_power_w)
-
-    def energy_pj(self, cycles: float, clock_mhz: float) -> float:
-        return active_energy_pj(self.active_power_w, cycles, clock_mhz)
-
-    def overhead_cycles(self, clock_mhz: float) -> int:
-        return math.ceil(self.overhead_us * clock_mhz)
 
     def compute_us(self, work: HostWork) -> float:
         if work.kind is HostOp.FALLBACK:
