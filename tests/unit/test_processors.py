@@ -13,6 +13,7 @@ from nvdla_mapper.lowering.rules import Resource
 from nvdla_mapper.passes import map_model
 from nvdla_sim import load_config
 from nvdla_sim.energy.model import layer_energy
+from nvdla_sim.engine.stats import Unit
 from nvdla_sim.errors import ConfigError, ShapeError
 from nvdla_sim.layers import ConvLayer, ConvShape, Memory, PdpLayer, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
@@ -103,6 +104,11 @@ def test_the_mappers_copies_are_bdma_layers_timed_by_their_processor():
         assert r.cycles_per_instance == 1_200 + int(2 * n / 64)
         assert r.to_row()["dram_read"] == r.to_row()["dram_write"] == n * r.task.count
     assert not [r for r in res.results if isinstance(r.task.layer, BdmaLayer) and r.task.resource is not Resource.BDMA]
+    # the unit table's BDMA row: each copy's bytes read and written at 64 B a cycle, over its instances
+    busy = res.unit_busy()
+    assert busy["bdma"].busy == sum(2 * r.task.layer.bytes // 64 * r.task.count for r in copies)
+    layers = sum(r.stats.units[Unit.DRAM].busy * r.task.count for r in res.results if r.task.resource is Resource.NVDLA)
+    assert busy["dram"].busy == layers + busy["bdma"].busy  # the DRAM's busy time counts the copies too
     # without BDMA the same re-layouts are host copies
     small = map_model(model_graph("bert-base", seq=128), SMALL, precision=Precision.INT8)
     assert not [r for r in small.results if r.task.resource is Resource.BDMA]
