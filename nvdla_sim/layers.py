@@ -74,7 +74,7 @@ class ConvShape:
             v = getattr(self, name)
             if not 1 <= v <= MAX_DILATION:
                 raise ShapeError(f"conv {name} must be in 1..{MAX_DILATION}, not {v}")
-        # CDMA D_ZERO_PADDING: LEFT and TOP are 5-bit fields, RIGHT and BOTTOM 6-bit (program/fields.py)
+        # CDMA D_ZERO_PADDING: LEFT and TOP are 5-bit fields, RIGHT and BOTTOM 6-bit (registers/fields.py)
         for name, top in (("pad_left", 31), ("pad_right", 63), ("pad_top", 31), ("pad_bottom", 63)):
             v = getattr(self, name)
             if not 0 <= v <= top:

@@ -45,18 +45,18 @@ from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import ConvLayer, ConvShape, HwLayer, OperandMode, PdpLayer, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.processors import fixed_latency
-from nvdla_sim.program.decode import (
-    CbufReuse,
+from nvdla_sim.processors.conv.registers import CbufReuse
+from nvdla_sim.processors.sdp.registers import (
     EwOperand,
     OperandSource,
     OperandUse,
-    Operation,
     Rdma,
     SdpEwCfg,
     SdpOperand,
     SdpStageCfg,
     SdpStream,
 )
+from nvdla_sim.program.decode import Operation
 from nvdla_sim.program.emit import (
     Alloc,
     Step,
@@ -69,7 +69,7 @@ from nvdla_sim.program.emit import (
     sdp_pass,
 )
 from nvdla_sim.program.run import operation_timing
-from nvdla_sim.program.trace_io import SparseMemory
+from nvdla_sim.registers.trace_io import SparseMemory
 from nvdla_sim.units import sdp as sdp_unit
 from nvdla_sim.units.lut import (
     LutParams,
@@ -356,7 +356,7 @@ def operand_image(comps: list[np.ndarray], surf: Surface, p: Precision, size: in
     """Per-element operands [h, w, c] (one or two components: ALU, MUL) of `size` bytes as an SDP RDMA
     reads them over a cube of `p` data: per atom of the data's elements, each element's components of
     `size` bytes (BytesPerAtom = ElementPerAtom x components x bytes, doc/hw/format.rst and
-    nvdla_sim.program.execute._operand), lines of `w` such atoms, surfaces of an atom's channels."""
+    nvdla_sim.processors.sdp.execute._operand), lines of `w` such atoms, surfaces of an atom's channels."""
     h, w, c = comps[0].shape
     epa = elements_per_atom(p, hw)
     surfaces = -(-c // epa)
@@ -873,7 +873,7 @@ def layernorm_programs(
     operands and SDP numbers and checked against what that run wrote (the emitted program is also run
     through the bit-exact model, which must agree). So the steps run on an RTL one by one compute the
     LayerNorm of x, step after step. A step that cannot be emitted (the normalisation's INT16-to-INT8
-    output, which SDP does not have: execute._apply_sdp) gives its TraceError instead of a program."""
+    output, which SDP does not have: processors.sdp.execute.apply_sdp) gives its TraceError instead of a program."""
     steps = norm.RMSNORM_STEPS if rms else norm.LAYERNORM_STEPS
     if set(layers) != set(steps):
         raise TraceError(f"{name}: layernorm steps {sorted(layers)}; programs are emitted for {list(steps)}")

@@ -1,8 +1,9 @@
 """NVDLA's processors, one module each, and their registry: what the simulator, the energy model, the
 mapper and the program passes iterate instead of naming a processor.
 
-Adding a processor is one module here (its hardware layer in nvdla_sim.layers, its timing, fixed latencies
-and activity behind base.Processor) and one entry in PROCESSORS.
+Adding a processor is one module or package here (its hardware layer in nvdla_sim.layers, its timing, fixed
+latencies and activity behind base.Processor, its register view behind registers.RegisterView) and one entry
+in PROCESSORS.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from nvdla_sim.processors.bdma import BDMA
 from nvdla_sim.processors.cdp import CDP
 from nvdla_sim.processors.conv import CONV
 from nvdla_sim.processors.pdp import PDP
+from nvdla_sim.processors.registers import RegisterView
 from nvdla_sim.processors.sdp import SDP
 
 PROCESSORS: tuple[Processor, ...] = (CONV, SDP, PDP, CDP, BDMA)
@@ -30,6 +32,19 @@ def processor_of(layer) -> Processor:
     if found is None:
         known = ", ".join(t.__name__ for t in _BY_LAYER)
         raise TypeError(f"no processor runs a {type(layer).__name__}; the hardware layers are {known}")
+    return found
+
+
+REGISTER_VIEWS: tuple[RegisterView, ...] = tuple(p.registers for p in PROCESSORS if p.registers is not None)
+_VIEW_OF_OP: dict[type, RegisterView] = {v.op_type: v for v in REGISTER_VIEWS}
+
+
+def register_view(op) -> RegisterView:
+    """The register view of a decoded operation's processor."""
+    found = _VIEW_OF_OP.get(type(op))
+    if found is None:
+        known = ", ".join(t.__name__ for t in _VIEW_OF_OP)
+        raise TypeError(f"no processor's registers hold a {type(op).__name__}; the operations are {known}")
     return found
 
 
@@ -67,6 +82,7 @@ def activity(layer, stats: LayerStats, hw: HwConfig) -> Activity:
 
 __all__ = [
     "PROCESSORS",
+    "REGISTER_VIEWS",
     "AnyLayer",
     "Processor",
     "activity",
@@ -75,5 +91,6 @@ __all__ = [
     "engines",
     "fixed_latency",
     "processor_of",
+    "register_view",
     "simulate",
 ]

@@ -14,6 +14,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.simulate import StreamWork, simulate_stream
 from nvdla_sim.engine.stats import Activity, Bound, LayerStats, Unit
 from nvdla_sim.engine.tiling import TilePlan
+from nvdla_sim.processors.registers import RegisterView
 from nvdla_sim.units import cdma
 
 
@@ -28,6 +29,7 @@ class Processor(Protocol):
     # layer at a time, in ping-pong register groups), its own name for one that runs beside them
     engine: str
     copy_atom_bytes: int  # > 0: it copies memory to memory in atoms of this many bytes (copy_layer); 0: it does not
+    registers: RegisterView | None  # its register view (decode, emit, execute); None: programs cannot hold it yet
 
     def present(self, hw: HwConfig) -> bool:
         """Whether the build has this processor."""

@@ -94,6 +94,9 @@ class BdmaProcessor:
     copy_atom_bytes = BDMA_ATOM_BYTES
     layer_type = BdmaLayer
     config_sections = ("bdma", "memory")
+    # no register view yet: BDMA queues a transfer at each CFG_OP_EN write, which a decoder of one register
+    # snapshot per layer cannot read (issue 57 decodes the driver's sequence)
+    registers = None
 
     def present(self, hw: HwConfig) -> bool:
         return hw.bdma

@@ -39,6 +39,16 @@ class AluOp(enum.Enum):
     MIN = "min"
     EQL = "eql"  # Y stage only: 0 where equal, 1 elsewhere (cmod sdp_y_core.cpp SDP_ALU_MODE_EQL)
 
+    @property
+    def register_name(self) -> str:
+        """The name D_DP_*_CFG_0.ALU_ALGO gives the operation (NVDLA_SDP.rdl: MAX, MIN, SUM, EQL), as register
+        descriptions store it."""
+        return "sum" if self is AluOp.ADD else self.value
+
+    @classmethod
+    def _missing_(cls, value: object) -> AluOp | None:
+        return cls.ADD if value == "sum" else None
+
 
 @dataclass(frozen=True, eq=False)
 class Stage:

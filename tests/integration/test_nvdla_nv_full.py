@@ -148,8 +148,8 @@ def test_sdp_writes_no_int8_from_int16_data():
     import numpy as np
 
     from nvdla_sim.errors import TraceError
-    from nvdla_sim.program.execute import _apply_sdp
-    from nvdla_sim.program.trace_io import SparseMemory
+    from nvdla_sim.processors.sdp.execute import apply_sdp
+    from nvdla_sim.registers.trace_io import SparseMemory
 
     doc = load_rows(DATA / "nvdla_rtl_sdp_16to8_nv_full.json")
     rows = {r["name"]: r for r in doc["rows"]}
@@ -163,6 +163,4 @@ def test_sdp_writes_no_int8_from_int16_data():
         assert hangs == (r["status"] == "timeout"), name
         if hangs:
             with pytest.raises(TraceError, match="16-to-8"):
-                _apply_sdp(
-                    dc.replace(op, operand_streams=()), np.zeros((2, 16, 64), np.int64), SparseMemory(), HW, None
-                )
+                apply_sdp(dc.replace(op, operand_streams=()), np.zeros((2, 16, 64), np.int64), SparseMemory(), HW, None)

@@ -13,7 +13,7 @@ from nvdla_sim.engine.conv import instances_cycles, simulate_conv
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.processors import fixed_latency
 from nvdla_sim.program.decode import decode_program
-from nvdla_sim.program.trace_io import parse_program
+from nvdla_sim.registers.trace_io import parse_program
 from nvdla_validation.nvdla_rtl.compare import changed_programs, load_rows
 from nvdla_validation.nvdla_rtl.overlap_programs import HW, SHAPES, generate
 from nvdla_validation.nvdla_rtl.transformer_programs import DATA

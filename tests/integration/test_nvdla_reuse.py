@@ -14,10 +14,11 @@ import pytest
 from nvdla_sim import ConvLayer, load_config
 from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.processors import fixed_latency
-from nvdla_sim.program.decode import CbufReuse, decode_program
+from nvdla_sim.processors.conv.registers import CbufReuse
+from nvdla_sim.program.decode import decode_program
 from nvdla_sim.program.execute import execute_program
 from nvdla_sim.program.run import run_operations, run_program
-from nvdla_sim.program.trace_io import parse_program
+from nvdla_sim.registers.trace_io import parse_program
 from nvdla_validation.nvdla_rtl.compare import changed_programs, load_rows
 from nvdla_validation.nvdla_rtl.reuse_programs import CASES, HW, SPLITS, P, generate
 from nvdla_validation.nvdla_rtl.transformer_programs import DATA

@@ -100,7 +100,7 @@ def test_programs_compute_the_layernorm_and_time_as_the_mapper_costs_them(rms):
     from its registers, each is timed as the mapper costs its layer (the decoded SDP spec: operand sizes,
     pairs)."""
     from nvdla_mapper.passes import layer_cycles
-    from nvdla_sim.program.decode import sdp_spec
+    from nvdla_sim.processors.sdp.registers import sdp_spec
 
     hw = load_config("nv_full")
     tasks = _tasks("nv_full", rms=rms, m=32, n=96)

@@ -15,9 +15,10 @@ from nvdla_sim.errors import NvdlaError, TraceError
 from nvdla_sim.layers import ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.processors import fixed_latency, simulate
-from nvdla_sim.program.decode import CbufReuse, decode_program, hw_layer
+from nvdla_sim.processors.conv.registers import CbufReuse
+from nvdla_sim.program.decode import decode_program, hw_layer
 from nvdla_sim.program.run import run_program
-from nvdla_sim.program.trace_io import parse_program
+from nvdla_sim.registers.trace_io import parse_program
 
 HW = load_config("nv_small_rtl_tb")
 P = Precision.INT8

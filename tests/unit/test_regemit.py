@@ -11,23 +11,23 @@ from nvdla_sim.config import load_config
 from nvdla_sim.errors import ShapeError, TraceError
 from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import (
-    CdpOp,
+from nvdla_sim.processors.cdp.registers import CdpOp
+from nvdla_sim.processors.lut import decode_lut
+from nvdla_sim.processors.pdp.registers import PdpOp
+from nvdla_sim.processors.sdp.registers import (
     EwOperand,
     OperandSource,
     OperandUse,
-    PdpOp,
     Rdma,
     SdpEwCfg,
     SdpOperand,
     SdpStageCfg,
     SdpStream,
-    decode_lut,
-    decode_program,
 )
+from nvdla_sim.program.decode import decode_program
 from nvdla_sim.program.emit import Alloc, conv_layer, emit_program, place, sdp_pass
 from nvdla_sim.program.execute import execute_program
-from nvdla_sim.program.trace_io import parse_program
+from nvdla_sim.registers.trace_io import parse_program
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
 from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
 from nvdla_sim.units.pdp import recip

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from nvdla_sim import Precision
 from nvdla_sim.config import load_config
-from nvdla_sim.program.decode import decode_lut
-from nvdla_sim.program.trace_io import Program, RegWrite, SparseMemory
+from nvdla_sim.processors.lut import decode_lut
+from nvdla_sim.registers.trace_io import Program, RegWrite, SparseMemory
 from nvdla_sim.units import sdp
 from nvdla_sim.units.cdp import LrnParams, lrn
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
@@ -132,7 +132,8 @@ def test_sdp_lut_registers_and_one_lut_per_program():
     import pytest
 
     from nvdla_sim.errors import TraceError
-    from nvdla_sim.program.decode import CdpOp, SdpEwCfg, SdpOp
+    from nvdla_sim.processors.cdp.registers import CdpOp
+    from nvdla_sim.processors.sdp.registers import SdpEwCfg, SdpOp
     from nvdla_sim.program.execute import program_luts
 
     w = [

@@ -14,9 +14,12 @@ from hypothesis import strategies as st
 from nvdla_sim import SdpLayer, SdpSpec, load_config, simulate
 from nvdla_sim.errors import TraceError
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import CbufReuse, ConvOp, PdpOp, SdpOp, decode_program, describe, from_description
+from nvdla_sim.processors.conv.registers import CbufReuse, ConvOp
+from nvdla_sim.processors.pdp.registers import PdpOp
+from nvdla_sim.processors.sdp.registers import SdpOp
+from nvdla_sim.program.decode import decode_program, describe, from_description
 from nvdla_sim.program.run import run_program
-from nvdla_sim.program.trace_io import crc32, initial_memory, load_dat, parse_program
+from nvdla_sim.registers.trace_io import crc32, initial_memory, load_dat, parse_program
 
 
 def sdp_program(w: int, h: int, c: int, *, extra: str = "", ew_bypass: int = 1, crc: int = 0x12345678) -> str:

@@ -76,7 +76,7 @@ def test_our_cfg_program_for_nvdlav1s_testbench(tmp_path):
     """A .cfg program on nvdlav1's testbench: memory first, registers by CSB word address (with the
     traces' 0xffff misc bits), a wait, a done-bit clear and its read-back per interrupt, a dump per CRC
     check."""
-    from nvdla_sim.program.trace_io import parse_program
+    from nvdla_sim.registers.trace_io import parse_program
     from nvdla_validation.nvdla_rtl.run_reference import convert_v1
 
     d = tmp_path / "p"

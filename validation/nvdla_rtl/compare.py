@@ -23,7 +23,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.program.decode import from_description
 from nvdla_sim.program.run import check_supported, conv_chain_cycles, run_operations
-from nvdla_sim.program.trace_io import parse_program
+from nvdla_sim.registers.trace_io import parse_program
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "nvdla_rtl_nv_small.json"
 OWN_DATA = DATA.with_name("nvdla_rtl_own.json")  # validation/nvdla_rtl/own_programs.py on the same RTL

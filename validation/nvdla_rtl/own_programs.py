@@ -32,8 +32,8 @@ from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.floats import fp16_codes, fp32_code
 from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import (
-    CdpOp,
+from nvdla_sim.processors.cdp.registers import CdpOp
+from nvdla_sim.processors.sdp.registers import (
     EwOperand,
     OperandSource,
     OperandUse,

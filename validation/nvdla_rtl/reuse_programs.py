@@ -32,7 +32,7 @@ from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, band_shape, row_tiles
 from nvdla_sim.layers import ConvLayer, ConvShape
 from nvdla_sim.precision import Precision
-from nvdla_sim.program.decode import CbufReuse
+from nvdla_sim.processors.conv.registers import CbufReuse
 from nvdla_sim.program.emit import Alloc, Step, TraceProgram, conv_layer, emit_sequence
 from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
 from nvdla_validation.nvdla_rtl.overlap_programs import folder_main

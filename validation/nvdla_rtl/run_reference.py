@@ -37,7 +37,7 @@ import numpy as np
 
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.program.decode import decode_program, describe
-from nvdla_sim.program.trace_io import (
+from nvdla_sim.registers.trace_io import (
     IntrNotify,
     MemInit,
     MemLoad,

@@ -9,7 +9,7 @@ A standalone pass over a 16 x 2 x 64 cube with seeded data: INT16 in and INT8 ou
 multiplier and the pairs (v6), with X2's multiplier per kernel (v7); the pairs over INT8 data (v4) and X1's
 per-element multiplier over INT16 data writing INT16 (v1). Every INT16-in, INT8-out pass hung the RTL (SDP's
 write DMA has no 16-to-8 mode: hw@nvdlav1 vmod/nvdla/sdp/NV_NVDLA_SDP_WDMA_cmd.v), which is why the model
-refuses them (program.execute._apply_sdp) and LayerNorm's normalisation is not a program (docs/validation.md
+refuses them (processors.sdp.execute.apply_sdp) and LayerNorm's normalisation is not a program (docs/validation.md
 5j). Written with the model's 16-to-8 refusal lifted for the programs' making only (their expected CRCs are
 what the model computes, which the RTL never got to write).
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-import nvdla_sim.program.execute as execute
+import nvdla_sim.processors.sdp.execute as execute
 from nvdla_mapper.export.layer_programs import given_sdp_program
 from nvdla_sim import Precision, load_config
 from nvdla_sim.layers import SdpLayer, SdpSpec
@@ -56,8 +56,8 @@ def programs(folder: Path) -> list[str]:
         ),
         ("v7_x2mulpk16", I16, SdpParams(x2=Stage(mul_operand=g, mul_shift=12), out_precision=I8)),
     ]
-    refuse = execute._apply_sdp
-    execute._apply_sdp = execute.sdp_values  # what the arithmetic would write, without the mode's refusal
+    refuse = execute.apply_sdp
+    execute.apply_sdp = execute.sdp_values  # what the arithmetic would write, without the mode's refusal
     try:
         for name, p, params in cases:
             data = rng.integers(-3000 if p is I16 else -100, 3000 if p is I16 else 100, (H, W, C))
@@ -65,7 +65,7 @@ def programs(folder: Path) -> list[str]:
             lp = given_sdp_program(name, SdpLayer(name, W, H, C, p, SdpSpec()), hw, data, params, expect=expect)
             lp.program.write(folder)
     finally:
-        execute._apply_sdp = refuse
+        execute.apply_sdp = refuse
     return [n for n, _, _ in cases]
 
 

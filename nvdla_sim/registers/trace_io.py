@@ -221,7 +221,7 @@ def _txn_memory(addr: int) -> str:
 def txn_register(comment: str, txn: Path, no: int) -> tuple[str, str]:
     """(unit, register) from a traceplayer comment `NVDLA_UNIT.REG_0<text glued on>`: the longest prefix
     ending in `_0` that the model knows, else the shortest (an unknown register, named as such)."""
-    from nvdla_sim.program.fields import is_known
+    from nvdla_sim.registers.fields import is_known
 
     m = re.match(r"^(NVDLA_\w+?)\.(\w+)", comment)
     if not m:
