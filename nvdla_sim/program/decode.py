@@ -18,12 +18,14 @@ what validation/data rows store) and `from_description()` to rebuild it without 
 from __future__ import annotations
 
 import enum
+import functools
 import types
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from nvdla_sim.errors import TraceError
+from nvdla_sim.layers import HwLayer
 from nvdla_sim.processors import REGISTER_VIEWS, register_view
 from nvdla_sim.processors.registers import Snapshots
 from nvdla_sim.registers.fields import is_known
@@ -90,7 +92,7 @@ def _operations(name: str, snap: Snapshots, enabled: set[str]) -> list[Operation
     return ops
 
 
-def hw_layer(op: Operation, name: str):
+def hw_layer(op: Operation, name: str) -> HwLayer:
     """The model's hardware layer for a decoded operation."""
     return register_view(op).hw_layer(op, name)
 
@@ -140,8 +142,13 @@ def _build(cls: type, d: dict[str, Any] | list) -> Any:
     names = [f.name for f in fields(cls)]
     if isinstance(d, list):
         d = dict(zip(names, d, strict=False))
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     return cls(**{n: _value(hints[n], d[n], n) for n in names if n in d})
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _value(tp: Any, v: Any, name: str) -> Any:
@@ -149,19 +156,22 @@ def _value(tp: Any, v: Any, name: str) -> Any:
         return None
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        (tp,) = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _value(tp, v, name)
+        kinds = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(kinds) != 1:
+            raise TypeError(f"field {name}: a description rebuilds X or X | None, not {tp}")
+        return _value(kinds[0], v, name)
     if origin is tuple:
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_value(args[0], x, name) for x in v)
+        if len(v) != len(args):
+            raise TraceError(f"{name} holds {len(args)} values, not {len(v)} ({v!r})")
         return tuple(_value(a, x, name) for a, x in zip(args, v, strict=True))
     if is_dataclass(tp):
         return _build(tp, v)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        try:
-            return tp(v)
-        except ValueError:
-            valid = ", ".join(getattr(m, "register_name", m.value) for m in tp)
-            raise TraceError(f"{name} {v!r} is not one of {valid}") from None
+        stored = {getattr(m, "register_name", m.value): m for m in tp}  # the spellings describe() writes
+        if v not in stored:
+            raise TraceError(f"{name} {v!r} is not one of {', '.join(map(str, stored))}")
+        return stored[v]
     return v

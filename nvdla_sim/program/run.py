@@ -60,9 +60,11 @@ def conv_chain_cycles(ops: list[Operation], hw: HwConfig, name: str) -> int | No
     layers (engine.conv.simulate_chain); None for any other program."""
     if len(ops) < 2:
         return None
+    for i, op in enumerate(ops):
+        layer = register_view(op).hw_layer(op, f"{name}.{i}")
+        if not isinstance(layer, ConvLayer) or layer.pool is not None:
+            return None
     steps = [register_view(op).timed_layer(op, hw, f"{name}.{i}") for i, op in enumerate(ops)]
-    if not all(isinstance(layer, ConvLayer) and layer.pool is None for layer, _ in steps):
-        return None
     return simulate_chain(steps, hw).cycles + sum(fixed_latency(steps[0][0], hw))
 
 
@@ -72,9 +74,9 @@ def operation_timing(op: Operation, hw: HwConfig, *, name: str = "op", fed: Oper
     view = register_view(op)
     layer, plan = view.timed_layer(op, hw, name)
     stats = simulate(layer, hw, plan, record_events=False)
-    if fed is not None:
-        fed_layer, fed_plan = register_view(fed).timed_layer(fed, hw, name)
-        stats = max(stats, simulate(fed_layer, hw, fed_plan, record_events=False), key=lambda s: s.cycles)
+    if fed is not None:  # on the fly, it takes what `op` hands it: its own layer, not its offline read (PDP's split)
+        fed_stats = simulate(register_view(fed).hw_layer(fed, name), hw, record_events=False)
+        stats = max(stats, fed_stats, key=lambda s: s.cycles)
     launch, pipe, done = fixed_latency(layer, hw)
     cycles = launch + stats.cycles + pipe + done
     return OperationTiming(view.kind, cycles, stats, launch, pipe, done, layer)

@@ -45,10 +45,6 @@ class AluOp(enum.Enum):
         descriptions store it."""
         return "sum" if self is AluOp.ADD else self.value
 
-    @classmethod
-    def _missing_(cls, value: object) -> AluOp | None:
-        return cls.ADD if value == "sum" else None
-
 
 @dataclass(frozen=True, eq=False)
 class Stage:
