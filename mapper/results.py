@@ -3,6 +3,7 @@ from them (latency, throughput, MACs, utilization, weight bytes). Reports render
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable
@@ -76,6 +77,79 @@ class TaskResult:
         }
 
 
+@dataclass(frozen=True)
+class ZeroGating:
+    """What-if for pruned weights on the dense array: zero weights gate their multipliers (MapResult._zero_gating)."""
+
+    label: str
+    density: float
+    batch_core_uj: float  # the batch's NVDLA energy if they did
+    batch_saved_uj: float
+
+
+@dataclass(frozen=True)
+class EnergyReport:
+    """A map's energy, power and area (MapResult.energy): uJ of the whole batch (batch_*) or per inference;
+    NVDLA's core apart from DRAM and the host (system figures)."""
+
+    batch_core_uj: float
+    batch_dram_uj: float
+    core_uj_per_inference: float
+    dram_uj_per_inference: float
+    batch_host_uj: float  # the host's work at its active power over its busy time (system.host; not NVDLA's)
+    host_uj_per_inference: float
+    host_active_power_w: float
+    by_unit_uj: dict[str, float]  # the core's energy by unit and always-on part
+    by_layer_uj: tuple[float, ...]  # each task's dynamic NVDLA energy over its instances, in the results' order
+    average_core_power_mw: float
+    peak_core_power_mw: float
+    tops_per_w: float  # on the model's MACs
+    edp_uj_ms: float
+    area_mm2: float
+    area_by_block_mm2: dict[str, float]
+    tech_node_nm: float
+    dram_device: str
+    calibrated: bool
+    zero_gating_whatif: ZeroGating | None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["by_layer_uj"] = list(self.by_layer_uj)
+        return d
+
+
+@dataclass(frozen=True)
+class HostFallback:
+    """The tasks a map leaves to the host: how many, their cycles, and the ops they are (their notes)."""
+
+    tasks: int
+    cycles: int
+    ops: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tasks": self.tasks, "cycles": self.cycles, "ops": list(self.ops)}
+
+
+@dataclass(frozen=True)
+class WeightsReport:
+    """The weight treatment of a map and what it stored and saved (MapResult.weights_report)."""
+
+    prune: str  # the --prune spelling, or "none"
+    density: float
+    compression: bool
+    sparse_mac_whatif: bool
+    sparse_mac_label: str
+    dense_weight_bytes: int
+    stored_weight_bytes: int
+    saved_weight_bytes: int
+    baseline_cycles: int | None
+    cycles_saved: int | None
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 @dataclass
 class MapResult:
     model: str
@@ -90,7 +164,7 @@ class MapResult:
     accuracy: dict[str, Any] | None = None  # filled by the quantization run (nvdla_mapper.studies.accuracy)
     model_macs: int = 0  # the model's own multiply-accumulates (no tile padding or ones-convolution sums)
     dense_weight_bytes: int = 0  # the model's static weights at this precision (workload.Op.weight_elems)
-    _energy: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
+    _energy: EnergyReport | None = field(default=None, init=False, repr=False, compare=False)
     # per task, its dynamic energy over its instances, shared by maps of the same context (passes.PassMemo)
     energy_memo: dict[Task, Energy] | None = field(default=None, repr=False, compare=False)
     # the host model that timed the host tasks (its power prices their energy); None: the config's [host]
@@ -131,7 +205,7 @@ class MapResult:
         peak = self.hw.peak_macs_per_cycle(self.precision)
         return self.macs / (peak * self.total_cycles) if self.total_cycles else 0.0
 
-    def energy(self) -> dict[str, Any]:
+    def energy(self) -> EnergyReport:
         """Energy of the run (issue 28; components from hwcomponents with the overheads fitted on NVIDIA's
         table, docs/energy.md): every NVDLA task's units over its instances, the always-on power and
         leakage over the whole run, DRAM apart (a system figure), and what follows: average and peak core
@@ -141,7 +215,7 @@ class MapResult:
             self._energy = self._price()
         return self._energy
 
-    def _price(self) -> dict[str, Any]:
+    def _price(self) -> EnergyReport:
         parts: list[Energy] = []
         by_layer = []  # each task's dynamic NVDLA energy over its instances (uJ), in the order of self.results
         pruned_cmac = 0.0  # CMAC energy of the layers whose static weights the treatment prunes
@@ -160,31 +234,30 @@ class MapResult:
         host = host_energy_pj(self.results, range(len(self.results)), self.host_model, self.hw)
         seconds = self.total_cycles / (self.hw.clock_mhz * 1e6)
         build = area(self.hw)
-        return {
+        return EnergyReport(
             # the run's: the whole batch of `batch` inferences; per inference: divided by the batch
-            "batch_core_uj": uj(core),
-            "batch_dram_uj": uj(total.dram),
-            "core_uj_per_inference": uj(core / self.batch),
-            "dram_uj_per_inference": uj(total.dram / self.batch),
-            # the host's work at its active power over its busy time (system.host; not NVDLA's)
-            "batch_host_uj": uj(host),
-            "host_uj_per_inference": uj(host / self.batch),
-            "host_active_power_w": self.host_model.active_power_w,
-            "by_unit_uj": {u: round(v * 1e-6, 6) for u, v in run.by_unit().items()},
-            "by_layer_uj": by_layer,
-            "average_core_power_mw": round(core * 1e-12 / seconds * 1e3, 3) if seconds else 0.0,
-            "peak_core_power_mw": round(peak_power_mw(self.hw), 3),
-            "tops_per_w": round(2 * self.model_macs / (core * 1e-12) / 1e12, 3) if core else 0.0,
-            "edp_uj_ms": round(core * 1e-6 * self.latency_ms, 6),
-            "area_mm2": round(build.total_um2 * 1e-6, 6),
-            "area_by_block_mm2": {b: round(v * 1e-6, 6) for b, v in build.by_block().items()},
-            "tech_node_nm": self.hw.tech.node_nm,
-            "dram_device": self.hw.tech.dram_device,
-            "calibrated": True,
-            "zero_gating_whatif": self._zero_gating(pruned_cmac, core),
-        }
+            batch_core_uj=uj(core),
+            batch_dram_uj=uj(total.dram),
+            core_uj_per_inference=uj(core / self.batch),
+            dram_uj_per_inference=uj(total.dram / self.batch),
+            batch_host_uj=uj(host),
+            host_uj_per_inference=uj(host / self.batch),
+            host_active_power_w=self.host_model.active_power_w,
+            by_unit_uj={u: round(v * 1e-6, 6) for u, v in run.by_unit().items()},
+            by_layer_uj=tuple(by_layer),
+            average_core_power_mw=round(core * 1e-12 / seconds * 1e3, 3) if seconds else 0.0,
+            peak_core_power_mw=round(peak_power_mw(self.hw), 3),
+            tops_per_w=round(2 * self.model_macs / (core * 1e-12) / 1e12, 3) if core else 0.0,
+            edp_uj_ms=round(core * 1e-6 * self.latency_ms, 6),
+            area_mm2=round(build.total_um2 * 1e-6, 6),
+            area_by_block_mm2={b: round(v * 1e-6, 6) for b, v in build.by_block().items()},
+            tech_node_nm=self.hw.tech.node_nm,
+            dram_device=self.hw.tech.dram_device,
+            calibrated=True,
+            zero_gating_whatif=self._zero_gating(pruned_cmac, core),
+        )
 
-    def _zero_gating(self, pruned_cmac_pj: float, core_pj: float) -> dict[str, Any] | None:
+    def _zero_gating(self, pruned_cmac_pj: float, core_pj: float) -> ZeroGating | None:
         """What-if for pruned weights (--prune) on the dense array: a multiplier whose weight is zero does not
         toggle (operand gating), so the pruned layers' CMAC energy scales with the weights' density; time,
         CBUF and the rest are unchanged. Not a claim about NVDLA v1's RTL; None without pruning (or with the
@@ -193,12 +266,12 @@ class MapResult:
         if not w.prune or w.sparse_mac:
             return None
         saved = pruned_cmac_pj * (1 - w.density)
-        return {
-            "label": "what-if: zero weights gate their multipliers (pruned layers' CMAC energy x density)",
-            "density": w.density,
-            "batch_core_uj": round((core_pj - saved) * 1e-6, 6),
-            "batch_saved_uj": round(saved * 1e-6, 6),
-        }
+        return ZeroGating(
+            label="what-if: zero weights gate their multipliers (pruned layers' CMAC energy x density)",
+            density=w.density,
+            batch_core_uj=round((core_pj - saved) * 1e-6, 6),
+            batch_saved_uj=round(saved * 1e-6, 6),
+        )
 
     def host_tasks(self) -> list[TaskResult]:
         return [r for r in self.results if r.task.resource is Resource.HOST]
@@ -236,26 +309,41 @@ class MapResult:
             out[r.bound] = out.get(r.bound, 0) + r.cycles
         return out
 
-    def _weights_dict(self) -> dict[str, Any]:
+    def weights_report(self) -> WeightsReport:
         dense, stored = self.weight_bytes()
         w = self.weights
-        return {
-            "prune": str(w.prune) or "none",
-            "density": w.density,
-            "compression": w.compression,
-            "sparse_mac_whatif": w.sparse_mac,
-            "sparse_mac_label": "what-if beyond NVDLA v1: a 2:4-sparse MAC array skips half the MACs"
+        return WeightsReport(
+            prune=str(w.prune) or "none",
+            density=w.density,
+            compression=w.compression,
+            sparse_mac_whatif=w.sparse_mac,
+            sparse_mac_label="what-if beyond NVDLA v1: a 2:4-sparse MAC array skips half the MACs"
             if w.sparse_mac
             else "",
-            "dense_weight_bytes": dense,
-            "stored_weight_bytes": stored,
-            "saved_weight_bytes": dense - stored,
-            "baseline_cycles": self.baseline_cycles,
-            "cycles_saved": (self.baseline_cycles - self.total_cycles) if self.baseline_cycles is not None else None,
-            "note": ""
+            dense_weight_bytes=dense,
+            stored_weight_bytes=stored,
+            saved_weight_bytes=dense - stored,
+            baseline_cycles=self.baseline_cycles,
+            cycles_saved=(self.baseline_cycles - self.total_cycles) if self.baseline_cycles is not None else None,
+            note=""
             if w.compression or w.sparse_mac or not w.prune
             else "pruned zeros are still stored and multiplied: without --weight-compression NVDLA v1 gains nothing",
-        }
+        )
+
+    def host_fallback(self) -> HostFallback:
+        host = self.host_tasks()
+        return HostFallback(len(host), sum(r.cycles for r in host), tuple(sorted({r.task.note for r in host})))
+
+    @property
+    def model_mac_utilization(self) -> float:
+        """The model's own MACs over the peak for the run's time (past 1 with the 2:4 sparse-MAC what-if)."""
+        peak = self.hw.peak_macs_per_cycle(self.precision)
+        return self.model_macs / (peak * self.total_cycles) if self.total_cycles else 0.0
+
+    def busy_share_of_run_by_resource(self) -> dict[str, float]:
+        """Each resource's busy cycles over the run's wall time (total_cycles); they overlap."""
+        busy = self.busy_cycles_by_resource()
+        return {k: round(v / self.total_cycles, 6) if self.total_cycles else 0.0 for k, v in busy.items()}
 
     def by_block(self) -> dict[str, dict[str, int]]:
         """Cycles per model block (op-name prefix, e.g. layer3) and op group, in model order."""
@@ -267,11 +355,9 @@ class MapResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """Every figure as report.json stores it (the one place a map becomes plain data)."""
         energy = self.energy()
-        host = self.host_tasks()
         busy = self.unit_busy()
-        busy_res = self.busy_cycles_by_resource()
-        peak = self.hw.peak_macs_per_cycle(self.precision)
         return {
             "model": self.model,
             "hw": self.hw.fingerprint,
@@ -287,9 +373,7 @@ class MapResult:
             "hardware_macs": self.macs,
             "model_macs": self.model_macs,
             "hardware_mac_utilization": round(self.mac_utilization, 6),
-            "model_mac_utilization": round(self.model_macs / (peak * self.total_cycles), 6)
-            if self.total_cycles
-            else 0.0,
+            "model_mac_utilization": round(self.model_mac_utilization, 6),
             "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
             "dram_bytes_per_cycle": self.hw.dram_bytes_per_cycle,
             # cycles summed over the tasks of every resource; NVDLA, BDMA and host run at once, so these sums
@@ -297,26 +381,20 @@ class MapResult:
             "cycles_by_group": self.by_group(),
             "cycles_by_bound": self.by_bound(),
             "cycles_by_block": self.by_block(),
-            "busy_cycles_by_resource": busy_res,
+            "busy_cycles_by_resource": self.busy_cycles_by_resource(),
             # each resource's busy cycles over the run's wall time (total_cycles)
-            "busy_share_of_run_by_resource": {
-                k: round(v / self.total_cycles, 6) if self.total_cycles else 0.0 for k, v in busy_res.items()
-            },
+            "busy_share_of_run_by_resource": self.busy_share_of_run_by_resource(),
             "unit_busy": {u: s.to_dict() for u, s in busy.items()},
             "unit_utilization": {
                 u: round(s.busy / self.total_cycles, 6) if self.total_cycles else 0.0 for u, s in busy.items()
             },
-            "host_fallback": {
-                "tasks": len(host),
-                "cycles": sum(r.cycles for r in host),
-                "ops": sorted({r.task.note for r in host}),
-            },
-            "energy": energy,
+            "host_fallback": self.host_fallback().to_dict(),
+            "energy": energy.to_dict(),
             "notes": self.notes,
-            "weights": self._weights_dict(),
+            "weights": self.weights_report().to_dict(),
             "accuracy": self.accuracy,
             "layers": [
-                {**r.to_row(), "core_energy_uj": e} for r, e in zip(self.results, energy["by_layer_uj"], strict=True)
+                {**r.to_row(), "core_energy_uj": e} for r, e in zip(self.results, energy.by_layer_uj, strict=True)
             ],
         }
 

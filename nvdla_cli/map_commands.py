@@ -422,47 +422,49 @@ def _kv_plan_flag(parser) -> None:
     )  # fmt: skip
 
 
-def _print_kv_whatif(d: dict, base: dict) -> None:
-    """The KV-cache precision against the caches at the model's precision: step time, bytes, what fits."""
-    med, base_med = d["per_token_ms"]["median_step"], base["per_token_ms"]["median_step"]
-    f, bf = d["fits"], base["fits"]
+def _print_kv_whatif(r, base) -> None:
+    """The KV-cache precision against the caches at the model's precision: step time, bytes, what fits
+    (two GenerateResults)."""
+    med, base_med = r.per_token_ms().median_step, base.per_token_ms().median_step
+    f, bf = r.fits(), base.fits()
     line = (
-        f"  KV cache {d['kv_precision']} (model {d['precision']})  {d['kv_bytes_per_token']:,} bytes per position "
-        f"({base['kv_bytes_per_token']:,} at {base['kv_precision']}); DRAM {d['dram_bytes_per_token']:,} bytes "
-        f"per token ({base['dram_bytes_per_token']:,})"
+        f"  KV cache {r.kv_precision_used.value} (model {r.precision.value})  {r.kv_bytes_per_token:,} bytes per "
+        f"position ({base.kv_bytes_per_token:,} at {base.kv_precision_used.value}); DRAM {r.dram_bytes_per_token:,} "
+        f"bytes per token ({base.dram_bytes_per_token:,})"
     )
     if med is not None and base_med is not None:
         line += f"; {med:.3f} ms per decode step, median ({base_med:.3f}, {base_med / med:.2f}x)"
     print(line)
     print(
-        f"  what fits            {f['max_positions_at_batch']:,} positions per sequence at batch {d['batch']} "
-        f"({bf['max_positions_at_batch']:,}), {f['max_batch_at_positions']:,} sequences of "
-        f"{d['prompt_tokens'] + d['new_tokens']} positions ({bf['max_batch_at_positions']:,}), beside the weights "
-        f"in {f['limited_by']}"
-        + (f"; the model has {f['model_max_positions']:,} positions" if f["model_max_positions"] else "")
-        + ("; the config states no DRAM size (--dram-gib sets one)" if "address space" in f["limited_by"] else "")
+        f"  what fits            {f.max_positions_at_batch:,} positions per sequence at batch {r.batch} "
+        f"({bf.max_positions_at_batch:,}), {f.max_batch_at_positions:,} sequences of "
+        f"{r.prompt + r.new_tokens} positions ({bf.max_batch_at_positions:,}), beside the weights "
+        f"in {f.limited_by}"
+        + (f"; the model has {f.model_max_positions:,} positions" if f.model_max_positions else "")
+        + ("; the config states no DRAM size (--dram-gib sets one)" if "address space" in f.limited_by else "")
     )
 
 
-def _print_weight_whatif(d: dict, dense: dict) -> None:
-    """The weight treatment against the dense run: weights stored, time and energy per generated token."""
-    w = d["weights"]
+def _print_weight_whatif(r, dense) -> None:
+    """The weight treatment against the dense run: weights stored, time and energy per generated token (two
+    GenerateResults)."""
+    w = r.weights_report()
     what = ", ".join(
-        x for x in (f"prune {w['prune']}" if w["prune"] != "none" else "", "compression" if w["compression"] else "",
-                    "2:4 sparse MACs (what-if)" if w["sparse_mac_whatif"] else "") if x
+        x for x in (f"prune {w.prune}" if w.prune != "none" else "", "compression" if w.compression else "",
+                    "2:4 sparse MACs (what-if)" if w.sparse_mac_whatif else "") if x
     )  # fmt: skip
-    med, base_med = d["per_token_ms"]["median_step"], dense["per_token_ms"]["median_step"]
-    e, base_e = d["energy"]["decode_core_uj_per_token"], dense["energy"]["decode_core_uj_per_token"]
+    med, base_med = r.per_token_ms().median_step, dense.per_token_ms().median_step
+    e, base_e = r.energy().decode_core_uj_per_token, dense.energy().decode_core_uj_per_token
     line = (
-        f"  weights ({what})  {w['stored_weight_bytes']:,} bytes stored of {w['dense_weight_bytes']:,} dense; "
-        f"DRAM {d['dram_bytes_per_token']:,} bytes per token (dense {dense['dram_bytes_per_token']:,})"
+        f"  weights ({what})  {w.stored_weight_bytes:,} bytes stored of {w.dense_weight_bytes:,} dense; "
+        f"DRAM {r.dram_bytes_per_token:,} bytes per token (dense {dense.dram_bytes_per_token:,})"
     )
     if med is not None and base_med is not None:
         line += f"; {med:.3f} ms per decode step, median (dense {base_med:.3f}, {base_med / med:.2f}x)"
     if e and base_e:
         line += f", {e:,.1f} uJ per token (dense {base_e:,.1f})"
     print(line)
-    if w["prune"] != "none" and not w["compression"] and not w["sparse_mac_whatif"]:
+    if w.prune != "none" and not w.compression and not w.sparse_mac_whatif:
         print(
             "  note: pruned zeros are still stored and multiplied: without --weight-compression NVDLA v1 gains nothing"
         )
@@ -509,58 +511,56 @@ def _generate(args: argparse.Namespace) -> int:
         # the caches at the model's precision, under the same weight treatment (or why they do not fit)
         model_kv = [_at_model_precision(spec, hw, r.batch, weights, kw) if kv else None for r in results]
     for r, base, kv_base in zip(results, dense, model_kv, strict=True):
-        d = r.to_dict()
-        pt = d["per_token_ms"]
+        pt, pre, dec, en = r.per_token_ms(), r.prefill_figures(), r.decode_figures(), r.energy()
         print(
             f"{r.model} on {r.hw.fingerprint}, batch {r.batch}, prompt {r.prompt}, {r.new_tokens} new tokens ({prec.value})"
         )
         print(
-            f"  time to first token  {d['ttft_ms']:.3f} ms (prefill, {d['prefill']['bound']}-bound, model MACs at {d['prefill']['model_mac_utilization']:.1%} of peak)"
+            f"  time to first token  {r.ttft_ms:.3f} ms (prefill, {pre.bound}-bound, model MACs at {pre.model_mac_utilization:.1%} of peak)"
         )
-        if pt["median_step"] is not None:
+        if pt.median_step is not None:
             print(
-                f"  per decode step      {pt['first_step']:.3f} / {pt['median_step']:.3f} / {pt['mean_step']:.3f} / {pt['last_step']:.3f} ms (first / median / mean / last step; a step makes {d['batch']} token{'s' if d['batch'] > 1 else ''})"
+                f"  per decode step      {pt.first_step:.3f} / {pt.median_step:.3f} / {pt.mean_step:.3f} / {pt.last_step:.3f} ms (first / median / mean / last step; a step makes {r.batch} token{'s' if r.batch > 1 else ''})"
             )
         print(
-            f"  total                {d['total_ms']:.3f} ms: {d['tokens_per_s_per_sequence']:,.1f} tokens/s per sequence, {d['tokens_per_s_aggregate']:,.1f} aggregate"
+            f"  total                {r.total_ms:.3f} ms: {r.tokens_per_s_per_sequence:,.1f} tokens/s per sequence, {r.tokens_per_s_aggregate:,.1f} aggregate"
         )
         print(
-            f"  decode               {d['decode']['bound']}-bound, DRAM {d['decode']['dram_utilization']:.1%} busy, model MACs at {d['decode']['model_mac_utilization']:.1%} of peak (hardware MACs {d['decode']['hardware_mac_utilization']:.1%}), {d['dram_bytes_per_token']:,} DRAM bytes per token"
+            f"  decode               {dec.bound}-bound, DRAM {dec.dram_utilization:.1%} busy, model MACs at {dec.model_mac_utilization:.1%} of peak (hardware MACs {dec.hardware_mac_utilization:.1%}), {r.dram_bytes_per_token:,} DRAM bytes per token"
         )
-        if pt["median_step"] is not None:
+        if pt.median_step is not None:
             print(
-                f"  decode vs roofline   {d['decode']['over_roofline']:.2f}x the roofline (each layer at the larger of its MAC and DRAM time)"
+                f"  decode vs roofline   {dec.over_roofline:.2f}x the roofline (each layer at the larger of its MAC and DRAM time)"
             )
-        print(f"  KV cache at the end  {d['kv_cache_bytes_end']:,} bytes")
-        en = d["energy"]
+        print(f"  KV cache at the end  {r.kv_cache_bytes:,} bytes")
         per_token = (
-            f" + decode {en['decode_core_uj']:,.1f} = {en['total_core_uj']:,.1f} uJ in NVDLA"
-            f" ({en['decode_core_uj_per_token']:,.1f} uJ per generated token, the mean over the steps;"
-            f" median step {en['decode_core_uj_per_token_median_step']:,.1f})"
-            if en["decode_core_uj_per_token"]
+            f" + decode {en.decode_core_uj:,.1f} = {en.total_core_uj:,.1f} uJ in NVDLA"
+            f" ({en.decode_core_uj_per_token:,.1f} uJ per generated token, the mean over the steps;"
+            f" median step {en.decode_core_uj_per_token_median_step:,.1f})"
+            if en.decode_core_uj_per_token
             else " uJ in NVDLA"
         )
         print(
-            f"  energy               prefill {en['prefill_core_uj']:,.1f}{per_token}; "
-            f"{en['average_core_power_mw']:,.1f} mW average, {en['peak_core_power_mw']:,.1f} mW peak, "
-            f"{en['tops_per_w']:.2f} TOPS/W (model MACs)"
+            f"  energy               prefill {en.prefill_core_uj:,.1f}{per_token}; "
+            f"{en.average_core_power_mw:,.1f} mW average, {en.peak_core_power_mw:,.1f} mW peak, "
+            f"{en.tops_per_w:.2f} TOPS/W (model MACs)"
         )
         print(
-            f"  DRAM energy          prefill {en['prefill_dram_uj']:,.1f} + decode {en['decode_dram_uj']:,.1f}"
-            f" = {en['total_dram_uj']:,.1f} uJ (every byte moved); area {en['area_mm2']:.3f} mm2 at"
-            f" {en['tech_node_nm']:g} nm (docs/energy.md)"
+            f"  DRAM energy          prefill {en.prefill_dram_uj:,.1f} + decode {en.decode_dram_uj:,.1f}"
+            f" = {en.total_dram_uj:,.1f} uJ (every byte moved); area {en.area_mm2:.3f} mm2 at"
+            f" {en.tech_node_nm:g} nm (docs/energy.md)"
         )
         print(
-            f"  host energy          prefill {en['prefill_host_uj']:,.1f} + decode {en['decode_host_uj']:,.1f}"
-            f" = {en['total_host_uj']:,.1f} uJ (its busy time at {en['host_active_power_w']:g} W active)"
+            f"  host energy          prefill {en.prefill_host_uj:,.1f} + decode {en.decode_host_uj:,.1f}"
+            f" = {en.total_host_uj:,.1f} uJ (its busy time at {en.host_active_power_w:g} W active)"
         )
         if base is not None:
-            _print_weight_whatif(d, base.to_dict())
+            _print_weight_whatif(r, base)
         if isinstance(kv_base, str):
-            print(f"  KV cache {d['kv_precision']} (model {d['precision']})  {d['kv_bytes_per_token']:,} bytes per "
-                  f"position; at {prec.value} the caches do not fit: {kv_base}")  # fmt: skip
+            print(f"  KV cache {r.kv_precision_used.value} (model {r.precision.value})  {r.kv_bytes_per_token:,} bytes "
+                  f"per position; at {prec.value} the caches do not fit: {kv_base}")  # fmt: skip
         elif kv_base is not None:
-            _print_kv_whatif(d, kv_base.to_dict())
+            _print_kv_whatif(r, kv_base)
     if accuracy is not None:
         print("\n".join(format_accuracy_lines(accuracy)))
     if len(results) > 1:
@@ -575,11 +575,10 @@ def _generate(args: argparse.Namespace) -> int:
               "attention reads each sequence's own cache at any batch")  # fmt: skip
         print("  batch  median ms/step  mean ms/step  tokens/s (batch / mean step)  decode bound")
         for r in results:
-            d = r.to_dict()
-            pt = d["per_token_ms"]
+            pt = r.per_token_ms()
             print(
-                f"  {r.batch:>5}  {pt['median_step'] or 0:>14.3f}  {pt['mean_step'] or 0:>12.3f}"
-                f"  {d['decode_tokens_per_s_aggregate'] or 0:>28,.1f}  {d['decode']['bound']}"
+                f"  {r.batch:>5}  {pt.median_step or 0:>14.3f}  {pt.mean_step or 0:>12.3f}"
+                f"  {r.decode_tokens_per_s_aggregate or 0:>28,.1f}  {r.decode_figures().bound}"
             )
     if out is not None:
         rows = [
@@ -668,14 +667,14 @@ def _serve(args: argparse.Namespace) -> int:
     with TerminalProgress() as progress:
         res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings, progress=progress)
     res.clock_mhz = hw.clock_mhz
+    arrivals = f"trace {args.trace}" if args.trace is not None else f"poisson {args.rate:g}/s seed {args.seed}"
     res.meta = {"options": options(args), "model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
-                "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan,
-                "arrivals": f"trace {args.trace}" if args.trace is not None else f"poisson {args.rate:g}/s seed {args.seed}",
+                "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan, "arrivals": arrivals,
                 "weights": weights.to_dict(), **({"accuracy": accuracy} if accuracy else {})}  # fmt: skip
-    d = res.to_dict()
+    sm = res.summary()
     kv_note = f", KV cache {kv.value}" if kv else ""
-    print(f"{spec.name} on {hw.fingerprint} ({prec.value}{kv_note}): {d['requests']} requests, {d['arrivals']}, "
-          f"{d['policy']}, KV cache {capacity:,} blocks of {settings.block_tokens} positions "
+    print(f"{spec.name} on {hw.fingerprint} ({prec.value}{kv_note}): {sm.requests} requests, {arrivals}, "
+          f"{settings.policy.value}, KV cache {capacity:,} blocks of {settings.block_tokens} positions "
           f"(beside the weights in {memory_limit(hw)[1]})")  # fmt: skip
     if kv:
         try:
@@ -684,23 +683,21 @@ def _serve(args: argparse.Namespace) -> int:
             at_model = "none"
         print(f"  KV cache at {kv.value}: {capacity:,} blocks ({at_model} at the model's {prec.value})")
     if weights.active:
-        w = weights.to_dict()
-        print(f"  weights: prune {w['prune']}, compression {'on' if w['compression'] else 'off'}"
-              f"{', 2:4 sparse MACs (what-if)' if w['sparse_mac_whatif'] else ''}; the KV cache stays dense")  # fmt: skip
-    for k, v in d["percentiles"].items():
+        print(f"  weights: prune {str(weights.prune) or 'none'}, compression {'on' if weights.compression else 'off'}"
+              f"{', 2:4 sparse MACs (what-if)' if weights.sparse_mac else ''}; the KV cache stays dense")  # fmt: skip
+    for k, v in sm.percentiles.items():
         if v:
-            print(f"  {k:<8} p50 {v['p50']:>10,.3f}  p90 {v['p90']:>10,.3f}  p99 {v['p99']:>10,.3f}")
-    th = d["throughput"]
-    print(f"  throughput {th['output_tokens_per_s']:,.1f} output tokens/s, {th['requests_per_s']:,.2f} requests/s; "
-          f"mean decode batch {d['mean_decode_batch']}, peak KV {d['peak_kv_blocks']:,} blocks, "
-          f"{d['preemptions']} preemptions ({d['preemption']}"
-          + (f", {d['swap_ms']:,.3f} ms of KV copies" if d["swap_ms"] else "") + ")")  # fmt: skip
+            print(f"  {k:<8} p50 {v.p50:>10,.3f}  p90 {v.p90:>10,.3f}  p99 {v.p99:>10,.3f}")
+    print(f"  throughput {sm.output_tokens_per_s:,.1f} output tokens/s, {sm.requests_per_s:,.2f} requests/s; "
+          f"mean decode batch {sm.mean_decode_batch}, peak KV {sm.peak_kv_blocks:,} blocks, "
+          f"{sm.preemptions} preemptions ({settings.preemption.value}"
+          + (f", {sm.swap_ms:,.3f} ms of KV copies" if sm.swap_ms else "") + ")")  # fmt: skip
     if accuracy is not None:
         print("\n".join(format_accuracy_lines(accuracy)))
     if out is not None:
         from nvdla_mapper.reports.html import write_serve_html
 
-        timeline = res.timeline()
+        timeline, d = res.timeline(), res.to_dict()
         write_json(out / "serve.json", {**d, "timeline": timeline})
         rows = res.request_rows()
         write_table(out / "requests.csv", list(rows[0]), rows)
@@ -758,17 +755,18 @@ def _serve_sweep(
           f"{_memory_limit(hw)}), preemption by {settings.preemption.value}")  # fmt: skip
     print(f"  {'rate/s':>9} {'TTFT p50':>10} {'TTFT p99':>10} {'TPOT p50':>9} {'TPOT p99':>9} {'tokens/s':>10} "
           f"{'preempted':>9}  target")  # fmt: skip
-    for r in d["rates"]:
-        ok = "" if r["meets_slo"] is None else ("met" if r["meets_slo"] else "missed")
-        print(f"  {r['rate_per_s']:>9,.2f} {r['ttft_p50_ms']:>10,.3f} {r['ttft_p99_ms']:>10,.3f} "
-              f"{r['tpot_p50_ms'] or 0:>9,.3f} {r['tpot_p99_ms'] or 0:>9,.3f} {r['output_tokens_per_s']:>10,.1f} "
-              f"{r['preemptions']:>9,}  {ok}")  # fmt: skip
+    for p in sweep.points:
+        ok = "" if p.meets is None else ("met" if p.meets else "missed")
+        ttft, tpot = p.summary.percentiles["ttft_ms"], p.summary.percentiles["tpot_ms"]
+        print(f"  {p.rate_per_s:>9,.2f} {ttft.p50:>10,.3f} {ttft.p99:>10,.3f} "
+              f"{tpot.p50 if tpot else 0:>9,.3f} {tpot.p99 if tpot else 0:>9,.3f} {p.summary.output_tokens_per_s:>10,.1f} "
+              f"{p.summary.preemptions:>9,}  {ok}")  # fmt: skip
     if slo is not None:
-        best = d["highest_rate_meeting_slo_per_s"]
+        best = sweep.best_rate_per_s
         if best is None:
             print(f"  no rate run meets {slo.describe()} (the lowest, {min(rates):g}/s, misses it)")
-        elif d["bracket_per_s"]:
-            lo, hi = d["bracket_per_s"]
+        elif sweep.bracket:
+            lo, hi = sweep.bracket
             print(f"  highest rate meeting {slo.describe()}: {best:,.2f}/s (met at {lo:,.2f}, missed at {hi:,.2f})")
         else:
             print(f"  every rate run meets {slo.describe()}; the highest is {best:,.2f}/s (sweep higher rates)")
@@ -1057,76 +1055,72 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None 
 
 
 def format_summary(res, *, top: int) -> str:
+    """The map's summary lines, read from the typed result (MapResult, EnergyReport, WeightsReport)."""
     from nvdla_mapper.reports.numbers import rate
 
-    d = res.to_dict()
     lines = [
         f"{res.model} (batch {res.batch}{f', seq {res.seq}' if res.seq else ''}, {res.precision.value}) on {res.hw.fingerprint}",
         f"  end-to-end        {res.total_cycles:,} cycles = {res.latency_ms:.3f} ms at {res.hw.clock_mhz:g} MHz"
-        f"  ({rate(d['throughput_inferences_per_s'])} inferences/s)",
+        f"  ({rate(round(res.throughput, 3))} inferences/s)",
         f"  MACs              {res.macs:,} on the hardware, {res.model_macs:,} of the model"
-        f"  (MAC utilization over the run: hardware MACs {d['hardware_mac_utilization']:.1%},"
-        f" model MACs {d['model_mac_utilization']:.1%})",
+        f"  (MAC utilization over the run: hardware MACs {round(res.mac_utilization, 6):.1%},"
+        f" model MACs {round(res.model_mac_utilization, 6):.1%})",
         "  busy over the run "
-        + ", ".join(f"{k} {v:.1%}" for k, v in d["busy_share_of_run_by_resource"].items() if v)
+        + ", ".join(f"{k} {v:.1%}" for k, v in res.busy_share_of_run_by_resource().items() if v)
         + " (each resource's busy time over the wall time; they overlap)",
     ]
-    groups = d["cycles_by_group"]
+    groups = res.by_group()
     total = sum(groups.values()) or 1
     lines.append(
         "  resource time by group  "
         + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(groups.items(), key=lambda kv: -kv[1]))
         + f" (of the busy time summed over {resources_phrase()})"
     )
-    en = d["energy"]
-    per = (
-        "per inference"
-        if res.batch == 1
-        else f"per inference ({en['batch_core_uj']:,.1f} for the batch of {res.batch})"
-    )
-    dram_per = "" if res.batch == 1 else f"{en['batch_dram_uj']:,.1f} for the batch; "
+    en = res.energy()
+    per = "per inference" if res.batch == 1 else f"per inference ({en.batch_core_uj:,.1f} for the batch of {res.batch})"
+    dram_per = "" if res.batch == 1 else f"{en.batch_dram_uj:,.1f} for the batch; "
     lines += [
-        f"  energy            {en['core_uj_per_inference']:,.1f} uJ in NVDLA {per}; {en['average_core_power_mw']:,.1f}"
-        f" mW average, {en['peak_core_power_mw']:,.1f} mW peak, {en['tops_per_w']:.2f} TOPS/W (model MACs)",
-        f"  DRAM energy       {en['dram_uj_per_inference']:,.1f} uJ per inference ({dram_per}{en['dram_device']},"
+        f"  energy            {en.core_uj_per_inference:,.1f} uJ in NVDLA {per}; {en.average_core_power_mw:,.1f}"
+        f" mW average, {en.peak_core_power_mw:,.1f} mW peak, {en.tops_per_w:.2f} TOPS/W (model MACs)",
+        f"  DRAM energy       {en.dram_uj_per_inference:,.1f} uJ per inference ({dram_per}{en.dram_device},"
         f" every byte moved: hardware layers and {copies_phrase()} copies)",
-        f"  host energy       {en['host_uj_per_inference']:,.1f} uJ per inference (its busy time at"
-        f" {en['host_active_power_w']:g} W active, [host] active_power_w)",
-        f"  area              {en['area_mm2']:.3f} mm2 at {en['tech_node_nm']:g} nm (docs/energy.md)",
+        f"  host energy       {en.host_uj_per_inference:,.1f} uJ per inference (its busy time at"
+        f" {en.host_active_power_w:g} W active, [host] active_power_w)",
+        f"  area              {en.area_mm2:.3f} mm2 at {en.tech_node_nm:g} nm (docs/energy.md)",
     ]
-    zg = en["zero_gating_whatif"]
+    zg = en.zero_gating_whatif
     if zg:
         lines.append(
-            f"  zero-gating what-if  {zg['batch_core_uj'] / res.batch:,.1f} uJ in NVDLA per inference if zero weights"
-            f" gated their multipliers (density {zg['density']:.2f}: {zg['batch_saved_uj'] / res.batch:,.1f} uJ less;"
+            f"  zero-gating what-if  {zg.batch_core_uj / res.batch:,.1f} uJ in NVDLA per inference if zero weights"
+            f" gated their multipliers (density {zg.density:.2f}: {zg.batch_saved_uj / res.batch:,.1f} uJ less;"
             " not NVDLA v1)"
         )
-    bounds = d["cycles_by_bound"]
+    bounds = res.by_bound()
     lines.append(
         "  resource time by bound  "
         + ", ".join(f"{k} {v / total:.1%}" for k, v in sorted(bounds.items(), key=lambda kv: -kv[1]))
         + " (of the same summed busy time)"
     )
-    hf = d["host_fallback"]
-    if hf["tasks"]:
-        lines.append(f"  host fallback     {hf['tasks']} tasks, {hf['cycles']:,} cycles of host time:")
-        lines += [f"                    - {n}" for n in hf["ops"]]
+    hf = res.host_fallback()
+    if hf.tasks:
+        lines.append(f"  host fallback     {hf.tasks} tasks, {hf.cycles:,} cycles of host time:")
+        lines += [f"                    - {n}" for n in hf.ops]
     else:
         lines.append("  host fallback     none: every op runs on NVDLA")
-    w = d["weights"]
-    if w["prune"] != "none" or w["compression"]:
-        saved = f", {w['cycles_saved']:,} cycles saved vs dense" if w["cycles_saved"] is not None else ""
+    w = res.weights_report()
+    if w.prune != "none" or w.compression:
+        saved = f", {w.cycles_saved:,} cycles saved vs dense" if w.cycles_saved is not None else ""
         lines.append(
-            f"  weights           {w['stored_weight_bytes']:,} of {w['dense_weight_bytes']:,} bytes stored "
-            f"(prune {w['prune']}, compression {'on' if w['compression'] else 'off'}){saved}"
+            f"  weights           {w.stored_weight_bytes:,} of {w.dense_weight_bytes:,} bytes stored "
+            f"(prune {w.prune}, compression {'on' if w.compression else 'off'}){saved}"
         )
-        if w["sparse_mac_label"]:
-            lines.append(f"                    {w['sparse_mac_label']}")
-        if w["note"]:
-            lines.append(f"                    note: {w['note']}")
-    if d["accuracy"]:
-        lines += format_accuracy_lines(d["accuracy"])
-    rows = sorted(group_layers(d["layers"]), key=lambda r: -r["cycles"])[:top]
+        if w.sparse_mac_label:
+            lines.append(f"                    {w.sparse_mac_label}")
+        if w.note:
+            lines.append(f"                    note: {w.note}")
+    if res.accuracy:
+        lines += format_accuracy_lines(res.accuracy)
+    rows = sorted(group_layers([r.to_row() for r in res.results]), key=lambda r: -r["cycles"])[:top]
     if not rows:  # --top 0: no table
         return "\n".join(lines)
     lines.append(f"  {'top layers by cycles (all blocks)':<38}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")

@@ -78,7 +78,7 @@ def rows() -> list[dict]:
         res = map_model(g, hw, precision=Precision.INT8, batch=1, seq=0)
         ours = res.throughput
         energy = res.energy()
-        units = energy["by_unit_uj"]
+        units = energy.by_unit_uj
         dynamic = sum(v for u, v in units.items() if u not in ("always_on", "leakage"))
         out.append(
             {

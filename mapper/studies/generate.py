@@ -15,6 +15,7 @@ schedule.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import gc
 import itertools
 import multiprocessing
@@ -46,6 +47,88 @@ from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.precision import Precision
 from nvdla_sim.system.host import HostModel
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Decode steps' times (ms): the first, median, mean and last step (None without decode steps)."""
+
+    first_step: float | None
+    median_step: float | None
+    mean_step: float | None
+    last_step: float | None
+
+
+@dataclass(frozen=True)
+class PhaseFigures:
+    """The prefill's figures: its cycles (to the first token), MAC and DRAM use over them, its bound."""
+
+    cycles: int
+    model_mac_utilization: float  # the model's MACs over the peak x the phase's cycles
+    hardware_mac_utilization: float  # what the array performs, likewise
+    dram_utilization: float
+    bound: str
+
+
+@dataclass(frozen=True)
+class DecodeFigures(PhaseFigures):
+    """The decode steps' figures, with their roofline (each layer at the larger of its MAC and DRAM time)."""
+
+    roofline_cycles: int
+    over_roofline: float
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """What the memory beside the weights holds at a KV precision (fits)."""
+
+    memory_bytes: int
+    limited_by: str
+    kv_room_bytes: int
+    max_positions_at_batch: int
+    max_batch_at_positions: int
+    model_max_positions: int | None
+
+
+@dataclass(frozen=True)
+class GenerateEnergy:
+    """Prefill and decode energy (uJ of the whole batch unless per token), NVDLA's core apart from DRAM and
+    the host; the run's average core power and TOPS/W (GenerateResult.energy)."""
+
+    prefill_core_uj: float
+    prefill_dram_uj: float
+    decode_core_uj: float
+    decode_dram_uj: float
+    decode_core_uj_per_token: float | None
+    decode_dram_uj_per_token: float | None
+    decode_core_uj_per_step_median: float | None
+    decode_core_uj_per_token_median_step: float | None
+    total_core_uj: float
+    total_dram_uj: float
+    # the host's work at its active power (system.host), a system figure like DRAM's
+    prefill_host_uj: float
+    decode_host_uj: float
+    decode_host_uj_per_token: float | None
+    total_host_uj: float
+    host_active_power_w: float
+    average_core_power_mw: float
+    tops_per_w: float
+    area_mm2: float
+    tech_node_nm: float
+    peak_core_power_mw: float
+    calibrated: bool
+
+
+@dataclass(frozen=True)
+class GenerateWeights:
+    """The weight treatment and the static weight bytes a decode step streams: dense, as stored."""
+
+    prune: str
+    density: float
+    compression: bool
+    sparse_mac_whatif: bool
+    dense_weight_bytes: int
+    stored_weight_bytes: int
 
 
 @dataclass
@@ -107,10 +190,92 @@ class GenerateResult:
         cyc = sum(s.cycles for s in self.steps)
         return sum(s.dram_bytes for s in self.steps) / (cyc * self.hw.dram_bytes_per_cycle) if cyc else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def ttft_ms(self) -> float:
+        return round(self._ms(self.ttft_cycles), 4)
+
+    @property
+    def total_ms(self) -> float:
+        return round(self._ms(self.total_cycles), 4)
+
+    @property
+    def tokens_per_s_per_sequence(self) -> float:
+        return round(self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3)
+
+    @property
+    def tokens_per_s_aggregate(self) -> float:
+        return round(self.batch * self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3)
+
+    @property
+    def decode_tokens_per_s_aggregate(self) -> float | None:
+        """Every decode step's tokens over their summed time: batch / mean_step."""
+        dec_cyc = sum(s.cycles for s in self.steps)
+        return round(self.batch * len(self.steps) / (self._ms(dec_cyc) / 1e3), 3) if dec_cyc else None
+
+    @property
+    def dram_bytes_per_token(self) -> int:
+        return round(sum(s.dram_bytes for s in self.steps) / max(len(self.steps) * self.batch, 1))
+
+    @property
+    def kv_precision_used(self) -> Precision:
+        """The caches' precision: the what-if's, or the model's."""
+        return self.kv_precision or self.precision
+
+    def per_token_ms(self) -> StepTimes:
+        """Decode steps (tokens 2..T of each sequence): one step makes `batch` tokens."""
         steps = [s.cycles for s in self.steps]
+        if not steps:
+            return StepTimes(None, None, None, None)
+        return StepTimes(
+            first_step=round(self._ms(steps[0]), 4),
+            median_step=round(self._ms(statistics.median(steps)), 4),
+            mean_step=round(self._ms(sum(steps) / len(steps)), 4),
+            last_step=round(self._ms(steps[-1]), 4),
+        )
+
+    def fits(self) -> MemoryFit | None:
+        """What the memory holds beside the weights at the run's KV precision (None without the model)."""
+        if self.spec is None:
+            return None
+        return fits(
+            self.spec,
+            self.hw,
+            self.precision,
+            kv_precision=self.kv_precision,
+            batch=self.batch,
+            positions=self.prompt + self.new_tokens,
+        )
+
+    def prefill_figures(self) -> PhaseFigures:
         peak = self.hw.peak_macs_per_cycle(self.precision)
-        dec_cyc = sum(steps)
+        pre = self.prefill
+        return PhaseFigures(
+            cycles=self.ttft_cycles,
+            model_mac_utilization=round(pre.model_macs / (peak * pre.total_cycles), 4),
+            hardware_mac_utilization=round(pre.mac_utilization, 4),
+            dram_utilization=round(dram_bytes(pre) / (pre.total_cycles * self.hw.dram_bytes_per_cycle), 4),
+            bound=phase_bound(pre),
+        )
+
+    def decode_figures(self) -> DecodeFigures:
+        peak = self.hw.peak_macs_per_cycle(self.precision)
+        dec_cyc = sum(s.cycles for s in self.steps)
+        roof = sum(s.roofline_cycles for s in self.steps)
+        return DecodeFigures(
+            cycles=dec_cyc,
+            model_mac_utilization=round(sum(s.macs for s in self.steps) / (peak * dec_cyc), 4) if dec_cyc else 0.0,
+            hardware_mac_utilization=round(sum(s.hardware_macs for s in self.steps) / (peak * dec_cyc), 4)
+            if dec_cyc
+            else 0.0,
+            dram_utilization=round(self.decode_dram_utilization(), 4),
+            bound=Counter(s.bound for s in self.steps).most_common(1)[0][0] if self.steps else "-",
+            roofline_cycles=roof,
+            over_roofline=round(dec_cyc / max(roof, 1), 4),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every figure as generate.json stores it (the one place a generation becomes plain data)."""
+        fit = self.fits()
         return {
             "model": self.model,
             "hw": self.hw.fingerprint,
@@ -119,81 +284,34 @@ class GenerateResult:
             "batch": self.batch,
             "prompt_tokens": self.prompt,
             "new_tokens": self.new_tokens,
-            "ttft_ms": round(self._ms(self.ttft_cycles), 4),
-            # decode steps (tokens 2..T of each sequence): one step makes `batch` tokens
-            "per_token_ms": {
-                "first_step": round(self._ms(steps[0]), 4) if steps else None,
-                "median_step": round(self._ms(statistics.median(steps)), 4) if steps else None,
-                "mean_step": round(self._ms(dec_cyc / len(steps)), 4) if steps else None,
-                "last_step": round(self._ms(steps[-1]), 4) if steps else None,
-            },
-            "total_ms": round(self._ms(self.total_cycles), 4),
-            "tokens_per_s_per_sequence": round(self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3),
-            "tokens_per_s_aggregate": round(self.batch * self.new_tokens / (self._ms(self.total_cycles) / 1e3), 3),
-            # every decode step's tokens over their summed time: batch / mean_step
-            "decode_tokens_per_s_aggregate": round(self.batch * len(steps) / (self._ms(dec_cyc) / 1e3), 3)
-            if dec_cyc
-            else None,
-            "kv_precision": (self.kv_precision or self.precision).value,
+            "ttft_ms": self.ttft_ms,
+            "per_token_ms": dataclasses.asdict(self.per_token_ms()),
+            "total_ms": self.total_ms,
+            "tokens_per_s_per_sequence": self.tokens_per_s_per_sequence,
+            "tokens_per_s_aggregate": self.tokens_per_s_aggregate,
+            "decode_tokens_per_s_aggregate": self.decode_tokens_per_s_aggregate,
+            "kv_precision": self.kv_precision_used.value,
             "kv_plan": self.kv_plan.value,
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_cache_bytes_end": self.kv_cache_bytes,
-            **(
-                {
-                    "fits": fits(
-                        self.spec,
-                        self.hw,
-                        self.precision,
-                        kv_precision=self.kv_precision,
-                        batch=self.batch,
-                        positions=self.prompt + self.new_tokens,
-                    )
-                }
-                if self.spec is not None
-                else {}
-            ),
-            "dram_bytes_per_token": round(sum(s.dram_bytes for s in self.steps) / max(len(steps) * self.batch, 1)),
-            "prefill": {
-                "cycles": self.ttft_cycles,
-                # MACs over the peak x the prefill pass's cycles: the model's, and what the array performs
-                "model_mac_utilization": round(self.prefill.model_macs / (peak * self.prefill.total_cycles), 4),
-                "hardware_mac_utilization": round(self.prefill.mac_utilization, 4),
-                "dram_utilization": round(
-                    dram_bytes(self.prefill) / (self.prefill.total_cycles * self.hw.dram_bytes_per_cycle), 4
-                ),
-                "bound": phase_bound(self.prefill),
-            },
-            "decode": {
-                "cycles": dec_cyc,
-                "model_mac_utilization": round(sum(s.macs for s in self.steps) / (peak * dec_cyc), 4)
-                if dec_cyc
-                else 0.0,
-                "hardware_mac_utilization": round(sum(s.hardware_macs for s in self.steps) / (peak * dec_cyc), 4)
-                if dec_cyc
-                else 0.0,
-                "dram_utilization": round(self.decode_dram_utilization(), 4),
-                "bound": Counter(s.bound for s in self.steps).most_common(1)[0][0] if self.steps else "-",
-                "roofline_cycles": sum(s.roofline_cycles for s in self.steps),
-                "over_roofline": round(dec_cyc / max(sum(s.roofline_cycles for s in self.steps), 1), 4),
-            },
+            **({"fits": dataclasses.asdict(fit)} if fit is not None else {}),
+            "dram_bytes_per_token": self.dram_bytes_per_token,
+            "prefill": dataclasses.asdict(self.prefill_figures()),
+            "decode": dataclasses.asdict(self.decode_figures()),
             "token_cycles": self.token_cycles,
-            "energy": self._energy(),
-            "weights": self._weights(),
+            "energy": dataclasses.asdict(self.energy()),
+            "weights": dataclasses.asdict(self.weights_report()),
         }
 
-    def _weights(self) -> dict[str, Any]:
+    def weights_report(self) -> GenerateWeights:
         """The weight treatment and the static weight bytes a decode step streams: dense, as stored (the
         prefill's stored figure can be larger: it computes V^T with the V weights as feature data, which
         NVDLA cannot compress)."""
         w = self.weights
         dense, stored = self.step_weight_bytes if self.steps else self.prefill.weight_bytes()
-        return {
-            **w.to_dict(),
-            "dense_weight_bytes": dense,
-            "stored_weight_bytes": stored,
-        }
+        return GenerateWeights(str(w.prune) or "none", w.density, w.compression, w.sparse_mac, dense, stored)
 
-    def _energy(self) -> dict[str, Any]:
+    def energy(self) -> GenerateEnergy:
         """Prefill and decode energy (NVDLA core and DRAM apart, uJ), the run's average core power and TOPS/W
         (the model's MACs of every pass over the core energy); the prefill's with its always-on power and
         leakage over the prefill, each step's over the step (T5's first decoder step counts with the
@@ -201,42 +319,42 @@ class GenerateResult:
         total = prefill + decode. A decode step makes `batch` tokens: per token is the mean over every
         step's token (decode / (steps x batch)), with the median step's beside it."""
         pre = self.prefill.energy()
-        pre_core = pre["batch_core_uj"] + self.first_step_energy_uj[0]
-        pre_dram = pre["batch_dram_uj"] + self.first_step_energy_uj[1]
+        pre_core = pre.batch_core_uj + self.first_step_energy_uj[0]
+        pre_dram = pre.batch_dram_uj + self.first_step_energy_uj[1]
         core = [s.core_energy_uj for s in self.steps]
         dram = [s.dram_energy_uj for s in self.steps]
         dec_core, dec_dram = sum(core), sum(dram)
-        pre_host = pre["batch_host_uj"] + self.first_step_energy_uj[2]
+        pre_host = pre.batch_host_uj + self.first_step_energy_uj[2]
         dec_host = sum(s.host_energy_uj for s in self.steps)
         total_core = pre_core + dec_core
         seconds = self._ms(self.total_cycles) / 1e3
         tokens = len(core) * self.batch
         step_core = statistics.median(core) if core else None
         macs = self.prefill.model_macs + self.first_step_macs + sum(s.macs for s in self.steps)
-        return {
-            "prefill_core_uj": round(pre_core, 6),
-            "prefill_dram_uj": round(pre_dram, 6),
-            "decode_core_uj": round(dec_core, 6),
-            "decode_dram_uj": round(dec_dram, 6),
-            "decode_core_uj_per_token": round(dec_core / tokens, 6) if tokens else None,
-            "decode_dram_uj_per_token": round(dec_dram / tokens, 6) if tokens else None,
-            "decode_core_uj_per_step_median": None if step_core is None else round(step_core, 6),
-            "decode_core_uj_per_token_median_step": None if step_core is None else round(step_core / self.batch, 6),
-            "total_core_uj": round(total_core, 6),
-            "total_dram_uj": round(pre_dram + dec_dram, 6),
+        return GenerateEnergy(
+            prefill_core_uj=round(pre_core, 6),
+            prefill_dram_uj=round(pre_dram, 6),
+            decode_core_uj=round(dec_core, 6),
+            decode_dram_uj=round(dec_dram, 6),
+            decode_core_uj_per_token=round(dec_core / tokens, 6) if tokens else None,
+            decode_dram_uj_per_token=round(dec_dram / tokens, 6) if tokens else None,
+            decode_core_uj_per_step_median=None if step_core is None else round(step_core, 6),
+            decode_core_uj_per_token_median_step=None if step_core is None else round(step_core / self.batch, 6),
+            total_core_uj=round(total_core, 6),
+            total_dram_uj=round(pre_dram + dec_dram, 6),
             # the host's work at its active power (system.host), a system figure like DRAM's
-            "prefill_host_uj": round(pre_host, 6),
-            "decode_host_uj": round(dec_host, 6),
-            "decode_host_uj_per_token": round(dec_host / tokens, 6) if tokens else None,
-            "total_host_uj": round(pre_host + dec_host, 6),
-            "host_active_power_w": pre["host_active_power_w"],
-            "average_core_power_mw": round(total_core * 1e-6 / seconds * 1e3, 3) if seconds else 0.0,
-            "tops_per_w": round(2 * macs / (total_core * 1e-6) / 1e12, 3) if total_core else 0.0,
-            "area_mm2": pre["area_mm2"],
-            "tech_node_nm": pre["tech_node_nm"],
-            "peak_core_power_mw": pre["peak_core_power_mw"],
-            "calibrated": True,
-        }
+            prefill_host_uj=round(pre_host, 6),
+            decode_host_uj=round(dec_host, 6),
+            decode_host_uj_per_token=round(dec_host / tokens, 6) if tokens else None,
+            total_host_uj=round(pre_host + dec_host, 6),
+            host_active_power_w=pre.host_active_power_w,
+            average_core_power_mw=round(total_core * 1e-6 / seconds * 1e3, 3) if seconds else 0.0,
+            tops_per_w=round(2 * macs / (total_core * 1e-6) / 1e12, 3) if total_core else 0.0,
+            area_mm2=pre.area_mm2,
+            tech_node_nm=pre.tech_node_nm,
+            peak_core_power_mw=pre.peak_core_power_mw,
+            calibrated=True,
+        )
 
 
 def dram_bytes(res: MapResult) -> int:
@@ -304,19 +422,19 @@ def kv_room(spec: ModelSpec, hw: HwConfig, precision: Precision) -> tuple[int, i
 
 def fits(
     spec: ModelSpec, hw: HwConfig, precision: Precision, *, kv_precision: Precision | None, batch: int, positions: int
-) -> dict[str, Any]:
+) -> MemoryFit:
     """What the memory beside the weights holds at this KV precision: the most positions per sequence at
     `batch` and the most sequences at `positions` (the model's own position limit stated beside)."""
     room, limit, what = kv_room(spec, hw, precision)
     per = kv_bytes_per_token(spec, kv_precision or precision)
-    return {
-        "memory_bytes": limit,
-        "limited_by": what,
-        "kv_room_bytes": room,
-        "max_positions_at_batch": max(room // (per * batch), 0),
-        "max_batch_at_positions": max(room // (per * positions), 0),
-        "model_max_positions": spec.max_positions or None,
-    }
+    return MemoryFit(
+        memory_bytes=limit,
+        limited_by=what,
+        kv_room_bytes=room,
+        max_positions_at_batch=max(room // (per * batch), 0),
+        max_batch_at_positions=max(room // (per * positions), 0),
+        model_max_positions=spec.max_positions or None,
+    )
 
 
 def kv_bytes_per_token(spec: ModelSpec, precision: Precision) -> int:

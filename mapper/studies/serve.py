@@ -31,6 +31,7 @@ lowered and scheduled once, only the attention re-timed for each set of lengths,
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import random
@@ -417,6 +418,42 @@ def simulate_serving(
     return ServeResult([q.done[r.id] for r in requests], iterations, capacity_blocks, s)
 
 
+@dataclass(frozen=True)
+class Percentiles:
+    """p50, p90 and p99 of a latency over the requests (ms)."""
+
+    p50: float
+    p90: float
+    p99: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> Percentiles | None:
+        if not values:
+            return None
+        return cls(*(round(float(np.percentile(values, q)), 4) for q in (50, 90, 99)))
+
+    def at(self, q: int) -> float:
+        return getattr(self, f"p{q}")
+
+
+@dataclass(frozen=True)
+class ServeSummary:
+    """A serving run's figures (ServeResult.summary): latency percentiles per kind (ttft_ms, tpot_ms,
+    e2e_ms; None where no request has one), throughput over the span from the first arrival to the last
+    finish, preemptions and their KV copies, iterations by kind, the decode batch and the KV blocks held."""
+
+    requests: int
+    percentiles: dict[str, Percentiles | None]
+    output_tokens_per_s: float
+    requests_per_s: float
+    preemptions: int
+    swap_ms: float
+    iterations: dict[str, int]
+    mean_decode_batch: float
+    peak_kv_blocks: int
+    span_ms: float
+
+
 @dataclass
 class ServeResult:
     requests: list[RequestResult]
@@ -461,36 +498,45 @@ class ServeResult:
             )  # fmt: skip
         return rows
 
-    def to_dict(self) -> dict[str, Any]:
-        lat = self.latencies_ms()
+    def summary(self) -> ServeSummary:
         start = min(r.request.arrival_cycle for r in self.requests)
         end = max(r.finish_cycle for r in self.requests)
         seconds = self._ms(end - start) / 1e3
         tokens = sum(r.request.output for r in self.requests)
         decode = [it for it in self.iterations if it.decodes]
+        return ServeSummary(
+            requests=len(self.requests),
+            percentiles={k: Percentiles.of(v) for k, v in self.latencies_ms().items()},
+            output_tokens_per_s=round(tokens / seconds, 3) if seconds else 0.0,
+            requests_per_s=round(len(self.requests) / seconds, 3) if seconds else 0.0,
+            preemptions=sum(r.preemptions for r in self.requests),
+            swap_ms=round(self._ms(sum(it.swap_cycles for it in self.iterations)), 4),
+            iterations={k.value: sum(1 for it in self.iterations if it.kind is k) for k in IterationKind},
+            mean_decode_batch=round(sum(it.decodes for it in decode) / len(decode), 3) if decode else 0.0,
+            peak_kv_blocks=max((it.blocks_used for it in self.iterations), default=0),
+            span_ms=round(self._ms(end - start), 4),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every figure as serve.json stores it, after the caller's `meta` (the one place a run becomes plain data)."""
+        sm = self.summary()
         return {
             **self.meta,
-            "requests": len(self.requests),
+            "requests": sm.requests,
             "policy": self.settings.policy.value,
             "preemption": self.settings.preemption.value,
             "block_tokens": self.settings.block_tokens,
             "max_batch": self.settings.max_batch,
             "chunk_tokens": self.settings.chunk_tokens if self.settings.policy is Policy.CHUNKED_PREFILL else None,
             "kv_capacity_blocks": self.capacity_blocks,
-            "percentiles": {
-                k: {f"p{q}": round(float(np.percentile(v, q)), 4) for q in (50, 90, 99)} if v else None
-                for k, v in lat.items()
-            },
-            "throughput": {
-                "output_tokens_per_s": round(tokens / seconds, 3) if seconds else 0.0,
-                "requests_per_s": round(len(self.requests) / seconds, 3) if seconds else 0.0,
-            },
-            "preemptions": sum(r.preemptions for r in self.requests),
-            "swap_ms": round(self._ms(sum(it.swap_cycles for it in self.iterations)), 4),
-            "iterations": {k.value: sum(1 for it in self.iterations if it.kind is k) for k in IterationKind},
-            "mean_decode_batch": round(sum(it.decodes for it in decode) / len(decode), 3) if decode else 0.0,
-            "peak_kv_blocks": max((it.blocks_used for it in self.iterations), default=0),
-            "span_ms": round(self._ms(end - start), 4),
+            "percentiles": {k: None if v is None else dataclasses.asdict(v) for k, v in sm.percentiles.items()},
+            "throughput": {"output_tokens_per_s": sm.output_tokens_per_s, "requests_per_s": sm.requests_per_s},
+            "preemptions": sm.preemptions,
+            "swap_ms": sm.swap_ms,
+            "iterations": sm.iterations,
+            "mean_decode_batch": sm.mean_decode_batch,
+            "peak_kv_blocks": sm.peak_kv_blocks,
+            "span_ms": sm.span_ms,
         }
 
 
@@ -680,11 +726,11 @@ class Slo:
         if self.percentile not in (50, 90, 99):
             raise NvdlaError(f"--slo-percentile must be 50, 90 or 99, not {self.percentile!r}")
 
-    def met(self, summary: dict[str, Any]) -> bool:
-        """Whether a run (ServeResult.to_dict()) meets the target."""
-        pct, q = summary["percentiles"], f"p{self.percentile}"
+    def met(self, summary: ServeSummary) -> bool:
+        """Whether a run meets the target."""
+        pct = summary.percentiles
         for key, limit in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)):
-            if limit is not None and pct[key] is not None and pct[key][q] > limit:
+            if limit is not None and pct[key] is not None and pct[key].at(self.percentile) > limit:
                 return False
         return True
 
@@ -696,21 +742,21 @@ class Slo:
 @dataclass(frozen=True)
 class RatePoint:
     rate_per_s: float
-    summary: dict[str, Any]  # ServeResult.to_dict() of the run at this rate
+    summary: ServeSummary  # the run at this rate
     meets: bool | None  # None: no target
 
     def row(self) -> dict[str, Any]:
-        """The figures of a latency-throughput table: one row per rate."""
-        pct, th = self.summary["percentiles"], self.summary["throughput"]
+        """The figures of a latency-throughput table: one row per rate (sweep.csv)."""
+        pct = self.summary.percentiles
         row: dict[str, Any] = {"rate_per_s": self.rate_per_s}
         for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
             for q in (50, 99):
-                row[f"{key[:-3]}_p{q}_ms"] = pct[key][f"p{q}"] if pct[key] else None
+                row[f"{key[:-3]}_p{q}_ms"] = pct[key].at(q) if pct[key] else None
         row |= {
-            "output_tokens_per_s": th["output_tokens_per_s"],
-            "requests_per_s": th["requests_per_s"],
-            "mean_decode_batch": self.summary["mean_decode_batch"],
-            "preemptions": self.summary["preemptions"],
+            "output_tokens_per_s": self.summary.output_tokens_per_s,
+            "requests_per_s": self.summary.requests_per_s,
+            "mean_decode_batch": self.summary.mean_decode_batch,
+            "preemptions": self.summary.preemptions,
             "meets_slo": self.meets,
         }
         return row
@@ -758,7 +804,7 @@ def sweep_rates(
             what=f"rate {rate:,.4g}/s: requests served",
         )  # fmt: skip
         res.clock_mhz = clock_mhz
-        summary = res.to_dict()
+        summary = res.summary()
         return RatePoint(float(rate), summary, None if slo is None else slo.met(summary))
 
     points = {float(r): run(r) for r in sorted(set(rates))}

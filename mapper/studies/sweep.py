@@ -57,6 +57,7 @@ from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_s
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
 from nvdla_mapper.options import KvPlan, Placement
 from nvdla_mapper.passes import map_model
+from nvdla_mapper.results import task_dram_bytes
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.errors import ConfigError, NvdlaError
 from nvdla_sim.files import write_table
@@ -299,7 +300,7 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             # a CNN or a vision model runs its own sequence whatever the sweep's seq axis says
             seq = p["seq"] if fixed_sequence(p["model"]) is None else None
             res = map_model(model_graph(p["model"], batch=p["batch"], seq=seq), hw, **kw)
-        d = res.to_dict()
+        en, host = res.energy(), res.host_fallback()
         row.update(
             status="ok",
             error="",
@@ -308,27 +309,25 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             latency_ms=res.latency_ms,
             hardware_macs=res.macs,
             model_macs=res.model_macs,
-            hardware_mac_utilization=d["hardware_mac_utilization"],
-            model_mac_utilization=d["model_mac_utilization"],
+            hardware_mac_utilization=round(res.mac_utilization, 6),
+            model_mac_utilization=round(res.model_mac_utilization, 6),
             peak_macs_per_cycle=hw.peak_macs_per_cycle(prec),
             cbuf_bytes=hw.cbuf_bytes,
-            dram_bytes=sum(r["dram_read"] + r["dram_write"] for r in d["layers"]),
-            host_tasks=d["host_fallback"]["tasks"],
-            host_cycles=d["host_fallback"]["cycles"],
+            dram_bytes=sum(task_dram_bytes(r) for r in res.results),
+            host_tasks=host.tasks,
+            host_cycles=host.cycles,
             throughput_inferences_per_s=res.throughput,
-            core_energy_uj=d["energy"]["batch_core_uj"],
-            dram_energy_uj=d["energy"]["batch_dram_uj"],
-            system_energy_uj=round(d["energy"]["batch_core_uj"] + d["energy"]["batch_dram_uj"], 6),
-            core_energy_uj_per_inference=d["energy"]["core_uj_per_inference"],
-            system_energy_uj_per_inference=round(
-                (d["energy"]["batch_core_uj"] + d["energy"]["batch_dram_uj"]) / res.batch, 6
-            ),
-            host_energy_uj=d["energy"]["batch_host_uj"],
-            host_energy_uj_per_inference=d["energy"]["host_uj_per_inference"],
-            average_core_power_mw=d["energy"]["average_core_power_mw"],
-            peak_core_power_mw=d["energy"]["peak_core_power_mw"],
-            tops_per_w=d["energy"]["tops_per_w"],
-            area_mm2=d["energy"]["area_mm2"],
+            core_energy_uj=en.batch_core_uj,
+            dram_energy_uj=en.batch_dram_uj,
+            system_energy_uj=round(en.batch_core_uj + en.batch_dram_uj, 6),
+            core_energy_uj_per_inference=en.core_uj_per_inference,
+            system_energy_uj_per_inference=round((en.batch_core_uj + en.batch_dram_uj) / res.batch, 6),
+            host_energy_uj=en.batch_host_uj,
+            host_energy_uj_per_inference=en.host_uj_per_inference,
+            average_core_power_mw=en.average_core_power_mw,
+            peak_core_power_mw=en.peak_core_power_mw,
+            tops_per_w=en.tops_per_w,
+            area_mm2=en.area_mm2,
             seq=res.seq,  # the sequence the model ran (a vision model's image tokens, 0 for a CNN)
             config_digest=config_digest(hw),
             notes="; ".join(hw.notes),  # values of the point the model did not take as given

@@ -20,5 +20,5 @@ def test_resnet50_within_10_percent_of_the_published_primer_rows(row):
     ours = 1e9 / res.total_cycles
     assert ours == pytest.approx(fps, rel=0.10), f"{macs} MACs: {ours:.1f} fps vs primer {fps}"
     # average power at 16 nm against NVIDIA's (the overheads' fit and every row's error: test_calibration)
-    power = res.energy()["average_core_power_mw"]
+    power = res.energy().average_core_power_mw
     assert 0.75 < power / PRIMER_AREA_POWER[macs][3] < 1.25, f"{macs} MACs: {power:.1f} mW"

@@ -83,7 +83,7 @@ def test_wheel_in_a_clean_venv(tmp_path):
     here = map_model(build_graph(PRESETS["bert-base"], seq=128), load_config("nv_full"), precision=Precision.INT8)
     assert report["model_macs"] == 11_174_217_216
     assert report["total_cycles"] == here.total_cycles
-    assert report["energy"]["core_uj_per_inference"] == here.energy()["core_uj_per_inference"]
-    assert report["energy"]["area_mm2"] == here.energy()["area_mm2"]
+    assert report["energy"]["core_uj_per_inference"] == here.energy().core_uj_per_inference
+    assert report["energy"]["area_mm2"] == here.energy().area_mm2
     _run([nvdla, "rtl", "emit", "--hw", "nv_small", "-o", "rtl_out"], work)
     assert any("module" in f.read_text() for f in (work / "rtl_out").glob("*.v"))

@@ -156,11 +156,11 @@ def test_zero_gating_whatif_saves_the_pruned_layers_multiplies():
     hw = load_config("nv_full")
     g = build_graph(PRESETS["bert-base"], seq=32)
     res = map_model(g, hw, precision=Precision.INT8, weights=WeightTreatment(prune="magnitude:0.5"))
-    zg = res.energy()["zero_gating_whatif"]
+    zg = res.energy().zero_gating_whatif
     # by hand: per block Q, K, V, O (32 x 768 x 768) and the FFN (32 x 768 x 3072 and back), the pooler and
     # the classifier on one token; not QK^T and PV
     macs = 12 * (4 * 32 * 768 * 768 + 2 * 32 * 768 * 3072) + 768 * 768 + 768 * 2
     expected = 0.5 * macs * components(hw).mac_int8.energy_pj * DYNAMIC_FACTOR * 1e-6
-    assert zg["density"] == 0.5 and zg["batch_saved_uj"] == pytest.approx(expected, rel=1e-4)
-    assert zg["batch_core_uj"] == pytest.approx(res.energy()["batch_core_uj"] - zg["batch_saved_uj"], rel=1e-5)
-    assert map_model(g, hw, precision=Precision.INT8).energy()["zero_gating_whatif"] is None
+    assert zg.density == 0.5 and zg.batch_saved_uj == pytest.approx(expected, rel=1e-4)
+    assert zg.batch_core_uj == pytest.approx(res.energy().batch_core_uj - zg.batch_saved_uj, rel=1e-5)
+    assert map_model(g, hw, precision=Precision.INT8).energy().zero_gating_whatif is None

@@ -71,7 +71,7 @@ def test_steps_are_exact_with_the_per_layer_cache():
         _simulate_cached.cache_clear()
         search_plan.cache_clear()
         step = map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=16 + t - 1), hw, precision=Precision.INT8)
-        cold.append((step.total_cycles, dram_bytes(step), step.energy()["batch_core_uj"]))
+        cold.append((step.total_cycles, dram_bytes(step), step.energy().batch_core_uj))
     assert [(s.cycles, s.dram_bytes, s.core_energy_uj) for s in cached.steps] == cold
     cycles = [c for c, _, _ in cold]
     assert cycles == sorted(cycles) and cycles[-1] > cycles[0]  # a longer cache costs more
@@ -266,10 +266,10 @@ def test_generation_energy_is_its_prefill_and_steps():
     for step in (r.steps[0], r.steps[2]):
         g = decode_step_graph(spec, batch=1, kv_len=step.kv_len)
         whole = map_model(g, hw, precision=Precision.INT8, batch=1, seq=step.kv_len, with_baseline=False)
-        assert step.core_energy_uj == pytest.approx(whole.energy()["batch_core_uj"], rel=1e-6)
+        assert step.core_energy_uj == pytest.approx(whole.energy().batch_core_uj, rel=1e-6)
         assert step.cycles == whole.total_cycles
     steps_uj = [s.core_energy_uj for s in r.steps]
-    assert en["prefill_core_uj"] == pytest.approx(r.prefill.energy()["batch_core_uj"])
+    assert en["prefill_core_uj"] == pytest.approx(r.prefill.energy().batch_core_uj)
     assert en["decode_core_uj"] == pytest.approx(sum(steps_uj), rel=1e-6)
     assert en["total_core_uj"] == pytest.approx(en["prefill_core_uj"] + sum(steps_uj), rel=1e-6)
     assert en["decode_core_uj_per_token"] == pytest.approx(sum(steps_uj) / 3, rel=1e-5)

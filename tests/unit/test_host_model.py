@@ -124,11 +124,11 @@ def test_the_hosts_energy_by_hand(tmp_path):
     ln = [r for r in host if "layernorm" in r.task.note]
     assert ln and all(r.cycles == 49_322 for r in ln)  # one instance each
     en = res.energy()
-    assert en["batch_host_uj"] == pytest.approx(3.7 * sum(r.cycles for r in host) / 1000.0, rel=1e-9)
-    assert en["host_active_power_w"] == 3.7 and en["host_uj_per_inference"] == en["batch_host_uj"]
+    assert en.batch_host_uj == pytest.approx(3.7 * sum(r.cycles for r in host) / 1000.0, rel=1e-9)
+    assert en.host_active_power_w == 3.7 and en.host_uj_per_inference == en.batch_host_uj
     idle = map_model(
         g, load_config_file(_with_host(tmp_path, "[host]\nactive_power_w = 0\n")), precision=Precision.INT8
     )
     e0 = idle.energy()
-    assert e0["batch_host_uj"] == 0.0
-    assert (e0["batch_core_uj"], e0["batch_dram_uj"]) == (en["batch_core_uj"], en["batch_dram_uj"])
+    assert e0.batch_host_uj == 0.0
+    assert (e0.batch_core_uj, e0.batch_dram_uj) == (en.batch_core_uj, en.batch_dram_uj)

@@ -43,13 +43,11 @@ def test_bytes_and_capacity_by_hand():
     hw = load_config("nv_full").with_values(**{"memory.dram_size_gib": 1})
     room = 2**30 - 247_064_064
     f = fits(gpt2, hw, F16, kv_precision=I8, batch=2, positions=1024)
-    assert (f["kv_room_bytes"], f["max_positions_at_batch"], f["max_batch_at_positions"]) == (
+    assert (f.kv_room_bytes, f.max_positions_at_batch, f.max_batch_at_positions) == (
         room, room // (2 * 18_432), room // (1024 * 18_432)
     )  # fmt: skip
     assert (
-        fits(gpt2, hw, F16, kv_precision=None, batch=1, positions=1)["max_positions_at_batch"]
-        == room // 36_864
-        == 22_425
+        fits(gpt2, hw, F16, kv_precision=None, batch=1, positions=1).max_positions_at_batch == room // 36_864 == 22_425
     )
     assert kv_capacity_blocks(gpt2, hw, F16, 16, kv_precision=I8) == room // (16 * 18_432) == 2_803
     assert kv_capacity_blocks(gpt2, hw, F16, 16) == room // (16 * 36_864)

@@ -53,7 +53,7 @@ def test_sampled_steps_of_a_long_run_equal_full_maps(small_llama):
         assert (step.cycles, step.dram_bytes, step.macs, step.bound, step.roofline_cycles) == (
             full.total_cycles, dram_bytes(full), full.model_macs, phase_bound(full), roofline_cycles(full)
         )  # fmt: skip
-        assert (step.core_energy_uj, step.dram_energy_uj) == (en["batch_core_uj"], en["batch_dram_uj"])
+        assert (step.core_energy_uj, step.dram_energy_uj) == (en.batch_core_uj, en.batch_dram_uj)
         assert step.hardware_macs == full.macs
 
 
