@@ -63,7 +63,7 @@ def main() -> None:
     print(f"bert-base s128 int8 on {hw.fingerprint}: {res.total_cycles:,} cycles = {res.latency_ms:.3f} ms")
     print(f"map+simulate wall     cold {cold:.2f} s, warm {warm:.3f} s ({len(res.results)} tasks)")
 
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8)
+    ctx = LoweringContext.of(hw=hw, precision=Precision.INT8)
     tasks, _ = mp.lower_graph(g, ctx)
     unique = {t.layer.__class__(**{**t.layer.__dict__, "name": ""}) for t in tasks if isinstance(t.layer, ConvLayer)}
     print(

@@ -106,7 +106,7 @@ def project_job(job: dict) -> dict:
     from nvdla_sim.layers import ConvLayer, SdpSpec
 
     hw = load_config(job["name"])
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8)
+    ctx = LoweringContext.of(hw=hw, precision=Precision.INT8)
     out, t_all = {}, time.perf_counter()
     for name, m, k, n in job["layers"]:
         t0 = time.perf_counter()

@@ -1,13 +1,16 @@
-"""The mapping options a user chooses, as closed sets (enums): what the CLI offers, what the mapper and the
-studies take, and what a misspelt value is refused against. Light to import (the CLI builds its choices
-from it before any model code loads)."""
+"""The mapping options a user chooses: closed sets (enums) for what the CLI offers and a misspelt value is
+refused against, the weight treatment, and MapOptions, the one frozen, validated value that map, generate,
+serve, sweep and the accuracy study pass on and that keys the pass memo. Light to import (the CLI builds
+its choices from it before any model code loads)."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 
 from nvdla_sim.errors import NvdlaError
+from nvdla_sim.precision import Precision
 
 
 class Option(enum.Enum):
@@ -98,3 +101,86 @@ class Pruning:
 
 
 NO_PRUNING = Pruning()  # frozen: one value every default shares
+
+
+@dataclass(frozen=True)
+class WeightTreatment:
+    """How static weights are stored and computed: pruning density, NVDLA compression, sparse what-if."""
+
+    prune: Pruning = NO_PRUNING  # options.Pruning; its spelling ("", "2:4", "magnitude:S") is parsed
+    compression: bool = False
+    sparse_mac: bool = False  # 2:4 sparse MAC array: beyond NVDLA v1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prune", Pruning.parse(self.prune))
+        if self.sparse_mac and self.prune.kind is not PruneKind.TWO_FOUR:
+            raise NvdlaError("--sparse-mac-whatif models a 2:4-sparse MAC array; it needs --prune 2:4")
+
+    @property
+    def density(self) -> float:
+        return self.prune.density
+
+    @property
+    def active(self) -> bool:
+        return bool(self.prune or self.compression or self.sparse_mac)
+
+    def to_dict(self) -> dict:
+        return {
+            "prune": str(self.prune) or "none",
+            "density": self.density,
+            "compression": self.compression,
+            "sparse_mac_whatif": self.sparse_mac,
+        }
+
+
+NO_TREATMENT = WeightTreatment()
+
+
+@dataclass(frozen=True)
+class MapOptions:
+    """What a map is asked besides the model and the build: the precision, where the softmax and the norms
+    run (--softmax, --layernorm), the weight treatment, the KV caches' precision (None: the model's) and
+    where attention against them is planned. Validated once, here: a misspelt value is a one-line error
+    naming the valid ones. Frozen and hashable: the pass memo is keyed by it."""
+
+    precision: Precision = Precision.INT8
+    softmax: Placement = Placement.AUTO  # given as a Placement or its value ("auto", "nvdla", "host")
+    layernorm: Placement = Placement.AUTO
+    weights: WeightTreatment = NO_TREATMENT
+    kv_precision: Precision | None = None
+    kv_plan: KvPlan = KvPlan.BUCKET
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "precision", _precision(self.precision, "precision"))
+        if self.kv_precision is not None:
+            set_(self, "kv_precision", _precision(self.kv_precision, "--kv-precision"))
+        set_(self, "softmax", Placement.parse(self.softmax, "softmax"))
+        set_(self, "layernorm", Placement.parse(self.layernorm, "layernorm"))
+        set_(self, "kv_plan", KvPlan.parse(self.kv_plan, "--kv-plan"))
+        if self.weights is None:
+            set_(self, "weights", NO_TREATMENT)
+        elif not isinstance(self.weights, WeightTreatment):
+            raise NvdlaError(f"weights must be a WeightTreatment, not {type(self.weights).__name__}")
+
+    @classmethod
+    def of(cls, options: MapOptions | None = None, **given) -> MapOptions:
+        """`options` (default: every default) with the fields `given` other than None: the keyword form
+        map_model, new_memo and generate accept beside an options object."""
+        base = options if options is not None else cls()
+        changes = {k: v for k, v in given.items() if v is not None}
+        return dataclasses.replace(base, **changes) if changes else base
+
+    @property
+    def cache_precision(self) -> Precision:
+        """The KV caches' precision: the what-if's, or the model's."""
+        return self.kv_precision or self.precision
+
+
+def _precision(value: Precision | str, what: str) -> Precision:
+    if isinstance(value, Precision):
+        return value
+    try:
+        return Precision(value)
+    except ValueError:
+        raise NvdlaError(f"{what} {value!r}: valid are {', '.join(p.value for p in Precision)}") from None

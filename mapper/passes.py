@@ -19,13 +19,11 @@ from nvdla_mapper.lowering.rules import (
     LoweringContext,
     Resource,
     Task,
-    WeightTreatment,
     bucket_keys,
-    check_kv_plan,
     lower,
     resource_label,
 )
-from nvdla_mapper.options import KvPlan
+from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.results import MapResult, TaskResult
 from nvdla_mapper.schedule import Blocks, Scheduled, schedule
 from nvdla_mapper.search.tiling_search import planned_like, planned_like_instances, search_plan
@@ -53,7 +51,7 @@ class PassMemo:
     (tests/unit/test_generate.py compares every step against a fresh map). Valid for one context only:
     map_model refuses a memo made for another."""
 
-    context: tuple  # (hw, precision, host, softmax, layernorm, weights, kv_precision, kv_plan) it was filled under
+    context: tuple  # (hw, MapOptions, host) it was filled under
     lowered: dict[tuple, list[Task]] = dataclasses.field(default_factory=dict)
     timed: dict[Task, tuple[int, LayerStats | None]] = dataclasses.field(default_factory=dict)
     energy: dict[Task, Energy] = dataclasses.field(default_factory=dict)  # results.MapResult's per-task pricing
@@ -63,16 +61,13 @@ class PassMemo:
 
 
 def _context_key(ctx: LoweringContext) -> tuple:
-    return (ctx.hw, ctx.precision, ctx.host, ctx.softmax, ctx.layernorm, ctx.weights, ctx.kv_precision, ctx.kv_plan)
+    return (ctx.hw, ctx.options, ctx.host)
 
 
 def context_of(memo: PassMemo) -> LoweringContext:
     """A fresh lowering context of the options a memo was filled under."""
-    hw, precision, host, softmax, layernorm, weights, kv_precision, kv_plan = memo.context
-    return LoweringContext(
-        hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-        kv_precision=kv_precision, kv_plan=kv_plan,
-    )  # fmt: skip
+    hw, options, host = memo.context
+    return LoweringContext(hw, options, host)
 
 
 def lower_graph(
@@ -342,38 +337,41 @@ def _graph_shape(g: nx.DiGraph, key: str, given: int | None, *, default: int) ->
 def map_model(
     g: nx.DiGraph,
     hw: HwConfig,
+    options: MapOptions | None = None,
     *,
-    precision: Precision,
+    precision: Precision | None = None,
     batch: int | None = None,
     seq: int | None = None,
     host: HostModel | None = None,
-    softmax: str = "auto",
-    layernorm: str = "auto",
+    softmax: Placement | str | None = None,
+    layernorm: Placement | str | None = None,
     weights: WeightTreatment | None = None,
     with_baseline: bool = True,
     memo: PassMemo | None = None,
     kv_precision: Precision | None = None,
-    kv_plan: KvPlan | str = KvPlan.BUCKET,
+    kv_plan: KvPlan | str | None = None,
 ) -> MapResult:
-    """Run the whole pass list on a workload graph. `batch` and `seq` are the graph's own (recorded by the
-    front end that built it); given, they must agree with it, so a result never reports a shape other
-    than the one that ran. With a weight treatment, `with_baseline` maps the dense model too (baseline_cycles).
-    `memo` (new_memo) carries lowered ops and timed tasks over maps that share them under the same
-    context: the decode steps of a generation. `kv_precision` (the KV-cache what-if) runs attention and
-    its caches at that precision (rules.at_cache_precision) and the rest at `precision`. `kv_plan`
-    (options.KvPlan) says where attention against a KV cache is planned."""
+    """Run the whole pass list on a workload graph under `options` (MapOptions; the keywords precision,
+    softmax, layernorm, weights, kv_precision and kv_plan, where given, replace its fields). `batch` and
+    `seq` are the graph's own (recorded by the front end that built it); given, they must agree with it,
+    so a result never reports a shape other than the one that ran. With a weight treatment,
+    `with_baseline` maps the dense model too (baseline_cycles). `memo` (new_memo) carries lowered ops and
+    timed tasks over maps that share them under the same context: the decode steps of a generation.
+    `kv_precision` (the KV-cache what-if) runs attention and its caches at that precision
+    (rules.at_cache_precision) and the rest at `precision`. `kv_plan` (options.KvPlan) says where attention
+    against a KV cache is planned."""
+    options = MapOptions.of(
+        options, precision=precision, softmax=softmax, layernorm=layernorm, weights=weights,
+        kv_precision=kv_precision, kv_plan=kv_plan,
+    )  # fmt: skip
     batch = _graph_shape(g, "batch", batch, default=1)
     seq = _graph_shape(g, "seq", seq, default=0)
-    hw.check_precision(precision)
-    if kv_precision is not None:
-        hw.check_precision(kv_precision)
-    weights = weights or WeightTreatment()
-    ctx = LoweringContext(
-        hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-        kv_precision=kv_precision, kv_plan=check_kv_plan(kv_plan),
-    )  # fmt: skip
+    hw.check_precision(options.precision)
+    if options.kv_precision is not None:
+        hw.check_precision(options.kv_precision)
+    ctx = LoweringContext(hw, options, host)
     if memo is not None and memo.context != _context_key(ctx):
-        raise ValueError("map_model: the memo was filled under another hw, precision, host or lowering option")
+        raise ValueError("map_model: the memo was filled under another hw, host or MapOptions")
     host = ctx.host  # the one given, else the model the config's [host] chooses
     tasks, deps = lower_graph(g, ctx, memo)  # fusion + lowering
     per_instance, stats = simulate_tasks(tasks, hw, host, memo)  # tiling search + simulation
@@ -388,16 +386,14 @@ def map_model(
     if fused:
         notes.append("ONNX patterns fused before import: " + ", ".join(f"{k} x{v}" for k, v in sorted(fused.items())))
     baseline = None
-    if weights.active and with_baseline:  # the dense, uncompressed run, to report what the treatment saves
-        baseline = map_model(
-            g, hw, precision=precision, batch=batch, seq=seq, host=host, softmax=softmax, layernorm=layernorm,
-            kv_precision=kv_precision, kv_plan=kv_plan,
-        ).total_cycles  # fmt: skip
+    if options.weights.active and with_baseline:  # the dense, uncompressed run: what the treatment saves
+        dense = dataclasses.replace(options, weights=WeightTreatment())
+        baseline = map_model(g, hw, dense, batch=batch, seq=seq, host=host).total_cycles
     ops = ops_in_order(g)
     model_macs = sum(op.own_macs for op in ops)
     return MapResult(
-        str(g.graph.get("name", "model")), hw, precision, batch, seq, results, notes, weights, baseline,
-        model_macs=model_macs, dense_weight_bytes=sum(op.weight_elems for op in ops) * precision.bytes,
+        str(g.graph.get("name", "model")), hw, options.precision, batch, seq, results, notes, options.weights,
+        baseline, model_macs=model_macs, dense_weight_bytes=sum(op.weight_elems for op in ops) * options.precision.bytes,
         energy_memo=memo.energy if memo is not None else None, host=host,
     )  # fmt: skip
 
@@ -451,21 +447,22 @@ def schedule_tasks(
 
 def new_memo(
     hw: HwConfig,
+    options: MapOptions | None = None,
     *,
-    precision: Precision,
+    precision: Precision | None = None,
     host: HostModel | None = None,
-    softmax: str = "auto",
-    layernorm: str = "auto",
+    softmax: Placement | str | None = None,
+    layernorm: Placement | str | None = None,
     weights: WeightTreatment | None = None,
     kv_precision: Precision | None = None,
-    kv_plan: KvPlan | str = KvPlan.BUCKET,
+    kv_plan: KvPlan | str | None = None,
 ) -> PassMemo:
-    """An empty memo for maps under these options (map_model's own defaults when omitted)."""
-    ctx = LoweringContext(
-        hw=hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm,
-        weights=weights or WeightTreatment(), kv_precision=kv_precision, kv_plan=check_kv_plan(kv_plan),
+    """An empty memo for maps under these options (MapOptions.of, as map_model takes them)."""
+    options = MapOptions.of(
+        options, precision=precision, softmax=softmax, layernorm=layernorm, weights=weights,
+        kv_precision=kv_precision, kv_plan=kv_plan,
     )  # fmt: skip
-    return PassMemo(_context_key(ctx))
+    return PassMemo(_context_key(LoweringContext(hw, options, host)))
 
 
 def instances_duration(

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nvdla_mapper.lowering.rules import Resource, Task, WeightTreatment
+from nvdla_mapper.lowering.rules import Resource, Task
+from nvdla_mapper.options import WeightTreatment
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.model import Energy, area, layer_energy, peak_power_mw, run_energy
 from nvdla_sim.engine import bounds

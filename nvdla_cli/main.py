@@ -201,7 +201,7 @@ def _simulate(args: argparse.Namespace) -> int:
             else:  # the layout `nvdla map` gives this matmul
                 from nvdla_mapper.lowering.rules import LoweringContext, matmul_layout
 
-                ctx = LoweringContext(hw=hw, precision=prec)
+                ctx = LoweringContext.of(hw=hw, precision=prec)
                 shape = matmul_layout(args.m, args.k, args.n, ctx)
         else:
             _need(args, ["width", "height", "channels", "kernels"], "conv")
@@ -271,7 +271,7 @@ def _simulate_split_matmul(args: argparse.Namespace, hw, spec: SdpSpec, name: st
     from nvdla_mapper.lowering.rules import LoweringContext, matmul_layers
     from nvdla_mapper.passes import layer_cycles
 
-    ctx = LoweringContext(hw=hw, precision=args.precision)
+    ctx = LoweringContext.of(hw=hw, precision=args.precision)
     rows = []
     dynamic = Energy()
     for layer in matmul_layers(name, args.m, args.k, args.n, ctx, spec):

@@ -481,7 +481,7 @@ def _cores() -> int:
 def _generate(args: argparse.Namespace) -> int:
 
     from nvdla_mapper.frontends.resolve import resolve_model
-    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_mapper.options import MapOptions, WeightTreatment
     from nvdla_mapper.studies.generate import generate
 
     check_needs(args, _GENERATE_NEEDS)
@@ -496,9 +496,8 @@ def _generate(args: argparse.Namespace) -> int:
     if not hasattr(spec, "stages"):
         raise NvdlaError(f"{args.model}: generation needs a preset or a config.json, not an ONNX graph")
     accuracy = _accuracy(args, hw, prec, seq=args.prompt) if args.quantize else None
-    kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, precision=prec, softmax=args.softmax,
-              layernorm=args.layernorm)  # fmt: skip
-    kw["kv_plan"] = args.kv_plan
+    opts = MapOptions(precision=prec, softmax=args.softmax, layernorm=args.layernorm, kv_plan=args.kv_plan)
+    kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, options=opts)
     kw["jobs"] = args.jobs if args.jobs is not None else _cores()
     with TerminalProgress() as progress:
         kw["progress"] = progress
@@ -607,7 +606,7 @@ def _generate(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
 
     from nvdla_mapper.frontends.resolve import resolve_model
-    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_mapper.options import MapOptions, WeightTreatment
     from nvdla_mapper.studies.generate import memory_limit
     from nvdla_mapper.studies.serve import (
         Policy,
@@ -663,7 +662,9 @@ def _serve(args: argparse.Namespace) -> int:
         if accuracy is not None:
             print("\n".join(format_accuracy_lines(accuracy)))
         return code
-    costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv, kv_plan=args.kv_plan)
+    costs = SimulatedCosts(
+        spec, hw, options=MapOptions(precision=prec, weights=weights, kv_precision=kv, kv_plan=args.kv_plan)
+    )
     with TerminalProgress() as progress:
         res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings, progress=progress)
     res.clock_mhz = hw.clock_mhz
@@ -723,6 +724,7 @@ def _serve_sweep(
 ) -> int:  # fmt: skip
     """`nvdla serve --rates ... [--slo-ttft-ms T] [--slo-tpot-ms P]`: one run per rate, the same requests."""
 
+    from nvdla_mapper.options import MapOptions
     from nvdla_mapper.studies.serve import SimulatedCosts, Slo, poisson_requests, sweep_rates
 
     slo = None
@@ -734,7 +736,9 @@ def _serve_sweep(
             args.requests, rate, prompt=args.prompt, output=args.output, clock_mhz=hw.clock_mhz, seed=args.seed
         )
 
-    costs = SimulatedCosts(spec, hw, prec, weights, kv_precision=kv, kv_plan=args.kv_plan)
+    costs = SimulatedCosts(
+        spec, hw, options=MapOptions(precision=prec, weights=weights, kv_precision=kv, kv_plan=args.kv_plan)
+    )
     with TerminalProgress() as progress:
         sweep = sweep_rates(
             arrivals, rates, costs, capacity_blocks=capacity, settings=settings, clock_mhz=hw.clock_mhz, slo=slo,
@@ -819,7 +823,7 @@ def _quant_settings(args: argparse.Namespace, granularity: str):
         raise NvdlaError(f"--smooth must be a migration strength in 0..1, not {args.smooth}")
     only = frozenset(x.strip() for x in getattr(args, "only", "").split(",") if x.strip())
     if getattr(args, "prune", ""):
-        from nvdla_mapper.lowering.rules import WeightTreatment
+        from nvdla_mapper.options import WeightTreatment
 
         WeightTreatment(args.prune)  # the one grammar of --prune, checked before the run
     return QuantSettings(
@@ -924,7 +928,8 @@ def _zoo(args: argparse.Namespace) -> int:
 def _map(args: argparse.Namespace) -> int:
     from nvdla_mapper.export.programs import check_layer
     from nvdla_mapper.frontends.resolve import model_graph
-    from nvdla_mapper.lowering.rules import LoweringContext, WeightTreatment
+    from nvdla_mapper.lowering.rules import LoweringContext
+    from nvdla_mapper.options import MapOptions, WeightTreatment
     from nvdla_mapper.passes import lower_graph, map_model
     from nvdla_mapper.reports.files import write_results
 
@@ -960,17 +965,10 @@ def _map(args: argparse.Namespace) -> int:
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
     if args.quantize:  # its settings and files checked before the map
         _check_quant(args, prec)
+    opts = MapOptions(precision=prec, softmax=args.softmax, layernorm=args.layernorm, weights=weights)
     if args.layer:  # checked against the lowered model before the (longer) map runs
-        ctx = LoweringContext(hw=hw, precision=prec, softmax=args.softmax, layernorm=args.layernorm, weights=weights)
-        check_layer(args.layer, lower_graph(g, ctx)[0], model=str(g.graph.get("name")))
-    res = map_model(
-        g,
-        hw,
-        precision=prec,
-        softmax=args.softmax,
-        layernorm=args.layernorm,
-        weights=weights,
-    )
+        check_layer(args.layer, lower_graph(g, LoweringContext(hw, opts))[0], model=str(g.graph.get("name")))
+    res = map_model(g, hw, opts)
     if args.quantize:
         res.accuracy = _accuracy(args, hw, prec)
     print(format_summary(res, top=args.top))

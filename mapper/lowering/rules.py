@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nvdla_mapper.numerics import sparsity
-from nvdla_mapper.options import NO_PRUNING, KvPlan, Placement, PruneKind, Pruning
+from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.workload import Op, OpKind, Relayout
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.tiling import bytes_per_kernel
@@ -124,36 +124,6 @@ class Fused:
     out_precision: Precision | None = None
 
 
-@dataclass(frozen=True)
-class WeightTreatment:
-    """How static weights are stored and computed: pruning density, NVDLA compression, sparse what-if."""
-
-    prune: Pruning = NO_PRUNING  # options.Pruning; its spelling ("", "2:4", "magnitude:S") is parsed
-    compression: bool = False
-    sparse_mac: bool = False  # 2:4 sparse MAC array: beyond NVDLA v1
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "prune", Pruning.parse(self.prune))
-        if self.sparse_mac and self.prune.kind is not PruneKind.TWO_FOUR:
-            raise NvdlaError("--sparse-mac-whatif models a 2:4-sparse MAC array; it needs --prune 2:4")
-
-    @property
-    def density(self) -> float:
-        return self.prune.density
-
-    @property
-    def active(self) -> bool:
-        return bool(self.prune or self.compression or self.sparse_mac)
-
-    def to_dict(self) -> dict:
-        return {
-            "prune": str(self.prune) or "none",
-            "density": self.density,
-            "compression": self.compression,
-            "sparse_mac_whatif": self.sparse_mac,
-        }
-
-
 # Output conversions SDP's output convertor makes (NVIDIA's C model, cmod/hls/sdp/sdp_c.cpp on nvdla/hw
 # master: FP16 processing writes FP16 or INT16, Fp16ToInt16; integer processing writes INT8, INT16 or, by
 # Int17ToFp16, FP16). FP16 -> INT8 takes two passes: FP16 -> INT16, then an integer SDP pass to INT8.
@@ -189,10 +159,6 @@ def at_cache_precision(op: Op) -> bool:
 # searched at its own length, for a simulation instead of a search each step (options.KvPlan).
 
 
-def check_kv_plan(kv_plan: KvPlan | str) -> KvPlan:
-    return KvPlan.parse(kv_plan, "--kv-plan")
-
-
 def bucket_keys(keys: int) -> int:
     """The length a KV-cache attention op of `keys` keys is planned at under kv_plan "bucket"."""
     return 1 << max(keys - 1, 0).bit_length()
@@ -200,28 +166,58 @@ def bucket_keys(keys: int) -> int:
 
 @dataclass
 class LoweringContext:
+    """What the lowering rules read: the build, the map's options, the host model, and what fusion gave
+    each op."""
+
     hw: HwConfig
-    precision: Precision
+    options: MapOptions = field(default_factory=MapOptions)
     host: HostModel | None = None  # None: the model hw's [host] section chooses (system.host.host_model)
-    softmax: Placement = Placement.AUTO  # given as a Placement or its value ("auto", "nvdla", "host")
-    layernorm: Placement = Placement.AUTO
-    weights: WeightTreatment = field(default_factory=WeightTreatment)
     fused: dict[str, Fused] = field(default_factory=dict)
-    # the KV-cache precision what-if: attention and its caches at this precision, the rest at `precision`
-    # (None: the model's precision everywhere)
-    kv_precision: Precision | None = None
-    kv_plan: KvPlan = KvPlan.BUCKET  # how attention against a KV cache chooses its lowering and tiling
 
     def __post_init__(self) -> None:
         if self.host is None:
             self.host = host_model(self.hw.host)
-        self.softmax = Placement.parse(self.softmax, "softmax")
-        self.layernorm = Placement.parse(self.layernorm, "layernorm")
-        self.kv_plan = check_kv_plan(self.kv_plan)
+
+    @classmethod
+    def of(cls, hw: HwConfig, *, host: HostModel | None = None, **options) -> LoweringContext:
+        """A context under MapOptions(**options) (a test's or a tool's shorthand)."""
+        return cls(hw, MapOptions(**options), host)
+
+    # the options, as the rules read them
+    @property
+    def precision(self) -> Precision:
+        return self.options.precision
+
+    @property
+    def softmax(self) -> Placement:
+        return self.options.softmax
+
+    @property
+    def layernorm(self) -> Placement:
+        return self.options.layernorm
+
+    @property
+    def weights(self) -> WeightTreatment:
+        return self.options.weights
+
+    @property
+    def kv_precision(self) -> Precision | None:
+        """The KV-cache precision what-if: attention and its caches at this precision, the rest at
+        `precision` (None: the model's precision everywhere)."""
+        return self.options.kv_precision
+
+    @property
+    def kv_plan(self) -> KvPlan:
+        """How attention against a KV cache chooses its lowering and tiling."""
+        return self.options.kv_plan
 
     @property
     def cache_precision(self) -> Precision:
-        return self.kv_precision or self.precision
+        return self.options.cache_precision
+
+    def at_precision(self, precision: Precision) -> LoweringContext:
+        """The same context with its layers at `precision` (the fusion shared)."""
+        return dataclasses.replace(self, options=dataclasses.replace(self.options, precision=precision))
 
     @property
     def copier(self) -> Processor | None:
@@ -233,7 +229,8 @@ class LoweringContext:
         the model's for the rest; the fusion (and its conversions) shared."""
         if self.cache_precision is self.precision or not at_cache_precision(op):
             return self
-        return dataclasses.replace(self, precision=self.cache_precision, kv_precision=None)
+        options = dataclasses.replace(self.options, precision=self.cache_precision, kv_precision=None)
+        return dataclasses.replace(self, options=options)
 
     def weighted(self, layer: ConvLayer) -> ConvLayer:
         """Apply the weight treatment to a layer with static weights."""
@@ -503,7 +500,7 @@ def conversion_passes(op: Op, rows: int, cols: int, ctx: LoweringContext) -> lis
     if via is None or via is want:
         return []
     ctx.hw.check_precision(via)
-    passes = _sdp_passes(f"{op.name}.to_{want.value}", rows, cols, dataclasses.replace(ctx, precision=via),
+    passes = _sdp_passes(f"{op.name}.to_{want.value}", rows, cols, ctx.at_precision(via),
                          SdpSpec(out_precision=want))  # fmt: skip
     return [_hw(op, lay, 1, note=f"{via.value} -> {want.value} (SDP's output convertor)") for lay in passes]
 
@@ -774,7 +771,7 @@ def lower_layernorm(op: Op, ctx: LoweringContext) -> list[Task]:
     if ctx.mode("layernorm") is Placement.HOST:
         return [_host(op, op.name, ctx, HostOp.LAYERNORM, note="layernorm on host")]
     i16 = Precision.INT16
-    wide = dataclasses.replace(ctx, precision=i16)  # the statistics' layers: INT16 data and kernels
+    wide = ctx.at_precision(i16)  # the statistics' layers: INT16 data and kernels
     m, n = op.m, op.n
     tasks: list[Task] = []
 

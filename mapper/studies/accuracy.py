@@ -468,7 +468,7 @@ class LayerRun:
 
 def _lut_build(hw: HwConfig) -> bool:
     """Whether `hw` has SDP's LUT and element-wise unit (the mapper's test for its LUT steps)."""
-    return LoweringContext(hw=hw, precision=Precision.INT8).has_lut
+    return LoweringContext.of(hw=hw, precision=Precision.INT8).has_lut
 
 
 def _datapath_matmul(
@@ -525,7 +525,7 @@ class _NvdlaRun:
             raise NvdlaError(f"{hw.name} has no {p.value} datapath")
         # SmoothQuant's and QAT's runs keep LayerNorm on the host (QuantSettings.layernorm)
         layernorm = Placement.HOST if settings.smooth or settings.learned else settings.layernorm
-        self.ctx = LoweringContext(hw=hw, precision=p, softmax=settings.softmax, layernorm=layernorm)
+        self.ctx = LoweringContext.of(hw=hw, precision=p, softmax=settings.softmax, layernorm=layernorm)
         self.rescale = QMAX[Precision.INT8] / QMAX[p]  # calibrated (INT8) scales to this precision's steps
         self.lut_softmax = self.ctx.mode("softmax") is Placement.NVDLA
         self.lut_gelu = self.ctx.has_lut
@@ -817,7 +817,7 @@ class _Fp16Run:
         if Precision.FP16 not in hw.precisions:
             raise NvdlaError(f"{hw.name} has no fp16 datapath")
         self.hw, self.sats, self.record = hw, sats, record
-        self.ctx = LoweringContext(hw=hw, precision=Precision.FP16)
+        self.ctx = LoweringContext.of(hw=hw, precision=Precision.FP16)
 
     def hooks(self) -> Hooks:
         return Hooks(

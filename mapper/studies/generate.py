@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
-from nvdla_mapper.lowering.rules import WeightTreatment
-from nvdla_mapper.options import KvPlan
+from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.results import (
     MapResult,
@@ -452,17 +451,20 @@ def generate(
     prompt: int,
     new_tokens: int,
     batch: int = 1,
-    precision: Precision = Precision.INT8,
+    options: MapOptions | None = None,
+    precision: Precision | None = None,
     host: HostModel | None = None,
-    softmax: str = "auto",
-    layernorm: str = "auto",
+    softmax: Placement | str | None = None,
+    layernorm: Placement | str | None = None,
     weights: WeightTreatment | None = None,
     kv_precision: Precision | None = None,
-    kv_plan: KvPlan | str = KvPlan.BUCKET,
+    kv_plan: KvPlan | str | None = None,
     jobs: int = 1,
     progress: Progress = quiet,
 ) -> GenerateResult:
     """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
+    Every pass runs under `options` (MapOptions; the keywords precision, softmax, layernorm, weights,
+    kv_precision and kv_plan, where given, replace its fields).
     `weights` prunes and/or compresses the static weights in every pass (what a DRAM-bound decode step
     streams); the KV caches are activations and stay dense. `kv_precision` keeps the caches, and runs
     the attention against them, at that precision (passes.map_model). `kv_plan` (options.KvPlan): where
@@ -477,16 +479,16 @@ def generate(
             f"{spec.name} has {spec.max_positions}"
         )
     check_generative(spec)  # refuses encoders with a clear error
-    kv_plan = KvPlan.parse(kv_plan, "--kv-plan")
+    options = MapOptions.of(
+        options, precision=precision, softmax=softmax, layernorm=layernorm, weights=weights,
+        kv_precision=kv_precision, kv_plan=kv_plan,
+    )  # fmt: skip
+    precision, kv_precision = options.precision, options.kv_precision
     hw.check_precision(precision)
     if kv_precision is not None:
         hw.check_precision(kv_precision)
     check_fits(spec, hw, precision, batch=batch, positions=prompt + new_tokens, kv_precision=kv_precision)
-    weights = weights or WeightTreatment()
-    kw = dict(
-        precision=precision, batch=batch, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-        with_baseline=False, kv_precision=kv_precision, kv_plan=kv_plan,
-    )  # fmt: skip
+    kw = dict(options=options, batch=batch, host=host, with_baseline=False)
     t5 = bool(spec.decoder_layers)
     first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
     # self-attention cache of each step: the tokens before its one
@@ -511,10 +513,7 @@ def generate(
 
     try:
         # the steps share every op but attention against the cache: lowered and timed once, priced once
-        memo = new_memo(
-            hw, precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-            kv_precision=kv_precision, kv_plan=kv_plan,
-        )  # fmt: skip
+        memo = new_memo(hw, options, host=host)
         cross = prompt if t5 else 0
         template = StepTemplate(
             spec, lambda s, kv_len: decode_step_graph(s, batch=batch, kv_len=kv_len, cross_len=cross), memo
@@ -535,8 +534,8 @@ def generate(
             prefill_run.stop()
     assert prefill is not None
     res = GenerateResult(
-        spec.name, hw, precision, batch, prompt, new_tokens, prefill, steps, weights=weights,
-        kv_precision=kv_precision, spec=spec, kv_plan=kv_plan, step_weight_bytes=step_weight_bytes,
+        spec.name, hw, precision, batch, prompt, new_tokens, prefill, steps, weights=options.weights,
+        kv_precision=kv_precision, spec=spec, kv_plan=options.kv_plan, step_weight_bytes=step_weight_bytes,
     )  # fmt: skip
     res.kv_bytes_per_token = kv_bytes_per_token(spec, kv_precision or precision)
     if t5:  # TTFT covers the encoder and the first decoder step

@@ -49,8 +49,7 @@ from nvdla_mapper.frontends.presets import (
     decode_step_graph,
     mixed_step_graph,
 )
-from nvdla_mapper.lowering.rules import WeightTreatment
-from nvdla_mapper.options import KvPlan
+from nvdla_mapper.options import KvPlan, MapOptions, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.studies.generate import kv_bytes_per_token, kv_room
 from nvdla_mapper.studies.progress import Progress, quiet
@@ -568,20 +567,24 @@ class SimulatedCosts:
         self,
         spec: ModelSpec,
         hw: HwConfig,
-        precision: Precision = Precision.INT8,
+        precision: Precision | None = None,
         weights: WeightTreatment | None = None,
         *,
+        options: MapOptions | None = None,
         kv_precision: Precision | None = None,
-        kv_plan: KvPlan | str = KvPlan.BUCKET,
+        kv_plan: KvPlan | str | None = None,
     ) -> None:
         check_generative(spec)
         if spec.decoder_layers:
             raise NvdlaError(f"{spec.name}: serving is modelled for decoder-only models (gpt2, llama family)")
-        self.spec, self.hw, self.precision, self.kv_precision = spec, hw, precision, kv_precision
-        self.weights = weights or WeightTreatment()
+        self.options = MapOptions.of(
+            options, precision=precision, weights=weights, kv_precision=kv_precision, kv_plan=kv_plan
+        )
+        self.spec, self.hw = spec, hw
+        self.precision, self.kv_precision = self.options.precision, self.options.kv_precision
+        self.weights, self.kv_plan = self.options.weights, self.options.kv_plan
         self.host = host_model(hw.host)
-        self.kv_plan = KvPlan.parse(kv_plan, "--kv-plan")
-        self.memo = new_memo(hw, precision=precision, weights=self.weights, kv_precision=kv_precision, kv_plan=kv_plan)
+        self.memo = new_memo(hw, self.options)
         self._prefill: dict[int, int] = {}
         self._decode: dict[tuple[int, ...], int] = {}
         self._mixed: dict[tuple, int] = {}
@@ -600,8 +603,7 @@ class SimulatedCosts:
 
     def _map(self, g) -> int:
         return map_model(
-            g, self.hw, precision=self.precision, weights=self.weights, with_baseline=False, memo=self.memo,
-            kv_precision=self.kv_precision, kv_plan=self.kv_plan,
+            g, self.hw, self.options, with_baseline=False, memo=self.memo,
         ).total_cycles  # fmt: skip
 
     def swap(self, positions: int) -> int:

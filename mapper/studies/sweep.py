@@ -55,7 +55,7 @@ from typing import Any
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
 from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
-from nvdla_mapper.options import KvPlan, Placement
+from nvdla_mapper.options import KvPlan, MapOptions, Placement
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.results import task_dram_bytes
 from nvdla_sim.config import HwConfig, load_config
@@ -288,18 +288,18 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
     try:
         hw, prec = point_config(p)
         opts = p.get("options", {})
-        kw = dict(precision=prec, softmax=opts.get("softmax", "auto"), layernorm=opts.get("layernorm", "auto"),
-                  kv_plan=opts.get("kv_plan", "bucket"))  # fmt: skip
+        options = MapOptions(precision=prec, softmax=opts.get("softmax", "auto"),
+                             layernorm=opts.get("layernorm", "auto"), kv_plan=opts.get("kv_plan", "bucket"))  # fmt: skip
         if p.get("phase", "prefill") == "decode":  # one step: every sequence has seq cached tokens, adds one
             spec = resolve_model(p["model"])
             g = decode_step_graph(
                 spec, batch=p["batch"], kv_len=p["seq"], cross_len=p["seq"] if spec.decoder_layers else 0
             )
-            res = map_model(g, hw, seq=p["seq"], batch=p["batch"], **kw)
+            res = map_model(g, hw, options, seq=p["seq"], batch=p["batch"])
         else:
             # a CNN or a vision model runs its own sequence whatever the sweep's seq axis says
             seq = p["seq"] if fixed_sequence(p["model"]) is None else None
-            res = map_model(model_graph(p["model"], batch=p["batch"], seq=seq), hw, **kw)
+            res = map_model(model_graph(p["model"], batch=p["batch"], seq=seq), hw, options)
         en, host = res.energy(), res.host_fallback()
         row.update(
             status="ok",

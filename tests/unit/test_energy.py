@@ -150,7 +150,7 @@ def test_zero_gating_whatif_saves_the_pruned_layers_multiplies():
     """Magnitude pruning at 50% on the dense array: if zero weights gated their multipliers, the layers with
     static weights would spend half their CMAC energy: half of (their performed MACs x instances x the MAC's
     energy x the dynamic factor); attention's activation matmuls are not pruned."""
-    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_mapper.options import WeightTreatment
     from nvdla_sim.energy.calibration import DYNAMIC_FACTOR
 
     hw = load_config("nv_full")

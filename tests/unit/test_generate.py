@@ -80,7 +80,7 @@ def test_steps_are_exact_with_the_per_layer_cache():
 def test_a_memo_serves_only_its_own_context():
     """A memo filled under one precision (or weight treatment) is refused by a map under another, and a
     map with a memo equals one without, also for a graph the memo has not seen."""
-    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_mapper.options import WeightTreatment
     from nvdla_mapper.passes import new_memo
 
     hw = load_config("nv_full")
@@ -229,7 +229,7 @@ def test_decode_attention_picks_the_faster_of_per_group_and_fused_heads():
     qk = next(o for o in ops_in_order(g) if o.name == "layer0.attn.qk")
     for hw_name in ("nv_small", "nv_full"):
         hw = load_config(hw_name)
-        ctx = LoweringContext(hw=hw, precision=Precision.INT8)
+        ctx = LoweringContext.of(hw=hw, precision=Precision.INT8)
         choice = lower(qk, ctx)
         assert isinstance(choice, Choice) and len(choice.options) == 2
         costs = [tasks_cycles(tasks, ctx) for _, tasks in choice.options]
@@ -298,7 +298,7 @@ def test_weight_whatifs_shrink_what_a_decode_step_streams(capsys):
     import math
 
     from nvdla_cli.main import main
-    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_mapper.options import WeightTreatment
 
     def stored(k: int, n: int) -> int:
         return k * n // 2 + k * n // 8 + 4 * math.ceil(n / 32)

@@ -23,7 +23,7 @@ def _tasks(
     hw: str, *, rms: bool = False, precision: Precision = I8, layernorm: str = "nvdla", m: int = 64, n: int = 128
 ):
     op = Op("ln", OpKind.LAYERNORM, m, n, group="layernorm", attrs={"rms": rms})
-    ctx = LoweringContext(hw=load_config(hw), precision=precision, layernorm=layernorm)
+    ctx = LoweringContext.of(hw=load_config(hw), precision=precision, layernorm=layernorm)
     return lower_layernorm(op, ctx)
 
 

@@ -117,11 +117,11 @@ def test_steps_on_the_datapath_as_the_mapper_tiles_them():
     """The convolutions through engine.conv.run_conv (CMAC, CACC, SDP) in the layout and plan the mapper
     picks on nv_full give the integer arithmetic's codes at every step."""
     hw = load_config("nv_full")
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8)
+    ctx = LoweringContext.of(hw=hw, precision=Precision.INT8)
 
     def conv_hw(name, a, w, params, precision):
         m, k = a.shape
-        c = LoweringContext(hw=hw, precision=precision, host=ctx.host)
+        c = LoweringContext.of(hw=hw, precision=precision, host=ctx.host)
         layer = ConvLayer(name, matmul_layout(m, k, w.shape[0], c), precision)
         plan = search_plan(layer, hw).plan
         dt = np.int8 if precision is Precision.INT8 else np.int16

@@ -193,7 +193,7 @@ def test_ops_past_the_register_fields_split_into_hardware_layers():
     from nvdla_sim.layers import OperandMode, SdpLayer, SdpSpec
 
     hw = load_config("nv_small")
-    ctx = LoweringContext(hw=hw, precision=Precision.INT8)
+    ctx = LoweringContext.of(hw=hw, precision=Precision.INT8)
     for m, k, n in [(1_000_000, 768, 768), (1000, 10_000, 100), (9000, 64, 20_000), (8209, 16, 8)]:
         layers = matmul_layers("mm", m, k, n, ctx, SdpSpec(bias=OperandMode.PER_KERNEL, relu=True))
         convs = [lay for lay in layers if isinstance(lay, ConvLayer)]

@@ -45,8 +45,7 @@ def test_the_placement_chosen_is_the_same_spelled_either_way():
 
 
 def test_pruning_is_parsed_once_and_spelled_back():
-    from nvdla_mapper.lowering.rules import WeightTreatment
-    from nvdla_mapper.options import PruneKind, Pruning
+    from nvdla_mapper.options import PruneKind, Pruning, WeightTreatment
 
     assert Pruning.parse("") == Pruning() and not Pruning.parse("none")
     two = Pruning.parse("2:4")
@@ -60,3 +59,28 @@ def test_pruning_is_parsed_once_and_spelled_back():
     assert WeightTreatment("2:4").prune == WeightTreatment(two).prune == two
     assert WeightTreatment("magnitude:0.5").to_dict()["prune"] == "magnitude:0.5"
     assert WeightTreatment().to_dict()["prune"] == "none"
+
+
+def test_one_options_object_is_what_a_map_runs_under_and_keys_the_memo():
+    """MapOptions: validated once (a misspelt precision too), equal whether spelled or given as enums, the
+    keywords of map_model replacing its fields, and the pass memo's key: a memo made under other options
+    is refused."""
+    from nvdla_mapper.options import KvPlan, MapOptions, WeightTreatment
+    from nvdla_mapper.passes import new_memo
+
+    spelled = MapOptions(precision="int8", softmax="host", kv_plan="length", weights=WeightTreatment("2:4"))
+    typed = MapOptions(Precision.INT8, Placement.HOST, weights=WeightTreatment("2:4"), kv_plan=KvPlan.LENGTH)
+    assert spelled == typed and hash(spelled) == hash(typed)
+    assert MapOptions.of(typed, softmax="nvdla").softmax is Placement.NVDLA and typed.softmax is Placement.HOST
+    assert MapOptions.of(typed) is typed  # nothing given: the object itself
+    with pytest.raises(NvdlaError, match=r"^precision 'int4': valid are int8, int16, fp16$"):
+        MapOptions(precision="int4")
+    hw = load_config("nv_full")
+    g = build_graph(preset("gpt2"), seq=16)
+    plain = MapOptions(precision=Precision.INT8)
+    memo = new_memo(hw, plain)
+    a = map_model(g, hw, plain, memo=memo)
+    b = map_model(g, hw, precision=Precision.INT8)  # the keyword form: the same options
+    assert a.total_cycles == b.total_cycles and a.to_dict()["layers"] == b.to_dict()["layers"]
+    with pytest.raises(ValueError, match="memo was filled under another hw, host or MapOptions"):
+        map_model(g, hw, MapOptions.of(plain, softmax="host"), memo=memo)

@@ -6,7 +6,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nvdla_mapper import PRESETS, build_graph, map_model
-from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.numerics.quant import (
     Calibration,
     Granularity,
@@ -18,6 +17,7 @@ from nvdla_mapper.numerics.quant import (
     scale_for,
 )
 from nvdla_mapper.numerics.sparsity import compress, compressed_bytes, decompress, is_2_4, prune_2_4, prune_magnitude
+from nvdla_mapper.options import WeightTreatment
 from nvdla_mapper.studies.accuracy import QuantSettings, block_accuracy
 from nvdla_sim import ConvLayer, ConvShape, NvdlaError, Precision, default_plan, load_config, run_conv, simulate
 from nvdla_sim.units import sdp

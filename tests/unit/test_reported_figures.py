@@ -85,7 +85,7 @@ def test_bert_base_weight_bytes_do_not_depend_on_sequence_or_batch(hw_name):
 def test_compressed_weights_are_stored_once_per_weight():
     """2:4 pruning with NVDLA's weight compression keeps half the values plus a 1-bit mask per weight
     (one byte each at INT8: 0.5 + 1/8 = 0.625 of dense, before per-group alignment), the same at any seq."""
-    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_mapper.options import WeightTreatment
 
     hw = load_config("nv_full")
     stored = []
@@ -233,7 +233,7 @@ def test_utilization_never_passes_100_percent_under_the_sparse_mac_what_if():
     """Issue #27 item 4: the 2:4 sparse-MAC what-if halved the cycles but counted dense MACs, so a layer
     showed 176% MAC utilization. The array performs half the channel work: 128 x 768 x 768 does
     128 x 768 x 384 = 37,748,736 MACs; the dense figure is reported apart, under a name that says so."""
-    from nvdla_mapper.lowering.rules import WeightTreatment
+    from nvdla_mapper.options import WeightTreatment
     from nvdla_sim import ConvLayer, ConvShape, simulate
 
     hw = load_config("nv_full")

@@ -50,7 +50,7 @@ def test_the_programs_use_the_stages_the_mapper_lowers_to():
     xs = residual_sdp(S_X, S_W, 0.4, np.array([[5, 7]]), 0.3, bias=BIAS, eltwise_unit=False)
     assert xs.y is None and xs.x1.mul_operand is not None and xs.x2.alu_operand is not None
     for hw, where in (("nv_full", "eltwise"), ("nv_small", "scale")):
-        ctx = LoweringContext(hw=load_config(hw), precision=Precision.INT8)
+        ctx = LoweringContext.of(hw=load_config(hw), precision=Precision.INT8)
         spec = _fused_sdp(Fused(residual=True), ctx)
         assert getattr(spec, where) is OperandMode.PER_ELEMENT
         assert spec.bias is OperandMode.PER_KERNEL

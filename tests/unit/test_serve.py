@@ -10,7 +10,7 @@ import pytest
 
 from nvdla_cli.main import main
 from nvdla_mapper.frontends.presets import decode_step_graph, preset
-from nvdla_mapper.lowering.rules import WeightTreatment
+from nvdla_mapper.options import WeightTreatment
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.generate import generate, kv_bytes_per_token, weight_bytes
 from nvdla_mapper.studies.serve import (

@@ -31,8 +31,8 @@ import numpy as np
 
 from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.frontends.resolve import model_graph
-from nvdla_mapper.lowering.rules import WeightTreatment
 from nvdla_mapper.numerics.quant import Calibration, Granularity
+from nvdla_mapper.options import WeightTreatment
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.accuracy import MATMUL_SITES, STREAM_SITE, QuantSettings, trained_accuracy
 from nvdla_sim import Precision, load_config
