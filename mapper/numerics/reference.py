@@ -10,6 +10,7 @@ and their accuracy on the committed evaluation data must reproduce the training 
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,66 @@ import numpy as np
 from nvdla_sim.errors import NvdlaError
 
 Weights = dict[str, np.ndarray]
+
+
+class MatmulRole(enum.Enum):
+    """What a matmul is in a transformer: the forward passes name each matmul and give it its role, so the
+    accuracy study attributes errors, groups SmoothQuant's factors and picks the activation operands by
+    the role, never by parsing the name."""
+
+    EMBEDDING = "embedding"  # the ViT's patch embedding
+    QUERY = "query"  # the q, k and v projections (they read one LayerNorm output)
+    KEY = "key"
+    VALUE = "value"
+    SCORES = "scores"  # QK^T of one sequence and head: its second operand the keys, an activation
+    CONTEXT = "context"  # PV: its first operand the softmax's probabilities, its second the values
+    OUTPUT = "output"  # the attention's output projection (reads the context)
+    FFN_UP = "ffn_up"  # the FFN's first layer (reads a LayerNorm output; its activation behind it)
+    FFN_DOWN = "ffn_down"  # the FFN's second layer (reads the activation)
+    CLASSIFIER = "classifier"  # the ViT's head, on the final LayerNorm's CLS output
+    LM_HEAD = "lm_head"  # the GPT's LM head, tied to the token embedding table
+
+    @property
+    def attention_product(self) -> bool:
+        """QK^T or PV: both operands are activations (on NVDLA the second is read as kernels)."""
+        return self in (MatmulRole.SCORES, MatmulRole.CONTEXT)
+
+
+class Site(str):
+    """A matmul's name (what scales, records and learned-scale files key it by: a str, equal to its name)
+    with its role and its SmoothQuant group: the matmuls that read one LayerNorm output share one group
+    (one division per channel folds into the LayerNorm's gain); None where no gain can take it."""
+
+    role: MatmulRole
+    smoothing_group: str | None
+
+    def __new__(cls, name: str, role: MatmulRole, smoothing_group: str | None = None) -> Site:
+        site = super().__new__(cls, name)
+        site.role, site.smoothing_group = role, smoothing_group
+        return site
+
+    def __getnewargs__(self) -> tuple:  # pickled whole (its role with it), as processes pass it
+        return str(self), self.role, self.smoothing_group
+
+
+def scores_site(attention: str) -> Site:
+    """QK^T of the attention named `attention` (every sequence and head: one site)."""
+    return Site(f"{attention}.qk", MatmulRole.SCORES)
+
+
+def context_site(attention: str) -> Site:
+    """PV of the attention named `attention`."""
+    return Site(f"{attention}.pv", MatmulRole.CONTEXT)
+
+
+def role_of(name: str) -> MatmulRole:
+    """A matmul site's role; a one-line error for a bare name (a hook that built a name without its role)."""
+    role = getattr(name, "role", None)
+    if role is None:
+        raise TypeError(f"matmul {name!r} carries no role: build it as reference.Site(name, MatmulRole...)")
+    return role
+
+
 # A matmul: (name, a[M, K], w[N, K], bias[N] or None) -> a @ w.T + bias; the hook an NVDLA run replaces
 Matmul = Callable[[str, np.ndarray, np.ndarray, "np.ndarray | None"], np.ndarray]
 # One sequence's and head's attention: (name, q[T, d], k[S, d], v[S, d], causal) -> softmax(q k^T /
@@ -150,7 +211,7 @@ def _attention(
     if mm is None:
         scores = split[0] @ split[1].transpose(0, 1, 3, 2) / math.sqrt(d)
     else:
-        scores = np.stack([np.stack([mm(f"{name}.qk", split[0][i, j], split[1][i, j], None) for j in range(heads)])
+        scores = np.stack([np.stack([mm(scores_site(name), split[0][i, j], split[1][i, j], None) for j in range(heads)])
                            for i in range(b)]) / math.sqrt(d)  # fmt: skip
     if causal:
         scores = np.where(causal_mask(t), -np.inf, scores)
@@ -158,7 +219,7 @@ def _attention(
     if mm is None:
         out = p @ split[2]
     else:
-        out = np.stack([np.stack([mm(f"{name}.pv", p[i, j], split[2][i, j].T, None) for j in range(heads)])
+        out = np.stack([np.stack([mm(context_site(name), p[i, j], split[2][i, j].T, None) for j in range(heads)])
                         for i in range(b)])  # fmt: skip
     return out.transpose(0, 2, 1, 3).reshape(b, t, h)
 
@@ -188,7 +249,10 @@ def vit_forward(
     hidden = conv.shape[0]
     patches = images.reshape(n, hh // patch, patch, ww // patch, patch).transpose(0, 1, 3, 2, 4)
     flat = patches.reshape(n * (hh // patch) * (ww // patch), patch * patch)
-    x = run("patch_embed", flat, conv.reshape(hidden, -1), w["vit.embeddings.patch_embeddings.projection.bias"])
+    x = run(
+        Site("patch_embed", MatmulRole.EMBEDDING), flat, conv.reshape(hidden, -1),
+        w["vit.embeddings.patch_embeddings.projection.bias"],
+    )  # fmt: skip
     x = x.reshape(n, -1, hidden)
     cls = np.broadcast_to(_need(w, "vit.embeddings.cls_token"), (n, 1, hidden))
     x = np.concatenate([cls, x], 1) + w["vit.embeddings.position_embeddings"]
@@ -197,23 +261,27 @@ def vit_forward(
     while f"vit.encoder.layer.{i}.layernorm_before.weight" in w:
         p = f"vit.encoder.layer.{i}."
 
-        def lin(name: str, y: np.ndarray, p: str = p) -> np.ndarray:
-            flat = run(p + name, y.reshape(-1, y.shape[-1]), w[p + name + ".weight"], w[p + name + ".bias"])
+        def lin(site: Site, y: np.ndarray) -> np.ndarray:
+            flat = run(site, y.reshape(-1, y.shape[-1]), w[site + ".weight"], w[site + ".bias"])
             return flat.reshape(*y.shape[:-1], -1)
 
         y = hooks.norm(p + "layernorm_before", x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
-        qkv = (lin(f"attention.attention.{m}", y) for m in ("query", "key", "value"))
+        qkv = (
+            lin(Site(f"{p}attention.attention.{m}", role, f"{p}attention.attention"), y)
+            for m, role in (("query", MatmulRole.QUERY), ("key", MatmulRole.KEY), ("value", MatmulRole.VALUE))
+        )
         att = _attention(*qkv, heads, False, hooks.products(), f"{p}attention", hooks.attend)
-        name = p + "attention.output.dense"
+        name = Site(p + "attention.output.dense", MatmulRole.OUTPUT)
         x = _added(res_run, name, att, w[name + ".weight"], w[name + ".bias"], x)
         y = hooks.norm(p + "layernorm_after", x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
-        name = p + "intermediate.dense"
+        name = Site(p + "intermediate.dense", MatmulRole.FFN_UP, p + "intermediate.dense")
         flat = act_run(name, y.reshape(-1, y.shape[-1]), w[name + ".weight"], w[name + ".bias"], gelu_erf)
-        name = p + "output.dense"
+        name = Site(p + "output.dense", MatmulRole.FFN_DOWN)
         x = _added(res_run, name, flat, w[name + ".weight"], w[name + ".bias"], x)
         i += 1
     x = hooks.norm("vit.layernorm", x, w["vit.layernorm.weight"], w["vit.layernorm.bias"], eps)
-    return run("classifier", x[:, 0], w["classifier.weight"], w["classifier.bias"])
+    head = Site("classifier", MatmulRole.CLASSIFIER, "classifier")
+    return run(head, x[:, 0], w["classifier.weight"], w["classifier.bias"])
 
 
 def gpt2_forward(
@@ -242,17 +310,20 @@ def gpt2_forward(
         wq, wk, wv = np.split(w[p + "attn.c_attn.weight"], 3, axis=1)
         bq, bk, bv = np.split(w[p + "attn.c_attn.bias"], 3)
         flat = y.reshape(-1, y.shape[-1])
+        roles = (("q", MatmulRole.QUERY, wq, bq), ("k", MatmulRole.KEY, wk, bk), ("v", MatmulRole.VALUE, wv, bv))
         q, k, v = (
-            run(f"{p}attn.c_attn.{n}", flat, wt.T, bt).reshape(*y.shape[:-1], -1)
-            for n, wt, bt in (("q", wq, bq), ("k", wk, bk), ("v", wv, bv))
+            run(Site(f"{p}attn.c_attn.{n}", role, f"{p}attn.c_attn"), flat, wt.T, bt).reshape(*y.shape[:-1], -1)
+            for n, role, wt, bt in roles
         )
-        att, name = _attention(q, k, v, heads, True, hooks.products(), f"{p}attn", hooks.attend), p + "attn.c_proj"
+        att = _attention(q, k, v, heads, True, hooks.products(), f"{p}attn", hooks.attend)
+        name = Site(p + "attn.c_proj", MatmulRole.OUTPUT)
         x = _added(res_run, name, att, w[name + ".weight"].T, w[name + ".bias"], x)  # Conv1D weights: [in, out]
         y = hooks.norm(p + "ln_2", x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
-        name = p + "mlp.c_fc"
+        name = Site(p + "mlp.c_fc", MatmulRole.FFN_UP, p + "mlp.c_fc")
         flat = act_run(name, y.reshape(-1, y.shape[-1]), w[name + ".weight"].T, w[name + ".bias"], gelu_tanh)
-        name = p + "mlp.c_proj"
+        name = Site(p + "mlp.c_proj", MatmulRole.FFN_DOWN)
         x = _added(res_run, name, flat, w[name + ".weight"].T, w[name + ".bias"], x)
         i += 1
     x = hooks.norm("transformer.ln_f", x, w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], eps)
-    return run("lm_head", x.reshape(-1, x.shape[-1]), wte, None).reshape(*x.shape[:-1], -1)
+    head = Site("lm_head", MatmulRole.LM_HEAD)  # tied to the embedding table: no SmoothQuant group
+    return run(head, x.reshape(-1, x.shape[-1]), wte, None).reshape(*x.shape[:-1], -1)

@@ -38,11 +38,16 @@ from nvdla_mapper.numerics.quant import (
 )
 from nvdla_mapper.numerics.reference import (
     Hooks,
+    MatmulRole,
+    Site,
     causal_mask,
+    context_site,
     float_matmul,
     gelu_tanh,
     gpt2_forward,
     layernorm,
+    role_of,
+    scores_site,
     softmax,
     vit_forward,
 )
@@ -128,40 +133,38 @@ NEEDS = {
 }
 
 
+# the part of the model each matmul role is in (QuantSettings.only, the attribution's groups)
+_SITE_OF_ROLE = {
+    MatmulRole.EMBEDDING: "embedding",
+    MatmulRole.QUERY: "projection",
+    MatmulRole.KEY: "projection",
+    MatmulRole.VALUE: "projection",
+    MatmulRole.OUTPUT: "projection",
+    MatmulRole.SCORES: "attention",
+    MatmulRole.CONTEXT: "attention",
+    MatmulRole.FFN_UP: "ffn",
+    MatmulRole.FFN_DOWN: "ffn",
+    MatmulRole.CLASSIFIER: "head",
+    MatmulRole.LM_HEAD: "head",
+}
+
+
 def site(name: str) -> str:
-    """Which part of the model a matmul is, by the names numerics.reference and the seeded block give:
-    the patch embedding, a q/k/v/output projection, an attention product (QK^T, PV), an FFN layer, the
+    """Which part of the model a matmul is, by the role its forward pass gave it (reference.Site): the
+    patch embedding, a q/k/v/output projection, an attention product (QK^T, PV), an FFN layer, the
     classifier or LM head."""
-    if activation_operand(name):
-        return "attention"
-    if name in ("classifier", "lm_head"):
-        return "head"
-    if name == "patch_embed":
-        return "embedding"
-    if (
-        ".mlp." in name
-        or ".intermediate." in name
-        or name in ("ffn1", "ffn2")
-        or (name.endswith("output.dense") and "attention" not in name)
-    ):
-        return "ffn"
-    return "projection"
+    return _SITE_OF_ROLE[role_of(name)]
 
 
 def smoothing_group(name: str) -> str | None:
     """The LayerNorm output a matmul reads, for SmoothQuant, or None where its division could not fold into
-    a LayerNorm's gain at no cost. The q, k and v projections read one LayerNorm output, so they share one
-    group (one factor per channel: the gain holds one division); the first FFN layer and the ViT's
-    classifier read their own. Not the output projection and the second FFN layer (they read the attention
-    context and the GELU), and not the GPT's LM head: its matrix is also the token embedding table."""
-    tail = name.rsplit(".", 1)[-1]
-    if name in ("q", "k", "v"):
-        return "qkv"
-    if tail in ("query", "key", "value") or name.endswith(("c_attn.q", "c_attn.k", "c_attn.v")):
-        return name.rsplit(".", 1)[0]
-    if name in ("classifier", "ffn1") or name.endswith(("mlp.c_fc", "intermediate.dense")):
-        return name
-    return None
+    a LayerNorm's gain at no cost (reference.Site.smoothing_group). The q, k and v projections read one
+    LayerNorm output, so they share one group (one factor per channel: the gain holds one division); the
+    first FFN layer and the ViT's classifier read their own. Not the output projection and the second FFN
+    layer (they read the attention context and the GELU), and not the GPT's LM head: its matrix is also the
+    token embedding table."""
+    role_of(name)
+    return name.smoothing_group
 
 
 @dataclass(frozen=True)
@@ -229,15 +232,16 @@ class _Block:
             outs[name] = mm(name, a, w, b)
             return outs[name]
 
-        q, k, v = (run(n, x, self.w[n], self.b[n]) for n in ("q", "k", "v"))
+        qkv = (("q", MatmulRole.QUERY), ("k", MatmulRole.KEY), ("v", MatmulRole.VALUE))
+        q, k, v = (run(Site(n, role, "qkv"), x, self.w[n], self.b[n]) for n, role in qkv)
         ctx = np.zeros_like(q)
         for hh in range(self.heads):
             sl = slice(hh * self.hd, (hh + 1) * self.hd)
-            scores = run(f"qk.h{hh}", q[:, sl], k[:, sl]) / math.sqrt(self.hd)
-            ctx[:, sl] = run(f"pv.h{hh}", softmax(scores), v[:, sl].T)
-        x1 = layernorm(x + run("o", ctx, self.w["o"], self.b["o"]))
-        f = gelu_tanh(run("ffn1", x1, self.w["ffn1"], self.b["ffn1"]))
-        outs["block_out"] = layernorm(x1 + run("ffn2", f, self.w["ffn2"], self.b["ffn2"]))
+            scores = run(Site(f"qk.h{hh}", MatmulRole.SCORES), q[:, sl], k[:, sl]) / math.sqrt(self.hd)
+            ctx[:, sl] = run(Site(f"pv.h{hh}", MatmulRole.CONTEXT), softmax(scores), v[:, sl].T)
+        x1 = layernorm(x + run(Site("o", MatmulRole.OUTPUT), ctx, self.w["o"], self.b["o"]))
+        f = gelu_tanh(run(Site("ffn1", MatmulRole.FFN_UP, "ffn1"), x1, self.w["ffn1"], self.b["ffn1"]))
+        outs["block_out"] = layernorm(x1 + run(Site("ffn2", MatmulRole.FFN_DOWN), f, self.w["ffn2"], self.b["ffn2"]))
         return outs
 
 
@@ -273,11 +277,9 @@ def load_calibration(p: Path) -> np.ndarray:
 
 def activation_operand(name: str) -> bool:
     """Whether a matmul's second operand is an activation, not a weight: the attention products (QK^T's
-    keys, PV's values), named `<site>.qk` / `<site>.pv` by numerics.reference and `qk.h<i>` / `pv.h<i>` by
-    the seeded block. On NVDLA that operand is the INT8 output of the K (or V) projection's SDP, read as
+    keys, PV's values). On NVDLA that operand is the INT8 output of the K (or V) projection's SDP, read as
     kernels: its scale is a calibrated activation scale (static recipes), not one taken from the tensor."""
-    last = name.rsplit(".", 1)[-1]
-    return last in ("qk", "pv") or name.startswith(("qk.h", "pv.h"))
+    return role_of(name).attention_product
 
 
 def probability_input(name: str) -> bool:
@@ -285,8 +287,7 @@ def probability_input(name: str) -> bool:
     so every recipe quantizes them at amax 1 (as explicitly quantized INT8 BERT does), not at a calibrated
     range: entropy calibration puts the threshold of these peaked distributions at 1/16 and saturates every
     probability above it (measured on the character GPT: held-out perplexity 6.95 -> 43.2 on 4 windows)."""
-    last = name.rsplit(".", 1)[-1]
-    return last == "pv" or name.startswith("pv.h")
+    return role_of(name) is MatmulRole.CONTEXT
 
 
 @dataclass(frozen=True)
@@ -332,13 +333,13 @@ def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = Tr
         steps[name] = max(steps.get(name, 0.0), float(np.max(np.abs(v))) if v.size else 0.0)
 
     def attend(name, q, k, v, causal):  # the mapper's softmax steps in float, beside QK^T and PV recorded
-        z = record(f"{name}.qk", q, k, None) / math.sqrt(q.shape[1])
+        z = record(scores_site(name), q, k, None) / math.sqrt(q.shape[1])
         mask = causal_mask(*z.shape) if causal else np.zeros(z.shape, bool)
         e = np.where(mask, 0.0, np.exp(np.where(mask, 0.0, z)))
         sums = e.sum(-1, keepdims=True)
         for step, val in (("exp", e), ("rowsum", sums), ("recip", 1 / sums), ("unnormalized", e @ v)):
             peak(f"{name}.{step}", val)
-        return record(f"{name}.pv", softmax(np.where(mask, -np.inf, z)), v.T, None)
+        return record(context_site(name), softmax(np.where(mask, -np.inf, z)), v.T, None)
 
     acts: dict[str, list[np.ndarray]] = {}
     streams: dict[str, list[np.ndarray]] = {}
@@ -427,7 +428,7 @@ def _pruned(hooks: Hooks, spec: Pruning) -> Hooks:
     done: dict[str, np.ndarray] = {}  # one model's weights: each matrix pruned once (greedy calls every step)
 
     def weights(name: str, w: np.ndarray) -> np.ndarray:
-        if activation_operand(name) or name == "lm_head":
+        if activation_operand(name) or role_of(name) is MatmulRole.LM_HEAD:
             return w
         if name not in done:
             done[name] = prune(w, spec)
@@ -714,7 +715,7 @@ class _NvdlaRun:
         multiplied in. With the attention products float (attribution), their float values meet the same
         steps."""
         steps, dynamic, cal = self.scales.steps, self.settings.dynamic, self.settings.calibration
-        qk, pv = f"{name}.qk", f"{name}.pv"
+        qk, pv = scores_site(name), context_site(name)
         d = q.shape[1]
         mask = causal_mask(q.shape[0], k.shape[0]) if causal else np.zeros((q.shape[0], k.shape[0]), bool)
         int8_products = self._quantized("attention")

@@ -10,12 +10,17 @@ import numpy as np
 import pytest
 
 from nvdla_mapper.numerics import lut_steps
-from nvdla_mapper.numerics.reference import _attention, float_matmul, gelu_tanh, softmax
+from nvdla_mapper.numerics.reference import MatmulRole, Site, _attention, float_matmul, gelu_tanh, softmax
 from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales, _datapath_hooks
 from nvdla_sim import load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.units.sdp import sdp_apply
 
+# the matmuls these tests run, with the roles a forward pass gives them (reference.Site)
+FC = Site("t.mlp.c_fc", MatmulRole.FFN_UP, "t.mlp.c_fc")
+PROJ_DOWN = Site("t.mlp.c_proj", MatmulRole.FFN_DOWN)
+PATCH = Site("t.patch", MatmulRole.QUERY)  # a projection
+OUT = Site("t.attn.c_proj", MatmulRole.OUTPUT)
 HW = load_config("nv_full")
 
 
@@ -98,7 +103,7 @@ def test_gelu_in_the_lut_follows_float_gelu():
     a, w, b = rng.normal(0, 1, (16, 32)), rng.normal(0, 0.2, (24, 32)), rng.normal(0, 0.1, 24)
 
     def forward(h):
-        return h.activated("t.mlp.c_fc", a, w, b, gelu_tanh)
+        return h.activated(FC, a, w, b, gelu_tanh)
 
     settings = QuantSettings()
     scales = _calibrated_scales(forward, settings)
@@ -171,8 +176,8 @@ def test_int16_runs_with_cacc_truncation_and_keeps_the_float_result():
     err = {}
     for p in (Precision.INT8, Precision.INT16):
         settings = QuantSettings(precision=p)
-        scales = _calibrated_scales(lambda h: h.matmul("t.mlp.c_proj", a, w, b), settings, steps_too=False)
-        got = _datapath_hooks(HW, settings, scales, {}).matmul("t.mlp.c_proj", a, w, b)
+        scales = _calibrated_scales(lambda h: h.matmul(PROJ_DOWN, a, w, b), settings, steps_too=False)
+        got = _datapath_hooks(HW, settings, scales, {}).matmul(PROJ_DOWN, a, w, b)
         err[p] = np.linalg.norm(got - want) / np.linalg.norm(want)
     assert err[Precision.INT16] < 2e-4 and err[Precision.INT8] > 100 * err[Precision.INT16]
 
@@ -199,10 +204,10 @@ def test_int16_leaves_room_for_the_bias():
     w = np.array([[1.0, 1.0, 1.0, 1.0], [0.5, -0.5, 0.25, 1.0]])
     b = np.array([2.0, -0.5])
     settings = QuantSettings(precision=Precision.INT16)
-    scales = _calibrated_scales(lambda h: h.matmul("t.patch", a, w, b), settings, steps_too=False)
+    scales = _calibrated_scales(lambda h: h.matmul(PATCH, a, w, b), settings, steps_too=False)
     sats = {}
-    got = _datapath_hooks(HW, settings, scales, sats).matmul("t.patch", a, w, b)
-    step = scales.outputs["t.patch"] * 127 / 32767
+    got = _datapath_hooks(HW, settings, scales, sats).matmul(PATCH, a, w, b)
+    step = scales.outputs[PATCH] * 127 / 32767
     assert np.abs(got - float_matmul("", a, w, b)).max() <= 2 * step
 
 
@@ -268,10 +273,10 @@ def test_fp16_matmul_bias_and_residual_are_float_to_fp16s_rounding():
     def within(got, want):
         return np.all(np.abs(got - want) <= np.spacing(np.abs(want).astype(np.float16)).astype(np.float64) + align)
 
-    got = hooks.matmul("t.attn.c_proj", a, w, b)
+    got = hooks.matmul(OUT, a, w, b)
     assert within(got, want) and np.all(got == _fp16(got))
     assert np.median(np.abs(got - want)) < 1e-3  # most outputs: FP16's rounding alone
-    assert within(hooks.residual("t.attn.c_proj", a, w, b, x), want + _fp16(x))
+    assert within(hooks.residual(OUT, a, w, b, x), want + _fp16(x))
     assert sum(sats.values()) == 0
 
 
@@ -291,7 +296,7 @@ def test_fp16_gelu_runs_in_the_lut_and_follows_gelu():
     by_hand = centred / np.sqrt((centred**2).mean(-1, keepdims=True) + 1e-5) * g + beta
     assert np.allclose(hooks.norm("t.ln_1", a, g, beta, 1e-5), by_hand, rtol=0, atol=1e-12)
     want = gelu_tanh(_fp16(a) @ _fp16(w).T + _fp16(b))
-    got = hooks.activated("t.mlp.c_fc", a, w, b, gelu_tanh)
+    got = hooks.activated(FC, a, w, b, gelu_tanh)
     ulp = np.spacing(np.abs(want).astype(np.float16)).astype(np.float64)
     assert np.all(np.abs(got - want) <= 2 * ulp + 1e-4)
 

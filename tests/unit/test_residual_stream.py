@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from nvdla_mapper.lowering.rules import Fused, LoweringContext, _fused_sdp
 from nvdla_mapper.numerics.quant import residual_sdp
+from nvdla_mapper.numerics.reference import MatmulRole, Site
 from nvdla_mapper.studies.accuracy import QuantSettings, Scales, _datapath_hooks
 from nvdla_sim import Precision, load_config
 from nvdla_sim.errors import NvdlaError
@@ -137,14 +138,14 @@ def test_the_stream_is_written_at_its_scale(hw):
     hooks, x0, a, w, b = _stream_run(hw)
     x = hooks.embedded("emb", x0)
     assert np.allclose(x * 127, [[127, -64]])
-    y = hooks.residual("o", a, w, b, x)
+    y = hooks.residual(Site("o", MatmulRole.OUTPUT), a, w, b, x)
     assert np.allclose(y * 127 / 2, [[89, -89]])
 
 
 def test_a_residual_add_needs_the_stream_written_first():
     hooks, _, a, w, b = _stream_run("nv_full")
     with pytest.raises(NvdlaError, match="before the stream's first value"):
-        hooks.residual("o", a, w, b, np.zeros((1, 2)))
+        hooks.residual(Site("o", MatmulRole.OUTPUT), a, w, b, np.zeros((1, 2)))
 
 
 def test_the_residual_stream_can_be_switched_to_float():

@@ -193,6 +193,7 @@ def test_smoothquant_factors_and_scales_by_hand():
     maxima over both); worked by hand for alpha 0.5: channel maxima X (4, 1), W (0.5, 2) give
     s = (2 / sqrt(0.5), 1 / sqrt(2)) = (2.828427, 0.707107), X / s peaks at 4 / 2.828427 = 1.414214 and
     1 / 0.707107 = 1.414214, scale 1.414214 / 127. The output projection (not LayerNorm-fed) is left alone."""
+    from nvdla_mapper.numerics.reference import MatmulRole, Site
     from nvdla_mapper.studies.accuracy import QuantSettings, _calibrated_scales
 
     x = np.array([[4.0, -0.5], [-1.0, 1.0]])
@@ -200,9 +201,9 @@ def test_smoothquant_factors_and_scales_by_hand():
 
     def forward(h):
         mm = h.matmul
-        mm("q", x, w, np.zeros(2))
-        mm("k", x, w / 2, np.zeros(2))  # reads the same LayerNorm output: the same factors
-        mm("o", x, w, np.zeros(2))
+        mm(Site("q", MatmulRole.QUERY, "ln"), x, w, np.zeros(2))
+        mm(Site("k", MatmulRole.KEY, "ln"), x, w / 2, np.zeros(2))  # reads the same LayerNorm output: same factors
+        mm(Site("o", MatmulRole.OUTPUT), x, w, np.zeros(2))
 
     sc = _calibrated_scales(forward, QuantSettings(smooth=0.5))
     assert np.allclose(sc.smooth["q"], [2 / math.sqrt(0.5), 1 / math.sqrt(2)]) and "o" not in sc.smooth
@@ -212,7 +213,8 @@ def test_smoothquant_factors_and_scales_by_hand():
 
 
 def test_sites_of_the_trained_models_names():
-    """Every matmul of both trained models falls in the part its name says (the attribution's groups)."""
+    """Every matmul of both trained models falls in the part its role says (the attribution's groups): the
+    roles the forward passes give their matmuls (reference.Site), checked against the names' meaning."""
     from nvdla_mapper.studies.accuracy import site, smoothing_group
 
     names: list[str] = []
@@ -240,8 +242,11 @@ def test_sites_of_the_trained_models_names():
     assert groups["vit.encoder.layer.1.attention.attention"] == {"query", "key", "value"}
     assert groups["classifier"] == {"classifier"} and groups["transformer.h.1.mlp.c_fc"] == {"c_fc"}
     assert len(groups) == 2 * 2 + 2 * 2 + 1  # per model and layer: q/k/v and FFN1; the ViT's classifier
+    by_name = {str(n): n for n in names}
     for n in ("vit.encoder.layer.0.output.dense", "transformer.h.0.attn.c_proj", "lm_head"):  # context, GELU, tied
-        assert smoothing_group(n) is None
+        assert smoothing_group(by_name[n]) is None
+    with pytest.raises(TypeError, match="carries no role"):  # a bare name is refused, never parsed
+        site("transformer.h.0.attn.c_proj")
 
 
 def test_int8_only_where_asked():
