@@ -47,11 +47,13 @@ class TaskResult:
         return self.duration
 
     @property
-    def bound(self) -> str:
-        """What the task's time is made of (engine.stats.Bound for hardware layers; host; a copy: dram)."""
+    def bound(self) -> Bound:
+        """What the task's time is made of: a hardware layer's (a copy's: its memory, Bound.DRAM), or the host's."""
         if self.stats is not None:
-            return self.stats.bound.value
-        return "host" if self.task.resource is Resource.HOST else "dram"
+            return self.stats.bound
+        if self.task.resource is not Resource.HOST:
+            raise ValueError(f"{self.task.name}: a task of {self.task.resource.value} without its stats")
+        return Bound.HOST
 
     def to_row(self) -> dict[str, Any]:
         st = self.stats
@@ -67,7 +69,7 @@ class TaskResult:
             "end": self.end,
             "hardware_macs": st.macs * self.task.count if st else 0,
             "hardware_mac_utilization": round(st.mac_utilization, 4) if st else 0.0,
-            "bound": self.bound,
+            "bound": self.bound.value,
             "dram_read": st.traffic.dram_read * self.task.count if st else 0,
             "dram_write": st.traffic.dram_write * self.task.count if st else 0,
             "macs_per_cycle": round(st.macs / st.cycles, 3) if st and st.cycles else 0.0,
@@ -307,7 +309,7 @@ class MapResult:
         is MAC-bound, memory-bound, the two in turn (compute+dram), SDP drain, weight loads or host."""
         out: dict[str, int] = {}
         for r in self.results:
-            out[r.bound] = out.get(r.bound, 0) + r.cycles
+            out[r.bound.value] = out.get(r.bound.value, 0) + r.cycles
         return out
 
     def weights_report(self) -> WeightsReport:
@@ -455,14 +457,14 @@ def roofline_total(parts: Iterable[tuple[str, float]]) -> int:
     return math.ceil(max(busy.values()))
 
 
-def task_bound(r: TaskResult) -> tuple[str, int]:
-    """(bound, cycles) of a task for bound_total: a hardware layer's bound, host, or dram for a copy."""
+def task_bound(r: TaskResult) -> tuple[Bound, int]:
+    """(bound, cycles) of a task for bound_total: a hardware layer's bound (a copy's: DRAM), or the host."""
     return r.bound, r.cycles
 
 
-def bound_total(parts: Iterable[tuple[str, int]]) -> str:
+def bound_total(parts: Iterable[tuple[Bound, int]]) -> Bound:
     """The bound holding the most time over task_bound parts (ties: the first met in the tasks' order)."""
-    time: dict[str, int] = {}
+    time: dict[Bound, int] = {}
     for key, cycles in parts:
         time[key] = time.get(key, 0) + cycles
-    return max(time, key=lambda k: time[k]) if time else Bound.COMPUTE.value
+    return max(time, key=lambda k: time[k]) if time else Bound.COMPUTE

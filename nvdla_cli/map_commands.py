@@ -422,6 +422,10 @@ def _kv_plan_flag(parser) -> None:
     )  # fmt: skip
 
 
+def _bound_name(bound) -> str:
+    return bound.value if bound is not None else "-"
+
+
 def _print_kv_whatif(r, base) -> None:
     """The KV-cache precision against the caches at the model's precision: step time, bytes, what fits
     (two GenerateResults)."""
@@ -515,7 +519,7 @@ def _generate(args: argparse.Namespace) -> int:
             f"{r.model} on {r.hw.fingerprint}, batch {r.batch}, prompt {r.prompt}, {r.new_tokens} new tokens ({prec.value})"
         )
         print(
-            f"  time to first token  {r.ttft_ms:.3f} ms (prefill, {pre.bound}-bound, model MACs at {pre.model_mac_utilization:.1%} of peak)"
+            f"  time to first token  {r.ttft_ms:.3f} ms (prefill, {pre.bound.value}-bound, model MACs at {pre.model_mac_utilization:.1%} of peak)"
         )
         if pt.median_step is not None:
             print(
@@ -525,7 +529,7 @@ def _generate(args: argparse.Namespace) -> int:
             f"  total                {r.total_ms:.3f} ms: {r.tokens_per_s_per_sequence:,.1f} tokens/s per sequence, {r.tokens_per_s_aggregate:,.1f} aggregate"
         )
         print(
-            f"  decode               {dec.bound}-bound, DRAM {dec.dram_utilization:.1%} busy, model MACs at {dec.model_mac_utilization:.1%} of peak (hardware MACs {dec.hardware_mac_utilization:.1%}), {r.dram_bytes_per_token:,} DRAM bytes per token"
+            f"  decode               {_bound_name(dec.bound)}-bound, DRAM {dec.dram_utilization:.1%} busy, model MACs at {dec.model_mac_utilization:.1%} of peak (hardware MACs {dec.hardware_mac_utilization:.1%}), {r.dram_bytes_per_token:,} DRAM bytes per token"
         )
         if pt.median_step is not None:
             print(
@@ -577,7 +581,7 @@ def _generate(args: argparse.Namespace) -> int:
             pt = r.per_token_ms()
             print(
                 f"  {r.batch:>5}  {pt.median_step or 0:>14.3f}  {pt.mean_step or 0:>12.3f}"
-                f"  {r.decode_tokens_per_s_aggregate or 0:>28,.1f}  {r.decode_figures().bound}"
+                f"  {r.decode_tokens_per_s_aggregate or 0:>28,.1f}  {_bound_name(r.decode_figures().bound)}"
             )
     if out is not None:
         rows = [

@@ -66,7 +66,7 @@ class PhaseFigures:
     model_mac_utilization: float  # the model's MACs over the peak x the phase's cycles
     hardware_mac_utilization: float  # what the array performs, likewise
     dram_utilization: float
-    bound: str
+    bound: Bound | None  # the bound holding the most of the phase's time (None: no decode steps)
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class StepResult:
     cycles: int
     dram_bytes: int
     macs: int  # the model's multiply-accumulates (hardware MACs add tile padding and zero blocks)
-    bound: str  # the bound holding the most of the step's NVDLA time
+    bound: Bound  # the bound holding the most of the step's NVDLA time
     roofline_cycles: int = 0  # roofline_cycles() of the step
     core_energy_uj: float = 0.0  # NVDLA core energy of the step (MapResult.energy; docs/energy.md)
     dram_energy_uj: float = 0.0  # the DRAM's, a system figure
@@ -267,7 +267,7 @@ class GenerateResult:
             if dec_cyc
             else 0.0,
             dram_utilization=round(self.decode_dram_utilization(), 4),
-            bound=Counter(s.bound for s in self.steps).most_common(1)[0][0] if self.steps else "-",
+            bound=Counter(s.bound for s in self.steps).most_common(1)[0][0] if self.steps else None,
             roofline_cycles=roof,
             over_roofline=round(dec_cyc / max(roof, 1), 4),
         )
@@ -295,8 +295,8 @@ class GenerateResult:
             "kv_cache_bytes_end": self.kv_cache_bytes,
             **({"fits": dataclasses.asdict(fit)} if fit is not None else {}),
             "dram_bytes_per_token": self.dram_bytes_per_token,
-            "prefill": dataclasses.asdict(self.prefill_figures()),
-            "decode": dataclasses.asdict(self.decode_figures()),
+            "prefill": _phase_dict(self.prefill_figures()),
+            "decode": _phase_dict(self.decode_figures()),
             "token_cycles": self.token_cycles,
             "energy": dataclasses.asdict(self.energy()),
             "weights": dataclasses.asdict(self.weights_report()),
@@ -356,6 +356,11 @@ class GenerateResult:
         )
 
 
+def _phase_dict(f: PhaseFigures) -> dict[str, Any]:
+    """A phase's figures as generate.json stores them: the bound by its name ("-" without decode steps)."""
+    return dataclasses.asdict(f) | {"bound": f.bound.value if f.bound is not None else "-"}
+
+
 def dram_bytes(res: MapResult) -> int:
     """DRAM bytes a mapped pass moves: its hardware layers' traffic and BDMA copies (read and write)."""
     return sum(task_dram_bytes(r) for r in res.results)
@@ -370,7 +375,7 @@ def roofline_cycles(res: MapResult) -> int:
     return roofline_total(task_roofline(r, res.hw, res.precision) for r in res.results)
 
 
-def phase_bound(res: MapResult) -> str:
+def phase_bound(res: MapResult) -> Bound:
     """The bound (compute, dram, sdp, cbuf, host) holding the most of a mapped pass's time."""
     return bound_total(task_bound(r) for r in res.results)
 

@@ -62,7 +62,7 @@ from nvdla_mapper.results import (
 from nvdla_mapper.schedule import Blocks, alike_blocks, blocks_alike
 from nvdla_mapper.workload import Op, ops_in_order
 from nvdla_sim.energy.model import Energy, run_energy
-from nvdla_sim.engine.stats import LayerStats
+from nvdla_sim.engine.stats import Bound, LayerStats
 from nvdla_sim.system.host import HostModel
 
 # a builder makes the step's graph of a model for one shape (cache lengths, a serving batch's sequences)
@@ -109,7 +109,7 @@ class StepFigures:
     total_cycles: int
     dram_bytes: int
     model_macs: int
-    bound: str  # the bound holding the most of the step's time (results.bound_total)
+    bound: Bound  # the bound holding the most of the step's time (results.bound_total)
     roofline_cycles: int
     core_uj: float  # NVDLA core energy (MapResult.energy)
     dram_uj: float  # the DRAM's, a system figure

@@ -14,6 +14,7 @@ from nvdla_mapper.passes import _simulate_cached, map_model
 from nvdla_mapper.search.tiling_search import planned_like_instances, search_plan
 from nvdla_mapper.studies.generate import dram_bytes, generate, kv_bytes_per_token
 from nvdla_sim import Precision, load_config
+from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.processors import fixed_latency
 
@@ -177,7 +178,7 @@ def test_weight_footprint_and_the_address_space():
     ):
         generate(preset("gptj-6b-size"), load_config("nv_small"), prompt=128, new_tokens=128)
     r = generate(preset("gpt2-xl"), load_config("nv_full"), prompt=32, new_tokens=2)
-    assert r.steps and r.steps[0].bound == "dram"
+    assert r.steps and r.steps[0].bound is Bound.DRAM
 
 
 @pytest.mark.parametrize("hw_name", ["nv_small", "nv_large", "nv_full"])
