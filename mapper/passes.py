@@ -27,7 +27,7 @@ from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.results import MapResult, TaskResult
 from nvdla_mapper.schedule import Blocks, Scheduled, schedule
 from nvdla_mapper.search.tiling_search import planned_like, planned_like_instances, search_plan
-from nvdla_mapper.workload import cache_keys, ops_in_order, with_cache_keys
+from nvdla_mapper.workload import cache_keys, info, ops_in_order, with_cache_keys
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.model import Energy
 from nvdla_sim.engine.conv import instances_cycles, simulate_conv
@@ -323,7 +323,7 @@ CONCURRENT = tuple("NVDLA core" if r is Resource.NVDLA else resource_label(r) fo
 
 def _graph_shape(g: nx.DiGraph, key: str, given: int | None, *, default: int) -> int:
     """The graph's batch or seq, checked against a caller's value."""
-    built = g.graph.get(key)
+    built = getattr(info(g), key)
     if built is None:
         return default if given is None else given
     if given is not None and given != built:
@@ -382,7 +382,7 @@ def map_model(
         f"Host model: {host.gflops:g} GFLOP/s, {host.mem_gbs:g} GB/s, {host.overhead_us:g} us per fallback op.",
         *hw.notes,
     ]
-    fused = g.graph.get("onnx_fusions")
+    fused = info(g).fusions
     if fused:
         notes.append("ONNX patterns fused before import: " + ", ".join(f"{k} x{v}" for k, v in sorted(fused.items())))
     baseline = None
@@ -392,7 +392,7 @@ def map_model(
     ops = ops_in_order(g)
     model_macs = sum(op.own_macs for op in ops)
     return MapResult(
-        str(g.graph.get("name", "model")), hw, options.precision, batch, seq, results, notes, options.weights,
+        info(g).name, hw, options.precision, batch, seq, results, notes, options.weights,
         baseline, model_macs=model_macs, dense_weight_bytes=sum(op.weight_elems for op in ops) * options.precision.bytes,
         energy_memo=memo.energy if memo is not None else None, host=host,
     )  # fmt: skip

@@ -207,14 +207,15 @@ class Op:
 def verify(g: nx.DiGraph) -> nx.DiGraph:
     """Check a front end's graph once: every node an Op under its own name with positive shapes, and the
     graph's batch recorded; a slip in a front end fails here, naming the op, not deep in a later pass."""
+    meta = info(g)
     for name, data in g.nodes(data=True):
         op = data.get("op")
         if not isinstance(op, Op) or op.name != name:
-            raise NvdlaError(f"workload graph {g.graph.get('name')!r}: node {name!r} holds no Op of that name")
+            raise NvdlaError(f"workload graph {meta.name!r}: node {name!r} holds no Op of that name")
         if min(op.m, op.n, op.count) < 1 or op.k < 0:
             raise NvdlaError(f"op {name!r} ({op.kind.value}): shape m={op.m} n={op.n} k={op.k} count={op.count}")
-    if not isinstance(g.graph.get("batch"), int):
-        raise NvdlaError(f"workload graph {g.graph.get('name')!r}: no batch recorded")
+    if not isinstance(meta.batch, int):
+        raise NvdlaError(f"workload graph {meta.name!r}: no batch recorded")
     return g
 
 
@@ -235,6 +236,35 @@ def with_cache_keys(op: Op, keys: int) -> Op:
     return dataclasses.replace(op, k=keys)
 
 
+@dataclass(frozen=True)
+class WorkloadInfo:
+    """What a workload graph is besides its ops: the model's name, the batch and sequence it was built for
+    (seq: the tokens each sequence runs, 0 for a CNN, None where the front end cannot tell), and the ONNX
+    patterns its import fused, by pattern (none for the other front ends). Held in g.graph["workload"]."""
+
+    name: str
+    batch: int
+    seq: int | None
+    onnx_fusions: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def fusions(self) -> dict[str, int]:
+        return dict(self.onnx_fusions)
+
+
+def info(g: nx.DiGraph) -> WorkloadInfo:
+    """A workload graph's WorkloadInfo; a one-line error for a graph no front end built."""
+    found = g.graph.get("workload")
+    if not isinstance(found, WorkloadInfo):
+        raise NvdlaError("workload graph without its WorkloadInfo: build it with workload.Graph (a front end)")
+    return found
+
+
+def with_fusions(g: nx.DiGraph, fusions: dict[str, int]) -> None:
+    """Record the ONNX patterns an import fused in the graph's WorkloadInfo."""
+    g.graph["workload"] = dataclasses.replace(info(g), onnx_fusions=tuple(fusions.items()))
+
+
 class Graph:
     """Builder over nx.DiGraph that keeps node order and names unique."""
 
@@ -242,7 +272,7 @@ class Graph:
         """`batch` and `seq` are the shape the graph is built for (seq: the tokens each sequence runs, 0
         for a CNN, None where the front end cannot tell); map_model reports them, so they are recorded here,
         where the shapes are decided."""
-        self.g = nx.DiGraph(name=name, batch=batch, seq=seq)
+        self.g = nx.DiGraph(workload=WorkloadInfo(name, batch, seq))
 
     def add(self, op: Op, *inputs: str) -> str:
         if op.name in self.g:

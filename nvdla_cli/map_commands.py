@@ -936,6 +936,7 @@ def _map(args: argparse.Namespace) -> int:
     from nvdla_mapper.options import MapOptions, WeightTreatment
     from nvdla_mapper.passes import lower_graph, map_model
     from nvdla_mapper.reports.files import write_results
+    from nvdla_mapper.workload import info
 
     check_needs(args, _MAP_NEEDS)
     for flag, v in (("--host-gflops", args.host_gflops), ("--host-gbs", args.host_gbs)):
@@ -971,7 +972,7 @@ def _map(args: argparse.Namespace) -> int:
         _check_quant(args, prec)
     opts = MapOptions(precision=prec, softmax=args.softmax, layernorm=args.layernorm, weights=weights)
     if args.layer:  # checked against the lowered model before the (longer) map runs
-        check_layer(args.layer, lower_graph(g, LoweringContext(hw, opts))[0], model=str(g.graph.get("name")))
+        check_layer(args.layer, lower_graph(g, LoweringContext(hw, opts))[0], model=info(g).name)
     res = map_model(g, hw, opts)
     if args.quantize:
         res.accuracy = _accuracy(args, hw, prec)

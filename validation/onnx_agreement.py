@@ -17,7 +17,7 @@ from pathlib import Path
 
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.workload import OpKind, ops_in_order
+from nvdla_mapper.workload import OpKind, info, ops_in_order
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.precision import Precision
@@ -50,7 +50,7 @@ def agreement(
         "mac_ratio": macs["onnx"] / macs["preset"],
         "same_layer_kinds": kinds["onnx"] == kinds["preset"],
         "host_ops": [o.name for o in ops["onnx"] if o.kind is OpKind.HOST],
-        "onnx_fusions": graphs["onnx"].graph.get("onnx_fusions", {}),
+        "onnx_fusions": info(graphs["onnx"]).fusions,
         "configs": {},
     }
     for hw in hws:

@@ -20,7 +20,7 @@ import networkx as nx
 from nvdla_mapper.frontends.onnx_attention import Consts, find_attention
 from nvdla_mapper.frontends.onnx_fusion import fuse as fuse_patterns
 from nvdla_mapper.frontends.presets import patch_embed_op
-from nvdla_mapper.workload import Graph, Op, OpKind, verify
+from nvdla_mapper.workload import Graph, Op, OpKind, verify, with_fusions
 from nvdla_sim.errors import NvdlaError, ShapeError
 from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
 
@@ -137,7 +137,7 @@ class _Importer:
             "bias_mask": masks.count("bias"),
             "split_projection": self.splits,  # a fused QKV projection as one layer per piece
         }
-        self.out.g.graph["onnx_fusions"] = {**fused, **{k: v for k, v in found.items() if v}}
+        with_fusions(self.out.g, {**fused, **{k: v for k, v in found.items() if v}})
         for site in self.sites:  # V of P V computed transposed, as the preset lowering does (lower_matmul)
             v = self.producer.get(site.v_input)
             op = self.out.g.nodes[v]["op"] if v else None

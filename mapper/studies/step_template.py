@@ -60,7 +60,7 @@ from nvdla_mapper.results import (
     uj,
 )
 from nvdla_mapper.schedule import Blocks, alike_blocks, blocks_alike
-from nvdla_mapper.workload import Op, ops_in_order
+from nvdla_mapper.workload import Op, info, ops_in_order
 from nvdla_sim.energy.model import Energy, run_energy
 from nvdla_sim.engine.stats import Bound, LayerStats
 from nvdla_sim.system.host import HostModel
@@ -228,9 +228,9 @@ class StepTemplate:
         return g1, tasks, per_instance, stats, durations, macs
 
     def _result(self, g: nx.DiGraph, results, model_macs: int, dense_weight_bytes: int) -> MapResult:
-        ctx = self.ctx
+        ctx, meta = self.ctx, info(g)
         return MapResult(
-            str(g.graph.get("name", "model")), ctx.hw, ctx.precision, int(g.graph["batch"]), int(g.graph["seq"] or 0),
+            meta.name, ctx.hw, ctx.precision, meta.batch, meta.seq or 0,
             results, weights=ctx.weights, model_macs=model_macs, dense_weight_bytes=dense_weight_bytes,
             energy_memo=self.memo.energy, host=ctx.host,
         )  # fmt: skip

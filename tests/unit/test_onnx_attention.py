@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from nvdla_mapper.frontends.onnx_attention import _is_causal
 from nvdla_mapper.frontends.onnx_import import graph_from_onnx
-from nvdla_mapper.workload import MatmulAttrs, OpKind, ops_in_order
+from nvdla_mapper.workload import MatmulAttrs, OpKind, info, ops_in_order
 from nvdla_sim.errors import NvdlaError
 
 S, H, HEADS = 16, 32, 2
@@ -117,7 +117,7 @@ def test_attention_becomes_the_preset_layers(tmp_path, mask, where_form, want):
     assert (pv.m, pv.n, pv.k, pv.count) == (S, D, S, HEADS)
     v = next(o for o in ops if o.name == "v_proj")
     assert v.attrs == MatmulAttrs(bias=False, feeds_context=True)  # V^T computed directly, as the preset does
-    assert wg.graph["onnx_fusions"]["attention"] == 1
+    assert info(wg).fusions["attention"] == 1
 
 
 def test_an_isnan_outside_the_guard_is_still_an_unsupported_op(tmp_path):

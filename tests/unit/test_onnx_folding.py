@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from nvdla_mapper.frontends.onnx_import import graph_from_onnx
-from nvdla_mapper.workload import MatmulAttrs, OpKind, ops_in_order
+from nvdla_mapper.workload import MatmulAttrs, OpKind, info, ops_in_order
 from nvdla_sim.errors import NvdlaError
 
 H, HEADS = 64, 4
@@ -130,7 +130,7 @@ def test_decomposed_activation_and_layernorm_fuse_to_one_op_each(tmp_path, act):
     assert kinds.count(OpKind.LAYERNORM) == 1 and OpKind.GATHER not in kinds
     acts = [o for o in ops_in_order(g) if o.kind in (OpKind.GELU, OpKind.LUT, OpKind.MUL, OpKind.ADD)]
     assert len(acts) == 1 and acts[0].kind is (OpKind.LUT if act == "silu" else OpKind.GELU), acts
-    assert g.graph["onnx_fusions"] == {act: 1, "layernorm": 1}
+    assert info(g).fusions == {act: 1, "layernorm": 1}
     res = map_model(g, load_config("nv_full"), precision=Precision.INT8, batch=1, seq=32)
     assert any("ONNX patterns fused before import" in n and f"{act} x1" in n for n in res.notes)
     # nv_full has the LUT: the activation runs on NVDLA; LayerNorm is the host's (the mapper's choice,
@@ -168,7 +168,7 @@ def test_rmsnorm_fuses_and_a_channel_split_is_a_strided_read(tmp_path):
     wg = graph_from_onnx(path, batch=1, seq=16)
     ops = list(ops_in_order(wg))
     norms = [o for o in ops if o.kind is OpKind.LAYERNORM]
-    assert len(norms) == 1 and norms[0].attrs.rms and wg.graph["onnx_fusions"] == {"rmsnorm": 1, "split_projection": 1}
+    assert len(norms) == 1 and norms[0].attrs.rms and info(wg).fusions == {"rmsnorm": 1, "split_projection": 1}
     # the fused projection's only use is the Split: one layer per piece (weights split at compile time)
     pieces = [o for o in ops if o.kind is OpKind.MATMUL]
     assert [o.name for o in pieces] == ["c_attn.0", "c_attn.1", "c_attn.2", "out"]
