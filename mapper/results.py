@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -400,6 +401,48 @@ class MapResult:
                 {**r.to_row(), "core_energy_uj": e} for r, e in zip(self.results, energy.by_layer_uj, strict=True)
             ],
         }
+
+
+_BLOCK = re.compile(r"^([A-Za-z_]+?)(\d+)(\..+)$")
+
+
+def group_layers(layers: list[dict]) -> list[dict]:
+    """Rows of identical layers in numbered blocks merged: `layer{0-11}.ffn2 x12` with summed cycles and
+    instances, when the per-instance cycles, count and bound agree; other rows as they are."""
+    groups: dict[tuple, list[tuple[int, dict]]] = {}
+    for r in layers:
+        m = _BLOCK.match(r["name"])
+        if m is None:
+            groups[(r["name"],)] = [(-1, r)]
+            continue
+        key = (m.group(1), m.group(3), r["cycles_per_instance"], r["count"], r["bound"])
+        groups.setdefault(key, []).append((int(m.group(2)), r))
+    out = []
+    for key, members in groups.items():
+        if len(members) == 1:
+            out.append(members[0][1])
+            continue
+        first = members[0][1]
+        blocks = _ranges(sorted(i for i, _ in members))
+        out.append(
+            {
+                **first,
+                "name": f"{key[0]}{{{blocks}}}{key[1]} x{len(members)}",
+                "count": sum(r["count"] for _, r in members),
+                "cycles": sum(r["cycles"] for _, r in members),
+            }
+        )
+    return out
+
+
+def _ranges(ids: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'."""
+    parts, start = [], ids[0]
+    for a, b in zip(ids, [*ids[1:], None], strict=True):
+        if b != a + 1:
+            parts.append(f"{start}-{a}" if a > start else f"{a}")
+            start = b
+    return ",".join(parts)
 
 
 # ---- a pass's figures from its tasks' parts (MapResult's, and a step template's blocks: step_template) ----

@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -1060,6 +1059,7 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None 
 def format_summary(res, *, top: int) -> str:
     """The map's summary lines, read from the typed result (MapResult, EnergyReport, WeightsReport)."""
     from nvdla_mapper.reports.numbers import rate
+    from nvdla_mapper.results import group_layers
 
     lines = [
         f"{res.model} (batch {res.batch}{f', seq {res.seq}' if res.seq else ''}, {res.precision.value}) on {res.hw.fingerprint}",
@@ -1151,45 +1151,3 @@ def format_accuracy_lines(acc: dict) -> list[str]:
         else:
             lines += ["  " + line for line in format_accuracy(task, recipe=task["recipe"]).splitlines()]
     return lines
-
-
-_BLOCK = re.compile(r"^([A-Za-z_]+?)(\d+)(\..+)$")
-
-
-def group_layers(layers: list[dict]) -> list[dict]:
-    """Rows of identical layers in numbered blocks merged: `layer{0-11}.ffn2 x12` with summed cycles and
-    instances, when the per-instance cycles, count and bound agree; other rows as they are."""
-    groups: dict[tuple, list[tuple[int, dict]]] = {}
-    for r in layers:
-        m = _BLOCK.match(r["name"])
-        if m is None:
-            groups[(r["name"],)] = [(-1, r)]
-            continue
-        key = (m.group(1), m.group(3), r["cycles_per_instance"], r["count"], r["bound"])
-        groups.setdefault(key, []).append((int(m.group(2)), r))
-    out = []
-    for key, members in groups.items():
-        if len(members) == 1:
-            out.append(members[0][1])
-            continue
-        first = members[0][1]
-        blocks = _ranges(sorted(i for i, _ in members))
-        out.append(
-            {
-                **first,
-                "name": f"{key[0]}{{{blocks}}}{key[1]} x{len(members)}",
-                "count": sum(r["count"] for _, r in members),
-                "cycles": sum(r["cycles"] for _, r in members),
-            }
-        )
-    return out
-
-
-def _ranges(ids: list[int]) -> str:
-    """[0, 1, 2, 5] -> '0-2,5'."""
-    parts, start = [], ids[0]
-    for a, b in zip(ids, [*ids[1:], None], strict=True):
-        if b != a + 1:
-            parts.append(f"{start}-{a}" if a > start else f"{a}")
-            start = b
-    return ",".join(parts)

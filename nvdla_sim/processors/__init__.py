@@ -28,13 +28,18 @@ _BY_LAYER: dict[type, Processor] = {p.layer_type: p for p in PROCESSORS}
 AnyLayer = Union[tuple(_BY_LAYER)]  # noqa: UP007 (built from the registry)  # a layer of any processor
 
 
+def _by_type(table: dict[type, object], value, what: str, kinds: str):
+    """table[type(value)], or a one-line TypeError naming what would be valid."""
+    found = table.get(type(value))
+    if found is None:
+        known = ", ".join(t.__name__ for t in table)
+        raise TypeError(f"{what} a {type(value).__name__}; the {kinds} are {known}")
+    return found
+
+
 def processor_of(layer) -> Processor:
     """The processor that runs a hardware layer."""
-    found = _BY_LAYER.get(type(layer))
-    if found is None:
-        known = ", ".join(t.__name__ for t in _BY_LAYER)
-        raise TypeError(f"no processor runs a {type(layer).__name__}; the hardware layers are {known}")
-    return found
+    return _by_type(_BY_LAYER, layer, "no processor runs", "hardware layers")
 
 
 REGISTER_VIEWS: tuple[RegisterView, ...] = tuple(p.registers for p in PROCESSORS if p.registers is not None)
@@ -43,11 +48,7 @@ _VIEW_OF_OP: dict[type, RegisterView] = {v.op_type: v for v in REGISTER_VIEWS}
 
 def register_view(op) -> RegisterView:
     """The register view of a decoded operation's processor."""
-    found = _VIEW_OF_OP.get(type(op))
-    if found is None:
-        known = ", ".join(t.__name__ for t in _VIEW_OF_OP)
-        raise TypeError(f"no processor's registers hold a {type(op).__name__}; the operations are {known}")
-    return found
+    return _by_type(_VIEW_OF_OP, op, "no processor's registers hold", "operations")
 
 
 def engines() -> tuple[str, ...]:

@@ -183,3 +183,23 @@ class RegisterView(Protocol):
     def fed(self, op) -> bool:
         """Whether the operation takes its input on the fly from the previous one."""
         ...
+
+
+class ViewDefaults:
+    """What most register views share (a view overrides what differs): the hardware layer timed as it is,
+    no build check, no LUT, nothing taken or handed on the fly."""
+
+    def timed_layer(self, op, hw: HwConfig, name: str) -> tuple[object, TilePlan | None]:
+        return self.hw_layer(op, name), None
+
+    def check(self, op, hw: HwConfig, name: str) -> None:
+        return None
+
+    def lut_unit(self, op) -> str | None:
+        return None
+
+    def feeds(self, op) -> bool:
+        return False
+
+    def fed(self, op) -> bool:
+        return False

@@ -128,7 +128,7 @@ def test_map_emit_program_errors(tmp_path, capsys):
 
 
 def test_identical_blocks_print_as_one_row(capsys):
-    from nvdla_cli.map_commands import group_layers
+    from nvdla_mapper.results import group_layers
 
     assert main(["map", "bert-base", "--hw", "nv_full", "--seq", "64", "--top", "3"]) == 0
     out = capsys.readouterr().out

@@ -9,19 +9,18 @@ from __future__ import annotations
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.simulate import StreamWork
 from nvdla_sim.engine.stats import Activity, Bound, LayerStats, Unit
-from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import CdpLayer
 from nvdla_sim.processors.base import StreamProcessor, dram_activity, stream_work
 from nvdla_sim.processors.cdp.execute import execute_cdp
 from nvdla_sim.processors.cdp.registers import CdpOp, decode_cdp, write_cdp
-from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots
+from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.processors.sdp import lane_elements
 from nvdla_sim.units import cdma
 from nvdla_sim.units.lut import LutParams
 
 
-class CdpRegisters:
+class CdpRegisters(ViewDefaults):
     kind = "cdp"
     op_type = CdpOp
     starts_on = "NVDLA_CDP"
@@ -39,23 +38,11 @@ class CdpRegisters:
     def hw_layer(self, op: CdpOp, name: str) -> CdpLayer:
         return CdpLayer(name, op.width, op.height, op.channels, op.precision, window=op.normalz_len)
 
-    def timed_layer(self, op: CdpOp, hw: HwConfig, name: str) -> tuple[CdpLayer, TilePlan | None]:
-        return self.hw_layer(op, name), None
-
     def execute(self, op: CdpOp, st: ExecState, name: str) -> None:
         execute_cdp(op, st, name)
 
-    def check(self, op: CdpOp, hw: HwConfig, name: str) -> None:
-        return None
-
     def lut_unit(self, op: CdpOp) -> str | None:
         return "cdp"
-
-    def feeds(self, op: CdpOp) -> bool:
-        return False
-
-    def fed(self, op: CdpOp) -> bool:
-        return False
 
 
 class CdpProcessor(StreamProcessor):

@@ -17,13 +17,13 @@ from nvdla_sim.processors.base import CoreProcessor
 from nvdla_sim.processors.conv.execute import execute_conv
 from nvdla_sim.processors.conv.registers import INTR_MASK, ConvOp, decode_conv, write_conv
 from nvdla_sim.processors.pdp.registers import pool_spec, write_pdp
-from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots
+from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.processors.sdp import check_sdp, emit_sdp_lut, stage_ops
 from nvdla_sim.processors.sdp.registers import sdp_spec, write_sdp
 from nvdla_sim.units.lut import LutParams
 
 
-class ConvRegisters:
+class ConvRegisters(ViewDefaults):
     kind = "conv"
     op_type = ConvOp
     starts_on = "NVDLA_CDMA"
@@ -80,12 +80,6 @@ class ConvRegisters:
 
     def lut_unit(self, op: ConvOp) -> str | None:
         return "sdp" if op.sdp.lut_enabled else None
-
-    def feeds(self, op: ConvOp) -> bool:
-        return False  # its PDP pass on the fly is part of it
-
-    def fed(self, op: ConvOp) -> bool:
-        return False
 
 
 class ConvProcessor(CoreProcessor):

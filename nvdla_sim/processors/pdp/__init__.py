@@ -16,12 +16,12 @@ from nvdla_sim.layers import PdpLayer
 from nvdla_sim.processors.base import StreamProcessor, dram_activity, stream_work
 from nvdla_sim.processors.pdp.execute import execute_pdp
 from nvdla_sim.processors.pdp.registers import PdpOp, decode_pdp, pool_spec, write_pdp
-from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, UnitRegisters
+from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, UnitRegisters, ViewDefaults
 from nvdla_sim.units import cdma, pdp
 from nvdla_sim.units.lut import LutParams
 
 
-class PdpRegisters:
+class PdpRegisters(ViewDefaults):
     kind = "pdp"
     op_type = PdpOp
     starts_on = "NVDLA_PDP"
@@ -60,15 +60,6 @@ class PdpRegisters:
 
     def execute(self, op: PdpOp, st: ExecState, name: str) -> None:
         execute_pdp(op, st)
-
-    def check(self, op: PdpOp, hw: HwConfig, name: str) -> None:
-        return None
-
-    def lut_unit(self, op: PdpOp) -> str | None:
-        return None
-
-    def feeds(self, op: PdpOp) -> bool:
-        return False
 
     def fed(self, op: PdpOp) -> bool:
         return op.flying

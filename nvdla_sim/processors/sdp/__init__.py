@@ -9,13 +9,12 @@ from __future__ import annotations
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.simulate import StreamWork
 from nvdla_sim.engine.stats import Activity, Bound, LayerStats, Unit
-from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import OperandMode, SdpLayer, SdpSpec
 from nvdla_sim.processors.base import StreamProcessor, dram_activity, stream_work
 from nvdla_sim.processors.lut import write_lut
 from nvdla_sim.processors.pdp.registers import decode_pdp
-from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots
+from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.processors.sdp.execute import execute_sdp
 from nvdla_sim.processors.sdp.registers import SdpOp, decode_sdp, sdp_spec, write_sdp
 from nvdla_sim.units import cdma, sdp
@@ -56,7 +55,7 @@ def emit_sdp_lut(w: RegisterWriter, op: SdpOp, lut: LutParams | None, name: str)
         write_lut(w, "SDP", lut)
 
 
-class SdpRegisters:
+class SdpRegisters(ViewDefaults):
     kind = "sdp"
     op_type = SdpOp
     starts_on = "NVDLA_SDP"
@@ -84,9 +83,6 @@ class SdpRegisters:
             output_memory=op.dst_memory,
         )
 
-    def timed_layer(self, op: SdpOp, hw: HwConfig, name: str) -> tuple[SdpLayer, TilePlan | None]:
-        return self.hw_layer(op, name), None
-
     def execute(self, op: SdpOp, st: ExecState, name: str) -> None:
         execute_sdp(op, st, name)
 
@@ -98,9 +94,6 @@ class SdpRegisters:
 
     def feeds(self, op: SdpOp) -> bool:
         return op.to_pdp
-
-    def fed(self, op: SdpOp) -> bool:
-        return False
 
 
 class SdpProcessor(StreamProcessor):
