@@ -15,7 +15,6 @@ that makes per-channel scales and percentile clipping matter in real transformer
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -614,7 +613,7 @@ class _NvdlaRun:
         as the mapper does it, CACC truncating `truncate` bits, through SDP `params` (None: the raw
         accumulator): [m, n]; saturations counted, the run recorded (`keep`)."""
         p = precision or self.precision
-        ctx = self.ctx if p is self.precision else dataclasses.replace(self.ctx, precision=p)
+        ctx = self.ctx if p is self.precision else self.ctx.at_precision(p)
         y, sat, run = _datapath_matmul(name, qa, qw, params, self.hw, ctx, truncate)
         if params is not None:
             self._count(name, sat)

@@ -185,6 +185,20 @@ def test_map_emit_program_whole_model_on_a_y_unit_build(tmp_path, capsys):
     assert run.decoded.operations[0].ew is not None and run.decoded.operations[0].lut_enabled
 
 
+def test_accuracy_with_layernorm_in_nvdlas_steps_runs_its_int16_statistics(tmp_path, capsys):
+    """`--layernorm nvdla` runs LayerNorm's INT16 statistics inside an INT8 run (the lowering context at
+    another precision): the ViT's first 2 test images on nv_full, both right in float and through the
+    datapath with one SDP saturation, as the code before the options object printed them (commit 8c907db;
+    the options refactor had broken this path with a TypeError)."""
+    out = tmp_path / "acc.json"
+    assert main(["accuracy", "vit_digits", "--hw", "nv_full", "--layernorm", "nvdla", "--samples", "2",
+                 "--json", str(out)]) == 0  # fmt: skip
+    text = capsys.readouterr().out
+    row = json.loads(out.read_text())
+    assert (row["float_correct"], row["nvdla_correct"], row["saturations"]) == (2, 2, 1)
+    assert "LayerNorm in NVDLA's steps" in text and "int8 100.0% (2/2)" in text
+
+
 def test_accuracy_command_and_the_map_report_of_a_trained_model(tmp_path, capsys, vit_digits):
     """`nvdla accuracy` on the shipped ViT: its float count against the float reference on the same first 40
     test images, the printed line against the JSON file; `nvdla map` of the trained config with --quantize:
