@@ -166,7 +166,9 @@ class MapOptions:
     @classmethod
     def of(cls, options: MapOptions | None = None, **given) -> MapOptions:
         """`options` (default: every default) with the fields `given` other than None: the keyword form
-        map_model, new_memo and generate accept beside an options object."""
+        map_model, new_memo and generate accept beside an options object. None means "not given", so a
+        keyword cannot set a field back to None or its default: replace it in the object for that
+        (dataclasses.replace(options, kv_precision=None))."""
         base = options if options is not None else cls()
         changes = {k: v for k, v in given.items() if v is not None}
         return dataclasses.replace(base, **changes) if changes else base

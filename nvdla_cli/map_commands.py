@@ -499,19 +499,22 @@ def _generate(args: argparse.Namespace) -> int:
     if not hasattr(spec, "stages"):
         raise NvdlaError(f"{args.model}: generation needs a preset or a config.json, not an ONNX graph")
     accuracy = _accuracy(args, hw, prec, seq=args.prompt) if args.quantize else None
-    opts = MapOptions(precision=prec, softmax=args.softmax, layernorm=args.layernorm, kv_plan=args.kv_plan)
-    kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, options=opts)
-    kw["jobs"] = args.jobs if args.jobs is not None else _cores()
+    # the run's options, and the two baselines' (each whole, not left to MapOptions.of's defaults): the dense
+    # weights at the same caches, the caches at the model's precision under the same weights
+    opts = MapOptions(precision=prec, softmax=args.softmax, layernorm=args.layernorm, kv_plan=args.kv_plan,
+                      weights=weights, kv_precision=kv)  # fmt: skip
+    dense_opts = dataclasses.replace(opts, weights=WeightTreatment())
+    model_kv_opts = dataclasses.replace(opts, kv_precision=None)
+    kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, jobs=args.jobs if args.jobs is not None else _cores())
     with TerminalProgress() as progress:
         kw["progress"] = progress
-        results = [generate(spec, hw, batch=b, weights=weights, kv_precision=kv, **kw) for b in batches]
+        results = [generate(spec, hw, batch=b, options=opts, **kw) for b in batches]
         dense = (
-            [generate(spec, hw, batch=r.batch, kv_precision=kv, **kw) for r in results]
+            [generate(spec, hw, batch=r.batch, options=dense_opts, **kw) for r in results]
             if weights.active
             else [None] * len(results)
         )
-        # the caches at the model's precision, under the same weight treatment (or why they do not fit)
-        model_kv = [_at_model_precision(spec, hw, r.batch, weights, kw) if kv else None for r in results]
+        model_kv = [_at_model_precision(spec, hw, r.batch, model_kv_opts, kw) if kv else None for r in results]
     for r, base, kv_base in zip(results, dense, model_kv, strict=True):
         pt, pre, dec, en = r.per_token_ms(), r.prefill_figures(), r.decode_figures(), r.energy()
         print(
@@ -990,12 +993,12 @@ def _map(args: argparse.Namespace) -> int:
     return 0
 
 
-def _at_model_precision(spec, hw, batch: int, weights, kw: dict):
-    """`nvdla generate`'s run with the caches at the model's precision, or why it does not fit."""
+def _at_model_precision(spec, hw, batch: int, options, kw: dict):
+    """`nvdla generate`'s run with the caches at the model's precision (`options`), or why it does not fit."""
     from nvdla_mapper.studies.generate import generate
 
     try:
-        return generate(spec, hw, batch=batch, weights=weights, **kw)
+        return generate(spec, hw, batch=batch, options=options, **kw)
     except NvdlaError as e:
         return str(e)
 
