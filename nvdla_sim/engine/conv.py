@@ -19,10 +19,10 @@ from functools import cache, lru_cache
 import numpy as np
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine import layer_skip
 from nvdla_sim.engine.bounds import channel_ops_per_stripe, conv_floor, drain_rate
 from nvdla_sim.engine.layer_skip import LayerSkip, kept_signature, layer_signature, own_fetches
 from nvdla_sim.engine.stats import Bound, ConvDetail, LayerStats, TimeBreakdown, Traffic, Unit, UnitStats
+from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tile_pipeline import (
     COUNTERS,
     BlockRun,
@@ -437,10 +437,13 @@ class _Chain:
             for it, g in zip(self.items, self.item_layer, strict=True)
         ]
 
-    def run(self, hw: HwConfig, record_events: bool, *, first_layers: int = 0, first_run: list | None = None):
+    def run(
+        self, hw: HwConfig, record_events: bool, *, first_layers: int = 0, first_run: list | None = None,
+        steady: SteadyState = STEADY,
+    ):  # fmt: skip
         return _run_hardware_layers(
             hw, self.items, self.item_layer, self.item_extra, self.item_tail_gap, self.info, record_events,
-            self.renumber, first_layers, first_run,
+            self.renumber, first_layers, first_run, steady,
         )  # fmt: skip
 
     def traffic(self, operand_memory: Memory) -> Traffic:
@@ -464,7 +467,9 @@ class ChainStats:
     traffic: Traffic
 
 
-def simulate_chain(steps: Sequence[tuple[ConvLayer, TilePlan]], hw: HwConfig) -> ChainStats:
+def simulate_chain(
+    steps: Sequence[tuple[ConvLayer, TilePlan]], hw: HwConfig, *, steady: SteadyState = STEADY
+) -> ChainStats:
     """Time convolutions (each under its plan) as one sequence of hardware layers, the way a split layer's
     plan runs (simulate_conv) and the way a program's layers run in ping-pong register groups: each next
     layer fetches into what the previous one releases, keeps what it set to keep (SKIP_*_RLS) for a layer
@@ -472,7 +477,7 @@ def simulate_chain(steps: Sequence[tuple[ConvLayer, TilePlan]], hw: HwConfig) ->
     chain = _Chain(named=False)
     for layer, plan in steps:
         chain.add(layer, plan, hw)
-    res, _, ends = chain.run(hw, False)
+    res, _, ends = chain.run(hw, False, steady=steady)
     return ChainStats(math.ceil(res.end), ends, chain.traffic(steps[0][0].input_memory))
 
 
@@ -523,7 +528,9 @@ def conv_activity(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> ConvActivit
 _SETTLE_INSTANCES = 6
 
 
-def instances_cycles(layer: ConvLayer, plan: TilePlan, hw: HwConfig, count: int) -> int:
+def instances_cycles(
+    layer: ConvLayer, plan: TilePlan, hw: HwConfig, count: int, *, steady: SteadyState = STEADY
+) -> int:
     """Cycles of `count` independent instances of a layer (heads, groups: their own input and weights)
     under `plan`, run back to back in ping-pong register groups (simulate_chain: the next instance
     fetches into what the previous one releases; its compute follows the previous one's). The chain of
@@ -531,7 +538,7 @@ def instances_cycles(layer: ConvLayer, plan: TilePlan, hw: HwConfig, count: int)
     last two instances' times repeat (equal to the full chain: tests/unit/test_conv_instances.py)."""
     _check_instances(layer, count)
     n = min(count, _SETTLE_INSTANCES)
-    chain = simulate_chain([(layer, plan)] * n, hw)
+    chain = simulate_chain([(layer, plan)] * n, hw, steady=steady)
     return _instances_span(chain.cycles, chain.layer_ends, n, count)
 
 
@@ -554,11 +561,14 @@ def _instances_span(cycles: int, layer_ends: tuple[int, ...], n: int, count: int
     return math.ceil(cycles + pairs * (odd + even) + rest * odd)
 
 
-def simulate_conv(layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True) -> LayerStats:
-    """Cycle-approximate run of one convolution-pipeline layer under `plan`."""
+def simulate_conv(
+    layer: ConvLayer, hw: HwConfig, plan: TilePlan, *, record_events: bool = True, steady: SteadyState = STEADY
+) -> LayerStats:
+    """Cycle-approximate run of one convolution-pipeline layer under `plan` (`steady`: how its steady states
+    are skipped, steady.SteadyState)."""
     chain = _Chain(named=record_events)
     fp = chain.add(layer, plan, hw)
-    res, dram_busy, layer_ends = chain.run(hw, record_events)
+    res, dram_busy, layer_ends = chain.run(hw, record_events, steady=steady)
     return _conv_stats(layer, hw, plan, fp, chain.items, chain.item_extra, (res, dram_busy, layer_ends))
 
 
@@ -673,7 +683,7 @@ def regroup_cycles(hw: HwConfig) -> int:
 
 def _run_hardware_layers(
     hw, items, item_layer, item_extra, item_tail_gap, info: dict[int, _HwLayerInfo], record_events, renumber=None,
-    first_layers: int = 0, first_run: list | None = None,
+    first_layers: int = 0, first_run: list | None = None, steady: SteadyState = STEADY,
 ):  # fmt: skip
     """Run the items hardware layer by hardware layer on shared memory ports. Each later layer is enabled in
     the other register group while the previous one runs (a ping-pong driver), so layer n is enabled once
@@ -773,11 +783,11 @@ def _run_hardware_layers(
 
     skip = (
         LayerSkip(ports, signature, len(layers))
-        if layer_skip.LAYER_SKIP
+        if steady.layers
         and not record_events
         and all(p.periodic for p in ports.values())
-        and len(layers) >= layer_skip.MIN_LAYERS
-        and len(items) >= layer_skip.MIN_ITEMS
+        and len(layers) >= steady.min_layers
+        and len(items) >= steady.min_chain_items
         else None
     )
     pos = 0
@@ -826,6 +836,7 @@ def _run_hardware_layers(
             held=held,
             keep=keep_of(pos),
             startup=lay.startup,
+            steady=steady,
         )
         events += res.events
         # a stripe's delivery block ends with its gap before the next; a layer ends at its last atom

@@ -16,8 +16,8 @@ layers before, shifted by the same number of cycles D. The runner then skips who
 the skipped layers' ends are their twins' plus whole shifts, the counters grow by whole periods, the
 ports' intervals after the horizon move, and the previous layer's result is its twin's shifted (what the
 rings hold renamed to the last skipped layer's fetches). Exact when every time in the state is on the
-binary grid of tile_pipeline.on_grid (float sums exact); tests compare every figure with LAYER_SKIP off
-(tests/unit/test_layer_skip.py)."""
+binary grid of tile_pipeline.on_grid (float sums exact); tests compare every figure with the skip off
+(steady.SteadyState.layers; tests/unit/test_layer_skip.py)."""
 
 from __future__ import annotations
 
@@ -38,12 +38,6 @@ from nvdla_sim.engine.tile_pipeline import (
 from nvdla_sim.layers import Memory
 from nvdla_sim.system.memory import MemoryPort
 
-# Skip runs of alike hardware layers (the reference for tests: the same runner with this off)
-LAYER_SKIP = True
-MIN_LAYERS = 4  # shorter chains run layer by layer (the bookkeeping would cost more than it saves; a decode
-# step's attention runs 4 instances of ~100 items, one per K/V group: the fourth repeats the third)
-MIN_ITEMS = 32  # nor are chains of fewer items in all (TinyLlama's decode PV: 4 layers of 2 items, 20%
-# slower with the skip's signatures and states than run layer by layer)
 _MAX_PERIOD = 8  # layers between repeats kept to find a period (bands repeat with period 1 or 2)
 
 

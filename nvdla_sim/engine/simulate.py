@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.bounds import transfer_floor
 from nvdla_sim.engine.stats import Bound, LayerStats, StreamDetail, Traffic, Unit, UnitStats
+from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tile_pipeline import (
     BlockRun,
     Buffer,
@@ -40,21 +41,19 @@ def chunk_bytes(in_bytes: int, hw: HwConfig) -> int:
     return max(atom, min(RDMA_CHUNK_BYTES, math.ceil(in_bytes / MIN_CHUNKS / atom) * atom))
 
 
-STREAM_CUT = 1024  # a longer stream of identical chunks is timed from its first STREAM_CUT (+ < 1 period)
-
-
-def _long_stream(run, item, chunks: int) -> tuple:
+def _long_stream(run, item, chunks: int, cut: int) -> tuple:
     """A long stream's (result, ports, traffic) from a cut of it: its first chunks and its last, as many
     that what the cut leaves out is a whole number of periods of the steady state the pipeline reached
     (tile_pipeline._FastForward found it, extend_periods adds the periods: exact, the same figures as
     running every chunk; tests/unit/test_fast_forward.py). All chunks but the last are alike. (None,) * 3
-    when the cut reached no steady state or a sum would leave the exact grid: then every chunk is run."""
-    res, ports, traffic = run(STREAM_CUT)
+    when the cut reached no steady state or a sum would leave the exact grid: then every chunk is run. `cut`:
+    the chunks run before the periods are added (SteadyState.stream_cut)."""
+    res, ports, traffic = run(cut)
     jump = res.last_jump
     if jump is None:
         return (None,) * 3
-    first = STREAM_CUT + (chunks - 1 - STREAM_CUT) % jump.period
-    if first != STREAM_CUT:  # cut again so that what is left out is whole periods
+    first = cut + (chunks - 1 - cut) % jump.period
+    if first != cut:  # cut again so that what is left out is whole periods
         res, ports, traffic = run(first)
     periods = (chunks - 1 - first) // jump.period
     if res.last_jump is None or res.last_jump.period != jump.period or res.last_jump.shift != jump.shift:
@@ -94,9 +93,12 @@ class StreamWork:
     precision_bytes: int  # bytes per input element (the RDMA's request rate)
 
 
-def simulate_stream(work: StreamWork, hw: HwConfig, *, name: str, record_events: bool) -> LayerStats:
+def simulate_stream(
+    work: StreamWork, hw: HwConfig, *, name: str, record_events: bool, steady: SteadyState = STEADY
+) -> LayerStats:
     """Time a stream through one unit: the cube cut into RDMA chunks (chunk_bytes), fetched with the
-    RDMA's requests in flight (rdma_chunks_in_flight), each processed at the unit's rate and written back."""
+    RDMA's requests in flight (rdma_chunks_in_flight), each processed at the unit's rate and written back
+    (`steady`: how its steady state is skipped and a long stream cut, steady.SteadyState)."""
     in_bytes, operand, out_bytes, rate = work.in_bytes, work.operand_bytes, work.out_bytes, work.rate
     lane_elements, unit = work.lane_elements, work.unit
     chunk = chunk_bytes(in_bytes, hw)
@@ -127,10 +129,14 @@ def simulate_stream(work: StreamWork, hw: HwConfig, *, name: str, record_events:
         items = [item(i, at) for at, i in enumerate(idx)]
         ports = make_ports(hw)
         res = run_items(items, capacities={Buffer.RDMA: in_flight, Buffer.ERDMA: in_flight}, ports=ports,
-                        fetch_unit=unit, compute_unit=unit, drain_unit=unit, record_events=record_events)  # fmt: skip
+                        fetch_unit=unit, compute_unit=unit, drain_unit=unit, record_events=record_events,
+                        steady=steady)  # fmt: skip
         return res, ports, item_traffic(items)
 
-    res, ports, traffic = _long_stream(run, item, chunks) if not record_events and chunks > STREAM_CUT else (None,) * 3
+    cut = steady.stream_cut
+    res, ports, traffic = (None,) * 3
+    if cut and not record_events and chunks > cut:
+        res, ports, traffic = _long_stream(run, item, chunks, cut)
     if res is None:
         res, ports, traffic = run(chunks)
     cycles = math.ceil(res.end)

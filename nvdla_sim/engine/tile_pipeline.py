@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from nvdla_sim.engine.stats import Event, Traffic, Unit
+from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.layers import Memory
 from nvdla_sim.system.memory import MemoryPort, memory_model
 
@@ -213,6 +214,7 @@ def run_items(
     keep: frozenset[int] = frozenset(),
     startup: float = 0.0,
     renumber: tuple[int, int] | None = None,
+    steady: SteadyState = STEADY,
 ) -> PipelineResult:
     """Run the items through fetch -> compute -> drain. `fetch_from` / `compute_from` are the earliest
     times the first fetch and the first compute may start (a later hardware layer on shared ports).
@@ -221,12 +223,13 @@ def run_items(
     held event: an operand reused from CBUF). Events in `keep` stay in CBUF after this run (SKIP_*_RLS).
     `startup`: cycles the first compute starts after its operands are in (csc.startup_cycles).
     `renumber` (first, shift): the items run as renumbered(item, first, shift) would (a repeated hardware
-    layer: engine.conv._Chain.renumber), their events moved as they are read rather than copied."""
+    layer: engine.conv._Chain.renumber), their events moved as they are read rather than copied. `steady`:
+    whether (and from how many items) whole periods of a steady state are jumped over (steady.SteadyState)."""
     first_moved, shift = renumber if renumber is not None else (0, 0)
     fast_forward = (
-        FAST_FORWARD
+        steady.items
         and not record_events
-        and len(items) >= _MIN_ITEMS
+        and len(items) >= steady.min_items
         and all(p.periodic for p in ports.values())  # the memory's state repeats with the traffic
         and _could_run(items)
     )
@@ -488,10 +491,8 @@ def extend_periods(res: PipelineResult, periods: int) -> PipelineResult | None:
     )  # fmt: skip
 
 
-# Skip ahead over runs of identical items once the pipeline repeats itself (_FastForward); tests compare
-# against the item-by-item run with this off (tests/unit/test_fast_forward.py).
-FAST_FORWARD = True
-_MIN_ITEMS = 32  # shorter lists of items are timed item by item (the bookkeeping would cost more than it saves)
+# Skip ahead over runs of identical items once the pipeline repeats itself (_FastForward, when the run's
+# steady.SteadyState allows it: tests compare against the item-by-item run, steady.ONE_BY_ONE)
 _MIN_AHEAD = 16  # nor is a state looked at with fewer identical items still to come
 _MAX_PERIOD = 64  # states of a run kept to find its period (ring slots and port phases repeat every few items)
 _GRID = 2.0**-16  # every time in a repeating state must be a multiple of this (and below _LIMIT): then the

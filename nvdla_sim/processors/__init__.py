@@ -12,6 +12,7 @@ from typing import Union
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import Activity, LayerStats
+from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.processors.base import Processor
 from nvdla_sim.processors.bdma import BDMA
@@ -66,10 +67,13 @@ def copy_processor(hw: HwConfig) -> Processor | None:
     return next((p for p in copy_processors() if p.present(hw)), None)
 
 
-def simulate(layer, hw: HwConfig, plan: TilePlan | None = None, *, record_events: bool = True) -> LayerStats:
+def simulate(
+    layer, hw: HwConfig, plan: TilePlan | None = None, *, record_events: bool = True, steady: SteadyState = STEADY
+) -> LayerStats:
     """Simulate one hardware layer on its processor. Convolution layers use `plan` (default:
-    tiling.default_plan)."""
-    return processor_of(layer).simulate(layer, hw, plan, record_events=record_events)
+    tiling.default_plan); `steady` says how steady states are skipped (engine.steady: STEADY, or ONE_BY_ONE
+    for the reference that times every item)."""
+    return processor_of(layer).simulate(layer, hw, plan, record_events=record_events, steady=steady)
 
 
 def fixed_latency(layer, hw: HwConfig) -> tuple[int, int, int]:

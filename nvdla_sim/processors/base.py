@@ -13,6 +13,7 @@ from typing import Protocol
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.simulate import StreamWork, simulate_stream
 from nvdla_sim.engine.stats import Activity, Bound, LayerStats, Unit
+from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.processors.registers import RegisterView
 from nvdla_sim.units import cdma
@@ -35,8 +36,11 @@ class Processor(Protocol):
         """Whether the build has this processor."""
         ...
 
-    def simulate(self, layer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
-        """The layer's streaming time, traffic and unit activity (from its first request to its last write)."""
+    def simulate(
+        self, layer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool, steady: SteadyState = STEADY
+    ) -> LayerStats:
+        """The layer's streaming time, traffic and unit activity (from its first request to its last write);
+        `steady`: how its steady states are skipped (engine.steady)."""
         ...
 
     def fixed_latency(self, layer, hw: HwConfig) -> tuple[int, int, int]:
@@ -74,8 +78,10 @@ class StreamProcessor(CoreProcessor):
     def work(self, layer, hw: HwConfig) -> StreamWork:
         raise NotImplementedError
 
-    def simulate(self, layer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
-        return simulate_stream(self.work(layer, hw), hw, name=layer.name, record_events=record_events)
+    def simulate(
+        self, layer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool, steady: SteadyState = STEADY
+    ) -> LayerStats:
+        return simulate_stream(self.work(layer, hw), hw, name=layer.name, record_events=record_events, steady=steady)
 
 
 def stream_work(layer, hw: HwConfig, *, unit: Unit, bound: Bound, rate: float, out_bytes: int, lane_elements: int,

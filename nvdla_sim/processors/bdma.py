@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import Activity, Bound, CopyDetail, LayerStats, Traffic, Unit, UnitStats
+from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import ConfigError, ShapeError, check_int
@@ -109,7 +110,10 @@ class BdmaProcessor:
                 f"{layer.name}: {hw.name} has no on-chip SRAM to copy from or to (memory.sram_width_bits = 0)"
             )
 
-    def simulate(self, layer: BdmaLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
+    def simulate(
+        self, layer: BdmaLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool,
+        steady: SteadyState = STEADY,  # a copy has no steady state to skip: its time is a formula
+    ) -> LayerStats:  # fmt: skip
         self._check(layer, hw)
         # the config's memory model: its ports take the read, then the write (on the memory's shared channel,
         # as the copy formula always had it: whether BDMA overlaps them on a separate write channel is not

@@ -1,11 +1,10 @@
 """The periodic steady state of run_items (tile_pipeline._FastForward): jumping over identical items must
-give exactly what timing them one by one gives (the reference: the same function with FAST_FORWARD off),
-and it must actually jump where items repeat."""
+give exactly what timing them one by one gives (the reference: the same function with
+SteadyState(items=False)), and it must actually jump where items repeat."""
 
 from __future__ import annotations
 
 import dataclasses
-from contextlib import contextmanager
 
 import pytest
 from hypothesis import given, settings
@@ -15,23 +14,21 @@ import nvdla_sim.engine.tile_pipeline as tp
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.engine.conv import simulate_conv
 from nvdla_sim.engine.stats import Unit
+from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Item, run_items
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.layers import Memory, SdpLayer
 from nvdla_sim.processors import simulate
 from nvdla_sim.system.memory import MemoryPort
 
-
-@contextmanager
-def item_by_item():
-    tp.FAST_FORWARD = False
-    try:
-        yield
-    finally:
-        tp.FAST_FORWARD = True
+ITEM_BY_ITEM = SteadyState(items=False)  # the reference: no jump over alike items
+EVERY_CHUNK = SteadyState(stream_cut=0)  # streams run chunk by chunk (with their jumps), not cut
 
 
-def _stream(n: int, nbytes: int, compute: int, drain: int, cap: int, bpc: float, latency: int, write: int):
+def _stream(
+    n: int, nbytes: int, compute: int, drain: int, cap: int, bpc: float, latency: int, write: int,
+    steady: SteadyState = STEADY,
+):  # fmt: skip
     items = [
         Item(
             f"i{i}",
@@ -46,7 +43,7 @@ def _stream(n: int, nbytes: int, compute: int, drain: int, cap: int, bpc: float,
     ports = {Memory.DRAM: MemoryPort(bpc, latency)}
     res = run_items(
         items, capacities={Buffer.CBUF_DATA: cap}, ports=ports, fetch_unit=Unit.CDMA, compute_unit=Unit.CMAC,
-        drain_unit=Unit.SDP, record_events=False,
+        drain_unit=Unit.SDP, record_events=False, steady=steady,
     )  # fmt: skip
     return res, ports[Memory.DRAM]
 
@@ -91,8 +88,7 @@ def test_compute_bound_stream_by_hand():
 )
 def test_stream_equals_item_by_item(n, nbytes, compute, drain, cap, bpc, latency, write):
     a, pa = _stream(n, nbytes, compute, drain, cap, bpc, latency, write)
-    with item_by_item():
-        b, pb = _stream(n, nbytes, compute, drain, cap, bpc, latency, write)
+    b, pb = _stream(n, nbytes, compute, drain, cap, bpc, latency, write, ITEM_BY_ITEM)
     assert dataclasses.replace(a, skipped=0, ports={}, last_jump=None) == dataclasses.replace(b, ports={})
     assert (pa.busy_cycles, pa.bytes_moved, pa.last_beat) == (pb.busy_cycles, pb.bytes_moved, pb.last_beat)
 
@@ -125,8 +121,7 @@ def test_convolutions_equal_item_by_item(hw, rows, k, n, pick):
     plans = candidate_plans(layer, cfg)
     plan = plans[pick % len(plans)]
     a = simulate_conv(layer, cfg, plan, record_events=False)
-    with item_by_item():
-        b = simulate_conv(layer, cfg, plan, record_events=False)
+    b = simulate_conv(layer, cfg, plan, record_events=False, steady=ITEM_BY_ITEM)
     _same_stats(a, b)
 
 
@@ -155,14 +150,13 @@ def test_large_layers_jump_and_agree(hw, monkeypatch):
     plan = search_plan(layer, cfg).plan
     stream = SdpLayer("s", 512, 64, 64, Precision.INT8, SdpSpec(bias=OperandMode.PER_ELEMENT, relu=True))
     for run in (
-        lambda: simulate_conv(layer, cfg, plan, record_events=False),
-        lambda: simulate(stream, cfg, record_events=False),
+        lambda steady: simulate_conv(layer, cfg, plan, record_events=False, steady=steady),
+        lambda steady: simulate(stream, cfg, record_events=False, steady=steady),
     ):
         skipped.clear()
-        a = run()
+        a = run(STEADY)
         assert sum(skipped) > 0
-        with item_by_item():
-            b = run()
+        b = run(ITEM_BY_ITEM)
         _same_stats(a, b)
 
 
@@ -192,21 +186,8 @@ def test_credit_paced_operand_streams_jump_and_agree(monkeypatch):
     plan = TilePlan(1, 15, 1, 8192, LoopOrder.DATA_STATIONARY)
     a = simulate_conv(layer, cfg, plan, record_events=False)
     assert skipped == [(256, skipped[0][1])] and skipped[0][1] > 200
-    with item_by_item():
-        b = simulate_conv(layer, cfg, plan, record_events=False)
+    b = simulate_conv(layer, cfg, plan, record_events=False, steady=ITEM_BY_ITEM)
     _same_stats(a, b)
-
-
-@contextmanager
-def every_chunk():
-    """Streams run chunk by chunk through run_items (with its jumps), not cut (simulate._long_stream)."""
-    import nvdla_sim.engine.simulate as sim
-
-    cut, sim.STREAM_CUT = sim.STREAM_CUT, 10**12
-    try:
-        yield
-    finally:
-        sim.STREAM_CUT = cut
 
 
 def _stream_stats(st) -> tuple:
@@ -223,7 +204,7 @@ def _stream_stats(st) -> tuple:
     fp16=st.booleans(),
 )
 def test_long_streams_cut_to_whole_periods_equal_every_chunk(hw, kind, w, h, c, fp16):
-    """A stream of more chunks than simulate.STREAM_CUT is timed from a cut of it and whole periods of its
+    """A stream of more chunks than SteadyState.stream_cut is timed from a cut of it and whole periods of its
     steady state (extend_periods): every figure equals running every chunk."""
     from nvdla_sim.layers import OperandMode, PdpLayer, PoolMode, PoolSpec, SdpSpec
 
@@ -244,8 +225,7 @@ def test_long_streams_cut_to_whole_periods_equal_every_chunk(hw, kind, w, h, c, 
             return
         layer = SdpLayer("s", w, h, c, p, specs[kind])
     a = simulate(layer, cfg, record_events=False)
-    with every_chunk():
-        b = simulate(layer, cfg, record_events=False)
+    b = simulate(layer, cfg, record_events=False, steady=EVERY_CHUNK)
     assert a.detail.chunks > 1024
     assert _stream_stats(a) == _stream_stats(b)
 
@@ -270,8 +250,27 @@ def test_a_long_stream_is_cut():
         a = simulate(layer, cfg, record_events=False)
     finally:
         sim.run_items = real
-    assert a.detail.chunks == 64 * 1536 * 8192 // 2048 and max(ran) < 2 * sim.STREAM_CUT
+    assert a.detail.chunks == 64 * 1536 * 8192 // 2048 and max(ran) < 2 * STEADY.stream_cut
     # SDP-bound: 805,306,368 elements at nv_full's 4 LUT elements a cycle, plus the first chunk's fetch
     elements = 64 * 1536 * 8192
     assert cfg.sdp.ew_throughput == 4 and 0 < a.cycles - elements // 4 < 2_000
     assert a.traffic.dram_read == elements and a.traffic.dram_write == elements
+
+
+@pytest.mark.parametrize("hw", ["nv_small", "nv_full"])
+def test_every_skip_off_gives_the_same_figures(hw):
+    """steady.ONE_BY_ONE (no jump over items or layers, no stream cut: every item and chunk timed) against
+    the default on a banded matmul and a stream longer than the default's cut: the same figures."""
+    from nvdla_mapper.search.tiling_search import search_plan
+    from nvdla_sim.engine.steady import ONE_BY_ONE
+    from nvdla_sim.layers import SdpSpec
+
+    cfg = load_config(hw)
+    layer = ConvLayer("mm", ConvShape.matmul(512, 256, 1024, row=16), Precision.INT8)
+    plan = search_plan(layer, cfg).plan
+    a = simulate_conv(layer, cfg, plan, record_events=False)
+    b = simulate_conv(layer, cfg, plan, record_events=False, steady=ONE_BY_ONE)
+    _same_stats(a, b)
+    stream = SdpLayer("exp", 64, 64, 1024, Precision.INT8, SdpSpec(relu=True))
+    a, b = (simulate(stream, cfg, record_events=False, steady=s) for s in (STEADY, ONE_BY_ONE))
+    assert a.detail.chunks > STEADY.stream_cut and _stream_stats(a) == _stream_stats(b)

@@ -1,42 +1,26 @@
 """The steady state of runs of alike hardware layers (engine.layer_skip): skipping whole periods of bands
 or instances must give exactly what running every hardware layer gives (the reference: the same runner
-with LAYER_SKIP off), and it must actually skip where layers repeat."""
+with SteadyState(layers=False)), and it must actually skip where layers repeat."""
 
 from __future__ import annotations
 
 import dataclasses
-from contextlib import contextmanager
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nvdla_sim.engine.conv as conv
-import nvdla_sim.engine.layer_skip as layer_skip
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.engine.conv import instances_cycles, simulate_chain, simulate_conv
+from nvdla_sim.engine.steady import SteadyState
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, footprint
 from nvdla_sim.layers import OperandMode, SdpSpec
 
-
-@contextmanager
-def layer_by_layer():
-    layer_skip.LAYER_SKIP = False
-    try:
-        yield
-    finally:
-        layer_skip.LAYER_SKIP = True
-
-
-@contextmanager
-def skipping_short_chains():
-    """The skip looked for in chains of any number of items (MIN_ITEMS keeps it off short ones for speed),
-    so that the small cases hypothesis draws exercise it."""
-    least, layer_skip.MIN_ITEMS = layer_skip.MIN_ITEMS, 0
-    try:
-        yield
-    finally:
-        layer_skip.MIN_ITEMS = least
+LAYER_BY_LAYER = SteadyState(layers=False)  # the reference: every hardware layer run
+# the skip looked for in chains of any number of items (min_chain_items keeps it off short ones for speed),
+# so that the small cases hypothesis draws exercise it
+SHORT_CHAINS = SteadyState(min_chain_items=0)
 
 
 def _stats(st) -> tuple:
@@ -72,10 +56,8 @@ def test_split_layers_equal_layer_by_layer(hw, tokens, k, n, sdp, pick):
     layer = ConvLayer("mm", ConvShape.matmul(16 * tokens, k, n, row=16), Precision.INT8, spec)
     plans = candidate_plans(layer, cfg)
     plan = plans[pick % len(plans)]
-    with skipping_short_chains():
-        a = simulate_conv(layer, cfg, plan, record_events=False)
-    with layer_by_layer():
-        b = simulate_conv(layer, cfg, plan, record_events=False)
+    a = simulate_conv(layer, cfg, plan, record_events=False, steady=SHORT_CHAINS)
+    b = simulate_conv(layer, cfg, plan, record_events=False, steady=LAYER_BY_LAYER)
     assert _stats(a) == _stats(b)
 
 
@@ -95,10 +77,14 @@ def test_chains_of_instances_equal_layer_by_layer(hw, tokens, count, rows, ws):
     kpg = cfg.kernels_per_atomic(Precision.INT8)
     order = LoopOrder.WEIGHT_STATIONARY if ws else LoopOrder.DATA_STATIONARY
     plan = TilePlan(2, cfg.cbuf.bank_count - 2, min(rows, layer.shape.out_h), 2 * kpg if ws else 256, order)
-    with skipping_short_chains():
-        a = simulate_chain([(layer, plan)] * count, cfg), instances_cycles(layer, plan, cfg, count + 20)
-    with layer_by_layer():
-        b = simulate_chain([(layer, plan)] * count, cfg), instances_cycles(layer, plan, cfg, count + 20)
+    a = (
+        simulate_chain([(layer, plan)] * count, cfg, steady=SHORT_CHAINS),
+        instances_cycles(layer, plan, cfg, count + 20, steady=SHORT_CHAINS),
+    )
+    b = (
+        simulate_chain([(layer, plan)] * count, cfg, steady=LAYER_BY_LAYER),
+        instances_cycles(layer, plan, cfg, count + 20, steady=LAYER_BY_LAYER),
+    )
     assert a == b
 
 
@@ -129,9 +115,8 @@ def test_long_layers_skip_and_agree(hw, order, rows, kernels, monkeypatch):
     monkeypatch.setattr(conv, "run_items", counting)
     a = simulate_conv(layer, cfg, plan, record_events=False)
     assert a.detail.hardware_layers == layers and len(ran) < layers // 3
-    with layer_by_layer():
-        ran.clear()
-        b = simulate_conv(layer, cfg, plan, record_events=False)
+    ran.clear()
+    b = simulate_conv(layer, cfg, plan, record_events=False, steady=LAYER_BY_LAYER)
     assert len(ran) == layers
     assert _stats(a) == _stats(b)
 
@@ -150,9 +135,8 @@ def test_instances_whose_ring_holds_several_skip_and_agree(monkeypatch):
     monkeypatch.setattr(conv, "run_items", lambda items, **kw: ran.append(1) or real(items, **kw))
     a = simulate_chain([(layer, plan)] * 8, cfg)
     assert len(ran) <= 4
-    with layer_by_layer():
-        ran.clear()
-        b = simulate_chain([(layer, plan)] * 8, cfg)
+    ran.clear()
+    b = simulate_chain([(layer, plan)] * 8, cfg, steady=LAYER_BY_LAYER)
     assert len(ran) == 8
     assert a == b
 
@@ -185,8 +169,7 @@ def _run(layers_plans, hw, *, named: bool) -> tuple:
     chain = conv._Chain(named=named)
     for layer, plan in layers_plans:
         chain.add(layer, plan, hw)
-    with layer_by_layer():
-        res, busy, ends = chain.run(hw, False)
+    res, busy, ends = chain.run(hw, False, steady=LAYER_BY_LAYER)
     return dataclasses.replace(res, events=[], ports={}), busy, ends
 
 
@@ -240,8 +223,7 @@ def test_reused_operands_build_alike():
     steps = [(first, plan), (second, plan)]
     assert _built(steps, cfg, named=False) == _built(steps, cfg, named=True)
     a = simulate_chain(steps, cfg)
-    with layer_by_layer():
-        assert simulate_chain(steps, cfg) == a
+    assert simulate_chain(steps, cfg, steady=LAYER_BY_LAYER) == a
 
 
 @pytest.mark.parametrize("hw", ["nv_small", "nv_full"])
@@ -253,8 +235,7 @@ def test_data_stationary_kernel_tiles_build_alike(hw):
     plan = TilePlan(2, cfg.cbuf.bank_count - 2, 1, 64, LoopOrder.DATA_STATIONARY)
     assert _built([(layer, plan)], cfg, named=False) == _built([(layer, plan)], cfg, named=True)
     a = simulate_conv(layer, cfg, plan, record_events=False)
-    with layer_by_layer():
-        assert _stats(simulate_conv(layer, cfg, plan, record_events=False)) == _stats(a)
+    assert _stats(simulate_conv(layer, cfg, plan, record_events=False, steady=LAYER_BY_LAYER)) == _stats(a)
 
 
 @settings(max_examples=40, deadline=None)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nvdla_sim.engine.tile_pipeline as tp
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.engine.conv import simulate_conv
+from nvdla_sim.engine.steady import SteadyState
 from nvdla_sim.errors import ConfigError
 from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 from nvdla_sim.processors import simulate
@@ -91,11 +91,7 @@ def test_credit_bound_convolutions_equal_item_by_item(rows, k, n, latency, pick)
     plans = candidate_plans(layer, hw)
     plan = plans[pick % len(plans)]
     a = simulate_conv(layer, hw, plan, record_events=False)
-    tp.FAST_FORWARD = False
-    try:
-        b = simulate_conv(layer, hw, plan, record_events=False)
-    finally:
-        tp.FAST_FORWARD = True
+    b = simulate_conv(layer, hw, plan, record_events=False, steady=SteadyState(items=False))
     assert (a.cycles, a.traffic, a.units, a.bound, a.detail) == (b.cycles, b.traffic, b.units, b.bound, b.detail)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import conv_activity, simulate_conv
 from nvdla_sim.engine.stats import Activity, ConvDetail, LayerStats
+from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, default_plan, illegal_reason
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import ConvLayer
@@ -89,8 +90,11 @@ class ConvProcessor(CoreProcessor):
     config_sections = ("mac", "cbuf", "csc", "cacc", "sdp", "pdp", "memory", "timing")
     registers = ConvRegisters()
 
-    def simulate(self, layer: ConvLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool) -> LayerStats:
-        return simulate_conv(layer, hw, plan or default_plan(layer, hw), record_events=record_events)
+    def simulate(
+        self, layer: ConvLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool,
+        steady: SteadyState = STEADY,
+    ) -> LayerStats:  # fmt: skip
+        return simulate_conv(layer, hw, plan or default_plan(layer, hw), record_events=record_events, steady=steady)
 
     def fixed_latency(self, layer: ConvLayer, hw: HwConfig) -> tuple[int, int, int]:
         """Measured on the nv_small RTL (TimingConfig: conv_launch_cycles, conv_pipeline_cycles, completion_cycles)."""
