@@ -20,12 +20,7 @@ class Option(enum.Enum):
     def parse(cls, value: Option | str, what: str):
         """`value` as a member (a member, or its value exactly); a one-line error naming `what` and the
         valid values otherwise (a misspelt option never maps another way)."""
-        if isinstance(value, cls):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            raise NvdlaError(f"{what} {value!r}: valid are {', '.join(cls.values())}") from None
+        return _member(cls, value, what)
 
     @classmethod
     def values(cls) -> list[str]:
@@ -152,9 +147,9 @@ class MapOptions:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "precision", _precision(self.precision, "precision"))
+        set_(self, "precision", _member(Precision, self.precision, "precision"))
         if self.kv_precision is not None:
-            set_(self, "kv_precision", _precision(self.kv_precision, "--kv-precision"))
+            set_(self, "kv_precision", _member(Precision, self.kv_precision, "--kv-precision"))
         set_(self, "softmax", Placement.parse(self.softmax, "softmax"))
         set_(self, "layernorm", Placement.parse(self.layernorm, "layernorm"))
         set_(self, "kv_plan", KvPlan.parse(self.kv_plan, "--kv-plan"))
@@ -179,10 +174,12 @@ class MapOptions:
         return self.kv_precision or self.precision
 
 
-def _precision(value: Precision | str, what: str) -> Precision:
-    if isinstance(value, Precision):
+def _member(kind: type[enum.Enum], value, what: str):
+    """`value` as a member of `kind` (a member, or its value exactly); a one-line error naming `what` and
+    the valid values otherwise."""
+    if isinstance(value, kind):
         return value
     try:
-        return Precision(value)
+        return kind(value)
     except ValueError:
-        raise NvdlaError(f"{what} {value!r}: valid are {', '.join(p.value for p in Precision)}") from None
+        raise NvdlaError(f"{what} {value!r}: valid are {', '.join(m.value for m in kind)}") from None

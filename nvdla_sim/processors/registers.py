@@ -184,6 +184,11 @@ class RegisterView(Protocol):
         """Whether the operation takes its input on the fly from the previous one."""
         ...
 
+    def chain_cycles(self, ops: list, hw: HwConfig, name: str) -> int | None:
+        """A program of two or more of its operations run in sequence (ping-pong register groups), timed as
+        one chain from the first op enable to the last interrupt; None where they are not timed so."""
+        ...
+
 
 class ViewDefaults:
     """What most register views share (a view overrides what differs): the hardware layer timed as it is,
@@ -203,3 +208,6 @@ class ViewDefaults:
 
     def fed(self, op) -> bool:
         return False
+
+    def chain_cycles(self, ops: list, hw: HwConfig, name: str) -> int | None:
+        return None

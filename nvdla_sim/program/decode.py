@@ -151,6 +151,12 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@functools.cache
+def _spellings(kind: type[enum.Enum]) -> dict[str, enum.Enum]:
+    """An enum's members by the spellings describe() writes (a register name where it has one)."""
+    return {getattr(m, "register_name", m.value): m for m in kind}
+
+
 def _value(tp: Any, v: Any, name: str) -> Any:
     if v is None:
         return None
@@ -170,7 +176,7 @@ def _value(tp: Any, v: Any, name: str) -> Any:
     if is_dataclass(tp):
         return _build(tp, v)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        stored = {getattr(m, "register_name", m.value): m for m in tp}  # the spellings describe() writes
+        stored = _spellings(tp)
         if v not in stored:
             raise TraceError(f"{name} {v!r} is not one of {', '.join(map(str, stored))}")
         return stored[v]

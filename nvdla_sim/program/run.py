@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.conv import simulate_chain
 from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.errors import TraceError
-from nvdla_sim.layers import ConvLayer, HwLayer
+from nvdla_sim.layers import HwLayer
 from nvdla_sim.processors import fixed_latency, register_view, simulate
 from nvdla_sim.program.decode import Decoded, Operation, decode_program
 from nvdla_sim.program.execute import execute_program
@@ -55,17 +54,15 @@ class ProgramRun:
 
 
 def conv_chain_cycles(ops: list[Operation], hw: HwConfig, name: str) -> int | None:
-    """The span from the first op enable to the last interrupt of a program of two or more convolutions
-    run in sequence (ping-pong register groups, CBUF reuse between them), timed as one chain of hardware
-    layers (engine.conv.simulate_chain); None for any other program."""
+    """The span from the first op enable to the last interrupt of a program of two or more operations of
+    one processor run in sequence (ping-pong register groups, CBUF reuse between convolutions), as its
+    register view times them as one chain (RegisterView.chain_cycles); None for any other program."""
     if len(ops) < 2:
         return None
-    for i, op in enumerate(ops):
-        layer = register_view(op).hw_layer(op, f"{name}.{i}")
-        if not isinstance(layer, ConvLayer) or layer.pool is not None:
-            return None
-    steps = [register_view(op).timed_layer(op, hw, f"{name}.{i}") for i, op in enumerate(ops)]
-    return simulate_chain(steps, hw).cycles + sum(fixed_latency(steps[0][0], hw))
+    view = register_view(ops[0])
+    if any(register_view(op) is not view for op in ops[1:]):
+        return None
+    return view.chain_cycles(ops, hw, name)
 
 
 def operation_timing(op: Operation, hw: HwConfig, *, name: str = "op", fed: Operation | None = None) -> OperationTiming:

@@ -8,7 +8,7 @@ ConvRegisters.
 from __future__ import annotations
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.conv import conv_activity, simulate_conv
+from nvdla_sim.engine.conv import conv_activity, simulate_chain, simulate_conv
 from nvdla_sim.engine.stats import Activity, ConvDetail, LayerStats
 from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan, default_plan, illegal_reason
@@ -81,6 +81,14 @@ class ConvRegisters(ViewDefaults):
 
     def lut_unit(self, op: ConvOp) -> str | None:
         return "sdp" if op.sdp.lut_enabled else None
+
+    def chain_cycles(self, ops: list[ConvOp], hw: HwConfig, name: str) -> int | None:
+        """Convolutions in sequence (CBUF reuse between them) as one chain of hardware layers
+        (engine.conv.simulate_chain) and one layer's fixed latencies; None when one pools on the fly."""
+        if any(op.pdp is not None for op in ops):
+            return None
+        steps = [self.timed_layer(op, hw, f"{name}.{i}") for i, op in enumerate(ops)]
+        return simulate_chain(steps, hw).cycles + sum(CONV.fixed_latency(steps[0][0], hw))
 
 
 class ConvProcessor(CoreProcessor):
