@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvdla_mapper.lowering.rules import Resource, Task
+from nvdla_mapper.numerics.accuracy_report import AccuracyReport
 from nvdla_mapper.options import WeightTreatment
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.model import Energy, area, layer_energy, peak_power_mw, run_energy
@@ -165,7 +166,7 @@ class MapResult:
     notes: list[str] = field(default_factory=list)
     weights: WeightTreatment = field(default_factory=WeightTreatment)
     baseline_cycles: int | None = None  # the same model with dense, uncompressed weights
-    accuracy: dict[str, Any] | None = None  # filled by the quantization run (nvdla_mapper.studies.accuracy)
+    accuracy: AccuracyReport | None = None  # filled by the quantization run (nvdla_mapper.studies.accuracy)
     model_macs: int = 0  # the model's own multiply-accumulates (no tile padding or ones-convolution sums)
     dense_weight_bytes: int = 0  # the model's static weights at this precision (workload.Op.weight_elems)
     _energy: EnergyReport | None = field(default=None, init=False, repr=False, compare=False)
@@ -396,7 +397,7 @@ class MapResult:
             "energy": energy.to_dict(),
             "notes": self.notes,
             "weights": self.weights_report().to_dict(),
-            "accuracy": self.accuracy,
+            "accuracy": self.accuracy.to_dict() if self.accuracy else None,
             "layers": [
                 {**r.to_row(), "core_energy_uj": e} for r, e in zip(self.results, energy.by_layer_uj, strict=True)
             ],

@@ -16,7 +16,7 @@ from nvdla_cli.paths import output_dir, output_file
 from nvdla_mapper.lowering.rules import copies_phrase, resources_phrase
 from nvdla_mapper.options import KvPlan, Placement, PruneKind, Pruning
 from nvdla_sim.config import load_config
-from nvdla_sim.errors import NvdlaError, UnsupportedError, check_int
+from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.files import write_json, write_rows, write_table
 from nvdla_sim.precision import Precision
 
@@ -591,7 +591,7 @@ def _generate(args: argparse.Namespace) -> int:
                 "options": options(args),
                 **r.to_dict(),
                 **({"kv_model_precision": b if isinstance(b, str) else b.to_dict()} if b else {}),
-                **({"accuracy": accuracy} if accuracy else {}),
+                **({"accuracy": accuracy.to_dict()} if accuracy else {}),
             }
             for r, b in zip(results, model_kv, strict=True)
         ]
@@ -677,7 +677,7 @@ def _serve(args: argparse.Namespace) -> int:
     arrivals = f"trace {args.trace}" if args.trace is not None else f"poisson {args.rate:g}/s seed {args.seed}"
     res.meta = {"options": options(args), "model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
                 "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan, "arrivals": arrivals,
-                "weights": weights.to_dict(), **({"accuracy": accuracy} if accuracy else {})}  # fmt: skip
+                "weights": weights.to_dict(), **({"accuracy": accuracy.to_dict()} if accuracy else {})}  # fmt: skip
     sm = res.summary()
     kv_note = f", KV cache {kv.value}" if kv else ""
     print(f"{spec.name} on {hw.fingerprint} ({prec.value}{kv_note}): {sm.requests} requests, {arrivals}, "
@@ -756,7 +756,7 @@ def _serve_sweep(
          "chunk_tokens": settings.chunk_tokens if settings.policy.value == "chunked-prefill" else None,
          "block_tokens": settings.block_tokens, "max_batch": settings.max_batch, "kv_capacity_blocks": capacity,
          "slo_ttft_ms": args.slo_ttft_ms, "slo_tpot_ms": args.slo_tpot_ms, "weights": weights.to_dict(),
-         "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan, **({"accuracy": accuracy} if accuracy else {}),
+         "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan, **({"accuracy": accuracy.to_dict()} if accuracy else {}),
          **sweep.to_dict()}  # fmt: skip
     kv_note = f", KV cache {kv.value}" if kv else ""
     print(f"{spec.name} on {hw.fingerprint} ({prec.value}{kv_note}): {args.requests} requests of {args.prompt} + "
@@ -859,57 +859,39 @@ def _accuracy_command(args: argparse.Namespace) -> int:
     hw = load_config(args.hw)
     settings = dataclasses.replace(_quant_settings(args, args.quantize), precision=Precision.parse(args.precision))
     with TerminalProgress() as progress:
-        row = trained_accuracy(
+        task = trained_accuracy(
             directory, name, hw, settings, samples=args.samples, prompts=args.prompts, new_tokens=args.new_tokens,
             progress=progress,
         )  # fmt: skip
-    recipe = _recipe(args, args.quantize)
-    print(format_accuracy(row, recipe=recipe))
+    print(format_task(task))
     if json_path is not None:
-        write_json(json_path, {"options": options(args), "recipe": recipe, **row})
+        write_json(json_path, {"options": options(args), "recipe": task.recipe, **task.to_dict()})
         print(f"wrote {json_path}", file=sys.stderr)
     return 0
 
 
-def _recipe(args: argparse.Namespace, granularity: str) -> str:
-    if getattr(args, "precision", "int8") == "fp16" and args.command == "accuracy":
-        return "FP16 values, no scales" + (f", pruned {args.prune}" if getattr(args, "prune", "") else "")
-    acts = (
-        "learned (QAT) scales" if getattr(args, "qat", "") else ("dynamic" if args.dynamic else "static " + args.calib)
-    )
-    extra = [
-        f"SmoothQuant alpha {args.smooth:g}" if getattr(args, "smooth", 0.0) else "",
-        f"pruned {args.prune}" if getattr(args, "prune", "") else "",
-        f"fine-tuned {args.finetuned}" if getattr(args, "finetuned", "") else "",
-        f"{getattr(args, 'precision', 'int8') if args.command == 'accuracy' else 'int8'} only in {args.only}"
-        if getattr(args, "only", "")
-        else "",
-        "softmax in SDP's LUT" if getattr(args, "softmax", "auto") == Placement.NVDLA.value else "",
-        {"host": "LayerNorm on the host", "nvdla": "LayerNorm in NVDLA's steps"}.get(
-            getattr(args, "layernorm", "auto"), ""
-        ),
-    ]
-    return ", ".join([f"{acts} activations, {granularity} weights", *(x for x in extra if x)])
-
-
-def format_accuracy(row: dict, *, recipe: str) -> str:
-    """A trained model's accuracy row as lines: float against the run through the datapath at its precision."""
-    prec = row.get("precision", "int8")
-    head = f"{row['model']} on {row['hw']}, {prec.upper()} ({recipe})"
-    if "images" in row:
-        n = row["images"]
+def format_task(task) -> str:
+    """A trained model's task accuracy (accuracy_report.TaskAccuracy) as lines: float against the run through
+    the datapath at its precision."""
+    prec = task.precision.value
+    head = f"{task.model} on {task.hw}, {prec.upper()} ({task.recipe})"
+    r = task.result
+    if r is None:  # the build cannot be programmed for this run
+        return f"{head}: {task.error}"
+    if hasattr(r, "images"):
+        n = r.images
         return (
-            f"{head}\n  test accuracy     float {row['float_correct'] / n:.1%} ({row['float_correct']}/{n}), "
-            f"{prec} {row['nvdla_correct'] / n:.1%} ({row['nvdla_correct']}/{n})\n  SDP saturations   {row['saturations']:,}"
+            f"{head}\n  test accuracy     float {r.float_correct / n:.1%} ({r.float_correct}/{n}), "
+            f"{prec} {r.nvdla_correct / n:.1%} ({r.nvdla_correct}/{n})\n  SDP saturations   {r.saturations:,}"
         )
-    n = row["positions"]
+    n = r.positions
     return (
-        f"{head}\n  perplexity        float {row['float_perplexity']:.4f}, {prec} {row['nvdla_perplexity']:.4f} "
-        f"({row['windows']} windows, {n:,} positions)\n"
-        f"  next-token acc.   float {row['float_correct'] / n:.2%}, {prec} {row['nvdla_correct'] / n:.2%}\n"
-        f"  greedy agreement  {row['greedy_agree']}/{row['greedy_tokens']} tokens equal to float's "
-        f"({row['prompts']} prompts; {row['greedy_prefix']} before the first difference)\n"
-        f"  SDP saturations   {row['saturations']:,}"
+        f"{head}\n  perplexity        float {round(r.float_perplexity, 4):.4f}, {prec} {round(r.nvdla_perplexity, 4):.4f} "
+        f"({r.windows} windows, {n:,} positions)\n"
+        f"  next-token acc.   float {r.float_correct / n:.2%}, {prec} {r.nvdla_correct / n:.2%}\n"
+        f"  greedy agreement  {r.greedy_agree}/{r.greedy_tokens} tokens equal to float's "
+        f"({r.prompts} prompts; {r.greedy_prefix} before the first difference)\n"
+        f"  SDP saturations   {r.saturations:,}"
     )
 
 
@@ -1026,10 +1008,11 @@ def _check_quant(args: argparse.Namespace, prec: Precision) -> None:
         load_calibration(Path(args.calib_data))
 
 
-def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None = None) -> dict:
+def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None = None):
+    """The --quantize run's AccuracyReport: the model's block and, for a shipped trained model, its task."""
     from nvdla_mapper.frontends.presets import ModelSpec, sequence_length
     from nvdla_mapper.frontends.resolve import resolve_model
-    from nvdla_mapper.studies.accuracy import TRAINED_DATA, block_accuracy, trained_accuracy
+    from nvdla_mapper.studies.accuracy import TRAINED_DATA, accuracy_report
 
     if prec is not Precision.INT8:
         raise NvdlaError(f"--quantize produces INT8 layers; use --precision int8, not {prec.value}")
@@ -1038,25 +1021,9 @@ def _accuracy(args: argparse.Namespace, hw, prec: Precision, *, seq: int | None 
     if not isinstance(spec, ModelSpec):
         raise NvdlaError("--quantize runs a transformer block: give a transformer preset or a config.json")
     seq = sequence_length(spec, args.seq if seq is None else seq)
-    errors = block_accuracy(spec, hw, settings, seq=seq, calib=args.calib_data)
-    task = None
     directory, name = _trained_dir_and_name(args.model) if args.model.endswith(".config.json") else (None, "")
-    if name in TRAINED_DATA and (directory / f"{name}.npz").is_file():  # a trained model: its task accuracy too
-        task = {"recipe": _recipe(args, args.quantize)}
-        try:
-            task |= trained_accuracy(directory, name, hw, settings, samples=100)
-        except UnsupportedError as e:  # the build cannot be programmed for this run: said, the map kept
-            task |= {"model": name, "hw": hw.name, "error": str(e)}
-    return {
-        "granularity": args.quantize,
-        "calibration": args.calib,
-        "dynamic": args.dynamic,
-        "prune": str(args.prune) or "none",
-        "calibration_data": args.calib_data or "seeded N(0,1) with outlier channels",
-        "reference": "float32 numpy, dense weights",
-        "layers": [e.to_dict() for e in errors],
-        **({"task": task} if task else {}),
-    }
+    trained = (directory, name) if name in TRAINED_DATA and (directory / f"{name}.npz").is_file() else None
+    return accuracy_report(spec, hw, settings, seq=seq, calib=args.calib_data, trained=trained)
 
 
 def format_summary(res, *, top: int) -> str:
@@ -1137,20 +1104,17 @@ def format_summary(res, *, top: int) -> str:
     return "\n".join(lines)
 
 
-def format_accuracy_lines(acc: dict) -> list[str]:
-    """The --quantize report (map, generate, serve): the block's per-matmul error, a trained model's task."""
+def format_accuracy_lines(acc) -> list[str]:
+    """The --quantize report (map, generate, serve; an accuracy_report.AccuracyReport): the block's
+    per-matmul error, a trained model's task."""
     lines = [
-        f"  INT8 accuracy     {acc['granularity']}, calib {acc['calibration']}"
-        f"{', dynamic' if acc['dynamic'] else ''}; relative error / cosine vs float32:"
+        f"  INT8 accuracy     {acc.granularity.value}, calib {acc.calibration}"
+        f"{', dynamic' if acc.dynamic else ''}; relative error / cosine vs float32:"
     ]
     lines += [
-        f"                    {e['name']:<10} rel {e['rel']:.4f}  cos {e['cosine']:.5f}  max|err| {e['max_abs']:.4f}"
-        for e in acc["layers"]
+        f"                    {e.name:<10} rel {e.rel:.4f}  cos {e.cosine:.5f}  max|err| {e.max_abs:.4f}"
+        for e in acc.layers
     ]
-    if acc.get("task"):  # a trained model: its task accuracy through the datapath
-        task = acc["task"]
-        if "error" in task:
-            lines.append(f"  {task['model']} on {task['hw']}, INT8 ({task['recipe']}): {task['error']}")
-        else:
-            lines += ["  " + line for line in format_accuracy(task, recipe=task["recipe"]).splitlines()]
+    if acc.task is not None:  # a trained model: its task accuracy through the datapath
+        lines += ["  " + line for line in format_task(acc.task).splitlines()]
     return lines

@@ -78,6 +78,10 @@ class Calibration:
     method: str = "max"
     percentile: float = 100.0
 
+    def __str__(self) -> str:
+        """The spelling parse reads."""
+        return f"percentile:{self.percentile:g}" if self.method == "percentile" else self.method
+
     @classmethod
     def parse(cls, text: str) -> Calibration:
         if text == "max":

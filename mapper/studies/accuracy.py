@@ -24,6 +24,14 @@ import numpy as np
 from nvdla_mapper.frontends.presets import ModelSpec
 from nvdla_mapper.lowering.rules import LoweringContext, Placement, matmul_layout
 from nvdla_mapper.numerics import fp16_steps, layernorm_steps, lut_steps
+from nvdla_mapper.numerics.accuracy_report import (
+    SEEDED_CALIBRATION,
+    AccuracyReport,
+    LayerError,
+    LmAccuracy,
+    TaskAccuracy,
+    TrainedAccuracy,
+)
 from nvdla_mapper.numerics.layernorm_steps import NormRange, merge, norm_range
 from nvdla_mapper.numerics.quant import (
     QMAX,
@@ -115,6 +123,23 @@ class QuantSettings:
         if unknown:
             raise NvdlaError(f"INT8-only parts {unknown} unknown; parts: {', '.join(SITES)}")
 
+    def recipe(self) -> str:
+        """The run's recipe in words, as the reports print it."""
+        if self.precision is Precision.FP16:
+            return "FP16 values, no scales" + (f", pruned {self.prune}" if self.prune else "")
+        acts = "learned (QAT) scales" if self.learned else ("dynamic" if self.dynamic else f"static {self.calibration}")
+        extra = [
+            f"SmoothQuant alpha {self.smooth:g}" if self.smooth else "",
+            f"pruned {self.prune}" if self.prune else "",
+            f"fine-tuned {self.finetuned}" if self.finetuned else "",
+            f"{self.precision.value} only in {','.join(s for s in SITES if s in self.only)}" if self.only else "",
+            "softmax in SDP's LUT" if self.softmax is Placement.NVDLA else "",
+            {Placement.HOST: "LayerNorm on the host", Placement.NVDLA: "LayerNorm in NVDLA's steps"}.get(
+                self.layernorm, ""
+            ),
+        ]
+        return ", ".join([f"{acts} activations, {self.granularity.value} weights", *(x for x in extra if x)])
+
 
 # the parts of a model, to run some in INT8 and the rest float (QuantSettings.only): the matmuls by site(),
 # the residual stream (written by the host's embeddings and by the residual adds the mapper fuses into the
@@ -164,24 +189,6 @@ def smoothing_group(name: str) -> str | None:
     token embedding table."""
     role_of(name)
     return name.smoothing_group
-
-
-@dataclass(frozen=True)
-class LayerError:
-    name: str
-    max_abs: float
-    rel: float  # ||q - ref|| / ||ref||
-    cosine: float
-    saturations: int
-
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "max_abs": self.max_abs,
-            "rel": self.rel,
-            "cosine": self.cosine,
-            "saturations": self.saturations,
-        }
 
 
 def prune(w: np.ndarray, spec: Pruning | str) -> np.ndarray:
@@ -932,24 +939,6 @@ def block_accuracy(
 # ---- trained models (issue 31) -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TrainedAccuracy:
-    """Task accuracy of a trained classifier, float and through NVDLA's INT8 datapath."""
-
-    images: int
-    float_correct: int
-    nvdla_correct: int
-    saturations: int
-
-    @property
-    def float_accuracy(self) -> float:
-        return self.float_correct / self.images
-
-    @property
-    def nvdla_accuracy(self) -> float:
-        return self.nvdla_correct / self.images
-
-
 def vit_accuracy(
     weights: dict[str, np.ndarray],
     calib: np.ndarray,
@@ -993,33 +982,6 @@ def vit_accuracy(
     ref = vit_forward(weights, images, heads=heads, patch=patch).argmax(-1)
     got = vit_forward(iw, images, heads=heads, patch=patch, hooks=int8).argmax(-1)
     return TrainedAccuracy(len(images), int((ref == labels).sum()), int((got == labels).sum()), sum(sats.values()))
-
-
-@dataclass(frozen=True)
-class LmAccuracy:
-    """A trained language model's held-out accuracy, float and through NVDLA's INT8 datapath: per-position
-    negative log-likelihood (perplexity is its exponential) and next-token accuracy over `windows` windows
-    of context, and how far greedy generation from `prompts` prompts agrees with the float model's."""
-
-    windows: int
-    positions: int
-    float_nll: float  # mean over positions, nats
-    nvdla_nll: float
-    float_correct: int
-    nvdla_correct: int
-    prompts: int
-    greedy_tokens: int  # tokens each path generated, over all prompts
-    greedy_agree: int  # positions where the INT8 continuation's token equals the float one's
-    greedy_prefix: int  # tokens before the first difference, summed over prompts
-    saturations: int  # SDP saturations over the held-out windows
-
-    @property
-    def float_perplexity(self) -> float:
-        return math.exp(self.float_nll)
-
-    @property
-    def nvdla_perplexity(self) -> float:
-        return math.exp(self.nvdla_nll)
 
 
 def _nll_correct(logits: np.ndarray, ys: np.ndarray) -> tuple[float, int]:
@@ -1135,8 +1097,8 @@ def trained_accuracy(
     prompts: int = 4,
     new_tokens: int = 16,
     progress: Progress = quiet,
-) -> dict:
-    """A trained model's task accuracy, float and INT8 through the bit-exact datapath, as one row: the ViT
+) -> TaskAccuracy:
+    """A trained model's task accuracy, float and INT8 through the bit-exact datapath: the ViT
     on its first `samples` test images (all by default), the GPT on its first `samples` held-out windows
     with `prompts` greedy continuations of `new_tokens` tokens. One-line errors for an unknown model or a
     missing file."""
@@ -1179,15 +1141,42 @@ def trained_accuracy(
             int8_weights=tuned,
             progress=progress,
         )
-        return {"model": name, "hw": hw.name, "precision": settings.precision.value, "images": r.images, "float_correct": r.float_correct,
-                "nvdla_correct": r.nvdla_correct, "saturations": r.saturations}  # fmt: skip
+        return TaskAccuracy(name, hw.name, settings.precision, settings.recipe(), r)
     g = gpt_accuracy(
         w, np.load(calib_file)["ids"], np.load(eval_file)["ids"], hw, settings, heads=heads,
         context=spec.max_positions, windows=samples, prompts=prompts, new_tokens=new_tokens, scales=learned,
         int8_weights=tuned, progress=progress,
     )  # fmt: skip
-    return {"model": name, "hw": hw.name, "precision": settings.precision.value, "windows": g.windows, "positions": g.positions,
-            "float_perplexity": round(g.float_perplexity, 4), "nvdla_perplexity": round(g.nvdla_perplexity, 4),
-            "float_correct": g.float_correct, "nvdla_correct": g.nvdla_correct, "prompts": g.prompts,
-            "greedy_tokens": g.greedy_tokens, "greedy_agree": g.greedy_agree, "greedy_prefix": g.greedy_prefix,
-            "saturations": g.saturations}  # fmt: skip
+    return TaskAccuracy(name, hw.name, settings.precision, settings.recipe(), g)
+
+
+# the test images (or held-out windows) of a trained model's task accuracy that `map --quantize` runs beside
+# the block's errors: enough to show a recipe's loss, a few seconds on the bit-exact datapath
+MAP_TASK_SAMPLES = 100
+
+
+def accuracy_report(
+    spec: ModelSpec,
+    hw: HwConfig,
+    settings: QuantSettings,
+    *,
+    seq: int,
+    calib: str | Path | None = None,
+    trained: tuple[Path, str] | None = None,
+) -> AccuracyReport:
+    """What `--quantize` adds to a map, generate or serve run: the block's per-matmul errors
+    (block_accuracy) and, for a shipped trained model (its directory and name), its task accuracy on its
+    first MAP_TASK_SAMPLES samples; a build that cannot be programmed for the trained model's run says so
+    in the task, and the run is kept."""
+    errors = block_accuracy(spec, hw, settings, seq=seq, calib=calib)
+    task = None
+    if trained is not None:
+        directory, name = trained
+        try:
+            task = trained_accuracy(directory, name, hw, settings, samples=MAP_TASK_SAMPLES)
+        except UnsupportedError as e:
+            task = TaskAccuracy(name, hw.name, settings.precision, settings.recipe(), None, error=str(e))
+    return AccuracyReport(
+        settings.granularity, settings.calibration, settings.dynamic, settings.prune, settings.recipe(),
+        str(calib) if calib is not None else SEEDED_CALIBRATION, tuple(errors), task,
+    )  # fmt: skip

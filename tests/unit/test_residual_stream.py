@@ -169,5 +169,5 @@ def test_the_cli_runs_the_stream_alone(tmp_path):
     trained = Path(__file__).resolve().parents[2] / "validation" / "data" / "trained"
     want = trained_accuracy(
         trained, "vit_digits", load_config("nv_small"), QuantSettings(only=frozenset({"residual"})), samples=24
-    )
+    ).to_dict()
     assert {k: row[k] for k in want} == want

@@ -128,7 +128,7 @@ def _rows(model: str, hw_name: str, recipes: dict[str, QuantSettings], samples: 
     rows = []
     for recipe, settings in recipes.items():
         try:
-            rows.append(_row(recipe, trained_accuracy(TRAINED, model, hw, settings, samples=samples, **kw)))
+            rows.append(_row(recipe, trained_accuracy(TRAINED, model, hw, settings, samples=samples, **kw).to_dict()))
         except UnsupportedError as e:
             rows.append({"model": model, "hw": hw_name, "recipe": recipe, "precision": settings.precision.value,
                          **_size(model, samples), "error": str(e)})  # fmt: skip
