@@ -314,6 +314,8 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
             "hw": hw.fingerprint,
             "cycles": run.cycles,
             "chained": run.span is not None,  # cycles: first op enable -> last interrupt of the chain
+            # a driver's log: cycles from its first register access to the last end, replayed (sequence)
+            **({"sequence": run.sequence.to_dict()} if run.sequence is not None else {}),
             "operations": [
                 {
                     "kind": o.kind,
@@ -333,13 +335,15 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     print(f"{run.name} on {hw.fingerprint}")
-    if run.span is not None:  # convolutions in sequence, timed as one chain of hardware layers
+    if run.sequence is not None:
+        _print_sequence(run.sequence, hw)
+    elif run.span is not None:  # convolutions in sequence, timed as one chain of hardware layers
         n = len(run.operations)
         print(f"  cycles (first op enable -> last interrupt, {n} hardware layers in sequence)  {run.cycles:,}")
         print("  each hardware layer alone:")
     else:
         print(f"  cycles (op enable -> interrupt)  {run.cycles:,}")
-    for o in run.operations:
+    for o in run.operations if run.sequence is None else ():
         print(
             f"  {o.kind:<5} {o.cycles:>10,} = launch {o.launch} + stream {o.stats.cycles:,} + pipeline {o.pipeline}"
             f" + completion {o.completion}   bound by {o.stats.bound.value}"
@@ -358,6 +362,29 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
             f"model CRC 0x{c['model_crc']:08x}  {verdict}"
         )
     return 0 if all(c["match"] for c in run.checks) else 1
+
+
+def _print_sequence(seq, hw) -> None:
+    """A driver's log replayed (program.sequence.SequenceRun): the network's cycles and where they went."""
+    write, read, interrupt = seq.costs
+    print(f"  cycles (first register access -> last operation's end, as the driver ran it)  {seq.cycles:,}")
+    print(
+        f"  driver            profile {seq.profile} ({write:g} cycles a register write, {read:g} a read, "
+        f"{interrupt:g} an interrupt; [driver])"
+    )
+    print(
+        f"  register accesses {seq.writes:,} writes, {seq.reads:,} reads: {seq.csb_cycles:,.0f} cycles; the driver "
+        f"waited {seq.wait_cycles:,.0f} cycles for operations to end"
+    )
+    busy = seq.busy_by_processor()
+    print("  processor busy    " + ", ".join(f"{k} {v:,} ({v / max(seq.cycles, 1):.1%})" for k, v in busy.items()))
+    print(f"  {len(seq.operations)} operations (log line of the enable, start -> end in cycles):")
+    for t in seq.operations[:40]:
+        op = t.operation
+        print(f"    {op.name:<22} {'+'.join(op.processors):<10} line {op.line:>6}  {t.start:>12,.0f} -> {t.end:>12,.0f}"
+              f"  ({t.cycles:,})")  # fmt: skip
+    if len(seq.operations) > 40:
+        print(f"    ... {len(seq.operations) - 40} more (--json lists them all)")
 
 
 def format_layer(stats: LayerStats, clock_mhz: float, fingerprint: str) -> str:

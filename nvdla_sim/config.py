@@ -393,6 +393,52 @@ class HostConfig:
             raise ConfigError(f"host.ns_per_element is the per_element model's; host.model is {self.model!r}")
 
 
+# How a host drives NVDLA's registers, per named profile: (cycles a CSB register write takes, cycles a CSB
+# register read takes, cycles from an operation's interrupt to the driver's first access after it), in core
+# clocks. program/sequence.py replays a driver's log with them (docs/driver_programs.md).
+DRIVER_PROFILES: dict[str, tuple[float, float, float]] = {
+    # NVIDIA's Verilator testbench (nvdla/hw verif/verilator/nvdla.cpp, CSBMaster): fitted over the 74
+    # committed nv_small trace tests (validation/data/nvdla_rtl_nv_small.json; first CSB write to the last
+    # op enable, against each test's writes and polls; docs/driver_programs.md): 2.25 cycles a write, 19.9 a
+    # read (a poll: request, response, compare), largest error 2.1 cycles. It polls the interrupt status
+    # once the line rises, so the reads in the log are the whole reaction: no further interrupt cost.
+    "testbench": (2.25, 19.9, 0.0),
+}
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """How the host programs NVDLA and reacts to its interrupts (a system part; issue 57): the CSB address
+    map its register logs use, and the costs of a register write, a register read and an interrupt from a
+    named profile (DRIVER_PROFILES), each of which a config may override."""
+
+    profile: str = "testbench"
+    # nvdla/sw kmd/firmware/include: opendla_initial.h (nv_full and the other nvdlav1 builds) or
+    # opendla_small.h (nv_small), registers.addresses.MAPS
+    address_map: str = "nv_full"
+    csb_write_cycles: float | None = None  # None: the profile's
+    csb_read_cycles: float | None = None
+    interrupt_cycles: float | None = None
+
+    def __post_init__(self) -> None:
+        from nvdla_sim.registers.addresses import MAPS
+
+        if self.profile not in DRIVER_PROFILES:
+            raise ConfigError(f"driver.profile {self.profile!r} is not one of {', '.join(DRIVER_PROFILES)}")
+        if self.address_map not in MAPS:
+            raise ConfigError(f"driver.address_map {self.address_map!r} is not one of {', '.join(MAPS)}")
+        for name in ("csb_write_cycles", "csb_read_cycles", "interrupt_cycles"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf):
+                raise ConfigError(f"driver.{name} must be a finite number of cycles >= 0, not {v!r}")
+
+    @property
+    def costs(self) -> tuple[float, float, float]:
+        """(write, read, interrupt) cycles: the profile's, overridden where the config gives a value."""
+        given = (self.csb_write_cycles, self.csb_read_cycles, self.interrupt_cycles)
+        return tuple(p if v is None else float(v) for v, p in zip(given, DRIVER_PROFILES[self.profile], strict=True))
+
+
 _SECTIONS: dict[str, type] = {
     "mac": MacConfig,
     "cbuf": CbufConfig,
@@ -405,6 +451,7 @@ _SECTIONS: dict[str, type] = {
     "timing": TimingConfig,
     "tech": TechConfig,
     "host": HostConfig,
+    "driver": DriverConfig,
 }
 
 
@@ -429,6 +476,7 @@ class HwConfig:
     timing: TimingConfig = TimingConfig()
     tech: TechConfig = TechConfig()
     host: HostConfig = HostConfig()  # the host CPU beside NVDLA (a system part)
+    driver: DriverConfig = DriverConfig()  # how the host programs NVDLA's registers (a system part)
     bdma: bool = False  # bridge DMA present (memory-to-memory copies on the accelerator)
     weight_compression: bool = False  # CDMA reads compressed weights (values + WMB + WGS)
 

@@ -147,6 +147,11 @@ class RegisterView(Protocol):
     op_type: type  # the decoded operation: a frozen dataclass of register numbers
     starts_on: str  # the unit whose D_OP_ENABLE starts the operation ("NVDLA_CDMA")
     takes: tuple[str, ...]  # the enabled units its operation accounts for (a convolution takes SDP's pass)
+    # the units one operation of the processor programs and enables, in the driver's enable order (the one
+    # that starts it last); what a driver's sequence groups into one operation (program/sequence.py)
+    units: tuple[str, ...]
+    # GLB S_INTR_STATUS's done field of the processor, register group g's bit f"{done}{g}" ("SDP_DONE_STATUS")
+    done: str
 
     def decode(self, snap: Snapshots, name: str) -> tuple:
         """The operations a layer's snapshot holds for this processor (with what it feeds on the fly)."""
@@ -189,6 +194,15 @@ class RegisterView(Protocol):
         one chain from the first op enable to the last interrupt; None where they are not timed so."""
         ...
 
+    def fed_by(self, snap: Snapshots) -> str | None:
+        """The kind of processor whose output this one's programmed registers take on the fly (an SDP
+        pass on the fly takes the convolution's), or None: read from memory."""
+        ...
+
+    def hands_on(self, snap: Snapshots) -> bool:
+        """Whether the programmed registers hand the output on the fly to the next processor (SDP to PDP)."""
+        ...
+
 
 class ViewDefaults:
     """What most register views share (a view overrides what differs): the hardware layer timed as it is,
@@ -211,3 +225,9 @@ class ViewDefaults:
 
     def chain_cycles(self, ops: list, hw: HwConfig, name: str) -> int | None:
         return None
+
+    def fed_by(self, snap: Snapshots) -> str | None:
+        return None
+
+    def hands_on(self, snap: Snapshots) -> bool:
+        return False

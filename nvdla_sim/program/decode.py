@@ -74,11 +74,11 @@ def decode_program(prog: Program) -> Decoded:
         enabled = set(snap)
         for (unit, _), regs in state.items():  # units never enabled still feed their neighbours (SDP_RDMA off)
             snap.setdefault(unit, dict(regs))
-        ops += _operations(prog.name, snap, enabled)
+        ops += operations_of(prog.name, snap, enabled)
     return Decoded(ops, unknown, enables)
 
 
-def _operations(name: str, snap: Snapshots, enabled: set[str]) -> list[Operation]:
+def operations_of(name: str, snap: Snapshots, enabled: set[str]) -> list[Operation]:
     """The operations of one layer's snapshot: each register view whose starting unit is enabled and not
     taken by an earlier view's operation (a convolution takes its SDP pass)."""
     ops: list[Operation] = []

@@ -22,7 +22,8 @@ from nvdla_sim.layers import HwLayer
 from nvdla_sim.processors import fixed_latency, register_view, simulate
 from nvdla_sim.program.decode import Decoded, Operation, decode_program
 from nvdla_sim.program.execute import execute_program
-from nvdla_sim.registers.trace_io import parse_program
+from nvdla_sim.program.sequence import SequenceRun, decode_sequence, replay
+from nvdla_sim.registers.trace_io import Program, parse_program
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class ProgramRun:
     operations: list[OperationTiming]
     checks: list[dict] = field(default_factory=list)  # per check: kind, base, size, golden/model CRC, match
     span: int | None = None  # a program of several convolutions: first op enable -> last interrupt
+    # a driver's log (Program.driver_log): the network replayed as the driver ran it (program/sequence.py);
+    # its cycles are the span, from the first register access to the last end
+    sequence: SequenceRun | None = None
 
     @property
     def cycles(self) -> int:
@@ -94,14 +98,14 @@ def run_operations(ops: list[Operation], hw: HwConfig, *, name: str) -> list[Ope
 
 def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True, outputs: bool = True) -> ProgramRun:
     """Decode and time a trace test and, with `outputs`, compute its output bytes bit-exactly from the
-    program's memory images and recompute each CRC/file check on them (ProgramRun.checks)."""
-    prog = parse_program(path)
+    program's memory images and recompute each CRC/file check on them (ProgramRun.checks). A driver's log
+    of a whole network (registers by address in hw.driver's address map, ends read from S_INTR_STATUS) is
+    decoded and replayed as the driver ran it (run_driver_log)."""
+    prog = parse_program(path, address_map=hw.driver.address_map)
+    if prog.driver_log:
+        return run_driver_log(prog, hw, strict=strict)
     decoded = decode_program(prog)
-    if strict and decoded.unknown:
-        raise TraceError(
-            f"{prog.name}: registers the model does not understand: {', '.join(decoded.unknown)} "
-            "(pass strict=False / --allow-unknown-registers to time it anyway)"
-        )
+    _refuse_unknown(prog.name, decoded.unknown, strict)
     for op in decoded.operations:
         check_supported(op, hw, prog.name)
     run = ProgramRun(prog.name, decoded, run_operations(decoded.operations, hw, name=prog.name))
@@ -115,6 +119,30 @@ def run_program(path: str | Path, hw: HwConfig, *, strict: bool = True, outputs:
             if c.kind != "nothing"
         ]
     return run
+
+
+def _refuse_unknown(name: str, unknown: list[str], strict: bool) -> None:
+    if strict and unknown:
+        raise TraceError(
+            f"{name}: registers the model does not understand: {', '.join(unknown)} "
+            "(pass strict=False / --allow-unknown-registers to time it anyway)"
+        )
+
+
+def run_driver_log(prog: Program, hw: HwConfig, *, strict: bool = True) -> ProgramRun:
+    """A whole network from the driver's register log: its operations decoded from the driver's sequence,
+    each timed by the model (run_operations), replayed with hw.driver's costs (program/sequence.py). The
+    logs hold no memory contents, so nothing is checked bit-exactly."""
+    seq = decode_sequence(prog)
+    _refuse_unknown(prog.name, seq.unknown, strict)
+    for s in seq.operations:
+        for op in s.ops:
+            check_supported(op, hw, s.name)
+    timings = [tuple(run_operations(list(s.ops), hw, name=s.name)) for s in seq.operations]
+    srun = replay(prog, seq, hw, timings)
+    ops = [op for s in seq.operations for op in s.ops]
+    return ProgramRun(prog.name, Decoded(ops, seq.unknown), [t for ts in timings for t in ts], span=srun.cycles,
+                      sequence=srun)  # fmt: skip
 
 
 def check_supported(op: Operation, hw: HwConfig, name: str) -> None:

@@ -62,6 +62,18 @@ class RegPoll:
 
 
 @dataclass(frozen=True)
+class RegRead:
+    """A register read a driver's log records, with the value it returned (`read_reg ADDR MASK VALUE`;
+    gem5-NVDLA's `until` lines are reads of GLB S_INTR_STATUS that returned a non-zero value)."""
+
+    unit: str
+    reg: str
+    value: int
+    mask: int
+    line: int
+
+
+@dataclass(frozen=True)
 class MemInit:
     memory: str
     base: int
@@ -97,7 +109,7 @@ class Check:
     line: int = 0
 
 
-Command = RegWrite | RegPoll | MemInit | MemLoad | IntrNotify | Check
+Command = RegWrite | RegPoll | RegRead | MemInit | MemLoad | IntrNotify | Check
 
 
 @dataclass
@@ -116,6 +128,15 @@ class Program:
     def checks(self) -> list[Check]:
         return [c for c in self.commands if isinstance(c, Check)]
 
+    @property
+    def driver_log(self) -> bool:
+        """Whether the program is a driver's log: its completions are reads of GLB S_INTR_STATUS that show
+        done bits (program/sequence.py), and it has none of a trace test's interrupt waits (intr_notify,
+        the traceplayer's `wait`, whose tests also compare S_INTR_STATUS by read_reg)."""
+        if any(isinstance(c, IntrNotify) for c in self.commands):
+            return False
+        return any(isinstance(c, RegRead) and c.reg == "S_INTR_STATUS_0" and c.value for c in self.commands)
+
 
 _NUM = r"(?:0x[0-9a-fA-F]+|\d+)"
 _REG = re.compile(rf"^(reg_write|poll_reg_equal)\(\s*(NVDLA_\w+)\.(\w+)\s*,\s*({_NUM})\s*\)$")
@@ -132,15 +153,18 @@ _DAT = re.compile(r"^\{\s*offset\s*:\s*(\w+)\s*,\s*size\s*:\s*(\w+)\s*,\s*payloa
 
 
 def find_cfg(path: str | Path) -> Path:
-    """The trace file of a test given its folder or the file itself: its .cfg, or nvdlav1's input.txn."""
+    """The trace file of a test given its folder or the file itself: its .cfg, or one .txn (nvdlav1's and
+    gem5-NVDLA's input.txn, a driver log's output.txn)."""
     p = Path(path)
     if p.is_dir():
         cfgs = sorted(p.glob("*.cfg"))
-        if not cfgs and (p / "input.txn").is_file():
-            return p / "input.txn"
+        txns = sorted(p.glob("*.txn"))
+        if not cfgs and len(txns) == 1:
+            return txns[0]
         if len(cfgs) != 1:
             raise TraceError(
-                f"{p}: expected one .cfg trace file (or an input.txn) in the test folder, found {len(cfgs)}"
+                f"{p}: expected one .cfg trace file (or one .txn log) in the test folder, found {len(cfgs)} "
+                f".cfg and {len(txns)} .txn"
             )
         return cfgs[0]
     if p.suffix in (".cfg", ".txn") and p.is_file():
@@ -148,15 +172,17 @@ def find_cfg(path: str | Path) -> Path:
     raise TraceError(f"{p}: not a trace-test folder or .cfg file")
 
 
-def parse_program(path: str | Path) -> Program:
-    """Parse a trace test (folder or .cfg). Raises TraceError naming the file and line."""
+def parse_program(path: str | Path, *, address_map: str | None = None) -> Program:
+    """Parse a trace test (folder or .cfg) or a .txn log. A .txn register given by its address, not a
+    comment naming it, is looked up in `address_map` (registers.addresses.MAPS; the config's [driver]
+    address_map). Raises TraceError naming the file and line."""
     cfg = find_cfg(path)
     try:
         text = cfg.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise TraceError(f"{cfg}: cannot read trace ({e})") from None
     if cfg.suffix == ".txn":
-        return _parse_txn(cfg, text)
+        return _parse_txn(cfg, text, address_map)
     prog = Program(name=cfg.stem, folder=cfg.parent)
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.split("//", 1)[0].strip()
@@ -236,7 +262,24 @@ def txn_register(comment: str, txn: Path, no: int) -> tuple[str, str]:
     return unit, text[: (known[-1] if known else ends[0])]
 
 
-def _parse_txn(txn: Path, text: str) -> Program:
+def _txn_target(arg: str, comment: str, address_map: str | None, txn: Path, no: int) -> tuple[str, str]:
+    """(unit, register) of a .txn access: by the name in its comment, else by its address, a byte address
+    (the kernel-mode driver's) or the traceplayer's word address 0xffff0000 | byte >> 2."""
+    if comment.startswith("NVDLA_"):
+        return txn_register(comment, txn, no)
+    from nvdla_sim.registers.addresses import address_map as lookup
+
+    if address_map is None:
+        raise TraceError(
+            f"{txn}:{no}: a register given by address ({arg}) needs an address map: the config's [driver] "
+            "address_map (nv_small, nv_full)"
+        )
+    addr = int(arg, 0)
+    byte = (addr & 0xFFFF) << 2 if addr >> 16 == 0xFFFF else addr
+    return lookup(address_map).register_at(byte, f"{txn}:{no}")
+
+
+def _parse_txn(txn: Path, text: str, address_map: str | None = None) -> Program:
     prog = Program(name=txn.parent.name, folder=txn.parent)
     waits = 0
     for no, raw in enumerate(text.splitlines(), 1):
@@ -251,10 +294,14 @@ def _parse_txn(txn: Path, text: str) -> Program:
                 prog.commands.append(MemInit(_txn_memory(base), base, size, "ALL_ZERO", no))
                 prog.commands.append(MemLoad(_txn_memory(base), base, txn.parent / args[2], no))
             elif verb == "write_reg" and len(args) == 2:
-                unit, reg = txn_register(comment.strip(), txn, no)
+                unit, reg = _txn_target(args[0], comment.strip(), address_map, txn, no)
                 prog.commands.append(RegWrite(unit, reg, int(args[1], 0) & 0xFFFFFFFF, no))
             elif verb == "read_reg" and len(args) == 3:
-                continue  # a register compare on the testbench, not modelled
+                unit, reg = _txn_target(args[0], comment.strip(), address_map, txn, no)
+                prog.commands.append(RegRead(unit, reg, int(args[2], 0) & 0xFFFFFFFF, int(args[1], 0), no))
+            elif verb == "until" and len(args) == 2:
+                unit, reg = _txn_target(args[0], comment.strip(), address_map, txn, no)
+                prog.commands.append(RegRead(unit, reg, int(args[1], 0) & 0xFFFFFFFF, 0xFFFFFFFF, no))
             elif verb == "wait" and not args:
                 waits += 1
                 prog.commands.append(IntrNotify("", f"wait_{waits}", no))
@@ -266,7 +313,7 @@ def _parse_txn(txn: Path, text: str) -> Program:
             else:
                 raise TraceError(
                     f"{txn}:{no}: {raw.strip()[:60]!r} is not one of load_mem ADDR SIZE FILE, write_reg ADDR VALUE "
-                    "#NAME, read_reg ADDR MASK VALUE, wait, dump_mem ADDR SIZE FILE"
+                    "[#NAME], read_reg ADDR MASK VALUE [#NAME], until ADDR VALUE, wait, dump_mem ADDR SIZE FILE"
                 )
         except ValueError:
             raise TraceError(f"{txn}:{no}: not a number in {raw.strip()[:60]!r}") from None

@@ -226,7 +226,7 @@ def test_nvdlav1_traceplayer_format(tmp_path):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("write_reg 0xffff0001 0x1", "write_reg without a '#NVDLA_UNIT.REGISTER' comment"),
+        ("write_reg 0xffff0001 0x1", "a register given by address (0xffff0001) needs an address map"),
         ("write_reg 0xffff0001 0x1 #NVDLA_SDP.DATA", "no register name ending in _0"),
         ("poke 0x1 0x2", "is not one of load_mem ADDR SIZE FILE"),
         ("load_mem 0x8000000g 0x10 in.dat", "not a number"),

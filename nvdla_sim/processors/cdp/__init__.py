@@ -25,6 +25,8 @@ class CdpRegisters(ViewDefaults):
     op_type = CdpOp
     starts_on = "NVDLA_CDP"
     takes = ("NVDLA_CDP",)
+    units = ("NVDLA_CDP_RDMA", "NVDLA_CDP")  # nvdla/sw kmd/firmware/cdp.c
+    done = "CDP_DONE_STATUS"
 
     def decode(self, snap: Snapshots, name: str) -> tuple[CdpOp, ...]:
         return (decode_cdp(name, snap),)

@@ -29,6 +29,14 @@ class ConvRegisters(ViewDefaults):
     op_type = ConvOp
     starts_on = "NVDLA_CDMA"
     takes = ("NVDLA_CDMA", "NVDLA_SDP")  # its SDP pass (and a PDP pass on the fly) are part of it
+    # NVIDIA's firmware enables CACC, CMAC_A, CMAC_B, CSC and CDMA (nvdla/sw kmd/firmware/conv.c); CACC's done
+    # bit ends the convolution (its SDP pass has its own)
+    units = ("NVDLA_CACC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CSC", "NVDLA_CDMA")
+    done = "CACC_DONE_STATUS"
+
+    def hands_on(self, snap: Snapshots) -> bool:
+        """A convolution's output always goes on to SDP on the fly (CACC -> SDP)."""
+        return True
 
     def decode(self, snap: Snapshots, name: str) -> tuple[ConvOp, ...]:
         return (decode_conv(name, snap),)

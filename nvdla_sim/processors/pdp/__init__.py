@@ -26,6 +26,12 @@ class PdpRegisters(ViewDefaults):
     op_type = PdpOp
     starts_on = "NVDLA_PDP"
     takes = ("NVDLA_PDP",)
+    units = ("NVDLA_PDP_RDMA", "NVDLA_PDP")  # nvdla/sw kmd/firmware/pdp.c
+    done = "PDP_DONE_STATUS"
+
+    def fed_by(self, snap: Snapshots) -> str | None:
+        """Not OFF_FLYING: SDP's output on the fly (D_OPERATION_MODE_CFG)."""
+        return None if UnitRegisters.of(snap, "NVDLA_PDP").f("D_OPERATION_MODE_CFG_0", "OFF_FLYING") else "sdp"
 
     def decode(self, snap: Snapshots, name: str) -> tuple[PdpOp, ...]:
         """An offline pass (OFF_FLYING); a pass on the fly is decoded by the operation that feeds it."""

@@ -14,7 +14,7 @@ from nvdla_sim.layers import OperandMode, SdpLayer, SdpSpec
 from nvdla_sim.processors.base import StreamProcessor, dram_activity, stream_work
 from nvdla_sim.processors.lut import write_lut
 from nvdla_sim.processors.pdp.registers import decode_pdp
-from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
+from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, UnitRegisters, ViewDefaults
 from nvdla_sim.processors.sdp.execute import execute_sdp
 from nvdla_sim.processors.sdp.registers import SdpOp, decode_sdp, sdp_spec, write_sdp
 from nvdla_sim.units import cdma, sdp
@@ -60,6 +60,16 @@ class SdpRegisters(ViewDefaults):
     op_type = SdpOp
     starts_on = "NVDLA_SDP"
     takes = ("NVDLA_SDP",)
+    units = ("NVDLA_SDP_RDMA", "NVDLA_SDP")  # nvdla/sw kmd/firmware/sdp.c enables SDP_RDMA, then SDP
+    done = "SDP_DONE_STATUS"
+
+    def fed_by(self, snap: Snapshots) -> str | None:
+        """FLYING_MODE ON: the convolution's output (D_FEATURE_MODE_CFG)."""
+        return "conv" if UnitRegisters.of(snap, "NVDLA_SDP").f("D_FEATURE_MODE_CFG_0", "FLYING_MODE") else None
+
+    def hands_on(self, snap: Snapshots) -> bool:
+        """OUTPUT_DST PDP: the output goes to PDP on the fly."""
+        return bool(UnitRegisters.of(snap, "NVDLA_SDP").f("D_FEATURE_MODE_CFG_0", "OUTPUT_DST"))
 
     def decode(self, snap: Snapshots, name: str) -> tuple:
         """An offline pass, and the PDP pass it feeds on the fly (OUTPUT_DST = PDP)."""

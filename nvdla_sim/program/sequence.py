@@ -1,0 +1,351 @@
+"""A driver's register sequence: a whole network as NVIDIA's firmware programs it, decoded and replayed in time.
+
+The kernel-mode driver does not program NVDLA layer by layer. It programs each processor's next operation
+into the free register group while the other runs, enables an operation once its dependencies are met
+(a fused convolution's SDP pass before the convolution), and learns of ends by reading GLB S_INTR_STATUS
+(nvdla/sw kmd/firmware/scheduler.c, engine_isr.c). docs/driver_programs.md gives the rules this follows:
+
+1. each unit's S_POINTER producer says which register group its D_ writes go to (the RDMAs have their own);
+2. an operation of a processor starts at its starting unit's D_OP_ENABLE (RegisterView.starts_on: the
+   firmware enables it last, a reader before its unit), with the registers every unit holds in its
+   producer group at that moment;
+3. the hardware runs a processor's two groups strictly alternately, so its operations run in the order
+   g0, g1, g0, ... of their enables, not in the order of the enables;
+4. an operation taking its input on the fly (RegisterView.fed_by) joins the k-th operation of the
+   processor that hands its output on (RegisterView.hands_on), the k-th of each in execution order;
+5. an operation ends at the first read of S_INTR_STATUS that shows the done bit of its last processor's
+   group (RegisterView.done), first in first out; a bit counts again once the driver has cleared it.
+
+The replay walks the log with a clock: a register write or read costs the config's [driver] cycles; an
+operation starts at its last enable, no earlier than the end of the operation before it on each processor
+it uses; a read that shows an end waits for it (plus the driver's interrupt cycles). The network's cycles
+run from the first access to the last end or the last access, whichever is later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from nvdla_sim.config import HwConfig
+from nvdla_sim.errors import TraceError
+from nvdla_sim.processors import REGISTER_VIEWS
+from nvdla_sim.processors.registers import RegisterView, Snapshots
+from nvdla_sim.program.decode import Operation, describe, operations_of
+from nvdla_sim.registers.fields import FIELDS, is_known
+from nvdla_sim.registers.trace_io import Program, RegPoll, RegRead, RegWrite
+
+_STATUS = ("NVDLA_GLB", "S_INTR_STATUS_0")
+
+
+@dataclass(frozen=True)
+class _Enable:
+    """One processor operation's start: its starting unit's op enable, with every unit's registers then."""
+
+    view: RegisterView
+    group: int
+    at: int  # index of the enabling write in the program's commands
+    line: int
+    state: Snapshots  # each unit's producer-group registers (and its shared S_ ones) at the enable
+    enabled: frozenset[str]  # the processor's units enabled since its previous operation's start
+
+
+@dataclass(frozen=True)
+class SequencedOperation:
+    """An operation of the driver's sequence: one processor's, or a chain on the fly (a convolution with its
+    SDP pass and PDP), as the register views decode it."""
+
+    name: str
+    processors: tuple[str, ...]  # the kinds it occupies, upstream first ("conv", "sdp")
+    groups: tuple[int, ...]  # each processor's register group
+    positions: tuple[int, ...]  # its place in each processor's execution order
+    ops: tuple[Operation, ...]  # what the register views decoded from its registers
+    enabled_at: int  # command index of its last enable: it may start then
+    line: int  # the log line of that enable
+    done_bit: int  # S_INTR_STATUS bit that ends it (its last processor's group)
+    ended_at: int | None  # command index of the read that showed its end (None: the log ends first)
+
+
+@dataclass
+class Sequence:
+    name: str
+    operations: list[SequencedOperation]
+    unknown: list[str] = field(default_factory=list)  # "UNIT.REG" written but not understood
+
+
+def _done_bit(view: RegisterView, group: int) -> int:
+    msb, lsb = FIELDS[_STATUS][f"{view.done}{group}"]
+    return lsb
+
+
+def _scan(prog: Program) -> tuple[list[_Enable], list[str]]:
+    """Every processor operation's start, in log order, and the registers written but not understood."""
+    starts = {v.starts_on: v for v in REGISTER_VIEWS if getattr(v, "units", ())}
+    member_of = {u: v for v in starts.values() for u in v.units}
+    pointer: dict[str, int] = {}
+    shared: dict[str, dict[str, int]] = {}
+    groups: dict[tuple[str, int], dict[str, int]] = {}
+    since: dict[str, set[str]] = {}  # per processor kind, its units enabled since its last start
+    enables: list[_Enable] = []
+    unknown: list[str] = []
+    for i, c in enumerate(prog.commands):
+        if not isinstance(c, RegWrite):
+            continue
+        if not is_known(c.unit, c.reg) and f"{c.unit}.{c.reg}" not in unknown:
+            unknown.append(f"{c.unit}.{c.reg}")
+        if c.reg == "S_POINTER_0":
+            pointer[c.unit] = c.value & 1  # PRODUCER: the group CSB writes go to
+            continue
+        if c.reg.startswith("S_"):  # one register for both groups
+            shared.setdefault(c.unit, {})[c.reg] = c.value
+            continue
+        regs = groups.setdefault((c.unit, pointer.get(c.unit, 0)), {})
+        regs[c.reg] = c.value
+        if c.reg != "D_OP_ENABLE_0" or not c.value & 1 or c.unit not in member_of:
+            continue
+        view = member_of[c.unit]
+        since.setdefault(view.kind, set()).add(c.unit)
+        if c.unit != view.starts_on:
+            continue
+        units = set(shared) | {u for u, _ in groups}
+        state = {u: {**shared.get(u, {}), **groups.get((u, pointer.get(u, 0)), {})} for u in units}
+        enables.append(_Enable(view, pointer.get(c.unit, 0), i, c.line, state, frozenset(since.pop(view.kind))))
+    return enables, unknown
+
+
+def _execution_order(enables: list[_Enable], kind: str, name: str) -> list[_Enable]:
+    """A processor's operations in the order its hardware runs them: its groups alternately from group 0."""
+    per_group = ([e for e in enables if e.group == 0], [e for e in enables if e.group == 1])
+    if len(per_group[0]) - len(per_group[1]) not in (0, 1):
+        raise TraceError(
+            f"{name}: {kind} enables {len(per_group[0])} operations in register group 0 and "
+            f"{len(per_group[1])} in group 1; its hardware alternates the groups from group 0"
+        )
+    g0, g1 = per_group
+    return [e for n, first in enumerate(g0) for e in ([first, g1[n]] if n < len(g1) else [first])]
+
+
+def decode_sequence(prog: Program) -> Sequence:
+    """The operations of a driver's log (rules in the module's docstring), in the order they may start."""
+    enables, unknown = _scan(prog)
+    if not enables:
+        raise TraceError(f"{prog.name}: the log enables no operation (no D_OP_ENABLE write of 1 that starts one)")
+    kinds = list(dict.fromkeys(e.view.kind for e in enables))
+    order = {k: _execution_order([e for e in enables if e.view.kind == k], k, prog.name) for k in kinds}
+    # chains on the fly: the k-th operation fed by kind K joins the k-th operation of K that hands on
+    chains: dict[int, list[_Enable]] = {id(e): [e] for e in enables}
+    head: dict[int, int] = {id(e): id(e) for e in enables}  # each enable's chain
+    for k in kinds:
+        fed = [e for e in order[k] if e.view.fed_by(e.state) is not None]
+        for upstream in {e.view.fed_by(e.state) for e in fed}:
+            takers = [e for e in fed if e.view.fed_by(e.state) == upstream]
+            givers = [e for e in order.get(upstream, []) if e.view.hands_on(e.state)]
+            if len(takers) != len(givers):
+                raise TraceError(
+                    f"{prog.name}: {len(takers)} {k} operations take their input on the fly from {upstream}, "
+                    f"but {len(givers)} {upstream} operations hand theirs on"
+                )
+            for taker, giver in zip(takers, givers, strict=True):
+                chain = chains.pop(head[id(taker)])
+                root = head[id(giver)]
+                chains[root] += chain
+                for e in chain:
+                    head[id(e)] = root
+    position = {id(e): n for k in kinds for n, e in enumerate(order[k])}
+    ops = [
+        _chain(prog.name, members, n, position) for n, members in enumerate(sorted(chains.values(), key=_last_enable))
+    ]
+    return Sequence(prog.name, _with_ends(prog, ops), unknown)
+
+
+def _last_enable(members: list[_Enable]) -> int:
+    return max(e.at for e in members)
+
+
+def _chain(name: str, members: list[_Enable], n: int, position: dict[int, int]) -> SequencedOperation:
+    snap: Snapshots = {}
+    for e in members:  # each processor's own units from its own enable
+        snap.update({u: regs for u, regs in e.state.items() if u not in snap or u in e.view.units})
+    enabled = set().union(*(e.enabled for e in members))
+    last = max(members, key=lambda e: e.at)
+    label = f"{name}.{n}"
+    return SequencedOperation(
+        label,
+        tuple(e.view.kind for e in members),
+        tuple(e.group for e in members),
+        tuple(position[id(e)] for e in members),
+        tuple(operations_of(label, snap, enabled)),
+        last.at,
+        last.line,
+        _done_bit(members[-1].view, members[-1].group),
+        None,
+    )
+
+
+def _with_ends(prog: Program, ops: list[SequencedOperation]) -> list[SequencedOperation]:
+    """Each operation's end: the first read of S_INTR_STATUS showing its done bit, first in first out per bit
+    in its last processor's execution order; a bit shown again counts only after a write of S_INTR_STATUS
+    cleared it."""
+    waiting: dict[int, list[int]] = {}  # done bit -> its operations not yet ended, in execution order
+    for i in sorted(range(len(ops)), key=lambda i: ops[i].positions[-1]):
+        waiting.setdefault(ops[i].done_bit, []).append(i)
+    ended: dict[int, int] = {}
+    shown = 0  # bits seen set and not yet cleared
+    for at, c in enumerate(prog.commands):
+        if not isinstance(c, RegWrite | RegRead) or (c.unit, c.reg) != _STATUS:
+            continue
+        if isinstance(c, RegWrite):  # the driver clears the bits it writes
+            shown &= ~c.value
+            continue
+        new = c.value & ~shown
+        shown |= c.value
+        for bit, queue in waiting.items():
+            if new >> bit & 1 and queue:
+                i = queue.pop(0)
+                if ops[i].enabled_at > at:
+                    raise TraceError(
+                        f"{prog.name}:{c.line}: S_INTR_STATUS shows bit {bit} done before {ops[i].name} "
+                        f"(enabled at line {ops[i].line}) was enabled"
+                    )
+                ended[i] = at
+    return [replace(op, ended_at=ended.get(i)) for i, op in enumerate(ops)]
+
+
+@dataclass(frozen=True)
+class TimedOperation:
+    """One operation of the replay: when it was enabled, started and ended (core clocks from the log's
+    first access), and the model's cycles for it (op enable to interrupt)."""
+
+    operation: SequencedOperation
+    enabled: float
+    start: float
+    end: float
+    cycles: int
+    timings: tuple  # program.run.OperationTiming per timed operation of the chain
+
+
+@dataclass(frozen=True)
+class SequenceRun:
+    """A driver's log replayed: the network's cycles and where they went."""
+
+    name: str
+    cycles: int
+    operations: tuple[TimedOperation, ...]
+    writes: int
+    reads: int
+    csb_cycles: float  # the driver's register accesses (writes and reads at the profile's costs)
+    wait_cycles: float  # the driver waiting for operations to end
+    profile: str
+    costs: tuple[float, float, float]  # the driver's (write, read, interrupt) cycles
+
+    def to_dict(self) -> dict:
+        """The replay as the CLI's JSON stores it: the driver's figures and each operation's times."""
+        write, read, interrupt = self.costs
+        return {
+            "driver_profile": self.profile,
+            "csb_write_cycles": write,
+            "csb_read_cycles": read,
+            "interrupt_cycles": interrupt,
+            "register_writes": self.writes,
+            "register_reads": self.reads,
+            "register_access_cycles": round(self.csb_cycles),
+            "driver_wait_cycles": round(self.wait_cycles),
+            "busy_cycles_by_processor": self.busy_by_processor(),
+            "operations": [
+                {
+                    "name": t.operation.name,
+                    "processors": list(t.operation.processors),
+                    "groups": list(t.operation.groups),
+                    "enable_line": t.operation.line,
+                    "enabled": round(t.enabled),
+                    "start": round(t.start),
+                    "end": round(t.end),
+                    "cycles": t.cycles,
+                    "layers": [describe(op) for op in t.operation.ops],
+                }
+                for t in self.operations
+            ],
+        }
+
+    def busy_by_processor(self) -> dict[str, int]:
+        """Cycles each processor kind was occupied (start to end of the operations that use it)."""
+        out: dict[str, int] = {}
+        for t in self.operations:
+            for k in t.operation.processors:
+                out[k] = out.get(k, 0) + round(t.end - t.start)
+        return out
+
+
+def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> SequenceRun:
+    """Time the driver's log on `hw` (module docstring): its accesses at hw.driver's costs, each operation
+    taking the model's cycles (`timings`: per operation, program.run.OperationTiming of what it runs), in the
+    log's order and each processor's."""
+    write, read, interrupt = hw.driver.costs
+    cycles = [max(t.cycles for t in ts) for ts in timings]
+    # each processor's operations in execution order; an operation starts when it heads every queue it is in
+    queues: dict[str, list] = {}
+    for i, op in enumerate(seq.operations):
+        for k, n in zip(op.processors, op.positions, strict=True):
+            queues.setdefault(k, []).append((n, i))
+    queues = {k: [i for _, i in sorted(q)] for k, q in queues.items()}
+    enabled_by_at: dict[int, list[int]] = {}
+    for i, op in enumerate(seq.operations):
+        enabled_by_at.setdefault(op.enabled_at, []).append(i)
+    ended_by_at: dict[int, list[int]] = {}
+    for i, op in enumerate(seq.operations):
+        if op.ended_at is not None:
+            ended_by_at.setdefault(op.ended_at, []).append(i)
+    enabled_t: dict[int, float] = {}
+    start: dict[int, float] = {}
+    end: dict[int, float] = {}
+    free: dict[str, float] = {}
+
+    def schedule() -> None:
+        progress = True
+        while progress:
+            progress = False
+            for i in list(enabled_t):
+                if i in start:
+                    continue
+                ks = seq.operations[i].processors
+                if all(queues[k] and queues[k][0] == i for k in ks):
+                    start[i] = max(enabled_t[i], *(free.get(k, 0.0) for k in ks))
+                    end[i] = start[i] + cycles[i]
+                    for k in ks:
+                        free[k] = end[i]
+                        queues[k].pop(0)
+                    progress = True
+
+    t = 0.0
+    csb = wait = 0.0
+    writes = reads = 0
+    for at, c in enumerate(prog.commands):
+        if isinstance(c, RegWrite):
+            t += write
+            csb += write
+            writes += 1
+            for i in enabled_by_at.get(at, []):
+                enabled_t[i] = t
+            schedule()
+        elif isinstance(c, RegRead | RegPoll):
+            for i in ended_by_at.get(at, []):
+                if i not in end:
+                    raise TraceError(
+                        f"{prog.name}:{c.line}: the log reads the end of {seq.operations[i].name} before the "
+                        "operations its processors run first were enabled"
+                    )
+                ready = end[i] + interrupt
+                if ready > t:
+                    wait += ready - t
+                    t = ready
+            t += read
+            csb += read
+            reads += 1
+    missing = [seq.operations[i].name for i in range(len(seq.operations)) if i not in end]
+    if missing:
+        raise TraceError(f"{prog.name}: operations never start (their processors' earlier ones are never enabled): "
+                         f"{', '.join(missing[:5])}")  # fmt: skip
+    total = max(t, max(end.values(), default=0.0))
+    timed = tuple(
+        TimedOperation(op, enabled_t[i], start[i], end[i], cycles[i], timings[i]) for i, op in enumerate(seq.operations)
+    )
+    return SequenceRun(seq.name, round(total), timed, writes, reads, csb, wait, hw.driver.profile, hw.driver.costs)

@@ -1,0 +1,147 @@
+"""A driver's register log of a whole network (issue 57): the address maps, the decoder of the driver's
+sequence (both register groups, SDP enabled before its convolution, ends read from S_INTR_STATUS) and the
+replay in time. The logs here are built from committed operations (NVIDIA's nv_small trace tests as the
+RTL rows describe them) in the order NVIDIA's firmware programs them (docs/driver_programs.md); each
+expected time is the hand sum of the driver's costs and the model's cycles of each operation alone."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from nvdla_cli.main import main
+from nvdla_sim.config import DRIVER_PROFILES, load_config
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.processors import register_view
+from nvdla_sim.processors.registers import RegisterWriter
+from nvdla_sim.program.decode import describe, from_description
+from nvdla_sim.program.run import operation_timing, run_program
+from nvdla_sim.registers.addresses import address_map
+from nvdla_sim.registers.trace_io import parse_program
+
+DATA = Path(__file__).resolve().parents[2] / "validation" / "data"
+HW = load_config("nv_small_rtl_tb")
+AM = address_map("nv_small")
+W, R, IRQ = DRIVER_PROFILES["testbench"]
+STATUS = AM.address("NVDLA_GLB", "S_INTR_STATUS_0")
+ROWS = {r["name"]: r for r in json.loads((DATA / "nvdla_rtl_nv_small.json").read_text())["rows"]}
+CONV = from_description(ROWS["dc_1x1x8_1x1x8x1_int8_0"]["layers"][0])  # with its SDP pass on the fly
+CONV2 = from_description(ROWS["dc_13x15x64_5x3x64x16_int8_0"]["layers"][0])
+POOL = from_description(ROWS["pdp_1x1x1_3x3_ave_int8_0"]["layers"][0])
+_REG = re.compile(r"^reg_write\(NVDLA_(\w+)\.(\w+), (0x[0-9a-f]+)\);$")
+# GLB S_INTR_STATUS bits (nvdla/sw kmd/firmware/include/opendla_small.h): SDP group g bit g, PDP 4 + g
+SDP_DONE, PDP_DONE = 0, 4
+# the order NVIDIA's firmware enables units (kmd/firmware sdp.c, pdp.c, conv.c): a reader before its unit,
+# a convolution's SDP pass before the convolution, CDMA last
+FIRMWARE_ENABLES = ["SDP_RDMA", "SDP", "PDP_RDMA", "PDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"]
+
+
+def test_address_maps_agree_with_the_logs_and_the_unit_bases():
+    # nv_small's units from 0x1000 (opendla_small.h, as the KMD's logs write them: 0x7004 CACC's pointer)
+    assert AM.register_at(0x7004, "x") == ("NVDLA_CACC", "S_POINTER_0")
+    assert AM.register_at(0x100C, "x") == ("NVDLA_GLB", "S_INTR_STATUS_0")
+    full = address_map("nv_full")
+    # nv_full's CSB map (NVDLA_FACTS: GLB 0x0000, MCIF 0x2000, SRAMIF 0x3000, BDMA 0x4000, CDMA 0x5000, ...)
+    for unit, base in (("GLB", 0x0), ("MCIF", 0x2000), ("CVIF", 0x3000), ("BDMA", 0x4000), ("CDMA", 0x5000)):
+        assert min(a for (u, _), a in full.addresses.items() if u == f"NVDLA_{unit}") == base
+    # gem5-NVDLA's traceplayer lines give the word address and the byte address in the comment
+    assert full.register_at(0x2401 << 2, "x") == ("NVDLA_CACC", "S_POINTER_0")  # `0xffff2401 #0x9004`
+    with pytest.raises(NvdlaError, match=r"log:7: address 0x7ffc is no NVDLA register in the nv_small"):
+        AM.register_at(0x7FFC, "log:7")
+
+
+def _registers(op, group: int) -> list[str]:
+    """The op's register writes as the firmware issues them: S_POINTER of each unit, its registers, the
+    enables (last unit of the pipeline first)."""
+    lines: list[str] = []
+    emitted = register_view(op).emit(RegisterWriter(lines), op, HW, None, "t")
+    writes = [m.groups() for m in map(_REG.match, lines) if m]
+    units = dict.fromkeys([u for u, _, _ in writes] + list(emitted.enables))
+    out = [_w(u, "S_POINTER_0", group) for u in units if u != "GLB"]
+    out += [_w(u, reg, int(v, 16)) for u, reg, v in writes]
+    return out + [_w(u, "D_OP_ENABLE_0", 1) for u in sorted(emitted.enables, key=FIRMWARE_ENABLES.index)]
+
+
+def _w(unit: str, reg: str, value: int) -> str:
+    return f"write_reg {AM.address('NVDLA_' + unit, reg):#x} {value:#010x}  # actual addr: ..."
+
+
+def _done(bits: int) -> list[str]:
+    """The driver's interrupt service: it reads S_INTR_STATUS and writes it back to clear it."""
+    return [f"read_reg {STATUS:#x} 0xffffffff {bits:#010x}", _w("GLB", "S_INTR_STATUS_0", bits)]
+
+
+def _log(tmp_path, lines: list[str]):
+    d = tmp_path / "net"
+    d.mkdir()
+    (d / "output.txn").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_sequential_log_decodes_and_replays_to_the_hand_sum(tmp_path):
+    first, second = _registers(CONV, 0), _registers(POOL, 0)
+    log = _log(tmp_path, first + _done(1 << SDP_DONE) + second + _done(1 << PDP_DONE))
+    run = run_program(log, HW)
+    ops = run.sequence.operations
+    assert [o.operation.processors for o in ops] == [("conv", "sdp"), ("pdp",)]
+    assert [describe(o) for o in run.decoded.operations] == [describe(CONV), describe(POOL)]
+    c1, c2 = (operation_timing(op, HW).cycles for op in (CONV, POOL))
+    # writes of the first op, its run, the status read and the clear, the second op's writes, its run, ...
+    want = len(first) * W + c1 + IRQ + R + W + len(second) * W + c2 + IRQ + R + W
+    assert run.cycles == round(want)
+    assert ops[1].start == pytest.approx(len(first) * W + c1 + R + W + len(second) * W)
+    assert run.sequence.busy_by_processor() == {"conv": c1, "sdp": c1, "pdp": c2}
+
+
+def test_ping_pong_groups_run_the_next_op_when_the_processor_frees(tmp_path):
+    """The second convolution is programmed into group 1 and enabled while the first runs: it starts at the
+    first one's end, and the driver reads both ends."""
+    first, second = _registers(CONV2, 0), _registers(CONV, 1)
+    run = run_program(_log(tmp_path, first + second + _done(1 << SDP_DONE) + _done(1 << (SDP_DONE + 1))), HW)
+    a, b = run.sequence.operations
+    c1, c2 = operation_timing(CONV2, HW).cycles, operation_timing(CONV, HW).cycles
+    assert (a.operation.groups, b.operation.groups) == ((0, 0), (1, 1))
+    assert c1 > len(second) * W  # the second is enabled while the first runs ...
+    assert b.start == pytest.approx(a.end) == pytest.approx(len(first) * W + c1)  # ... and waits for it
+    # the first end's read and clear happen while the second runs; the second's read waits for it
+    assert run.cycles == round(len(first) * W + c1 + c2 + R + W)
+
+
+def test_groups_run_alternately_whatever_the_enable_order(tmp_path):
+    """Group 1's pooling is enabled before group 0's: the hardware still runs group 0's first."""
+    g1, g0 = _registers(POOL, 1), _registers(POOL, 0)
+    run = run_program(_log(tmp_path, g1 + g0 + _done(1 << PDP_DONE) + _done(1 << (PDP_DONE + 1))), HW)
+    by_group = {o.operation.groups[0]: o for o in run.sequence.operations}
+    assert by_group[0].start == pytest.approx((len(g1) + len(g0)) * W)
+    assert by_group[1].start == pytest.approx(by_group[0].end)
+    assert by_group[1].operation.ended_at > by_group[0].operation.ended_at
+
+
+def test_cli_prints_the_network_cycles_and_each_operation(tmp_path, capsys):
+    log = _log(tmp_path, _registers(CONV, 0) + _done(1 << SDP_DONE) + _registers(POOL, 0) + _done(1 << PDP_DONE))
+    assert main(["simulate", "--trace-test", str(log / "output.txn"), "--hw", "nv_small_rtl_tb", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["cycles"] == run_program(log, HW).cycles
+    seq = doc["sequence"]
+    assert seq["driver_profile"] == "testbench" and [o["processors"] for o in seq["operations"]] == [
+        ["conv", "sdp"],
+        ["pdp"],
+    ]
+    assert seq["register_writes"] == len(_registers(CONV, 0)) + len(_registers(POOL, 0)) + 2
+    assert main(["simulate", "--trace-test", str(log), "--hw", "nv_small_rtl_tb"]) == 0
+    assert "as the driver ran it" in capsys.readouterr().out
+
+
+def test_bad_logs_get_one_line_errors(tmp_path):
+    d = tmp_path / "a"
+    d.mkdir()
+    (d / "output.txn").write_text("write_reg 0x7ffc 0x1\n")
+    with pytest.raises(NvdlaError, match=r"output.txn:1: address 0x7ffc is no NVDLA register"):
+        parse_program(d, address_map="nv_small")
+    with pytest.raises(NvdlaError, match=r"output.txn:1: a register given by address .* \[driver\] address_map"):
+        parse_program(d)
+    # group 1 used twice and group 0 once more than never: the hardware alternates from group 0
+    lines = _registers(POOL, 1) + _registers(POOL, 1) + _done(1 << (PDP_DONE + 1))
+    with pytest.raises(NvdlaError, match=r"pdp enables 0 operations in register group 0 and 2 in group 1"):
+        run_program(_log(tmp_path, lines), HW)
