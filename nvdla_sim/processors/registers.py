@@ -203,6 +203,11 @@ class RegisterView(Protocol):
         """Whether the programmed registers hand the output on the fly to the next processor (SDP to PDP)."""
         ...
 
+    def cube(self, snap: Snapshots) -> tuple[int, int, int] | None:
+        """(width, height, channels) of the cube the programmed registers hand on or take on the fly, or None
+        where the processor does neither (a decoded driver's chain is checked by it)."""
+        ...
+
 
 class ViewDefaults:
     """What most register views share (a view overrides what differs): the hardware layer timed as it is,
@@ -231,3 +236,6 @@ class ViewDefaults:
 
     def hands_on(self, snap: Snapshots) -> bool:
         return False
+
+    def cube(self, snap: Snapshots) -> tuple[int, int, int] | None:
+        return None

@@ -13,8 +13,11 @@ into the free register group while the other runs, enables an operation once its
    g0, g1, g0, ... of their enables, not in the order of the enables;
 4. an operation taking its input on the fly (RegisterView.fed_by) joins the k-th operation of the
    processor that hands its output on (RegisterView.hands_on), the k-th of each in execution order;
-5. an operation ends at the first read of S_INTR_STATUS that shows the done bit of its last processor's
-   group (RegisterView.done), first in first out; a bit counts again once the driver has cleared it.
+5. each processor of an operation raises its group's done bit (RegisterView.done; a convolution CACC's, its
+   SDP pass SDP's); the first read of S_INTR_STATUS showing a bit after the processor's enable takes it,
+   first in first out per bit, and the operation ends at the read that showed the last of its bits; a bit
+   counts again once the driver has cleared it. The pairing of rule 4 is checked by the cube handed on
+   against the cube taken (RegisterView.cube).
 
 The replay walks the log with a clock: a register write or read costs the config's [driver] cycles; an
 operation starts at its last enable, no earlier than the end of the operation before it on each processor
@@ -58,11 +61,12 @@ class SequencedOperation:
     processors: tuple[str, ...]  # the kinds it occupies, upstream first ("conv", "sdp")
     groups: tuple[int, ...]  # each processor's register group
     positions: tuple[int, ...]  # its place in each processor's execution order
+    enables: tuple[int, ...]  # command index of each processor's enable
     ops: tuple[Operation, ...]  # what the register views decoded from its registers
     enabled_at: int  # command index of its last enable: it may start then
     line: int  # the log line of that enable
-    done_bit: int  # S_INTR_STATUS bit that ends it (its last processor's group)
-    ended_at: int | None  # command index of the read that showed its end (None: the log ends first)
+    done_bits: tuple[int, ...]  # each processor's S_INTR_STATUS done bit (its group's)
+    ended_at: int | None  # command index of the read that showed the last of them (None: the log ends first)
 
 
 @dataclass
@@ -75,6 +79,13 @@ class Sequence:
 def _done_bit(view: RegisterView, group: int) -> int:
     msb, lsb = FIELDS[_STATUS][f"{view.done}{group}"]
     return lsb
+
+
+def done_mask() -> int:
+    """The S_INTR_STATUS bits that end operations: each register view's done bit of both groups (not CDMA's
+    data and weight events, which the hardware raises on its own schedule)."""
+    views = [v for v in REGISTER_VIEWS if getattr(v, "done", "")]
+    return sum(1 << _done_bit(v, g) for v in views for g in (0, 1))
 
 
 def _scan(prog: Program) -> tuple[list[_Enable], list[str]]:
@@ -112,12 +123,13 @@ def _scan(prog: Program) -> tuple[list[_Enable], list[str]]:
     return enables, unknown
 
 
-def _execution_order(enables: list[_Enable], kind: str, name: str) -> list[_Enable]:
+def _execution_order(enables: list[_Enable], kind: str, where: str) -> list[_Enable]:
     """A processor's operations in the order its hardware runs them: its groups alternately from group 0."""
     per_group = ([e for e in enables if e.group == 0], [e for e in enables if e.group == 1])
     if len(per_group[0]) - len(per_group[1]) not in (0, 1):
+        extra = per_group[1][len(per_group[0])] if len(per_group[1]) > len(per_group[0]) else per_group[0][-1]
         raise TraceError(
-            f"{name}: {kind} enables {len(per_group[0])} operations in register group 0 and "
+            f"{where}:{extra.line}: {kind} enables {len(per_group[0])} operations in register group 0 and "
             f"{len(per_group[1])} in group 1; its hardware alternates the groups from group 0"
         )
     g0, g1 = per_group
@@ -128,9 +140,9 @@ def decode_sequence(prog: Program) -> Sequence:
     """The operations of a driver's log (rules in the module's docstring), in the order they may start."""
     enables, unknown = _scan(prog)
     if not enables:
-        raise TraceError(f"{prog.name}: the log enables no operation (no D_OP_ENABLE write of 1 that starts one)")
+        raise TraceError(f"{prog.where}: the log enables no operation (no D_OP_ENABLE write of 1 that starts one)")
     kinds = list(dict.fromkeys(e.view.kind for e in enables))
-    order = {k: _execution_order([e for e in enables if e.view.kind == k], k, prog.name) for k in kinds}
+    order = {k: _execution_order([e for e in enables if e.view.kind == k], k, prog.where) for k in kinds}
     # chains on the fly: the k-th operation fed by kind K joins the k-th operation of K that hands on
     chains: dict[int, list[_Enable]] = {id(e): [e] for e in enables}
     head: dict[int, int] = {id(e): id(e) for e in enables}  # each enable's chain
@@ -140,20 +152,25 @@ def decode_sequence(prog: Program) -> Sequence:
             takers = [e for e in fed if e.view.fed_by(e.state) == upstream]
             givers = [e for e in order.get(upstream, []) if e.view.hands_on(e.state)]
             if len(takers) != len(givers):
+                first = (takers if len(takers) > len(givers) else givers)[min(len(takers), len(givers))]
                 raise TraceError(
-                    f"{prog.name}: {len(takers)} {k} operations take their input on the fly from {upstream}, "
-                    f"but {len(givers)} {upstream} operations hand theirs on"
+                    f"{prog.where}:{first.line}: {len(takers)} {k} operations take their input on the fly from "
+                    f"{upstream}, but {len(givers)} {upstream} operations hand theirs on (a log cut short?)"
                 )
             for taker, giver in zip(takers, givers, strict=True):
+                handed, taken = giver.view.cube(giver.state), taker.view.cube(taker.state)
+                if None not in (handed, taken) and handed != taken:
+                    raise TraceError(
+                        f"{prog.where}:{taker.line}: the {k} operation takes a {taken} cube on the fly, but the "
+                        f"{upstream} operation it runs with (line {giver.line}) hands on {handed}"
+                    )
                 chain = chains.pop(head[id(taker)])
                 root = head[id(giver)]
                 chains[root] += chain
                 for e in chain:
                     head[id(e)] = root
     position = {id(e): n for k in kinds for n, e in enumerate(order[k])}
-    ops = [
-        _chain(prog.name, members, n, position) for n, members in enumerate(sorted(chains.values(), key=_last_enable))
-    ]
+    ops = [_chain(prog, members, n, position) for n, members in enumerate(sorted(chains.values(), key=_last_enable))]
     return Sequence(prog.name, _with_ends(prog, ops), unknown)
 
 
@@ -161,34 +178,42 @@ def _last_enable(members: list[_Enable]) -> int:
     return max(e.at for e in members)
 
 
-def _chain(name: str, members: list[_Enable], n: int, position: dict[int, int]) -> SequencedOperation:
+def _chain(prog: Program, members: list[_Enable], n: int, position: dict[int, int]) -> SequencedOperation:
     snap: Snapshots = {}
     for e in members:  # each processor's own units from its own enable
         snap.update({u: regs for u, regs in e.state.items() if u not in snap or u in e.view.units})
     enabled = set().union(*(e.enabled for e in members))
     last = max(members, key=lambda e: e.at)
-    label = f"{name}.{n}"
+    label = f"{prog.name}.{n}"
+    try:
+        ops = tuple(operations_of(label, snap, enabled))
+    except TraceError as err:
+        raise TraceError(f"{prog.where}:{last.line}: {err}") from None
     return SequencedOperation(
         label,
         tuple(e.view.kind for e in members),
         tuple(e.group for e in members),
         tuple(position[id(e)] for e in members),
-        tuple(operations_of(label, snap, enabled)),
+        tuple(e.at for e in members),
+        ops,
         last.at,
         last.line,
-        _done_bit(members[-1].view, members[-1].group),
+        tuple(_done_bit(e.view, e.group) for e in members),
         None,
     )
 
 
 def _with_ends(prog: Program, ops: list[SequencedOperation]) -> list[SequencedOperation]:
-    """Each operation's end: the first read of S_INTR_STATUS showing its done bit, first in first out per bit
-    in its last processor's execution order; a bit shown again counts only after a write of S_INTR_STATUS
-    cleared it."""
-    waiting: dict[int, list[int]] = {}  # done bit -> its operations not yet ended, in execution order
-    for i in sorted(range(len(ops)), key=lambda i: ops[i].positions[-1]):
-        waiting.setdefault(ops[i].done_bit, []).append(i)
-    ended: dict[int, int] = {}
+    """Each operation's end: for each of its processors, the first read of S_INTR_STATUS showing that
+    processor's done bit after its enable, first in first out per bit in the processor's execution order; the
+    operation ends at the last of them. A bit shown again counts only after a write of S_INTR_STATUS cleared
+    it; a bit shown while no operation waiting for it has been enabled is not an end."""
+    waiting: dict[int, list[tuple[int, int]]] = {}  # done bit -> (operation, its member), in execution order
+    for i, op in enumerate(ops):
+        for m, bit in enumerate(op.done_bits):
+            waiting.setdefault(bit, []).append((op.positions[m], i, m))
+    queue = {bit: [(i, m) for _, i, m in sorted(q)] for bit, q in waiting.items()}
+    seen: dict[int, list[int]] = {i: [] for i in range(len(ops))}
     shown = 0  # bits seen set and not yet cleared
     for at, c in enumerate(prog.commands):
         if not isinstance(c, RegWrite | RegRead) or (c.unit, c.reg) != _STATUS:
@@ -196,18 +221,16 @@ def _with_ends(prog: Program, ops: list[SequencedOperation]) -> list[SequencedOp
         if isinstance(c, RegWrite):  # the driver clears the bits it writes
             shown &= ~c.value
             continue
-        new = c.value & ~shown
-        shown |= c.value
-        for bit, queue in waiting.items():
-            if new >> bit & 1 and queue:
-                i = queue.pop(0)
-                if ops[i].enabled_at > at:
-                    raise TraceError(
-                        f"{prog.name}:{c.line}: S_INTR_STATUS shows bit {bit} done before {ops[i].name} "
-                        f"(enabled at line {ops[i].line}) was enabled"
-                    )
-                ended[i] = at
-    return [replace(op, ended_at=ended.get(i)) for i, op in enumerate(ops)]
+        value = c.value & c.mask
+        new = value & ~shown
+        shown |= value
+        for bit, q in queue.items():
+            if new >> bit & 1 and q and ops[q[0][0]].enables[q[0][1]] < at:
+                i, _ = q.pop(0)
+                seen[i].append(at)
+    return [
+        replace(op, ended_at=max(seen[i]) if len(seen[i]) == len(op.done_bits) else None) for i, op in enumerate(ops)
+    ]
 
 
 @dataclass(frozen=True)
@@ -221,6 +244,7 @@ class TimedOperation:
     end: float
     cycles: int
     timings: tuple  # program.run.OperationTiming per timed operation of the chain
+    seen: float | None = None  # when the driver's read that showed its end completed (None: never read)
 
 
 @dataclass(frozen=True)
@@ -318,6 +342,7 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
     t = 0.0
     csb = wait = 0.0
     writes = reads = 0
+    seen: dict[int, float] = {}
     for at, c in enumerate(prog.commands):
         if isinstance(c, RegWrite):
             t += write
@@ -330,7 +355,7 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
             for i in ended_by_at.get(at, []):
                 if i not in end:
                     raise TraceError(
-                        f"{prog.name}:{c.line}: the log reads the end of {seq.operations[i].name} before the "
+                        f"{prog.where}:{c.line}: the log reads the end of {seq.operations[i].name} before the "
                         "operations its processors run first were enabled"
                     )
                 ready = end[i] + interrupt
@@ -340,12 +365,15 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
             t += read
             csb += read
             reads += 1
+            for i in ended_by_at.get(at, []):
+                seen[i] = t
     missing = [seq.operations[i].name for i in range(len(seq.operations)) if i not in end]
     if missing:
-        raise TraceError(f"{prog.name}: operations never start (their processors' earlier ones are never enabled): "
+        raise TraceError(f"{prog.where}: operations never start (their processors' earlier ones are never enabled): "
                          f"{', '.join(missing[:5])}")  # fmt: skip
     total = max(t, max(end.values(), default=0.0))
     timed = tuple(
-        TimedOperation(op, enabled_t[i], start[i], end[i], cycles[i], timings[i]) for i, op in enumerate(seq.operations)
+        TimedOperation(op, enabled_t[i], start[i], end[i], cycles[i], timings[i], seen.get(i))
+        for i, op in enumerate(seq.operations)
     )
     return SequenceRun(seq.name, round(total), timed, writes, reads, csb, wait, hw.driver.profile, hw.driver.costs)

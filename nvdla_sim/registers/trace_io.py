@@ -27,7 +27,8 @@ traceplayer/<test>/input.txn):
 Registers are taken by the name in the comment (the address map differs between builds), the comment's
 text glued after the name is cut at the longest known register name; `wait` waits for an interrupt; a
 `dump_mem` is a check of the memory against the dumped file (the golden output); `read_reg` compares
-a register value on the testbench and is not modelled. Its `.dat` files are a `Key = value` header and
+a register value on the testbench (kept as a RegRead with the value: a driver's log's reads are what it
+observed, program/sequence.py). Its `.dat` files are a `Key = value` header and
 bytes as `0x..` tokens (a dump adds its own header and `===` lines).
 """
 
@@ -119,6 +120,8 @@ class Program:
     name: str
     folder: Path
     commands: list[Command] = field(default_factory=list)
+    path: Path | None = None  # the file read (errors name it)
+    by_address: bool = False  # registers given by address, not named (a driver's log, not a trace test)
 
     @property
     def writes(self) -> list[RegWrite]:
@@ -130,12 +133,19 @@ class Program:
 
     @property
     def driver_log(self) -> bool:
-        """Whether the program is a driver's log: its completions are reads of GLB S_INTR_STATUS that show
-        done bits (program/sequence.py), and it has none of a trace test's interrupt waits (intr_notify,
-        the traceplayer's `wait`, whose tests also compare S_INTR_STATUS by read_reg)."""
-        if any(isinstance(c, IntrNotify) for c in self.commands):
+        """Whether the program is a driver's log (program/sequence.py): register accesses only, its ends read
+        from GLB S_INTR_STATUS, none of a trace test's interrupt waits (intr_notify, the traceplayer's
+        `wait`), memory images or checks; its registers given by address, or a status read showing a bit."""
+        if any(isinstance(c, IntrNotify | MemInit | MemLoad | Check) for c in self.commands):
             return False
-        return any(isinstance(c, RegRead) and c.reg == "S_INTR_STATUS_0" and c.value for c in self.commands)
+        return self.by_address or any(
+            isinstance(c, RegRead) and c.reg == "S_INTR_STATUS_0" and c.value & c.mask for c in self.commands
+        )
+
+    @property
+    def where(self) -> str:
+        """The file (or test) errors name."""
+        return str(self.path) if self.path is not None else self.name
 
 
 _NUM = r"(?:0x[0-9a-fA-F]+|\d+)"
@@ -159,6 +169,8 @@ def find_cfg(path: str | Path) -> Path:
     if p.is_dir():
         cfgs = sorted(p.glob("*.cfg"))
         txns = sorted(p.glob("*.txn"))
+        if not cfgs and (p / "input.txn") in txns:  # the traceplayer's (gem5-NVDLA keeps backups beside it)
+            return p / "input.txn"
         if not cfgs and len(txns) == 1:
             return txns[0]
         if len(cfgs) != 1:
@@ -262,13 +274,18 @@ def txn_register(comment: str, txn: Path, no: int) -> tuple[str, str]:
     return unit, text[: (known[-1] if known else ends[0])]
 
 
-def _txn_target(arg: str, comment: str, address_map: str | None, txn: Path, no: int) -> tuple[str, str]:
+def _txn_target(
+    arg: str, comment: str, address_map: str | None, txn: Path, no: int, *, read: bool = False
+) -> tuple[str, str] | None:
     """(unit, register) of a .txn access: by the name in its comment, else by its address, a byte address
-    (the kernel-mode driver's) or the traceplayer's word address 0xffff0000 | byte >> 2."""
+    (the kernel-mode driver's) or the traceplayer's word address 0xffff0000 | byte >> 2. A read without a
+    name or a map is None: a trace test's compare, not modelled."""
     if comment.startswith("NVDLA_"):
         return txn_register(comment, txn, no)
     from nvdla_sim.registers.addresses import address_map as lookup
 
+    if address_map is None and read:
+        return None
     if address_map is None:
         raise TraceError(
             f"{txn}:{no}: a register given by address ({arg}) needs an address map: the config's [driver] "
@@ -280,7 +297,7 @@ def _txn_target(arg: str, comment: str, address_map: str | None, txn: Path, no: 
 
 
 def _parse_txn(txn: Path, text: str, address_map: str | None = None) -> Program:
-    prog = Program(name=txn.parent.name, folder=txn.parent)
+    prog = Program(name=txn.parent.name, folder=txn.parent, path=txn)
     waits = 0
     for no, raw in enumerate(text.splitlines(), 1):
         body, _, comment = raw.partition("#")
@@ -295,13 +312,18 @@ def _parse_txn(txn: Path, text: str, address_map: str | None = None) -> Program:
                 prog.commands.append(MemLoad(_txn_memory(base), base, txn.parent / args[2], no))
             elif verb == "write_reg" and len(args) == 2:
                 unit, reg = _txn_target(args[0], comment.strip(), address_map, txn, no)
+                prog.by_address |= not comment.strip().startswith("NVDLA_")
                 prog.commands.append(RegWrite(unit, reg, int(args[1], 0) & 0xFFFFFFFF, no))
             elif verb == "read_reg" and len(args) == 3:
-                unit, reg = _txn_target(args[0], comment.strip(), address_map, txn, no)
-                prog.commands.append(RegRead(unit, reg, int(args[2], 0) & 0xFFFFFFFF, int(args[1], 0), no))
-            elif verb == "until" and len(args) == 2:
-                unit, reg = _txn_target(args[0], comment.strip(), address_map, txn, no)
-                prog.commands.append(RegRead(unit, reg, int(args[1], 0) & 0xFFFFFFFF, 0xFFFFFFFF, no))
+                target = _txn_target(args[0], comment.strip(), address_map, txn, no, read=True)
+                if target is not None:
+                    prog.commands.append(RegRead(*target, int(args[2], 0) & 0xFFFFFFFF, int(args[1], 0), no))
+            elif verb == "until" and len(args) == 2:  # gem5-NVDLA: the interrupt status the driver read
+                target = _txn_target(args[0], comment.strip(), address_map, txn, no, read=True)
+                if target is not None and target[1] != "S_INTR_STATUS_0":
+                    raise TraceError(f"{txn}:{no}: `until` waits on GLB S_INTR_STATUS, not {target[0]}.{target[1]}")
+                if target is not None:
+                    prog.commands.append(RegRead(*target, int(args[1], 0) & 0xFFFFFFFF, 0xFFFFFFFF, no))
             elif verb == "wait" and not args:
                 waits += 1
                 prog.commands.append(IntrNotify("", f"wait_{waits}", no))

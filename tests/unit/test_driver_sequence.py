@@ -30,8 +30,15 @@ CONV = from_description(ROWS["dc_1x1x8_1x1x8x1_int8_0"]["layers"][0])  # with it
 CONV2 = from_description(ROWS["dc_13x15x64_5x3x64x16_int8_0"]["layers"][0])
 POOL = from_description(ROWS["pdp_1x1x1_3x3_ave_int8_0"]["layers"][0])
 _REG = re.compile(r"^reg_write\(NVDLA_(\w+)\.(\w+), (0x[0-9a-f]+)\);$")
-# GLB S_INTR_STATUS bits (nvdla/sw kmd/firmware/include/opendla_small.h): SDP group g bit g, PDP 4 + g
-SDP_DONE, PDP_DONE = 0, 4
+# GLB S_INTR_STATUS bits (nvdla/sw kmd/firmware/include/opendla_small.h): SDP group g bit g, PDP 4 + g,
+# CACC (a convolution's end) 20 + g; a convolution with its SDP pass raises both
+SDP_DONE, PDP_DONE, CACC_DONE = 0, 4, 20
+
+
+def conv_done(group: int) -> int:
+    return 1 << (SDP_DONE + group) | 1 << (CACC_DONE + group)
+
+
 # the order NVIDIA's firmware enables units (kmd/firmware sdp.c, pdp.c, conv.c): a reader before its unit,
 # a convolution's SDP pass before the convolution, CDMA last
 FIRMWARE_ENABLES = ["SDP_RDMA", "SDP", "PDP_RDMA", "PDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"]
@@ -81,7 +88,7 @@ def _log(tmp_path, lines: list[str]):
 
 def test_sequential_log_decodes_and_replays_to_the_hand_sum(tmp_path):
     first, second = _registers(CONV, 0), _registers(POOL, 0)
-    log = _log(tmp_path, first + _done(1 << SDP_DONE) + second + _done(1 << PDP_DONE))
+    log = _log(tmp_path, first + _done(conv_done(0)) + second + _done(1 << PDP_DONE))
     run = run_program(log, HW)
     ops = run.sequence.operations
     assert [o.operation.processors for o in ops] == [("conv", "sdp"), ("pdp",)]
@@ -98,7 +105,7 @@ def test_ping_pong_groups_run_the_next_op_when_the_processor_frees(tmp_path):
     """The second convolution is programmed into group 1 and enabled while the first runs: it starts at the
     first one's end, and the driver reads both ends."""
     first, second = _registers(CONV2, 0), _registers(CONV, 1)
-    run = run_program(_log(tmp_path, first + second + _done(1 << SDP_DONE) + _done(1 << (SDP_DONE + 1))), HW)
+    run = run_program(_log(tmp_path, first + second + _done(conv_done(0)) + _done(conv_done(1))), HW)
     a, b = run.sequence.operations
     c1, c2 = operation_timing(CONV2, HW).cycles, operation_timing(CONV, HW).cycles
     assert (a.operation.groups, b.operation.groups) == ((0, 0), (1, 1))
@@ -119,7 +126,7 @@ def test_groups_run_alternately_whatever_the_enable_order(tmp_path):
 
 
 def test_cli_prints_the_network_cycles_and_each_operation(tmp_path, capsys):
-    log = _log(tmp_path, _registers(CONV, 0) + _done(1 << SDP_DONE) + _registers(POOL, 0) + _done(1 << PDP_DONE))
+    log = _log(tmp_path, _registers(CONV, 0) + _done(conv_done(0)) + _registers(POOL, 0) + _done(1 << PDP_DONE))
     assert main(["simulate", "--trace-test", str(log / "output.txn"), "--hw", "nv_small_rtl_tb", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["cycles"] == run_program(log, HW).cycles
@@ -145,3 +152,65 @@ def test_bad_logs_get_one_line_errors(tmp_path):
     lines = _registers(POOL, 1) + _registers(POOL, 1) + _done(1 << (PDP_DONE + 1))
     with pytest.raises(NvdlaError, match=r"pdp enables 0 operations in register group 0 and 2 in group 1"):
         run_program(_log(tmp_path, lines), HW)
+
+
+SDP_TO_PDP, PDP_ON_THE_FLY = (from_description(d) for d in ROWS["sdp_pdp_32x16x32_pass_through_int8_0"]["layers"])
+SDP_ALONE = from_description(ROWS["sdp_1x1x1_pass_through_int8"]["layers"][0])
+
+
+def test_a_chain_into_pdp_ends_at_both_bits_and_leaves_sdp_order_intact(tmp_path):
+    """An SDP pass handing its output to PDP raises SDP's and PDP's done bits; both belong to the chain, so
+    the offline SDP passes after it take the next SDP bits (group 1, then group 0)."""
+    chain = _registers(PDP_ON_THE_FLY, 0) + _registers(SDP_TO_PDP, 0)
+    lines = chain + _registers(SDP_ALONE, 1) + _done(1 << SDP_DONE | 1 << PDP_DONE)
+    lines += _registers(SDP_ALONE, 0) + _done(1 << (SDP_DONE + 1)) + _done(1 << SDP_DONE)
+    run = run_program(_log(tmp_path, lines), HW)
+    ops = run.sequence.operations
+    assert [o.operation.processors for o in ops] == [("sdp", "pdp"), ("sdp",), ("sdp",)]
+    assert all(o.operation.ended_at is not None for o in ops)
+    # the offline pass in group 1 runs after the chain (SDP is busy), the one in group 0 after it
+    assert ops[1].start == pytest.approx(ops[0].end) and ops[2].start >= ops[1].end
+
+
+def test_interrupt_cost_and_bits_shown_again_without_a_clear(tmp_path):
+    """The driver's interrupt cycles are added where a read waits for an end; a done bit read again
+    before the driver clears it is not a second end."""
+    hw = HW.with_values(**{"driver.interrupt_cycles": 100})
+    first, second = _registers(POOL, 0), _registers(POOL, 1)
+    status_again = [f"read_reg {STATUS:#x} 0xffffffff {1 << PDP_DONE:#010x}"]
+    lines = first + status_again + second + _done(1 << PDP_DONE) + _done(1 << (PDP_DONE + 1))
+    run = run_program(_log(tmp_path, lines), hw)
+    a, b = run.sequence.operations
+    c = operation_timing(POOL, HW).cycles
+    assert a.operation.ended_at == len(first) and b.operation.ended_at > a.operation.ended_at
+    assert a.seen == pytest.approx(len(first) * W + c + 100 + R)  # the first read waits for the end + 100
+    # the second is enabled at a.seen + its writes and runs c; the read showing bit 4 again and its clear
+    # pass while it runs; the last read waits for its end + 100, then the clear
+    assert b.end == pytest.approx(a.seen + len(second) * W + c)
+    assert run.cycles == round(b.end + 100 + R + W)
+
+
+def test_trace_tests_with_checks_stay_trace_tests(tmp_path):
+    """A traceplayer test that reads S_INTR_STATUS without `wait` and checks a dump is not a driver's log;
+    its comment-less reads are skipped without an address map, as before."""
+    from nvdla_sim.registers.trace_io import Check
+
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "golden.dat").write_text("0x00 0x00\n")
+    (d / "input.txn").write_text(
+        "write_reg 0xffff2c02 0x1 #NVDLA_PDP.D_OP_ENABLE_0\n"
+        "read_reg 0xffff0003 0x10 0x10 #NVDLA_GLB.S_INTR_STATUS_0\n"
+        "read_reg 0xffff0003 0xffffffff 0x0\n"
+        "dump_mem 0x80000000 0x2 golden.dat\n"
+    )
+    prog = parse_program(d)
+    assert not prog.driver_log and any(isinstance(c, Check) for c in prog.commands)
+    assert len(prog.commands) == 3  # the write, the named read, the check
+
+
+def test_a_log_cut_short_names_its_file_and_line(tmp_path):
+    sdp_first = [line for line in _registers(CONV, 0) if "0x3010" not in line]  # no CDMA enable: cut short
+    log = _log(tmp_path, sdp_first)
+    with pytest.raises(NvdlaError, match=r"output.txn:\d+: 1 sdp operations take their input on the fly .*cut short"):
+        run_program(log, HW)

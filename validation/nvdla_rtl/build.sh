@@ -202,4 +202,15 @@ if [ "${NVDLA_TB_MEMORY:-nvidia}" = "fixed_latency" ]; then
     's#^\(\s*\)if (\*dla.r_rready \&\& !r0_fifo.empty()) {#\1while (r0_fifo.size() > AXI_R_LATENCY + 1 \&\& !r0_fifo.front().rvalid) r0_fifo.pop();  /* nvdla-sim: fixed latency */\n\1if (*dla.r_rready \&\& !r0_fifo.empty()) {#' \
     "nvdla-sim: fixed latency" make_fixed_latency.log "the testbench with a fixed-latency memory"
 fi
+# Optional: reads that wait (NVDLA_TB_READS=wait), for a driver's whole-network log (issue 57,
+# validation/nvdla_rtl/driver_log_rtl.py): nvdla.cpp's read_reg compares a register at most 10 times and
+# fails the test; here it polls until the register shows the value, as a driver's polling loop does.
+# Only a read's matching response is logged (one line a read, not one a poll), and retries are not.
+if [ "${NVDLA_TB_READS:-compare}" = "wait" ]; then
+  variant "$mdir""_waiting_reads" \
+    's#op\.tries = 10;#op.tries = 0x7fffffff;  /* nvdla-sim: reads wait */#
+s#if (!quiet) printf("(%lu) read response from nvdla#if (!quiet \&\& (op.why != FROM_TRACE || (dla->nvdla2csb_data \& op.mask) == (op.data \& op.mask))) printf("(%lu) read response from nvdla#
+s#if (!quiet) printf("(%lu) invalid response -- trying again\\n", ticks);#/* nvdla-sim: retries not logged */#' \
+    "nvdla-sim: reads wait" make_waiting_reads.log "the testbench whose reads wait"
+fi
 echo "$mdir/VNV_nvdla"

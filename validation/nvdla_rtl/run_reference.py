@@ -225,9 +225,18 @@ def registers_from_header(text: str) -> dict:
 
 
 def build(
-    src: Path, work: Path, project: str = "nv_small", *, clock_gating: bool = True, memory: str = "nvidia"
+    src: Path,
+    work: Path,
+    project: str = "nv_small",
+    *,
+    clock_gating: bool = True,
+    memory: str = "nvidia",
+    waiting_reads: bool = False,
 ) -> Path:
-    env = {**os.environ, "NVDLA_TB_CLOCK_GATING": "on" if clock_gating else "off", "NVDLA_TB_MEMORY": memory}
+    """The built model's VNV_nvdla (build.sh; `waiting_reads`: the testbench whose reads poll until they
+    match, for a driver's whole-network log)."""
+    env = {**os.environ, "NVDLA_TB_CLOCK_GATING": "on" if clock_gating else "off", "NVDLA_TB_MEMORY": memory,
+           "NVDLA_TB_READS": "wait" if waiting_reads else "compare"}  # fmt: skip
     res = subprocess.run(
         ["bash", str(HERE / "build.sh"), str(src), str(work), project], stdout=subprocess.PIPE, text=True, env=env
     )

@@ -18,7 +18,7 @@ from nvdla_sim.processors.base import CoreProcessor
 from nvdla_sim.processors.conv.execute import execute_conv
 from nvdla_sim.processors.conv.registers import INTR_MASK, ConvOp, decode_conv, write_conv
 from nvdla_sim.processors.pdp.registers import pool_spec, write_pdp
-from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
+from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, UnitRegisters, ViewDefaults
 from nvdla_sim.processors.sdp import check_sdp, emit_sdp_lut, stage_ops
 from nvdla_sim.processors.sdp.registers import sdp_spec, write_sdp
 from nvdla_sim.units.lut import LutParams
@@ -37,6 +37,12 @@ class ConvRegisters(ViewDefaults):
     def hands_on(self, snap: Snapshots) -> bool:
         """A convolution's output always goes on to SDP on the fly (CACC -> SDP)."""
         return True
+
+    def cube(self, snap: Snapshots) -> tuple[int, int, int]:
+        """The output cube CACC hands to SDP (D_DATAOUT_SIZE, minus-one encoded)."""
+        r = UnitRegisters.of(snap, "NVDLA_CACC")
+        size = r.f("D_DATAOUT_SIZE_0_0", "WIDTH"), r.f("D_DATAOUT_SIZE_0_0", "HEIGHT")
+        return size[0] + 1, size[1] + 1, r.f("D_DATAOUT_SIZE_1_0", "CHANNEL") + 1
 
     def decode(self, snap: Snapshots, name: str) -> tuple[ConvOp, ...]:
         return (decode_conv(name, snap),)

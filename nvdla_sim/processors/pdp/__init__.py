@@ -33,6 +33,11 @@ class PdpRegisters(ViewDefaults):
         """Not OFF_FLYING: SDP's output on the fly (D_OPERATION_MODE_CFG)."""
         return None if UnitRegisters.of(snap, "NVDLA_PDP").f("D_OPERATION_MODE_CFG_0", "OFF_FLYING") else "sdp"
 
+    def cube(self, snap: Snapshots) -> tuple[int, int, int]:
+        """The cube PDP takes (D_DATA_CUBE_IN_*, minus-one encoded)."""
+        r = UnitRegisters.of(snap, "NVDLA_PDP")
+        return tuple(r.f(f"D_DATA_CUBE_IN_{d}_0", d) + 1 for d in ("WIDTH", "HEIGHT", "CHANNEL"))
+
     def decode(self, snap: Snapshots, name: str) -> tuple[PdpOp, ...]:
         """An offline pass (OFF_FLYING); a pass on the fly is decoded by the operation that feeds it."""
         if not UnitRegisters.of(snap, "NVDLA_PDP").f("D_OPERATION_MODE_CFG_0", "OFF_FLYING"):

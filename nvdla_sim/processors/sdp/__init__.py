@@ -71,6 +71,11 @@ class SdpRegisters(ViewDefaults):
         """OUTPUT_DST PDP: the output goes to PDP on the fly."""
         return bool(UnitRegisters.of(snap, "NVDLA_SDP").f("D_FEATURE_MODE_CFG_0", "OUTPUT_DST"))
 
+    def cube(self, snap: Snapshots) -> tuple[int, int, int]:
+        """The cube SDP takes and hands on (D_DATA_CUBE_*, minus-one encoded)."""
+        r = UnitRegisters.of(snap, "NVDLA_SDP")
+        return tuple(r.f(f"D_DATA_CUBE_{d}_0", d) + 1 for d in ("WIDTH", "HEIGHT", "CHANNEL"))
+
     def decode(self, snap: Snapshots, name: str) -> tuple:
         """An offline pass, and the PDP pass it feeds on the fly (OUTPUT_DST = PDP)."""
         op = decode_sdp(name, snap, flying=False)

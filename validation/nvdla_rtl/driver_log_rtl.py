@@ -1,0 +1,176 @@
+"""Run a driver's whole-network register log on NVIDIA's nv_small RTL and compare it with the model's replay.
+
+    python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG [LOG ...] [--work DIR] [--out FILE]
+
+SRC is an nvdla/hw checkout or bare mirror (built by build.sh with NVDLA_TB_READS=wait: nvdla.cpp's reads
+poll until the register shows the value, as a driver's polling loop does; the stock testbench gives up after
+10 tries). LOG is a kernel-mode driver's log (`.txn` of `write_reg`/`read_reg`, e.g. vineetbitsp/RISC-V-NVDLA's
+`<net>/pmem/output.txn`). Each access is replayed in the log's order: writes as they are; a read of
+GLB S_INTR_STATUS waits for the processors' done bits it newly showed in the log (the ends, as
+program/sequence.py reads them; not CDMA's data/weight events, whose timing is CDMA's), a read of CDMA S_CBUF_FLUSH_STATUS for the value it showed, any other read is issued without a
+compare (its cost, not its value, is the log's). The logs carry no memory contents: the testbench's memory
+reads as zero (nv_small's timing does not depend on the values: no weight compression, no sparsity).
+
+The rows (validation/data/nvdla_rtl_driver_logs.json) hold per log the RTL's cycles from the first register
+write to the last read's response, the model's for the same span (program.sequence.replay at the
+testbench profile), and per operation both from its enable write to the response of the read that showed
+its end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from nvdla_sim.config import load_config
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.files import write_json
+from nvdla_sim.program.run import run_program
+from nvdla_sim.program.sequence import done_mask
+from nvdla_sim.registers.addresses import address_map
+from nvdla_sim.registers.trace_io import Program, RegRead, RegWrite, parse_program
+from nvdla_validation.nvdla_rtl.run_reference import build
+
+OUT = Path(__file__).resolve().parents[1] / "data" / "nvdla_rtl_driver_logs.json"
+HW = "nv_small_rtl_tb"
+_TICK = re.compile(r"^\((\d+)\) (write to nvdla|read response from nvdla)")
+_KEEP = "write to nvdla|read response from nvdla|nvdla-sim: dla_intr|PASS|FAIL|ERROR"
+_WAITED = {("NVDLA_GLB", "S_INTR_STATUS_0"), ("NVDLA_CDMA", "S_CBUF_FLUSH_STATUS_0")}
+
+
+def convert(prog: Program, map_name: str) -> bytes:
+    """The log as nvdla.cpp's binary trace (2 write_reg ADDR DATA, 3 read_reg ADDR MASK DATA at word
+    addresses, 0xFF end): a status read waits for the done bits it newly showed (set since the driver last
+    cleared them), a flush-status read for its value, other reads compare nothing."""
+    am = address_map(map_name)
+    out = bytearray()
+    shown = 0
+    ends = done_mask()
+    for c in prog.commands:
+        if not isinstance(c, RegWrite | RegRead):
+            raise NvdlaError(f"{prog.name}:{c.line}: a driver's log holds register writes and reads only")
+        addr = am.address(c.unit, c.reg) >> 2
+        if isinstance(c, RegWrite):
+            if (c.unit, c.reg) == ("NVDLA_GLB", "S_INTR_STATUS_0"):
+                shown &= ~c.value
+            out += struct.pack("=BII", 2, addr, c.value)
+        elif (c.unit, c.reg) == ("NVDLA_GLB", "S_INTR_STATUS_0"):
+            new = c.value & c.mask & ~shown & ends  # CDMA's data/weight events are not waited for
+            shown |= c.value & c.mask
+            out += struct.pack("=BIII", 3, addr, new, new)
+        elif (c.unit, c.reg) in _WAITED:
+            out += struct.pack("=BIII", 3, addr, c.mask, c.value)
+        else:
+            out += struct.pack("=BIII", 3, addr, 0, 0)
+    return bytes(out + struct.pack("=B", 0xFF))
+
+
+def rtl_marks(log: str) -> tuple[list[int], list[int]]:
+    """Core clocks (two testbench ticks each) of every register write issued and every read's matching
+    response, in order."""
+    writes, reads = [], []
+    for line in log.splitlines():
+        m = _TICK.match(line)
+        if m:
+            (writes if m.group(2) == "write to nvdla" else reads).append(int(m.group(1)) // 2)
+    return writes, reads
+
+
+def compare_log(log: Path, binary: Path, rundir: Path, *, timeout: float) -> dict:
+    hw = load_config(HW)
+    prog = parse_program(log, address_map=hw.driver.address_map)
+    run = run_program(log, hw)
+    rundir.mkdir(parents=True, exist_ok=True)
+    (rundir / "trace.bin").write_bytes(convert(prog, hw.driver.address_map))
+    t0 = time.perf_counter()
+    with open(rundir / "run.log", "w") as f:  # the testbench logs every AXI request: keep the CSB lines only
+        sim = subprocess.Popen(["stdbuf", "-oL", str(binary), "trace.bin"], cwd=rundir, stdout=subprocess.PIPE)
+        grep = subprocess.Popen(["grep", "--line-buffered", "-E", _KEEP], stdin=sim.stdout, stdout=f)
+        sim.stdout.close()
+        try:
+            sim.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+            return {"name": log.parent.name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
+        grep.wait()
+    wall = time.perf_counter() - t0
+    text = (rundir / "run.log").read_text()
+    writes, reads = rtl_marks(text)
+    n_writes = sum(isinstance(c, RegWrite) for c in prog.commands)
+    n_reads = len(prog.commands) - n_writes
+    if len(writes) != n_writes or len(reads) != n_reads:
+        return {"name": log.parent.name, "status": "fail", "reason": f"the RTL issued {len(writes)}/{n_writes} "
+                f"writes and completed {len(reads)}/{n_reads} reads"}  # fmt: skip
+    # command index -> its mark on the RTL
+    mark, w, r = {}, iter(writes), iter(reads)
+    for i, c in enumerate(prog.commands):
+        mark[i] = next(w) if isinstance(c, RegWrite) else next(r)
+    first = writes[0]
+    ops = []
+    for t in run.sequence.operations:
+        op = t.operation
+        if op.ended_at is None or t.seen is None:
+            continue
+        ops.append({
+            "name": op.name,
+            "processors": "+".join(op.processors),
+            "rtl_cycles": mark[op.ended_at] - mark[op.enabled_at],
+            "model_cycles": round(t.seen - t.enabled),
+        })  # fmt: skip
+    return {
+        "name": log.parent.name,
+        "status": "pass",
+        "writes": n_writes,
+        "reads": n_reads,
+        "rtl_cycles": max(writes[-1], reads[-1]) - first,
+        "model_cycles": run.cycles,
+        "operations": ops,
+        "wall_s": round(wall, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src", type=Path, help="nvdla/hw checkout or bare git mirror")
+    ap.add_argument("logs", type=Path, nargs="+", help="driver logs (.txn files or their folders)")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "nvdla_rtl_ref", help="build folder")
+    ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per log")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    binary = build(args.src, args.work, "nv_small", waiting_reads=True)
+    rows = []
+    for log in args.logs:
+        path = log if log.is_file() else next(iter(sorted(log.glob("*.txn"))), log)
+        run_name = "-".join(path.resolve().parts[-3:-1])  # RISC-V-NVDLA's logs all sit in <net>/pmem/
+        row = compare_log(path, binary, args.work / "driver_logs" / run_name, timeout=args.timeout)
+        rows.append(row)
+        if row["status"] == "pass":
+            print(f"{row['name']:<14} RTL {row['rtl_cycles']:>12,}  model {row['model_cycles']:>12,}  "
+                  f"({row['model_cycles'] / row['rtl_cycles'] - 1:+.1%})", file=sys.stderr)  # fmt: skip
+        else:
+            print(f"{row['name']:<14} {row['status']}: {row['reason']}", file=sys.stderr)
+    commit = subprocess.run(["git", "-C", str(args.src), "rev-parse", "nv_small"], capture_output=True, text=True)
+    write_json(args.out, {
+        "what": "NVIDIA's kernel-mode driver's whole-network logs on NVIDIA's nv_small RTL (reads that wait) "
+                "and the model's replay of them (docs/driver_programs.md)",
+        "command": "python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG ...",
+        "source_commit": commit.stdout.strip() or None,
+        "date": datetime.date.today().isoformat(),
+        "driver_profile": load_config(HW).driver.profile,
+        "cycle_definition": "core clocks from the log's first register write to its last access's completion; "
+                            "per operation, from its enable write to the response of the read that showed its end",
+        "rows": rows,
+    })  # fmt: skip
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
