@@ -152,6 +152,11 @@ class RegisterView(Protocol):
     units: tuple[str, ...]
     # GLB S_INTR_STATUS's done field of the processor, register group g's bit f"{done}{g}" ("SDP_DONE_STATUS")
     done: str
+    # the register whose write of 1 to starts_on takes the operation's snapshot (BDMA: CFG_OP, queueing a
+    # transfer; the others D_OP_ENABLE)
+    enable_register: str
+    # whether its two register groups are chosen by S_POINTER (BDMA's by the launch register instead)
+    pointer_groups: bool
 
     def decode(self, snap: Snapshots, name: str) -> tuple:
         """The operations a layer's snapshot holds for this processor (with what it feeds on the fly)."""
@@ -212,6 +217,9 @@ class RegisterView(Protocol):
 class ViewDefaults:
     """What most register views share (a view overrides what differs): the hardware layer timed as it is,
     no build check, no LUT, nothing taken or handed on the fly."""
+
+    enable_register = "D_OP_ENABLE_0"
+    pointer_groups = True
 
     def timed_layer(self, op, hw: HwConfig, name: str) -> tuple[object, TilePlan | None]:
         return self.hw_layer(op, name), None

@@ -50,6 +50,7 @@ def decode_program(prog: Program) -> Decoded:
     layers: list[dict[str, dict[str, int]]] = [{}]
     unknown: list[str] = []
     enables: list[str] = []
+    enable_register = {v.starts_on: v.enable_register for v in REGISTER_VIEWS}
     for c in prog.commands:
         if not isinstance(c, RegWrite):
             continue
@@ -62,7 +63,7 @@ def decode_program(prog: Program) -> Decoded:
             continue
         regs = state.setdefault((c.unit, group.get(c.unit, 0)), {})
         regs[c.reg] = c.value
-        if c.reg == "D_OP_ENABLE_0" and c.value & 1:
+        if c.reg == enable_register.get(c.unit, "D_OP_ENABLE_0") and c.value & 1:
             if c.unit in layers[-1]:
                 layers.append({})
             layers[-1][c.unit] = dict(regs)

@@ -111,9 +111,14 @@ def _scan(prog: Program) -> tuple[list[_Enable], list[str]]:
             continue
         regs = groups.setdefault((c.unit, pointer.get(c.unit, 0)), {})
         regs[c.reg] = c.value
-        if c.reg != "D_OP_ENABLE_0" or not c.value & 1 or c.unit not in member_of:
+        if c.unit not in member_of or c.reg != member_of[c.unit].enable_register or not c.value & 1:
             continue
         view = member_of[c.unit]
+        if not view.pointer_groups:
+            raise TraceError(
+                f"{prog.where}:{c.line}: {view.kind} transfers in a driver's log are not decoded yet (their groups "
+                "are launches, not S_POINTER groups; docs/driver_programs.md)"
+            )
         since.setdefault(view.kind, set()).add(c.unit)
         if c.unit != view.starts_on:
             continue

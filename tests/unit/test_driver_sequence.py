@@ -214,3 +214,13 @@ def test_a_log_cut_short_names_its_file_and_line(tmp_path):
     log = _log(tmp_path, sdp_first)
     with pytest.raises(NvdlaError, match=r"output.txn:\d+: 1 sdp operations take their input on the fly .*cut short"):
         run_program(log, HW)
+
+
+def test_bdma_in_a_driver_log_is_refused_in_one_line(tmp_path):
+    am = address_map("nv_full")
+    lines = [f"write_reg {am.address('NVDLA_BDMA', 'CFG_OP_0'):#x} 0x1", f"read_reg {0xC:#x} 0xffffffff 0x40"]
+    d = tmp_path / "b"
+    d.mkdir()
+    (d / "output.txn").write_text("\n".join(lines) + "\n")
+    with pytest.raises(NvdlaError, match=r"output.txn:1: bdma transfers in a driver's log are not decoded yet"):
+        run_program(d, load_config("nv_full"))

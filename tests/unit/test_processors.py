@@ -162,7 +162,7 @@ def test_bdma_is_named_only_by_its_processor_the_registry_and_the_config():
 
 def test_the_name_check_finds_a_name():
     """The check above can fail: it finds BDMA in the processor's own module."""
-    names = [t for _, t in _identifiers_and_strings(ROOT / "nvdla_sim/processors/bdma.py")]
+    names = [t for _, t in _identifiers_and_strings(ROOT / "nvdla_sim/processors/bdma/__init__.py")]
     assert "BdmaLayer" in names and any("no BDMA" in t for t in names)
 
 

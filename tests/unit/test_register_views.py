@@ -33,13 +33,13 @@ def test_the_program_passes_import_no_processors_room_but_the_registry():
         assert rooms <= {"nvdla_sim.processors.registers", "nvdla_sim.processors.lut"}, (module, rooms)
 
 
-def test_every_core_processor_has_a_register_view_and_its_layer_is_its_processors():
-    views = [p.registers for p in PROCESSORS if p.registers is not None]
-    assert [v.kind for v in views] == ["conv", "sdp", "pdp", "cdp"]
+def test_every_processor_has_a_register_view_and_its_layer_is_its_processors():
+    views = [p.registers for p in PROCESSORS]
+    assert [v.kind for v in views] == ["conv", "sdp", "pdp", "cdp", "bdma"]
     assert tuple(views) == REGISTER_VIEWS
     assert len({v.op_type for v in views}) == len(views)
-    for p in PROCESSORS:
-        assert (p.registers is None) == (p.name == "bdma")  # BDMA's needs the driver's sequence (issue 57)
+    # every view names the units it enables, its done bit and the register whose write starts it
+    assert all(v.units and v.done and v.enable_register for v in views)
 
 
 def _pool_ops(split: int):

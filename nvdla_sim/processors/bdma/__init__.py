@@ -2,6 +2,8 @@
 the convolution pipeline (its own register groups and interrupt; nv_full has it, nv_small does not:
 HwConfig.bdma).
 
+Registers: registers.py (a transfer, queued by CFG_OP.EN), execute.py (the byte copy), BdmaRegisters below.
+
 Timing: the copy's bytes over the memory ports it uses, each port at its bandwidth (a DRAM-to-DRAM copy
 reads and writes the same port), after one memory latency for the first read. Not measured on NVIDIA's RTL
 yet (issue 59 measures BDMA on nv_full); its launch and completion are taken as zero, and consecutive copies
@@ -20,9 +22,13 @@ from nvdla_sim.engine.stats import Activity, Bound, CopyDetail, LayerStats, Traf
 from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import TilePlan
-from nvdla_sim.errors import ConfigError, ShapeError, check_int
+from nvdla_sim.errors import ConfigError, ShapeError, TraceError, check_int
 from nvdla_sim.layers import Memory
+from nvdla_sim.processors.bdma.execute import execute_bdma
+from nvdla_sim.processors.bdma.registers import BdmaOp, decode_bdma, write_bdma
+from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.system.memory import memory_model
+from nvdla_sim.units.lut import LutParams
 
 # Bridge DMA (NVDLA_BDMA.rdl, nv_full): a copy moves lines of 32-byte atoms, CFG_LINE.SIZE + 1 of them a line
 # (13 bits), CFG_LINE_REPEAT.NUMBER + 1 lines a surface and CFG_SURF_REPEAT.NUMBER + 1 surfaces (24 bits each)
@@ -88,6 +94,37 @@ def _bdma_shape(atoms: int) -> tuple[int, int, int]:
     return line, lines, rest // lines
 
 
+class BdmaRegisters(ViewDefaults):
+    """A transfer's registers: each write of CFG_OP.EN = 1 queues one (its snapshot is the operation)."""
+
+    kind = "bdma"
+    op_type = BdmaOp
+    starts_on = "NVDLA_BDMA"
+    takes = ("NVDLA_BDMA",)
+    units = ("NVDLA_BDMA",)
+    done = "BDMA_DONE_STATUS"  # per launch group (CFG_LAUNCH0/1), GLB S_INTR_STATUS bits 6 and 7
+    enable_register = "CFG_OP_0"
+    pointer_groups = False  # a group is the transfers queued before a CFG_LAUNCH0/1 write
+
+    def decode(self, snap: Snapshots, name: str) -> tuple[BdmaOp, ...]:
+        return (decode_bdma(snap),)
+
+    def emit(self, w: RegisterWriter, op: BdmaOp, hw: HwConfig, lut: LutParams | None, name: str) -> Emitted:
+        write_bdma(w, op)
+        return Emitted((), "BDMA_0")  # queued and launched by its CFG_ writes: no op-enable register
+
+    def hw_layer(self, op: BdmaOp, name: str) -> BdmaLayer:
+        return BdmaLayer(name, op.line_bytes, op.lines, op.surfaces, op.src_memory, op.dst_memory)
+
+    def execute(self, op: BdmaOp, st: ExecState, name: str) -> None:
+        execute_bdma(op, st)
+
+    def check(self, op: BdmaOp, hw: HwConfig, name: str) -> None:
+        """A build without BDMA refuses the transfer, as its missing unit would ignore it."""
+        if not hw.bdma:
+            raise TraceError(f"{name}: a BDMA transfer on {hw.name}, which has no BDMA (its config's bdma = false)")
+
+
 class BdmaProcessor:
     name = "bdma"
     label = "BDMA"
@@ -95,9 +132,7 @@ class BdmaProcessor:
     copy_atom_bytes = BDMA_ATOM_BYTES
     layer_type = BdmaLayer
     config_sections = ("bdma", "memory")
-    # no register view yet: BDMA queues a transfer at each CFG_OP_EN write, which a decoder of one register
-    # snapshot per layer cannot read (issue 57 decodes the driver's sequence)
-    registers = None
+    registers = BdmaRegisters()
 
     def present(self, hw: HwConfig) -> bool:
         return hw.bdma
