@@ -304,6 +304,16 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
 
     hw = load_config(args.hw or "nv_small_rtl_tb")
     run = run_program(args.trace_test, hw, strict=not args.allow_unknown_registers)
+    if args.trace is not None:
+        if run.sequence is None:
+            raise NvdlaError(
+                "--trace with --trace-test writes the timeline of a driver's log; a trace test's operations are "
+                "timed together (its cycles are printed; --json has each operation's)"
+            )
+        from nvdla_sim.engine.trace import span_events, write_trace_doc
+
+        write_trace_doc(args.trace, span_events(run.sequence.spans(), clock_mhz=hw.clock_mhz, process=run.name))
+        print(f"wrote trace: {args.trace}", file=sys.stderr)
     dynamic = Energy()
     for o in run.operations:
         dynamic = dynamic + layer_energy(o.layer, o.stats, hw)
@@ -378,6 +388,10 @@ def _print_sequence(seq, hw) -> None:
     )
     busy = seq.busy_by_processor()
     print("  processor busy    " + ", ".join(f"{k} {v:,} ({v / max(seq.cycles, 1):.1%})" for k, v in busy.items()))
+    print(
+        f"  overlap           {seq.overlap_cycles():,} cycles with two or more operations at once (each is timed "
+        "alone: the memory they share is not modelled there)"
+    )
     print(f"  {len(seq.operations)} operations (log line of the enable, start -> end in cycles):")
     for t in seq.operations[:40]:
         op = t.operation

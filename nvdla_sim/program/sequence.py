@@ -265,6 +265,28 @@ class SequenceRun:
     wait_cycles: float  # the driver waiting for operations to end
     profile: str
     costs: tuple[float, float, float]  # the driver's (write, read, interrupt) cycles
+    driver: tuple[tuple[str, float, float], ...] = ()  # (what, start, end): register bursts and waits
+
+    def overlap_cycles(self) -> int:
+        """Cycles in which two or more operations ran at once (each is timed alone: their shared memory
+        port is not modelled, so this is where the replay is optimistic)."""
+        edges = sorted(e for t in self.operations for e in ((t.start, 1), (t.end, -1)))
+        running, last, over = 0, 0.0, 0.0
+        for at, step in edges:
+            if running >= 2:
+                over += at - last
+            running, last = running + step, at
+        return round(over)
+
+    def spans(self) -> list[tuple[str, str, int, int]]:
+        """(track, name, start, end) for a Perfetto trace (engine.trace.span_events): a track per processor
+        with its operations, and the driver's register bursts and waits."""
+        out = [
+            (k, f"{t.operation.name} {'+'.join(t.operation.processors)}", round(t.start), round(t.end))
+            for t in self.operations
+            for k in t.operation.processors
+        ]
+        return out + [("driver", what, round(a), round(b)) for what, a, b in self.driver if b > a]
 
     def to_dict(self) -> dict:
         """The replay as the CLI's JSON stores it: the driver's figures and each operation's times."""
@@ -279,6 +301,7 @@ class SequenceRun:
             "register_access_cycles": round(self.csb_cycles),
             "driver_wait_cycles": round(self.wait_cycles),
             "busy_cycles_by_processor": self.busy_by_processor(),
+            "overlap_cycles": self.overlap_cycles(),
             "operations": [
                 {
                     "name": t.operation.name,
@@ -348,8 +371,11 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
     csb = wait = 0.0
     writes = reads = 0
     seen: dict[int, float] = {}
+    driver: list[tuple[str, float, float]] = []  # the driver's track: register bursts and waits
+    burst = (0.0, 0)  # start of the current burst of accesses, and its count
     for at, c in enumerate(prog.commands):
         if isinstance(c, RegWrite):
+            burst = (burst[0], burst[1] + 1)
             t += write
             csb += write
             writes += 1
@@ -365,8 +391,13 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
                     )
                 ready = end[i] + interrupt
                 if ready > t:
+                    if burst[1]:
+                        driver.append((f"registers ({burst[1]} accesses)", burst[0], t))
+                    driver.append((f"wait for {seq.operations[i].name}", t, ready))
                     wait += ready - t
                     t = ready
+                    burst = (t, 0)
+            burst = (burst[0], burst[1] + 1)
             t += read
             csb += read
             reads += 1
@@ -376,9 +407,13 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
     if missing:
         raise TraceError(f"{prog.where}: operations never start (their processors' earlier ones are never enabled): "
                          f"{', '.join(missing[:5])}")  # fmt: skip
+    if burst[1]:
+        driver.append((f"registers ({burst[1]} accesses)", burst[0], t))
     total = max(t, max(end.values(), default=0.0))
     timed = tuple(
         TimedOperation(op, enabled_t[i], start[i], end[i], cycles[i], timings[i], seen.get(i))
         for i, op in enumerate(seq.operations)
     )
-    return SequenceRun(seq.name, round(total), timed, writes, reads, csb, wait, hw.driver.profile, hw.driver.costs)
+    return SequenceRun(
+        seq.name, round(total), timed, writes, reads, csb, wait, hw.driver.profile, hw.driver.costs, tuple(driver)
+    )

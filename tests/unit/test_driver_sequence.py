@@ -16,6 +16,7 @@ from nvdla_sim.errors import NvdlaError
 from nvdla_sim.processors import register_view
 from nvdla_sim.processors.registers import RegisterWriter
 from nvdla_sim.program.decode import describe, from_description
+from nvdla_sim.program.emit import emit_program
 from nvdla_sim.program.run import operation_timing, run_program
 from nvdla_sim.registers.addresses import address_map
 from nvdla_sim.registers.trace_io import parse_program
@@ -224,3 +225,32 @@ def test_bdma_in_a_driver_log_is_refused_in_one_line(tmp_path):
     (d / "output.txn").write_text("\n".join(lines) + "\n")
     with pytest.raises(NvdlaError, match=r"output.txn:1: bdma transfers in a driver's log are not decoded yet"):
         run_program(d, load_config("nv_full"))
+
+
+def test_overlap_and_the_timeline(tmp_path, capsys):
+    """A convolution and a pooling enabled back to back run at once on their own processors: the pooling
+    runs inside the convolution (each timed alone), so the overlap is the pooling's whole run; the Perfetto
+    trace holds a track per processor and the driver's bursts and waits."""
+    conv, pool = _registers(CONV2, 0), _registers(POOL, 0)
+    lines = conv + pool + _done(conv_done(0)) + _done(1 << PDP_DONE)
+    log = _log(tmp_path, lines)
+    seq = run_program(log, HW).sequence
+    c, p = seq.operations
+    assert c.start == pytest.approx(len(conv) * W) and p.start == pytest.approx((len(conv) + len(pool)) * W)
+    assert p.end < c.end and seq.overlap_cycles() == round(p.end - p.start)
+    trace = tmp_path / "t.json"
+    assert main(["simulate", "--trace-test", str(log), "--hw", "nv_small_rtl_tb", "--trace", str(trace)]) == 0
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    names = [e["name"] for e in events if e.get("ph") == "X"]
+    assert sum(n.startswith("net.") for n in names) == 3  # pdp; conv+sdp on two tracks
+    assert any(n.startswith("wait for") for n in names) and any(n.startswith("registers (") for n in names)
+    capsys.readouterr()
+
+
+def test_trace_of_a_trace_test_is_refused(tmp_path, capsys):
+    folder = emit_program("pool", POOL, [], [], HW).write(tmp_path)
+    args = ["simulate", "--trace-test", str(folder), "--hw", "nv_small_rtl_tb", "--trace", str(tmp_path / "t.json")]
+    assert main(args) == 2
+    assert "--trace with --trace-test writes the timeline of a driver's log" in capsys.readouterr().err
+    assert not (tmp_path / "t.json").exists()

@@ -83,6 +83,7 @@ def row(name: str, path: Path, hw_name: str) -> dict:
         "register_access_cycles": round(seq.csb_cycles),
         "driver_wait_cycles": round(seq.wait_cycles),
         "busy_cycles_by_processor": seq.busy_by_processor(),
+        "overlap_cycles": seq.overlap_cycles(),
         "operation_cycles": [t.cycles for t in seq.operations],
         "wall_s": round(wall, 3),
     }
