@@ -694,7 +694,7 @@ def _serve(args: argparse.Namespace) -> int:
               f"{', 2:4 sparse MACs (what-if)' if weights.sparse_mac else ''}; the KV cache stays dense")  # fmt: skip
     for k, v in sm.percentiles.items():
         if v:
-            print(f"  {k:<8} p50 {v.p50:>10,.3f}  p90 {v.p90:>10,.3f}  p99 {v.p99:>10,.3f}")
+            print(f"  {k.value:<8} p50 {v.p50:>10,.3f}  p90 {v.p90:>10,.3f}  p99 {v.p99:>10,.3f}")
     print(f"  throughput {sm.output_tokens_per_s:,.1f} output tokens/s, {sm.requests_per_s:,.2f} requests/s; "
           f"mean decode batch {sm.mean_decode_batch}, peak KV {sm.peak_kv_blocks:,} blocks, "
           f"{sm.preemptions} preemptions ({settings.preemption.value}"
@@ -708,7 +708,7 @@ def _serve(args: argparse.Namespace) -> int:
         write_json(out / "serve.json", {**d, "timeline": timeline})
         rows = res.request_rows()
         write_table(out / "requests.csv", list(rows[0]), rows)
-        page = write_serve_html(d, timeline, res.latencies_ms(), out)
+        page = write_serve_html(d, timeline, {k.value: v for k, v in res.latencies_ms().items()}, out)
         print(f"wrote {out / 'serve.json'}, {out / 'requests.csv'} and {page}", file=sys.stderr)
     return 0
 
@@ -731,7 +731,7 @@ def _serve_sweep(
     """`nvdla serve --rates ... [--slo-ttft-ms T] [--slo-tpot-ms P]`: one run per rate, the same requests."""
 
     from nvdla_mapper.options import MapOptions
-    from nvdla_mapper.studies.serve import SimulatedCosts, Slo, poisson_requests, sweep_rates
+    from nvdla_mapper.studies.serve import Latency, SimulatedCosts, Slo, poisson_requests, sweep_rates
 
     slo = None
     if args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
@@ -767,7 +767,7 @@ def _serve_sweep(
           f"{'preempted':>9}  target")  # fmt: skip
     for p in sweep.points:
         ok = "" if p.meets is None else ("met" if p.meets else "missed")
-        ttft, tpot = p.summary.percentiles["ttft_ms"], p.summary.percentiles["tpot_ms"]
+        ttft, tpot = (p.summary.percentiles[k] for k in (Latency.TTFT, Latency.TPOT))
         print(f"  {p.rate_per_s:>9,.2f} {ttft.p50:>10,.3f} {ttft.p99:>10,.3f} "
               f"{tpot.p50 if tpot else 0:>9,.3f} {tpot.p99 if tpot else 0:>9,.3f} {p.summary.output_tokens_per_s:>10,.1f} "
               f"{p.summary.preemptions:>9,}  {ok}")  # fmt: skip

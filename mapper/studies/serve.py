@@ -76,6 +76,14 @@ class IterationKind(enum.Enum):
     MIXED = "mixed"  # decodes and prompt chunks in one pass (chunked prefill)
 
 
+class Latency(enum.Enum):
+    """A request's latencies, by the key serve.json and the reports give them (ms)."""
+
+    TTFT = "ttft_ms"  # arrival to the first output token
+    TPOT = "tpot_ms"  # per output token after the first
+    E2E = "e2e_ms"  # arrival to the last output token
+
+
 @dataclass(frozen=True)
 class Request:
     id: int
@@ -442,12 +450,12 @@ class ServeSummary:
     finish, preemptions and their KV copies, iterations by kind, the decode batch and the KV blocks held."""
 
     requests: int
-    percentiles: dict[str, Percentiles | None]
+    percentiles: dict[Latency, Percentiles | None]
     output_tokens_per_s: float
     requests_per_s: float
     preemptions: int
     swap_ms: float
-    iterations: dict[str, int]
+    iterations: dict[IterationKind, int]
     mean_decode_batch: float
     peak_kv_blocks: int
     span_ms: float
@@ -465,7 +473,7 @@ class ServeResult:
     def _ms(self, cycles: float) -> float:
         return cycles / self.clock_mhz / 1e3
 
-    def latencies_ms(self) -> dict[str, list[float]]:
+    def latencies_ms(self) -> dict[Latency, list[float]]:
         """Per request: time to first token, time per output token after it, end to end."""
         ttft = [self._ms(r.first_token_cycle - r.request.arrival_cycle) for r in self.requests]
         tpot = [
@@ -474,7 +482,7 @@ class ServeResult:
             if r.request.output > 1
         ]
         e2e = [self._ms(r.finish_cycle - r.request.arrival_cycle) for r in self.requests]
-        return {"ttft_ms": ttft, "tpot_ms": tpot, "e2e_ms": e2e}
+        return {Latency.TTFT: ttft, Latency.TPOT: tpot, Latency.E2E: e2e}
 
     def timeline(self) -> list[dict[str, Any]]:
         """Every iteration: kind, start and end (ms), batch, KV blocks held after it, requests preempted."""
@@ -510,7 +518,7 @@ class ServeResult:
             requests_per_s=round(len(self.requests) / seconds, 3) if seconds else 0.0,
             preemptions=sum(r.preemptions for r in self.requests),
             swap_ms=round(self._ms(sum(it.swap_cycles for it in self.iterations)), 4),
-            iterations={k.value: sum(1 for it in self.iterations if it.kind is k) for k in IterationKind},
+            iterations={k: sum(1 for it in self.iterations if it.kind is k) for k in IterationKind},
             mean_decode_batch=round(sum(it.decodes for it in decode) / len(decode), 3) if decode else 0.0,
             peak_kv_blocks=max((it.blocks_used for it in self.iterations), default=0),
             span_ms=round(self._ms(end - start), 4),
@@ -528,11 +536,11 @@ class ServeResult:
             "max_batch": self.settings.max_batch,
             "chunk_tokens": self.settings.chunk_tokens if self.settings.policy is Policy.CHUNKED_PREFILL else None,
             "kv_capacity_blocks": self.capacity_blocks,
-            "percentiles": {k: None if v is None else dataclasses.asdict(v) for k, v in sm.percentiles.items()},
+            "percentiles": {k.value: None if v is None else dataclasses.asdict(v) for k, v in sm.percentiles.items()},
             "throughput": {"output_tokens_per_s": sm.output_tokens_per_s, "requests_per_s": sm.requests_per_s},
             "preemptions": sm.preemptions,
             "swap_ms": sm.swap_ms,
-            "iterations": sm.iterations,
+            "iterations": {k.value: n for k, n in sm.iterations.items()},
             "mean_decode_batch": sm.mean_decode_batch,
             "peak_kv_blocks": sm.peak_kv_blocks,
             "span_ms": sm.span_ms,
@@ -731,7 +739,7 @@ class Slo:
     def met(self, summary: ServeSummary) -> bool:
         """Whether a run meets the target."""
         pct = summary.percentiles
-        for key, limit in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)):
+        for key, limit in ((Latency.TTFT, self.ttft_ms), (Latency.TPOT, self.tpot_ms)):
             if limit is not None and pct[key] is not None and pct[key].at(self.percentile) > limit:
                 return False
         return True
@@ -751,9 +759,9 @@ class RatePoint:
         """The figures of a latency-throughput table: one row per rate (sweep.csv)."""
         pct = self.summary.percentiles
         row: dict[str, Any] = {"rate_per_s": self.rate_per_s}
-        for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
+        for key in Latency:
             for q in (50, 99):
-                row[f"{key[:-3]}_p{q}_ms"] = pct[key].at(q) if pct[key] else None
+                row[f"{key.value[:-3]}_p{q}_ms"] = pct[key].at(q) if pct[key] else None
         row |= {
             "output_tokens_per_s": self.summary.output_tokens_per_s,
             "requests_per_s": self.summary.requests_per_s,

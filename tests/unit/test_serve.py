@@ -15,6 +15,7 @@ from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.generate import generate, kv_bytes_per_token, weight_bytes
 from nvdla_mapper.studies.serve import (
     IterationKind,
+    Latency,
     Policy,
     Preemption,
     Request,
@@ -79,7 +80,7 @@ def test_two_requests_without_contention_by_hand():
     assert costs.decoded == [(4,), (5,), (4,)]  # each step against the cache before its new token
     res.clock_mhz = 1.0  # 1 cycle = 1 us
     lat = res.latencies_ms()
-    assert lat == {"ttft_ms": [0.1, 0.1], "tpot_ms": [0.01, 0.01], "e2e_ms": [0.12, 0.11]}
+    assert lat == {Latency.TTFT: [0.1, 0.1], Latency.TPOT: [0.01, 0.01], Latency.E2E: [0.12, 0.11]}
 
 
 def test_preemption_by_recompute_by_hand():
