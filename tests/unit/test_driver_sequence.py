@@ -254,3 +254,17 @@ def test_trace_of_a_trace_test_is_refused(tmp_path, capsys):
     assert main(args) == 2
     assert "--trace with --trace-test writes the timeline of a driver's log" in capsys.readouterr().err
     assert not (tmp_path / "t.json").exists()
+
+
+def test_cdma_input_conversion_is_taken_only_as_the_identity(tmp_path):
+    """NVIDIA's compiler enables CDMA's input conversion as the identity (the public LeNet-5 log: scale 1,
+    offset 0, truncate 0), which changes nothing; any other conversion is refused, not ignored."""
+    cvt = [_w("CDMA", "D_CVT_CFG_0", 1), _w("CDMA", "D_CVT_SCALE_0", 1)]
+    first = _registers(CONV, 0)
+    identity = [*first[:-1], *cvt, *first[-1:]]  # before CDMA's enable
+    run = run_program(_log(tmp_path, identity + _done(conv_done(0))), HW)
+    assert [describe(o) for o in run.decoded.operations] == [describe(CONV)]
+    scaled = [*first[:-1], _w("CDMA", "D_CVT_CFG_0", 1), _w("CDMA", "D_CVT_SCALE_0", 3), *first[-1:]]
+    (tmp_path / "b").mkdir()
+    with pytest.raises(NvdlaError, match=r"CDMA's input conversion \(D_CVT_CFG.EN with scale 3, offset 0"):
+        run_program(_log(tmp_path / "b", scaled + _done(conv_done(0))), HW)

@@ -78,6 +78,12 @@ def decode_conv(name: str, snap: Snapshots) -> ConvOp:
     if cdma.f("D_MISC_CFG_0", "CONV_MODE"):
         raise TraceError(f"{name}: Winograd convolution (CDMA.D_MISC_CFG_0.CONV_MODE=1) is not modelled")
     prec = precision_of(cdma.f("D_MISC_CFG_0", "PROC_PRECISION"), "CDMA.D_MISC_CFG_0.PROC_PRECISION")
+    cvt = (cdma.f("D_CVT_SCALE_0", "SCALE"), cdma.f("D_CVT_OFFSET_0", "OFFSET"), cdma.f("D_CVT_CFG_0", "TRUNCATE"))
+    if cdma.f("D_CVT_CFG_0", "EN") and cvt != (1, 0, 0):  # NVIDIA's compiler enables it as the identity
+        raise TraceError(
+            f"{name}: CDMA's input conversion (D_CVT_CFG.EN with scale {cvt[0]}, offset {cvt[1]}, truncate "
+            f"{cvt[2]}) is not modelled; only its identity (scale 1, offset 0, truncate 0) is"
+        )
     in_w = cdma.f("D_DATAIN_SIZE_0_0", "WIDTH") + 1
     in_h = cdma.f("D_DATAIN_SIZE_0_0", "HEIGHT") + 1
     in_c = cdma.f("D_DATAIN_SIZE_1_0", "CHANNEL") + 1
