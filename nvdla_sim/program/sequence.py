@@ -374,33 +374,34 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
     driver: list[tuple[str, float, float]] = []  # the driver's track: register bursts and waits
     burst = (0.0, 0)  # start of the current burst of accesses, and its count
     for at, c in enumerate(prog.commands):
-        if isinstance(c, RegWrite):
-            burst = (burst[0], burst[1] + 1)
-            t += write
-            csb += write
-            writes += 1
+        if not isinstance(c, RegWrite | RegRead | RegPoll):
+            continue
+        is_write = isinstance(c, RegWrite)
+        for i in () if is_write else ended_by_at.get(at, []):  # a read that shows an end waits for it
+            if i not in end:
+                raise TraceError(
+                    f"{prog.where}:{c.line}: the log reads the end of {seq.operations[i].name} before the "
+                    "operations its processors run first were enabled"
+                )
+            ready = end[i] + interrupt
+            if ready > t:
+                if burst[1]:
+                    driver.append((f"registers ({burst[1]} accesses)", burst[0], t))
+                driver.append((f"wait for {seq.operations[i].name}", t, ready))
+                wait += ready - t
+                t = ready
+                burst = (t, 0)
+        burst = (burst[0], burst[1] + 1)
+        cost = write if is_write else read
+        t += cost
+        csb += cost
+        writes += is_write
+        reads += not is_write
+        if is_write:
             for i in enabled_by_at.get(at, []):
                 enabled_t[i] = t
             schedule()
-        elif isinstance(c, RegRead | RegPoll):
-            for i in ended_by_at.get(at, []):
-                if i not in end:
-                    raise TraceError(
-                        f"{prog.where}:{c.line}: the log reads the end of {seq.operations[i].name} before the "
-                        "operations its processors run first were enabled"
-                    )
-                ready = end[i] + interrupt
-                if ready > t:
-                    if burst[1]:
-                        driver.append((f"registers ({burst[1]} accesses)", burst[0], t))
-                    driver.append((f"wait for {seq.operations[i].name}", t, ready))
-                    wait += ready - t
-                    t = ready
-                    burst = (t, 0)
-            burst = (burst[0], burst[1] + 1)
-            t += read
-            csb += read
-            reads += 1
+        else:
             for i in ended_by_at.get(at, []):
                 seen[i] = t
     missing = [seq.operations[i].name for i in range(len(seq.operations)) if i not in end]
