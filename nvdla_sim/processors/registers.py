@@ -157,6 +157,9 @@ class RegisterView(Protocol):
     enable_register: str
     # whether its two register groups are chosen by S_POINTER (BDMA's by the launch register instead)
     pointer_groups: bool
+    # without pointer groups: (register, group) pairs whose write of 1 launches the operations queued since
+    # the last launch as that group (BDMA's CFG_LAUNCH0/1)
+    launch_registers: tuple[tuple[str, int], ...]
 
     def decode(self, snap: Snapshots, name: str) -> tuple:
         """The operations a layer's snapshot holds for this processor (with what it feeds on the fly)."""
@@ -220,6 +223,7 @@ class ViewDefaults:
 
     enable_register = "D_OP_ENABLE_0"
     pointer_groups = True
+    launch_registers: tuple[tuple[str, int], ...] = ()
 
     def timed_layer(self, op, hw: HwConfig, name: str) -> tuple[object, TilePlan | None]:
         return self.hw_layer(op, name), None

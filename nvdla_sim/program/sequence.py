@@ -50,6 +50,7 @@ class _Enable:
     line: int
     state: Snapshots  # each unit's producer-group registers (and its shared S_ ones) at the enable
     enabled: frozenset[str]  # the processor's units enabled since its previous operation's start
+    transfers: tuple[Snapshots, ...] = ()  # a launch's queued operations, each as its registers were (BDMA)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,12 @@ def _scan(prog: Program) -> tuple[list[_Enable], list[str]]:
     since: dict[str, set[str]] = {}  # per processor kind, its units enabled since its last start
     enables: list[_Enable] = []
     unknown: list[str] = []
+    queued: dict[str, list[Snapshots]] = {}  # per unit without pointer groups, its operations since the last launch
+
+    def state_now() -> Snapshots:
+        units = set(shared) | {u for u, _ in groups}
+        return {u: {**shared.get(u, {}), **groups.get((u, pointer.get(u, 0)), {})} for u in units}
+
     for i, c in enumerate(prog.commands):
         if not isinstance(c, RegWrite):
             continue
@@ -111,25 +118,33 @@ def _scan(prog: Program) -> tuple[list[_Enable], list[str]]:
             continue
         regs = groups.setdefault((c.unit, pointer.get(c.unit, 0)), {})
         regs[c.reg] = c.value
-        if c.unit not in member_of or c.reg != member_of[c.unit].enable_register or not c.value & 1:
+        view = member_of.get(c.unit)
+        if view is None or not c.value & 1:
             continue
-        view = member_of[c.unit]
-        if not view.pointer_groups:
-            raise TraceError(
-                f"{prog.where}:{c.line}: {view.kind} transfers in a driver's log are not decoded yet (their groups "
-                "are launches, not S_POINTER groups; docs/driver_programs.md)"
-            )
+        launch = dict(view.launch_registers)
+        if c.reg in launch:  # the operations queued since the last launch run as this group
+            if not queued.get(c.unit):
+                raise TraceError(f"{prog.where}:{c.line}: {c.unit}.{c.reg} launches a group with nothing queued")
+            transfers = tuple(queued.pop(c.unit))
+            enables.append(_Enable(view, launch[c.reg], i, c.line, transfers[-1], frozenset({c.unit}), transfers))
+            continue
+        if c.reg != view.enable_register:
+            continue
+        if not view.pointer_groups:  # queued (CFG_OP.EN), started by a launch register
+            queued.setdefault(c.unit, []).append(state_now())
+            continue
         since.setdefault(view.kind, set()).add(c.unit)
         if c.unit != view.starts_on:
             continue
-        units = set(shared) | {u for u, _ in groups}
-        state = {u: {**shared.get(u, {}), **groups.get((u, pointer.get(u, 0)), {})} for u in units}
-        enables.append(_Enable(view, pointer.get(c.unit, 0), i, c.line, state, frozenset(since.pop(view.kind))))
+        enables.append(_Enable(view, pointer.get(c.unit, 0), i, c.line, state_now(), frozenset(since.pop(view.kind))))
     return enables, unknown
 
 
 def _execution_order(enables: list[_Enable], kind: str, where: str) -> list[_Enable]:
-    """A processor's operations in the order its hardware runs them: its groups alternately from group 0."""
+    """A processor's operations in the order its hardware runs them: its groups alternately from group 0, or,
+    for groups started by launch registers, the order of the launches."""
+    if enables and not enables[0].view.pointer_groups:
+        return enables
     per_group = ([e for e in enables if e.group == 0], [e for e in enables if e.group == 1])
     if len(per_group[0]) - len(per_group[1]) not in (0, 1):
         extra = per_group[1][len(per_group[0])] if len(per_group[1]) > len(per_group[0]) else per_group[0][-1]
@@ -191,7 +206,10 @@ def _chain(prog: Program, members: list[_Enable], n: int, position: dict[int, in
     last = max(members, key=lambda e: e.at)
     label = f"{prog.name}.{n}"
     try:
-        ops = tuple(operations_of(label, snap, enabled))
+        if any(e.transfers for e in members):  # a launch: each queued operation from its own registers
+            ops = tuple(op for e in members for t in e.transfers for op in operations_of(label, t, enabled))
+        else:
+            ops = tuple(operations_of(label, snap, enabled))
     except TraceError as err:
         raise TraceError(f"{prog.where}:{last.line}: {err}") from None
     return SequencedOperation(
@@ -332,7 +350,8 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
     taking the model's cycles (`timings`: per operation, program.run.OperationTiming of what it runs), in the
     log's order and each processor's."""
     write, read, interrupt = hw.driver.costs
-    cycles = [max(t.cycles for t in ts) for ts in timings]
+    # what run_operations times apart runs in turn (a launch's transfers; a chain on the fly is one timing)
+    cycles = [sum(t.cycles for t in ts) for ts in timings]
     # each processor's operations in execution order; an operation starts when it heads every queue it is in
     queues: dict[str, list] = {}
     for i, op in enumerate(seq.operations):

@@ -13,6 +13,7 @@ import pytest
 from nvdla_cli.main import main
 from nvdla_sim.config import DRIVER_PROFILES, load_config
 from nvdla_sim.errors import NvdlaError
+from nvdla_sim.layers import Memory
 from nvdla_sim.processors import register_view
 from nvdla_sim.processors.registers import RegisterWriter
 from nvdla_sim.program.decode import describe, from_description
@@ -217,14 +218,39 @@ def test_a_log_cut_short_names_its_file_and_line(tmp_path):
         run_program(log, HW)
 
 
-def test_bdma_in_a_driver_log_is_refused_in_one_line(tmp_path):
+def test_bdma_transfers_run_as_the_group_their_launch_starts(tmp_path):
+    """nv_full: two transfers queued by CFG_OP.EN, started by CFG_LAUNCH0, end at BDMA's group-0 done bit
+    (S_INTR_STATUS bit 6); the launch is one operation whose transfers run in turn; a launch with nothing
+    queued is refused."""
+    from nvdla_sim.processors.bdma.registers import BdmaOp, write_bdma
+    from nvdla_sim.units.memory_format import Surface
+
+    full = load_config("nv_full")
     am = address_map("nv_full")
-    lines = [f"write_reg {am.address('NVDLA_BDMA', 'CFG_OP_0'):#x} 0x1", f"read_reg {0xC:#x} 0xffffffff 0x40"]
-    d = tmp_path / "b"
-    d.mkdir()
-    (d / "output.txn").write_text("\n".join(lines) + "\n")
-    with pytest.raises(NvdlaError, match=r"output.txn:1: bdma transfers in a driver's log are not decoded yet"):
-        run_program(d, load_config("nv_full"))
+    a = BdmaOp(Surface(0x80000000, 256, 2048), Surface(0x81000000, 256, 2048), 256, 8, 1, Memory.DRAM, Memory.DRAM)
+    b = BdmaOp(Surface(0x80010000, 64, 64), Surface(0x81010000, 64, 64), 64, 1, 1, Memory.DRAM, Memory.DRAM)
+    writes: list[str] = []
+    for op in (a, b):
+        lines: list[str] = []
+        write_bdma(RegisterWriter(lines), op)
+        writes += [w for w in lines if "CFG_LAUNCH" not in w]  # queue both, launch once
+    log = [
+        f"write_reg {am.address('NVDLA_' + u, r):#x} {int(v, 16):#x}"
+        for u, r, v in (_REG.match(w).groups() for w in writes)
+    ]
+    log.append(f"write_reg {am.address('NVDLA_BDMA', 'CFG_LAUNCH0_0'):#x} 0x1")
+    status = am.address("NVDLA_GLB", "S_INTR_STATUS_0")
+    log += [f"read_reg {status:#x} 0xffffffff 0x40", f"write_reg {status:#x} 0x40"]
+    run = run_program(_log(tmp_path, log), full)
+    (t,) = run.sequence.operations
+    assert t.operation.processors == ("bdma",) and t.operation.ops == (a, b)
+    each = [operation_timing(op, full).cycles for op in (a, b)]
+    assert t.cycles == sum(each) and t.start == pytest.approx(len(log[:-2]) * W)
+    (tmp_path / "c").mkdir()
+    with pytest.raises(
+        NvdlaError, match=r"output.txn:1: NVDLA_BDMA.CFG_LAUNCH0_0 launches a group with nothing queued"
+    ):
+        run_program(_log(tmp_path / "c", [log[-3]]), full)
 
 
 def test_overlap_and_the_timeline(tmp_path, capsys):

@@ -105,6 +105,7 @@ class BdmaRegisters(ViewDefaults):
     done = "BDMA_DONE_STATUS"  # per launch group (CFG_LAUNCH0/1), GLB S_INTR_STATUS bits 6 and 7
     enable_register = "CFG_OP_0"
     pointer_groups = False  # a group is the transfers queued before a CFG_LAUNCH0/1 write
+    launch_registers = (("CFG_LAUNCH0_0", 0), ("CFG_LAUNCH1_0", 1))
 
     def decode(self, snap: Snapshots, name: str) -> tuple[BdmaOp, ...]:
         return (decode_bdma(snap),)
