@@ -873,12 +873,14 @@ def _accuracy_command(args: argparse.Namespace) -> int:
 def format_task(task) -> str:
     """A trained model's task accuracy (accuracy_report.TaskAccuracy) as lines: float against the run through
     the datapath at its precision."""
+    from nvdla_mapper.numerics.accuracy_report import TrainedAccuracy
+
     prec = task.precision.value
     head = f"{task.model} on {task.hw}, {prec.upper()} ({task.recipe})"
     r = task.result
     if r is None:  # the build cannot be programmed for this run
         return f"{head}: {task.error}"
-    if hasattr(r, "images"):
+    if isinstance(r, TrainedAccuracy):
         n = r.images
         return (
             f"{head}\n  test accuracy     float {r.float_correct / n:.1%} ({r.float_correct}/{n}), "

@@ -399,7 +399,8 @@ class HostConfig:
 DRIVER_PROFILES: dict[str, tuple[float, float, float]] = {
     # NVIDIA's Verilator testbench (nvdla/hw verif/verilator/nvdla.cpp, CSBMaster): fitted over the 74
     # committed nv_small trace tests (validation/data/nvdla_rtl_nv_small.json; first CSB write to the last
-    # op enable, against each test's writes and polls; docs/driver_programs.md): 2.25 cycles a write, 19.9 a
+    # op enable, against each test's writes and polls; `python -m nvdla_validation.nvdla_rtl.csb_pace HW_SRC`):
+    # 2.25 cycles a write, 19.9 a
     # read (a poll: request, response, compare), largest error 2.1 cycles. It polls the interrupt status
     # once the line rises, so the reads in the log are the whole reaction: no further interrupt cost.
     "testbench": (2.25, 19.9, 0.0),

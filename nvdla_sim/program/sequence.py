@@ -27,6 +27,7 @@ run from the first access to the last end or the last access, whichever is later
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from nvdla_sim.config import HwConfig
@@ -85,14 +86,27 @@ def _done_bit(view: RegisterView, group: int) -> int:
 def done_mask() -> int:
     """The S_INTR_STATUS bits that end operations: each register view's done bit of both groups (not CDMA's
     data and weight events, which the hardware raises on its own schedule)."""
-    views = [v for v in REGISTER_VIEWS if getattr(v, "done", "")]
-    return sum(1 << _done_bit(v, g) for v in views for g in (0, 1))
+    return sum(1 << _done_bit(v, g) for v in REGISTER_VIEWS for g in (0, 1))
+
+
+def status_reads(prog: Program) -> Iterator[tuple[int, RegRead, int]]:
+    """(command index, read, bits it newly shows) for each read of S_INTR_STATUS: the bits set (under its
+    mask) that were not already shown since the driver last cleared them (a write of S_INTR_STATUS)."""
+    shown = 0
+    for at, c in enumerate(prog.commands):
+        if not isinstance(c, RegWrite | RegRead) or (c.unit, c.reg) != _STATUS:
+            continue
+        if isinstance(c, RegWrite):  # the driver clears the bits it writes
+            shown &= ~c.value
+            continue
+        value = c.value & c.mask
+        yield at, c, value & ~shown
+        shown |= value
 
 
 def _scan(prog: Program) -> tuple[list[_Enable], list[str]]:
     """Every processor operation's start, in log order, and the registers written but not understood."""
-    starts = {v.starts_on: v for v in REGISTER_VIEWS if getattr(v, "units", ())}
-    member_of = {u: v for v in starts.values() for u in v.units}
+    member_of = {u: v for v in REGISTER_VIEWS for u in v.units}
     pointer: dict[str, int] = {}
     shared: dict[str, dict[str, int]] = {}
     groups: dict[tuple[str, int], dict[str, int]] = {}
@@ -237,16 +251,7 @@ def _with_ends(prog: Program, ops: list[SequencedOperation]) -> list[SequencedOp
             waiting.setdefault(bit, []).append((op.positions[m], i, m))
     queue = {bit: [(i, m) for _, i, m in sorted(q)] for bit, q in waiting.items()}
     seen: dict[int, list[int]] = {i: [] for i in range(len(ops))}
-    shown = 0  # bits seen set and not yet cleared
-    for at, c in enumerate(prog.commands):
-        if not isinstance(c, RegWrite | RegRead) or (c.unit, c.reg) != _STATUS:
-            continue
-        if isinstance(c, RegWrite):  # the driver clears the bits it writes
-            shown &= ~c.value
-            continue
-        value = c.value & c.mask
-        new = value & ~shown
-        shown |= value
+    for at, _, new in status_reads(prog):
         for bit, q in queue.items():
             if new >> bit & 1 and q and ops[q[0][0]].enables[q[0][1]] < at:
                 i, _ = q.pop(0)
@@ -370,13 +375,13 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
     end: dict[int, float] = {}
     free: dict[str, float] = {}
 
+    waiting: list[int] = []  # enabled, not yet started
+
     def schedule() -> None:
         progress = True
         while progress:
             progress = False
-            for i in list(enabled_t):
-                if i in start:
-                    continue
+            for i in list(waiting):
                 ks = seq.operations[i].processors
                 if all(queues[k] and queues[k][0] == i for k in ks):
                     start[i] = max(enabled_t[i], *(free.get(k, 0.0) for k in ks))
@@ -384,6 +389,7 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
                     for k in ks:
                         free[k] = end[i]
                         queues[k].pop(0)
+                    waiting.remove(i)
                     progress = True
 
     t = 0.0
@@ -419,6 +425,7 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
         if is_write:
             for i in enabled_by_at.get(at, []):
                 enabled_t[i] = t
+                waiting.append(i)
             schedule()
         else:
             for i in ended_by_at.get(at, []):

@@ -17,6 +17,13 @@ from nvdla_sim.errors import TraceError
 from nvdla_sim.registers import address_table
 
 MAPS = address_table.BUILDS  # the address maps the table holds, by the build they come from
+TRACEPLAYER_CSB = 0xFFFF  # the traceplayer's high half of a CSB word address (0xffff0000 | byte >> 2)
+
+
+def byte_address(addr: int) -> int:
+    """The byte address of a log's register address: the kernel-mode driver's byte address as it is, the
+    traceplayer's word address 0xffff0000 | byte >> 2 converted."""
+    return (addr & 0xFFFF) << 2 if addr >> 16 == TRACEPLAYER_CSB else addr
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from nvdla_sim.errors import TraceError
+from nvdla_sim.registers.addresses import address_map as lookup_map
+from nvdla_sim.registers.addresses import byte_address
 
 PAGE_BYTES = 1 << 12
 
@@ -282,8 +284,6 @@ def _txn_target(
     name or a map is None: a trace test's compare, not modelled."""
     if comment.startswith("NVDLA_"):
         return txn_register(comment, txn, no)
-    from nvdla_sim.registers.addresses import address_map as lookup
-
     if address_map is None and read:
         return None
     if address_map is None:
@@ -291,9 +291,7 @@ def _txn_target(
             f"{txn}:{no}: a register given by address ({arg}) needs an address map: the config's [driver] "
             "address_map (nv_small, nv_full)"
         )
-    addr = int(arg, 0)
-    byte = (addr & 0xFFFF) << 2 if addr >> 16 == 0xFFFF else addr
-    return lookup(address_map).register_at(byte, f"{txn}:{no}")
+    return lookup_map(address_map).register_at(byte_address(int(arg, 0)), f"{txn}:{no}")
 
 
 def _parse_txn(txn: Path, text: str, address_map: str | None = None) -> Program:

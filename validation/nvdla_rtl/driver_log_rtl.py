@@ -33,7 +33,7 @@ from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.files import write_json
 from nvdla_sim.program.run import run_program
-from nvdla_sim.program.sequence import done_mask
+from nvdla_sim.program.sequence import done_mask, status_reads
 from nvdla_sim.registers.addresses import address_map
 from nvdla_sim.registers.trace_io import Program, RegRead, RegWrite, parse_program
 from nvdla_validation.nvdla_rtl.run_reference import build
@@ -51,20 +51,16 @@ def convert(prog: Program, map_name: str) -> bytes:
     cleared them), a flush-status read for its value, other reads compare nothing."""
     am = address_map(map_name)
     out = bytearray()
-    shown = 0
     ends = done_mask()
-    for c in prog.commands:
+    new_bits = {at: new & ends for at, _, new in status_reads(prog)}  # not CDMA's data/weight events
+    for at, c in enumerate(prog.commands):
         if not isinstance(c, RegWrite | RegRead):
-            raise NvdlaError(f"{prog.name}:{c.line}: a driver's log holds register writes and reads only")
+            raise NvdlaError(f"{prog.where}:{c.line}: a driver's log holds register writes and reads only")
         addr = am.address(c.unit, c.reg) >> 2
         if isinstance(c, RegWrite):
-            if (c.unit, c.reg) == ("NVDLA_GLB", "S_INTR_STATUS_0"):
-                shown &= ~c.value
             out += struct.pack("=BII", 2, addr, c.value)
-        elif (c.unit, c.reg) == ("NVDLA_GLB", "S_INTR_STATUS_0"):
-            new = c.value & c.mask & ~shown & ends  # CDMA's data/weight events are not waited for
-            shown |= c.value & c.mask
-            out += struct.pack("=BIII", 3, addr, new, new)
+        elif at in new_bits:
+            out += struct.pack("=BIII", 3, addr, new_bits[at], new_bits[at])
         elif (c.unit, c.reg) in _WAITED:
             out += struct.pack("=BIII", 3, addr, c.mask, c.value)
         else:

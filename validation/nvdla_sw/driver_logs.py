@@ -25,7 +25,7 @@ from pathlib import Path
 from nvdla_sim.config import load_config
 from nvdla_sim.files import write_json
 from nvdla_sim.program.run import run_program
-from nvdla_sim.registers.addresses import address_map
+from nvdla_sim.registers.addresses import address_map, byte_address
 
 OUT = Path(__file__).resolve().parents[2] / "validation" / "data" / "driver_logs.json"
 # (repository, path in it, the build whose address map it uses, the model's config)
@@ -56,8 +56,7 @@ def raw_counts(path: Path, map_name: str) -> dict:
             continue
         if words[0] == "write_reg":
             writes += 1
-            addr = int(words[1], 0)
-            byte = (addr & 0xFFFF) << 2 if addr >> 16 == 0xFFFF else addr
+            byte = byte_address(int(words[1], 0))
             if byte in enables and int(words[2], 0) & 1:
                 per_unit[enables[byte]] += 1
         elif words[0] in ("read_reg", "until"):
