@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -351,11 +350,11 @@ class MapResult:
         return {k: round(v / self.total_cycles, 6) if self.total_cycles else 0.0 for k, v in busy.items()}
 
     def by_block(self) -> dict[str, dict[str, int]]:
-        """Cycles per model block (op-name prefix, e.g. layer3) and op group, in model order."""
+        """Cycles per model block (workload.Block, as the front end built it: layer3, conv3_2, embed) and
+        op group, in model order."""
         out: dict[str, dict[str, int]] = {}
         for r in self.results:
-            block = r.task.op.split(".")[0]
-            groups = out.setdefault(block, {})
+            groups = out.setdefault(r.task.model_block.name, {})
             groups[r.task.group] = groups.get(r.task.group, 0) + r.cycles
         return out
 
@@ -404,20 +403,19 @@ class MapResult:
         }
 
 
-_BLOCK = re.compile(r"^([A-Za-z_]+?)(\d+)(\..+)$")
-
-
-def group_layers(layers: list[dict]) -> list[dict]:
-    """Rows of identical layers in numbered blocks merged: `layer{0-11}.ffn2 x12` with summed cycles and
-    instances, when the per-instance cycles, count and bound agree; other rows as they are."""
+def group_layers(results: list[TaskResult]) -> list[dict]:
+    """The tasks' rows (TaskResult.to_row) with a layer repeated in the numbered blocks of a family merged:
+    `layer{0-11}.ffn2 x12` with summed cycles and instances, when its name in the block (the task's name
+    after its block's), per-instance cycles, count and bound agree; other rows as they are."""
     groups: dict[tuple, list[tuple[int, dict]]] = {}
-    for r in layers:
-        m = _BLOCK.match(r["name"])
-        if m is None:
-            groups[(r["name"],)] = [(-1, r)]
+    for r in results:
+        row, block = r.to_row(), r.task.model_block
+        role = block.role(r.task.name)
+        if block.index is None or role is None:
+            groups[(r.task.name,)] = [(-1, row)]
             continue
-        key = (m.group(1), m.group(3), r["cycles_per_instance"], r["count"], r["bound"])
-        groups.setdefault(key, []).append((int(m.group(2)), r))
+        key = (block.family, role, row["cycles_per_instance"], row["count"], row["bound"])
+        groups.setdefault(key, []).append((block.index, row))
     out = []
     for key, members in groups.items():
         if len(members) == 1:

@@ -6,8 +6,10 @@ instances such as batch x heads). Edges are data dependencies.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +148,32 @@ ATTRS: dict[OpKind, type] = {
 
 
 @dataclass(frozen=True)
+class Block:
+    """The model block an op belongs to, as its front end built it. Repeated blocks of one kind share a
+    family and differ by index (a transformer's `layer` 0..11 or `dec` 0..5, a ResNet stage's `conv3_` 1..4);
+    a one-off part (the embedding, the head, a final norm) is a block of its own with no index. Reports add
+    cycles by block (MapResult.by_block) and merge alike rows of a family (results.group_layers), and the
+    step template maps each block's ops onto its one-block step's by their roles (Op.role)."""
+
+    family: str
+    index: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The block as reports name it: `layer3`, `conv3_2`, `embed`."""
+        return self.family if self.index is None else f"{self.family}{self.index}"
+
+    def role(self, name: str) -> str | None:
+        """What `name` (an op's, or a task's made from it) is within the block, alike in every block of the
+        family: `.ffn2` of `layer3.ffn2`, `/attn/MatMul` of an ONNX `/h.3/attn/MatMul`, "" for the block's
+        own op (`merge1`); None for a name not under the block's."""
+        if not name.startswith(self.name):
+            return None
+        rest = name[len(self.name) :]
+        return rest if rest[:1] in ("", ".", "/") else None
+
+
+@dataclass(frozen=True)
 class Op:
     name: str
     kind: OpKind
@@ -156,8 +184,13 @@ class Op:
     group: str = "other"  # report category: matmul, attention, softmax, layernorm, elementwise, host
     attrs: Any = field(default=None, hash=False, compare=False)  # ATTRS[kind] (a dict of its fields is converted)
     model_macs: int | None = None  # the model's own MACs where the op's shape overstates them (banded attention)
+    # the model block it belongs to (Block); without one given, a block of its own under its name. Graph.block
+    # gives the ops a front end adds inside it theirs; their names then start with the block's name
+    block: Block | None = None
 
     def __post_init__(self) -> None:
+        if self.block is None:
+            object.__setattr__(self, "block", Block(self.name))
         kind_attrs = ATTRS.get(self.kind, NoAttrs)
         attrs = {} if self.attrs is None else self.attrs
         if isinstance(attrs, dict):
@@ -182,6 +215,12 @@ class Op:
     @property
     def elements(self) -> int:
         return self.m * self.n * self.count
+
+    @property
+    def role(self) -> str | None:
+        """The op's place within its block (Block.role; a front end names a block's ops under the block's
+        name, and Graph.block checks it)."""
+        return self.block.role(self.name)
 
     @property
     def weight_elems(self) -> int:
@@ -273,10 +312,27 @@ class Graph:
         for a CNN, None where the front end cannot tell); map_model reports them, so they are recorded here,
         where the shapes are decided."""
         self.g = nx.DiGraph(workload=WorkloadInfo(name, batch, seq))
+        self._block: Block | None = None
+
+    @contextlib.contextmanager
+    def block(self, family: str, index: int | None = None) -> Iterator[str]:
+        """The ops added inside belong to this block (their names start with the name it yields, then a dot)."""
+        if self._block is not None:
+            raise ValueError(f"block {family!r} opened inside block {self._block.name!r}")
+        self._block = Block(family, index)
+        try:
+            yield self._block.name
+        finally:
+            self._block = None
 
     def add(self, op: Op, *inputs: str) -> str:
         if op.name in self.g:
             raise ValueError(f"duplicate op name {op.name!r}")
+        block = self._block
+        if block is not None:
+            if block.role(op.name) is None:
+                raise ValueError(f"op {op.name!r} added in block {block.name!r} is not named under it")
+            op = dataclasses.replace(op, block=block)
         self.g.add_node(op.name, op=op, idx=len(self.g))
         for i in inputs:
             if i not in self.g:

@@ -1095,7 +1095,7 @@ def format_summary(res, *, top: int) -> str:
             lines.append(f"                    note: {w.note}")
     if res.accuracy:
         lines += format_accuracy_lines(res.accuracy)
-    rows = sorted(group_layers([r.to_row() for r in res.results]), key=lambda r: -r["cycles"])[:top]
+    rows = sorted(group_layers(res.results), key=lambda r: -r["cycles"])[:top]
     if not rows:  # --top 0: no table
         return "\n".join(lines)
     lines.append(f"  {'top layers by cycles (all blocks)':<38}{'count':>6}{'cycles':>14}{'MAC util':>10}  bound")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import networkx as nx
 
-from nvdla_mapper.workload import Graph, Op, OpKind, verify
+from nvdla_mapper.workload import Block, Graph, Op, OpKind, verify
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
 
@@ -66,6 +66,7 @@ class CnnBuilder:
                     count=self.batch,
                     group="elementwise",
                     attrs={"func": "tanh"} if act is OpKind.LUT else {},
+                    block=Block(name),  # its layer's (a block's inside one)
                 ),
                 out,
             )
@@ -118,6 +119,7 @@ class CnnBuilder:
                     n,
                     group="elementwise",
                     attrs={"func": "tanh"} if act is OpKind.LUT else {},
+                    block=Block(name),
                 ),
                 out,
             )
@@ -127,7 +129,10 @@ class CnnBuilder:
         _, w, h, c = a
         out = self.g.add(Op(name, OpKind.ADD, w * h, c, count=self.batch, group="elementwise"), a[0], b[0])
         if relu:
-            out = self.g.add(Op(f"{name}.relu", OpKind.RELU, w * h, c, count=self.batch, group="elementwise"), out)
+            relu_op = Op(
+                f"{name}.relu", OpKind.RELU, w * h, c, count=self.batch, group="elementwise", block=Block(name)
+            )
+            out = self.g.add(relu_op, out)
         return out, w, h, c
 
     def concat(self, name: str, xs: list[Tensor]) -> Tensor:
@@ -182,11 +187,11 @@ def resnet18(batch: int = 1) -> nx.DiGraph:
     for stage, (ch, blocks) in enumerate(zip((64, 128, 256, 512), (2, 2, 2, 2), strict=True), start=2):
         for i in range(blocks):
             stride = 2 if stage > 2 and i == 0 else 1
-            p = f"conv{stage}_{i + 1}"
-            y = b.conv(f"{p}.a", x, ch, 3, stride=stride, pad=1, bn=True)
-            y = b.conv(f"{p}.b", y, ch, 3, pad=1, bn=True, act=None)
-            short = b.conv(f"{p}.down", x, ch, 1, stride=stride, bn=True, act=None) if stride == 2 else x
-            x = b.add(f"{p}.add", y, short)
+            with b.g.block(f"conv{stage}_", i + 1) as p:
+                y = b.conv(f"{p}.a", x, ch, 3, stride=stride, pad=1, bn=True)
+                y = b.conv(f"{p}.b", y, ch, 3, pad=1, bn=True, act=None)
+                short = b.conv(f"{p}.down", x, ch, 1, stride=stride, bn=True, act=None) if stride == 2 else x
+                x = b.add(f"{p}.add", y, short)
     _head(b, x)
     return verify(b.g.g)
 
@@ -197,12 +202,12 @@ def resnet50(batch: int = 1) -> nx.DiGraph:
     for stage, (ch, blocks) in enumerate(zip((64, 128, 256, 512), (3, 4, 6, 3), strict=True), start=2):
         for i in range(blocks):
             stride = 2 if stage > 2 and i == 0 else 1
-            p = f"conv{stage}_{i + 1}"
-            y = b.conv(f"{p}.a", x, ch, 1, stride=stride, bn=True)
-            y = b.conv(f"{p}.b", y, ch, 3, pad=1, bn=True)
-            y = b.conv(f"{p}.c", y, 4 * ch, 1, bn=True, act=None)
-            short = b.conv(f"{p}.down", x, 4 * ch, 1, stride=stride, bn=True, act=None) if i == 0 else x
-            x = b.add(f"{p}.add", y, short)
+            with b.g.block(f"conv{stage}_", i + 1) as p:
+                y = b.conv(f"{p}.a", x, ch, 1, stride=stride, bn=True)
+                y = b.conv(f"{p}.b", y, ch, 3, pad=1, bn=True)
+                y = b.conv(f"{p}.c", y, 4 * ch, 1, bn=True, act=None)
+                short = b.conv(f"{p}.down", x, 4 * ch, 1, stride=stride, bn=True, act=None) if i == 0 else x
+                x = b.add(f"{p}.add", y, short)
     _head(b, x)
     return verify(b.g.g)
 
@@ -225,16 +230,17 @@ def googlenet(batch: int = 1) -> nx.DiGraph:
     b = CnnBuilder("googlenet", batch, (224, 224, 3))
     x = b.conv("conv1", b.input, 64, 7, stride=2, pad=3)
     x = b.pool("pool1", x, 3, 2, pad=0, pad_end=1)
-    x = b.conv("conv2.reduce", x, 64, 1)
-    x = b.conv("conv2", x, 192, 3, pad=1)
+    with b.g.block("conv2"):
+        x = b.conv("conv2.reduce", x, 64, 1)
+        x = b.conv("conv2", x, 192, 3, pad=1)
     x = b.pool("pool2", x, 3, 2, pad=0, pad_end=1)
     for name, (n1, r3, n3, r5, n5, pp) in _INCEPTION.items():
-        p = f"inception{name}"
-        a = b.conv(f"{p}.1x1", x, n1, 1)
-        c3 = b.conv(f"{p}.3x3", b.conv(f"{p}.3x3r", x, r3, 1), n3, 3, pad=1)
-        c5 = b.conv(f"{p}.5x5", b.conv(f"{p}.5x5r", x, r5, 1), n5, 5, pad=2)
-        pj = b.conv(f"{p}.proj", b.pool(f"{p}.pool", x, 3, 1, pad=1), pp, 1)
-        x = b.concat(f"{p}.concat", [a, c3, c5, pj])
+        with b.g.block(f"inception{name}") as p:  # each module its own widths: a block of its own
+            a = b.conv(f"{p}.1x1", x, n1, 1)
+            c3 = b.conv(f"{p}.3x3", b.conv(f"{p}.3x3r", x, r3, 1), n3, 3, pad=1)
+            c5 = b.conv(f"{p}.5x5", b.conv(f"{p}.5x5r", x, r5, 1), n5, 5, pad=2)
+            pj = b.conv(f"{p}.proj", b.pool(f"{p}.pool", x, 3, 1, pad=1), pp, 1)
+            x = b.concat(f"{p}.concat", [a, c3, c5, pj])
         if name in ("3b", "4e"):
             x = b.pool(f"pool_{name}", x, 3, 2, pad=0, pad_end=1)
     _head(b, x)

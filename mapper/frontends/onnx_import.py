@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -20,7 +21,7 @@ import networkx as nx
 from nvdla_mapper.frontends.onnx_attention import Consts, find_attention
 from nvdla_mapper.frontends.onnx_fusion import fuse as fuse_patterns
 from nvdla_mapper.frontends.presets import patch_embed_op
-from nvdla_mapper.workload import Graph, Op, OpKind, verify, with_fusions
+from nvdla_mapper.workload import Block, Graph, Op, OpKind, verify, with_fusions
 from nvdla_sim.errors import NvdlaError, ShapeError
 from nvdla_sim.layers import ConvShape, PoolMode, PoolSpec
 
@@ -82,6 +83,23 @@ def graph_from_onnx(path: str | Path, *, batch: int = 1, seq: int = 128, host_fa
     model, fused = _fold_and_infer(model, path)
     _name_nodes(model)
     return _Importer(model, path, host_fallback, batch=batch).run(fused)
+
+
+# a module that is an entry of a list in an exporter's module path: layer.0, h.3, layers.11, blocks_2
+_LIST_ENTRY = re.compile(r"^(.*?[._])(\d+)$")
+
+
+def scope_block(name: str) -> Block:
+    """The model block of an imported node, read from the module path exporters write into node names
+    (PyTorch: `/bert/encoder/layer.0/attention/self/query/MatMul`): the first module of the path that is an
+    entry of a list (`layer.0`, `h.3`, `blocks_2`) is a repeated block, its family the path up to the index
+    (`/bert/encoder/layer.`); a node in no such module, or a name without a path, is a block of its own."""
+    parts = name.split("/")
+    for i, part in enumerate(parts[:-1]):
+        found = _LIST_ENTRY.match(part)
+        if found:
+            return Block("/".join([*parts[:i], found.group(1)]), int(found.group(2)))
+    return Block(name)
 
 
 def _name_nodes(model) -> None:
@@ -148,6 +166,8 @@ class _Importer:
                 )
         if len(self.out.g) == 0:
             raise NvdlaError(f"{self.path}: the ONNX graph has no compute nodes")
+        for name, data in self.out.g.nodes(data=True):
+            data["op"] = dataclasses.replace(data["op"], block=scope_block(name))
         return verify(self.out.g)
 
     def view(self, node, deps: list[str]) -> None:

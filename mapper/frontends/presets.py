@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from nvdla_mapper.workload import Graph, Op, OpKind, Relayout, verify
+from nvdla_mapper.workload import Block, Graph, Op, OpKind, Relayout, verify
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import MAX_DIM as MAX_CONV_WIDTH
 from nvdla_sim.layers import MAX_STRIDE, ConvShape
@@ -218,10 +218,11 @@ def build_graph(
     if spec.patch_embed[0]:
         image, patch, ch = spec.patch_embed
         grid = (image // patch) ** 2
-        last = g.add(patch_embed_op("patch_embed", batch=batch, image=(image, image), patch=patch, channels=ch,
-                                    hidden=s0.hidden))  # fmt: skip
-        if spec.family == "swin":  # Swin normalises the patch embeddings
-            last = _norm(g, spec, "patch_embed.norm", last, m=batch * grid, n=s0.hidden)
+        with g.block("patch_embed") as p:
+            last = g.add(patch_embed_op(p, batch=batch, image=(image, image), patch=patch, channels=ch,
+                                        hidden=s0.hidden))  # fmt: skip
+            if spec.family == "swin":  # Swin normalises the patch embeddings
+                last = _norm(g, spec, f"{p}.norm", last, m=batch * grid, n=s0.hidden)
     else:
         last = g.add(Op("embed", OpKind.GATHER, base, s0.hidden, group="host"))
     prefix = "enc" if spec.decoder_layers else "layer"
@@ -231,13 +232,13 @@ def build_graph(
         if si > 0:
             prev = spec.stages[si - 1]
             # patch merging: 2x2 neighbours concatenated (4C), layernorm, then a bias-free reduction to 2C
-            last = _norm(g, spec, f"merge{si}.norm", last, m=m, n=4 * prev.hidden)
-            last = g.add(
-                Op(f"merge{si}", OpKind.MATMUL, m, st.hidden, k=4 * prev.hidden, group="matmul", attrs={"bias": False}),
-                last,
-            )
+            with g.block("merge", si) as p:
+                last = _norm(g, spec, f"{p}.norm", last, m=m, n=4 * prev.hidden)
+                last = g.add(
+                    Op(p, OpKind.MATMUL, m, st.hidden, k=4 * prev.hidden, group="matmul", attrs={"bias": False}), last
+                )
         for _ in range(st.layers):
-            last = _block(g, spec, st, f"{prefix}{idx}", last, m=m, batch=batch)
+            last = _block(g, spec, st, (prefix, idx), last, m=m, batch=batch)
             idx += 1
     if spec.family != "xlnet":  # XLNet's blocks end with their own layernorm; there is no final one
         last = _norm(
@@ -249,7 +250,7 @@ def build_graph(
         dm = batch * dseq
         last = g.add(Op("dec_embed", OpKind.GATHER, dm, s0.hidden, group="host"))
         for i in range(spec.decoder_layers):
-            last = _block(g, spec, s0, f"dec{i}", last, m=dm, batch=batch, causal=True, cross=(enc_out, base))
+            last = _block(g, spec, s0, ("dec", i), last, m=dm, batch=batch, causal=True, cross=(enc_out, base))
         last = _norm(g, spec, "dec_final_norm", last, m=dm, n=s0.hidden)
     m_out = batch * (dec_seq or tokens) if spec.decoder_layers else base // spec.stages[-1].token_divisor
     _head(g, spec, last, head, m=m_out, batch=batch)
@@ -287,11 +288,12 @@ def _head(g: Graph, spec: ModelSpec, src: str, head: str, *, m: int, batch: int)
     elif head == "cls":
         x = src
         if spec.family == "swin":  # mean over the final tokens, then the classifier
-            x = g.add(Op("head.pool", OpKind.HOST, batch, hidden, group="head",
+            x = g.add(Op("head.pool", OpKind.HOST, batch, hidden, group="head", block=Block("head"),
                          attrs={"flops_per_elem": m // batch, "note": "Swin head: mean over the final tokens on the host"}), x)  # fmt: skip
         elif spec.family in ("bert", "longformer"):  # pooler: dense + tanh on the first token
-            x = g.add(Op("pooler", OpKind.MATMUL, batch, hidden, k=hidden, group="head"), x)
-            x = g.add(Op("pooler.tanh", OpKind.LUT, batch, hidden, group="head", attrs={"func": "tanh"}), x)
+            with g.block("pooler") as p:
+                x = g.add(Op(p, OpKind.MATMUL, batch, hidden, k=hidden, group="head"), x)
+                x = g.add(Op(f"{p}.tanh", OpKind.LUT, batch, hidden, group="head", attrs={"func": "tanh"}), x)
         g.add(Op("classifier", OpKind.MATMUL, batch, spec.labels, k=hidden, group="head"), x)
 
 
@@ -410,7 +412,7 @@ def _block(
     g: Graph,
     spec: ModelSpec,
     st: Stage,
-    p: str,
+    block: tuple[str, int],
     src: str,
     *,
     m: int,
@@ -418,10 +420,28 @@ def _block(
     causal: bool = False,
     cross: tuple[str, int] | None = None,
 ) -> str:
+    """Transformer block `block` (family, index) on `src`."""
+    with g.block(*block) as p:
+        return _block_ops(g, spec, st, p, src, m=m, batch=batch, causal=causal, cross=cross,
+                          shifted=spec.family == "swin" and block[1] % 2 == 1)  # fmt: skip
+
+
+def _block_ops(
+    g: Graph,
+    spec: ModelSpec,
+    st: Stage,
+    p: str,
+    src: str,
+    *,
+    m: int,
+    batch: int,
+    causal: bool,
+    cross: tuple[str, int] | None,
+    shifted: bool,
+) -> str:
     pre_norm = spec.family in ("gpt2", "t5", "vit", "swin", "llama")
     x = src
     h = _norm(g, spec, f"{p}.ln1", x, m=m, n=st.hidden) if pre_norm else x
-    shifted = spec.family == "swin" and int(p.rsplit("layer", 1)[-1] or 0) % 2 == 1
     if shifted:  # Swin's shifted windows: a cyclic roll of whole pixels before attention, and back after
         h = g.add(
             Op(f"{p}.shift", OpKind.TRANSPOSE, m, st.hidden, group="attention", attrs={"relayout": Relayout.ROLL}), h
@@ -494,16 +514,16 @@ def _step(g: Graph, spec: ModelSpec, *, tokens: int, groups: tuple, emitting: in
     m = tokens
     last = g.add(Op("embed", OpKind.GATHER, m, st.hidden, group="host"))
     for i in range(layers):
-        p = f"{prefix}{i}"
-        h = _norm(g, spec, f"{p}.ln1", last, m=m, n=st.hidden)
-        a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=m, groups=groups)
-        x = g.add(Op(f"{p}.res1", OpKind.ADD, m, st.hidden, group="elementwise"), a, last)
-        if spec.decoder_layers:
-            h = _norm(g, spec, f"{p}.lnx", x, m=m, n=st.hidden)
-            a = _decode_attention(g, spec, st, f"{p}.xattn", h, batch=m, groups=((cross_len - 1, m),), cross=True)
-            x = g.add(Op(f"{p}.resx", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
-        h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)
-        last = _ffn(g, spec, st, p, h, x, m=m)
+        with g.block(prefix, i) as p:
+            h = _norm(g, spec, f"{p}.ln1", last, m=m, n=st.hidden)
+            a = _decode_attention(g, spec, st, f"{p}.attn", h, batch=m, groups=groups)
+            x = g.add(Op(f"{p}.res1", OpKind.ADD, m, st.hidden, group="elementwise"), a, last)
+            if spec.decoder_layers:
+                h = _norm(g, spec, f"{p}.lnx", x, m=m, n=st.hidden)
+                a = _decode_attention(g, spec, st, f"{p}.xattn", h, batch=m, groups=((cross_len - 1, m),), cross=True)
+                x = g.add(Op(f"{p}.resx", OpKind.ADD, m, st.hidden, group="elementwise"), a, x)
+            h = _norm(g, spec, f"{p}.ln2", x, m=m, n=st.hidden)
+            last = _ffn(g, spec, st, p, h, x, m=m)
     last = _norm(g, spec, f"{prefix}_final_norm", last, m=m, n=st.hidden)
     if emitting:
         _head(g, spec, last, "lm", m=emitting, batch=emitting)
@@ -548,16 +568,22 @@ def t5_prefill_graph(spec: ModelSpec, *, batch: int, prompt: int) -> nx.DiGraph:
     inner, m = hd * st.heads, batch * prompt
     last = g.add(Op("embed", OpKind.GATHER, m, st.hidden, group="host"))
     for i in range(st.layers):
-        last = _block(g, spec, st, f"enc{i}", last, m=m, batch=batch)
+        last = _block(g, spec, st, ("enc", i), last, m=m, batch=batch)
     enc = _norm(g, spec, "enc_final_norm", last, m=m, n=st.hidden)
+    nob = {"bias": False}
     for i in range(spec.decoder_layers):
-        p, nob = f"dec{i}.xattn", {"bias": False}
-        k = g.add(Op(f"{p}.k", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
-        v = g.add(Op(f"{p}.v", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
-        g.add(
-            Op(f"{p}.k_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"relayout": Relayout.K_APPEND}), k
-        )
-        g.add(Op(f"{p}.v_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"relayout": Relayout.V_CACHE}), v)
+        with g.block("dec", i) as block:
+            p = f"{block}.xattn"
+            k = g.add(Op(f"{p}.k", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
+            v = g.add(Op(f"{p}.v", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
+            g.add(
+                Op(f"{p}.k_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"relayout": Relayout.K_APPEND}),
+                k,
+            )
+            g.add(
+                Op(f"{p}.v_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"relayout": Relayout.V_CACHE}),
+                v,
+            )
     return verify(g.g)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from nvdla_mapper.numerics import sparsity
 from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
-from nvdla_mapper.workload import Op, OpKind, Relayout
+from nvdla_mapper.workload import Block, Op, OpKind, Relayout
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.tiling import bytes_per_kernel
 from nvdla_sim.errors import NvdlaError
@@ -98,8 +98,17 @@ class Task:
     # planned at its length bucket (passes.lower_op, options.KvPlan): this is the same layer against
     # bucket_keys(keys) keys, and the plan found for it runs at the layer's own length
     plan_at: HwLayer | None = None
+    block: Block | None = None  # the model block of its op (workload.Block), for reports and step templates
 
-    __hash__ = field_hash  # computed once: tasks key the pass memo and the energy memo (nvdla_sim.values)
+    __hash__ = field_hash
+
+    @property
+    def model_block(self) -> Block:
+        """Its op's block (a task made without one: its op's own)."""
+        return (
+            self.block if self.block is not None else Block(self.op)
+        )  # computed once: tasks key the pass memo and the energy memo (nvdla_sim.values)
+
     __getstate__ = state_without_hash
 
 
@@ -423,11 +432,13 @@ def _banded(name: str, i: int, n_bands: int) -> str:
 
 
 def _hw(op: Op, layer: HwLayer, count: int | None = None, note: str = "") -> Task:
-    return Task(layer.name, op.name, op.group, resource_of(layer), count or op.count, layer=layer, note=note)
+    return Task(
+        layer.name, op.name, op.group, resource_of(layer), count or op.count, layer=layer, note=note, block=op.block
+    )
 
 
 def _host_task(op: Op, name: str, work: HostWork, *, count: int, note: str) -> Task:
-    return Task(name, op.name, "host", Resource.HOST, count, host_work=work, note=note)
+    return Task(name, op.name, "host", Resource.HOST, count, host_work=work, note=note, block=op.block)
 
 
 def _host(
@@ -455,8 +466,9 @@ def _relayout(
     if copier is not None and whole_atoms:
         layer = copier.copy_layer(name, nbytes)
         return Task(
-            name, op.name, op.group, resource_of(layer), count, layer=layer, note=f"{copier.label} re-layout of {what}"
-        )
+            name, op.name, op.group, resource_of(layer), count, layer=layer, note=f"{copier.label} re-layout of {what}",
+            block=op.block,
+        )  # fmt: skip
     why = f"no {copies_phrase()} on this config" if copier is None else "pieces are not whole memory atoms"
     note = f"host re-layout of {what} ({why})"
     return _host_copy(op, name, 2 * nbytes, count=count, note=note)

@@ -27,7 +27,6 @@ breaks into pieces; `rebuilds` counts them.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -68,14 +67,18 @@ from nvdla_sim.system.host import HostModel
 # a builder makes the step's graph of a model for one shape (cache lengths, a serving batch's sequences)
 Builder = Callable[[ModelSpec, Any], nx.DiGraph]
 
-_BLOCK = re.compile(r"^(layer|dec)(\d+)\.")
-
 
 def one_block(spec: ModelSpec) -> ModelSpec:
     """The model with one block (T5: one decoder block): every block of a step is this one's, renamed."""
     if spec.decoder_layers:
         return dataclasses.replace(spec, decoder_layers=1)
     return dataclasses.replace(spec, stages=(dataclasses.replace(spec.stages[0], layers=1), *spec.stages[1:]))
+
+
+def _alike_key(op: Op) -> tuple:
+    """What an op of any block of a family is in every block (its family and role): a step's op in block N
+    is the one-block step's op of the same key (block 0's)."""
+    return op.block.family, op.role
 
 
 def _value(op: Op) -> tuple:
@@ -245,10 +248,14 @@ class StepTemplate:
         per_instance, stats = simulate_tasks(tasks, hw, host, self.memo)
         durations = task_durations(tasks, per_instance, stats, hw)
         ops = ops_in_order(g)
-        index1 = {o.name: j for j, o in enumerate(ops1)}
+        index1 = {_alike_key(o): j for j, o in enumerate(ops1)}
+        if len(index1) != len(ops1):
+            raise ValueError(
+                f"step template: the one-block step of {self.spec.name} has two ops alike by block and role"
+            )
         spans1: list[list[tuple[int, int]]] = [[] for _ in ops1]
         for op, span in zip(ops, spans, strict=True):
-            j = index1.get(_BLOCK.sub(r"\g<1>0.", op.name))
+            j = index1.get(_alike_key(op))
             if j is None or _value(op) != _value(ops1[j]):  # the builder's blocks are not all alike
                 raise ValueError(f"step template: {op.name} has no like op in the one-block step of {self.spec.name}")
             spans1[j].append(span)
@@ -268,13 +275,13 @@ def _blocks(
     durations: list[int],
     per_instance: list[int],
 ) -> Blocks | None:
-    """The step's blocks (its tasks named layerN. or decN., in order) where they are alike for the schedule
+    """The step's blocks (its tasks in the numbered blocks of one family, in order) where they are alike for the schedule
     (schedule.alike_blocks, blocks_alike) and for the figures (every block's task j is block 0's but for
     the names: its layer and stats, hence its bytes, bound and energy); None otherwise (then every task is
     scheduled and counted). The template keeps them alike: a re-timed op's tasks go into every block."""
-    index = [int(m.group(2)) if (m := _BLOCK.match(t.name)) else None for t in tasks]
+    index = [t.model_block.index for t in tasks]
     inside = [i for i, b in enumerate(index) if b is not None]
-    if not inside:
+    if not inside or len({tasks[i].model_block.family for i in inside}) > 1:
         return None
     first, last = inside[0], inside[-1] + 1
     count = index[last - 1] + 1

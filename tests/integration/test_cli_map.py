@@ -133,13 +133,21 @@ def test_identical_blocks_print_as_one_row(capsys):
     assert main(["map", "bert-base", "--hw", "nv_full", "--seq", "64", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "layer{0-11}.ffn2 x12" in out and "layer0.ffn2 " not in out
-    rows = [
-        {"name": f"layer{i}.x", "cycles_per_instance": 5, "count": 1, "bound": "dram", "cycles": 5}
-        for i in (0, 1, 2, 5)
-    ]
-    rows.append({"name": "layer3.x", "cycles_per_instance": 7, "count": 1, "bound": "dram", "cycles": 7})
-    merged = {r["name"]: r for r in group_layers(rows)}
-    assert merged["layer{0-2,5}.x x4"]["cycles"] == 20 and "layer3.x" in merged
+    from nvdla_mapper.lowering.rules import Resource, Task
+    from nvdla_mapper.results import TaskResult
+    from nvdla_mapper.workload import Block
+
+    def result(block: Block, name: str, cycles: int) -> TaskResult:
+        task = Task(name, name, "host", Resource.HOST, block=block)
+        return TaskResult(task, cycles, 0, cycles, None, cycles)
+
+    results = [result(Block("layer", i), f"layer{i}.x", 5) for i in (0, 1, 2, 5)]
+    results.append(result(Block("layer", 3), "layer3.x", 7))  # other cycles: a row of its own
+    results.append(result(Block("layer4_x"), "layer4_x", 5))  # a one-off block: never merged
+    results.append(result(Block("layer4_"), "layer4_y", 5))  # named outside its block: its own row
+    merged = {r["name"]: r for r in group_layers(results)}
+    assert merged["layer{0-2,5}.x x4"]["cycles"] == 20 and merged["layer{0-2,5}.x x4"]["count"] == 4
+    assert {"layer3.x", "layer4_x", "layer4_y"} <= set(merged) and len(merged) == 4
 
 
 def test_a_bad_layer_is_named_before_the_map_runs(capsys, tmp_path, monkeypatch):
