@@ -97,10 +97,80 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--trace", help="write the unit timeline as a Chrome/Perfetto trace JSON")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    lo = sub.add_parser(
+        "loadable", help="read an NVIDIA compiler loadable (.nvdla flatbuffer): its tasks, memories and operations"
+    )
+    lo.add_argument("file", help="the loadable (nvdla_compiler's .nvdla; nvdla/sw regression/flatbufs/*_fbuf)")
+    lo.add_argument("--task", type=int, help="the DLA task to show (default: the loadable's only one)")
+    lo.add_argument("--json", action="store_true", help="print every descriptor field as JSON")
+
     add_mapper(sub, _COMMANDS)  # map, zoo, sweep
     add_rtl(sub, _COMMANDS)  # rtl emit / verify / bench
     show_defaults(ap)
     return ap
+
+
+@_command("loadable")
+def _loadable(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from nvdla_sim.program.loadable.container import MemoryFlags, read_loadable
+    from nvdla_sim.program.loadable.network import dla_network
+
+    lo = read_loadable(args.file)
+    net = dla_network(lo, args.task)
+    if args.json:
+        doc = {
+            "file": lo.path,
+            "loadable_version": str(lo.version),
+            "tasks": [dataclasses.asdict(t) for t in lo.tasks],
+            "submits": [list(s.task_ids) for s in lo.submits],
+            "memories": [dataclasses.asdict(m) for m in lo.memories],
+            "tensors": [dataclasses.asdict(t) for t in lo.tensors],
+            "dla_task": net.task.id,
+            "network": dataclasses.asdict(net.desc),
+            "operations": [
+                {
+                    "index": o.index,
+                    "type": o.op_type.name,
+                    "common": dataclasses.asdict(o.common),
+                    "op": dataclasses.asdict(o.op),
+                    "surface": dataclasses.asdict(o.surface),
+                }
+                for o in net.operations
+            ],
+            "luts": len(net.luts),
+        }
+        print(json.dumps(doc, indent=1, default=str))
+        return 0
+    tasks = ", ".join(f"{t.interface.name} {t.id}" for t in lo.tasks)
+    print(f"{lo.path}: loadable {lo.version}, {len(lo.tasks)} task(s): {tasks}")
+    print(f"  submitted in turn: {' '.join('[' + ' '.join(map(str, s.task_ids)) + ']' for s in lo.submits) or '-'}")
+    total = sum(m.size for m in lo.memories)
+    filled = sum(1 for m in lo.memories if MemoryFlags.SET in m.flags)
+    print(
+        f"  memories: {len(lo.memories)} ({total:,} bytes; {filled} filled from blobs; inputs "
+        f"{', '.join(f'mem{i}' for i in net.inputs()) or 'none'}; outputs {', '.join(f'mem{i}' for i in net.outputs()) or 'none'})"
+    )
+    for t in lo.tensors:
+        n, c, h, w = t.nchw
+        print(f"  tensor {t.name!r}: mem{t.mem_id}+{t.offset}, {w}x{h}x{c} (n {n}), {t.data_type.name.lower()}")
+    d = net.desc
+    interface = ".".join(map(str, net.interface))
+    print(
+        f"DLA task {net.task.id}: {d.num_operations} operations, {d.num_luts} LUTs, {d.num_rois} ROI(s); "
+        f"firmware interface {interface} descriptors"
+    )
+    rows = [("op", "reads", "writes", "what", "then")]
+    for o in net.operations:
+        then = " ".join(
+            f"{net.operations[i].name}({e.name.lower()})" for i, e in o.consumers() if i < len(net.operations)
+        )
+        rows.append((o.name, net.cube_text(o.source), net.cube_text(o.destination), o.op.describe(), then or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        print("  " + "  ".join(f"{v:<{widths[i]}}" for i, v in enumerate(r[:4])) + "  " + r[4])
+    return 0
 
 
 @_command("configs")

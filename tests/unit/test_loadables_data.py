@@ -1,0 +1,61 @@
+"""The committed reading of NVIDIA's regression loadables (validation/data/loadables.json, made by
+nvdla_validation.nvdla_sw.loadables): the shapes decoded obey the convolution and pooling arithmetic the
+hardware computes (an output size from the input, kernel, stride and pads), each convolution's kernels are
+as deep as its input, and with a checkout of nvdla/sw (NVDLA_SW) a rerun gives the committed rows."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nvdla_validation.nvdla_sw.loadables import find, row
+
+DOC = json.loads((Path(__file__).resolve().parents[2] / "validation" / "data" / "loadables.json").read_text())
+ROWS = {r["name"]: r for r in DOC["rows"]}
+OPS = [(r["name"], i, o) for r in DOC["rows"] for i, o in enumerate(r["operations"])]
+
+
+def _out(size: int, kernel: int, stride: int, pad_a: int, pad_b: int, dilation: int = 1) -> int:
+    return (size + pad_a + pad_b - ((kernel - 1) * dilation + 1)) // stride + 1
+
+
+def test_every_unit_and_the_network_are_read():
+    assert {o["unit"] for _, _, o in OPS} == {"BDMA", "CONV", "SDP", "PDP", "CDP", "RUBIK"}
+    lenet = ROWS["NN_L0_0"]  # Caffe's MNIST LeNet in FP16 between two CPU tasks
+    assert lenet["tasks"] == ["EMU1", "DLA1", "EMU1"] and lenet["firmware_interface"] == "0.11"
+    assert [o["unit"] for o in lenet["operations"]] == ["CONV", "SDP", "PDP"] * 2 + [
+        "CONV",
+        "SDP",
+        "SDP",
+        "CONV",
+        "SDP",
+    ]
+    assert [o["dst"]["whc"] for o in lenet["operations"] if o["unit"] == "CONV"] == [
+        [24, 24, 20], [8, 8, 50], [1, 1, 500], [1, 1, 10]
+    ]  # fmt: skip
+    assert all(r["golden_md5"] for r in ROWS.values())
+
+
+@pytest.mark.parametrize(("name", "index", "op"), [o for o in OPS if o[2]["unit"] == "CONV"], ids=lambda v: str(v))
+def test_convolution_shapes_obey_the_arithmetic(name, index, op):
+    (w, h, c), (ow, oh, _) = op["src"]["whc"], op["dst"]["whc"]
+    (kw, kh, kc), (sx, sy), (pl, pr, pt, pb), (dx, dy) = op["kernel"], op["stride"], op["pad"], op["dilation"]
+    assert kc == c
+    assert (ow, oh) == (_out(w, kw, sx, pl, pr, dx), _out(h, kh, sy, pt, pb, dy))
+    assert op["bytes_per_kernel"] == kw * kh * kc * (1 if op["precision"] == 0 else 2)
+
+
+@pytest.mark.parametrize(("name", "index", "op"), [o for o in OPS if o[2]["unit"] == "PDP"], ids=lambda v: str(v))
+def test_pooling_shapes_obey_the_arithmetic(name, index, op):
+    (w, h, c), (ow, oh, oc) = op["src"]["whc"], op["dst"]["whc"]
+    (px, py), (sx, sy), (pl, pr, pt, pb) = op["pool"], op["stride"], op["pad"]
+    assert oc == c and (ow, oh) == (_out(w, px, sx, pl, pr), _out(h, py, sy, pt, pb))
+
+
+@pytest.mark.skipif(not os.environ.get("NVDLA_SW"), reason="set NVDLA_SW to a checkout of nvdla/sw")
+def test_a_rerun_gives_the_committed_rows():
+    found, missing = find(Path(os.environ["NVDLA_SW"]))
+    assert missing == DOC["missing"]
+    for name, path, golden in found:
+        assert row(name, path, golden) == ROWS[name], name
