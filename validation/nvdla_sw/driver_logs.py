@@ -16,16 +16,15 @@ left out and said.
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from nvdla_sim.config import load_config
-from nvdla_sim.files import write_json
 from nvdla_sim.program.run import run_program
 from nvdla_sim.registers.addresses import address_map, byte_address
+from nvdla_validation.nvdla_sw import write_rows
 
 OUT = Path(__file__).resolve().parents[2] / "validation" / "data" / "driver_logs.json"
 # (repository, path in it, the build whose address map it uses, the model's config)
@@ -104,18 +103,14 @@ def main(argv: list[str] | None = None) -> int:
             continue
         rows.append(row(name, path, hw_name))
         print(f"{name:<18} {rows[-1]['operations']:>4} operations  {rows[-1]['cycles']:>12,} cycles", file=sys.stderr)
-    write_json(
+    write_rows(
         args.out,
-        {
-            "what": "NVIDIA's kernel-mode driver's register logs of whole networks, decoded and replayed by "
-            "nvdla_sim.program.sequence (docs/driver_programs.md)",
-            "command": "python -m nvdla_validation.nvdla_sw.driver_logs --risc-v-nvdla CHECKOUT --gem5-nvdla CHECKOUT",
-            "date": datetime.date.today().isoformat(),
-            "missing": missing,
-            "rows": rows,
-        },
+        what="NVIDIA's kernel-mode driver's register logs of whole networks, decoded and replayed by "
+        "nvdla_sim.program.sequence (docs/driver_programs.md)",
+        command="python -m nvdla_validation.nvdla_sw.driver_logs --risc-v-nvdla CHECKOUT --gem5-nvdla CHECKOUT",
+        missing=missing,
+        rows=rows,
     )
-    print(f"wrote {args.out}" + (f"; missing: {', '.join(missing)}" if missing else ""), file=sys.stderr)
     return 0
 
 

@@ -14,14 +14,13 @@ absent from its mirrors) is left out and said.
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 from pathlib import Path
 
-from nvdla_sim.files import write_json
 from nvdla_sim.program.loadable.container import read_loadable
 from nvdla_sim.program.loadable.descriptors import ConvOpDesc, DataCube, PdpOpDesc
 from nvdla_sim.program.loadable.network import DlaNetwork, DlaOperation, dla_network
+from nvdla_validation.nvdla_sw import write_rows
 
 OUT = Path(__file__).resolve().parents[2] / "validation" / "data" / "loadables.json"
 FLATBUFS = "regression/flatbufs/kmd"
@@ -120,18 +119,14 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row(name, path, golden))
         units = " ".join(o["unit"].lower() for o in rows[-1]["operations"])
         print(f"{name:<28} {rows[-1]['firmware_interface']:>5}  {units}", file=sys.stderr)
-    write_json(
+    write_rows(
         args.out,
-        {
-            "what": "NVIDIA's regression loadables (nvdla/sw regression/flatbufs/kmd) read by "
-            "nvdla_sim.program.loadable (docs/driver_programs.md)",
-            "command": "python -m nvdla_validation.nvdla_sw.loadables SW_CHECKOUT",
-            "date": datetime.date.today().isoformat(),
-            "missing": missing,
-            "rows": rows,
-        },
+        what="NVIDIA's regression loadables (nvdla/sw regression/flatbufs/kmd) read by "
+        "nvdla_sim.program.loadable (docs/driver_programs.md)",
+        command="python -m nvdla_validation.nvdla_sw.loadables SW_CHECKOUT",
+        missing=missing,
+        rows=rows,
     )
-    print(f"wrote {args.out}" + (f"; missing: {', '.join(missing)}" if missing else ""), file=sys.stderr)
     return 0
 
 
