@@ -233,3 +233,17 @@ def test_bad_loadables_are_one_line_errors(tmp_path, capsys, data, message):
 def test_a_missing_loadable_names_the_file(tmp_path, capsys):
     assert main(["loadable", str(tmp_path / "none.nvdla")]) == 2
     assert "none.nvdla: cannot read the loadable" in capsys.readouterr().err
+
+
+def test_an_address_range_holds_the_parts_of_the_blobs_that_fall_in_it():
+    from nvdla_sim.program.loadable.container import AddressEntry, Blob, Loadable, MemoryDomain, MemoryEntry, Version
+
+    blobs = (Blob("a", 4, Interface.NONE, 0, None, b"ABCD"), Blob("b", 3, Interface.NONE, 0, None, b"xyz"))
+    flags = MemoryFlags.ALLOC | MemoryFlags.SET
+    memory = MemoryEntry(0, MemoryDomain.SYSTEM, flags, 12, 0, ("a", "b"), (2, 8), 0, 0)
+    addresses = (AddressEntry(0, 0, 3, 6), AddressEntry(1, 0, 9, 0), AddressEntry(2, 0, 10, 5))
+    lo = Loadable("m", Version(0, 7, 0), (), (memory,), addresses, (), blobs, (), (), ())
+    assert lo.contents(0) == b"\0\0ABCD\0\0xyz\0"  # blob a at 2, b at 8, zeros between
+    assert lo.address_bytes(0) == b"BCD\0\0x" and lo.address_bytes(1) == b"yz\0"  # size 0: to the end
+    with pytest.raises(LoadableError, match="address entry 2 \\(10\\+5\\) overruns memory 0"):
+        lo.address_bytes(2)

@@ -188,33 +188,42 @@ class Loadable:
     submits: tuple[SubmitEntry, ...]
 
     def blob(self, name: str) -> Blob:
-        for b in self.blobs:
-            if b.name == name:
-                return b
-        raise LoadableError(f"{self.path}: no blob named {name!r}")
+        return _find(self.blobs, "name", name, f"{self.path}: no blob named {name!r}")
 
     def memory(self, mem_id: int) -> MemoryEntry:
-        for m in self.memories:
-            if m.id == mem_id:
-                return m
-        raise LoadableError(f"{self.path}: no memory entry {mem_id} (it has {len(self.memories)})")
+        return _find(
+            self.memories, "id", mem_id, f"{self.path}: no memory entry {mem_id} (it has {len(self.memories)})"
+        )
 
     def address(self, address_id: int) -> AddressEntry:
-        for a in self.addresses:
-            if a.id == address_id:
-                return a
-        raise LoadableError(f"{self.path}: no address entry {address_id} (it has {len(self.addresses)})")
+        why = f"{self.path}: no address entry {address_id} (it has {len(self.addresses)})"
+        return _find(self.addresses, "id", address_id, why)
 
     def contents(self, mem_id: int) -> bytes:
         """A memory region's initial bytes: its SET blobs at their offsets, zeros elsewhere."""
-        m = self.memory(mem_id)
+        return self._region(self.memory(mem_id), 0, None)
+
+    def address_bytes(self, address_id: int) -> bytes:
+        """The initial bytes an address entry points at: its memory's from its offset, its size (size 0:
+        to the memory's end, as nvdla_compiler writes the entries of its descriptor blobs)."""
+        a = self.address(address_id)
+        m = self.memory(a.mem_id)
+        end = m.size if a.size == 0 else a.offset + a.size
+        if a.offset > m.size or end > m.size:
+            raise LoadableError(f"{self.path}: address entry {a.id} ({a.offset}+{a.size}) overruns memory {a.mem_id}")
+        return self._region(m, a.offset, end)
+
+    def _region(self, m: MemoryEntry, start: int, end: int | None) -> bytes:
+        """Bytes start..end (None: its size) of memory `m` as loaded: the parts of its SET blobs that fall
+        there, zeros elsewhere (only the range asked for is built)."""
         if m.size > MAX_MEMORY_BYTES:
             raise LoadableError(f"{self.path}: memory {m.id} is {m.size:,} bytes; NVDLA addresses at most 4 GiB")
         if MemoryFlags.SET in m.flags and len(m.contents) != len(m.offsets):
             raise LoadableError(
                 f"{self.path}: memory {m.id} names {len(m.contents)} blobs but {len(m.offsets)} offsets for them"
             )
-        region = bytearray(m.size)
+        end = m.size if end is None else end
+        region = bytearray(end - start)
         if MemoryFlags.SET in m.flags:
             for name, offset in zip(m.contents, m.offsets, strict=True):
                 data = self.blob(name).data
@@ -222,18 +231,18 @@ class Loadable:
                     raise LoadableError(
                         f"{self.path}: blob {name!r} ({len(data)} bytes at {offset}) overruns memory {m.id} ({m.size} bytes)"
                     )
-                region[offset : offset + len(data)] = data
+                lo, hi = max(offset, start), min(offset + len(data), end)
+                if lo < hi:
+                    region[lo - start : hi - start] = data[lo - offset : hi - offset]
         return bytes(region)
 
-    def address_bytes(self, address_id: int) -> bytes:
-        """The initial bytes an address entry points at: its memory's from its offset, its size (size 0:
-        to the memory's end, as nvdla_compiler writes the entries of its descriptor blobs)."""
-        a = self.address(address_id)
-        region = self.contents(a.mem_id)
-        end = len(region) if a.size == 0 else a.offset + a.size
-        if a.offset > len(region) or end > len(region):
-            raise LoadableError(f"{self.path}: address entry {a.id} ({a.offset}+{a.size}) overruns memory {a.mem_id}")
-        return region[a.offset : end]
+
+def _find(entries, key: str, value, missing: str):
+    """The entry whose `key` field is `value`, else a LoadableError saying `missing`."""
+    for e in entries:
+        if getattr(e, key) == value:
+            return e
+    raise LoadableError(missing)
 
 
 # ---- the flatbuffer's tables, read by field slot ------------------------------------------------------

@@ -91,7 +91,7 @@ class DlaNetwork:
             )
         if kind is MemType.HW or cube.address < 0:
             return CubePlace(kind, None, cube.offset)
-        entry = self.loadable.address(_entry(self, cube.address, "data cube"))
+        entry = self.loadable.address(_entry(self.task, self.loadable.path, cube.address, "data cube"))
         return CubePlace(kind, entry.mem_id, entry.offset + cube.offset)
 
     def cube_text(self, cube: DataCube | None) -> str:
@@ -113,10 +113,8 @@ class DlaNetwork:
         return tuple(m.id for m in self.loadable.memories if MemoryFlags.OUTPUT in m.flags)
 
 
-def _entry(net_or_task, index: int, what: str) -> int:
-    """The address entry id at `index` of the task's address list."""
-    task = net_or_task.task if isinstance(net_or_task, DlaNetwork) else net_or_task[0]
-    path = net_or_task.loadable.path if isinstance(net_or_task, DlaNetwork) else net_or_task[1]
+def _entry(task: TaskEntry, path: str, index: int, what: str) -> int:
+    """The address entry id at `index` of the task's address list (`what` it is for the error)."""
     if not 0 <= index < len(task.address_list):
         raise LoadableError(
             f"{path}: task {task.id}'s {what} is address list entry {index}; the task has {len(task.address_list)}"
@@ -146,12 +144,11 @@ def dla_network(loadable: Loadable, task_id: int | None = None) -> DlaNetwork:
                 f"{loadable.path}: no DLA task {task_id} (DLA tasks: {', '.join(str(t.id) for t in tasks)})"
             )
         task = found[0]
-    where = (task, loadable.path)
 
     def blob(index: int, what: str) -> bytes:
-        return loadable.address_bytes(_entry(where, index, what))
+        return loadable.address_bytes(_entry(task, loadable.path, index, what))
 
-    version = _interface(loadable, _entry(where, 0, "network descriptor"))
+    version = _interface(loadable, _entry(task, loadable.path, 0, "network descriptor"))
     try:
         desc = unpack(NetworkDesc, blob(0, "network descriptor"), 0, version)
         n = desc.num_operations
