@@ -71,6 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="run an NVDLA register program (a trace-test folder or .cfg; nv_full's traceplayer input.txn) through the model",
     )
     s.add_argument(
+        "--loadable",
+        metavar="FILE",
+        help="run an NVIDIA compiler loadable (.nvdla; nvdla/sw regression/flatbufs/*_fbuf) as the DLA firmware "
+        "runs it: its register program timed with the [driver] costs, its outputs computed",
+    )
+    s.add_argument("--task", type=int, help="with --loadable: the DLA task to run (default: the loadable's only one)")
+    s.add_argument(
+        "--golden",
+        metavar="DIR",
+        help="with --loadable: compare the output with a regression golden (nvdla/sw regression/golden/<test>)",
+    )
+    s.add_argument(
         "--allow-unknown-registers",
         action="store_true",
         help="with --trace-test: time the program even if it writes registers the model does not decode",
@@ -226,8 +238,12 @@ _OPS = {  # which layer flags each --op reads
 }  # fmt: skip
 _SIMULATE_NEEDS = [
     Needs("allow_unknown_registers", lambda a: a.trace_test is not None, "goes with --trace-test"),
+    Needs("loadable", lambda a: a.trace_test is None, "and --trace-test each run a program: give one"),
+    Needs("task", lambda a: a.loadable is not None, "goes with --loadable"),
+    Needs("golden", lambda a: a.loadable is not None, "goes with --loadable"),
     *(
-        Needs(f, lambda a: a.trace_test is None, "describes a layer; --trace-test runs the program's own layers")
+        Needs(f, lambda a: a.trace_test is None and a.loadable is None,
+              "describes a layer; --trace-test and --loadable run the program's own layers")
         for f in _LAYER_FLAGS
         if f not in ("trace",)
     ),
@@ -246,6 +262,8 @@ def _simulate(args: argparse.Namespace) -> int:
         output_file(args.trace, "--trace")
     if args.trace_test is not None:
         return _simulate_trace_test(args)
+    if args.loadable is not None:
+        return _simulate_loadable(args)
     hw = load_config(args.hw or "nv_full")
     warn_config(hw)
     prec = args.precision
@@ -442,6 +460,48 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
             f"model CRC 0x{c['model_crc']:08x}  {verdict}"
         )
     return 0 if all(c["match"] for c in run.checks) else 1
+
+
+def _simulate_loadable(args: argparse.Namespace) -> int:
+    from nvdla_sim.program.loadable.run import run_loadable
+
+    hw = load_config(args.hw or "nv_full")
+    run = run_loadable(args.loadable, hw, task=args.task, golden=args.golden)
+    if args.trace is not None:
+        from nvdla_sim.engine.trace import span_events, write_trace_doc
+
+        write_trace_doc(args.trace, span_events(run.run.spans(), clock_mhz=hw.clock_mhz, process=run.name))
+        print(f"wrote trace: {args.trace}", file=sys.stderr)
+    checks = [
+        {"golden": c.folder, "golden_md5": c.golden_md5, "model_md5": c.model_md5, "elements": c.elements,
+         "mismatched_elements": c.mismatched, "match": c.match}
+        for c in run.checks
+    ]  # fmt: skip
+    if args.json:
+        doc = {
+            "loadable": str(run.net.loadable.path),
+            "task": run.net.task.id,
+            "hw": hw.fingerprint,
+            "cycles": run.cycles,  # the firmware's first register access -> the last operation's end
+            "firmware_rounds": run.rounds,
+            "sequence": run.run.to_dict(),
+            "outputs": [{"tensor": o.tensor, "dimg_md5": o.md5} for o in run.outputs],
+            "outputs_not_computed": run.not_computed,
+            "checks": checks,
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"{run.name} task {run.net.task.id} on {hw.fingerprint}: {len(run.net.operations)} firmware operations "
+              f"as the DLA firmware programs them")  # fmt: skip
+        _print_sequence(run.run, hw)
+        for o in run.outputs:
+            print(f"  output {o.tensor}: runtime image (o_000000.dimg) md5 {o.md5}")
+        if run.not_computed:
+            print(f"  outputs not computed: {run.not_computed}")
+        for c in checks:
+            verdict = "match" if c["match"] else f"MISMATCH ({c['mismatched_elements']} of {c['elements']} elements)"
+            print(f"  golden {c['golden']}: md5 {c['golden_md5']}, model {c['model_md5']}  {verdict}")
+    return 0 if all(c["match"] for c in checks) else 1
 
 
 def _print_sequence(seq, hw) -> None:

@@ -82,6 +82,16 @@ def fp32_to_fp16(x: np.ndarray) -> np.ndarray:
     return np.where(sat, np.copysign(np.float16(FP16_MAX), x).astype(np.float16), r).astype(np.float16)
 
 
+def fp16_round_away(x: np.ndarray) -> np.ndarray:
+    """A float to FP16 as nvdla/sw's runtime converts (umd/external/include/half.h 1.11 as it configures it:
+    round to nearest, ties away from zero; denormals kept; overflow to infinity)."""
+    x = np.asarray(x, np.float64)
+    small = np.abs(x) < 2.0**-14  # FP16 denormals: a multiple of 2**-24
+    r = np.where(small, np.copysign(np.floor(np.abs(x) * 2.0**24 + 0.5) * 2.0**-24, x), round_away(x, 11))
+    with np.errstate(over="ignore"):
+        return r.astype(np.float16)
+
+
 def fp16_to_fp32(x: np.ndarray) -> np.ndarray:
     """An FP16 operand to SDP's FP32: exact; infinity becomes the largest finite FP32 (FpWidthInc)."""
     r = np.asarray(x, np.float16).astype(np.float32)

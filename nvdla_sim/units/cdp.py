@@ -8,11 +8,16 @@ For each element, across a window of 3, 5, 7 or 9 neighbouring channels (unit_de
     p   = l * a (or l with MUL bypassed)
     out = sat8(round((p - datout_offset) * datout_scale >> datout_shift)) output convertor
 
-INT8 widths are those of NVIDIA's bit-accurate C model (hw@master:cmod/hls/cdp_libs/cdp_icvt.cpp,
-cdp_ocvt.cpp; cmod/cdp/NV_NVDLA_cdp.cpp lookup_lut_int8), checked on the nv_small RTL's 23 cdp_* trace
-tests: the input offset is its low 8 bits (signed), the convertor result 9 bits, the output offset its
-low 25 bits. Channels outside the cube, and the padding channels of its last atom, enter the window as
-the input offset (so as 0 after the convertor), and the padding channels are computed and written too.
+The widths are those of NVIDIA's bit-accurate C model (hw@master:cmod/hls/cdp_libs/cdp_icvt.h and
+cdp_ocvt.h; cmod/cdp/NV_NVDLA_cdp.cpp lookup_lut_int8 and lookup_lut, whose LUT steps are the same):
+
+    INT8:  the input offset its low 8 bits (signed), the convertor result 9 bits, the output offset its low
+           25 bits, the result 8 bits; checked on the nv_small RTL's 23 cdp_* trace tests;
+    INT16: 16-bit input offset, 17-bit convertor result, 32-bit output offset, 16-bit result; checked on
+           NVIDIA's nv_full regression loadable CDP_L0_0 (its golden output, docs/driver_programs.md).
+
+Channels outside the cube, and the padding channels of its last atom, enter the window as the input
+offset (so as 0 after the convertor), and the padding channels are computed and written too.
 """
 
 from __future__ import annotations
@@ -24,9 +29,20 @@ import numpy as np
 from nvdla_sim.precision import Precision, saturate, shift_round
 from nvdla_sim.units.lut import LutParams, LutPath, lut_apply
 
-IN_BITS = 9  # input convertor output (cdp_icvt.h vDataOutHSize)
-OUT_OFFSET_BITS = 25  # output convertor operand (cdp_ocvt.h vDataInHSize)
 WINDOWS = (3, 5, 7, 9)
+
+
+@dataclass(frozen=True)
+class Widths:
+    """The convertors' widths for one precision (cdp_icvt.h, cdp_ocvt.h: the H sizes are INT8's)."""
+
+    in_offset: int  # vAluInSize / vAluInHSize
+    converted: int  # vDataOutSize / vDataOutHSize: the input convertor's result
+    out_offset: int  # cdp_ocvt.h vAluInSize / vAluInHSize
+    out: int  # vDataOutSize / vDataOutHSize
+
+
+WIDTHS = {Precision.INT8: Widths(8, 9, 25, 8), Precision.INT16: Widths(16, 17, 32, 16)}
 
 
 def _signed(v: int, bits: int) -> int:
@@ -57,12 +73,13 @@ class LrnParams:
 
 
 def lrn(x: np.ndarray, params: LrnParams, precision: Precision = Precision.INT8) -> np.ndarray:
-    """LRN across the last axis of x[..., C] (C may include the atom's padding channels). INT8 only."""
-    if precision is not Precision.INT8:
-        raise ValueError(f"CDP LRN is modelled bit-exactly for INT8 only, not {precision.value}")
+    """LRN across the last axis of x[..., C] (C may include the atom's padding channels). INT8 and INT16."""
+    if precision not in WIDTHS:
+        raise ValueError(f"CDP LRN is modelled bit-exactly for INT8 and INT16, not {precision.value}")
+    w = WIDTHS[precision]
     x = np.asarray(x, np.int64)
-    a = shift_round((x - _signed(params.in_offset, 8)) * _signed(params.in_scale, 16), params.in_shift)
-    a, _ = saturate(a, IN_BITS)
+    a = shift_round((x - _signed(params.in_offset, w.in_offset)) * _signed(params.in_scale, 16), params.in_shift)
+    a, _ = saturate(a, w.converted)
     if params.sqsum_bypass:
         s = a
     else:
@@ -72,5 +89,5 @@ def lrn(x: np.ndarray, params: LrnParams, precision: Precision = Precision.INT8)
         s = sum(sq[..., j : j + c] for j in range(params.window))
     lut_v, _ = lut_apply(s, params.lut, path=LutPath.CDP)
     p = lut_v if params.mul_bypass else lut_v * a
-    y = shift_round((p - _signed(params.out_offset, OUT_OFFSET_BITS)) * _signed(params.out_scale, 16), params.out_shift)
-    return saturate(y, 8)[0].astype(np.int8)
+    y = shift_round((p - _signed(params.out_offset, w.out_offset)) * _signed(params.out_scale, 16), params.out_shift)
+    return saturate(y, w.out)[0].astype(np.int8 if precision is Precision.INT8 else np.int16)

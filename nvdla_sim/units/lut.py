@@ -155,7 +155,7 @@ def _lookup(t: LutTable, x: np.ndarray, is_float: bool, path: LutPath) -> tuple[
     """Return (value, hit, under) for every x; value already extrapolated outside the table."""
     if is_float:
         if path is not LutPath.SDP:
-            raise ValueError("CDP's FP16 LUT is not modelled (LRN runs INT8 only)")
+            raise ValueError("CDP's FP16 LUT is not modelled (LRN runs INT8 and INT16)")
         return _lookup_fp(t, x)
     return _lookup_sdp(t, x) if path is LutPath.SDP else _lookup_int(t, x)
 

@@ -112,7 +112,9 @@ CASES = [
     ("accuracy char_gpt --new-tokens 0", "--new-tokens must be a positive integer, not 0"),
     ("simulate --op conv --m 3", "--m is not read by --op conv, which takes"),
     ("simulate --op pdp --width 4 --height 4 --channels 8 --kernels 8", "--kernels is not read by --op pdp"),
-    ("simulate --trace-test {tmp}/dir --m 3", "--m describes a layer; --trace-test runs the program's own layers"),
+    ("simulate --trace-test {tmp}/dir --m 3", "--m describes a layer; --trace-test and --loadable run the program's own layers"),
+    ("simulate --loadable {tmp}/missing.nvdla", "{tmp}/missing.nvdla: cannot read the loadable"),
+    ("simulate --golden {tmp} --op pdp", "--golden goes with --loadable"),
     ("simulate --op matmul --m 8 --k 8 --n 8 --allow-unknown-registers", "--allow-unknown-registers goes with --trace-test"),
     # configs, model files and values (the second tour: every command's flags and files)
     ("map bert-base --hw {tmp}/missing.toml", "{tmp}/missing.toml: missing required field 'precisions'"),

@@ -82,13 +82,15 @@ def _cube(cube_type: int, address: int, offset: int, size: int, w: int, h: int, 
 
 def _firmware_blobs(*, with_offset: bool) -> dict[str, bytes]:
     """A convolution (3x3 kernels on 8x8x16, to 8 kernels, pad 1) fused into an SDP (bias per kernel and
-    ReLU) writing 8x8x8 to memory entry 3 at byte 64: the descriptors as dla_interface.h packs them."""
+    ReLU) writing 8x8x8 to memory entry 7 at byte 64: the descriptors as dla_interface.h packs them, the
+    dependencies as NVIDIA's compiler writes them (CONV_D_L0_0: the convolution waits for its SDP's enable,
+    the SDP for the convolution's programming)."""
     net = struct.pack("<8h6h4Hh2B", 2, 3, 1, -1, -1, -1, -1, 0, -1, 0, 1, -1, -1, -1, 1, 2, 0, 8, -1, 0, 0)
     # dependency graph: conv -> sdp when programmed; sdp's fused parent is the conv
     none = struct.pack("<hBB", -1, 0, 0)
-    conv_common = struct.pack("<hbBB3B", 0, 0, OpType.CONV, 0, 0, 0, 0) + none * 2 + struct.pack("<hBB", 1, 2, 0)
+    conv_common = struct.pack("<hbBB3B", 0, 0, OpType.CONV, 1, 0, 0, 0) + none * 2 + struct.pack("<hBB", 1, 2, 0)
     conv_common += none * 3 + none
-    sdp_common = struct.pack("<hbBB3B", 1, 0, OpType.SDP, 1, 0, 0, 0) + none * 6 + struct.pack("<hBB", 0, 1, 0)
+    sdp_common = struct.pack("<hbBB3B", 1, 0, OpType.SDP, 1, 0, 0, 0) + none * 6 + struct.pack("<hBB", 0, 3, 0)
     cvt = struct.pack("<hBBi", 1, 0, 0, 0)
     conv_op = (
         struct.pack("<6BH", 0, 0, 0, 0, 0, 0, 8) + struct.pack("<BBH", 36, 0, 0) + bytes(8)
@@ -109,7 +111,7 @@ def _firmware_blobs(*, with_offset: bool) -> dict[str, bytes]:
     )  # fmt: skip
     sdp_surface = (
         cube(MemType.HW, -1, 0, 0, 8, 8, 8, 0, 0) + cube(MemType.MC, 6, 0, 16, 1, 1, 8, 0, 0) + empty + empty
-        + cube(MemType.MC, 7, 64, 512, 8, 8, 8, 256, 2048)
+        + cube(MemType.MC, 7, 64, 2048, 8, 8, 8, 256, 2048)
     )  # fmt: skip
     surfaces = conv_surface.ljust(surf_size, b"\0") + sdp_surface.ljust(surf_size, b"\0")
     return {"net": net, "deps": conv_common + sdp_common, "ops": ops, "surfs": surfaces}
@@ -118,6 +120,19 @@ def _firmware_blobs(*, with_offset: bool) -> dict[str, bytes]:
 def _loadable(*, firmware: tuple[int, int, int] = (0, 12, 5), with_offset: bool = True, version=(0, 7, 0)) -> bytes:
     blobs = _firmware_blobs(with_offset=with_offset)
     blobs["weights"], blobs["input"], blobs["bias"] = bytes(range(144)) * 8, bytes(2048), bytes(16)
+    return write_loadable(blobs, [1024], firmware=firmware, version=version)
+
+
+FIRMWARE_BLOBS = ("net", "deps", "ops", "surfs")  # the DLA task's descriptor blobs, address entries 0..3
+
+
+def write_loadable(
+    blobs: dict[str, bytes], empty: list[int], *, firmware=(0, 12, 5), version=(0, 7, 0), tensors=(), tasks=None
+) -> bytes:
+    """A loadable of one DLA task: memory i holds blob i (in `blobs`' order, the firmware's four first), then
+    one empty output memory per size in `empty`; address entry i is memory i from its start. `tensors`:
+    (name, memory id, offset, size, data type, (n, c, h, w), (stride0, line, surface)) of tensor descriptors;
+    `tasks`: (interface, address list) of each task, submitted in turn (default: one DLA task, every entry)."""
     names = list(blobs)
     b = flatbuffers.Builder(4096)
     blob_offsets = []
@@ -126,13 +141,12 @@ def _loadable(*, firmware: tuple[int, int, int] = (0, 12, 5), with_offset: bool 
         b.StartObject(6)
         b.PrependUOffsetTRelativeSlot(0, n, 0)
         b.PrependUint64Slot(1, len(blobs[name]), 0)
-        b.PrependUint32Slot(2, Interface.DLA1 if name in ("net", "deps", "ops", "surfs") else 0, 0)
+        b.PrependUint32Slot(2, Interface.DLA1 if name in FIRMWARE_BLOBS else 0, 0)
         b.PrependStructSlot(4, _version(b, *firmware), 0)
         b.PrependUOffsetTRelativeSlot(5, data, 0)
         blob_offsets.append(b.EndObject())
-    # memories 0..6: the blobs; 7: the output (1 KiB, bound by the caller)
     memories = []
-    for i, name in enumerate([*names, None]):
+    for i, name in enumerate([*names, *[None] * len(empty)]):
         contents = _vector(b, [b.CreateString(name)]) if name else None
         offsets = _u64s(b, [0]) if name else None
         b.StartObject(9)
@@ -140,28 +154,51 @@ def _loadable(*, firmware: tuple[int, int, int] = (0, 12, 5), with_offset: bool 
         b.PrependUint16Slot(
             2, (MemoryFlags.ALLOC | MemoryFlags.SET) if name else (MemoryFlags.ALLOC | MemoryFlags.OUTPUT), 0
         )
-        b.PrependUint64Slot(3, len(blobs[name]) if name else 1024, 0)
+        b.PrependUint64Slot(3, len(blobs[name]) if name else empty[i - len(names)], 0)
         if name:
             b.PrependUOffsetTRelativeSlot(5, contents, 0)
             b.PrependUOffsetTRelativeSlot(6, offsets, 0)
         memories.append(b.EndObject())
     addresses = []
-    for i in range(8):  # address entry i: memory i from its start, size 0 (to its end, as nvdla_compiler writes)
+    count = len(names) + len(empty)
+    for i in range(count):  # address entry i: memory i from its start, size 0 (to its end, as nvdla_compiler writes)
         b.StartObject(4)
         b.PrependUint16Slot(0, i, 0)
         b.PrependUint16Slot(1, i, 0)
         addresses.append(b.EndObject())
-    address_list = _u16s(b, list(range(8)))
-    b.StartObject(6)
-    b.PrependUint16Slot(0, 0, 0)
-    b.PrependUint32Slot(1, Interface.DLA1, 0)
-    b.PrependInt16Slot(2, -1, 0)
-    b.PrependUOffsetTRelativeSlot(3, address_list, 0)
-    task = b.EndObject()
-    lists = [_vector(b, [task]), _vector(b, memories), _vector(b, addresses), _vector(b, blob_offsets)]
+    tensor_offsets = []
+    for name, mem_id, offset, size, data_type, nchw, strides in tensors:  # loadable.fbs TensorDescListEntry
+        n = b.CreateString(name)
+        b.StartObject(22)
+        b.PrependUOffsetTRelativeSlot(0, n, 0)
+        b.PrependUint16Slot(2, mem_id, 0)
+        b.PrependUint64Slot(3, size, 0)
+        b.PrependUint64Slot(4, offset, 0)
+        b.PrependUint8Slot(6, data_type, 0)
+        b.PrependUint8Slot(7, 1, 0)  # data category: feature
+        b.PrependUint8Slot(8, 36, 0)  # pixel format: FEATURE
+        for slot, v in zip(range(10, 14), nchw, strict=True):
+            b.PrependInt32Slot(slot, v, 0)
+        for slot, v in zip(range(14, 17), strides, strict=True):
+            b.PrependUint32Slot(slot, v, 0)
+        tensor_offsets.append(b.EndObject())
+    task_offsets = []
+    for i, (interface, entries) in enumerate(tasks or [(Interface.DLA1, list(range(count)))]):
+        address_list = _u16s(b, entries)
+        b.StartObject(6)
+        b.PrependUint16Slot(0, i, 0)
+        b.PrependUint32Slot(1, interface, 0)
+        b.PrependInt16Slot(2, -1, 0)
+        b.PrependUOffsetTRelativeSlot(3, address_list, 0)
+        task_offsets.append(b.EndObject())
+    lists = [_vector(b, task_offsets), _vector(b, memories), _vector(b, addresses), _vector(b, blob_offsets)]
+    slots = [1, 2, 3, 5]
+    if tensor_offsets:
+        lists.append(_vector(b, tensor_offsets))
+        slots.append(6)
     b.StartObject(9)
     b.PrependStructSlot(0, _version(b, *version), 0)
-    for slot, off in zip((1, 2, 3, 5), lists, strict=True):
+    for slot, off in zip(slots, lists, strict=True):
         b.PrependUOffsetTRelativeSlot(slot, off, 0)
     b.Finish(b.EndObject())
     return bytes(b.Output())

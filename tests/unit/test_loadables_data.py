@@ -59,3 +59,41 @@ def test_a_rerun_gives_the_committed_rows():
     assert missing == DOC["missing"]
     for name, path, golden in found:
         assert row(name, path, golden) == ROWS[name], name
+
+
+# ---- the loadables run (validation/data/loadable_runs.json, nvdla_validation.nvdla_sw.loadable_runs) ----
+
+RUNS = json.loads((Path(__file__).resolve().parents[2] / "validation" / "data" / "loadable_runs.json").read_text())
+RUN_ROWS = {r["name"]: r for r in RUNS["rows"]}
+
+
+def test_every_computed_output_is_the_goldens():
+    """Each loadable whose outputs the model computes wrote the runtime image whose md5 NVIDIA's golden holds
+    (the goldens' md5s as the reading script took them from lead.md5, loadables.json)."""
+    computed = [r for r in RUN_ROWS.values() if r.get("model_md5")]
+    for r in computed:
+        assert r["golden_md5"] == ROWS[r["name"]]["golden_md5"] and r["model_md5"] == r["golden_md5"], r["name"]
+        assert r["match"] is True and r["outputs_not_computed"] is None
+    # every loadable but Rubik's: the 13 unit tests, and LeNet whole (CPU task, DLA task, CPU softmax)
+    assert {r["name"] for r in computed} == set(RUN_ROWS) - {"RBK_L0_0"} and "NN_L0_0" in RUN_ROWS
+    assert "runs on RUBIK, which the model does not have yet" in RUN_ROWS["RBK_L0_0"]["refused"]
+
+
+def test_each_build_runs_its_own_loadables():
+    assert {r["hw"] for r in RUN_ROWS.values() if r["name"].endswith("_small")} == {"nv_small_rtl_tb"}
+    assert {r["hw"] for r in RUN_ROWS.values() if r["name"].endswith("_large")} == {"nv_large_rtl_tb"}
+    lenet = RUN_ROWS["NN_L0_0"]  # 11 firmware operations: 4 convolutions with their SDP passes on the fly
+    assert lenet["firmware_operations"] == 11 and len(lenet["operations"]) == 7
+    for r in RUN_ROWS.values():
+        if "cycles" in r:  # the network's time holds each operation's and the driver's register accesses
+            assert r["cycles"] >= max(o["end"] for o in r["operations"]) >= sum(o["cycles"] for o in r["operations"])
+
+
+@pytest.mark.skipif(not os.environ.get("NVDLA_SW"), reason="set NVDLA_SW to a checkout of nvdla/sw")
+def test_a_rerun_of_the_loadables_gives_the_committed_rows():
+    from nvdla_validation.nvdla_sw import loadable_runs
+
+    found, missing = find(Path(os.environ["NVDLA_SW"]))
+    assert missing == RUNS["missing"]
+    for name, path, golden in found:
+        assert loadable_runs.row(name, path, golden) == RUN_ROWS[name], name

@@ -141,9 +141,11 @@ def _identifiers_and_strings(path: Path) -> list[tuple[int, str]]:
 # report busy cycles (engine.stats.Unit), and the scripts that run NVIDIA's RTL (its unit list).
 # the register map's tables (registers/) list every unit's registers and addresses as NVIDIA's spec and
 # headers do: data, like the configs, that no code branches on; so do the firmware interface's descriptors
-# (program/loadable/descriptors.py: dla_interface.h's structs of every unit, a file format)
+# (program/loadable/descriptors.py: dla_interface.h's structs of every unit, a file format); and the DLA
+# firmware model, like NVIDIA's firmware, has a module per processor (firmware/bdma.py) and their registry
 ALLOWED = ("nvdla_sim/processors/", "nvdla_sim/config.py", "nvdla_sim/engine/stats.py", "nvdla_sim/registers/",
-           "nvdla_sim/program/loadable/descriptors.py", "validation/")  # fmt: skip
+           "nvdla_sim/program/loadable/descriptors.py", "nvdla_sim/program/loadable/firmware/bdma.py",
+           "nvdla_sim/program/loadable/firmware/registry.py", "validation/")  # fmt: skip
 
 
 def test_bdma_is_named_only_by_its_processor_the_registry_and_the_config():

@@ -84,23 +84,47 @@ def _linear_lut(entries_le, entries_lo, start=0, le_shift=0, lo_shift=0) -> LutP
     st.integers(0, 2**31),
 )
 def test_lrn_matches_scalar_reference(xs, window, offset, scale, shift, seed):
+    _check_lrn(xs, window, offset, scale, shift, seed, Precision.INT8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(-(2**15), 2**15 - 1), min_size=1, max_size=20),
+    st.sampled_from([3, 5, 7, 9]),
+    st.integers(-(2**15), 2**15 - 1),
+    st.integers(1, 300),
+    st.integers(0, 12),
+    st.integers(0, 2**31),
+)
+def test_lrn_int16_matches_scalar_reference(xs, window, offset, scale, shift, seed):
+    """INT16 (cmod cdp_icvt.h, cdp_ocvt.h): a 16-bit input offset, 17-bit convertor, 32-bit output offset,
+    16-bit result; the LUT steps are INT8's."""
+    _check_lrn(xs, window, offset, scale, shift, seed, Precision.INT16)
+
+
+def _check_lrn(xs, window, offset, scale, shift, seed, precision):
+    conv_bits, out_bits = (9, 8) if precision is Precision.INT8 else (17, 16)
     rng = np.random.default_rng(seed)
     le = rng.integers(-3000, 3000, 65)
-    lut = _linear_lut(le, np.zeros(257, np.int64), le_shift=14)
+    index_shift = 14 if precision is Precision.INT8 else 30
+    lut = _linear_lut(le, np.zeros(257, np.int64), le_shift=index_shift)
     p = LrnParams(window, lut, in_offset=offset, in_scale=scale, in_shift=shift, out_offset=3, out_scale=5, out_shift=9)
-    got = lrn(np.array(xs), p).tolist()
-    a = [max(-256, min(255, _round((x - offset) * scale, shift))) for x in xs]
+    got = lrn(np.array(xs), p, precision).tolist()
+    lim = 1 << (conv_bits - 1)
+    a = [max(-lim, min(lim - 1, _round((x - offset) * scale, shift))) for x in xs]
     for i in range(len(xs)):
         s = sum(a[j] ** 2 for j in range(i - window // 2, i + window // 2 + 1) if 0 <= j < len(xs))
-        idx = s >> 14
+        idx = s >> index_shift
         if s <= 0:
             v = int(le[0])
         elif idx >= 64:
             v = int(le[64])
         else:
-            frac16 = (s - (idx << 14)) << 2
+            frac = s - (idx << index_shift)  # to a 16-bit fraction, as the RTL keeps it
+            frac16 = frac >> (index_shift - 16) if index_shift > 16 else frac << (16 - index_shift)
             v = int(le[idx]) + _round((int(le[idx + 1]) - int(le[idx])) * frac16, 16)
-        y = max(-128, min(127, _round((v * a[i] - 3) * 5, 9)))
+        out_lim = 1 << (out_bits - 1)
+        y = max(-out_lim, min(out_lim - 1, _round((v * a[i] - 3) * 5, 9)))
         assert got[i] == y, (i, xs, s)
 
 

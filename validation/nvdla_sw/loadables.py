@@ -60,7 +60,7 @@ def _shape(op: DlaOperation) -> dict:
             "stride": [d.stride_x, d.stride_y],
             "pad": [d.pad_left, d.pad_right, d.pad_top, d.pad_bottom],
             "mode": d.pool_mode,
-            "splits": d.split_num + 1,
+            "splits": d.split_num,
         }
     return {}
 

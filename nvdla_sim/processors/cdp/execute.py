@@ -9,7 +9,7 @@ from nvdla_sim.errors import TraceError
 from nvdla_sim.processors.cdp.registers import CdpOp
 from nvdla_sim.processors.registers import ExecState
 from nvdla_sim.registers.fields import signed
-from nvdla_sim.units.cdp import LrnParams, lrn
+from nvdla_sim.units.cdp import WIDTHS, LrnParams, lrn
 from nvdla_sim.units.memory_format import read_cube, write_cube
 
 
@@ -18,7 +18,8 @@ def execute_cdp(op: CdpOp, st: ExecState, name: str) -> None:
     if lut is None:
         raise TraceError(f"{name}: a CDP operation needs the program's LUT (processors.lut.decode_lut)")
     x = read_cube(st.mem, op.src, op.width, op.height, op.channels, op.precision, st.hw).astype(np.int64)
-    x[..., op.channels :] = signed(op.datin_offset & 0xFF, 8)  # padding channels enter as the offset (cmod)
+    bits = WIDTHS[op.precision].in_offset if op.precision in WIDTHS else 8
+    x[..., op.channels :] = signed(op.datin_offset, bits)  # padding channels enter as the offset (cmod)
     params = LrnParams(
         window=op.normalz_len,
         lut=lut,

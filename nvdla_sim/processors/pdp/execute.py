@@ -4,6 +4,7 @@ NVIDIA's cmod NV_NVDLA_pdp.cpp), written with the destination strides."""
 from __future__ import annotations
 
 from nvdla_sim.errors import TraceError
+from nvdla_sim.layers import PoolMode
 from nvdla_sim.precision import Precision
 from nvdla_sim.processors.pdp.registers import PdpOp, pool_spec
 from nvdla_sim.processors.registers import ExecState
@@ -25,11 +26,16 @@ def execute_pdp(op: PdpOp, st: ExecState) -> None:
     else:
         x = read_cube(st.mem, op.src, op.in_w, op.in_h, op.channels, op.precision, st.hw)
     spec = pool_spec(op)
-    bits = _PDP_PAD_BITS.get(op.precision)
-    if bits is None:
-        raise TraceError("PDP FP16 pooling is not executed bit-exactly")
-    pads = [signed(v & ((1 << b) - 1), b) for v, b in zip(op.pad_values, bits, strict=True)]
-    out = pdp_fn.pool(x, spec, op.precision, recips=(op.recip_w, op.recip_h), pad_values=pads)
+    if op.precision.is_float:
+        # max and min choose an element (exact in any precision); FP16 averages round in the hardware's own
+        # float adders and reciprocal multiplies, not modelled
+        if spec.mode is PoolMode.AVG:
+            raise TraceError("PDP FP16 average pooling is not executed bit-exactly (max and min are)")
+        out = pdp_fn.pool(x, spec, op.precision)
+    else:
+        bits = _PDP_PAD_BITS[op.precision]
+        pads = [signed(v & ((1 << b) - 1), b) for v, b in zip(op.pad_values, bits, strict=True)]
+        out = pdp_fn.pool(x, spec, op.precision, recips=(op.recip_w, op.recip_h), pad_values=pads)
     if out.shape[:2] != (op.out_h, op.out_w):
         raise TraceError(
             f"PDP.D_DATA_CUBE_OUT_WIDTH/HEIGHT say {op.out_w}x{op.out_h} but the window gives "

@@ -395,7 +395,7 @@ class PdpOpDesc:
         return (
             f"{mode} pool {self.pool_width + 1}x{self.pool_height + 1}, stride {self.stride_x}x{self.stride_y}, "
             f"pad {self.pad_left},{self.pad_right},{self.pad_top},{self.pad_bottom}, {_precision(self.precision)}"
-            + (f", {self.split_num + 1} splits" if self.split_num else "")
+            + (f", {self.split_num} splits" if self.split_num > 1 else "")
         )
 
 
@@ -532,3 +532,21 @@ def unpack(cls: type[T], data: bytes, at: int = 0, version: tuple[int, int] = LA
         values[f.name] = _read(ctype, data, at, version)
         at += sizeof(ctype, version)
     return cls(**values)
+
+
+def _write(ctype: Any, value: Any, version: tuple[int, int]) -> bytes:
+    if isinstance(ctype, str):
+        return struct.pack("<" + ctype, value)
+    if isinstance(ctype, tuple):
+        inner, n = ctype
+        if len(value) != n:
+            raise ValueError(f"an array of {n} holds {len(value)} values")
+        return b"".join(_write(inner, v, version) for v in value)
+    return pack(value, version)
+
+
+def pack(obj: Any, version: tuple[int, int] = LATEST) -> bytes:
+    """The bytes of descriptor `obj` as firmware interface `version` lays it out (the inverse of unpack;
+    fields added after `version` are left out, each struct padded to 4)."""
+    out = b"".join(_write(f.metadata["c"], getattr(obj, f.name), version) for f in fields(obj) if _present(f, version))
+    return out.ljust(sizeof(type(obj), version), b"\0")

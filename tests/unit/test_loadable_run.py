@@ -1,0 +1,259 @@
+"""Loadables run as NVIDIA's DLA firmware runs them (nvdla_sim.program.loadable.firmware and .run).
+
+Loadables written here (tests.unit.test_loadable's writer, descriptors packed field by field): their
+outputs against numpy computed here from the same numbers, and the firmware's register accesses against
+values worked out by hand from the descriptors and nvdla/sw kmd/firmware (conv.c, sdp.c, pdp.c,
+scheduler.c, engine_isr.c). NVIDIA's own regression loadables and goldens: test_loadables_data."""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+import numpy as np
+import pytest
+
+from nvdla_cli.main import main
+from nvdla_sim.config import load_config
+from nvdla_sim.program.loadable.container import DataType, LoadableError
+from nvdla_sim.program.loadable.descriptors import (
+    CommonOpDesc,
+    Consumer,
+    DataCube,
+    Event,
+    MemType,
+    NetworkDesc,
+    OpType,
+    PdpOpDesc,
+    SrcDstSurfaceDesc,
+    op_container_size,
+    pack,
+    sizeof,
+    surface_container_size,
+    unpack,
+)
+from nvdla_sim.program.loadable.run import run_loadable
+from nvdla_sim.registers.trace_io import RegRead, RegWrite
+from tests.unit.test_loadable import _firmware_blobs, write_loadable
+
+HW = "nv_full_rtl_tb"  # 32-byte atoms, the layout the written descriptors hold
+
+
+def _zero(cls):
+    return unpack(cls, bytes(sizeof(cls)))
+
+
+# ---- a convolution with its SDP pass -----------------------------------------------------------------
+
+RNG = np.random.default_rng(57)
+X = RNG.integers(-1, 2, size=(8, 8, 16))  # H, W, C: ternary, so sums over a 3x3x16 window reach +-144
+BIAS = np.array([-20, -5, 0, 3, 17, 60, 100, 127])
+
+
+def _conv_loadable(tmp_path, **kw):
+    blobs = _firmware_blobs(with_offset=True)
+    blobs["weights"] = bytes([1]) * 1152  # every weight 1: the output is the window's sum, in any packing
+    blobs["input"] = _cube_bytes(X.astype(np.int8))
+    blobs["bias"] = BIAS.astype(np.int8).tobytes().ljust(16, b"\0")
+    tensor = ("out", 7, 64, 2048, DataType.INT8, (1, 8, 8, 8), (1, 256, 2048))
+    path = tmp_path / "conv.nvdla"
+    path.write_bytes(write_loadable(blobs, [4096], tensors=[tensor], **kw))
+    return path
+
+
+def _expected_conv() -> np.ndarray:
+    """numpy: 3x3 all-ones kernels, pad 1, stride 1, + bias per kernel, ReLU, saturated to int8."""
+    xp = np.pad(X, ((1, 1), (1, 1), (0, 0)))
+    window = sum(xp[dy : dy + 8, dx : dx + 8].sum(axis=2) for dy in range(3) for dx in range(3))
+    return np.clip(np.maximum(window[..., None] + BIAS, 0), -128, 127)
+
+
+def test_a_convolution_loadable_computes_what_numpy_does(tmp_path):
+    r = run_loadable(_conv_loadable(tmp_path), load_config(HW))
+    expected = _expected_conv().astype(np.int8)
+    np.testing.assert_array_equal(_read_cube(r.memory_image.read(r.memory.bases[7] + 64, 2048), expected), expected)
+    # one operation on the fly (the convolution with its SDP pass), timed as the driver ran it
+    (op,) = r.run.operations
+    assert op.operation.processors == ("conv", "sdp") and r.cycles >= op.end > op.start > 0
+
+
+def _writes(r) -> list[tuple[int, RegWrite]]:
+    return [(i, c) for i, c in enumerate(r.program.commands) if isinstance(c, RegWrite)]
+
+
+def _value(r, unit: str, reg: str) -> int:
+    (v,) = {c.value for _, c in _writes(r) if (c.unit, c.reg) == (f"NVDLA_{unit}", reg)}
+    return v
+
+
+def test_the_firmware_programs_the_convolution_as_conv_c_and_sdp_c_do(tmp_path):
+    r = run_loadable(_conv_loadable(tmp_path), load_config(HW), outputs=False)
+    # conv.c: sizes minus one, WIDTH in [12:0] and HEIGHT in [28:16]; the descriptor's numbers
+    assert _value(r, "CDMA", "D_DATAIN_SIZE_0_0") == 7 | 7 << 16
+    assert _value(r, "CDMA", "D_DATAIN_SIZE_1_0") == 15
+    assert _value(r, "CDMA", "D_WEIGHT_BYTES_0") == 1152 and _value(r, "CDMA", "D_WEIGHT_SIZE_0_0") == 143
+    assert _value(r, "CDMA", "D_WEIGHT_SIZE_1_0") == 7 and _value(r, "CSC", "D_ATOMICS_0") == 63
+    assert _value(r, "CDMA", "D_DAIN_ADDR_LOW_0_0") == r.memory.bases[5]
+    assert _value(r, "CDMA", "D_WEIGHT_ADDR_LOW_0") == r.memory.bases[4]
+    assert _value(r, "CDMA", "D_ZERO_PADDING_0") == 1 | 1 << 8 | 1 << 16 | 1 << 24  # left, right, top, bottom
+    # sdp.c: on the fly from the convolution, to memory 7 at byte 64; x1 bias per kernel from memory 6
+    assert _value(r, "SDP", "D_DST_BASE_ADDR_LOW_0") == r.memory.bases[7] + 64
+    assert _value(r, "SDP", "D_FEATURE_MODE_CFG_0") & 0b11 == 0b01  # FLYING_MODE on, OUTPUT_DST memory
+    assert _value(r, "SDP_RDMA", "D_BS_BASE_ADDR_LOW_0") == r.memory.bases[6]
+    # BRDMA_CFG: DISABLE no, DATA_USE ALU (1 at [2:1]), one byte, per kernel, RAM_TYPE MC (1 at [5])
+    assert [c.value for _, c in _writes(r) if c.reg == "D_BRDMA_CFG_0"][-1] == 1 << 1 | 1 << 5
+    # scheduler.c: the SDP is enabled first (the convolution waits for its enable), then CACC .. CDMA
+    order = [(c.unit, i) for i, c in _writes(r) if c.reg == "D_OP_ENABLE_0"]
+    assert [u for u, _ in order] == ["NVDLA_SDP_RDMA", "NVDLA_SDP", "NVDLA_CACC", "NVDLA_CMAC_A", "NVDLA_CMAC_B",
+                                     "NVDLA_CSC", "NVDLA_CDMA"]  # fmt: skip
+    flush = [i for i, c in enumerate(r.program.commands) if c.reg == "S_CBUF_FLUSH_STATUS_0"]
+    assert flush and order[1][1] < flush[0] < order[2][1]  # conv.c dla_conv_enable polls the flush first
+    # engine_isr.c: the interrupt shows CACC's and SDP's group-0 done bits (GLB S_INTR_STATUS bits 20, 0)
+    status = [c for c in r.program.commands if isinstance(c, RegRead) and c.reg == "S_INTR_STATUS_0" and c.value]
+    assert [c.value for c in status] == [1 << 20 | 1]
+
+
+def test_the_output_image_is_the_runtimes_dimg(tmp_path):
+    # NvDlaImage::serialize: 'DIMG', version 0, format 40 (int8 x32), w, h, c, line, surface, size; then the
+    # elements in C, H, W order
+    r = run_loadable(_conv_loadable(tmp_path), load_config(HW))
+    (image,) = r.outputs
+    header = struct.pack("<4sI7I", b"DIMG", 0, 40, 8, 8, 8, 256, 2048, 2048)
+    assert image.data == header + _expected_conv().transpose(2, 0, 1).astype(np.int8).tobytes()
+
+
+def test_the_cli_runs_a_loadable_and_compares_its_golden(tmp_path, capsys):
+    path = _conv_loadable(tmp_path)
+    golden = tmp_path / "CONV_T_abc123" / "dla"
+    golden.mkdir(parents=True)
+    data = struct.pack("<4sI7I", b"DIMG", 0, 40, 8, 8, 8, 256, 2048, 2048)
+    data += _expected_conv().transpose(2, 0, 1).astype(np.int8).tobytes()
+    (golden / "o_000000.dimg").write_bytes(data)
+    assert main(["simulate", "--loadable", str(path), "--hw", HW, "--golden", str(golden.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "match" in out and "MISMATCH" not in out and "conv+sdp" in out
+    bad = bytearray(data)
+    bad[40] ^= 1
+    (golden / "o_000000.dimg").write_bytes(bytes(bad))
+    assert main(["simulate", "--loadable", str(path), "--hw", HW, "--golden", str(golden.parent), "--json"]) == 1
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["checks"][0]["mismatched_elements"] == 1 and doc["cycles"] >= doc["sequence"]["operations"][0]["end"]
+
+
+# ---- two poolings in a row: the scheduler's two register groups ---------------------------------------
+
+
+def _cube(address: int, w: int, h: int, c: int, bpe: int = 1) -> DataCube:
+    line, surfaces = w * 32, -(-c * bpe // 32)
+    return dataclasses.replace(_zero(DataCube), type=MemType.MC, address=address, size=surfaces * h * line, width=w,
+                               height=h, channel=c, line_stride=line, surf_stride=h * line)  # fmt: skip
+
+
+def _place(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(byte offsets, bytes) of an H x W x C cube in 32-byte atoms (int8: 32 channels an atom, fp16: 16)."""
+    h, w, c = x.shape
+    bpe = x.dtype.itemsize
+    per = 32 // bpe
+    y, i, ch = np.meshgrid(np.arange(h), np.arange(w), np.arange(c), indexing="ij")
+    offsets = (ch // per) * h * w * 32 + y * w * 32 + i * 32 + (ch % per) * bpe
+    return offsets, x.reshape(h, w, c, 1).view(np.uint8).reshape(h, w, c, bpe)
+
+
+def _cube_bytes(x: np.ndarray) -> bytes:
+    offsets, data = _place(x)
+    out = np.zeros(int(offsets.max()) + x.dtype.itemsize, np.uint8)
+    for k in range(x.dtype.itemsize):
+        out[offsets + k] = data[..., k]
+    return out.tobytes()
+
+
+def _read_cube(raw: np.ndarray, like: np.ndarray) -> np.ndarray:
+    offsets, _ = _place(like)
+    return np.stack([raw[offsets + k] for k in range(like.dtype.itemsize)], axis=-1).view(like.dtype)[..., 0]
+
+
+def _pool_loadable(tmp_path, x: np.ndarray, *, second_waits: int = 1) -> object:
+    bpe, precision = x.dtype.itemsize, 2 if x.dtype == np.float16 else 0
+    none = Consumer(-1, 0, 0)
+    consumers = [none] * 6
+    consumers[OpType.PDP] = Consumer(1, Event.OP_COMPLETED, 0)  # the next PDP, when this one completes
+    common = [
+        dataclasses.replace(_zero(CommonOpDesc), index=0, op_type=OpType.PDP, consumers=tuple(consumers),
+                            fused_parent=none),
+        dataclasses.replace(_zero(CommonOpDesc), index=1, op_type=OpType.PDP, dependency_count=second_waits,
+                            consumers=(none,) * 6, fused_parent=none),
+    ]  # fmt: skip
+    pool = dataclasses.replace(_zero(PdpOpDesc), split_num=1, pool_mode=1, pool_width=1, pool_height=1, stride_x=2,
+                               stride_y=2, padding_value=(0,) * 7, precision=precision)  # fmt: skip
+    ops = [dataclasses.replace(pool, partial_in_width_first=8, partial_width_first=4),
+           dataclasses.replace(pool, partial_in_width_first=4, partial_width_first=2)]  # fmt: skip
+    surfaces = [SrcDstSurfaceDesc(_cube(4, 8, 8, 32, bpe), _cube(5, 4, 4, 32, bpe)),
+                SrcDstSurfaceDesc(_cube(5, 4, 4, 32, bpe), _cube(6, 2, 2, 32, bpe))]  # fmt: skip
+    net = dataclasses.replace(
+        _zero(NetworkDesc), operation_desc_index=2, surface_desc_index=3, dependency_graph_index=1, lut_data_index=-1,
+        roi_array_index=-1, surface_index=-1, stat_list_index=-1, op_head=(-1, -1, -1, 0, -1, -1), num_rois=1,
+        num_operations=2, num_addresses=7, input_layer=-1,
+    )  # fmt: skip
+    blobs = {
+        "net": pack(net),
+        "deps": b"".join(pack(c) for c in common),
+        "ops": b"".join(pack(o).ljust(op_container_size(), b"\0") for o in ops),
+        "surfs": b"".join(pack(s).ljust(surface_container_size(), b"\0") for s in surfaces),
+        "input": _cube_bytes(x),
+    }
+    path = tmp_path / "pools.nvdla"
+    path.write_bytes(write_loadable(blobs, [512 * bpe, 128 * bpe]))
+    return path
+
+
+def _maxpool2(x: np.ndarray) -> np.ndarray:
+    h, w, c = x.shape
+    return x.reshape(h // 2, 2, w // 2, 2, c).max(axis=(1, 3))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_two_poolings_use_both_register_groups_and_compute_what_numpy_does(tmp_path, dtype):
+    # FP16 max pooling chooses an element, exactly (its average would round in the hardware's adders)
+    x = (RNG.integers(-128, 128, size=(8, 8, 32)) * (1 if dtype == np.int8 else 0.37)).astype(dtype)
+    r = run_loadable(_pool_loadable(tmp_path, x), load_config(HW))
+    expected = _maxpool2(_maxpool2(x))
+    got = _read_cube(r.memory_image.read(r.memory.bases[6], 128 * x.dtype.itemsize), expected)
+    np.testing.assert_array_equal(got, expected)
+    cmds = r.program.commands
+    pointers = [(i, c.value) for i, c in enumerate(cmds) if isinstance(c, RegWrite) and c.unit == "NVDLA_PDP"
+                and c.reg == "S_POINTER_0"]  # fmt: skip
+    enables = [
+        i for i, c in enumerate(cmds) if isinstance(c, RegWrite) and (c.unit, c.reg) == ("NVDLA_PDP", "D_OP_ENABLE_0")
+    ]
+    ends = [i for i, c in enumerate(cmds) if isinstance(c, RegRead) and c.reg == "S_INTR_STATUS_0" and c.value]
+    # scheduler.c: each program and each enable sets the producer pointer; the first pooling goes to group 0
+    # (the consumer pointer's), the second is dequeued into group 1 and programmed while the first runs
+    # (before the first interrupt), and enabled only after it (its dependency: the first's completion)
+    assert [v for _, v in pointers] == [0, 0, 1, 1] and pointers[2][0] < ends[0] < pointers[3][0] < enables[1]
+    assert [cmds[i].value for i in ends] == [1 << 4, 1 << 5]  # PDP_DONE_STATUS0, then 1
+    first, second = r.run.operations
+    assert second.start >= first.end and r.cycles >= second.end
+
+
+def test_a_dependency_never_met_is_a_one_line_error(tmp_path):
+    x = np.zeros((8, 8, 32), np.int8)
+    with pytest.raises(LoadableError, match="waits for an interrupt, but no enabled operation can raise one"):
+        run_loadable(_pool_loadable(tmp_path, x, second_waits=2), load_config(HW))
+
+
+def test_a_loadable_for_another_atom_size_is_refused(tmp_path, capsys):
+    # nv_small's atom is 8 bytes: the 8x8x16 int8 input needs two surfaces, past the cube's 2048 bytes
+    path = _conv_loadable(tmp_path)
+    assert main(["simulate", "--loadable", str(path), "--hw", "nv_small_rtl_tb"]) == 2
+    err = capsys.readouterr().err
+    assert "conv0's input 8x8x16" in err and "8-byte atoms: a loadable compiled for another build?" in err
+    assert err.count("\n") == 1
+
+
+def test_flags_that_need_a_loadable(capsys):
+    assert main(["simulate", "--golden", "x"]) == 2
+    assert "--golden goes with --loadable" in capsys.readouterr().err
+    assert main(["simulate", "--loadable", "x", "--m", "4"]) == 2
+    assert "--m describes a layer" in capsys.readouterr().err
