@@ -46,16 +46,17 @@ def _emu_loadable(ops: bytes, buffers: bytes, data: bytes, out_size: int) -> obj
 
 
 def test_an_int8_power_operation_scales_raises_and_saturates():
-    # 2019 layout: op type, input scale 0.5, output scale 0.25; power 2, scale 1, shift 1
-    ops = struct.pack("<Bff", 0, 0.5, 0.25) + struct.pack("<fff", 2.0, 1.0, 1.0) + b"\0" * 3
-    x = [-3, 0, 5, 10]  # a 1x1x4 INT8 cube: channels in one 32-byte group
+    # 2019 layout: op type, input scale 0.5, output scale 0.3; power 2, scale 1, shift 1
+    ops = struct.pack("<Bff", 0, 0.5, 0.3) + struct.pack("<fff", 2.0, 1.0, 1.0) + b"\0" * 3
+    x = [-3, 0, 5, 20]  # a 1x1x4 INT8 cube: channels in one 32-byte group
     bufs = _buffer_2019(3, 32, 0, 1, 1, 4, 32, 32) + _buffer_2019(4, 32, 0, 1, 1, 4, 32, 32)
     lo, task, layout, mem = _emu_loadable(ops, bufs, bytes(np.array(x, np.int8).view(np.uint8)).ljust(32, b"\0"), 32)
     (op,) = emu_operations(lo, task)
     assert op.op is EmuOp.POWER and op.src.format is EmuFormat.INT8 and (op.power, op.scale, op.shift) == (2, 1, 1)
     run_emu_task(lo, task, layout, mem)
-    # ((1 + x * 0.5) ** 2) / 0.25: 1, 4, 49, 144 -> saturated to 127
-    assert mem.read(layout.bases[4], 4).view(np.int8).tolist() == [1, 4, 49, 127]
+    # ((1 + x * 0.5) ** 2) / 0.3: 0.83, 3.33, 40.83, 403.3; saturate<NvF32, NvS8> clamps, then the cast
+    # truncates toward zero: 0, 3, 40, 127
+    assert mem.read(layout.bases[4], 4).view(np.int8).tolist() == [0, 3, 40, 127]
 
 
 def test_an_fp16_softmax_is_the_runtimes():

@@ -108,9 +108,10 @@ def test_the_firmware_programs_the_convolution_as_conv_c_and_sdp_c_do(tmp_path):
                                      "NVDLA_CSC", "NVDLA_CDMA"]  # fmt: skip
     flush = [i for i, c in enumerate(r.program.commands) if c.reg == "S_CBUF_FLUSH_STATUS_0"]
     assert flush and order[1][1] < flush[0] < order[2][1]  # conv.c dla_conv_enable polls the flush first
-    # engine_isr.c: the interrupt shows CACC's and SDP's group-0 done bits (GLB S_INTR_STATUS bits 20, 0)
+    # engine_isr.c: CDMA's data and weight done (GLB S_INTR_STATUS bits 16 and 18, unmasked at reset) come
+    # first, then the end: CACC's and SDP's group-0 done bits (20 and 0)
     status = [c for c in r.program.commands if isinstance(c, RegRead) and c.reg == "S_INTR_STATUS_0" and c.value]
-    assert [c.value for c in status] == [1 << 20 | 1]
+    assert [c.value for c in status] == [1 << 16 | 1 << 18, 1 << 20 | 1]
 
 
 def test_the_output_image_is_the_runtimes_dimg(tmp_path):
@@ -174,7 +175,7 @@ def _read_cube(raw: np.ndarray, like: np.ndarray) -> np.ndarray:
     return np.stack([raw[offsets + k] for k in range(like.dtype.itemsize)], axis=-1).view(like.dtype)[..., 0]
 
 
-def _pool_loadable(tmp_path, x: np.ndarray, *, second_waits: int = 1) -> object:
+def _pool_loadable(tmp_path, x: np.ndarray, *, second_waits: int = 1, fused_parent: int = -1, rois: int = 1) -> object:
     bpe, precision = x.dtype.itemsize, 2 if x.dtype == np.float16 else 0
     none = Consumer(-1, 0, 0)
     consumers = [none] * 6
@@ -183,7 +184,7 @@ def _pool_loadable(tmp_path, x: np.ndarray, *, second_waits: int = 1) -> object:
         dataclasses.replace(_zero(CommonOpDesc), index=0, op_type=OpType.PDP, consumers=tuple(consumers),
                             fused_parent=none),
         dataclasses.replace(_zero(CommonOpDesc), index=1, op_type=OpType.PDP, dependency_count=second_waits,
-                            consumers=(none,) * 6, fused_parent=none),
+                            consumers=(none,) * 6, fused_parent=Consumer(fused_parent, 0, 0)),
     ]  # fmt: skip
     pool = dataclasses.replace(_zero(PdpOpDesc), split_num=1, pool_mode=1, pool_width=1, pool_height=1, stride_x=2,
                                stride_y=2, padding_value=(0,) * 7, precision=precision)  # fmt: skip
@@ -193,7 +194,7 @@ def _pool_loadable(tmp_path, x: np.ndarray, *, second_waits: int = 1) -> object:
                 SrcDstSurfaceDesc(_cube(5, 4, 4, 32, bpe), _cube(6, 2, 2, 32, bpe))]  # fmt: skip
     net = dataclasses.replace(
         _zero(NetworkDesc), operation_desc_index=2, surface_desc_index=3, dependency_graph_index=1, lut_data_index=-1,
-        roi_array_index=-1, surface_index=-1, stat_list_index=-1, op_head=(-1, -1, -1, 0, -1, -1), num_rois=1,
+        roi_array_index=-1, surface_index=-1, stat_list_index=-1, op_head=(-1, -1, -1, 0, -1, -1), num_rois=rois,
         num_operations=2, num_addresses=7, input_layer=-1,
     )  # fmt: skip
     blobs = {
@@ -241,6 +242,18 @@ def test_a_dependency_never_met_is_a_one_line_error(tmp_path):
     x = np.zeros((8, 8, 32), np.int8)
     with pytest.raises(LoadableError, match="waits for an interrupt, but no enabled operation can raise one"):
         run_loadable(_pool_loadable(tmp_path, x, second_waits=2), load_config(HW))
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"fused_parent": 0}, "pdp1's fused parent is operation 0, not a SDP operation"),
+        ({"rois": 2}, "2 ROIs, dynamic ROI 0, statistics list -1: only one static ROI"),
+    ],
+)
+def test_descriptors_the_firmware_refuses_are_one_line_errors(tmp_path, kw, message):
+    with pytest.raises(LoadableError, match=message):
+        run_loadable(_pool_loadable(tmp_path, np.zeros((8, 8, 32), np.int8), **kw), load_config(HW))
 
 
 def test_a_loadable_for_another_atom_size_is_refused(tmp_path, capsys):

@@ -75,12 +75,14 @@ class EmuBuffer:
     def bytes_per_element(self) -> int:
         return 2 if self.format is EmuFormat.FP16 else 1
 
-    def offsets(self) -> np.ndarray:
+    def offsets(self, dims: tuple[int, int, int] | None = None) -> np.ndarray:
         """Byte offsets of the elements in C, H, W order (Emulator::getAddrOffset: 32-byte groups, or 8 for
-        INT8_8)."""
+        INT8_8); `dims` (channel, height, width) another buffer's, as the runtime walks the source's over
+        the destination."""
         bpe = self.bytes_per_element
         group = (8 if self.format is EmuFormat.INT8_8 else 32) // bpe
-        c, h, w = np.meshgrid(np.arange(self.channel), np.arange(self.height), np.arange(self.width), indexing="ij")
+        nc, nh, nw = dims or (self.channel, self.height, self.width)
+        c, h, w = np.meshgrid(np.arange(nc), np.arange(nh), np.arange(nw), indexing="ij")
         return (c // group) * self.surf_stride + h * self.line_stride + w * group * bpe + (c % group) * bpe
 
 
@@ -149,7 +151,7 @@ def emu_operations(loadable: Loadable, task: TaskEntry) -> tuple[EmuOperation, .
         if len(raw) < size:
             raise LoadableError(f"{where}: operation {i} needs {size} bytes of its list; it holds {len(raw)}")
         kind, *scales = common.unpack_from(raw, 0)
-        if kind not in EmuOp._value2member_map_:
+        if kind not in EmuOp._value2member_map_:  # the runtime skips it (its output left as it was): refused here
             raise LoadableError(f"{where}: operation {i} has type {kind}; known: 0 power, 1 softmax")
         in_scale, out_scale = scales or (1.0, 1.0)
         power, scale, shift = _POWER.unpack_from(raw, common.size) if kind == EmuOp.POWER else (0.0, 0.0, 0.0)
@@ -173,8 +175,8 @@ def _write(mem: SparseMemory, addr: int, buf: EmuBuffer, offsets: np.ndarray, va
     if buf.format is EmuFormat.FP16:
         pairs = fp16_round_away(values).view(np.uint8).reshape(*values.shape, 2)
         raw[offsets], raw[offsets + 1] = pairs[..., 0], pairs[..., 1]
-    else:  # saturate<NvF32, NvS8>: rounded to nearest, clipped
-        raw[offsets] = np.clip(np.rint(values), -128, 127).astype(np.int8).view(np.uint8)
+    else:  # saturate<NvF32, NvS8> (nvdla/sw priv/Type.h): clamped, then cast, truncating toward zero
+        raw[offsets] = np.trunc(np.clip(values, -128, 127)).astype(np.int8).view(np.uint8)
     mem.write(addr, raw)
 
 
@@ -187,16 +189,23 @@ def run_emu_task(loadable: Loadable, task: TaskEntry, layout: MemoryLayout, mem:
         src_addr = layout.address(o.src.address_index, task) + o.src.offset
         dst_addr = layout.address(o.dst.address_index, task) + o.dst.offset
         fp16 = o.src.format is EmuFormat.FP16
-        if o.op is EmuOp.POWER:  # Emulator::executePower, element by element in C, H, W
-            src_off, dst_off = o.src.offsets(), o.dst.offsets()
+        if o.op is EmuOp.POWER:  # Emulator::executePower, element by element over the source's C, H, W
+            src_off = o.src.offsets()
+            dst_off = o.dst.offsets((o.src.channel, o.src.height, o.src.width))
+            if int(dst_off.max()) + o.dst.bytes_per_element > o.dst.size:
+                raise LoadableError(
+                    f"{loadable.path}: task {task.id}: the power's destination is smaller than its source"
+                )
             x = _read(mem, src_addr, o.src, src_off)
             if not fp16:
                 x = x * np.float32(o.input_scale)
             with np.errstate(all="ignore"):
                 y = np.power(np.float32(o.shift) + np.float32(o.scale) * x, np.float32(o.power), dtype=np.float32)
             _write(mem, dst_addr, o.dst, dst_off, y if fp16 else y / np.float32(o.output_scale))
-        else:  # Emulator::executeSoftmax: the first `channel` elements, contiguous
+        else:  # Emulator::executeSoftmax: the source's first `channel` elements, contiguous, to the destination's
             n = o.src.channel
+            if n * o.dst.bytes_per_element > o.dst.size:
+                raise LoadableError(f"{loadable.path}: task {task.id}: the softmax's destination holds fewer than {n}")
             src_off = np.arange(n) * o.src.bytes_per_element
             x = _read(mem, src_addr, o.src, src_off)
             if not fp16:  # scaled into FP16 first
@@ -209,5 +218,5 @@ def run_emu_task(loadable: Loadable, task: TaskEntry, layout: MemoryLayout, mem:
                 y = (e / total).astype(np.float32)
             if not fp16:
                 y = fp16_round_away(y).astype(np.float32) / np.float32(o.output_scale)
-            _write(mem, dst_addr, o.dst, np.arange(o.dst.channel) * o.dst.bytes_per_element, y)
+            _write(mem, dst_addr, o.dst, np.arange(n) * o.dst.bytes_per_element, y)
     return len(ops)

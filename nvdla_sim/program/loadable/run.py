@@ -28,7 +28,7 @@ from nvdla_sim.program.execute import execute
 from nvdla_sim.program.loadable.container import DataType, Interface, LoadableError, TensorDesc, read_loadable
 from nvdla_sim.program.loadable.emulator import run_emu_task
 from nvdla_sim.program.loadable.firmware.base import MemoryLayout, memory_layout
-from nvdla_sim.program.loadable.firmware.scheduler import EndOrder, Firmware, FirmwareRun
+from nvdla_sim.program.loadable.firmware.scheduler import End, EndOrder, Firmware, FirmwareRun
 from nvdla_sim.program.loadable.network import DlaNetwork, dla_network
 from nvdla_sim.program.run import OperationTiming, check_supported, run_operations
 from nvdla_sim.program.sequence import Sequence, SequenceRun, decode_sequence, replay
@@ -143,8 +143,9 @@ def _by_end(end: dict[int, float] | None) -> EndOrder | None:
     if end is None:
         return None
 
-    def first(chains: list[tuple[int, ...]]) -> tuple[int, ...]:
-        return min(chains, key=lambda c: max(end.get(i, float("inf")) for i in c))
+    def first(candidates: list[End]) -> End:
+        # a convolution's early (CDMA) interrupt is placed just before its end: when CDMA finishes is not modelled
+        return min(candidates, key=lambda c: (max(end.get(i, float("inf")) for i in c.ops), not c.early))
 
     return first
 

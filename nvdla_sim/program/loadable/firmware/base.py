@@ -9,7 +9,7 @@ import enum
 from dataclasses import dataclass
 
 from nvdla_sim.program.loadable.container import Loadable, LoadableError, TaskEntry
-from nvdla_sim.program.loadable.descriptors import DataCube, MemType, OpType, Precision
+from nvdla_sim.program.loadable.descriptors import DataCube, Event, MemType, OpType, Precision
 from nvdla_sim.program.loadable.network import DlaNetwork, DlaOperation
 from nvdla_sim.registers.fields import FIELDS
 from nvdla_sim.registers.trace_io import Command, RegRead, RegWrite
@@ -36,6 +36,10 @@ class MemoryLayout:
                 f"has {len(task.address_list)})"
             )
         entry = self.loadable.address(task.address_list[index])
+        if entry.mem_id not in self.bases:
+            raise LoadableError(
+                f"{self.loadable.path}: address entry {entry.id} is in memory {entry.mem_id}, which the loadable lacks"
+            )
         return self.bases[entry.mem_id] + entry.offset
 
     def cube(self, cube: DataCube) -> int:
@@ -113,6 +117,14 @@ def check_layout(net: DlaNetwork, op: DlaOperation, cube: DataCube, precision: i
     holding consecutive channels, lines of atoms, surfaces of lines): each line holds its pixels' atoms and
     the cube's size holds its surfaces. The firmware checks only alignment; a loadable compiled for another
     atom size (nv_small's 8 bytes, nv_full's 32) fails here instead of computing on misread data."""
+    check(precision in Precision._value2member_map_, net, op, f"{what} precision {precision}: 0 int8, 1 int16, 2 fp16")
+    check(
+        cube.type in MemType._value2member_map_,
+        net,
+        op,
+        f"{what} memory type {cube.type}: 0 DRAM, 1 SRAM, 2 on the fly",
+    )
+    check(max(cube.width, cube.height, cube.channel) <= 8192, net, op, f"{what} {cube.whc} is past 8192 in a dimension")
     if cube.type == MemType.HW or cube.address < 0 or not cube.width:
         return
     per_atom = atom // (1 if precision == Precision.INT8 else 2)
@@ -153,6 +165,17 @@ class FirmwareProcessor:
     rdma: str | None = None  # the reader with its own pointer and group
     done: str = ""  # its GLB S_INTR_STATUS done field, without the group digit
     mask: Mask = Mask.BEFORE
+    # interrupts an operation raises before its done bit, each a status field (without the group digit) and the
+    # event the firmware signals with it (engine_isr.c: CDMA's data and weight done for a convolution)
+    early: tuple[tuple[str, Event], ...] = ()
+
+    def early_bits(self, group: int) -> int:
+        status = FIELDS[("NVDLA_GLB", "S_INTR_STATUS_0")]
+        return sum(1 << status[f"{name}{group}"][1] for name, _ in self.early)
+
+    def masks(self, op: DlaOperation) -> Mask:
+        """When this operation's programming clears the done bits' interrupt mask."""
+        return self.mask
 
     def done_bit(self, group: int) -> int:
         return 1 << FIELDS[("NVDLA_GLB", "S_INTR_STATUS_0")][f"{self.done}{group}"][1]

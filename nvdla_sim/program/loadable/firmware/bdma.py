@@ -41,6 +41,9 @@ class Bdma(FirmwareProcessor):
     def rdma_needed(self, op: DlaOperation) -> bool:
         return False
 
+    def masks(self, op: DlaOperation) -> Mask:
+        return self.mask if op.surface.num_transfers else Mask.NEVER  # dla_bdma_program returns first
+
     def read_pointers(self, csb: Csb, consumer: int, rdma_consumer: int) -> None:
         csb.read("BDMA", "STATUS", 0)  # GRP0_BUSY: the group the hardware runs next
 

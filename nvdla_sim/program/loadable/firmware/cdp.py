@@ -41,7 +41,7 @@ def _program_cdp(csb: Csb, net: DlaNetwork, mem: MemoryLayout, op: DlaOperation,
     csb.write("CDP", "D_DST_SURFACE_STRIDE", s.dst_data.surf_stride)
     csb.fields("CDP", "D_DST_DMA_CFG", RAM_TYPE=ram(s.dst_data))
     csb.fields("CDP", "D_DATA_FORMAT", INPUT_DATA=c.in_precision)
-    csb.fields("CDP", "D_LRN_CFG", NORMALZ_LEN=(c.local_size - 1) // 2 - 1)  # map_local_size
+    csb.fields("CDP", "D_LRN_CFG", NORMALZ_LEN=int((c.local_size - 1) / 2) - 1)  # map_local_size
     csb.fields("CDP", "D_DATIN_OFFSET", OFFSET=c.in_cvt.offset)
     csb.fields("CDP", "D_DATIN_SCALE", SCALE=c.in_cvt.scale)
     csb.fields("CDP", "D_DATIN_SHIFTER", SHIFT=c.in_cvt.truncate)
@@ -62,6 +62,10 @@ class Cdp(FirmwareProcessor):
 
     def lut_index(self, op: DlaOperation) -> int:
         return op.op.lut_index
+
+    def set_producer(self, csb: Csb, group: int, rdma_group: int) -> None:
+        csb.write("CDP", "S_POINTER", group)
+        csb.write("CDP_RDMA", "S_POINTER", group)  # dla_cdp_set_producer: the group, not the RDMA's (equal here)
 
     def program(self, csb: Csb, t: Target, op: DlaOperation, group: int, rdma_needed: bool, other_active: bool) -> None:
         _program_cdp(csb, t.net, t.mem, op, t.atom)

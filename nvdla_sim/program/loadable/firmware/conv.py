@@ -3,7 +3,7 @@ programmed together from one dla_conv_op_desc, enabled CACC first and CDMA last 
 
 from __future__ import annotations
 
-from nvdla_sim.program.loadable.descriptors import OpType
+from nvdla_sim.program.loadable.descriptors import Event, OpType
 from nvdla_sim.program.loadable.firmware.base import (
     FEATURE,
     WORD,
@@ -127,6 +127,9 @@ class Convolution(FirmwareProcessor):
     units = ("CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA")  # dla_conv_set_producer / dla_conv_enable order
     done = "CACC_DONE_STATUS"  # engine_isr.c: the convolution completes on CACC's done
     mask = Mask.NEVER
+    # CDMA's data and weight done interrupts, unmasked at reset (GLB S_INTR_MASK resets to 0), raised once
+    # CDMA has fetched the layer: modelled as one interrupt before the convolution's end
+    early = (("CDMA_DAT_DONE_STATUS", Event.CDMA_DT_DONE), ("CDMA_WT_DONE_STATUS", Event.CDMA_WT_DONE))
 
     def rdma_needed(self, op: DlaOperation) -> bool:
         return False

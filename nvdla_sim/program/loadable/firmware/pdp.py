@@ -31,6 +31,7 @@ def _program_pdp(csb: Csb, net: DlaNetwork, mem: MemoryLayout, op: DlaOperation,
     check(1 <= p.stride_x <= 8 and 1 <= p.stride_y <= 8, net, op, f"stride {p.stride_x}x{p.stride_y}: 1..8")
     check(p.pool_width < 8 and p.pool_height < 8, net, op, "pooling kernel larger than 8")
     check(p.pool_mode < 3, net, op, f"pool_mode {p.pool_mode}: 0 average, 1 max, 2 min")
+    check(p.split_num <= 64, net, op, f"split_num {p.split_num}: at most 64 (MAX_SPLIT_NUM)")
     fly = s.src_data.type == MemType.HW
     check_layout(net, op, s.src_data, p.precision, atom, "input")
     check_layout(net, op, s.dst_data, p.precision, atom, "output")

@@ -16,8 +16,13 @@ DLA task over the processors' programming (firmware.registry), as the register a
 Which running operation ends first, when two could, is the hardware's answer, asked of an `EndOrder`: the
 register accesses depend on it, and loadable.run's replay tells it back until the two agree.
 
-Not followed: ROIs beyond the first and dynamic ROIs, statistics (STAT_ENABLE), and the CDMA data and weight
-events (refused: CDMA raises them on its own schedule); each processor's module says what it refuses.
+A convolution's CDMA data and weight done interrupts (unmasked at reset) come as one interrupt before the
+convolution's end; when CDMA finishes fetching is not modelled, so the replay does not wait for them. An
+operation that needs no hardware (a BDMA operation of no transfers) is handled at the next interrupt, as the
+firmware does, or at once when nothing runs (the firmware would wait for ever).
+
+Not followed (refused): ROIs beyond the first, dynamic ROIs and statistics (STAT_ENABLE); each processor's
+module says what else it refuses.
 """
 
 from __future__ import annotations
@@ -44,7 +49,10 @@ class _Group:
     rdma_needed: bool = False
     rdma_id: int = 0
     lut_index: int = -1
+    programming: bool = False  # in dla_program_operation: not enabled until it returns
     completed: bool = False  # its interrupt was seen (DLA_EVENT_OP_COMPLETED)
+    early: set[Event] = field(default_factory=set)  # events of its early interrupts seen, not yet handled
+    early_seen: bool = False  # its early interrupts have come (they come once an operation)
 
 
 @dataclass
@@ -61,14 +69,22 @@ class _State:
     rdma_completed: int = 0
 
 
-# the hardware's answer to "which running operation ends next": given the enabled, unfinished chains
-# (tuples of operation indices whose operations end together, in enable order), the one that ends first
-EndOrder = Callable[[list[tuple[int, ...]]], tuple[int, ...]]
+@dataclass(frozen=True)
+class End:
+    """What the next interrupt reports: a chain of operations that end together (operation indices), or,
+    with `early`, the interrupts an operation raises before its end (a convolution's CDMA done)."""
+
+    ops: tuple[int, ...]
+    early: bool = False
 
 
-def enable_order(chains: list[tuple[int, ...]]) -> tuple[int, ...]:
-    """The chain enabled first ends first (the order NVIDIA's chain-dependent networks have)."""
-    return chains[0]
+# the hardware's answer to "which interrupt comes next": given the candidates (in enable order), the first
+EndOrder = Callable[[list[End]], End]
+
+
+def enable_order(candidates: list[End]) -> End:
+    """The candidate enabled first comes first (the order NVIDIA's chain-dependent networks have)."""
+    return candidates[0]
 
 
 @dataclass(frozen=True)
@@ -97,18 +113,26 @@ class Firmware:
         self.csb = Csb()
         self.ops = net.operations
         where = net.loadable.path
+        d = net.desc
+        if d.num_rois != 1 or d.dynamic_roi or d.stat_list_index != -1:
+            raise LoadableError(
+                f"{where}: {d.num_rois} ROIs, dynamic ROI {d.dynamic_roi}, statistics list {d.stat_list_index}: "
+                "only one static ROI without statistics is modelled (what NVIDIA's compiler writes: 1, 0, -1)"
+            )
         for op in self.ops:
             if op.op_type not in PROCESSORS:
                 raise LoadableError(
                     f"{where}: {op.name} runs on {op.op_type.name}, which the model does not have yet (modelled: "
                     f"{', '.join(k.name for k in PROCESSORS)})"
                 )
-            for index, event in op.consumers() + _fused(op):
-                if event in (Event.CDMA_WT_DONE, Event.CDMA_DT_DONE):
-                    raise LoadableError(
-                        f"{where}: {op.name} signals operation {index} on {event.name}, which CDMA raises on its "
-                        "own schedule; not modelled"
-                    )
+            parent = op.common.fused_parent.index
+            if parent >= 0 and (parent >= len(self.ops) or self.ops[parent].op_type != op.op_type - 1):
+                raise LoadableError(  # scheduler.c dla_program_operation: "Invalid fused op type"
+                    f"{where}: {op.name}'s fused parent is operation {parent}, not a {OpType(op.op_type - 1).name} "
+                    "operation"
+                    if op.op_type > 0
+                    else f"{where}: {op.name} ({op.op_type.name}) has a fused parent"
+                )
         self.deps = {op.index: op.common.dependency_count for op in self.ops}
         self.procs = {k: _State(p) for k, p in PROCESSORS.items()}
         self.done = 0
@@ -129,7 +153,9 @@ class Firmware:
             self._submit(self.procs[op.op_type], op)
             self._dequeue(self.procs[op.op_type])
         while self.done < len(self.ops):
-            if any(g.completed for p in self.procs.values() for g in p.groups):  # completed without hardware
+            if not self.running and any(g.completed for p in self.procs.values() for g in p.groups):
+                # completed without hardware (a BDMA operation of no transfers): the firmware handles it at the
+                # next interrupt, and with nothing running would wait for ever; the model handles it at once
                 self._process_events()
                 continue
             self._interrupt()
@@ -182,15 +208,18 @@ class Firmware:
 
     def _program(self, p: _State, g: _Group) -> None:
         """dla_program_operation: the producer pointers, the processor's registers, then OP_PROGRAMMED."""
+        g.programming = True
         p.fw.set_producer(self.csb, g.id, g.rdma_id)
-        if p.fw.mask is Mask.BEFORE:
+        mask = p.fw.masks(g.op)
+        if mask is Mask.BEFORE:
             self._enable_intr(p.fw)
         p.fw.program(self.csb, self.target, g.op, g.id, g.rdma_needed, p.groups[1 - g.id].active)
-        if p.fw.mask is Mask.AFTER:
+        if mask is Mask.AFTER:
             self._enable_intr(p.fw)
         g.lut_index = p.fw.lut_index(g.op)
         g.pending = False
         self._update_consumers(g.op, Event.OP_PROGRAMMED)
+        g.programming = False
 
     def _enable_intr(self, fw: FirmwareProcessor) -> None:
         """engine.c dla_enable_intr: read S_INTR_MASK, write it back with the processor's done bits cleared."""
@@ -201,11 +230,11 @@ class Firmware:
     def _enable(self, p: _State, op: DlaOperation) -> None:
         """dla_enable_operation: the group holding `op`, programmed and not active, is enabled."""
         g = next((g for g in p.groups if p.group_status >> g.id & 1 and g.op is op and not g.pending), None)
-        if g is None or g.active:
-            return  # programmed later: dla_op_completion enables it then
+        if g is None or g.active or g.programming:
+            return  # programmed later (or being programmed): enabled where its programming returns
         p.fw.set_producer(self.csb, g.id, g.rdma_id)
         at = p.fw.enable(self.csb, op, g.id, g.rdma_needed)
-        g.active = True
+        g.active, g.early_seen = True, not p.fw.early
         if at is None:
             g.completed = True
         else:
@@ -250,37 +279,49 @@ class Firmware:
                     todo.append(j)
         return sorted(chain, key=lambda j: self.running.index(j) if j in self.running else len(self.running))
 
-    def _chains(self) -> list[tuple[int, ...]]:
-        """The running operations that can end next, as chains that end together: each processor's oldest
-        running operation, with the operations it feeds or is fed by on the fly (all of them running)."""
+    def _group_of(self, i: int) -> tuple[_State, _Group]:
+        p = self.procs[self.ops[i].op_type]
+        return p, next(g for g in p.groups if g.op is not None and g.op.index == i)
+
+    def _candidates(self) -> list[End]:
+        """What can raise the next interrupt: a running operation's early interrupts, or the end of a chain
+        of operations that end together (each processor's oldest running operation, with the operations it
+        feeds or is fed by on the fly, all of them running and past their early interrupts)."""
         heads: dict[OpType, int] = {}
         for i in self.running:
             heads.setdefault(self.ops[i].op_type, i)
         head_set = set(heads.values())
-        chains, seen = [], set()
+        out, seen = [], set()
+        for i in self.running:
+            if not self._group_of(i)[1].early_seen:
+                out.append(End((i,), early=True))
         for i in self.running:
             if i in head_set and i not in seen:
                 chain = self._chain(i)
-                if all(j in head_set for j in chain):
-                    chains.append(tuple(chain))
+                if all(j in head_set and self._group_of(j)[1].early_seen for j in chain):
+                    out.append(End(tuple(chain)))
                     seen |= set(chain)
-        return chains
+        return sorted(out, key=lambda e: min(self.running.index(j) for j in e.ops))
 
     def _interrupt(self) -> None:
-        chains = self._chains()
-        if not chains:
+        candidates = self._candidates()
+        if not candidates:
             waiting = [op.name for op in self.ops if self.deps[op.index] > 0]
             raise LoadableError(
                 f"{self.net.loadable.path}: the firmware waits for an interrupt, but no enabled operation can "
                 f"raise one ({len(self.ops) - self.done} operations left; waiting on dependencies: "
                 f"{', '.join(waiting[:5]) or 'none'})"
             )
-        self.choices += len(chains) > 1
-        ended = self.end_order(chains) if len(chains) > 1 else chains[0]
+        self.choices += len(candidates) > 1
+        nxt = self.end_order(candidates) if len(candidates) > 1 else candidates[0]
         status = 0
-        for i in ended:
-            p = self.procs[self.ops[i].op_type]
-            g = next(g for g in p.groups if g.op is not None and g.op.index == i)
+        for i in nxt.ops:
+            p, g = self._group_of(i)
+            if nxt.early:
+                status |= p.fw.early_bits(g.id)
+                g.early |= {event for _, event in p.fw.early}
+                g.early_seen = True
+                continue
             status |= p.fw.done_bit(g.id)
             g.completed = True
             self.running.remove(i)
@@ -289,7 +330,8 @@ class Firmware:
         # dla_isr_handler
         self.csb.read("GLB", "S_INTR_MASK", self.mask)
         self.csb.read("GLB", "S_INTR_STATUS", status)
-        self.end_reads.append((len(self.csb.commands) - 1, ended))
+        if not nxt.early:
+            self.end_reads.append((len(self.csb.commands) - 1, nxt.ops))
         self.csb.write("GLB", "S_INTR_STATUS", status)
         self.csb.read("GLB", "S_INTR_MASK", self.mask)
         self.csb.read("GLB", "S_INTR_STATUS", 0)
@@ -302,6 +344,10 @@ class Firmware:
             gid = 1 - p.last_group
             for _ in range(2):
                 g = p.groups[gid]
+                for event in (Event.CDMA_WT_DONE, Event.CDMA_DT_DONE):  # dla_handle_events' order
+                    if event in g.early:
+                        self._update_consumers(g.op, event)
+                g.early.clear()
                 if g.completed:
                     g.completed = False
                     self._completion(p, g)

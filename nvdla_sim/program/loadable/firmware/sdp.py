@@ -11,6 +11,7 @@ from nvdla_sim.program.loadable.firmware.base import (
     FirmwareProcessor,
     MemoryLayout,
     Target,
+    check,
     check_layout,
     ram,
 )
@@ -45,6 +46,11 @@ def _program_sdp(csb: Csb, net: DlaNetwork, mem: MemoryLayout, op: DlaOperation,
     out_dma = s.dst_data.type != MemType.HW
     check_layout(net, op, s.src_data, o.src_precision, atom, "input")
     check_layout(net, op, s.dst_data, o.dst_precision, atom, "output")
+    for label, stage in (("x1", o.x1_op), ("x2", o.x2_op), ("y", o.y_op)):
+        check(stage.type in SdpOpKind._value2member_map_ and stage.mode in SdpOperandMode._value2member_map_ and
+              stage.precision < 3 and stage.alu_type < 4, net, op,
+              f"{label} stage type {stage.type}, mode {stage.mode}, precision {stage.precision}, ALU {stage.alu_type}: "
+              "not the firmware's (dla_interface.h SDP_OP_*, SDP_OP_PER_*, PRECISION_*, SDP_ALU_OP_*)")  # fmt: skip
     stages = (
         ("BRDMA", "BS", o.x1_op, s.x1_data),
         ("NRDMA", "BN", o.x2_op, s.x2_data),
