@@ -1,6 +1,11 @@
 """CNN zoo with the layer shapes of the original papers, built into the same workload graph.
 
-LeNet-5 (LeCun et al. 1998: 32x32 input, tanh, average subsampling), AlexNet (Krizhevsky et al. 2012:
+LeNet-5 (LeCun et al. 1998: 32x32 input, tanh, average subsampling), Caffe's MNIST LeNet (BVLC Caffe
+examples/mnist/lenet.prototxt: 28x28 input, 20 and 50 5x5 kernels, max pooling, 500 and 10 fully connected
+with a ReLU between: the network of NVIDIA's regression NN_L0_0 and of the public nv_small driver logs),
+the CIFAR-10 ResNet of the public nv_small driver logs (vineetbitsp/RISC-V-NVDLA models/resnet-18-cifar/
+deploy.prototxt, "resnet18-cifar10": He et al. 2016's CIFAR stem and 16, 32, 64-channel stages, of 3, 3 and 2
+basic blocks, 1x1 stride-2 projections, global average pooling, 10 classes), AlexNet (Krizhevsky et al. 2012:
 227x227 input, two-tower grouped conv2/4/5; LRN omitted), ResNet-18 / ResNet-50 (He et al. 2016, Table 1;
 ResNet-50 bottlenecks stride on the first 1x1 as in the paper; BN folded into SDP), GoogLeNet (Szegedy
 et al. 2014, Table 1; LRN and auxiliary classifiers omitted).
@@ -155,6 +160,33 @@ def lenet5(batch: int = 1) -> nx.DiGraph:
     return verify(b.g.g)
 
 
+def lenet_mnist(batch: int = 1) -> nx.DiGraph:
+    b = CnnBuilder("lenet_mnist", batch, (28, 28, 1))
+    x = b.conv("conv1", b.input, 20, 5, act=None)
+    x = b.pool("pool1", x, 2, 2)
+    x = b.conv("conv2", x, 50, 5, act=None)
+    x = b.pool("pool2", x, 2, 2)
+    x = b.fc("ip1", x, 500)
+    b.fc("ip2", x, 10, act=None)
+    return verify(b.g.g)
+
+
+def resnet18_cifar(batch: int = 1) -> nx.DiGraph:
+    b = CnnBuilder("resnet18_cifar", batch, (32, 32, 3))
+    x = b.conv("conv1", b.input, 16, 3, pad=1, bn=True)
+    for stage, (ch, blocks) in enumerate(zip((16, 32, 64), (3, 3, 2), strict=True), start=2):
+        for i in range(blocks):
+            stride = 2 if stage > 2 and i == 0 else 1
+            with b.g.block(f"conv{stage}_", i + 1) as p:
+                y = b.conv(f"{p}.a", x, ch, 3, stride=stride, pad=1, bn=True)
+                y = b.conv(f"{p}.b", y, ch, 3, pad=1, bn=True, act=None)
+                short = b.conv(f"{p}.down", x, ch, 1, stride=stride, bn=True, act=None) if stride == 2 else x
+                x = b.add(f"{p}.add", y, short)
+    x = b.pool("avgpool", x, 8, 1, mode=PoolMode.AVG)
+    b.fc("fc", x, 10, act=None)
+    return verify(b.g.g)
+
+
 def alexnet(batch: int = 1) -> nx.DiGraph:
     b = CnnBuilder("alexnet", batch, (227, 227, 3))
     x = b.conv("conv1", b.input, 96, 11, stride=4)
@@ -249,6 +281,8 @@ def googlenet(batch: int = 1) -> nx.DiGraph:
 
 CNN_PRESETS: dict[str, Callable[[int], nx.DiGraph]] = {
     "lenet5": lenet5,
+    "lenet_mnist": lenet_mnist,
+    "resnet18_cifar": resnet18_cifar,
     "alexnet": alexnet,
     "resnet18": resnet18,
     "resnet50": resnet50,
