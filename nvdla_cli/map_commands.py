@@ -15,7 +15,7 @@ from nvdla_cli.flags import Needs, check_needs, finite_positive, options
 from nvdla_cli.paths import output_dir, output_file
 from nvdla_mapper.lowering.rules import copies_phrase, resources_phrase
 from nvdla_mapper.options import KvPlan, Placement, PruneKind, Pruning
-from nvdla_sim.config import load_config
+from nvdla_sim.config import HOST_PROFILES, load_config
 from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.files import write_json, write_rows, write_table
 from nvdla_sim.precision import Precision
@@ -47,6 +47,9 @@ def add_commands(sub, registry: dict) -> None:
     m.add_argument("--layernorm", choices=PLACEMENTS, default="auto",
                    help="where LayerNorm runs: auto (the host, on every build), host, or nvdla (its steps, numerics.layernorm_steps: a what-if for INT8 layers on a build with the LUT and INT16; SDP cannot write their INT8 output from INT16)")  # fmt: skip
     m.add_argument("--host-fallback", action="store_true", help="run unsupported ONNX ops on the host")
+    m.add_argument("--host", choices=list(HOST_PROFILES), default=None,
+                   help="the host CPU's profile (host.profile, each figure with its source: docs/modelling.md; "
+                   "default: the config's [host], assumed_embedded when it has none)")  # fmt: skip
     m.add_argument(
         "--host-gflops",
         type=float,
@@ -935,6 +938,9 @@ def _map(args: argparse.Namespace) -> int:
     programs = output_dir(args.emit_program, "--emit-program") if args.emit_program is not None else None
     prec = _precision(args.precision)
     hw = load_config(args.hw)
+    if args.host is not None:  # the profile's figures replace the config's [host]
+        fields_ = ("model", "gflops", "mem_gbs", "overhead_us", "active_power_w", "ns_per_element")
+        hw = hw.with_values(**{"host.profile": args.host, **{f"host.{f}": None for f in fields_}})
     host_flags = {
         "host.gflops": args.host_gflops,
         "host.mem_gbs": args.host_gbs,
@@ -1059,6 +1065,7 @@ def format_summary(res, *, top: int) -> str:
         f" mW average, {en.peak_core_power_mw:,.1f} mW peak, {en.tops_per_w:.2f} TOPS/W (model MACs)",
         f"  DRAM energy       {en.dram_uj_per_inference:,.1f} uJ per inference ({dram_per}{en.dram_device},"
         f" every byte moved: hardware layers and {copies_phrase()} copies)",
+        f"  host              profile {res.hw.host.profile} ({res.hw.host.model}): {res.hw.host.source}",
         f"  host energy       {en.host_uj_per_inference:,.1f} uJ per inference (its busy time at"
         f" {en.host_active_power_w:g} W active, [host] active_power_w)",
         f"  area              {en.area_mm2:.3f} mm2 at {en.tech_node_nm:g} nm (docs/energy.md)",

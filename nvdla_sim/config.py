@@ -345,24 +345,77 @@ HOST_WORK_TIMED = ("softmax", "layernorm", "activation", "elementwise", "rotary"
 
 
 @dataclass(frozen=True)
+class HostProfile:
+    """A named host CPU: its model's figures ([host] fields) and where each comes from."""
+
+    model: str
+    gflops: float  # roofline: over the work's FLOPs; per_element: over a fallback op's own FLOPs
+    mem_gbs: float
+    overhead_us: float
+    active_power_w: float
+    ns_per_element: tuple[tuple[str, float], ...]
+    source: str
+
+
+# The host profiles a config can name ([host] profile; the CLI's `nvdla map --host PROFILE`); a config's own
+# [host] values override the profile's one by one. docs/modelling.md, "The host".
+HOST_PROFILES: dict[str, HostProfile] = {
+    # the figures assumed since session 1 for a few-core embedded CPU with NEON; its power: four Cortex-A72
+    # cores at 2.3 GHz under a power virus draw 3.7 W above idle (Kirin 950, AnandTech's Kirin 960 review,
+    # 2017, "CPU Power Consumption"), a CPU of this class
+    "assumed_embedded": HostProfile(
+        "roofline", 20.0, 10.0, 10.0, 3.7, (),
+        "assumed, not measured: a few-core embedded CPU with NEON (20 GFLOP/s, 10 GB/s, 10 us a hand-off); "
+        "power: four Cortex-A72 at 2.3 GHz, 3.7 W (AnandTech, Kirin 960 review, 2017)",
+    ),
+    # this project's machine, measured by benchmarks/bench_host.py on 2026-12-07
+    # (validation/data/host_x86_vm.json): the host kernels in scalar C at -O2 on one core of a 2-core AMD
+    # EPYC VM; gflops is LayerNorm's 8 FLOPs an element at its measured time (for fallback ops); the
+    # hand-off is a thread woken through a pipe (the interrupt's own path and cache maintenance not
+    # included); its power is not measured: the assumed profile's
+    "x86_vm_measured": HostProfile(
+        "per_element", round(8 / 3.143, 2), 23.0, 21.61, 3.7,
+        (("activation", 23.816), ("elementwise", 0.355), ("layernorm", 3.143), ("rotary", 0.507),
+         ("softmax", 5.27)),
+        "measured on this project's 2-core AMD EPYC VM by benchmarks/bench_host.py, 2026-12-07 "
+        "(validation/data/host_x86_vm.json): scalar C kernels, one core; power not measured (3.7 W assumed)",
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class HostConfig:
     """The host CPU beside NVDLA, a system part rather than an NVDLA parameter: which model prices the work
     the mapper leaves to it (softmax, LayerNorm, gathers, copies, fallbacks; nvdla_sim/system/host.py) and
-    that model's figures. The defaults are assumed, not measured: a few-core embedded CPU with NEON
-    (docs/modelling.md, "The host")."""
+    that model's figures, from a named profile (HOST_PROFILES, each with its source) whose values a config
+    may override one by one. The default profile is assumed, not measured (docs/modelling.md, "The host")."""
 
-    model: str = "roofline"  # HOST_MODELS
-    gflops: float = 20.0  # roofline: sustained 1e9 FLOP/s over the work's FLOPs (a fallback op's too)
-    mem_gbs: float = 10.0  # sustained 1e9 bytes/s over the bytes the work reads and writes
-    overhead_us: float = 10.0  # one hand-off: interrupt, cache maintenance, the call
-    # the host's power while it works (its energy: this x its busy time; idle power is not counted): four
-    # Cortex-A72 cores at 2.3 GHz under a power virus draw 3.7 W above idle (Kirin 950, AnandTech's Kirin
-    # 960 review, 2017), a CPU of the 20 GFLOP/s class assumed above
-    active_power_w: float = 3.7
+    profile: str = "assumed_embedded"  # HOST_PROFILES
+    model: str | None = None  # HOST_MODELS; None: the profile's (so for every field below)
+    gflops: float | None = None  # roofline: sustained 1e9 FLOP/s over the work's FLOPs (a fallback op's too)
+    mem_gbs: float | None = None  # sustained 1e9 bytes/s over the bytes the work reads and writes
+    overhead_us: float | None = None  # one hand-off: interrupt, cache maintenance, the call
+    active_power_w: float | None = None  # its power while it works (energy: this x its busy time)
     # per_element: each kind of work's time per element in ns ([host.ns_per_element] softmax = 4.1, ...)
-    ns_per_element: tuple[tuple[str, float], ...] = ()
+    ns_per_element: tuple[tuple[str, float], ...] | None = None
+
+    @property
+    def source(self) -> str:
+        """Where the profile's figures come from; a config's own values are its own."""
+        p = HOST_PROFILES[self.profile]
+        own = [f for f in ("model", "gflops", "mem_gbs", "overhead_us", "active_power_w", "ns_per_element")
+               if getattr(self, f) != getattr(p, f)]  # fmt: skip
+        return p.source + (f"; the config's own {', '.join(own)}" if own else "")
 
     def __post_init__(self) -> None:
+        if self.profile not in HOST_PROFILES:
+            raise ConfigError(f"host.profile {self.profile!r} is not one of {', '.join(HOST_PROFILES)}")
+        profile = HOST_PROFILES[self.profile]
+        if self.ns_per_element is None and self.model not in (None, profile.model):
+            object.__setattr__(self, "ns_per_element", ())  # another model than the profile's: its own table
+        for name in ("model", "gflops", "mem_gbs", "overhead_us", "active_power_w", "ns_per_element"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, getattr(profile, name))
         if self.model not in HOST_MODELS:
             raise ConfigError(f"host.model {self.model!r} is not one of {', '.join(HOST_MODELS)}")
         for name in ("gflops", "mem_gbs"):

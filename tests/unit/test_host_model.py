@@ -132,3 +132,45 @@ def test_the_hosts_energy_by_hand(tmp_path):
     e0 = idle.energy()
     assert e0.batch_host_uj == 0.0
     assert (e0.batch_core_uj, e0.batch_dram_uj) == (en.batch_core_uj, en.batch_dram_uj)
+
+
+def test_the_measured_host_profile_is_the_benchmarks_measurement():
+    """x86_vm_measured (config.HOST_PROFILES) holds what benchmarks/bench_host.py measured and committed
+    (validation/data/host_x86_vm.json); its FLOP rate for fallback ops is LayerNorm's 8 FLOPs at its time."""
+    import json
+
+    from nvdla_sim.config import HOST_PROFILES
+
+    measured = json.loads((CONFIGS.parent / "validation" / "data" / "host_x86_vm.json").read_text())
+    p = HOST_PROFILES["x86_vm_measured"]
+    assert dict(p.ns_per_element) == measured["ns_per_element"] and p.model == "per_element"
+    assert (p.mem_gbs, p.overhead_us) == (measured["mem_gbs"], measured["handoff_us"])
+    assert p.gflops == round(8 / measured["ns_per_element"]["layernorm"], 2)
+    assert "bench_host.py" in p.source and "assumed" in HOST_PROFILES["assumed_embedded"].source
+
+
+def test_a_profile_prices_the_host_and_a_configs_value_overrides_it():
+    """The measured profile by hand: each LayerNorm of BERT-base at 128 tokens is 98,304 elements at 3.143 ns
+    (308.97 us, longer than its bytes at 23 GB/s) plus one 21.61 us hand-off: 330,580 cycles at 1 GHz."""
+    fields_ = ("model", "gflops", "mem_gbs", "overhead_us", "active_power_w", "ns_per_element")
+    hw = load_config("nv_full").with_values(
+        **{"host.profile": "x86_vm_measured", **{f"host.{f}": None for f in fields_}}
+    )
+    assert isinstance(host_model(hw.host), PerElementHost) and "measured" in hw.host.source
+    res = map_model(build_graph(preset("bert-base"), seq=128), hw, precision=Precision.INT8)
+    ln = [r for r in res.results if r.task.resource is Resource.HOST and "layernorm" in r.task.note]
+    assert ln and {r.cycles_per_instance for r in ln} == {math.ceil((21.61 + 3.143 * 128 * 768 * 1e-3) * 1000)}
+    mine = hw.with_values(**{"host.overhead_us": 5.0}).host
+    assert mine.overhead_us == 5.0 and mine.source.endswith("the config's own overhead_us")
+    with pytest.raises(ConfigError, match="host.profile 'arm' is not one of assumed_embedded, x86_vm_measured"):
+        load_config("nv_full").with_values(**{"host.profile": "arm"})
+
+
+def test_the_cli_names_its_host_profile(capsys):
+    from nvdla_cli.main import main
+
+    assert main(["map", "bert-base", "--hw", "nv_full", "--seq", "32", "--top", "0", "--host", "x86_vm_measured"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("host  "))
+    assert "profile x86_vm_measured (per_element): measured on this project's" in line
+    assert main(["map", "bert-base", "--hw", "nv_full", "--seq", "32", "--top", "0"]) == 0
+    assert "profile assumed_embedded (roofline): assumed, not measured" in capsys.readouterr().out
