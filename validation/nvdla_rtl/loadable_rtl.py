@@ -1,0 +1,150 @@
+"""Run NVIDIA's nv_small regression loadables, as the DLA firmware programs them, on NVIDIA's nv_small RTL, and
+compare their time and output with the model's.
+
+    python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT [--work DIR] [--out FILE]
+
+HW_SRC is an nvdla/hw checkout or bare mirror, built by build.sh with the testbench whose reads wait
+(NVDLA_TB_READS=wait); SW_CHECKOUT an nvdla/sw checkout holding regression/flatbufs (and regression/golden).
+Each `_small` loadable is run through nvdla_sim.program.loadable.run on nv_small_rtl_tb: its memories (the
+loadable's blobs at the model's addresses), then the firmware's register accesses in order, as a driver's log
+replays (driver_log_rtl.convert: a read of S_INTR_STATUS waits for the done bits it showed, the CBUF flush
+poll for its value, other reads compare nothing), and last a dump of the output tensor's buffer that the
+testbench compares byte for byte with the model's (nvdla.cpp's dump_mem). The rows
+(validation/data/nvdla_rtl_loadables.json) hold whether the RTL's output equals the model's (and so NVIDIA's
+golden, which the model's equals), the RTL's cycles from the first register write to the last access's
+completion and the model's for the same span, and per operation both from its enable write to the response
+of the read that showed its end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from nvdla_sim.config import load_config
+from nvdla_sim.files import write_json
+from nvdla_sim.program.loadable.run import run_loadable
+from nvdla_sim.registers.trace_io import RegWrite
+from nvdla_validation.nvdla_rtl.driver_log_rtl import convert, rtl_marks
+from nvdla_validation.nvdla_rtl.run_reference import build
+from nvdla_validation.nvdla_sw.loadables import find
+
+OUT = Path(__file__).resolve().parents[1] / "data" / "nvdla_rtl_loadables.json"
+HW = "nv_small_rtl_tb"
+_KEEP = "write to nvdla|read response from nvdla|PASS|FAIL|ERROR|memory dump matched"
+
+
+def trace(run, hw) -> bytes:
+    """The testbench's binary trace: load_mem of every filled memory, the firmware's accesses, dump_mem of
+    the output buffer against the model's bytes."""
+    out = bytearray()
+    lo = run.net.loadable
+    for m in lo.memories:
+        if m.contents:
+            data = lo.contents(m.id)
+            out += struct.pack("=BII", 5, run.memory.bases[m.id], len(data)) + data
+    regs = convert(run.program, hw.driver.address_map)
+    out += regs[:-1]  # without its end mark
+    (tensor,) = [t for t in lo.tensors if t.mem_id in run.net.outputs()][:1]
+    base = run.memory.bases[tensor.mem_id] + tensor.offset
+    expected = bytes(run.memory_image.read(base, tensor.size))
+    name = b"output.bin"
+    out += struct.pack("=BII", 4, base, len(expected)) + expected + struct.pack("=I", len(name)) + name
+    return bytes(out + struct.pack("=B", 0xFF))
+
+
+def compare(name: str, path: Path, binary: Path, rundir: Path, *, timeout: float) -> dict:
+    hw = load_config(HW)
+    run = run_loadable(path, hw)
+    rundir.mkdir(parents=True, exist_ok=True)
+    (rundir / "trace.bin").write_bytes(trace(run, hw))
+    t0 = time.perf_counter()
+    with open(rundir / "run.log", "w") as f:
+        sim = subprocess.Popen(["stdbuf", "-oL", str(binary), "trace.bin"], cwd=rundir, stdout=subprocess.PIPE)
+        grep = subprocess.Popen(["grep", "--line-buffered", "-E", _KEEP], stdin=sim.stdout, stdout=f)
+        sim.stdout.close()
+        try:
+            sim.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+            return {"name": name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
+        grep.wait()
+    text = (rundir / "run.log").read_text()
+    prog = run.program
+    writes, reads = rtl_marks(text)
+    n_writes = sum(isinstance(c, RegWrite) for c in prog.commands)
+    n_reads = len(prog.commands) - n_writes
+    if len(writes) != n_writes or len(reads) != n_reads:
+        return {"name": name, "status": "fail", "reason": f"the RTL issued {len(writes)}/{n_writes} writes and "
+                f"completed {len(reads)}/{n_reads} reads"}  # fmt: skip
+    mark, w, r = {}, iter(writes), iter(reads)
+    for i, c in enumerate(prog.commands):
+        mark[i] = next(w) if isinstance(c, RegWrite) else next(r)
+    ops = []
+    for t in run.run.operations:
+        op = t.operation
+        if op.ended_at is None or t.seen is None:
+            continue
+        ops.append({
+            "processors": "+".join(op.processors),
+            "rtl_cycles": mark[op.ended_at] - mark[op.enabled_at],
+            "model_cycles": round(t.seen - t.enabled),
+        })  # fmt: skip
+    return {
+        "name": name,
+        "status": "pass" if "memory dump matched reference" in text and "FAIL" not in text else "output mismatch",
+        "model_md5": run.outputs[0].md5 if run.outputs else None,
+        "writes": n_writes,
+        "reads": n_reads,
+        "rtl_cycles": max(writes[-1], reads[-1]) - writes[0],
+        "model_cycles": run.cycles,
+        "operations": ops,
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src", type=Path, help="nvdla/hw checkout or bare git mirror")
+    ap.add_argument("sw", type=Path, help="nvdla/sw checkout (regression/flatbufs)")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "nvdla_rtl_ref", help="build folder")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per loadable")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    binary = build(args.src, args.work, "nv_small", waiting_reads=True)
+    found, _ = find(args.sw)
+    rows = []
+    for name, path, _golden in found:
+        if not name.endswith("_small"):
+            continue
+        row = compare(name, path, binary, args.work / "loadables" / name, timeout=args.timeout)
+        rows.append(row)
+        if "rtl_cycles" in row:
+            print(f"{name:<22} {row['status']:<16} RTL {row['rtl_cycles']:>9,}  model {row['model_cycles']:>9,}  "
+                  f"({row['model_cycles'] / row['rtl_cycles'] - 1:+.1%})", file=sys.stderr)  # fmt: skip
+        else:
+            print(f"{name:<22} {row['status']}: {row['reason']}", file=sys.stderr)
+    commit = subprocess.run(["git", "-C", str(args.src), "rev-parse", "nv_small"], capture_output=True, text=True)
+    write_json(args.out, {
+        "what": "NVIDIA's nv_small regression loadables, programmed as the DLA firmware does (the model's firmware), "
+                "on NVIDIA's nv_small RTL (reads that wait), against the model (docs/driver_programs.md)",
+        "command": "python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT",
+        "source_commit": commit.stdout.strip() or None,
+        "date": datetime.date.today().isoformat(),
+        "driver_profile": load_config(HW).driver.profile,
+        "cycle_definition": "core clocks from the first register write to the last access's completion; per "
+                            "operation, from its enable write to the response of the read that showed its end",
+        "rows": rows,
+    })  # fmt: skip
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
