@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--task", type=int, help="with --loadable: the DLA task to run (default: the loadable's only one)")
     s.add_argument(
+        "--registers",
+        metavar="FILE",
+        help="with --loadable: write the firmware's register accesses as a driver's log (.txn: write_reg/read_reg "
+        "at the build's byte addresses, which --trace-test replays)",
+    )
+    s.add_argument(
         "--golden",
         metavar="DIR",
         help="with --loadable: compare the output with a regression golden (nvdla/sw regression/golden/<test>)",
@@ -241,6 +247,7 @@ _SIMULATE_NEEDS = [
     Needs("loadable", lambda a: a.trace_test is None, "and --trace-test each run a program: give one"),
     Needs("task", lambda a: a.loadable is not None, "goes with --loadable"),
     Needs("golden", lambda a: a.loadable is not None, "goes with --loadable"),
+    Needs("registers", lambda a: a.loadable is not None, "goes with --loadable"),
     *(
         Needs(f, lambda a: a.trace_test is None and a.loadable is None,
               "describes a layer; --trace-test and --loadable run the program's own layers")
@@ -466,7 +473,15 @@ def _simulate_loadable(args: argparse.Namespace) -> int:
     from nvdla_sim.program.loadable.run import run_loadable
 
     hw = load_config(args.hw or "nv_full")
+    if args.registers is not None:
+        output_file(args.registers, "--registers")
     run = run_loadable(args.loadable, hw, task=args.task, golden=args.golden)
+    if args.registers is not None:
+        from nvdla_sim.files import write_text
+        from nvdla_sim.registers.trace_io import txn_text
+
+        write_text(args.registers, txn_text(run.program.commands, hw.driver.address_map))
+        print(f"wrote the firmware's register accesses: {args.registers}", file=sys.stderr)
     if args.trace is not None:
         from nvdla_sim.engine.trace import span_events, write_trace_doc
 

@@ -340,6 +340,24 @@ def _parse_txn(txn: Path, text: str, address_map: str | None = None) -> Program:
     return prog
 
 
+def txn_text(commands: list[Command], address_map: str) -> str:
+    """Register accesses as a kernel-mode driver's log (`write_reg ADDR VALUE`, `read_reg ADDR MASK VALUE`, the
+    byte addresses of build map `address_map`, each line's register named in its comment), as
+    vineetbitsp/RISC-V-NVDLA's output.txn holds them; parse_program reads it back."""
+    am = lookup_map(address_map)
+    lines = []
+    for c in commands:
+        if isinstance(c, RegWrite):
+            lines.append(f"write_reg {am.address(c.unit, c.reg):#06x} {c.value:#010x}  # {c.unit}.{c.reg}")
+        elif isinstance(c, RegRead):
+            lines.append(
+                f"read_reg {am.address(c.unit, c.reg):#06x} {c.mask:#010x} {c.value:#010x}  # {c.unit}.{c.reg}"
+            )
+        else:
+            raise TraceError(f"a driver's log holds register writes and reads, not {type(c).__name__}")
+    return "\n".join(lines) + "\n"
+
+
 _HEX_BYTE = re.compile(r"^0x[0-9a-fA-F]{1,2}$")
 
 

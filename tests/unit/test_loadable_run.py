@@ -8,6 +8,7 @@ scheduler.c, engine_isr.c). NVIDIA's own regression loadables and goldens: test_
 from __future__ import annotations
 
 import dataclasses
+import json
 import struct
 
 import numpy as np
@@ -137,8 +138,6 @@ def test_the_cli_runs_a_loadable_and_compares_its_golden(tmp_path, capsys):
     bad[40] ^= 1
     (golden / "o_000000.dimg").write_bytes(bytes(bad))
     assert main(["simulate", "--loadable", str(path), "--hw", HW, "--golden", str(golden.parent), "--json"]) == 1
-    import json
-
     doc = json.loads(capsys.readouterr().out)
     assert doc["checks"][0]["mismatched_elements"] == 1 and doc["cycles"] >= doc["sequence"]["operations"][0]["end"]
 
@@ -270,3 +269,16 @@ def test_flags_that_need_a_loadable(capsys):
     assert "--golden goes with --loadable" in capsys.readouterr().err
     assert main(["simulate", "--loadable", "x", "--m", "4"]) == 2
     assert "--m describes a layer" in capsys.readouterr().err
+
+
+def test_the_firmwares_accesses_written_as_a_driver_log_replay_the_same(tmp_path, capsys):
+    """--registers writes the firmware's accesses as a kernel-mode driver's log (byte addresses of the build's
+    map); --trace-test reads it back as any driver's log and times it to the same cycles."""
+    path, log = _conv_loadable(tmp_path), tmp_path / "conv" / "output.txn"
+    assert main(["simulate", "--loadable", str(path), "--hw", HW, "--registers", str(log), "--json"]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    text = log.read_text()
+    assert text.startswith("read_reg 0x") and "write_reg 0x" in text and "# NVDLA_CDMA.D_OP_ENABLE_0" in text
+    assert main(["simulate", "--trace-test", str(log), "--hw", HW, "--json"]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["cycles"] == direct["cycles"] and len(replayed["sequence"]["operations"]) == 1
