@@ -20,10 +20,12 @@ from nvdla_sim.engine.stats import LayerStats
 from nvdla_sim.errors import TraceError
 from nvdla_sim.layers import HwLayer
 from nvdla_sim.processors import fixed_latency, register_view, simulate
+from nvdla_sim.processors.lut import decode_lut
+from nvdla_sim.processors.registers import ProgramLuts
 from nvdla_sim.program.decode import Decoded, Operation, decode_program
-from nvdla_sim.program.execute import execute_program
+from nvdla_sim.program.execute import execute, execute_program
 from nvdla_sim.program.sequence import SequenceRun, decode_sequence, replay
-from nvdla_sim.registers.trace_io import Program, parse_program
+from nvdla_sim.registers.trace_io import MemAccess, Program, memory_from_transfers, parse_program
 
 
 @dataclass(frozen=True)
@@ -141,8 +143,29 @@ def run_driver_log(prog: Program, hw: HwConfig, *, strict: bool = True) -> Progr
     timings = [tuple(run_operations(list(s.ops), hw, name=s.name)) for s in seq.operations]
     srun = replay(prog, seq, hw, timings)
     ops = [op for s in seq.operations for op in s.ops]
-    return ProgramRun(prog.name, Decoded(ops, seq.unknown), [t for ts in timings for t in ts], span=srun.cycles,
-                      sequence=srun)  # fmt: skip
+    run = ProgramRun(prog.name, Decoded(ops, seq.unknown), [t for ts in timings for t in ts], span=srun.cycles,
+                     sequence=srun)  # fmt: skip
+    if any(isinstance(c, MemAccess) for c in prog.commands):
+        run.checks = [transfers_check(prog, srun, hw)]
+    return run
+
+
+def transfers_check(prog: Program, srun: SequenceRun, hw: HwConfig) -> dict:
+    """A log with NVDLA's memory transfers (a virtual platform's sc.log): its operations executed on the
+    memory as NVDLA first read it, in the order they started, and every byte the log wrote compared with
+    the model's last write of it."""
+    memory, written = memory_from_transfers(prog)
+    order = sorted(srun.operations, key=lambda t: (t.start, t.enabled))
+    ops = [op for t in order for op in t.operation.ops]
+    units = {u for op in ops if (u := register_view(op).lut_unit(op)) is not None}
+    luts = ProgramLuts(**{u: decode_lut(prog, f"NVDLA_{u.upper()}") for u in units})
+    execute(ops, memory, hw, name=prog.name, luts=luts)
+    addrs = sorted(written)
+    got = [int(memory.read(a, 1)[0]) for a in addrs]
+    bad = sum(g != written[a] for g, a in zip(got, addrs, strict=True))
+    first_bad = next((a for g, a in zip(got, addrs, strict=True) if g != written[a]), None)
+    return {"kind": "memory transfers", "bytes_written": len(addrs), "mismatched_bytes": bad,
+            "first_mismatch": f"{first_bad:#x}" if first_bad is not None else None, "match": bad == 0}  # fmt: skip
 
 
 def check_supported(op: Operation, hw: HwConfig, name: str) -> None:

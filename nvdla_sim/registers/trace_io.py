@@ -112,7 +112,18 @@ class Check:
     line: int = 0
 
 
-Command = RegWrite | RegPoll | RegRead | MemInit | MemLoad | IntrNotify | Check
+@dataclass(frozen=True)
+class MemAccess:
+    """One transfer of NVDLA's data bus a virtual platform's log records (nvdla.dbb_adaptor): what NVDLA read
+    from memory or wrote to it."""
+
+    write: bool
+    addr: int
+    data: bytes
+    line: int
+
+
+Command = RegWrite | RegPoll | RegRead | MemInit | MemLoad | IntrNotify | Check | MemAccess
 
 
 @dataclass
@@ -175,15 +186,18 @@ def find_cfg(path: str | Path) -> Path:
             return p / "input.txn"
         if not cfgs and len(txns) == 1:
             return txns[0]
+        logs = sorted(p.glob("*.log"))
+        if not cfgs and not txns and len(logs) == 1:  # a virtual platform's sc.log
+            return logs[0]
         if len(cfgs) != 1:
             raise TraceError(
                 f"{p}: expected one .cfg trace file (or one .txn log) in the test folder, found {len(cfgs)} "
                 f".cfg and {len(txns)} .txn"
             )
         return cfgs[0]
-    if p.suffix in (".cfg", ".txn") and p.is_file():
+    if p.suffix in (".cfg", ".txn", ".log") and p.is_file():
         return p
-    raise TraceError(f"{p}: not a trace-test folder or .cfg file")
+    raise TraceError(f"{p}: not a trace-test folder, .cfg or .txn file, or a virtual platform's .log")
 
 
 def parse_program(path: str | Path, *, address_map: str | None = None) -> Program:
@@ -197,6 +211,8 @@ def parse_program(path: str | Path, *, address_map: str | None = None) -> Progra
         raise TraceError(f"{cfg}: cannot read trace ({e})") from None
     if cfg.suffix == ".txn":
         return _parse_txn(cfg, text, address_map)
+    if cfg.suffix == ".log":
+        return _parse_sclog(cfg, text, address_map)
     prog = Program(name=cfg.stem, folder=cfg.parent)
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.split("//", 1)[0].strip()
@@ -356,6 +372,76 @@ def txn_text(commands: list[Command], address_map: str) -> str:
         else:
             raise TraceError(f"a driver's log holds register writes and reads, not {type(c).__name__}")
     return "\n".join(lines) + "\n"
+
+
+_SCLOG = re.compile(
+    r"nvdla\.(csb|dbb)_adaptor: GP: iswrite=([01]) addr=(0x[0-9a-fA-F]+) len=(\d+) data=0x((?: [0-9a-fA-F]+)+) "
+    r"resp=(\S+)"
+)
+
+
+def _parse_sclog(log: Path, text: str, address_map: str | None) -> Program:
+    """A virtual platform's sc.log (nvdla/vp): the lines of `nvdla.csb_adaptor` (NVDLA's register accesses,
+    byte addresses of the build's map: a driver's log) and of `nvdla.dbb_adaptor` (its memory transfers:
+    MemAccess); every other line (the C model's messages) is left out. Each data group is a 32-bit word of
+    the bytes at its offset, little-endian (as the VP prints a transfer's payload)."""
+    if address_map is None:
+        raise TraceError(f"{log}: a virtual platform's log gives registers by address; it needs an address map")
+    am = lookup_map(address_map)
+    prog = Program(name=log.parent.name, folder=log.parent, path=log, by_address=True)
+    for no, raw in enumerate(text.splitlines(), 1):
+        if "_adaptor: GP:" not in raw:
+            continue
+        m = _SCLOG.search(raw)
+        if m is None:
+            raise TraceError(f"{log}:{no}: not an adaptor transfer (GP: iswrite= addr= len= data=0x ... resp=): "
+                             f"{raw.strip()[:80]!r}")  # fmt: skip
+        port, write, addr, size, data, resp = m.groups()
+        if resp != "TLM_OK_RESPONSE":
+            raise TraceError(f"{log}:{no}: the transfer failed ({resp}); the log holds no value for it")
+        words = [int(w, 16) for w in data.split()]
+        payload = b"".join(w.to_bytes(4, "little") for w in words)[: int(size)]
+        if len(payload) != int(size):
+            raise TraceError(f"{log}:{no}: {size} bytes announced, {len(payload)} given")
+        address = int(addr, 16)
+        if port == "dbb":
+            prog.commands.append(MemAccess(write == "1", address, payload, no))
+            continue
+        unit, reg = am.register_at(byte_address(address), f"{log}:{no}")
+        value = int.from_bytes(payload[:4], "little")
+        if write == "1":
+            prog.commands.append(RegWrite(unit, reg, value, no))
+        else:
+            prog.commands.append(RegRead(unit, reg, value, 0xFFFFFFFF, no))
+    if not any(isinstance(c, RegWrite) for c in prog.commands):
+        raise TraceError(f"{log}: no nvdla.csb_adaptor register write (a virtual platform's sc.log holds them)")
+    return prog
+
+
+def memory_from_transfers(prog: Program) -> tuple[SparseMemory, dict[int, int]]:
+    """What a log's memory transfers say: the memory as NVDLA first read it (each byte's value at its first
+    read, unless NVDLA wrote it before), and the last value written to each byte (address -> byte)."""
+    first: dict[int, int] = {}
+    written: dict[int, int] = {}
+    for c in prog.commands:
+        if not isinstance(c, MemAccess):
+            continue
+        for k, b in enumerate(c.data):
+            a = c.addr + k
+            if c.write:
+                written[a] = b
+            elif a not in written:
+                first.setdefault(a, b)
+    mem = SparseMemory()
+    run: list[int] = []
+    for a in sorted(first):  # contiguous runs in one write each
+        if run and a != run[0] + len(run):
+            mem.write(run[0], bytes(first[x] for x in run))
+            run = []
+        run.append(a)
+    if run:
+        mem.write(run[0], bytes(first[x] for x in run))
+    return mem, written
 
 
 _HEX_BYTE = re.compile(r"^0x[0-9a-fA-F]{1,2}$")

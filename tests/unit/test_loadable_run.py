@@ -282,3 +282,61 @@ def test_the_firmwares_accesses_written_as_a_driver_log_replay_the_same(tmp_path
     assert main(["simulate", "--trace-test", str(log), "--hw", HW, "--json"]) == 0
     replayed = json.loads(capsys.readouterr().out)
     assert replayed["cycles"] == direct["cycles"] and len(replayed["sequence"]["operations"]) == 1
+
+
+def _sc_log(r, hw, corrupt: bool = False) -> str:
+    """A virtual platform's sc.log of a run, in nvdla/vp's adaptor format: NVDLA's reads of the loadable's
+    memories (8-byte transfers, each group a little-endian word), the firmware's register accesses, and
+    NVDLA's writes of the output."""
+    from nvdla_sim.registers.addresses import address_map
+
+    am = address_map(hw.driver.address_map)
+
+    def line(port: str, write: bool, addr: int, data: bytes) -> str:
+        words = " ".join(f"{int.from_bytes(data[i : i + 4], 'little'):08x}" for i in range(0, len(data), 4))
+        return f"100 ms: Info: nvdla.{port}_adaptor: GP: iswrite={int(write)} addr={addr:#x} len={len(data)} " \
+               f"data=0x {words} resp=TLM_OK_RESPONSE"  # fmt: skip
+
+    out = ["100 ms: Info: NV_NVDLA_cdma.cpp: a C model message, left out"]
+    lo = r.net.loadable
+    for m in lo.memories:
+        data = lo.contents(m.id).ljust(-(-m.size // 8) * 8, b"\0") if m.contents else b""
+        out += [line("dbb", False, r.memory.bases[m.id] + i, data[i : i + 8]) for i in range(0, len(data), 8)]
+    for c in r.program.commands:
+        out.append(line("csb", isinstance(c, RegWrite), am.address(c.unit, c.reg), c.value.to_bytes(4, "little")))
+    base = r.memory.bases[7] + 64
+    written = bytearray(r.memory_image.read(base, 2048))
+    if corrupt:
+        written[3] ^= 0x40
+    out += [line("dbb", True, base + i, bytes(written[i : i + 8])) for i in range(0, 2048, 8)]
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_a_virtual_platforms_log_replays_and_checks_every_byte_it_wrote(tmp_path, capsys, corrupt):
+    """sc.log: the csb adaptor's lines are the driver's accesses by address, the dbb adaptor's NVDLA's memory
+    traffic; the operations run on the memory as first read, and each byte the log wrote is compared."""
+    from nvdla_sim.program.run import run_program
+
+    hw = load_config(HW)
+    r = run_loadable(_conv_loadable(tmp_path), hw)
+    log = tmp_path / "vp" / "sc.log"
+    log.parent.mkdir()
+    log.write_text(_sc_log(r, hw, corrupt=corrupt))
+    run = run_program(log.parent, hw)
+    assert run.cycles == r.cycles and len(run.sequence.operations) == 1
+    (check,) = run.checks
+    assert check["bytes_written"] == 2048 and check["mismatched_bytes"] == int(corrupt)
+    assert main(["simulate", "--trace-test", str(log), "--hw", HW]) == int(corrupt)  # exit 1 on a difference
+    assert ("MISMATCH" in capsys.readouterr().out) == corrupt
+
+
+def test_a_virtual_platforms_log_with_a_failed_transfer_is_refused(tmp_path):
+    from nvdla_sim.errors import TraceError
+    from nvdla_sim.program.run import run_program
+
+    log = tmp_path / "sc.log"
+    log.write_text("1 ms: Info: nvdla.csb_adaptor: GP: iswrite=1 addr=0x1004 len=4 data=0x 00000000 "
+                   "resp=TLM_ADDRESS_ERROR_RESPONSE\n")  # fmt: skip
+    with pytest.raises(TraceError, match=r"sc.log:1: the transfer failed \(TLM_ADDRESS_ERROR_RESPONSE\)"):
+        run_program(log, load_config(HW))
