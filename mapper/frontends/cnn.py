@@ -174,14 +174,7 @@ def lenet_mnist(batch: int = 1) -> nx.DiGraph:
 def resnet18_cifar(batch: int = 1) -> nx.DiGraph:
     b = CnnBuilder("resnet18_cifar", batch, (32, 32, 3))
     x = b.conv("conv1", b.input, 16, 3, pad=1, bn=True)
-    for stage, (ch, blocks) in enumerate(zip((16, 32, 64), (3, 3, 2), strict=True), start=2):
-        for i in range(blocks):
-            stride = 2 if stage > 2 and i == 0 else 1
-            with b.g.block(f"conv{stage}_", i + 1) as p:
-                y = b.conv(f"{p}.a", x, ch, 3, stride=stride, pad=1, bn=True)
-                y = b.conv(f"{p}.b", y, ch, 3, pad=1, bn=True, act=None)
-                short = b.conv(f"{p}.down", x, ch, 1, stride=stride, bn=True, act=None) if stride == 2 else x
-                x = b.add(f"{p}.add", y, short)
+    x = _basic_stages(b, x, (16, 32, 64), (3, 3, 2))
     x = b.pool("avgpool", x, 8, 1, mode=PoolMode.AVG)
     b.fc("fc", x, 10, act=None)
     return verify(b.g.g)
@@ -213,17 +206,23 @@ def _head(b: CnnBuilder, x: Tensor) -> None:
     b.fc("fc", x, 1000, act=None)
 
 
-def resnet18(batch: int = 1) -> nx.DiGraph:
-    b = CnnBuilder("resnet18", batch, (224, 224, 3))
-    x = _stem(b)
-    for stage, (ch, blocks) in enumerate(zip((64, 128, 256, 512), (2, 2, 2, 2), strict=True), start=2):
-        for i in range(blocks):
+def _basic_stages(b: CnnBuilder, x: Tensor, channels: tuple[int, ...], blocks: tuple[int, ...]) -> Tensor:
+    """He et al.'s basic-block stages (conv2_ onwards): two 3x3 convolutions a block, the first of each stage
+    after the first with stride 2 and a 1x1 stride-2 projection of the shortcut."""
+    for stage, (ch, n) in enumerate(zip(channels, blocks, strict=True), start=2):
+        for i in range(n):
             stride = 2 if stage > 2 and i == 0 else 1
             with b.g.block(f"conv{stage}_", i + 1) as p:
                 y = b.conv(f"{p}.a", x, ch, 3, stride=stride, pad=1, bn=True)
                 y = b.conv(f"{p}.b", y, ch, 3, pad=1, bn=True, act=None)
                 short = b.conv(f"{p}.down", x, ch, 1, stride=stride, bn=True, act=None) if stride == 2 else x
                 x = b.add(f"{p}.add", y, short)
+    return x
+
+
+def resnet18(batch: int = 1) -> nx.DiGraph:
+    b = CnnBuilder("resnet18", batch, (224, 224, 3))
+    x = _basic_stages(b, _stem(b), (64, 128, 256, 512), (2, 2, 2, 2))
     _head(b, x)
     return verify(b.g.g)
 

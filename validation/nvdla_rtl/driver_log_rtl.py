@@ -79,38 +79,39 @@ def rtl_marks(log: str) -> tuple[list[int], list[int]]:
     return writes, reads
 
 
-def compare_log(log: Path, binary: Path, rundir: Path, *, timeout: float) -> dict:
-    hw = load_config(HW)
-    prog = parse_program(log, address_map=hw.driver.address_map)
-    run = run_program(log, hw)
+def run_trace(binary: Path, data: bytes, rundir: Path, *, timeout: float, keep: str = _KEEP) -> str | None:
+    """Run a binary trace on the built testbench in `rundir`, keeping the log lines that match `keep` (the
+    testbench logs every AXI request); its text, or None when it does not end within `timeout` s."""
     rundir.mkdir(parents=True, exist_ok=True)
-    (rundir / "trace.bin").write_bytes(convert(prog, hw.driver.address_map))
-    t0 = time.perf_counter()
-    with open(rundir / "run.log", "w") as f:  # the testbench logs every AXI request: keep the CSB lines only
+    (rundir / "trace.bin").write_bytes(data)
+    with open(rundir / "run.log", "w") as f:
         sim = subprocess.Popen(["stdbuf", "-oL", str(binary), "trace.bin"], cwd=rundir, stdout=subprocess.PIPE)
-        grep = subprocess.Popen(["grep", "--line-buffered", "-E", _KEEP], stdin=sim.stdout, stdout=f)
+        grep = subprocess.Popen(["grep", "--line-buffered", "-E", keep], stdin=sim.stdout, stdout=f)
         sim.stdout.close()
         try:
             sim.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             sim.kill()
-            return {"name": log.parent.name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
+            return None
         grep.wait()
-    wall = time.perf_counter() - t0
-    text = (rundir / "run.log").read_text()
+    return (rundir / "run.log").read_text()
+
+
+def timed_rows(prog: Program, text: str, seq) -> dict:
+    """The RTL's and the model's times of a replayed program: the span from its first write to its last
+    access's completion, and per operation from its enable write to the response of the read that showed
+    its end (`seq`: program.sequence.SequenceRun); {"reason": ...} when the RTL did not issue them all."""
     writes, reads = rtl_marks(text)
     n_writes = sum(isinstance(c, RegWrite) for c in prog.commands)
-    n_reads = len(prog.commands) - n_writes
+    n_reads = sum(isinstance(c, RegRead) for c in prog.commands)
     if len(writes) != n_writes or len(reads) != n_reads:
-        return {"name": log.parent.name, "status": "fail", "reason": f"the RTL issued {len(writes)}/{n_writes} "
-                f"writes and completed {len(reads)}/{n_reads} reads"}  # fmt: skip
-    # command index -> its mark on the RTL
+        return {"reason": f"the RTL issued {len(writes)}/{n_writes} writes and completed {len(reads)}/{n_reads} reads"}
     mark, w, r = {}, iter(writes), iter(reads)
     for i, c in enumerate(prog.commands):
-        mark[i] = next(w) if isinstance(c, RegWrite) else next(r)
-    first = writes[0]
+        if isinstance(c, RegWrite | RegRead):
+            mark[i] = next(w) if isinstance(c, RegWrite) else next(r)
     ops = []
-    for t in run.sequence.operations:
+    for t in seq.operations:
         op = t.operation
         if op.ended_at is None or t.seen is None:
             continue
@@ -120,16 +121,38 @@ def compare_log(log: Path, binary: Path, rundir: Path, *, timeout: float) -> dic
             "rtl_cycles": mark[op.ended_at] - mark[op.enabled_at],
             "model_cycles": round(t.seen - t.enabled),
         })  # fmt: skip
-    return {
-        "name": log.parent.name,
-        "status": "pass",
-        "writes": n_writes,
-        "reads": n_reads,
-        "rtl_cycles": max(writes[-1], reads[-1]) - first,
-        "model_cycles": run.cycles,
-        "operations": ops,
-        "wall_s": round(wall, 1),
-    }
+    return {"writes": n_writes, "reads": n_reads, "rtl_cycles": max(writes[-1], reads[-1]) - writes[0],
+            "operations": ops}  # fmt: skip
+
+
+def write_rtl_rows(out: Path, src: Path, *, what: str, command: str, rows: list[dict]) -> None:
+    commit = subprocess.run(["git", "-C", str(src), "rev-parse", "nv_small"], capture_output=True, text=True)
+    write_json(out, {
+        "what": what,
+        "command": command,
+        "source_commit": commit.stdout.strip() or None,
+        "date": datetime.date.today().isoformat(),
+        "driver_profile": load_config(HW).driver.profile,
+        "cycle_definition": "core clocks from the first register write to the last access's completion; per "
+                            "operation, from its enable write to the response of the read that showed its end",
+        "rows": rows,
+    })  # fmt: skip
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def compare_log(log: Path, binary: Path, rundir: Path, *, timeout: float) -> dict:
+    hw = load_config(HW)
+    prog = parse_program(log, address_map=hw.driver.address_map)
+    run = run_program(log, hw)
+    t0 = time.perf_counter()
+    text = run_trace(binary, convert(prog, hw.driver.address_map), rundir, timeout=timeout)
+    if text is None:
+        return {"name": log.parent.name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
+    timed = timed_rows(prog, text, run.sequence)
+    if "reason" in timed:
+        return {"name": log.parent.name, "status": "fail", **timed}
+    return {"name": log.parent.name, "status": "pass", **timed, "model_cycles": run.cycles,
+            "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,19 +175,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"({row['model_cycles'] / row['rtl_cycles'] - 1:+.1%})", file=sys.stderr)  # fmt: skip
         else:
             print(f"{row['name']:<14} {row['status']}: {row['reason']}", file=sys.stderr)
-    commit = subprocess.run(["git", "-C", str(args.src), "rev-parse", "nv_small"], capture_output=True, text=True)
-    write_json(args.out, {
-        "what": "NVIDIA's kernel-mode driver's whole-network logs on NVIDIA's nv_small RTL (reads that wait) "
-                "and the model's replay of them (docs/driver_programs.md)",
-        "command": "python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG ...",
-        "source_commit": commit.stdout.strip() or None,
-        "date": datetime.date.today().isoformat(),
-        "driver_profile": load_config(HW).driver.profile,
-        "cycle_definition": "core clocks from the log's first register write to its last access's completion; "
-                            "per operation, from its enable write to the response of the read that showed its end",
-        "rows": rows,
-    })  # fmt: skip
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_rtl_rows(
+        args.out,
+        args.src,
+        command="python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG ...",
+        rows=rows,
+        what="NVIDIA's kernel-mode driver's whole-network logs on NVIDIA's nv_small RTL (reads that wait) and the "
+        "model's replay of them (docs/driver_programs.md)",
+    )
     return 0
 
 

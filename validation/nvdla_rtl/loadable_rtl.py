@@ -19,19 +19,15 @@ of the read that showed its end.
 from __future__ import annotations
 
 import argparse
-import datetime
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from nvdla_sim.config import load_config
-from nvdla_sim.files import write_json
 from nvdla_sim.program.loadable.run import run_loadable
-from nvdla_sim.registers.trace_io import RegWrite
-from nvdla_validation.nvdla_rtl.driver_log_rtl import convert, rtl_marks
+from nvdla_validation.nvdla_rtl.driver_log_rtl import convert, run_trace, timed_rows, write_rtl_rows
 from nvdla_validation.nvdla_rtl.run_reference import build
 from nvdla_validation.nvdla_sw.loadables import find
 
@@ -62,49 +58,19 @@ def trace(run, hw) -> bytes:
 def compare(name: str, path: Path, binary: Path, rundir: Path, *, timeout: float) -> dict:
     hw = load_config(HW)
     run = run_loadable(path, hw)
-    rundir.mkdir(parents=True, exist_ok=True)
-    (rundir / "trace.bin").write_bytes(trace(run, hw))
     t0 = time.perf_counter()
-    with open(rundir / "run.log", "w") as f:
-        sim = subprocess.Popen(["stdbuf", "-oL", str(binary), "trace.bin"], cwd=rundir, stdout=subprocess.PIPE)
-        grep = subprocess.Popen(["grep", "--line-buffered", "-E", _KEEP], stdin=sim.stdout, stdout=f)
-        sim.stdout.close()
-        try:
-            sim.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            sim.kill()
-            return {"name": name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
-        grep.wait()
-    text = (rundir / "run.log").read_text()
-    prog = run.program
-    writes, reads = rtl_marks(text)
-    n_writes = sum(isinstance(c, RegWrite) for c in prog.commands)
-    n_reads = len(prog.commands) - n_writes
-    if len(writes) != n_writes or len(reads) != n_reads:
-        return {"name": name, "status": "fail", "reason": f"the RTL issued {len(writes)}/{n_writes} writes and "
-                f"completed {len(reads)}/{n_reads} reads"}  # fmt: skip
-    mark, w, r = {}, iter(writes), iter(reads)
-    for i, c in enumerate(prog.commands):
-        mark[i] = next(w) if isinstance(c, RegWrite) else next(r)
-    ops = []
-    for t in run.run.operations:
-        op = t.operation
-        if op.ended_at is None or t.seen is None:
-            continue
-        ops.append({
-            "processors": "+".join(op.processors),
-            "rtl_cycles": mark[op.ended_at] - mark[op.enabled_at],
-            "model_cycles": round(t.seen - t.enabled),
-        })  # fmt: skip
+    text = run_trace(binary, trace(run, hw), rundir, timeout=timeout, keep=_KEEP)
+    if text is None:
+        return {"name": name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
+    timed = timed_rows(run.program, text, run.run)
+    if "reason" in timed:
+        return {"name": name, "status": "fail", **timed}
     return {
         "name": name,
         "status": "pass" if "memory dump matched reference" in text and "FAIL" not in text else "output mismatch",
         "model_md5": run.outputs[0].md5 if run.outputs else None,
-        "writes": n_writes,
-        "reads": n_reads,
-        "rtl_cycles": max(writes[-1], reads[-1]) - writes[0],
+        **timed,
         "model_cycles": run.cycles,
-        "operations": ops,
         "wall_s": round(time.perf_counter() - t0, 1),
     }
 
@@ -130,19 +96,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"({row['model_cycles'] / row['rtl_cycles'] - 1:+.1%})", file=sys.stderr)  # fmt: skip
         else:
             print(f"{name:<22} {row['status']}: {row['reason']}", file=sys.stderr)
-    commit = subprocess.run(["git", "-C", str(args.src), "rev-parse", "nv_small"], capture_output=True, text=True)
-    write_json(args.out, {
-        "what": "NVIDIA's nv_small regression loadables, programmed as the DLA firmware does (the model's firmware), "
-                "on NVIDIA's nv_small RTL (reads that wait), against the model (docs/driver_programs.md)",
-        "command": "python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT",
-        "source_commit": commit.stdout.strip() or None,
-        "date": datetime.date.today().isoformat(),
-        "driver_profile": load_config(HW).driver.profile,
-        "cycle_definition": "core clocks from the first register write to the last access's completion; per "
-                            "operation, from its enable write to the response of the read that showed its end",
-        "rows": rows,
-    })  # fmt: skip
-    print(f"wrote {args.out}", file=sys.stderr)
+    write_rtl_rows(
+        args.out,
+        args.src,
+        command="python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT",
+        rows=rows,
+        what="NVIDIA's nv_small regression loadables, programmed as the DLA firmware does (the model's firmware), on "
+        "NVIDIA's nv_small RTL (reads that wait), against the model (docs/driver_programs.md)",
+    )
     return 0
 
 
