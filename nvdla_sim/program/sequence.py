@@ -354,7 +354,7 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
     """Time the driver's log on `hw` (module docstring): its accesses at hw.driver's costs, each operation
     taking the model's cycles (`timings`: per operation, program.run.OperationTiming of what it runs), in the
     log's order and each processor's."""
-    write, read, interrupt = hw.driver.costs
+    write, read, interrupt = costs = hw.driver.costs_at(hw.clock_mhz)
     # what run_operations times apart runs in turn (a launch's transfers; a chain on the fly is one timing)
     cycles = [sum(t.cycles for t in ts) for ts in timings]
     # each processor's operations in execution order; an operation starts when it heads every queue it is in
@@ -441,6 +441,4 @@ def replay(prog: Program, seq: Sequence, hw: HwConfig, timings: list[tuple]) -> 
         TimedOperation(op, enabled_t[i], start[i], end[i], cycles[i], timings[i], seen.get(i))
         for i, op in enumerate(seq.operations)
     )
-    return SequenceRun(
-        seq.name, round(total), timed, writes, reads, csb, wait, hw.driver.profile, hw.driver.costs, tuple(driver)
-    )
+    return SequenceRun(seq.name, round(total), timed, writes, reads, csb, wait, hw.driver.profile, costs, tuple(driver))

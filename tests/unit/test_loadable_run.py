@@ -340,3 +340,21 @@ def test_a_virtual_platforms_log_with_a_failed_transfer_is_refused(tmp_path):
                    "resp=TLM_ADDRESS_ERROR_RESPONSE\n")  # fmt: skip
     with pytest.raises(TraceError, match=r"sc.log:1: the transfer failed \(TLM_ADDRESS_ERROR_RESPONSE\)"):
         run_program(log, load_config(HW))
+
+
+def test_the_linux_driver_profile_adds_its_measured_wake_up_to_each_interrupt(tmp_path):
+    """linux_x86_vm: each interrupt's reaction is the thread wake-up bench_host.py measured (handoff_us in
+    validation/data/host_x86_vm.json), at the config's clock: one operation, one wake-up more than the
+    testbench's profile."""
+    from pathlib import Path
+
+    from nvdla_sim.config import DRIVER_INTERRUPT_US
+
+    measured = json.loads((Path(__file__).resolve().parents[2] / "validation/data/host_x86_vm.json").read_text())
+    assert DRIVER_INTERRUPT_US["linux_x86_vm"] == measured["handoff_us"]
+    path = _conv_loadable(tmp_path)
+    base = run_loadable(path, load_config(HW), outputs=False)
+    hw = load_config(HW).with_values(**{"driver.profile": "linux_x86_vm"})
+    linux = run_loadable(path, hw, outputs=False)
+    assert linux.run.costs[2] == measured["handoff_us"] * hw.clock_mhz
+    assert linux.cycles - base.cycles == round(measured["handoff_us"] * hw.clock_mhz)
