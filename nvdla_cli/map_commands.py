@@ -939,8 +939,7 @@ def _map(args: argparse.Namespace) -> int:
     prec = _precision(args.precision)
     hw = load_config(args.hw)
     if args.host is not None:  # the profile's figures replace the config's [host]
-        fields_ = ("model", "gflops", "mem_gbs", "overhead_us", "active_power_w", "ns_per_element")
-        hw = hw.with_values(**{"host.profile": args.host, **{f"host.{f}": None for f in fields_}})
+        hw = hw.with_values(**{"host.profile": args.host})
     host_flags = {
         "host.gflops": args.host_gflops,
         "host.mem_gbs": args.host_gbs,

@@ -388,7 +388,8 @@ class HostConfig:
     """The host CPU beside NVDLA, a system part rather than an NVDLA parameter: which model prices the work
     the mapper leaves to it (softmax, LayerNorm, gathers, copies, fallbacks; nvdla_sim/system/host.py) and
     that model's figures, from a named profile (HOST_PROFILES, each with its source) whose values a config
-    may override one by one. The default profile is assumed, not measured (docs/modelling.md, "The host")."""
+    may override one by one (ns_per_element as a whole table). The default profile is assumed, not measured
+    (docs/modelling.md, "The host")."""
 
     profile: str = "assumed_embedded"  # HOST_PROFILES
     model: str | None = None  # HOST_MODELS; None: the profile's (so for every field below)
@@ -431,7 +432,7 @@ class HostConfig:
             table = tuple(sorted(table.items()))
         elif not isinstance(table, tuple | list) or not all(isinstance(p, tuple | list) and len(p) == 2 for p in table):
             raise ConfigError(f"host.ns_per_element must be a table of work kinds and ns, not {table!r}")
-        table = tuple((str(k), v) for k, v in table)
+        table = tuple(sorted((str(k), v) for k, v in table))  # a list or a dict: the same config
         object.__setattr__(self, "ns_per_element", table)
         for k, v in table:
             if k not in HOST_WORK:
@@ -713,6 +714,13 @@ class HwConfig:
     def with_values(self, **changes: Any) -> HwConfig:
         """Variant with dotted overrides, e.g. with_values(**{"mac.atomic_c": 32, "clock_mhz": 800})."""
         data = self.to_dict()
+        # a host profile's figures are resolved values in to_dict: a new profile (or model) brings its own
+        # figures (or table) unless the change gives them
+        if "host.profile" in changes:
+            for f in ("model", "gflops", "mem_gbs", "overhead_us", "active_power_w", "ns_per_element"):
+                data["host"][f] = None
+        if "host.model" in changes and "host.ns_per_element" not in changes:
+            data["host"]["ns_per_element"] = None
         for key, value in changes.items():
             sec, _, leaf = key.partition(".")
             if leaf:

@@ -8,7 +8,8 @@ One timing model on both sides, so a difference is a difference between the two 
 tiled (CBUF banks for data and weights, whether its data or weights are fetched once), which operations are
 fused (a residual add or a pooling in the convolution's SDP pass, or a separate pass through memory), the
 input mode of the first layer, and the driver's register programming between operations. Each matched
-convolution row gives both programs' CBUF banks and the mapper's tile plan to read the difference from.
+convolution row gives both programs' CBUF banks and the mapper's tile plan to read the difference from; a
+last fully connected layer of one pixel, which the mapper runs as a matrix product, is in the totals only.
 
 The networks (the mapper's presets of the same shapes, mapper/frontends/cnn.py):
 * RISC-V-NVDLA `lenet-5`: Caffe's MNIST LeNet, INT8 on nv_small (preset lenet_mnist);

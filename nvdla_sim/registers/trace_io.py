@@ -114,13 +114,16 @@ class Check:
 
 @dataclass(frozen=True)
 class MemAccess:
-    """One transfer of NVDLA's data bus a virtual platform's log records (nvdla.dbb_adaptor): what NVDLA read
-    from memory or wrote to it."""
+    """One transfer of NVDLA's data bus a virtual platform's log records (nvdla.dbb_adaptor; sram_adaptor for
+    CV-SRAM): what NVDLA read from memory or wrote to it; `enabled` marks the bytes the transfer carried (its
+    byte enables; None: all)."""
 
     write: bool
     addr: int
     data: bytes
     line: int
+    sram: bool = False
+    enabled: tuple[bool, ...] | None = None
 
 
 Command = RegWrite | RegPoll | RegRead | MemInit | MemLoad | IntrNotify | Check | MemAccess
@@ -191,8 +194,8 @@ def find_cfg(path: str | Path) -> Path:
             return logs[0]
         if len(cfgs) != 1:
             raise TraceError(
-                f"{p}: expected one .cfg trace file (or one .txn log) in the test folder, found {len(cfgs)} "
-                f".cfg and {len(txns)} .txn"
+                f"{p}: expected one .cfg trace file (or one .txn or .log log) in the test folder, found {len(cfgs)} "
+                f".cfg, {len(txns)} .txn and {len(sorted(p.glob('*.log')))} .log"
             )
         return cfgs[0]
     if p.suffix in (".cfg", ".txn", ".log") and p.is_file():
@@ -375,16 +378,40 @@ def txn_text(commands: list[Command], address_map: str) -> str:
 
 
 _SCLOG = re.compile(
-    r"nvdla\.(csb|dbb)_adaptor: GP: iswrite=([01]) addr=(0x[0-9a-fA-F]+) len=(\d+) data=0x((?: [0-9a-fA-F]+)+) "
+    r"nvdla\.(csb|dbb|sram)_adaptor: GP: iswrite=([01]) addr=(0x[0-9a-fA-F]+) len=(\d+) data=0x((?: [0-9a-fA-FX_]+)*) "
     r"resp=(\S+)"
 )
 
 
+def _payload(groups: str, where: str) -> tuple[bytes, tuple[bool, ...]]:
+    """The bytes of an adaptor's data field, as nvdla/vp's gp2str prints them: a whole word as one
+    little-endian 32-bit number; the bytes before the first word boundary, the bytes of a word not all
+    enabled and the bytes after the last, each on its own (`ab_cd`, `XX` for a byte not enabled)."""
+    data, enabled = bytearray(), []
+    for g in groups.split():
+        if "_" in g or len(g) == 2:
+            for part in g.split("_"):
+                if part == "XX":
+                    data.append(0)
+                    enabled.append(False)
+                elif re.fullmatch(r"[0-9a-fA-F]{2}", part):
+                    data.append(int(part, 16))
+                    enabled.append(True)
+                else:
+                    raise TraceError(f"{where}: {g!r} is not a data group (a byte ab, bytes ab_cd, XX not enabled)")
+        elif re.fullmatch(r"[0-9a-fA-F]{8}", g):
+            data += int(g, 16).to_bytes(4, "little")
+            enabled += [True] * 4
+        else:
+            raise TraceError(f"{where}: {g!r} is not a data group (a 32-bit word of 8 hex digits, or bytes ab_cd)")
+    return bytes(data), tuple(enabled)
+
+
 def _parse_sclog(log: Path, text: str, address_map: str | None) -> Program:
     """A virtual platform's sc.log (nvdla/vp): the lines of `nvdla.csb_adaptor` (NVDLA's register accesses,
-    byte addresses of the build's map: a driver's log) and of `nvdla.dbb_adaptor` (its memory transfers:
-    MemAccess); every other line (the C model's messages) is left out. Each data group is a 32-bit word of
-    the bytes at its offset, little-endian (as the VP prints a transfer's payload)."""
+    byte addresses of the build's map: a driver's log) and of `nvdla.dbb_adaptor` / `nvdla.sram_adaptor`
+    (its memory transfers: MemAccess, with their byte enables); every other line (the C model's messages)
+    is left out. The data field as nvdla/vp's gp2str writes it (_payload)."""
     if address_map is None:
         raise TraceError(f"{log}: a virtual platform's log gives registers by address; it needs an address map")
     am = lookup_map(address_map)
@@ -392,23 +419,26 @@ def _parse_sclog(log: Path, text: str, address_map: str | None) -> Program:
     for no, raw in enumerate(text.splitlines(), 1):
         if "_adaptor: GP:" not in raw:
             continue
+        where = f"{log}:{no}"
         m = _SCLOG.search(raw)
         if m is None:
-            raise TraceError(f"{log}:{no}: not an adaptor transfer (GP: iswrite= addr= len= data=0x ... resp=): "
+            raise TraceError(f"{where}: not an adaptor transfer (GP: iswrite= addr= len= data=0x ... resp=): "
                              f"{raw.strip()[:80]!r}")  # fmt: skip
-        port, write, addr, size, data, resp = m.groups()
+        port, write, addr, size, groups, resp = m.groups()
         if resp != "TLM_OK_RESPONSE":
-            raise TraceError(f"{log}:{no}: the transfer failed ({resp}); the log holds no value for it")
-        words = [int(w, 16) for w in data.split()]
-        payload = b"".join(w.to_bytes(4, "little") for w in words)[: int(size)]
+            raise TraceError(f"{where}: the transfer failed ({resp}); the log holds no value for it")
+        payload, enabled = _payload(groups, where)
         if len(payload) != int(size):
-            raise TraceError(f"{log}:{no}: {size} bytes announced, {len(payload)} given")
+            raise TraceError(f"{where}: len={size}, but its data holds {len(payload)} bytes")
         address = int(addr, 16)
-        if port == "dbb":
-            prog.commands.append(MemAccess(write == "1", address, payload, no))
+        if port != "csb":
+            prog.commands.append(MemAccess(write == "1", address, payload, no, port == "sram",
+                                           None if all(enabled) else enabled))  # fmt: skip
             continue
-        unit, reg = am.register_at(byte_address(address), f"{log}:{no}")
-        value = int.from_bytes(payload[:4], "little")
+        if int(size) != 4 or not all(enabled):
+            raise TraceError(f"{where}: a register access carries one whole 32-bit word (len=4), not len={size}")
+        unit, reg = am.register_at(byte_address(address), where)
+        value = int.from_bytes(payload, "little")
         if write == "1":
             prog.commands.append(RegWrite(unit, reg, value, no))
         else:
@@ -418,30 +448,36 @@ def _parse_sclog(log: Path, text: str, address_map: str | None) -> Program:
     return prog
 
 
-def memory_from_transfers(prog: Program) -> tuple[SparseMemory, dict[int, int]]:
-    """What a log's memory transfers say: the memory as NVDLA first read it (each byte's value at its first
-    read, unless NVDLA wrote it before), and the last value written to each byte (address -> byte)."""
-    first: dict[int, int] = {}
-    written: dict[int, int] = {}
+def memory_from_transfers(prog: Program) -> tuple[SparseMemory, SparseMemory, dict[int, np.ndarray]]:
+    """What a log's DRAM transfers say (CV-SRAM's are left out): the memory as NVDLA first read it (each
+    byte's value at its first read, unless NVDLA wrote it before), the memory as NVDLA last wrote it, and
+    per 4 KiB page the bytes it wrote (a mask). Kept in pages, for logs of megabytes."""
+    first, last = SparseMemory(), SparseMemory()
+    seen: dict[int, np.ndarray] = {}  # page -> bytes read or written already (first values are settled)
+    wrote: dict[int, np.ndarray] = {}  # page -> bytes written
     for c in prog.commands:
-        if not isinstance(c, MemAccess):
+        if not isinstance(c, MemAccess) or c.sram:
             continue
-        for k, b in enumerate(c.data):
-            a = c.addr + k
+        data = np.frombuffer(c.data, np.uint8)
+        on = np.ones(len(data), bool) if c.enabled is None else np.array(c.enabled, bool)
+        pos = 0
+        while pos < len(data):  # page by page
+            a = c.addr + pos
+            page, off = divmod(a, PAGE_BYTES)
+            take = min(PAGE_BYTES - off, len(data) - pos)
+            mask, vals = on[pos : pos + take], data[pos : pos + take]
+            s = seen.setdefault(page, np.zeros(PAGE_BYTES, bool))
             if c.write:
-                written[a] = b
-            elif a not in written:
-                first.setdefault(a, b)
-    mem = SparseMemory()
-    run: list[int] = []
-    for a in sorted(first):  # contiguous runs in one write each
-        if run and a != run[0] + len(run):
-            mem.write(run[0], bytes(first[x] for x in run))
-            run = []
-        run.append(a)
-    if run:
-        mem.write(run[0], bytes(first[x] for x in run))
-    return mem, written
+                w = wrote.setdefault(page, np.zeros(PAGE_BYTES, bool))
+                tgt = last._page(page)
+                tgt[off : off + take][mask] = vals[mask]
+                w[off : off + take] |= mask
+            else:
+                fresh = mask & ~s[off : off + take]
+                first._page(page)[off : off + take][fresh] = vals[fresh]
+            s[off : off + take] |= mask
+            pos += take
+    return first, last, wrote
 
 
 _HEX_BYTE = re.compile(r"^0x[0-9a-fA-F]{1,2}$")

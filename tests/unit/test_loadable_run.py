@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -346,8 +347,6 @@ def test_the_linux_driver_profile_adds_its_measured_wake_up_to_each_interrupt(tm
     """linux_x86_vm: each interrupt's reaction is the thread wake-up bench_host.py measured (handoff_us in
     validation/data/host_x86_vm.json), at the config's clock: one operation, one wake-up more than the
     testbench's profile."""
-    from pathlib import Path
-
     from nvdla_sim.config import DRIVER_INTERRUPT_US
 
     measured = json.loads((Path(__file__).resolve().parents[2] / "validation/data/host_x86_vm.json").read_text())
@@ -358,3 +357,49 @@ def test_the_linux_driver_profile_adds_its_measured_wake_up_to_each_interrupt(tm
     linux = run_loadable(path, hw, outputs=False)
     assert linux.run.costs[2] == measured["handoff_us"] * hw.clock_mhz
     assert linux.cycles - base.cycles == round(measured["handoff_us"] * hw.clock_mhz)
+
+
+def test_the_adaptors_data_field_as_nvdla_vp_prints_it(tmp_path):
+    """gp2str (nvdla/vp): whole words as 32-bit numbers, the bytes before the first word boundary and after
+    the last one by one (ab_cd), a byte not enabled as XX; CV-SRAM transfers are read and left out of the
+    check; a malformed group, a long word or a wrong length is a one-line error."""
+    from nvdla_sim.errors import TraceError
+    from nvdla_sim.program.run import run_program
+    from nvdla_sim.registers.trace_io import MemAccess, memory_from_transfers, parse_program
+
+    def log(*lines: str) -> Path:
+        p = tmp_path / "sc.log"
+        p.write_text("\n".join([*lines, "1 ms: Info: nvdla.csb_adaptor: GP: iswrite=1 addr=0x1004 len=4 "
+                                "data=0x 00000000 resp=TLM_OK_RESPONSE"]) + "\n")  # fmt: skip
+        return p
+
+    p = log("1 ms: Info: nvdla.dbb_adaptor: GP: iswrite=0 addr=0x80000003 len=6 data=0x ab 11223344 cd "
+            "resp=TLM_OK_RESPONSE",
+            "1 ms: Info: nvdla.dbb_adaptor: GP: iswrite=1 addr=0x80000010 len=4 data=0x 01_XX_03_04 "
+            "resp=TLM_OK_RESPONSE",
+            "1 ms: Info: nvdla.sram_adaptor: GP: iswrite=1 addr=0x40 len=4 data=0x 00000001 resp=TLM_OK_RESPONSE")  # fmt: skip
+    prog = parse_program(p, address_map="nv_small")
+    reads = [c for c in prog.commands if isinstance(c, MemAccess)]
+    assert reads[0].data == bytes([0xAB, 0x44, 0x33, 0x22, 0x11, 0xCD]) and reads[0].enabled is None
+    assert reads[1].enabled == (True, False, True, True) and reads[2].sram
+    first, last, wrote = memory_from_transfers(prog)
+    assert first.read(0x80000003, 6).tobytes() == reads[0].data
+    assert last.read(0x80000010, 4).tolist() == [1, 0, 3, 4] and wrote[0x80000010 // 4096].sum() == 3
+    for bad, message in [
+        ("data=0x 123456789", "'123456789' is not a data group"),
+        ("data=0x zz", "not an adaptor transfer"),
+        ("len=8 data=0x 11223344", "len=8, but its data holds 4 bytes"),
+    ]:
+        line = f"1 ms: Info: nvdla.dbb_adaptor: GP: iswrite=0 addr=0x0 len=4 {bad} resp=TLM_OK_RESPONSE"
+        line = line.replace("len=4 len=8", "len=8")
+        with pytest.raises(TraceError, match=message):
+            run_program(log(line), load_config("nv_small_rtl_tb"))
+
+
+def test_switching_the_host_profile_brings_its_figures():
+    """with_values(host.profile) takes the new profile's figures, not the old ones under the new name; a model
+    switch leaves the other model's table."""
+    hw = load_config("nv_full").with_values(**{"host.profile": "x86_vm_measured"})
+    assert hw.host.model == "per_element" and hw.host.mem_gbs == 23.0 and "measured" in hw.host.source
+    back = hw.with_values(**{"host.model": "roofline"})
+    assert back.host.model == "roofline" and back.host.ns_per_element == ()

@@ -104,7 +104,7 @@ def timed_rows(prog: Program, text: str, seq) -> dict:
     writes, reads = rtl_marks(text)
     n_writes = sum(isinstance(c, RegWrite) for c in prog.commands)
     n_reads = sum(isinstance(c, RegRead) for c in prog.commands)
-    if len(writes) != n_writes or len(reads) != n_reads:
+    if len(writes) != n_writes or len(reads) != n_reads or not writes:
         return {"reason": f"the RTL issued {len(writes)}/{n_writes} writes and completed {len(reads)}/{n_reads} reads"}
     mark, w, r = {}, iter(writes), iter(reads)
     for i, c in enumerate(prog.commands):
@@ -121,7 +121,7 @@ def timed_rows(prog: Program, text: str, seq) -> dict:
             "rtl_cycles": mark[op.ended_at] - mark[op.enabled_at],
             "model_cycles": round(t.seen - t.enabled),
         })  # fmt: skip
-    return {"writes": n_writes, "reads": n_reads, "rtl_cycles": max(writes[-1], reads[-1]) - writes[0],
+    return {"writes": n_writes, "reads": n_reads, "rtl_cycles": max(writes[-1], *reads[-1:]) - writes[0],
             "operations": ops}  # fmt: skip
 
 
