@@ -99,21 +99,30 @@ def test_a_rerun_of_the_loadables_gives_the_committed_rows():
         assert loadable_runs.row(name, path, golden) == RUN_ROWS[name], name
 
 
-# ---- the nv_small loadables on NVIDIA's RTL (validation/data/nvdla_rtl_loadables.json, nvdla_rtl.loadable_rtl) ----
+# ---- the loadables on NVIDIA's RTL (validation/data/nvdla_rtl_loadables*.json, nvdla_rtl.loadable_rtl) ----
 
-RTL = json.loads((Path(__file__).resolve().parents[2] / "validation" / "data" / "nvdla_rtl_loadables.json").read_text())
+DATA = Path(__file__).resolve().parents[2] / "validation" / "data"
+RTL = {
+    "_small": json.loads((DATA / "nvdla_rtl_loadables.json").read_text()),
+    "_large": json.loads((DATA / "nvdla_rtl_loadables_nv_large.json").read_text()),
+}
 
 
-def test_nvidias_rtl_runs_the_firmwares_programs_to_the_goldens():
-    """Each nv_small regression loadable, programmed by the model's firmware, ran on NVIDIA's nv_small RTL: the
-    RTL's output equalled the model's byte for byte (the testbench's dump check), whose md5 is NVIDIA's golden;
-    the network's time within 5% of the RTL's, each operation's within 5%."""
-    rows = {r["name"]: r for r in RTL["rows"]}
-    assert set(rows) == {n for n in RUN_ROWS if n.endswith("_small")} == {
-        "CONV_D_L0_0_small", "SDP_X1_L0_0_small", "PDP_L0_0_small", "CDP_L0_0_small"
+@pytest.mark.parametrize("suffix", sorted(RTL))
+def test_nvidias_rtl_runs_the_firmwares_programs_to_the_goldens(suffix):
+    """Each nv_small (nv_large) regression loadable, programmed by the model's firmware, ran on NVIDIA's
+    nv_small (master's nv_large) RTL: the RTL's output equalled the model's byte for byte (the testbench's dump
+    check), whose md5 is NVIDIA's golden; the network's time within 5% of the RTL's, each operation's within
+    5%, the span the same on both sides (from the first register write)."""
+    rows = {r["name"]: r for r in RTL[suffix]["rows"]}
+    assert set(rows) == {n for n in RUN_ROWS if n.endswith(suffix)} == {
+        f"{u}_L0_0{suffix}" for u in ("CONV_D", "SDP_X1", "PDP", "CDP")
     }  # fmt: skip
     for name, r in rows.items():
         assert r["status"] == "pass" and r["model_md5"] == ROWS[name]["golden_md5"], name
         assert abs(r["model_cycles"] / r["rtl_cycles"] - 1) < 0.05, name
         for op in r["operations"]:
             assert abs(op["model_cycles"] / op["rtl_cycles"] - 1) < 0.05, (name, op)
+    # the span: the operations' own time is inside it, with at least a write and the end read around each
+    for r in rows.values():
+        assert r["rtl_cycles"] > sum(op["rtl_cycles"] for op in r["operations"]) + 19

@@ -45,18 +45,28 @@ _KEEP = "write to nvdla|read response from nvdla|nvdla-sim: dla_intr|PASS|FAIL|E
 _WAITED = {("NVDLA_GLB", "S_INTR_STATUS_0"), ("NVDLA_CDMA", "S_CBUF_FLUSH_STATUS_0")}
 
 
-def convert(prog: Program, map_name: str) -> bytes:
+def convert(prog: Program, map_name: str, regs: dict | None = None) -> bytes:
     """The log as nvdla.cpp's binary trace (2 write_reg ADDR DATA, 3 read_reg ADDR MASK DATA at word
     addresses, 0xFF end): a status read waits for the done bits it newly showed (set since the driver last
-    cleared them), a flush-status read for its value, other reads compare nothing."""
+    cleared them), a flush-status read for its value, other reads compare nothing. The addresses from the
+    build's map `map_name`, or from the built tree's register table `regs` (run_reference.registers)."""
     am = address_map(map_name)
+
+    def word(unit: str, reg: str) -> int:
+        if regs is None:
+            return am.address(unit, reg) >> 2
+        try:
+            return regs[unit][reg]["addr"] >> 2
+        except KeyError:
+            raise NvdlaError(f"{unit}.{reg} is no register of the built tree") from None
+
     out = bytearray()
     ends = done_mask()
     new_bits = {at: new & ends for at, _, new in status_reads(prog)}  # not CDMA's data/weight events
     for at, c in enumerate(prog.commands):
         if not isinstance(c, RegWrite | RegRead):
             raise NvdlaError(f"{prog.where}:{c.line}: a driver's log holds register writes and reads only")
-        addr = am.address(c.unit, c.reg) >> 2
+        addr = word(c.unit, c.reg)
         if isinstance(c, RegWrite):
             out += struct.pack("=BII", 2, addr, c.value)
         elif at in new_bits:
@@ -99,7 +109,7 @@ def run_trace(binary: Path, data: bytes, rundir: Path, *, timeout: float, keep: 
 
 def timed_rows(prog: Program, text: str, seq) -> dict:
     """The RTL's and the model's times of a replayed program: the span from its first write to its last
-    access's completion, and per operation from its enable write to the response of the read that showed
+    access's completion (reads before the first write left out of both), and per operation from its enable write to the response of the read that showed
     its end (`seq`: program.sequence.SequenceRun); {"reason": ...} when the RTL did not issue them all."""
     writes, reads = rtl_marks(text)
     n_writes = sum(isinstance(c, RegWrite) for c in prog.commands)
@@ -121,18 +131,24 @@ def timed_rows(prog: Program, text: str, seq) -> dict:
             "rtl_cycles": mark[op.ended_at] - mark[op.enabled_at],
             "model_cycles": round(t.seen - t.enabled),
         })  # fmt: skip
+    # the same span on both sides: from the first write. The testbench logs a read's response, not its issue,
+    # so reads before the first write (the firmware's pointer reads) are left out of the RTL's span and of
+    # the model's: nothing is enabled then, so each took the profile's read cost in the model's replay
+    first = next(i for i, c in enumerate(prog.commands) if isinstance(c, RegWrite))
+    lead = sum(isinstance(c, RegRead) for c in prog.commands[:first]) * seq.costs[1]
     return {"writes": n_writes, "reads": n_reads, "rtl_cycles": max(writes[-1], *reads[-1:]) - writes[0],
-            "operations": ops}  # fmt: skip
+            "model_cycles": round(seq.cycles - lead), "operations": ops}  # fmt: skip
 
 
-def write_rtl_rows(out: Path, src: Path, *, what: str, command: str, rows: list[dict]) -> None:
-    commit = subprocess.run(["git", "-C", str(src), "rev-parse", "nv_small"], capture_output=True, text=True)
+def write_rtl_rows(out: Path, src: Path, *, what: str, command: str, rows: list[dict], branch: str = "nv_small",
+                   hw: str = HW) -> None:  # fmt: skip
+    commit = subprocess.run(["git", "-C", str(src), "rev-parse", branch], capture_output=True, text=True)
     write_json(out, {
         "what": what,
         "command": command,
         "source_commit": commit.stdout.strip() or None,
         "date": datetime.date.today().isoformat(),
-        "driver_profile": load_config(HW).driver.profile,
+        "driver_profile": load_config(hw).driver.profile,
         "cycle_definition": "core clocks from the first register write to the last access's completion; per "
                             "operation, from its enable write to the response of the read that showed its end",
         "rows": rows,
@@ -151,7 +167,7 @@ def compare_log(log: Path, binary: Path, rundir: Path, *, timeout: float) -> dic
     timed = timed_rows(prog, text, run.sequence)
     if "reason" in timed:
         return {"name": log.parent.name, "status": "fail", **timed}
-    return {"name": log.parent.name, "status": "pass", **timed, "model_cycles": run.cycles,
+    return {"name": log.parent.name, "status": "pass", **timed,
             "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
 
 

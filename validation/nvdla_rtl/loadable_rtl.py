@@ -1,7 +1,11 @@
 """Run NVIDIA's nv_small regression loadables, as the DLA firmware programs them, on NVIDIA's nv_small RTL, and
 compare their time and output with the model's.
 
-    python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT [--work DIR] [--out FILE]
+    python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT [--project nv_large] [--work DIR]
+                                                       [--out FILE]
+
+--project nv_large runs the `_large` loadables on master's nv_large build against nv_large_rtl_tb, with the
+register addresses of the built tree; its rows go to nvdla_rtl_loadables_nv_large.json.
 
 HW_SRC is an nvdla/hw checkout or bare mirror, built by build.sh with the testbench whose reads wait
 (NVDLA_TB_READS=wait); SW_CHECKOUT an nvdla/sw checkout holding regression/flatbufs (and regression/golden).
@@ -28,15 +32,17 @@ from pathlib import Path
 from nvdla_sim.config import load_config
 from nvdla_sim.program.loadable.run import run_loadable
 from nvdla_validation.nvdla_rtl.driver_log_rtl import convert, run_trace, timed_rows, write_rtl_rows
-from nvdla_validation.nvdla_rtl.run_reference import build
+from nvdla_validation.nvdla_rtl.run_reference import branch_of, build, registers, tree_of
 from nvdla_validation.nvdla_sw.loadables import find
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "nvdla_rtl_loadables.json"
 HW = "nv_small_rtl_tb"
+# the RTL builds the script runs, with the config that models each and the suffix of its loadables
+PROJECTS = {"nv_small": ("nv_small_rtl_tb", "_small"), "nv_large": ("nv_large_rtl_tb", "_large")}
 _KEEP = "write to nvdla|read response from nvdla|PASS|FAIL|ERROR|memory dump matched"
 
 
-def trace(run, hw) -> bytes:
+def trace(run, hw, regs: dict | None = None) -> bytes:
     """The testbench's binary trace: load_mem of every filled memory, the firmware's accesses, dump_mem of
     the output buffer against the model's bytes."""
     out = bytearray()
@@ -45,8 +51,7 @@ def trace(run, hw) -> bytes:
         if m.contents:
             data = lo.contents(m.id)
             out += struct.pack("=BII", 5, run.memory.bases[m.id], len(data)) + data
-    regs = convert(run.program, hw.driver.address_map)
-    out += regs[:-1]  # without its end mark
+    out += convert(run.program, hw.driver.address_map, regs)[:-1]  # without its end mark
     (tensor,) = [t for t in lo.tensors if t.mem_id in run.net.outputs()][:1]
     base = run.memory.bases[tensor.mem_id] + tensor.offset
     expected = bytes(run.memory_image.read(base, tensor.size))
@@ -55,11 +60,12 @@ def trace(run, hw) -> bytes:
     return bytes(out + struct.pack("=B", 0xFF))
 
 
-def compare(name: str, path: Path, binary: Path, rundir: Path, *, timeout: float) -> dict:
-    hw = load_config(HW)
+def compare(name: str, path: Path, binary: Path, rundir: Path, *, timeout: float, hw_name: str = HW,
+            regs: dict | None = None) -> dict:  # fmt: skip
+    hw = load_config(hw_name)
     run = run_loadable(path, hw)
     t0 = time.perf_counter()
-    text = run_trace(binary, trace(run, hw), rundir, timeout=timeout, keep=_KEEP)
+    text = run_trace(binary, trace(run, hw, regs), rundir, timeout=timeout, keep=_KEEP)
     if text is None:
         return {"name": name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
     timed = timed_rows(run.program, text, run.run)
@@ -70,7 +76,6 @@ def compare(name: str, path: Path, binary: Path, rundir: Path, *, timeout: float
         "status": "pass" if "memory dump matched reference" in text and "FAIL" not in text else "output mismatch",
         "model_md5": run.outputs[0].md5 if run.outputs else None,
         **timed,
-        "model_cycles": run.cycles,
         "wall_s": round(time.perf_counter() - t0, 1),
     }
 
@@ -81,28 +86,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("sw", type=Path, help="nvdla/sw checkout (regression/flatbufs)")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "nvdla_rtl_ref", help="build folder")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per loadable")
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--project", choices=sorted(PROJECTS), default="nv_small", help="the RTL build")
+    ap.add_argument("--out", type=Path, default=None, help=f"default {OUT.name}, or nvdla_rtl_loadables_<project>.json")
     args = ap.parse_args(argv)
-    binary = build(args.src, args.work, "nv_small", waiting_reads=True)
+    out = args.out or (OUT if args.project == "nv_small" else OUT.with_name(f"nvdla_rtl_loadables_{args.project}.json"))
+    binary = build(args.src, args.work, args.project, waiting_reads=True)
+    hw_name, suffix = PROJECTS[args.project]
+    # the built tree's own register addresses (master's builds place the units as nv_small does)
+    regs = registers(args.src, tree_of(args.work, args.project), args.project)
     found, _ = find(args.sw)
     rows = []
     for name, path, _golden in found:
-        if not name.endswith("_small"):
+        if not name.endswith(suffix):
             continue
-        row = compare(name, path, binary, args.work / "loadables" / name, timeout=args.timeout)
+        row = compare(name, path, binary, args.work / f"loadables-{args.project}" / name, timeout=args.timeout,
+                      hw_name=hw_name, regs=regs)  # fmt: skip
         rows.append(row)
         if "rtl_cycles" in row:
             print(f"{name:<22} {row['status']:<16} RTL {row['rtl_cycles']:>9,}  model {row['model_cycles']:>9,}  "
                   f"({row['model_cycles'] / row['rtl_cycles'] - 1:+.1%})", file=sys.stderr)  # fmt: skip
         else:
             print(f"{name:<22} {row['status']}: {row['reason']}", file=sys.stderr)
+    flag = "" if args.project == "nv_small" else f" --project {args.project}"
     write_rtl_rows(
-        args.out,
+        out,
         args.src,
-        command="python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT",
+        command=f"python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT{flag}",
         rows=rows,
-        what="NVIDIA's nv_small regression loadables, programmed as the DLA firmware does (the model's firmware), on "
-        "NVIDIA's nv_small RTL (reads that wait), against the model (docs/driver_programs.md)",
+        what=f"NVIDIA's {args.project} regression loadables (*{suffix}), programmed as the DLA firmware does (the "
+        f"model's firmware), on NVIDIA's {args.project} RTL (reads that wait), against the model {hw_name} "
+        "(docs/driver_programs.md)",
+        branch=branch_of(args.project),
+        hw=hw_name,
     )
     return 0
 
