@@ -49,3 +49,47 @@ def test_rerun_gives_the_committed_figures(name):
         pytest.skip(f"set NVDLA_{repo.upper()} to a checkout holding {rel}")
     got = row(name, Path(ROOTS[repo]) / rel, hw)
     assert {k: v for k, v in got.items() if k != "wall_s"} == {k: v for k, v in ROWS[name].items() if k != "wall_s"}
+
+
+# ---- the whole networks on NVIDIA's RTL, each convolution enabled while the previous runs ----
+# (validation/data/nvdla_rtl_driver_logs_convolutions_early.json, driver_log_rtl --convolutions-early: the
+# driver's own order stalls the nv_small RTL at LeNet's first fully connected layer, docs/driver_programs.md)
+
+EARLY = json.loads(
+    (Path(__file__).resolve().parents[2] / "validation/data/nvdla_rtl_driver_logs_convolutions_early.json").read_text()
+)
+EARLY_ROWS = {r["name"]: r for r in EARLY["rows"]}
+
+
+def test_the_reordered_networks_run_whole_on_the_rtl():
+    """Every access the RTL issued and every operation timed: LeNet-5 and the CIFAR ResNet have as many
+    operations as their logs decode to (above), and the RTL issued as many writes and reads as the logs hold."""
+    for name, decoded in (("lenet-5-pmem", "lenet-5"), ("resnet18-pmem", "cifar-resnet")):
+        r = EARLY_ROWS[name]
+        assert r["status"] == "pass", name
+        assert len(r["operations"]) == ROWS[decoded]["operations"], name
+        assert (r["writes"], r["reads"]) == (ROWS[decoded]["log"]["writes"], ROWS[decoded]["log"]["reads"]), name
+
+
+def test_the_model_times_lenet_whole_as_the_rtl():
+    """LeNet-5 within 5% of the RTL's cycles, each operation within 2% (measured: -0.5%; per operation
+    -0.8% to +1.0%)."""
+    r = EARLY_ROWS["lenet-5-pmem"]
+    assert abs(r["model_cycles"] / r["rtl_cycles"] - 1) < 0.05
+    assert all(abs(op["model_cycles"] / op["rtl_cycles"] - 1) < 0.02 for op in r["operations"])
+
+
+def test_the_cifar_resnet_gap_is_where_convolutions_follow_an_sdp_pass():
+    """The CIFAR ResNet: the model is 6% over the RTL (720,783 cycles). Its operations are within 5% but
+    the two after each SDP pass from memory (a residual add), which are over (up to +20%): the RTL starts
+    the next convolution while the SDP pass runs, the model's replay only when it ends (the SDP is one of
+    its processors), and the convolution enabled during that one starts late with it. Recorded so a change
+    in either side shows."""
+    ops = EARLY_ROWS["resnet18-pmem"]["operations"]
+    after_sdp = {j for i, op in enumerate(ops) if op["processors"] == "sdp" for j in (i + 1, i + 2)}
+    err = [op["model_cycles"] / op["rtl_cycles"] - 1 for op in ops]
+    assert all(abs(e) < 0.05 for i, e in enumerate(err) if i not in after_sdp)
+    assert all(0.0 < err[i] < 0.25 for i in after_sdp if i < len(ops))
+    assert max(err) > 0.15  # the gap the model has to close
+    r = EARLY_ROWS["resnet18-pmem"]
+    assert 0.0 < r["model_cycles"] / r["rtl_cycles"] - 1 < 0.08

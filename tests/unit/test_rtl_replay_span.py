@@ -43,3 +43,43 @@ def test_both_spans_start_at_the_first_write():
 def test_a_log_the_rtl_did_not_finish_names_the_counts():
     short = "\n".join(LOG.splitlines()[:4])
     assert timed_rows(PROG, short, SEQ) == {"reason": "the RTL issued 2/3 writes and completed 2/3 reads"}
+
+
+# ---- the reordering experiment (driver_log_rtl.convolutions_early) on a made-up nv_small log ----
+
+LOG_LINES = [
+    "write_reg 0x3004 0x00000000",  # 1 CDMA producer group 0: convolution A's registers
+    "write_reg 0x3014 0x00000000",  # 2
+    "write_reg 0x3004 0x00000001",  # 3 group 1: B's registers, before A is enabled
+    "write_reg 0x3014 0x00000000",  # 4
+    "write_reg 0x3004 0x00000000",  # 5 A's enable: pointer, CBUF flush poll, D_OP_ENABLE
+    "read_reg 0x300c 0xffffffff 0x00000001",  # 6
+    "write_reg 0x3010 0x00000001",  # 7
+    "read_reg 0x100c 0xffffffff 0x00140001",  # 8 the driver waits for A's end
+    "write_reg 0x100c 0x00140001",  # 9
+    "write_reg 0x3004 0x00000001",  # 10 B's enable
+    "read_reg 0x300c 0xffffffff 0x00000001",  # 11
+    "write_reg 0x3010 0x00000001",  # 12
+    "read_reg 0x100c 0xffffffff 0x00280002",  # 13 B's end
+    "write_reg 0x100c 0x00280002",  # 14
+    "write_reg 0x3004 0x00000000",  # 15 C's registers in group 0, after A ended
+    "write_reg 0x3014 0x00000000",  # 16
+    "read_reg 0x1004 0xffffffff 0x00000000",  # 17
+    "write_reg 0x3004 0x00000000",  # 18 C's enable
+    "read_reg 0x300c 0xffffffff 0x00000001",  # 19
+    "write_reg 0x3010 0x00000001",  # 20
+]
+
+
+def test_each_convolution_is_enabled_while_the_previous_runs(tmp_path):
+    from nvdla_sim.registers.trace_io import parse_program
+    from nvdla_validation.nvdla_rtl.driver_log_rtl import convolutions_early
+
+    log = tmp_path / "output.txn"
+    log.write_text("\n".join(LOG_LINES) + "\n")
+    prog = parse_program(log, address_map="nv_small")
+    out = convolutions_early(prog, log.read_text()).splitlines()
+    # B was written before A's enable: it goes just after A's; C just after its own registers (line 16),
+    # which come after B's enable; every line kept once
+    order = [1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 8, 9, 13, 14, 15, 16, 18, 19, 20, 17]
+    assert out == [LOG_LINES[n - 1] for n in order]

@@ -1,6 +1,7 @@
 """Run a driver's whole-network register log on NVIDIA's nv_small RTL and compare it with the model's replay.
 
     python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG [LOG ...] [--work DIR] [--out FILE]
+                                                         [--convolutions-early]
 
 SRC is an nvdla/hw checkout or bare mirror (built by build.sh with NVDLA_TB_READS=wait: nvdla.cpp's reads
 poll until the register shows the value, as a driver's polling loop does; the stock testbench gives up after
@@ -14,7 +15,9 @@ reads as zero (nv_small's timing does not depend on the values: no weight compre
 The rows (validation/data/nvdla_rtl_driver_logs.json) hold per log the RTL's cycles from the first register
 write to the last read's response, the model's for the same span (program.sequence.replay at the
 testbench profile), and per operation both from its enable write to the response of the read that showed
-its end.
+its end. --convolutions-early replays the log with each convolution enabled while the previous one runs
+(convolutions_early; the driver's own order stalls the RTL, docs/driver_programs.md), on both sides, into
+nvdla_rtl_driver_logs_convolutions_early.json.
 """
 
 from __future__ import annotations
@@ -156,18 +159,78 @@ def write_rtl_rows(out: Path, src: Path, *, what: str, command: str, rows: list[
     print(f"wrote {out}", file=sys.stderr)
 
 
-def compare_log(log: Path, binary: Path, rundir: Path, *, timeout: float) -> dict:
+_CONV_UNITS = ("NVDLA_CACC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CSC", "NVDLA_CDMA")
+
+
+def _in_enable_block(c) -> bool:
+    if isinstance(c, RegWrite):
+        return c.unit in _CONV_UNITS and c.reg in ("S_POINTER_0", "D_OP_ENABLE_0")
+    return isinstance(c, RegRead) and (c.unit, c.reg) == ("NVDLA_CDMA", "S_CBUF_FLUSH_STATUS_0")
+
+
+def convolutions_early(prog: Program, text: str) -> str:
+    """The log with each convolution's enable (its units' S_POINTER writes, the CBUF flush poll and their
+    D_OP_ENABLE writes, ending with CDMA's) moved to just after its own register writes or the previous
+    convolution's enable, whichever is later: each convolution enabled while the previous one runs, as a
+    ping-pong driver does, rather than after it ended. Every access is kept, only their order changes; an
+    experiment on the RTL's stall (docs/driver_programs.md), not the driver's program."""
+    lines = text.splitlines()
+    cmds = prog.commands
+    blocks = []
+    for i, c in enumerate(cmds):
+        if isinstance(c, RegWrite) and (c.unit, c.reg) == ("NVDLA_CDMA", "D_OP_ENABLE_0"):
+            j = i
+            while j > 0 and _in_enable_block(cmds[j - 1]):
+                j -= 1
+            blocks.append((j, i))
+    group, written = 0, []  # CDMA's producer group; the group of each conv unit's D_ register write
+    for c in cmds:
+        if isinstance(c, RegWrite) and (c.unit, c.reg) == ("NVDLA_CDMA", "S_POINTER_0"):
+            group = c.value & 1
+        written.append(group if isinstance(c, RegWrite) and c.unit in _CONV_UNITS and c.reg.startswith("D_")
+                       and c.reg != "D_OP_ENABLE_0" else None)  # fmt: skip
+    moved: dict[int, list[int]] = {}  # command index -> the blocks' commands placed after it
+    skip: set[int] = set()
+    after = -1
+    for k, (start, end) in enumerate(blocks):
+        mine = next((c.value & 1 for c in cmds[start:end] if isinstance(c, RegWrite) and
+                     (c.unit, c.reg) == ("NVDLA_CDMA", "S_POINTER_0")), None)  # fmt: skip
+        if mine is None:
+            after = end
+            continue
+        programmed = max((i for i in range(start) if written[i] == mine), default=start - 1)
+        at = max(programmed, after) if k else start - 1
+        if at < start - 1:
+            moved.setdefault(at, []).extend(range(start, end + 1))
+            skip.update(range(start, end + 1))
+        after = at if at < start - 1 else end
+    order = []
+    for i in range(len(cmds)):
+        if i not in skip:
+            order.append(i)
+        order.extend(moved.get(i, []))
+    return "\n".join(lines[cmds[i].line - 1] for i in order) + "\n"
+
+
+def compare_log(log: Path, binary: Path, rundir: Path, *, timeout: float, early: bool = False,
+                name: str | None = None) -> dict:  # fmt: skip
     hw = load_config(HW)
+    name = name or log.parent.name
+    if early:
+        rundir.mkdir(parents=True, exist_ok=True)
+        text = convolutions_early(parse_program(log, address_map=hw.driver.address_map), log.read_text())
+        log = rundir / "convolutions_early.txn"
+        log.write_text(text)
     prog = parse_program(log, address_map=hw.driver.address_map)
     run = run_program(log, hw)
     t0 = time.perf_counter()
     text = run_trace(binary, convert(prog, hw.driver.address_map), rundir, timeout=timeout)
     if text is None:
-        return {"name": log.parent.name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
+        return {"name": name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
     timed = timed_rows(prog, text, run.sequence)
     if "reason" in timed:
-        return {"name": log.parent.name, "status": "fail", **timed}
-    return {"name": log.parent.name, "status": "pass", **timed,
+        return {"name": name, "status": "fail", **timed}
+    return {"name": name, "status": "pass", **timed,
             "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
 
 
@@ -177,14 +240,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("logs", type=Path, nargs="+", help="driver logs (.txn files or their folders)")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "nvdla_rtl_ref", help="build folder")
     ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per log")
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, default=None, help=f"default {OUT.name} (or _convolutions_early.json)")
+    ap.add_argument(
+        "--convolutions-early",
+        action="store_true",
+        help="enable each convolution while the previous one runs (an experiment; docs/driver_programs.md)",
+    )
     args = ap.parse_args(argv)
+    early = args.convolutions_early
+    out = args.out or (OUT.with_name(OUT.stem + "_convolutions_early.json") if early else OUT)
     binary = build(args.src, args.work, "nv_small", waiting_reads=True)
     rows = []
     for log in args.logs:
         path = log if log.is_file() else next(iter(sorted(log.glob("*.txn"))), log)
         run_name = "-".join(path.resolve().parts[-3:-1])  # RISC-V-NVDLA's logs all sit in <net>/pmem/
-        row = compare_log(path, binary, args.work / "driver_logs" / run_name, timeout=args.timeout)
+        rundir = args.work / "driver_logs" / (run_name + ("-early" if early else ""))
+        row = compare_log(path, binary, rundir, timeout=args.timeout, early=early, name=run_name)
         rows.append(row)
         if row["status"] == "pass":
             print(f"{row['name']:<14} RTL {row['rtl_cycles']:>12,}  model {row['model_cycles']:>12,}  "
@@ -192,12 +263,18 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"{row['name']:<14} {row['status']}: {row['reason']}", file=sys.stderr)
     write_rtl_rows(
-        args.out,
+        out,
         args.src,
-        command="python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG ...",
+        command="python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG ..." + (" --convolutions-early" * early),
         rows=rows,
         what="NVIDIA's kernel-mode driver's whole-network logs on NVIDIA's nv_small RTL (reads that wait) and the "
-        "model's replay of them (docs/driver_programs.md)",
+        "model's replay of them (docs/driver_programs.md)"
+        + (
+            ", each convolution enabled while the previous one runs (the driver enables it after the previous "
+            "ended; its order stalls the RTL)"
+            if early
+            else ""
+        ),
     )
     return 0
 
