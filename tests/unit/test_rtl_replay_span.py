@@ -83,3 +83,18 @@ def test_each_convolution_is_enabled_while_the_previous_runs(tmp_path):
     # which come after B's enable; every line kept once
     order = [1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 8, 9, 13, 14, 15, 16, 18, 19, 20, 17]
     assert out == [LOG_LINES[n - 1] for n in order]
+
+
+def test_the_two_convolution_reproduction_swaps_register_groups():
+    """stall_two_convolutions: S_POINTER producers flipped, each group-0 status bit moved to its group-1
+    neighbour and back (SDP 0/1, PDP 4/5, CDMA data 16/17, weights 18/19, CACC 20/21), other lines as they are."""
+    from nvdla_validation.nvdla_rtl.stall_two_convolutions import VARIANTS, swapped
+
+    assert swapped("write_reg 0x3004 0x00000001  # x") == "write_reg 0x3004 0x00000000  # x"
+    assert swapped("read_reg 0x100c 0xffffffff 0x00280002") == "read_reg 0x100c 0xffffffff 0x00140001"
+    assert swapped("write_reg 0x100c 0x00000010") == "write_reg 0x100c 0x00000020"
+    assert swapped("write_reg 0x3014 0x00000001") == "write_reg 0x3014 0x00000001"  # a D_ register
+    assert swapped("read_reg 0x100c 0xffffffff 0x80000000") == "read_reg 0x100c 0xffffffff 0x80000000"
+    # both variants hold the same lines, once each; only FC1's enable moves
+    a, b = VARIANTS["after_end"], VARIANTS["while_running"]
+    assert sorted(a) == sorted(b) and len(set(a)) == len(a)
