@@ -35,6 +35,7 @@ from pathlib import Path
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.files import write_json
+from nvdla_sim.processors import CONV
 from nvdla_sim.program.run import run_program
 from nvdla_sim.program.sequence import done_mask, status_reads
 from nvdla_sim.registers.addresses import address_map
@@ -159,12 +160,13 @@ def write_rtl_rows(out: Path, src: Path, *, what: str, command: str, rows: list[
     print(f"wrote {out}", file=sys.stderr)
 
 
-_CONV_UNITS = ("NVDLA_CACC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CSC", "NVDLA_CDMA")
+# the convolution's units and the write that starts it, from its register view
+_CONV_UNITS, _CONV_START = CONV.registers.units, (CONV.registers.starts_on, CONV.registers.enable_register)
 
 
 def _in_enable_block(c) -> bool:
     if isinstance(c, RegWrite):
-        return c.unit in _CONV_UNITS and c.reg in ("S_POINTER_0", "D_OP_ENABLE_0")
+        return c.unit in _CONV_UNITS and c.reg in ("S_POINTER_0", CONV.registers.enable_register)
     return isinstance(c, RegRead) and (c.unit, c.reg) == ("NVDLA_CDMA", "S_CBUF_FLUSH_STATUS_0")
 
 
@@ -178,7 +180,7 @@ def convolutions_early(prog: Program, text: str) -> str:
     cmds = prog.commands
     blocks = []
     for i, c in enumerate(cmds):
-        if isinstance(c, RegWrite) and (c.unit, c.reg) == ("NVDLA_CDMA", "D_OP_ENABLE_0"):
+        if isinstance(c, RegWrite) and (c.unit, c.reg) == _CONV_START:
             j = i
             while j > 0 and _in_enable_block(cmds[j - 1]):
                 j -= 1
@@ -188,7 +190,7 @@ def convolutions_early(prog: Program, text: str) -> str:
         if isinstance(c, RegWrite) and (c.unit, c.reg) == ("NVDLA_CDMA", "S_POINTER_0"):
             group = c.value & 1
         written.append(group if isinstance(c, RegWrite) and c.unit in _CONV_UNITS and c.reg.startswith("D_")
-                       and c.reg != "D_OP_ENABLE_0" else None)  # fmt: skip
+                       and c.reg != CONV.registers.enable_register else None)  # fmt: skip
     moved: dict[int, list[int]] = {}  # command index -> the blocks' commands placed after it
     skip: set[int] = set()
     after = -1

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from nvdla_sim.config import load_config
 from nvdla_sim.errors import NvdlaError
+from nvdla_sim.processors import CONV
+from nvdla_sim.registers.addresses import address_map
 from nvdla_sim.registers.trace_io import parse_program
 from nvdla_validation.nvdla_rtl.driver_log_rtl import HW, convert, run_trace
 from nvdla_validation.nvdla_rtl.run_reference import build
@@ -42,8 +44,10 @@ VARIANTS = {
     "after_end": PROGRAMMING + CONV2_ENABLE + CONV2_END + FC1_ENABLE + FC1_END,
     "while_running": PROGRAMMING + CONV2_ENABLE + FC1_ENABLE + CONV2_END + FC1_END,
 }
-_POINTERS = {0x3004, 0x4004, 0x5004, 0x6004, 0x7004, 0x8004, 0x9004}  # S_POINTER of CDMA..CACC, SDP_RDMA, SDP
-_STATUS = 0x100C  # GLB S_INTR_STATUS: group 0 and 1 bits side by side (0/1 SDP ... 20/21 CACC)
+_MAP = address_map("nv_small")  # the log's byte addresses
+# S_POINTER of the units the two layers program (the convolution's, SDP_RDMA's and SDP's)
+_POINTERS = {_MAP.address(u, "S_POINTER_0") for u in (*CONV.registers.units, "NVDLA_SDP_RDMA", "NVDLA_SDP")}
+_STATUS = _MAP.address("NVDLA_GLB", "S_INTR_STATUS_0")  # group 0 and 1 bits side by side (0/1 SDP ... 20/21 CACC)
 _ACCESS = re.compile(r"(write_reg|read_reg) (0x[0-9a-fA-F]+) (0x[0-9a-fA-F]+)(?: (0x[0-9a-fA-F]+))?(.*)")
 
 
