@@ -1,7 +1,7 @@
 """Run a driver's whole-network register log on NVIDIA's nv_small RTL and compare it with the model's replay.
 
     python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG [LOG ...] [--work DIR] [--out FILE]
-                                                         [--convolutions-early]
+                                                         [--no-clock-gating] [--convolutions-early]
 
 SRC is an nvdla/hw checkout or bare mirror (built by build.sh with NVDLA_TB_READS=wait: nvdla.cpp's reads
 poll until the register shows the value, as a driver's polling loop does; the stock testbench gives up after
@@ -15,9 +15,16 @@ reads as zero (nv_small's timing does not depend on the values: no weight compre
 The rows (validation/data/nvdla_rtl_driver_logs.json) hold per log the RTL's cycles from the first register
 write to the last read's response, the model's for the same span (program.sequence.replay at the
 testbench profile), and per operation both from its enable write to the response of the read that showed
-its end. --convolutions-early replays the log with each convolution enabled while the previous one runs
-(convolutions_early; the driver's own order stalls the RTL, docs/driver_programs.md), on both sides, into
-nvdla_rtl_driver_logs_convolutions_early.json.
+its end.
+
+With the testbench's second-level clock gating on (nvdla.cpp's default), the driver's own order deadlocks
+nv_small's RTL: CDMA's count of the weight entries in CBUF (wt_wr_dmatx_cnt, which holds back the weight
+read responses) is clocked by CDMA's gated clock, so the releases CSC sends after CDMA went idle are lost and
+the next convolution with fewer weight banks never takes its weights (docs/driver_programs.md, "The RTL's
+deadlock"). --no-clock-gating builds the testbench with the clocks ungated (as FPGA builds run), where the
+logs run whole as the driver wrote them. --convolutions-early replays the log with each convolution enabled
+while the previous one runs (convolutions_early, the order that avoids the deadlock with gating on), on both
+sides, into nvdla_rtl_driver_logs_convolutions_early.json.
 """
 
 from __future__ import annotations
@@ -145,12 +152,13 @@ def timed_rows(prog: Program, text: str, seq) -> dict:
 
 
 def write_rtl_rows(out: Path, src: Path, *, what: str, command: str, rows: list[dict], branch: str = "nv_small",
-                   hw: str = HW) -> None:  # fmt: skip
+                   hw: str = HW, clock_gating: bool = True) -> None:  # fmt: skip
     commit = subprocess.run(["git", "-C", str(src), "rev-parse", branch], capture_output=True, text=True)
     write_json(out, {
         "what": what,
         "command": command,
         "source_commit": commit.stdout.strip() or None,
+        "testbench_clock_gating": clock_gating,
         "date": datetime.date.today().isoformat(),
         "driver_profile": load_config(hw).driver.profile,
         "cycle_definition": "core clocks from the first register write to the last access's completion; per "
@@ -244,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per log")
     ap.add_argument("--out", type=Path, default=None, help=f"default {OUT.name} (or _convolutions_early.json)")
     ap.add_argument(
+        "--no-clock-gating",
+        action="store_true",
+        help="the testbench with its clocks ungated (with gating, the driver's order deadlocks nv_small's RTL)",
+    )
+    ap.add_argument(
         "--convolutions-early",
         action="store_true",
         help="enable each convolution while the previous one runs (an experiment; docs/driver_programs.md)",
@@ -251,12 +264,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     early = args.convolutions_early
     out = args.out or (OUT.with_name(OUT.stem + "_convolutions_early.json") if early else OUT)
-    binary = build(args.src, args.work, "nv_small", waiting_reads=True)
+    gating = not args.no_clock_gating
+    binary = build(args.src, args.work, "nv_small", clock_gating=gating, waiting_reads=True)
     rows = []
     for log in args.logs:
         path = log if log.is_file() else next(iter(sorted(log.glob("*.txn"))), log)
         run_name = "-".join(path.resolve().parts[-3:-1])  # RISC-V-NVDLA's logs all sit in <net>/pmem/
-        rundir = args.work / "driver_logs" / (run_name + ("-early" if early else ""))
+        rundir = args.work / "driver_logs" / (run_name + ("-early" if early else "") + ("" if gating else "-ungated"))
         row = compare_log(path, binary, rundir, timeout=args.timeout, early=early, name=run_name)
         rows.append(row)
         if row["status"] == "pass":
@@ -267,8 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     write_rtl_rows(
         out,
         args.src,
-        command="python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG ..." + (" --convolutions-early" * early),
+        command="python -m nvdla_validation.nvdla_rtl.driver_log_rtl SRC LOG ..."
+        + (" --no-clock-gating" * (not gating))
+        + (" --convolutions-early" * early),
         rows=rows,
+        clock_gating=gating,
         what="NVIDIA's kernel-mode driver's whole-network logs on NVIDIA's nv_small RTL (reads that wait) and the "
         "model's replay of them (docs/driver_programs.md)"
         + (
@@ -276,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             "ended; its order stalls the RTL)"
             if early
             else ""
-        ),
+        )
+        + ("" if gating else "; the testbench's clocks ungated (with gating the driver's order deadlocks the RTL)"),
     )
     return 0
 
