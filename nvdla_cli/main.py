@@ -6,11 +6,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from nvdla_cli.console import warn_config
 from nvdla_cli.flags import Needs, check_needs, given, show_defaults
 from nvdla_cli.map_commands import add_commands as add_mapper
-from nvdla_cli.paths import output_file
+from nvdla_cli.paths import output_dir, output_file
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import builtin_configs, load_config
 from nvdla_sim.energy.model import Energy, area, layer_energy, run_energy
@@ -114,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--plan", choices=["search", "default"], default="search", help="tiling: searched or heuristic")
     s.add_argument("--trace", help="write the unit timeline as a Chrome/Perfetto trace JSON")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.add_argument(
+        "--report",
+        metavar="DIR",
+        help="with a driver's log (--trace-test) or --loadable: write report.html (where the time goes, each "
+        "operation, the timeline), report.json and trace.json (Perfetto) into DIR",
+    )
 
     lo = sub.add_parser(
         "loadable", help="read an NVIDIA compiler loadable (.nvdla flatbuffer): its tasks, memories and operations"
@@ -248,6 +255,8 @@ _SIMULATE_NEEDS = [
     Needs("task", lambda a: a.loadable is not None, "goes with --loadable"),
     Needs("golden", lambda a: a.loadable is not None, "goes with --loadable"),
     Needs("registers", lambda a: a.loadable is not None, "goes with --loadable"),
+    Needs("report", lambda a: a.loadable is not None or a.trace_test is not None,
+          "reports a driver's log (--trace-test) or a loadable (--loadable); `nvdla map --report` a model"),
     *(
         Needs(f, lambda a: a.trace_test is None and a.loadable is None,
               "describes a layer; --trace-test and --loadable run the program's own layers")
@@ -267,6 +276,8 @@ def _simulate(args: argparse.Namespace) -> int:
     check_needs(args, _SIMULATE_NEEDS)
     if args.trace is not None:
         output_file(args.trace, "--trace")
+    if args.report is not None:
+        output_dir(args.report, "--report")
     if args.trace_test is not None:
         return _simulate_trace_test(args)
     if args.loadable is not None:
@@ -399,12 +410,14 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
 
     hw = load_config(args.hw or "nv_small_rtl_tb")
     run = run_program(args.trace_test, hw, strict=not args.allow_unknown_registers)
+    if run.sequence is None:
+        for flag, value in (("--trace", args.trace), ("--report", args.report)):
+            if value is not None:
+                raise NvdlaError(
+                    f"{flag} with --trace-test writes the timeline of a driver's log; a trace test's operations "
+                    "are timed together (its cycles are printed; --json has each operation's)"
+                )
     if args.trace is not None:
-        if run.sequence is None:
-            raise NvdlaError(
-                "--trace with --trace-test writes the timeline of a driver's log; a trace test's operations are "
-                "timed together (its cycles are printed; --json has each operation's)"
-            )
         from nvdla_sim.engine.trace import span_events, write_trace_doc
 
         write_trace_doc(args.trace, span_events(run.sequence.spans(), clock_mhz=hw.clock_mhz, process=run.name))
@@ -413,7 +426,7 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
     for o in run.operations:
         dynamic = dynamic + layer_energy(o.layer, o.stats, hw)
     energy = _energy_dict(run_energy(dynamic, hw, run.cycles))
-    if args.json:
+    if args.json or args.report is not None:
         doc = {
             "test": run.name,
             "hw": hw.fingerprint,
@@ -437,8 +450,11 @@ def _simulate_trace_test(args: argparse.Namespace) -> int:
             "checks": run.checks,
             "energy": energy,
         }
-        print(json.dumps(doc, indent=2))
-        return 0 if all(c["match"] is not False for c in run.checks) else 1  # exit 1 on a difference
+        if args.report is not None:
+            _sequence_report(args.report, run.name, hw, doc, run.sequence)
+        if args.json:
+            print(json.dumps(doc, indent=2))
+            return 0 if all(c["match"] is not False for c in run.checks) else 1  # exit 1 on a difference
     print(f"{run.name} on {hw.fingerprint}")
     if run.sequence is not None:
         _print_sequence(run.sequence, hw)
@@ -501,7 +517,7 @@ def _simulate_loadable(args: argparse.Namespace) -> int:
          "mismatched_elements": c.mismatched, "match": c.match}
         for c in run.checks
     ]  # fmt: skip
-    if args.json:
+    if args.json or args.report is not None:
         doc = {
             "loadable": str(run.net.loadable.path),
             "task": run.net.task.id,
@@ -513,6 +529,9 @@ def _simulate_loadable(args: argparse.Namespace) -> int:
             "outputs_not_computed": run.not_computed,
             "checks": checks,
         }
+        if args.report is not None:
+            _sequence_report(args.report, f"{run.name} task {run.net.task.id}", hw, doc, run.run)
+    if args.json:
         print(json.dumps(doc, indent=2))
     else:
         print(f"{run.name} task {run.net.task.id} on {hw.fingerprint}: {len(run.net.operations)} firmware operations "
@@ -526,6 +545,19 @@ def _simulate_loadable(args: argparse.Namespace) -> int:
             verdict = "match" if c["match"] else f"MISMATCH ({c['mismatched_elements']} of {c['elements']} elements)"
             print(f"  golden {c['golden']}: md5 {c['golden_md5']}, model {c['model_md5']}  {verdict}")
     return 0 if all(c["match"] for c in checks) else 1
+
+
+def _sequence_report(out: str, name: str, hw, doc: dict, seq) -> None:
+    """--report of a replayed program: report.json (the --json document), report.html and trace.json."""
+    from nvdla_mapper.reports.html import write_sequence_html
+    from nvdla_sim.engine.trace import span_events, write_trace_doc
+    from nvdla_sim.files import write_json
+
+    folder = Path(out)
+    write_json(folder / "report.json", doc)
+    page = write_sequence_html({"name": name, "hw": hw.fingerprint, "clock_mhz": hw.clock_mhz, **doc}, folder)
+    write_trace_doc(folder / "trace.json", span_events(seq.spans(), clock_mhz=hw.clock_mhz, process=name))
+    print(f"wrote {page}, report.json and trace.json", file=sys.stderr)
 
 
 def _print_sequence(seq, hw) -> None:

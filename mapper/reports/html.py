@@ -496,3 +496,78 @@ def write_html(result, out_dir: str | Path) -> Path:
     path = Path(out_dir) / "report.html"
     write_text(path, render_html(result.to_dict()))
     return path
+
+
+_SPLIT_LABELS = {
+    "operations_running": "operations running (the driver's accesses meanwhile hidden)",
+    "register_programming_nvdla_idle": "register programming, NVDLA idle",
+    "interrupt_and_driver_nvdla_idle": "interrupt and the driver's reaction, NVDLA idle",
+    "idle": "idle (neither)",
+}
+
+
+def sequence_timeline_plot(seq: dict[str, Any], clock_mhz: float) -> str:
+    """A track per processor with its operations, and the driver's track (register bursts, waits), in us."""
+    plt = _pyplot()
+    tracks = list(dict.fromkeys(k for o in seq["operations"] for k in o["processors"]))
+    fig, ax = plt.subplots(figsize=(9, 0.5 * (len(tracks) + 1) + 1.2))
+    for y, k in enumerate(tracks):
+        spans = [(o["start"] / clock_mhz, (o["end"] - o["start"]) / clock_mhz) for o in seq["operations"]
+                 if k in o["processors"]]  # fmt: skip
+        ax.broken_barh(spans, (y - 0.35, 0.7), facecolors="#4472c4", edgecolor="white", linewidth=0.3)
+    y = len(tracks)
+    for kind, colour, label in (("registers", "#a5a5a5", "register accesses"),
+                                ("wait for", "#ffc000", "waits for an operation's end")):  # fmt: skip
+        spans = [(d["start"] / clock_mhz, (d["end"] - d["start"]) / clock_mhz) for d in seq["driver_track"]
+                 if d["what"].startswith(kind)]  # fmt: skip
+        ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=colour, label=label)
+    ax.set_yticks(range(len(tracks) + 1), [*tracks, "driver"])
+    ax.set_xlabel("time (us)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    return _png(fig)
+
+
+_OPERATION_COLUMNS = ["operation", "processors", "enable line", "enabled", "start", "end", "cycles (model)",
+                      "waited for its processors"]  # fmt: skip
+
+
+def write_sequence_html(doc: dict[str, Any], out_dir: str | Path) -> Path:
+    """report.html of `nvdla simulate --trace-test LOG --report` (a driver's log) or `--loadable --report`:
+    the network's cycles, where they went (program.sequence.TimeSplit, each processor's busy cycles), each
+    operation, and the timeline. Everything shown is read from the command's JSON document."""
+    seq, clock = doc["sequence"], doc["clock_mhz"]
+    cycles = doc["cycles"]
+    summary = [
+        ["cycles (first register access -> last operation's end)", f"{cycles:,}"],
+        ["time", f"{cycles / clock:,.2f} us at {clock:g} MHz"],
+        ["driver profile", f"{seq['driver_profile']} ({seq['csb_write_cycles']:g} cycles a register write, "
+                           f"{seq['csb_read_cycles']:g} a read, {seq['interrupt_cycles']:g} an interrupt)"],
+        ["register accesses", f"{seq['register_writes']:,} writes, {seq['register_reads']:,} reads "
+                              f"({seq['register_access_cycles']:,} cycles)"],
+        ["operations", f"{len(seq['operations']):,}"],
+        ["cycles with two or more operations at once", f"{seq['overlap_cycles']:,} (each timed alone)"],
+    ]  # fmt: skip
+    split = seq["time_split"]
+    where = [[_SPLIT_LABELS[k], f"{v:,}", f"{v / max(cycles, 1):.1%}"] for k, v in split.items() if k in _SPLIT_LABELS]
+    where.append(["host work", "not in a driver's log", "-"])
+    where.append(["register programming hidden behind running operations",
+                  f"{split['register_programming_hidden']:,}", "-"])  # fmt: skip
+    where += [[f"processor {k} busy", f"{v:,}", f"{v / max(cycles, 1):.1%}"]
+              for k, v in seq["busy_cycles_by_processor"].items()]  # fmt: skip
+    ops = [[o["name"], "+".join(o["processors"]), o["enable_line"], f"{o['enabled']:,}", f"{o['start']:,}",
+            f"{o['end']:,}", f"{o['cycles']:,}", f"{o['start'] - o['enabled']:,}"] for o in seq["operations"]]  # fmt: skip
+    page = (
+        _head(f"{doc['name']} on {doc['hw']}, as the driver ran it")
+        + f"<h2>Summary</h2>{_table(['item', 'value'], summary, table_id='summary')}"
+        + "<h2>Where the time goes</h2><p>Each cycle of the span in one of the first four rows (they add up to "
+        "the cycles); the rows after overlap them.</p>"
+        + _table(["part", "cycles", "share"], where, table_id="time-split")
+        + f'<h2>Timeline</h2><figure><img id="plot-timeline" alt="timeline" '
+        f'src="{sequence_timeline_plot(seq, clock)}"></figure>'
+        + "<h2>Operations</h2>"
+        + _table(_OPERATION_COLUMNS, ops, table_id="operations")
+        + "</body></html>"
+    )
+    path = Path(out_dir) / "report.html"
+    write_text(path, page)
+    return path

@@ -276,6 +276,55 @@ class TimedOperation:
 
 
 @dataclass(frozen=True)
+class TimeSplit:
+    """Where a replayed log's cycles went, each cycle of its span counted once, so the four parts add up
+    to it: an operation running (the driver's accesses meanwhile are hidden behind it), NVDLA idle while the
+    driver reads and writes registers, NVDLA idle between an operation's end and the driver's read that
+    showed it (the interrupt and the driver's reaction), and neither. Host work is not in a driver's log (a
+    loadable's CPU tasks are executed, not timed)."""
+
+    cycles: int  # the span: first register access to the last end or access
+    running: float  # some operation running
+    registers: float  # NVDLA idle, the driver accessing registers
+    interrupt: float  # NVDLA idle, the driver waiting for an ended operation's interrupt and reacting
+    idle: float  # NVDLA idle and the driver neither accessing nor waiting
+    hidden_registers: float  # the driver's register accesses while an operation runs
+
+    def to_dict(self) -> dict:
+        return {
+            "operations_running": round(self.running),
+            "register_programming_nvdla_idle": round(self.registers),
+            "interrupt_and_driver_nvdla_idle": round(self.interrupt),
+            "idle": round(self.idle),
+            "register_programming_hidden": round(self.hidden_registers),
+        }
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[list[float]] = []
+    for a, b in sorted(s for s in spans if s[1] > s[0]):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Length of the intersection of two unions of disjoint sorted spans."""
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0.0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+@dataclass(frozen=True)
 class SequenceRun:
     """A driver's log replayed: the network's cycles and where they went."""
 
@@ -324,7 +373,9 @@ class SequenceRun:
             "register_access_cycles": round(self.csb_cycles),
             "driver_wait_cycles": round(self.wait_cycles),
             "busy_cycles_by_processor": self.busy_by_processor(),
+            "time_split": self.time_split().to_dict(),
             "overlap_cycles": self.overlap_cycles(),
+            "driver_track": [{"what": what, "start": round(a), "end": round(b)} for what, a, b in self.driver if b > a],
             "operations": [
                 {
                     "name": t.operation.name,
@@ -340,6 +391,20 @@ class SequenceRun:
                 for t in self.operations
             ],
         }
+
+    def time_split(self) -> TimeSplit:
+        """Each cycle of the span in one part (TimeSplit). The driver's track is one thing at a time (a burst
+        of accesses, then a wait, ...), so its spans do not overlap one another; an operation running takes
+        precedence over both."""
+        running = _union([(t.start, t.end) for t in self.operations])
+        bursts = _union([(a, b) for what, a, b in self.driver if what.startswith("registers")])
+        waits = _union([(a, b) for what, a, b in self.driver if what.startswith("wait for")])
+        busy = sum(b - a for a, b in running)
+        hidden = _overlap(bursts, running)
+        registers = sum(b - a for a, b in bursts) - hidden
+        interrupt = sum(b - a for a, b in waits) - _overlap(waits, running)
+        idle = max(0.0, self.cycles - busy - registers - interrupt)
+        return TimeSplit(self.cycles, busy, registers, interrupt, idle, hidden)
 
     def busy_by_processor(self) -> dict[str, int]:
         """Cycles each processor kind was occupied (start to end of the operations that use it)."""

@@ -294,3 +294,66 @@ def test_cdma_input_conversion_is_taken_only_as_the_identity(tmp_path):
     (tmp_path / "b").mkdir()
     with pytest.raises(NvdlaError, match=r"CDMA's input conversion \(D_CVT_CFG.EN with scale 3, offset 0"):
         run_program(_log(tmp_path / "b", scaled + _done(conv_done(0))), HW)
+
+
+def test_time_split_of_a_sequential_log_is_the_hand_split(tmp_path):
+    """Where the time goes, by hand: two operations one after the other with a 100-cycle interrupt. The
+    operations run c1 + c2; every access happens while NVDLA is idle (the first op's writes; the status read,
+    its clear and the second's writes; the last read and clear); each end costs the interrupt's 100."""
+    hw = HW.with_values(**{"driver.interrupt_cycles": 100})
+    first, second = _registers(CONV, 0), _registers(POOL, 0)
+    run = run_program(_log(tmp_path, first + _done(conv_done(0)) + second + _done(1 << PDP_DONE)), hw)
+    split = run.sequence.time_split()
+    c1, c2 = (operation_timing(op, HW).cycles for op in (CONV, POOL))
+    assert split.running == pytest.approx(c1 + c2)
+    assert split.registers == pytest.approx((len(first) + len(second)) * W + 2 * (R + W))
+    assert split.interrupt == pytest.approx(200) and split.hidden_registers == 0
+    assert split.running + split.registers + split.interrupt + split.idle == pytest.approx(run.cycles, abs=1)
+    assert run.sequence.to_dict()["time_split"]["interrupt_and_driver_nvdla_idle"] == 200
+
+
+def test_time_split_hides_the_next_groups_writes(tmp_path):
+    """Ping-pong: the second convolution's writes go to group 1 while the first runs, so they are hidden;
+    the first end's read and clear are hidden too (the second runs then)."""
+    first, second = _registers(CONV2, 0), _registers(CONV, 1)
+    run = run_program(_log(tmp_path, first + second + _done(conv_done(0)) + _done(conv_done(1))), HW)
+    split = run.sequence.time_split()
+    assert split.hidden_registers == pytest.approx(len(second) * W + R + W)
+    assert split.registers == pytest.approx(len(first) * W + R + W)  # the first op's writes, the last read + clear
+    assert split.running + split.registers + split.interrupt + split.idle == pytest.approx(run.cycles, abs=1)
+
+
+def test_report_writes_where_the_time_goes(tmp_path, capsys):
+    """`--report DIR` of a driver's log: report.json is the --json document, report.html its time split
+    (the hand split of test_time_split_of_a_sequential_log_is_the_hand_split: no interrupt, every access
+    exposed) and operations, trace.json the Perfetto timeline."""
+    first, second = _registers(CONV, 0), _registers(POOL, 0)
+    log = _log(tmp_path, first + _done(conv_done(0)) + second + _done(1 << PDP_DONE))
+    out = tmp_path / "rep"
+    assert main(["simulate", "--trace-test", str(log), "--hw", "nv_small_rtl_tb", "--report", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["simulate", "--trace-test", str(log), "--hw", "nv_small_rtl_tb", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert json.loads((out / "report.json").read_text()) == printed
+    c1, c2 = (operation_timing(op, HW).cycles for op in (CONV, POOL))
+    split = printed["sequence"]["time_split"]
+    assert split["operations_running"] == c1 + c2
+    assert split["register_programming_nvdla_idle"] == round((len(first) + len(second)) * W + 2 * (R + W))
+    page = (out / "report.html").read_text()
+    assert f"<td>{c1 + c2:,}</td>" in page and 'id="operations"' in page and "net.1" in page
+    assert "plot-timeline" in page
+    names = [e["name"] for e in json.loads((out / "trace.json").read_text())["traceEvents"] if e.get("ph") == "X"]
+    assert sum(n.startswith("net.") for n in names) == 3
+
+
+def test_report_is_refused_where_there_is_no_sequence(tmp_path, capsys):
+    folder = emit_program("pool", POOL, [], [], HW).write(tmp_path)
+    args = ["simulate", "--trace-test", str(folder), "--hw", "nv_small_rtl_tb", "--report", str(tmp_path / "r")]
+    assert main(args) == 2
+    assert "--report with --trace-test writes the timeline of a driver's log" in capsys.readouterr().err
+    assert main(["simulate", "--op", "matmul", "--m", "8", "--k", "8", "--n", "8", "--report", str(tmp_path)]) == 2
+    assert "--report" in capsys.readouterr().err
+    (tmp_path / "afile").write_text("")
+    log = _log(tmp_path, _registers(POOL, 0) + _done(1 << PDP_DONE))
+    assert main(["simulate", "--trace-test", str(log), "--report", str(tmp_path / "afile")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err

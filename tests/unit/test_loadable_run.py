@@ -141,6 +141,15 @@ def test_the_cli_runs_a_loadable_and_compares_its_golden(tmp_path, capsys):
     assert main(["simulate", "--loadable", str(path), "--hw", HW, "--golden", str(golden.parent), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["checks"][0]["mismatched_elements"] == 1 and doc["cycles"] >= doc["sequence"]["operations"][0]["end"]
+    # --report: the same document, and where the time went, its parts adding up to the cycles
+    assert main(["simulate", "--loadable", str(path), "--hw", HW, "--report", str(tmp_path / "rep")]) == 0
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert rep["sequence"] == doc["sequence"]
+    split = rep["sequence"]["time_split"]
+    parts = ("operations_running", "register_programming_nvdla_idle", "interrupt_and_driver_nvdla_idle", "idle")
+    assert abs(sum(split[k] for k in parts) - rep["cycles"]) <= 2
+    assert split["operations_running"] == rep["sequence"]["operations"][0]["cycles"]
+    assert (tmp_path / "rep" / "report.html").exists() and (tmp_path / "rep" / "trace.json").exists()
 
 
 # ---- two poolings in a row: the scheduler's two register groups ---------------------------------------
