@@ -544,10 +544,11 @@ class HwConfig:
     host: HostConfig = HostConfig()  # the host CPU beside NVDLA (a system part)
     driver: DriverConfig = DriverConfig()  # how the host programs NVDLA's registers (a system part)
     bdma: bool = False  # bridge DMA present (memory-to-memory copies on the accelerator)
+    rubik: bool = False  # Rubik present (the reshape engine: contract, split, merge; spec RUBIK_ENABLE)
     weight_compression: bool = False  # CDMA reads compressed weights (values + WMB + WGS)
 
     def __post_init__(self) -> None:
-        for flag in ("bdma", "weight_compression"):
+        for flag in ("bdma", "rubik", "weight_compression"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"{flag} must be true or false, not {getattr(self, flag)!r}")
         if not isinstance(self.name, str) or not self.name:
@@ -672,6 +673,7 @@ class HwConfig:
             "clock_mhz": self.clock_mhz,
             "precisions": [p.value for p in self.precisions],
             "bdma": self.bdma,
+            "rubik": self.rubik,
             "weight_compression": self.weight_compression,
         }
         for sec in _SECTIONS:
@@ -743,7 +745,7 @@ def config_from_dict(data: dict[str, Any], *, source: str) -> HwConfig:
 
 
 def _build(data: dict[str, Any]) -> HwConfig:
-    top_allowed = {"name", "clock_mhz", "precisions", "bdma", "weight_compression", *_SECTIONS}
+    top_allowed = {"name", "clock_mhz", "precisions", "bdma", "rubik", "weight_compression", *_SECTIONS}
     unknown = set(data) - top_allowed
     if unknown:
         raise ConfigError(f"unknown top-level key(s) {sorted(unknown)}; allowed: {sorted(top_allowed)}")
@@ -780,6 +782,7 @@ def _build(data: dict[str, Any]) -> HwConfig:
         clock_mhz=data["clock_mhz"],
         precisions=tuple(dict.fromkeys(parsed)),
         bdma=data.get("bdma", False),
+        rubik=data.get("rubik", False),
         weight_compression=data.get("weight_compression", False),
         **sections,
     )

@@ -24,6 +24,7 @@ class Unit(enum.Enum):
     PDP = "pdp"
     CDP = "cdp"
     BDMA = "bdma"
+    RUBIK = "rubik"
     DRAM = "dram"
     SRAM = "sram"
     HOST = "host"
@@ -38,6 +39,7 @@ class Bound(enum.Enum):
     PDP = "pdp"  # PDP element rate (standalone pooling)
     CDP = "cdp"  # CDP element rate (local response normalisation)
     DRAM = "dram"  # memory bandwidth or latency
+    RUBIK = "rubik"  # Rubik's request rate (a write request's command cycle beside its data beats)
     SERIAL = "compute+dram"  # MACs and memory in turn, neither filling the run (fetches cannot run ahead)
     HOST = "host"  # runs on the host CPU
 

@@ -20,11 +20,12 @@ from nvdla_sim.processors.cdp import CDP
 from nvdla_sim.processors.conv import CONV
 from nvdla_sim.processors.pdp import PDP
 from nvdla_sim.processors.registers import RegisterView
+from nvdla_sim.processors.rubik import RUBIK
 from nvdla_sim.processors.sdp import SDP
 
 # in the order a layer's register snapshot is decoded: CONV before SDP, as a convolution takes its SDP pass
 # (RegisterView.takes) and an SDP pass enabled alone is an offline one
-PROCESSORS: tuple[Processor, ...] = (CONV, SDP, PDP, CDP, BDMA)
+PROCESSORS: tuple[Processor, ...] = (CONV, SDP, PDP, CDP, BDMA, RUBIK)
 _BY_LAYER: dict[type, Processor] = {p.layer_type: p for p in PROCESSORS}
 AnyLayer = Union[tuple(_BY_LAYER)]  # noqa: UP007 (built from the registry)  # a layer of any processor
 

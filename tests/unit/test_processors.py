@@ -30,10 +30,12 @@ def test_each_layer_has_one_processor_and_an_unknown_layer_is_a_one_line_error()
     assert processor_of(ConvLayer("c", ConvShape.matmul(8, 8, 8), Precision.INT8)).name == "conv"
     pdp = PdpLayer("p", 4, 4, 8, Precision.INT8, PoolSpec(PoolMode.MAX, 2, 2, 2, 2))
     assert processor_of(pdp).name == "pdp"
-    with pytest.raises(TypeError, match=r"^no processor runs a str; the hardware layers are ConvLayer, .*BdmaLayer$"):
+    with pytest.raises(
+        TypeError, match=r"^no processor runs a str; the hardware layers are ConvLayer, .*BdmaLayer, RubikLayer$"
+    ):
         simulate("conv1", FULL)
-    # the core's processors share one engine; BDMA runs beside it (its own launch groups)
-    assert engines() == ("nvdla", "bdma")
+    # the core's processors share one engine; BDMA and Rubik run beside it (their own groups and interrupts)
+    assert engines() == ("nvdla", "bdma", "rubik")
     assert {p.name for p in PROCESSORS if p.engine == "nvdla"} == {"conv", "sdp", "pdp", "cdp"}
 
 
@@ -143,22 +145,23 @@ def _identifiers_and_strings(path: Path) -> list[tuple[int, str]]:
 # headers do: data, like the configs, that no code branches on; so do the firmware interface's descriptors
 # (program/loadable/descriptors.py: dla_interface.h's structs of every unit, a file format); and the DLA
 # firmware model, like NVIDIA's firmware, has a module per processor (firmware/bdma.py) and their registry
-ALLOWED = ("nvdla_sim/processors/", "nvdla_sim/config.py", "nvdla_sim/engine/stats.py", "nvdla_sim/registers/",
-           "nvdla_sim/program/loadable/descriptors.py", "nvdla_sim/program/loadable/firmware/bdma.py",
-           "nvdla_sim/program/loadable/firmware/registry.py", "validation/")  # fmt: skip
+def _allowed(unit: str) -> tuple[str, ...]:
+    return ("nvdla_sim/processors/", "nvdla_sim/config.py", "nvdla_sim/engine/stats.py", "nvdla_sim/registers/",
+            "nvdla_sim/program/loadable/descriptors.py", f"nvdla_sim/program/loadable/firmware/{unit}.py",
+            "nvdla_sim/program/loadable/firmware/registry.py", "validation/")  # fmt: skip
 
 
-def test_bdma_is_named_only_by_its_processor_the_registry_and_the_config():
+@pytest.mark.parametrize("unit", ["bdma", "rubik"])
+def test_a_processor_is_named_only_by_its_module_the_registry_and_the_config(unit):
+    """BDMA and Rubik, each added as one package and a registry entry (issue 56): nothing else names them."""
     found = []
     for package in ("nvdla_sim", "mapper", "nvdla_cli", "rtl", "validation"):
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            if rel.startswith(ALLOWED):
+            if rel.startswith(_allowed(unit)):
                 continue
             found += [
-                f"{rel}:{line}: {text[:60]!r}"
-                for line, text in _identifiers_and_strings(path)
-                if "bdma" in text.lower()
+                f"{rel}:{line}: {text[:60]!r}" for line, text in _identifiers_and_strings(path) if unit in text.lower()
             ]
     assert not found, "\n".join(found)
 
@@ -173,4 +176,4 @@ def test_reports_name_the_registrys_resources():
     """The host fallback's note names the copy engines the registry has (here BDMA), not a literal."""
     from nvdla_mapper.lowering.rules import copies_phrase, resources_phrase
 
-    assert copies_phrase() == "BDMA" and resources_phrase() == "NVDLA, BDMA and host"
+    assert copies_phrase() == "BDMA" and resources_phrase() == "NVDLA, BDMA, Rubik and host"

@@ -1,11 +1,13 @@
 """Run NVIDIA's nv_small regression loadables, as the DLA firmware programs them, on NVIDIA's nv_small RTL, and
 compare their time and output with the model's.
 
-    python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT [--project nv_large] [--work DIR]
+    python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT [--project nv_large|nv_full] [--work DIR]
                                                        [--out FILE]
 
 --project nv_large runs the `_large` loadables on master's nv_large build against nv_large_rtl_tb, with the
-register addresses of the built tree; its rows go to nvdla_rtl_loadables_nv_large.json.
+register addresses of the built tree; its rows go to nvdla_rtl_loadables_nv_large.json. --project nv_full runs
+the loadables without a build's suffix (compiled for nv_full: BDMA, CDP, CONV_D, NN (LeNet in FP16), PDP, SDP_X1;
+Rubik's is refused by the model) on branch nvdlav1's nv_full against nv_full_rtl_tb.
 
 HW_SRC is an nvdla/hw checkout or bare mirror, built by build.sh with the testbench whose reads wait
 (NVDLA_TB_READS=wait); SW_CHECKOUT an nvdla/sw checkout holding regression/flatbufs (and regression/golden).
@@ -30,6 +32,7 @@ import time
 from pathlib import Path
 
 from nvdla_sim.config import load_config
+from nvdla_sim.errors import NvdlaError
 from nvdla_sim.program.loadable.run import run_loadable
 from nvdla_validation.nvdla_rtl.driver_log_rtl import convert, run_trace, timed_rows, write_rtl_rows
 from nvdla_validation.nvdla_rtl.run_reference import branch_of, build, registers, tree_of
@@ -37,8 +40,19 @@ from nvdla_validation.nvdla_sw.loadables import find
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "nvdla_rtl_loadables.json"
 HW = "nv_small_rtl_tb"
-# the RTL builds the script runs, with the config that models each and the suffix of its loadables
-PROJECTS = {"nv_small": ("nv_small_rtl_tb", "_small"), "nv_large": ("nv_large_rtl_tb", "_large")}
+# the RTL builds the script runs, with the config that models each and the suffix of its loadables (nv_full's
+# have none: the loadables without a build's suffix are compiled for nv_full)
+PROJECTS = {"nv_small": ("nv_small_rtl_tb", "_small"), "nv_large": ("nv_large_rtl_tb", "_large"),
+            "nv_full": ("nv_full_rtl_tb", "")}  # fmt: skip
+_OTHER_BUILDS = ("_small", "_large", "_large_random")
+
+
+def for_project(name: str, project: str) -> bool:
+    """Whether regression loadable `name` is compiled for `project`'s build (its name's suffix)."""
+    suffix = PROJECTS[project][1]
+    return name.endswith(suffix) if suffix else not name.endswith(_OTHER_BUILDS)
+
+
 _KEEP = "write to nvdla|read response from nvdla|PASS|FAIL|ERROR|memory dump matched"
 
 
@@ -63,7 +77,10 @@ def trace(run, hw, regs: dict | None = None) -> bytes:
 def compare(name: str, path: Path, binary: Path, rundir: Path, *, timeout: float, hw_name: str = HW,
             regs: dict | None = None) -> dict:  # fmt: skip
     hw = load_config(hw_name)
-    run = run_loadable(path, hw)
+    try:
+        run = run_loadable(path, hw)
+    except NvdlaError as e:  # a unit the model refuses (Rubik): no program to run on the RTL
+        return {"name": name, "status": "refused by the model", "reason": str(e)}
     t0 = time.perf_counter()
     text = run_trace(binary, trace(run, hw, regs), rundir, timeout=timeout, keep=_KEEP)
     if text is None:
@@ -97,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     found, _ = find(args.sw)
     rows = []
     for name, path, _golden in found:
-        if not name.endswith(suffix):
+        if not for_project(name, args.project):
             continue
         row = compare(name, path, binary, args.work / f"loadables-{args.project}" / name, timeout=args.timeout,
                       hw_name=hw_name, regs=regs)  # fmt: skip
@@ -113,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         args.src,
         command=f"python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT{flag}",
         rows=rows,
-        what=f"NVIDIA's {args.project} regression loadables (*{suffix}), programmed as the DLA firmware does (the "
+        what=f"NVIDIA's {args.project} regression loadables ({'*' + suffix if suffix else 'no build suffix'}), programmed as the DLA firmware does (the "
         f"model's firmware), on NVIDIA's {args.project} RTL (reads that wait), against the model {hw_name} "
         "(docs/driver_programs.md)",
         branch=branch_of(args.project),

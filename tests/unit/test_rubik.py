@@ -1,0 +1,193 @@
+"""Rubik (nv_full's reshape engine): its three modes executed on memory against element-level numpy references
+written here from NVDLA's feature layout (doc/hw/format.rst: element (w, h, c) of a cube at
+base + (c // k) x surface stride + h x line stride + w x 32 + (c % k) x e, k = 32 / e elements an atom of e-byte
+elements; a plane's element (w, h) at base + h x line stride + w x e), its registers written and decoded back, its
+refusals, and its request count by hand. NVIDIA's own contract (RBK_L0_0) is checked against its golden in
+test_loadables_data.py."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nvdla_sim.config import load_config
+from nvdla_sim.errors import ConfigError, NvdlaError
+from nvdla_sim.layers import Memory
+from nvdla_sim.precision import Precision
+from nvdla_sim.processors import simulate
+from nvdla_sim.processors.registers import ExecState
+from nvdla_sim.processors.rubik import RubikLayer
+from nvdla_sim.processors.rubik.execute import execute_rubik
+from nvdla_sim.processors.rubik.registers import RubikMode, RubikOp, RubikPlane
+from nvdla_sim.program.decode import decode_program, describe, from_description
+from nvdla_sim.program.emit import emit_program
+from nvdla_sim.program.run import run_program
+from nvdla_sim.registers.trace_io import SparseMemory, parse_program
+
+FULL = load_config("nv_full")
+SRC, DST = 0x8000_0000, 0x8100_0000
+DTYPE = {Precision.INT8: np.int8, Precision.INT16: np.int16, Precision.FP16: np.float16}
+
+
+def _layout(cube: np.ndarray, line: int, surf: int) -> np.ndarray:
+    """A W x H x C cube's bytes in NVDLA's feature layout (padding lanes zero)."""
+    w, h, c = cube.shape
+    e = cube.dtype.itemsize
+    k = 32 // e
+    s = -(-c // k)
+    out = np.zeros((s - 1) * surf + (h - 1) * line + w * 32, np.uint8)
+    raw = np.zeros((w, h, s * k), cube.dtype)
+    raw[:, :, :c] = cube
+    for si in range(s):
+        for hi in range(h):
+            atoms = raw[:, hi, si * k : (si + 1) * k].copy().view(np.uint8).reshape(-1)
+            out[si * surf + hi * line : si * surf + hi * line + w * 32] = atoms
+    return out
+
+
+def _cube(mem: SparseMemory, base: int, w: int, h: int, c: int, line: int, surf: int, dtype) -> np.ndarray:
+    e = np.dtype(dtype).itemsize
+    k = 32 // e
+    out = np.zeros((w, h, c), dtype)
+    for si in range(-(-c // k)):
+        for hi in range(h):
+            atoms = mem.read(base + si * surf + hi * line, w * 32).view(dtype).reshape(w, k)
+            n = min(k, c - si * k)
+            out[:, hi, si * k : si * k + n] = atoms[:, :n]
+    return out
+
+
+def _planes(mem: SparseMemory, base: int, w: int, h: int, c: int, line: int, planar: int, dtype) -> np.ndarray:
+    e = np.dtype(dtype).itemsize
+    return np.stack(
+        [
+            np.stack([mem.read(base + ci * planar + hi * line, w * e).view(dtype) for hi in range(h)], 1)
+            for ci in range(c)
+        ],
+        2,
+    )
+
+
+def _random(rng, shape, precision):
+    if precision is Precision.FP16:
+        return rng.standard_normal(shape).astype(np.float16)
+    info = np.iinfo(DTYPE[precision])
+    return rng.integers(info.min, info.max + 1, shape).astype(DTYPE[precision])
+
+
+def _op(mode, precision, w, h, cin, cout, src, dst, *, sx=1, sy=1, cs0=0):
+    return RubikOp(mode, precision, w, h, cin, cout, src, dst, cs0, sy * dst.line_stride, sx, sy)
+
+
+PRECISIONS = st.sampled_from([Precision.INT8, Precision.INT16, Precision.FP16])
+
+
+@settings(max_examples=40, deadline=None)
+@given(precision=PRECISIONS, w=st.integers(1, 11), h=st.integers(1, 4), sx=st.integers(1, 11), sy=st.integers(1, 3),
+       cout=st.integers(1, 40), seed=st.integers(0, 2**31))  # fmt: skip
+def test_contract_spreads_channel_groups_over_pixels(precision, w, h, sx, sy, cout, seed):
+    """out(w * sx + tx, h * sy + ty, c) = in(w, h, (ty * sx + tx) * S * k + c), S = the output's surfaces."""
+    rng = np.random.default_rng(seed)
+    dtype = DTYPE[precision]
+    k = 32 // np.dtype(dtype).itemsize
+    s_out = -(-cout // k)
+    cin = sx * sy * s_out * k
+    x = _random(rng, (w, h, cin), precision)
+    line_in, surf_in = w * 32 + 64, (w * 32 + 64) * h
+    line_out = w * sx * 32 + 32
+    surf_out = line_out * h * sy
+    mem = SparseMemory()
+    mem.write(SRC, _layout(x, line_in, surf_in))
+    src = RubikPlane(SRC, line_in, surf_in, 0, Memory.DRAM)
+    dst = RubikPlane(DST, line_out, surf_out, 0, Memory.DRAM)
+    op = _op(RubikMode.CONTRACT, precision, w, h, cin, cout, src, dst, sx=sx, sy=sy, cs0=s_out * surf_in)
+    execute_rubik(op, ExecState(mem, FULL))
+    got = _cube(mem, DST, w * sx, h * sy, cout, line_out, surf_out, dtype)
+    want = np.zeros((w * sx, h * sy, cout), dtype)
+    for ty in range(sy):
+        for tx in range(sx):
+            g = (ty * sx + tx) * s_out * k
+            want[tx::sx, ty::sy, :] = x[:, :, g : g + cout]
+    assert got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    precision=PRECISIONS, w=st.integers(1, 150), h=st.integers(1, 3), c=st.integers(1, 40), seed=st.integers(0, 2**31)
+)
+def test_split_writes_a_plane_per_channel_and_merge_gathers_them_back(precision, w, h, c, seed):
+    rng = np.random.default_rng(seed)
+    dtype = DTYPE[precision]
+    e = np.dtype(dtype).itemsize
+    x = _random(rng, (w, h, c), precision)
+    line_in = w * 32
+    surf_in = line_in * h
+    plane_line = -(-w * e // 64) * 64  # 64-byte aligned plane lines (unit description)
+    planar = plane_line * h
+    mem = SparseMemory()
+    mem.write(SRC, _layout(x, line_in, surf_in))
+    mem.write(DST, np.full(planar * c, 0xAB, np.uint8))  # the split's zero-fill must overwrite this
+    split = _op(RubikMode.SPLIT, precision, w, h, c, c, RubikPlane(SRC, line_in, surf_in, 0, Memory.DRAM),
+                RubikPlane(DST, plane_line, 0, planar, Memory.DRAM))  # fmt: skip
+    execute_rubik(split, ExecState(mem, FULL))
+    planes = _planes(mem, DST, w, h, c, plane_line, planar, dtype)
+    assert planes.view(np.uint8).tobytes() == x.view(np.uint8).tobytes()
+    tail = -(-w * e // 32) * 32 - w * e  # the rest of each plane line's last 32 bytes: zero
+    if tail:
+        assert not mem.read(DST + w * e, tail).any()
+    back = 0x8200_0000
+    merge = _op(RubikMode.MERGE, precision, w, h, c, c, RubikPlane(DST, plane_line, 0, planar, Memory.DRAM),
+                RubikPlane(back, line_in, surf_in, 0, Memory.DRAM))  # fmt: skip
+    execute_rubik(merge, ExecState(mem, FULL))
+    assert bytes(mem.read(back, len(_layout(x, line_in, surf_in)))) == _layout(x, line_in, surf_in).tobytes()
+
+
+def test_registers_round_trip_and_run_as_a_trace_test(tmp_path):
+    """The op's registers written (firmware order) and decoded back; as a trace test the model's output
+    passes the program's own CRC check, and its processor times it."""
+    rng = np.random.default_rng(1)
+    x = _random(rng, (5, 2, 64), Precision.INT16)  # 4 surfaces of 16 channels
+    src = RubikPlane(SRC, 5 * 32, 5 * 32 * 2, 0, Memory.DRAM)
+    dst = RubikPlane(DST, 10 * 32, 10 * 32 * 4, 0, Memory.DRAM)
+    op = _op(RubikMode.CONTRACT, Precision.INT16, 5, 2, 64, 16, src, dst, sx=2, sy=2, cs0=src.surface_stride)
+    prog = emit_program("rbk", op, [(SRC, _layout(x, src.line_stride, src.surface_stride))], [(DST, 10 * 32 * 4)], FULL)
+    folder = prog.write(tmp_path)
+    assert decode_program(parse_program(folder)).operations == [op] and from_description(describe(op)) == op
+    run = run_program(folder, FULL)
+    assert [c["match"] for c in run.checks] == [True]
+    (timing,) = run.operations
+    assert timing.kind == "rubik" and timing.stats.traffic.dram_read == timing.stats.traffic.dram_write
+
+
+def test_rbk_l0_0s_requests_by_hand():
+    """NVIDIA's RBK_L0_0: an INT16 contract of an 8 x 8 x 640 cube, x stride 10, y stride 4, to 80 x 32 x 16.
+    32 output lines (1 surface x 8 lines x 4); reads: per line and tx, one run of 8 atoms (4 beats of nv_full's
+    64-byte interface): 32 x 10 x 4 = 1,280 cycles; writes (x stride past 8): per line and input pixel, runs of
+    8 and 2 atoms, each a command cycle and its beats: 32 x 8 x ((1 + 4) + (1 + 1)) = 1,792 cycles. 81,920
+    bytes each way over nv_full's DRAM (64 bytes a cycle on one channel): 2,560 cycles, which bound it."""
+    layer = RubikLayer("rbk", RubikMode.CONTRACT, 8, 8, 640, 16, Precision.INT16, 10, 4)
+    reads, writes = layer.transfers()
+    assert (len(reads), sum(reads), len(writes), sum(writes)) == (320, 2560, 512, 2560)
+    st_ = simulate(layer, FULL)
+    assert st_.units[next(u for u in st_.units if u.value == "rubik")].busy == 1792
+    assert st_.traffic.dram_read == st_.traffic.dram_write == 81920
+    assert st_.cycles == 2 * 81920 // 64 and st_.bound.value == "dram"
+
+
+def test_refusals_name_the_register_or_the_build(tmp_path):
+    src = RubikPlane(SRC, 32, 32, 64, Memory.DRAM)
+    split = _op(RubikMode.SPLIT, Precision.INT8, 1, 1, 4, 3, src, RubikPlane(DST, 64, 0, 64, Memory.DRAM))
+    prog = emit_program("bad", split, [], [(DST, 64)], FULL).write(tmp_path / "a")
+    with pytest.raises(NvdlaError, match="C model reads one and its RTL the other"):
+        run_program(prog, FULL)
+    contract = RubikOp(RubikMode.CONTRACT, Precision.INT8, 1, 1, 64, 32, src, RubikPlane(DST, 64, 64, 0, Memory.DRAM),
+                       32, 32, 2, 1)  # CONTRACT_STRIDE_1 32, not 1 x 64  # fmt: skip
+    prog = emit_program("bad2", contract, [], [(DST, 64)], FULL).write(tmp_path / "b")
+    with pytest.raises(NvdlaError, match="CONTRACT_STRIDE_1 32 bytes"):
+        run_program(prog, FULL)
+    ok = _op(RubikMode.SPLIT, Precision.INT8, 1, 1, 4, 4, src, RubikPlane(DST, 64, 0, 64, Memory.DRAM))
+    prog = emit_program("small", ok, [], [(DST, 64)], FULL).write(tmp_path / "c")
+    with pytest.raises(NvdlaError, match="which has no Rubik"):
+        run_program(prog, load_config("nv_small_rtl_tb"))
+    with pytest.raises(ConfigError, match="has no Rubik"):
+        simulate(RubikLayer("r", RubikMode.SPLIT, 4, 4, 8, 8, Precision.INT8), load_config("nv_small"))
