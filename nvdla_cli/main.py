@@ -13,7 +13,7 @@ from nvdla_cli.flags import Needs, check_needs, given, show_defaults
 from nvdla_cli.map_commands import add_commands as add_mapper
 from nvdla_cli.paths import output_dir, output_file
 from nvdla_cli.rtl_commands import add_commands as add_rtl
-from nvdla_sim.config import builtin_configs, load_config
+from nvdla_sim.config import HwConfig, builtin_configs, load_config
 from nvdla_sim.energy.model import Energy, area, layer_energy, run_energy
 from nvdla_sim.engine.stats import ConvDetail, LayerStats, Unit
 from nvdla_sim.engine.trace import write_trace
@@ -21,6 +21,7 @@ from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import MAX_DIM, ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.processors import simulate
+from nvdla_sim.program.sequence import SequenceRun
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
@@ -547,7 +548,7 @@ def _simulate_loadable(args: argparse.Namespace) -> int:
     return 0 if all(c["match"] for c in checks) else 1
 
 
-def _sequence_report(out: str, name: str, hw, doc: dict, seq) -> None:
+def _sequence_report(out: str, name: str, hw: HwConfig, doc: dict, seq: SequenceRun) -> None:
     """--report of a replayed program: report.json (the --json document), report.html and trace.json."""
     from nvdla_mapper.reports.html import write_sequence_html
     from nvdla_sim.engine.trace import span_events, write_trace_doc

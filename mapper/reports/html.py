@@ -538,7 +538,7 @@ def write_sequence_html(doc: dict[str, Any], out_dir: str | Path) -> Path:
     seq, clock = doc["sequence"], doc["clock_mhz"]
     cycles = doc["cycles"]
     summary = [
-        ["cycles (first register access -> last operation's end)", f"{cycles:,}"],
+        ["cycles (first register access -> the last access or operation end)", f"{cycles:,}"],
         ["time", f"{cycles / clock:,.2f} us at {clock:g} MHz"],
         ["driver profile", f"{seq['driver_profile']} ({seq['csb_write_cycles']:g} cycles a register write, "
                            f"{seq['csb_read_cycles']:g} a read, {seq['interrupt_cycles']:g} an interrupt)"],

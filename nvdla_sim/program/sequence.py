@@ -284,19 +284,28 @@ class TimeSplit:
     loadable's CPU tasks are executed, not timed)."""
 
     cycles: int  # the span: first register access to the last end or access
-    running: float  # some operation running
-    registers: float  # NVDLA idle, the driver accessing registers
-    interrupt: float  # NVDLA idle, the driver waiting for an ended operation's interrupt and reacting
-    idle: float  # NVDLA idle and the driver neither accessing nor waiting
-    hidden_registers: float  # the driver's register accesses while an operation runs
+    running: int  # some operation running
+    registers: int  # NVDLA idle, the driver accessing registers
+    interrupt: int  # NVDLA idle, the driver waiting for an ended operation's interrupt and reacting
+    idle: int  # NVDLA idle and the driver neither accessing nor waiting
+    hidden_registers: int  # the driver's register accesses while an operation runs
+
+    @classmethod
+    def of(cls, cycles: int, running: float, registers: float, interrupt: float, hidden: float) -> TimeSplit:
+        """Whole cycles that add up to `cycles` (the span, rounded): each part's end rounded where it falls on
+        the running sum, and idle the rest (never negative: the parts lie inside the span)."""
+        ends = [round(running), round(running + registers), round(running + registers + interrupt)]
+        if ends[-1] > cycles:
+            raise ValueError(f"internal: the time split's parts ({ends[-1]} cycles) exceed the span ({cycles})")
+        return cls(cycles, ends[0], ends[1] - ends[0], ends[2] - ends[1], cycles - ends[2], round(hidden))
 
     def to_dict(self) -> dict:
         return {
-            "operations_running": round(self.running),
-            "register_programming_nvdla_idle": round(self.registers),
-            "interrupt_and_driver_nvdla_idle": round(self.interrupt),
-            "idle": round(self.idle),
-            "register_programming_hidden": round(self.hidden_registers),
+            "operations_running": self.running,
+            "register_programming_nvdla_idle": self.registers,
+            "interrupt_and_driver_nvdla_idle": self.interrupt,
+            "idle": self.idle,
+            "register_programming_hidden": self.hidden_registers,
         }
 
 
@@ -403,8 +412,7 @@ class SequenceRun:
         hidden = _overlap(bursts, running)
         registers = sum(b - a for a, b in bursts) - hidden
         interrupt = sum(b - a for a, b in waits) - _overlap(waits, running)
-        idle = max(0.0, self.cycles - busy - registers - interrupt)
-        return TimeSplit(self.cycles, busy, registers, interrupt, idle, hidden)
+        return TimeSplit.of(self.cycles, busy, registers, interrupt, hidden)
 
     def busy_by_processor(self) -> dict[str, int]:
         """Cycles each processor kind was occupied (start to end of the operations that use it)."""

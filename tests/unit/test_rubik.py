@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nvdla_sim.config import load_config
+from nvdla_sim.engine.stats import Unit
 from nvdla_sim.errors import ConfigError, NvdlaError
 from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
@@ -143,8 +144,9 @@ def test_split_writes_a_plane_per_channel_and_merge_gathers_them_back(precision,
 
 
 def test_registers_round_trip_and_run_as_a_trace_test(tmp_path):
-    """The op's registers written (firmware order) and decoded back; as a trace test the model's output
-    passes the program's own CRC check, and its processor times it."""
+    """The op's registers written (firmware order) and decoded back (the fields against arnvdla.h: a review's
+    reading), and run as a trace test, whose CRC the model computes and meets, timed by its processor: the
+    plumbing from registers to execution. What the bytes must be is the property tests' and RBK_L0_0's."""
     rng = np.random.default_rng(1)
     x = _random(rng, (5, 2, 64), Precision.INT16)  # 4 surfaces of 16 channels
     src = RubikPlane(SRC, 5 * 32, 5 * 32 * 2, 0, Memory.DRAM)
@@ -169,7 +171,7 @@ def test_rbk_l0_0s_requests_by_hand():
     reads, writes = layer.transfers()
     assert (len(reads), sum(reads), len(writes), sum(writes)) == (320, 2560, 512, 2560)
     st_ = simulate(layer, FULL)
-    assert st_.units[next(u for u in st_.units if u.value == "rubik")].busy == 1792
+    assert st_.units[Unit.RUBIK].busy == 1792
     assert st_.traffic.dram_read == st_.traffic.dram_write == 81920
     assert st_.cycles == 2 * 81920 // 64 and st_.bound.value == "dram"
 
@@ -191,3 +193,34 @@ def test_refusals_name_the_register_or_the_build(tmp_path):
         run_program(prog, load_config("nv_small_rtl_tb"))
     with pytest.raises(ConfigError, match="has no Rubik"):
         simulate(RubikLayer("r", RubikMode.SPLIT, 4, 4, 8, 8, Precision.INT8), load_config("nv_small"))
+
+
+def test_split_and_merge_requests_by_hand():
+    """A 70 x 2 x 8 cube, lines in pieces of 64 and 6 pixels. INT16 split: reads, per line, 64 and 6 atoms
+    (4 requests, 140 atoms); writes, per plane line (16), 128 bytes as 4 atoms and 12 as one zero-filled atom
+    (32 requests, 80 atoms): on nv_full's 64-byte interface 2 x (32 + 3) = 70 read cycles and 16 x ((1 + 2) +
+    (1 + 1)) = 80 write cycles, under the 4,480 + 2,560 bytes over its one DRAM channel at 64 a cycle (110).
+    INT8 merge: reads, per plane line (16), 64 bytes as 2 atoms and 6 as 1 (32 requests, 48 atoms); writes the
+    cube's 2 lines of 64 and 6 atoms (4 requests, 140 atoms)."""
+    split = RubikLayer("s", RubikMode.SPLIT, 70, 2, 8, 8, Precision.INT16)
+    assert split.transfers() == ([64, 6, 64, 6], [4, 1] * 16)
+    got = simulate(split, FULL)
+    assert got.units[Unit.RUBIK].busy == 80 and got.cycles == (4480 + 2560) // 64
+    merge = RubikLayer("m", RubikMode.MERGE, 70, 2, 8, 8, Precision.INT8)
+    assert merge.transfers() == ([2, 1] * 16, [64, 6, 64, 6])
+
+
+def test_a_contract_the_c_model_and_rtl_would_run_apart_is_refused(tmp_path):
+    """CONTRACT_STRIDE_0 other than the output's surfaces x the input's surface stride (the C model's fixed
+    step between channel groups) and an output wider than the RTL's 13-bit write size."""
+    src = RubikPlane(SRC, 64, 128, 0, Memory.DRAM)
+    dst = RubikPlane(DST, 128, 256, 0, Memory.DRAM)
+    odd = RubikOp(RubikMode.CONTRACT, Precision.INT8, 2, 1, 64, 32, src, dst, 256, 128, 2, 1)  # 256, not 1 x 128
+    prog = emit_program("odd", odd, [], [(DST, 256)], FULL).write(tmp_path / "a")
+    with pytest.raises(NvdlaError, match="CONTRACT_STRIDE_0 256 bytes, not the output's surfaces x DAIN_SURF_STRIDE"):
+        run_program(prog, FULL)
+    wide = RubikOp(RubikMode.CONTRACT, Precision.INT8, 4097, 1, 64, 32, RubikPlane(SRC, 4097 * 32, 4097 * 32, 0,
+                   Memory.DRAM), RubikPlane(DST, 8194 * 32, 8194 * 32, 0, Memory.DRAM), 4097 * 32, 8194 * 32, 2, 1)  # fmt: skip
+    prog = emit_program("wide", wide, [], [(DST, 32)], FULL).write(tmp_path / "b")
+    with pytest.raises(NvdlaError, match="contract to 8194 x 1 pixels"):
+        run_program(prog, FULL)

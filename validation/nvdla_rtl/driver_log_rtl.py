@@ -19,10 +19,10 @@ its end.
 
 With the testbench's second-level clock gating on (nvdla.cpp's default), the driver's own order deadlocks
 nv_small's RTL: CDMA's count of the weight entries in CBUF (wt_wr_dmatx_cnt, which holds back the weight
-read responses) is clocked by CDMA's gated clock, so the releases CSC sends after CDMA went idle are lost and
-the next convolution with fewer weight banks never takes its weights (docs/driver_programs.md, "The RTL's
-deadlock"). --no-clock-gating builds the testbench with the clocks ungated (as FPGA builds run), where the
-logs run whole as the driver wrote them. --convolutions-early replays the log with each convolution enabled
+read responses) is clocked by CDMA's gated clock, so the releases CSC sends after CDMA went idle are lost, and
+a next convolution whose weight banks the count then exceeds never takes its weights (docs/driver_programs.md,
+"The RTL's deadlock"). --no-clock-gating builds the testbench with its clocks ungated
+(tmc2slcg_disable_clock_gating), where the logs run whole as the driver wrote them. --convolutions-early replays the log with each convolution enabled
 while the previous one runs (convolutions_early, the order that avoids the deadlock with gating on), on both
 sides, into nvdla_rtl_driver_logs_convolutions_early.json.
 """
@@ -152,19 +152,17 @@ def timed_rows(prog: Program, text: str, seq) -> dict:
 
 
 def write_rtl_rows(out: Path, src: Path, *, what: str, command: str, rows: list[dict], branch: str = "nv_small",
-                   hw: str = HW, clock_gating: bool = True) -> None:  # fmt: skip
+                   hw: str = HW, clock_gating: bool | None = True, timed: bool = True) -> None:  # fmt: skip
+    """The rows with where they came from; `clock_gating` None: the rows say it each; `timed` False: no cycles."""
     commit = subprocess.run(["git", "-C", str(src), "rev-parse", branch], capture_output=True, text=True)
-    write_json(out, {
-        "what": what,
-        "command": command,
-        "source_commit": commit.stdout.strip() or None,
-        "testbench_clock_gating": clock_gating,
-        "date": datetime.date.today().isoformat(),
-        "driver_profile": load_config(hw).driver.profile,
-        "cycle_definition": "core clocks from the first register write to the last access's completion; per "
-                            "operation, from its enable write to the response of the read that showed its end",
-        "rows": rows,
-    })  # fmt: skip
+    doc = {"what": what, "command": command, "source_commit": commit.stdout.strip() or None}
+    if clock_gating is not None:
+        doc["testbench_clock_gating"] = clock_gating
+    doc |= {"date": datetime.date.today().isoformat(), "driver_profile": load_config(hw).driver.profile}
+    if timed:
+        doc["cycle_definition"] = ("core clocks from the first register write to the last access's completion; per "
+                                   "operation, from its enable write to the response of the read that showed its end")  # fmt: skip
+    write_json(out, {**doc, "rows": rows})
     print(f"wrote {out}", file=sys.stderr)
 
 

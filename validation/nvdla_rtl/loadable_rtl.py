@@ -6,8 +6,8 @@ compare their time and output with the model's.
 
 --project nv_large runs the `_large` loadables on master's nv_large build against nv_large_rtl_tb, with the
 register addresses of the built tree; its rows go to nvdla_rtl_loadables_nv_large.json. --project nv_full runs
-the loadables without a build's suffix (compiled for nv_full: BDMA, CDP, CONV_D, NN (LeNet in FP16), PDP, SDP_X1;
-Rubik's is refused by the model) on branch nvdlav1's nv_full against nv_full_rtl_tb.
+the loadables without a build's suffix (compiled for nv_full: BDMA, CDP, CONV_D, NN (LeNet in FP16), PDP, RBK,
+SDP_X1) on branch nvdlav1's nv_full against nv_full_rtl_tb.
 
 HW_SRC is an nvdla/hw checkout or bare mirror, built by build.sh with the testbench whose reads wait
 (NVDLA_TB_READS=wait); SW_CHECKOUT an nvdla/sw checkout holding regression/flatbufs (and regression/golden).
@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 from nvdla_sim.config import load_config
-from nvdla_sim.errors import NvdlaError
 from nvdla_sim.program.loadable.run import run_loadable
 from nvdla_validation.nvdla_rtl.driver_log_rtl import convert, run_trace, timed_rows, write_rtl_rows
 from nvdla_validation.nvdla_rtl.run_reference import branch_of, build, registers, tree_of
@@ -77,10 +76,7 @@ def trace(run, hw, regs: dict | None = None) -> bytes:
 def compare(name: str, path: Path, binary: Path, rundir: Path, *, timeout: float, hw_name: str = HW,
             regs: dict | None = None) -> dict:  # fmt: skip
     hw = load_config(hw_name)
-    try:
-        run = run_loadable(path, hw)
-    except NvdlaError as e:  # a unit the model refuses (Rubik): no program to run on the RTL
-        return {"name": name, "status": "refused by the model", "reason": str(e)}
+    run = run_loadable(path, hw)
     t0 = time.perf_counter()
     text = run_trace(binary, trace(run, hw, regs), rundir, timeout=timeout, keep=_KEEP)
     if text is None:
@@ -130,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         args.src,
         command=f"python -m nvdla_validation.nvdla_rtl.loadable_rtl HW_SRC SW_CHECKOUT{flag}",
         rows=rows,
-        what=f"NVIDIA's {args.project} regression loadables ({'*' + suffix if suffix else 'no build suffix'}), programmed as the DLA firmware does (the "
+        what=f"NVIDIA's {args.project} regression loadables ({'*' + suffix if suffix else 'no build suffix'}), "
+        "programmed as the DLA firmware does (the "
         f"model's firmware), on NVIDIA's {args.project} RTL (reads that wait), against the model {hw_name} "
         "(docs/driver_programs.md)",
         branch=branch_of(args.project),

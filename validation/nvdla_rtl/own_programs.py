@@ -13,6 +13,9 @@ produced the model's bytes; the cycles it measured are the reference for the mod
     python -m nvdla_validation.nvdla_rtl.own_programs build/ownf16 --suite fp16     # FP16, for nv_full
     python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_full --tests-dir build/ownf16 \\
         --out validation/data/nvdla_rtl_ownf16_nv_full.json
+    python -m nvdla_validation.nvdla_rtl.own_programs build/rbk --suite reshape    # Rubik and BDMA, nv_full
+    python -m nvdla_validation.nvdla_rtl.run_reference SRC --project nv_full --tests-dir build/rbk \\
+        --out validation/data/nvdla_rtl_reshape_nv_full.json
 
 CI regenerates the programs (no RTL, no NVIDIA files) and requires the model's CRCs to equal the ones
 the RTL met, and the model's cycles to stay within the targets (tests/integration/test_nvdla_own.py).
@@ -30,9 +33,11 @@ import numpy as np
 
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.floats import fp16_codes, fp32_code
-from nvdla_sim.layers import ConvShape, OperandMode, PoolMode, PoolSpec
+from nvdla_sim.layers import ConvShape, Memory, OperandMode, PoolMode, PoolSpec
 from nvdla_sim.precision import Precision
+from nvdla_sim.processors.bdma.registers import BdmaOp
 from nvdla_sim.processors.cdp.registers import CdpOp
+from nvdla_sim.processors.rubik.registers import RubikMode, RubikOp, RubikPlane
 from nvdla_sim.processors.sdp.registers import (
     EwOperand,
     OperandSource,
@@ -45,7 +50,7 @@ from nvdla_sim.processors.sdp.registers import (
 )
 from nvdla_sim.program.emit import Alloc, TraceProgram, conv_layer, emit_program, place, pool_pass, sdp_pass
 from nvdla_sim.units.lut import IndexMode, LutParams, LutTable, Table
-from nvdla_sim.units.memory_format import cube_size, dc_weight_bytes, feature_image
+from nvdla_sim.units.memory_format import Surface, cube_size, dc_weight_bytes, feature_image
 from nvdla_sim.units.sdp import AluOp
 
 HW = "nv_small_rtl_tb"
@@ -421,8 +426,108 @@ def _f16_sdp_x(w: int, h: int, c: int) -> Maker:
     return make
 
 
+# ---- Rubik and BDMA (nv_full; issue 59): every mode, the three precisions, odd shapes -------------------
+
+
+def _random_bytes(rng: np.random.Generator, n: int) -> np.ndarray:
+    return rng.integers(0, 256, n).astype(np.uint8)  # Rubik and BDMA move bytes: every bit pattern, FP16 NaNs too
+
+
+def _rubik(mode: RubikMode, precision: Precision, w: int, h: int, c: int, *, sx: int = 1, sy: int = 1,
+           pad: int = 0) -> Maker:  # fmt: skip
+    """A Rubik operation on random bytes: a contract of a W x H cube of sx * sy groups of C output channels,
+    or a split / merge of a W x H x C cube; each line `pad` atoms longer than it needs (a stride the
+    operation must honour), planes' lines 64-byte aligned (the unit description's rule)."""
+
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        e = 1 if precision is Precision.INT8 else 2
+        k = 32 // e
+        a = Alloc()
+
+        def cube(width: int, height: int, channels: int) -> tuple[int, int, int]:
+            line = (width + pad) * 32
+            surf = line * height + pad * 32
+            return a.take(surf * -(-channels // k)), line, surf
+
+        def planes(width: int, height: int, channels: int) -> tuple[int, int, int]:
+            line = -(-width * e // 64) * 64 + pad * 64
+            planar = line * height + pad * 64
+            return a.take(planar * channels), line, planar
+
+        if mode is RubikMode.CONTRACT:
+            s_out = -(-c // k)
+            cin = sx * sy * s_out * k
+            sa, sl, ss = cube(w, h, cin)
+            da, dl, ds = cube(w * sx, h * sy, c)
+            src, dst = RubikPlane(sa, sl, ss, 0, Memory.DRAM), RubikPlane(da, dl, ds, 0, Memory.DRAM)
+            op = RubikOp(mode, precision, w, h, cin, c, src, dst, s_out * ss, sy * dl, sx, sy)
+            size_in, size_out = ss * -(-cin // k), ds * s_out
+        elif mode is RubikMode.SPLIT:
+            sa, sl, ss = cube(w, h, c)
+            da, dl, dp = planes(w, h, c)
+            src, dst = RubikPlane(sa, sl, ss, 0, Memory.DRAM), RubikPlane(da, dl, 0, dp, Memory.DRAM)
+            op = RubikOp(mode, precision, w, h, c, c, src, dst, 0, 0, 1, 1)
+            size_in, size_out = ss * -(-c // k), dp * c
+        else:
+            sa, sl, sp = planes(w, h, c)
+            da, dl, ds = cube(w, h, c)
+            src, dst = RubikPlane(sa, sl, 0, sp, Memory.DRAM), RubikPlane(da, dl, ds, 0, Memory.DRAM)
+            op = RubikOp(mode, precision, w, h, c, c, src, dst, 0, 0, 1, 1)
+            size_in, size_out = sp * c, ds * -(-c // k)
+        return emit_program(name, op, [(sa, _random_bytes(rng, size_in))], [(da, size_out)], hw)
+
+    return make
+
+
+def _bdma(line_atoms: int, lines: int, surfaces: int, *, src_pad: int, dst_pad: int) -> Maker:
+    """A BDMA transfer of random bytes, each side's lines and surfaces `*_pad` atoms apart beyond the data."""
+
+    def make(name: str, hw: HwConfig, rng: np.random.Generator) -> TraceProgram:
+        a = Alloc()
+        lb = line_atoms * 32
+
+        def side(pad: int) -> Surface:
+            line = lb + pad * 32
+            surf = line * lines + pad * 32
+            return Surface(a.take(surf * surfaces), line, surf)
+
+        src, dst = side(src_pad), side(dst_pad)
+        op = BdmaOp(src, dst, lb, lines, surfaces, Memory.DRAM, Memory.DRAM)
+        data = _random_bytes(rng, src.surface_stride * surfaces)
+        return emit_program(name, op, [(src.addr, data)], [(dst.addr, dst.surface_stride * surfaces)], hw)
+
+    return make
+
+
+def _suite_reshape() -> Iterator[Spec]:
+    """Rubik's contract (x strides up to 8 and past it, where its writes split), split (lines past 64
+    pixels, where its requests split) and merge, in INT8, INT16 and FP16, with channel counts that leave a
+    partial atom and strides wider than the data; then BDMA's line, line-repeat and surface-repeat copies."""
+    seed = 6000
+    for precision in (Precision.INT8, Precision.INT16, Precision.FP16):
+        p = precision.value
+        shapes = [
+            (RubikMode.CONTRACT, 8, 8, 16, 2, 2, 0), (RubikMode.CONTRACT, 5, 3, 20, 3, 1, 1),
+            (RubikMode.CONTRACT, 4, 2, 16, 10, 2, 0), (RubikMode.CONTRACT, 9, 2, 40, 1, 4, 0),
+            (RubikMode.SPLIT, 16, 4, 20, 1, 1, 0), (RubikMode.SPLIT, 70, 2, 8, 1, 1, 1),
+            (RubikMode.SPLIT, 33, 3, 1, 1, 1, 0),
+            (RubikMode.MERGE, 16, 4, 20, 1, 1, 0), (RubikMode.MERGE, 70, 2, 8, 1, 1, 1),
+            (RubikMode.MERGE, 5, 5, 45, 1, 1, 0),
+        ]  # fmt: skip
+        for mode, w, h, c, sx, sy, pad in shapes:
+            strides = f"_s{sx}x{sy}" if mode is RubikMode.CONTRACT else ""
+            name = f"own_rbk_{mode.name.lower()}_{p}_{w}x{h}x{c}{strides}{'_pad' if pad else ''}"
+            yield Spec(name, "rubik", _rubik(mode, precision, w, h, c, sx=sx, sy=sy, pad=pad), seed)
+            seed += 1
+    for line_atoms, lines, surfaces, sp, dp in [(1, 1, 1, 0, 0), (8, 4, 2, 0, 3), (33, 5, 3, 2, 0), (256, 2, 1, 0, 0)]:
+        name = f"own_bdma_{line_atoms}x{lines}x{surfaces}{'_pad' if sp or dp else ''}"
+        yield Spec(name, "bdma", _bdma(line_atoms, lines, surfaces, src_pad=sp, dst_pad=dp), seed)
+        seed += 1
+
+
 SUITE: list[Spec] = list(_suite())
-SUITES = {"int8": SUITE, "int16": list(_suite_int16()), "fp16": list(_suite_fp16())}
+SUITES = {"int8": SUITE, "int16": list(_suite_int16()), "fp16": list(_suite_fp16()),
+          "reshape": list(_suite_reshape())}  # fmt: skip
 
 
 def generate(
@@ -443,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", nargs="?", help="where to write the trace-test folders")
     ap.add_argument("--only", nargs="*", help="program names (default: all)")
     ap.add_argument("--list", action="store_true", help="list the programs")
-    ap.add_argument("--suite", choices=sorted(SUITES), default="int8", help="int8 (default), int16 or fp16 (nv_full)")
+    ap.add_argument("--suite", choices=sorted(SUITES), default="int8",
+                    help="int8 (default), int16, fp16 or reshape (Rubik and BDMA): the last three for nv_full")  # fmt: skip
     ap.add_argument("--hw", default=None, help=f"the testbench config (default {HW}; int16: nv_full_rtl_tb)")
     args = ap.parse_args(argv)
     if args.list or not args.folder:

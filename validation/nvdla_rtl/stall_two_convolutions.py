@@ -32,10 +32,11 @@ from nvdla_sim.errors import NvdlaError
 from nvdla_sim.processors import CONV
 from nvdla_sim.registers.addresses import address_map
 from nvdla_sim.registers.trace_io import parse_program
-from nvdla_validation.nvdla_rtl.driver_log_rtl import HW, convert, run_trace
+from nvdla_validation.nvdla_rtl.driver_log_rtl import HW, convert, run_trace, write_rtl_rows
 from nvdla_validation.nvdla_rtl.run_reference import build
 
 LOG = "lenet-5/pmem/output.txn"
+OUT = Path(__file__).resolve().parents[1] / "data" / "nvdla_rtl_stall_two_convolutions.json"
 
 
 def _lines(a: int, b: int) -> list[int]:
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     hw = load_config(HW)
     text = (args.risc_v_nvdla / LOG).read_text()
+    rows = []
     for gating in (True, False):
         binary = build(args.src, args.work, "nv_small", clock_gating=gating, waiting_reads=True)
         for name in VARIANTS:
@@ -108,8 +110,21 @@ def main(argv: list[str] | None = None) -> int:
                             keep="write to nvdla|read response from nvdla|read request from dla|PASS|FAIL")  # fmt: skip
             log = (rundir / "run.log").read_text()
             weights = len(re.findall(r"read request from dla, addr c01[89a-e]", log))
+            rows.append({"clock_gating": gating, "fc1_enabled": name, "status": "ran" if out else "stalled",
+                         "fc1_weight_requests": weights})  # fmt: skip
             print(f"clock gating {'on ' if gating else 'off'}, FC1 enabled {name.replace('_', ' ')}: "
                   f"{'ran to the end' if out else 'stalled'}, {weights:,} of FC1's 50,000 weight requests")  # fmt: skip
+    write_rtl_rows(
+        OUT,
+        args.src,
+        command="python -m nvdla_validation.nvdla_rtl.stall_two_convolutions HW_SRC RISC_V_NVDLA_CHECKOUT",
+        rows=rows,
+        what="conv2 and FC1 of RISC-V-NVDLA's LeNet-5 driver log on NVIDIA's nv_small RTL (reads that wait), FC1 "
+        "enabled after conv2's end (the driver's order) or while conv2 runs, the testbench's clock gating on and "
+        "off; a stall is no end within the timeout (docs/driver_programs.md, 'The RTL's deadlock')",
+        clock_gating=None,
+        timed=False,
+    )
     return 0
 
 

@@ -8,7 +8,7 @@ the register view RubikRegisters and the timing RubikProcessor below.
 Timing (from the RTL's structure, nvdla/hw nvdlav1 vmod/nvdla/rubik; not yet measured on it): a read request
 of n atoms takes ceil(n x 32 / beat) cycles of the read return, a write request one command cycle and
 ceil(n x 32 / beat) data cycles on its one write channel (NV_NVDLA_RUBIK_wr_req.v: command and data share a
-515-bit packet), with `beat` the memory interface's width in bytes. The requests each mode issues
+515-bit packet), with `beat` the width in bytes of the interface the side uses (DBB for DRAM, SRAMIF). The requests each mode issues
 (NV_NVDLA_RUBIK_seq_gen.v, cmod NV_NVDLA_rbk.cpp): contract reads runs of up to 8 atoms per input line and
 channel group, and writes each output line whole (x stride up to 8) or in runs of up to 8 atoms; split reads
 up to 64 atoms of a surface's line, and writes each plane's line in 64-pixel pieces; merge reads each plane's
@@ -127,8 +127,10 @@ class RubikRegisters(ViewDefaults):
         return Emitted(("RBK",), "RUBIK_0")
 
     def hw_layer(self, op: RubikOp, name: str) -> RubikLayer:
-        return RubikLayer(name, op.mode, op.width, op.height, op.in_channels, op.out_channels, op.precision,
-                          op.stride_x, op.stride_y, op.src.memory, op.dst.memory)  # fmt: skip
+        return RubikLayer(
+            name, op.mode, op.width, op.height, op.in_channels, op.out_channels, op.precision,
+            stride_x=op.stride_x, stride_y=op.stride_y, source=op.src.memory, destination=op.dst.memory,
+        )  # fmt: skip
 
     def execute(self, op: RubikOp, st: ExecState, name: str) -> None:
         execute_rubik(op, st)
@@ -159,17 +161,17 @@ class RubikProcessor:
             raise ConfigError(f"{layer.name}: {hw.name} has no Rubik (its config's rubik = false)")
         if Memory.SRAM in (layer.source, layer.destination) and not hw.memory.has_sram:
             raise ConfigError(f"{layer.name}: {hw.name} has no on-chip SRAM (memory.sram_width_bits = 0)")
-        beat = hw.memory.dram_width_bits // 8
+        beat = {Memory.DRAM: hw.memory.dram_width_bits // 8, Memory.SRAM: hw.memory.sram_width_bits // 8}
         reads, writes = layer.transfers()
-        read_cycles = sum(math.ceil(n * RBK_ATOM_BYTES / beat) for n in reads)
-        write_cycles = sum(1 + math.ceil(n * RBK_ATOM_BYTES / beat) for n in writes)
+        read_cycles = sum(math.ceil(n * RBK_ATOM_BYTES / beat[layer.source]) for n in reads)
+        write_cycles = sum(1 + math.ceil(n * RBK_ATOM_BYTES / beat[layer.destination]) for n in writes)
         rb, wb = layer.read_bytes, layer.write_bytes
         ports = make_ports(hw)
         ports[layer.source].reserve(0.0, rb)
         ports[layer.destination].reserve(0.0, wb)
         port_cycles = int(max(p.last_beat for p in ports.values()))
         cycles = max(read_cycles, write_cycles, port_cycles)
-        bound = Bound.DRAM if port_cycles >= max(read_cycles, write_cycles) else Bound.RUBIK
+        bound = Bound.DRAM if port_cycles >= max(read_cycles, write_cycles) else Bound.RUBIK  # DRAM: either port
         src, dst = layer.source is Memory.DRAM, layer.destination is Memory.DRAM
         traffic = Traffic(dram_read=rb * src, dram_write=wb * dst, sram_read=rb * (not src), sram_write=wb * (not dst))
         units = {
@@ -185,14 +187,14 @@ class RubikProcessor:
             units=units,
             bound=bound,
             lower_bound_cycles=port_cycles,
-            detail=CopyDetail(rb),
+            detail=CopyDetail(max(rb, wb)),  # a split's planes or a merge's atoms may be more than it reads
         )
 
     def fixed_latency(self, layer: RubikLayer, hw: HwConfig) -> tuple[int, int, int]:
         """No launch or completion measured; the pipeline is the first read's memory latency."""
         return 0, memory_model(hw).latency(layer.source), 0
 
-    def copy_layer(self, name: str, nbytes: int):
+    def copy_layer(self, name: str, nbytes: int) -> RubikLayer:
         raise NotImplementedError("Rubik reshapes; it is not the build's copy engine")
 
     def activity(self, layer: RubikLayer, stats: LayerStats, hw: HwConfig) -> Activity:

@@ -17,6 +17,7 @@ from nvdla_sim.precision import Precision
 from nvdla_sim.processors.registers import PRECISION_CODES, RegisterWriter, Snapshots, UnitRegisters, precision_of
 
 RBK_ATOM_BYTES = 32  # the registers' address and stride granule, and Rubik's data atom (nv_full)
+MAX_OUTPUT = 8192  # a contract's output width and height (the RTL's 13-bit write size; the unit's 8192 limit)
 
 
 class RubikMode(enum.Enum):
@@ -81,8 +82,9 @@ def _plane(r: UnitRegisters, side: str, ram: str, ram_field: str) -> RubikPlane:
 
 def decode_rubik(name: str, snap: Snapshots) -> RubikOp:
     """The operation the registers hold. Where NVIDIA's C model and RTL read different registers for the same
-    thing (the channel count of a split or merge; a contract's output line stride), the program must give
-    both the same value, as the firmware does; otherwise it is refused, not guessed."""
+    thing (the channel count of a split or merge; a contract's input group stride and output line stride),
+    the program must give both the same value, as the firmware does; otherwise it is refused, not guessed;
+    so is a contract whose output the RTL would truncate."""
     r = UnitRegisters.of(snap, "NVDLA_RBK")
     code = r.f("D_MISC_CFG_0", "RUBIK_MODE")
     if code not in RubikMode._value2member_map_:
@@ -105,6 +107,18 @@ def decode_rubik(name: str, snap: Snapshots) -> RubikOp:
         raise TraceError(
             f"{name}: a Rubik {op.mode.name.lower()} with DATAIN_CHANNEL {op.in_channels - 1} and DATAOUT_CHANNEL "
             f"{op.out_channels - 1}: NVIDIA's C model reads one and its RTL the other; program them equal"
+        )
+    groups = -(-op.out_channels * op.element_bytes // RBK_ATOM_BYTES) * op.src.surface_stride
+    if op.mode is RubikMode.CONTRACT and op.contract_stride_0 != groups:
+        raise TraceError(
+            f"{name}: a Rubik contract with CONTRACT_STRIDE_0 {op.contract_stride_0} bytes, not the output's "
+            f"surfaces x DAIN_SURF_STRIDE ({groups}): the RTL steps the input's channel groups by CONTRACT_STRIDE_0 "
+            "and the C model by that product, which then disagree"
+        )
+    if op.mode is RubikMode.CONTRACT and max(op.width * op.stride_x, op.height * op.stride_y) > MAX_OUTPUT:
+        raise TraceError(
+            f"{name}: a Rubik contract to {op.width * op.stride_x} x {op.height * op.stride_y} pixels: past "
+            f"{MAX_OUTPUT} the RTL's 13-bit write size truncates an output line the C model writes whole"
         )
     if op.mode is RubikMode.CONTRACT and op.contract_stride_1 != op.stride_y * op.dst.line_stride:
         raise TraceError(
