@@ -35,7 +35,7 @@ def test_the_program_passes_import_no_processors_room_but_the_registry():
 
 def test_every_processor_has_a_register_view_and_its_layer_is_its_processors():
     views = [p.registers for p in PROCESSORS]
-    assert [v.kind for v in views] == ["conv", "sdp", "pdp", "cdp", "bdma"]
+    assert [v.kind for v in views] == ["conv", "sdp", "pdp", "cdp", "bdma", "rubik"]
     assert tuple(views) == REGISTER_VIEWS
     assert len({v.op_type for v in views}) == len(views)
     # every view names the units it enables, its done bit and the register whose write starts it
