@@ -221,7 +221,9 @@ def convolutions_early(prog: Program, text: str) -> str:
 
 
 def compare_log(log: Path, binary: Path, rundir: Path, *, timeout: float, early: bool = False,
-                name: str | None = None) -> dict:  # fmt: skip
+                name: str | None = None, reuse: bool = False) -> dict:  # fmt: skip
+    """One log on the RTL beside the model's replay; `reuse`: the RTL's log of an earlier run in `rundir` (of
+    the same trace: checked byte for byte) instead of running it again."""
     hw = load_config(HW)
     name = name or log.parent.name
     if early:
@@ -232,14 +234,21 @@ def compare_log(log: Path, binary: Path, rundir: Path, *, timeout: float, early:
     prog = parse_program(log, address_map=hw.driver.address_map)
     run = run_program(log, hw)
     t0 = time.perf_counter()
-    text = run_trace(binary, convert(prog, hw.driver.address_map), rundir, timeout=timeout)
+    trace = convert(prog, hw.driver.address_map)
+    if reuse:
+        done = rundir / "run.log"
+        if not done.exists() or (rundir / "trace.bin").read_bytes() != trace:
+            raise NvdlaError(f"--reuse-runs: {rundir} holds no run of this log's trace; run it without --reuse-runs")
+        text = done.read_text()
+    else:
+        text = run_trace(binary, trace, rundir, timeout=timeout)
     if text is None:
         return {"name": name, "status": "timeout", "reason": f"no end within {timeout:.0f} s"}
     timed = timed_rows(prog, text, run.sequence)
     if "reason" in timed:
         return {"name": name, "status": "fail", **timed}
-    return {"name": name, "status": "pass", **timed,
-            "wall_s": round(time.perf_counter() - t0, 1)}  # fmt: skip
+    wall = {} if reuse else {"wall_s": round(time.perf_counter() - t0, 1)}
+    return {"name": name, "status": "pass", **timed, **wall}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,6 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "nvdla_rtl_ref", help="build folder")
     ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per log")
     ap.add_argument("--out", type=Path, default=None, help=f"default {OUT.name} (or _convolutions_early.json)")
+    ap.add_argument(
+        "--reuse-runs",
+        action="store_true",
+        help="take the RTL's output of an earlier run of the same trace from the work folder (a long run whose "
+        "rows were not written) instead of running it again",
+    )
     ap.add_argument(
         "--no-clock-gating",
         action="store_true",
@@ -269,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         path = log if log.is_file() else next(iter(sorted(log.glob("*.txn"))), log)
         run_name = "-".join(path.resolve().parts[-3:-1])  # RISC-V-NVDLA's logs all sit in <net>/pmem/
         rundir = args.work / "driver_logs" / (run_name + ("-early" if early else "") + ("" if gating else "-ungated"))
-        row = compare_log(path, binary, rundir, timeout=args.timeout, early=early, name=run_name)
+        row = compare_log(path, binary, rundir, timeout=args.timeout, early=early, name=run_name, reuse=args.reuse_runs)
         rows.append(row)
         if row["status"] == "pass":
             print(f"{row['name']:<14} RTL {row['rtl_cycles']:>12,}  model {row['model_cycles']:>12,}  "
