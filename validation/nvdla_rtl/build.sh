@@ -205,12 +205,15 @@ fi
 # Optional: reads that wait (NVDLA_TB_READS=wait), for a driver's whole-network log (issue 57,
 # validation/nvdla_rtl/driver_log_rtl.py): nvdla.cpp's read_reg compares a register at most 10 times and
 # fails the test; here it polls until the register shows the value, as a driver's polling loop does.
-# Only a read's matching response is logged (one line a read, not one a poll), and retries are not.
+# Only a read's matching response is logged (one line a read, not one a poll), and retries are not (branch
+# nv_small's testbench and nvdlav1's, which has no `quiet` and logs every response).
 if [ "${NVDLA_TB_READS:-compare}" = "wait" ]; then
   variant "$mdir""_waiting_reads" \
     's#op\.tries = 10;#op.tries = 0x7fffffff;  /* nvdla-sim: reads wait */#
 s#if (!quiet) printf("(%lu) read response from nvdla#if (!quiet \&\& (op.why != FROM_TRACE || (dla->nvdla2csb_data \& op.mask) == (op.data \& op.mask))) printf("(%lu) read response from nvdla#
-s#if (!quiet) printf("(%lu) invalid response -- trying again\\n", ticks);#/* nvdla-sim: retries not logged */#' \
+s#if (!quiet) printf("(%lu) invalid response -- trying again\\n", ticks);#/* nvdla-sim: retries not logged */#
+s#^\(\s*\)printf("(%lu) read response from nvdla: %08x\\n", ticks, dla->nvdla2csb_data);#\1if ((dla->nvdla2csb_data \& op.mask) == (op.data \& op.mask)) printf("(%lu) read response from nvdla: %08x\\n", ticks, dla->nvdla2csb_data);#
+s#^\(\s*\)printf("(%lu) invalid response -- trying again\\n", ticks);#\1/* nvdla-sim: retries not logged */#' \
     "nvdla-sim: reads wait" make_waiting_reads.log "the testbench whose reads wait"
 fi
 echo "$mdir/VNV_nvdla"
