@@ -127,3 +127,25 @@ def test_nvidias_rtl_runs_the_firmwares_programs_to_the_goldens(suffix):
     # the span: the operations' own time is inside it, with at least a write and the end read around each
     for r in rows.values():
         assert r["rtl_cycles"] > sum(op["rtl_cycles"] for op in r["operations"]) + 19
+
+
+NV_FULL = json.loads((DATA / "nvdla_rtl_loadables_nv_full.json").read_text())
+
+
+def test_nv_fulls_loadables_run_on_its_rtl_to_the_goldens():
+    """The seven nv_full regression loadables (no build suffix: BDMA, CDP, CONV_D, NN_L0_0 = LeNet in FP16
+    whole, PDP, RBK, SDP_X1), programmed by the model's firmware, ran on NVIDIA's nv_full RTL (branch
+    nvdlav1): each output equal to the model's byte for byte (LeNet's: its DLA task's logits, the CPU softmax
+    not being the RTL's), whose md5 is NVIDIA's golden for the single-unit ones. Cycles as they stand
+    (measured 2026-12-07): LeNet whole +0.4%, CONV_D +0.1%, PDP +1.1%, SDP_X1 -1.2%; Rubik -7.7%, BDMA
+    +9.6% (both timed from their structure, not yet fitted), CDP -17.7% (INT16 LRN on nv_full, not
+    investigated)."""
+    rows = {r["name"]: r for r in NV_FULL["rows"]}
+    assert set(rows) == {f"{u}_L0_0" for u in ("BDMA", "CDP", "CONV_D", "NN", "PDP", "RBK", "SDP_X1")}
+    assert all(r["status"] == "pass" for r in rows.values())
+    for name, r in rows.items():
+        if name != "NN_L0_0":
+            assert r["model_md5"] == ROWS[name]["golden_md5"], name
+    err = {n: r["model_cycles"] / r["rtl_cycles"] - 1 for n, r in rows.items()}
+    assert all(abs(err[n]) < 0.02 for n in ("CONV_D_L0_0", "NN_L0_0", "PDP_L0_0", "SDP_X1_L0_0")), err
+    assert all(abs(e) < 0.2 for e in err.values()), err

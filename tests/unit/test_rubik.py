@@ -198,14 +198,15 @@ def test_refusals_name_the_register_or_the_build(tmp_path):
 def test_split_and_merge_requests_by_hand():
     """A 70 x 2 x 8 cube, lines in pieces of 64 and 6 pixels. INT16 split: reads, per line, 64 and 6 atoms
     (4 requests, 140 atoms); writes, per plane line (16), 128 bytes as 4 atoms and 12 as one zero-filled atom
-    (32 requests, 80 atoms): on nv_full's 64-byte interface 2 x (32 + 3) = 70 read cycles and 16 x ((1 + 2) +
-    (1 + 1)) = 80 write cycles, under the 4,480 + 2,560 bytes over its one DRAM channel at 64 a cycle (110).
+    (32 requests, 80 atoms): on nv_full's 64-byte interface 2 x (32 + 3) = 70 read beats and 16 x (2 + 1) = 48
+    write beats, whole beats over its one DRAM channel at 64 bytes a cycle: (70 + 48) x 64 / 64 = 118 cycles,
+    past the 70 read cycles and 16 x ((1 + 2) + (1 + 1)) = 80 write cycles.
     INT8 merge: reads, per plane line (16), 64 bytes as 2 atoms and 6 as 1 (32 requests, 48 atoms); writes the
     cube's 2 lines of 64 and 6 atoms (4 requests, 140 atoms)."""
     split = RubikLayer("s", RubikMode.SPLIT, 70, 2, 8, 8, Precision.INT16)
     assert split.transfers() == ([64, 6, 64, 6], [4, 1] * 16)
     got = simulate(split, FULL)
-    assert got.units[Unit.RUBIK].busy == 80 and got.cycles == (4480 + 2560) // 64
+    assert got.units[Unit.RUBIK].busy == 80 and got.cycles == 70 + 48
     merge = RubikLayer("m", RubikMode.MERGE, 70, 2, 8, 8, Precision.INT8)
     assert merge.transfers() == ([2, 1] * 16, [64, 6, 64, 6])
 

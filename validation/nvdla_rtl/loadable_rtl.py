@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from nvdla_sim.config import load_config
+from nvdla_sim.program.loadable.container import Interface
 from nvdla_sim.program.loadable.run import run_loadable
 from nvdla_validation.nvdla_rtl.driver_log_rtl import convert, run_trace, timed_rows, write_rtl_rows
 from nvdla_validation.nvdla_rtl.run_reference import branch_of, build, registers, tree_of
@@ -65,12 +66,23 @@ def trace(run, hw, regs: dict | None = None) -> bytes:
             data = lo.contents(m.id)
             out += struct.pack("=BII", 5, run.memory.bases[m.id], len(data)) + data
     out += convert(run.program, hw.driver.address_map, regs)[:-1]  # without its end mark
-    (tensor,) = [t for t in lo.tensors if t.mem_id in run.net.outputs()][:1]
-    base = run.memory.bases[tensor.mem_id] + tensor.offset
-    expected = bytes(run.memory_image.read(base, tensor.size))
+    base, size = _dla_output(run)
+    expected = bytes(run.memory_image.read(base, size))
     name = b"output.bin"
     out += struct.pack("=BII", 4, base, len(expected)) + expected + struct.pack("=I", len(name)) + name
     return bytes(out + struct.pack("=B", 0xFF))
+
+
+def _dla_output(run) -> tuple[int, int]:
+    """(address, bytes) the RTL's output is checked at: the loadable's bound output, or, where CPU tasks run
+    beside the DLA task (NN_L0_0: a CPU softmax writes the bound output, which the RTL never runs), the
+    destination cube of the DLA task's last operation."""
+    lo = run.net.loadable
+    if all(t.interface is Interface.DLA1 for t in lo.tasks):
+        (tensor,) = [t for t in lo.tensors if t.mem_id in run.net.outputs()][:1]
+        return run.memory.bases[tensor.mem_id] + tensor.offset, tensor.size
+    last = next(op for op in reversed(run.net.operations) if getattr(op.surface, "dst_data", None) is not None)
+    return run.memory.cube(last.surface.dst_data), last.surface.dst_data.size
 
 
 def compare(name: str, path: Path, binary: Path, rundir: Path, *, timeout: float, hw_name: str = HW,

@@ -13,7 +13,9 @@ ceil(n x 32 / beat) data cycles on its one write channel (NV_NVDLA_RUBIK_wr_req.
 channel group, and writes each output line whole (x stride up to 8) or in runs of up to 8 atoms; split reads
 up to 64 atoms of a surface's line, and writes each plane's line in 64-pixel pieces; merge reads each plane's
 64-pixel pieces and writes up to 64 atoms. The operation takes the longest of its read cycles, its write
-cycles and its bytes on the memory ports, after one memory latency.
+cycles and its beats on the memory ports (whole beats: a one-atom request takes a 64-byte beat of
+nv_full's bus; writes on the write channel where the memory has one), the last write request after the last
+read, plus the stream processors' launch and completion and one memory latency.
 Energy: the bytes it moves through DRAM (its datapath, two 2 KB reorder buffers, is in the build's "other"
 area and not priced per action).
 """
@@ -163,15 +165,28 @@ class RubikProcessor:
             raise ConfigError(f"{layer.name}: {hw.name} has no on-chip SRAM (memory.sram_width_bits = 0)")
         beat = {Memory.DRAM: hw.memory.dram_width_bits // 8, Memory.SRAM: hw.memory.sram_width_bits // 8}
         reads, writes = layer.transfers()
-        read_cycles = sum(math.ceil(n * RBK_ATOM_BYTES / beat[layer.source]) for n in reads)
-        write_cycles = sum(1 + math.ceil(n * RBK_ATOM_BYTES / beat[layer.destination]) for n in writes)
+        rbeat, wbeat = beat[layer.source], beat[layer.destination]
+        read_beats = [math.ceil(n * RBK_ATOM_BYTES / rbeat) for n in reads]
+        write_beats = [math.ceil(n * RBK_ATOM_BYTES / wbeat) for n in writes]
+        read_cycles, write_cycles = sum(read_beats), sum(1 + b for b in write_beats)
         rb, wb = layer.read_bytes, layer.write_bytes
+        # the memory moves whole beats: a request of one 32-byte atom takes a 64-byte beat of nv_full's bus
         ports = make_ports(hw)
-        ports[layer.source].reserve(0.0, rb)
-        ports[layer.destination].reserve(0.0, wb)
+        read_port, write_port = ports[layer.source], ports[layer.destination].writes
+        read_port.reserve(0.0, sum(read_beats) * rbeat)
+        read_time = max(read_cycles, read_port.last_beat)
+        last = make_ports(hw)[layer.destination].writes  # the last write request alone, once its data is read
+        last.reserve(0.0, write_beats[-1] * wbeat)
+        last_write = max(1 + write_beats[-1], last.last_beat)
+        write_port.reserve(0.0, sum(write_beats) * wbeat)
+        write_time = max(write_cycles, write_port.last_beat)
+        cycles = math.ceil(max(read_time + last_write, write_time))
         port_cycles = int(max(p.last_beat for p in ports.values()))
-        cycles = max(read_cycles, write_cycles, port_cycles)
-        bound = Bound.DRAM if port_cycles >= max(read_cycles, write_cycles) else Bound.RUBIK  # DRAM: either port
+        bound = (
+            Bound.DRAM
+            if max(read_port.last_beat, write_port.last_beat) >= max(read_cycles, write_cycles)
+            else Bound.RUBIK
+        )
         src, dst = layer.source is Memory.DRAM, layer.destination is Memory.DRAM
         traffic = Traffic(dram_read=rb * src, dram_write=wb * dst, sram_read=rb * (not src), sram_write=wb * (not dst))
         units = {
@@ -191,8 +206,11 @@ class RubikProcessor:
         )
 
     def fixed_latency(self, layer: RubikLayer, hw: HwConfig) -> tuple[int, int, int]:
-        """No launch or completion measured; the pipeline is the first read's memory latency."""
-        return 0, memory_model(hw).latency(layer.source), 0
+        """The stream processors' launch and completion (TimingConfig, measured on nv_small's RDMAs; on nv_full's
+        RTL Rubik's first read comes 22 cycles after its enable and its interrupt 12 after its last write), and
+        the first read's memory latency as its pipeline."""
+        t = hw.timing
+        return t.launch_cycles, memory_model(hw).latency(layer.source), t.completion_cycles
 
     def copy_layer(self, name: str, nbytes: int) -> RubikLayer:
         raise NotImplementedError("Rubik reshapes; it is not the build's copy engine")
