@@ -169,7 +169,7 @@ class RubikProcessor:
         read_beats = [math.ceil(n * RBK_ATOM_BYTES / rbeat) for n in reads]
         write_beats = [math.ceil(n * RBK_ATOM_BYTES / wbeat) for n in writes]
         read_cycles, write_cycles = sum(read_beats), sum(1 + b for b in write_beats)
-        rb, wb = layer.read_bytes, layer.write_bytes
+        rb, wb = sum(reads) * RBK_ATOM_BYTES, sum(writes) * RBK_ATOM_BYTES  # what transfers() counted, once
         # the memory moves whole beats: a request of one 32-byte atom takes a 64-byte beat of nv_full's bus
         ports = make_ports(hw)
         read_port, write_port = ports[layer.source], ports[layer.destination].writes
@@ -213,7 +213,7 @@ class RubikProcessor:
         return t.launch_cycles, memory_model(hw).latency(layer.source), t.completion_cycles
 
     def copy_layer(self, name: str, nbytes: int) -> RubikLayer:
-        raise NotImplementedError("Rubik reshapes; it is not the build's copy engine")
+        raise TypeError(f"{self.name} does not copy memory")  # it reshapes (copy_atom_bytes 0), as CoreProcessor
 
     def activity(self, layer: RubikLayer, stats: LayerStats, hw: HwConfig) -> Activity:
         return Activity(dram_read_bytes=stats.traffic.dram_read, dram_write_bytes=stats.traffic.dram_write)
