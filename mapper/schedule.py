@@ -16,6 +16,7 @@ import math
 from typing import NamedTuple
 
 from nvdla_mapper.lowering.rules import Resource
+from nvdla_sim.engine.steady import PeriodMemo
 
 
 class Scheduled(NamedTuple):
@@ -26,6 +27,10 @@ class Scheduled(NamedTuple):
 
 
 _new = tuple.__new__  # a NamedTuple from its fields' tuple, without its __new__'s Python frame
+
+# blocks between repeats of a block's state kept to find the period (a model's blocks repeat with period 1;
+# a block whose resources alternate its free times, with 2)
+_MAX_BLOCK_PERIOD = 4
 
 
 class Blocks(NamedTuple):
@@ -72,11 +77,12 @@ def schedule(
     """List-schedule tasks in index order (already topological). `host_overhead`: cycles of one host
     hand-off, included in each host instance's cycles in `instance`. With `blocks` (alike_blocks holds
     for them), blocks whose tasks' durations and instance cycles are all alike are scheduled one by one
-    until one is the one before it shifted by D cycles (every start, end and busy time, and the free
-    time of every resource the blocks use): each later block is then that one shifted by whole D (the
-    schedule of a block commutes with a shift of its inputs, which are the block before's outputs), and
-    the tasks after the blocks are scheduled from there. The same schedule as without `blocks`
-    (tests/unit/test_schedule.py)."""
+    until the state after a block (every start, end and busy time of its tasks, and the free time of every
+    resource the blocks use, relative to its first start) is the state of a block p before, shifted by D
+    cycles (engine.steady's mechanism, PeriodMemo): each later block is then its twin p blocks before
+    shifted by D for each period (the schedule of a block commutes with a shift of its inputs, which are the
+    block before's outputs), and the tasks after the blocks are scheduled from there. The same schedule as
+    without `blocks` (tests/unit/test_schedule.py)."""
     free: dict = {}
     out: list[Scheduled] = []
     counts = [t.count for t in tasks]
@@ -86,22 +92,31 @@ def schedule(
         return out
     first, size, count = blocks
     _place(0, first, tasks, durations, instance, deps, resources, counts, out, free, host_overhead)
-    keys = {"host" if r is Resource.HOST else r for r in resources[first : first + size]}
-    before: dict = {}
-    for b in range(count):
+    keys = tuple(dict.fromkeys("host" if r is Resource.HOST else r for r in resources[first : first + size]))
+    seen = PeriodMemo(_MAX_BLOCK_PERIOD)  # the state after a block -> (block, its first start)
+    b = 0
+    while b < count:
         lo = first + b * size
         _place(lo, lo + size, tasks, durations, instance, deps, resources, counts, out, free, host_overhead)
-        now = {k: free[k] for k in keys}
-        shift = _shifted(out, lo, size, before, now) if b >= 2 else None
-        if shift is not None:
-            block = out[lo : lo + size]
-            for k in range(1, count - b):
-                by, step = k * shift, k * size
-                out.extend([_new(Scheduled, (i + step, start + by, end + by, busy)) for i, start, end, busy in block])
-            for key in keys:
-                free[key] += (count - 1 - b) * shift
-            break
-        before = now
+        if b == 0:  # block 0's waits reach before the blocks: block 1 is not a function of it alone
+            b += 1
+            continue
+        ref = out[lo].start
+        state = (tuple((start - ref, end - ref, busy) for _, start, end, busy in out[lo : lo + size]),
+                 tuple(free[k] - ref for k in keys))  # fmt: skip
+        before = seen.repeat(state, (b, ref))
+        b += 1
+        if before is None or ref < before[1]:
+            continue
+        period, shift = b - 1 - before[0], ref - before[1]
+        periods = (count - b) // period
+        twins = out[lo - (period - 1) * size : lo + size]  # the period that repeats, ending with block b - 1
+        for k in range(1, periods + 1):
+            by, step = k * shift, k * period * size
+            out.extend([_new(Scheduled, (i + step, start + by, end + by, busy)) for i, start, end, busy in twins])
+        for key in keys:
+            free[key] += periods * shift
+        b += periods * period
     _place(first + size * count, n, tasks, durations, instance, deps, resources, counts, out, free, host_overhead)
     return out
 
@@ -114,20 +129,6 @@ def blocks_alike(durations: list[int], instance: list[int], blocks: Blocks) -> b
         durations[a : a + size] == one and instance[a : a + size] == each
         for a in range(first + size, first + size * count, size)
     )
-
-
-def _shifted(out: list[Scheduled], lo: int, size: int, free_before: dict, free_now: dict) -> int | None:
-    """The shift D >= 0 by which the block at `lo` repeats the block before (its schedule and the free time
-    of the blocks' resources after it), or None."""
-    shift = out[lo].start - out[lo - size].start
-    if shift < 0:
-        return None
-    for a, b in zip(out[lo - size : lo], out[lo : lo + size], strict=True):
-        if b.start - a.start != shift or b.end - a.end != shift or b.busy != a.busy:
-            return None
-    if any(free_now[k] - free_before[k] != shift for k in free_now):
-        return None
-    return shift
 
 
 def _place(lo, hi, tasks, durations, instance, deps, resources, counts, out, free, host_overhead) -> None:

@@ -411,6 +411,11 @@ class _Chain:
         self.last_added = ((layer, plan, hw), before)
         return fp
 
+    def add_instances(self, layer: ConvLayer, plan: TilePlan, hw: HwConfig, count: int) -> None:
+        """Append `count` independent instances of `layer` under `plan` (instances_cycles)."""
+        for _ in range(count):
+            self.add(layer, plan, hw)
+
     def _repeat(self, before: tuple, current: int) -> None:
         """Append hardware layer `current` as a repeat of the one `before` describes (key, first item, items,
         first own event): the same items, their own fetch events renumbered past the last one (events
@@ -523,23 +528,18 @@ def conv_activity(layer: ConvLayer, plan: TilePlan, hw: HwConfig) -> ConvActivit
     return ConvActivity(ops, loads, read, sums, outputs)
 
 
-# Instances of one layer a chain runs before its time per instance repeats: layer n waits for layer n-2's
-# register group, so the chain settles into a period of two instances (see instances_cycles).
-_SETTLE_INSTANCES = 6
-
-
 def instances_cycles(
     layer: ConvLayer, plan: TilePlan, hw: HwConfig, count: int, *, steady: SteadyState = STEADY
 ) -> int:
     """Cycles of `count` independent instances of a layer (heads, groups: their own input and weights)
     under `plan`, run back to back in ping-pong register groups (simulate_chain: the next instance
-    fetches into what the previous one releases; its compute follows the previous one's). The chain of
-    identical instances repeats with a period of two (the register groups): past _SETTLE_INSTANCES the
-    last two instances' times repeat (equal to the full chain: tests/unit/test_conv_instances.py)."""
+    fetches into what the previous one releases; its compute follows the previous one's). The instances are
+    one chain of hardware layers, whose steady state the layer skip finds and jumps over (engine.steady: the
+    chain of identical instances settles into a period, two instances for the two register groups)."""
     _check_instances(layer, count)
-    n = min(count, _SETTLE_INSTANCES)
-    chain = simulate_chain([(layer, plan)] * n, hw, steady=steady)
-    return _instances_span(chain.cycles, chain.layer_ends, n, count)
+    chain = _Chain(named=False)
+    chain.add_instances(layer, plan, hw, count)
+    return math.ceil(chain.run(hw, False, steady=steady)[0].end)
 
 
 def _check_instances(layer: ConvLayer, count: int) -> None:
@@ -547,18 +547,6 @@ def _check_instances(layer: ConvLayer, count: int) -> None:
         raise ShapeError(f"{layer.name}: instances must be >= 1, not {count}")
     if layer.data_resident or layer.weights_resident:
         raise ShapeError(f"{layer.name}: independent instances cannot take operands left in CBUF (*_REUSE)")
-
-
-def _instances_span(cycles: int, layer_ends: tuple[int, ...], n: int, count: int) -> int:
-    """`count` instances' cycles from a chain of the first n: its cycles and hardware layer ends
-    (instances_cycles)."""
-    if count == n:
-        return cycles
-    per = len(layer_ends) // n  # hardware layers per instance
-    ends = [layer_ends[per * i - 1] for i in range(1, n + 1)]
-    odd, even = ends[-2] - ends[-3], ends[-1] - ends[-2]  # the instance before last and the last one
-    pairs, rest = divmod(count - n, 2)
-    return math.ceil(cycles + pairs * (odd + even) + rest * odd)
 
 
 def simulate_conv(
@@ -584,13 +572,11 @@ def simulate_instances(layer: ConvLayer, hw: HwConfig, plan: TilePlan, count: in
     chain = _Chain(named=False)
     fp = chain.add(layer, plan, hw)
     items, extra, layers = len(chain.items), list(chain.item_extra), chain.layers
-    n = min(count, _SETTLE_INSTANCES)
-    for _ in range(n - 1):
-        chain.add(layer, plan, hw)
+    chain.add_instances(layer, plan, hw, count - 1)
     first_run: list = []
-    res, _, ends = chain.run(hw, False, first_layers=layers, first_run=first_run)
+    res, _, _ = chain.run(hw, False, first_layers=layers, first_run=first_run)
     single = _conv_stats(layer, hw, plan, fp, chain.items[:items], extra, first_run[0])
-    return single, _instances_span(math.ceil(res.end), ends, n, count)
+    return single, math.ceil(res.end)
 
 
 def _conv_stats(layer: ConvLayer, hw: HwConfig, plan: TilePlan, fp: Footprint, items, item_extra, run) -> LayerStats:

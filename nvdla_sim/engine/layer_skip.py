@@ -26,9 +26,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from nvdla_sim.engine.steady import PeriodMemo
 from nvdla_sim.engine.tile_pipeline import (
     Item,
-    PeriodMemo,
     PipelineResult,
     booking_increase,
     on_grid,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from nvdla_sim.engine.stats import Event, Traffic, Unit
-from nvdla_sim.engine.steady import STEADY, SteadyState
+from nvdla_sim.engine.steady import STEADY, PeriodMemo, SteadyState
 from nvdla_sim.layers import Memory
 from nvdla_sim.system.memory import MemoryPort, memory_model
 
@@ -508,34 +508,6 @@ def up_to_grid(v: float) -> float:
     (a rate's quotient: sdp.operand_stream_cycles) kept exact under the sums a run makes, so runs of
     identical items that it paces can still be skipped."""
     return math.ceil(v / _GRID) * _GRID
-
-
-class PeriodMemo:
-    """The states a run passed through lately (after an item: _FastForward; at a hardware layer's start:
-    layer_skip.LayerSkip), each with what was true then, to find the period at which a state comes back.
-    At most `limit` are kept (the longest period looked for)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.seen: dict[tuple, tuple] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self.seen)
-
-    def clear(self) -> None:
-        self.seen.clear()
-
-    def repeat(self, state: tuple, now: tuple) -> tuple | None:
-        """What was kept when the run was last in `state` (the period is found: everything is forgotten),
-        or None, `now` kept for it."""
-        before = self.seen.get(state)
-        if before is None:
-            if len(self.seen) >= self.limit:
-                self.seen.clear()
-            self.seen[state] = now
-            return None
-        self.seen.clear()
-        return before
 
 
 def port_booking(channels: Sequence[MemoryPort]) -> tuple[tuple[float, int], ...]:

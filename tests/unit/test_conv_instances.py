@@ -1,6 +1,6 @@
 """Instances and batches of a convolution as one chain of hardware layers (engine.conv.instances_cycles,
 ConvLayer.images): the expected values are hand arithmetic on the layer's work and bytes, and the full
-chain simulation for the periodic extrapolation."""
+chain run one item at a time for the skipped steady state."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from nvdla_mapper.passes import map_model
 from nvdla_mapper.search.tiling_search import exhaustive_plan, search_plan
 from nvdla_sim import ConvLayer, ConvShape, Precision, load_config
 from nvdla_sim.engine.conv import instances_cycles, run_conv, simulate_chain, simulate_conv
+from nvdla_sim.engine.steady import ONE_BY_ONE
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import OperandMode, SdpSpec
@@ -46,16 +47,17 @@ def test_instances_never_beat_the_mac_array():
     k=st.sampled_from([64, 128, 256]),
     n=st.sampled_from([32, 64, 96]),
     bias=st.booleans(),
-    count=st.integers(7, 12),
+    count=st.integers(7, 40),
 )
-def test_the_periodic_extrapolation_equals_the_whole_chain(hw_name, m, k, n, bias, count):
-    """Past six instances instances_cycles repeats the last two instances' times (the two register
-    groups); simulating all `count` instances as one chain gives the same cycles."""
+def test_the_skipped_instances_equal_the_whole_chain_run_one_by_one(hw_name, m, k, n, bias, count):
+    """instances_cycles skips the instances' steady state (the layer skip over a chain of instances);
+    running every hardware layer and item of all `count` instances gives the same cycles."""
     hw = load_config(hw_name)
     sdp_spec = SdpSpec(bias=OperandMode.PER_KERNEL) if bias else SdpSpec()
     layer = ConvLayer("mm", ConvShape.matmul(m, k, n, row=32), Precision.INT8, sdp_spec)
     plan = search_plan(layer, hw).plan
-    assert instances_cycles(layer, plan, hw, count) == simulate_chain([(layer, plan)] * count, hw).cycles
+    every = simulate_chain([(layer, plan)] * count, hw, steady=ONE_BY_ONE).cycles
+    assert instances_cycles(layer, plan, hw, count) == every
 
 
 @settings(max_examples=30, deadline=None)
