@@ -1,8 +1,11 @@
 """The mapper's pass list, in one place:
 
-    workload graph -> fusion -> lowering to tasks -> tiling search + simulation -> schedule -> result
+    workload graph -> fusion + lowering to tasks -> tiling search + simulation -> schedule -> result
+                      (lower_graph / lower_ops)      (time_tasks)                  (scheduled) (map_result)
 
-Each pass takes explicit arguments and returns plain data; `map_model` runs them in order.
+Each pass takes explicit arguments and returns typed data; `map_model` runs them in order, and the decode
+step template (studies/step_template.py) runs the same passes, re-running lower_op and time_tasks only for
+the ops whose shape changes.
 """
 
 from __future__ import annotations
@@ -374,28 +377,68 @@ def map_model(
         raise ValueError("map_model: the memo was filled under another hw, host or MapOptions")
     host = ctx.host  # the one given, else the model the config's [host] chooses
     tasks, deps = lower_graph(g, ctx, memo)  # fusion + lowering
-    per_instance, stats = simulate_tasks(tasks, hw, host, memo)  # tiling search + simulation
-    durations = task_durations(tasks, per_instance, stats, hw)
-    results = scheduled(tasks, deps, per_instance, stats, durations, hw, host)
+    timed = time_tasks(tasks, hw, host, memo)  # tiling search + simulation
+    results = scheduled(tasks, deps, timed.per_instance, timed.stats, timed.durations, hw, host)
+    baseline = None
+    if options.weights.active and with_baseline:  # the dense, uncompressed run: what the treatment saves
+        dense = dataclasses.replace(options, weights=WeightTreatment())
+        baseline = map_model(g, hw, dense, batch=batch, seq=seq, host=host).total_cycles
+    return map_result(g, ctx, results, memo, baseline=baseline, batch=batch, seq=seq)
+
+
+def map_result(
+    g: nx.DiGraph,
+    ctx: LoweringContext,
+    results: list[TaskResult],
+    memo: PassMemo | None,
+    *,
+    baseline: int | None = None,
+    batch: int | None = None,
+    seq: int | None = None,
+    model_macs: int | None = None,
+    dense_weight_bytes: int | None = None,
+) -> MapResult:
+    """The result pass: a map's scheduled tasks as its MapResult, with its notes (the one place a map's
+    result is made: map_model, and the decode step template for the steps it re-times). `model_macs` and
+    `dense_weight_bytes` default to the graph's ops' (the template gives the whole step's from its
+    one-block graph); `batch` and `seq` to the graph's own."""
+    meta, host, hw = info(g), ctx.host, ctx.hw
     notes = [
         f"Concurrent resources ({', '.join(CONCURRENT)}) are scheduled without memory contention between them.",
         f"Host model: {host.gflops:g} GFLOP/s, {host.mem_gbs:g} GB/s, {host.overhead_us:g} us per fallback op.",
         *hw.notes,
     ]
-    fused = info(g).fusions
-    if fused:
-        notes.append("ONNX patterns fused before import: " + ", ".join(f"{k} x{v}" for k, v in sorted(fused.items())))
-    baseline = None
-    if options.weights.active and with_baseline:  # the dense, uncompressed run: what the treatment saves
-        dense = dataclasses.replace(options, weights=WeightTreatment())
-        baseline = map_model(g, hw, dense, batch=batch, seq=seq, host=host).total_cycles
-    ops = ops_in_order(g)
-    model_macs = sum(op.own_macs for op in ops)
+    if meta.fusions:
+        notes.append(
+            "ONNX patterns fused before import: " + ", ".join(f"{k} x{v}" for k, v in sorted(meta.fusions.items()))
+        )
+    if model_macs is None or dense_weight_bytes is None:
+        ops = ops_in_order(g)
+        model_macs = sum(op.own_macs for op in ops) if model_macs is None else model_macs
+        if dense_weight_bytes is None:
+            dense_weight_bytes = sum(op.weight_elems for op in ops) * ctx.precision.bytes
     return MapResult(
-        info(g).name, hw, options.precision, batch, seq, results, notes, options.weights,
-        baseline, model_macs=model_macs, dense_weight_bytes=sum(op.weight_elems for op in ops) * options.precision.bytes,
+        meta.name, hw, ctx.precision, meta.batch if batch is None else batch, (meta.seq or 0) if seq is None else seq,
+        results, notes, ctx.weights, baseline, model_macs=model_macs, dense_weight_bytes=dense_weight_bytes,
         energy_memo=memo.energy if memo is not None else None, host=host,
     )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class TimedTasks:
+    """The timing pass's output for a task list: each task's cycles per instance, its stats (None: host
+    work) and its time over all its instances (instances_duration)."""
+
+    per_instance: list[int]
+    stats: list[LayerStats | None]
+    durations: list[int]
+
+
+def time_tasks(tasks: list[Task], hw: HwConfig, host: HostModel, memo: PassMemo | None = None) -> TimedTasks:
+    """The timing pass (tiling search + simulation, then each task over its instances): what map_model runs
+    on a graph's tasks and the step template on the tasks of the ops that change."""
+    per_instance, stats = simulate_tasks(tasks, hw, host, memo)
+    return TimedTasks(per_instance, stats, task_durations(tasks, per_instance, stats, hw))
 
 
 def task_durations(

@@ -202,7 +202,14 @@ class MapResult:
 
     @property
     def macs(self) -> int:
-        return sum(r.stats.macs * r.task.count for r in self.results if r.stats)
+        return sum([task_macs(r) for r in self.results])
+
+    def figures(self) -> PassFigures:
+        """The pass's summary figures (pass_figures: the one function that computes them, for a map and
+        for a decode step re-timed without one)."""
+        n = len(self.results)
+        return pass_figures(self.results, range(n), self.total_cycles, self.model_macs, self.hw, self.precision,
+                            self.energy_memo, self.host_model)  # fmt: skip
 
     @property
     def mac_utilization(self) -> float:
@@ -232,7 +239,7 @@ class MapResult:
             by_layer.append(uj(e.core))
             if r.task.static_weights:
                 pruned_cmac += e.cmac
-        total = Energy.total(parts)
+        total = Energy.total(parts)  # as pass_figures adds them (the tasks' order)
         run = run_energy(total, self.hw, self.total_cycles)
         core = run.core
         host = host_energy_pj(self.results, range(len(self.results)), self.host_model, self.hw)
@@ -472,6 +479,11 @@ def host_energy_pj(results: list[TaskResult], order, host: HostModel, hw: HwConf
     return host.energy_pj(cycles, hw.clock_mhz)
 
 
+def task_macs(r: TaskResult) -> int:
+    """MACs the array performs for a task over its instances (tile padding, ones-convolution sums)."""
+    return r.stats.macs * r.task.count if r.stats else 0
+
+
 def task_dram_bytes(r: TaskResult) -> int:
     """DRAM bytes a task moves over its instances: a hardware layer's traffic (a copy's read and write)."""
     return r.stats.traffic.dram_total * r.task.count if r.stats else 0
@@ -510,3 +522,43 @@ def bound_total(parts: Iterable[tuple[Bound, int]]) -> Bound:
     for key, cycles in parts:
         time[key] = time.get(key, 0) + cycles
     return max(time, key=lambda k: time[k]) if time else Bound.COMPUTE
+
+
+@dataclass(frozen=True)
+class PassFigures:
+    """What a mapped pass reports in one summary (MapResult.figures; a decode step's StepResult and a
+    serving iteration's time read it)."""
+
+    total_cycles: int
+    dram_bytes: int  # its hardware layers' traffic and BDMA copies (read and write)
+    model_macs: int
+    # the bound (compute, dram, sdp, cbuf, host) holding the most of the pass's time (bound_total)
+    bound: Bound
+    # the pass's roofline, a lower bound on its time: each hardware layer at the larger of its MAC time
+    # (MACs over the peak) and its DRAM time, without launch or memory latency; BDMA copies and host tasks
+    # run beside the NVDLA core, so the bound is the busiest of the three (roofline_total)
+    roofline_cycles: int
+    core_uj: float  # NVDLA core energy (MapResult.energy's batch_core_uj)
+    dram_uj: float  # the DRAM's, a system figure
+    hardware_macs: int = 0  # what the MAC array performs (MapResult.macs: tile padding, zero blocks)
+    host_uj: float = 0.0  # the host's energy over its busy time (MapResult.energy)
+
+
+def pass_figures(
+    distinct: list[TaskResult], order, total_cycles: int, model_macs: int, hw: HwConfig, precision: Precision,
+    memo: dict[Task, Energy] | None, host: HostModel,
+) -> PassFigures:  # fmt: skip
+    """A pass's summary figures from its tasks' results, `order` indexing `distinct` in the tasks' order
+    (a step's alike blocks: the same results again; every sum made in the tasks' order); `memo` prices each
+    task's energy once (MapResult.energy_memo)."""
+    energy = [task_energy(r, hw, memo) for r in distinct]
+    roof = [task_roofline(r, hw, precision) for r in distinct]
+    bound = [task_bound(r) for r in distinct]
+    dram = [task_dram_bytes(r) for r in distinct]
+    hw_macs = [task_macs(r) for r in distinct]
+    total = Energy.total([e for e in [energy[i] for i in order] if e is not None])
+    return PassFigures(
+        total_cycles, sum([dram[i] for i in order]), model_macs, bound_total([bound[i] for i in order]),
+        roofline_total([roof[i] for i in order]), uj(run_energy(total, hw, total_cycles).core), uj(total.dram),
+        sum([hw_macs[i] for i in order]), uj(host_energy_pj(distinct, order, host, hw)),
+    )  # fmt: skip

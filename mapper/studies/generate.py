@@ -30,16 +30,9 @@ from typing import Any
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
 from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
-from nvdla_mapper.results import (
-    MapResult,
-    bound_total,
-    roofline_total,
-    task_bound,
-    task_dram_bytes,
-    task_roofline,
-)
+from nvdla_mapper.results import MapResult, PassFigures
 from nvdla_mapper.studies.progress import Progress, quiet
-from nvdla_mapper.studies.step_template import StepFigures, StepTemplate
+from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import Bound
@@ -137,7 +130,7 @@ class StepResult:
     dram_bytes: int
     macs: int  # the model's multiply-accumulates (hardware MACs add tile padding and zero blocks)
     bound: Bound  # the bound holding the most of the step's NVDLA time
-    roofline_cycles: int = 0  # roofline_cycles() of the step
+    roofline_cycles: int = 0  # the step's roofline (results.PassFigures)
     core_energy_uj: float = 0.0  # NVDLA core energy of the step (MapResult.energy; docs/energy.md)
     dram_energy_uj: float = 0.0  # the DRAM's, a system figure
     hardware_macs: int = 0  # what the MAC array performs (tile padding, zero blocks)
@@ -248,12 +241,13 @@ class GenerateResult:
     def prefill_figures(self) -> PhaseFigures:
         peak = self.hw.peak_macs_per_cycle(self.precision)
         pre = self.prefill
+        figures = pre.figures()
         return PhaseFigures(
             cycles=self.ttft_cycles,
             model_mac_utilization=round(pre.model_macs / (peak * pre.total_cycles), 4),
             hardware_mac_utilization=round(pre.mac_utilization, 4),
-            dram_utilization=round(dram_bytes(pre) / (pre.total_cycles * self.hw.dram_bytes_per_cycle), 4),
-            bound=phase_bound(pre),
+            dram_utilization=round(figures.dram_bytes / (pre.total_cycles * self.hw.dram_bytes_per_cycle), 4),
+            bound=figures.bound,
         )
 
     def decode_figures(self) -> DecodeFigures:
@@ -359,25 +353,6 @@ class GenerateResult:
 def _phase_dict(f: PhaseFigures) -> dict[str, Any]:
     """A phase's figures as generate.json stores them: the bound by its name ("-" without decode steps)."""
     return dataclasses.asdict(f) | {"bound": f.bound.value if f.bound is not None else "-"}
-
-
-def dram_bytes(res: MapResult) -> int:
-    """DRAM bytes a mapped pass moves: its hardware layers' traffic and BDMA copies (read and write)."""
-    return sum(task_dram_bytes(r) for r in res.results)
-
-
-def roofline_cycles(res: MapResult) -> int:
-    """The pass's roofline, a lower bound on its time: each hardware layer at the larger of its MAC time
-    (MACs over the peak) and its DRAM time (bytes moved over the bandwidth), without launch or memory
-    latency; BDMA copies and host tasks run beside the NVDLA core, so the bound is the busiest of the
-    three. A weight-streaming layer's bound is its MACs at large batch; attention against each
-    sequence's own cache stays at its DRAM time at any batch."""
-    return roofline_total(task_roofline(r, res.hw, res.precision) for r in res.results)
-
-
-def phase_bound(res: MapResult) -> Bound:
-    """The bound (compute, dram, sdp, cbuf, host) holding the most of a mapped pass's time."""
-    return bound_total(task_bound(r) for r in res.results)
 
 
 def weight_bytes(spec: ModelSpec, precision: Precision) -> int:
@@ -530,7 +505,7 @@ def generate(
             step_weight_bytes = first_step.weight_bytes()
             step_done(1)
             later = _steps(template, kv_lens[1:], jobs, step_done)
-            steps = [_step_result(kv_lens[0], StepFigures.of(first_step)), *later]
+            steps = [_step_result(kv_lens[0], first_step.figures()), *later]
         if prefill_run:
             prefill = prefill_run.result("the prefill")
             step_done(1)
@@ -556,7 +531,7 @@ def _step(template: StepTemplate, kv_len: int) -> StepResult:
     return _step_result(kv_len, template.figures(kv_len))
 
 
-def _step_result(kv_len: int, f: StepFigures) -> StepResult:
+def _step_result(kv_len: int, f: PassFigures) -> StepResult:
     return StepResult(
         kv_len,
         f.total_cycles,

@@ -3,12 +3,13 @@
 A generation's decode steps, and a serving run's iterations of one batch composition, have the same
 workload graph at every cache length but for the attention against the caches: QK^T, the softmax and PV
 grow with the keys; the projections, FFN, norms, cache appends and LM head do not. StepTemplate lowers,
-times and schedules such a step once (passes.lower_ops, simulate_tasks), then for each new shape:
+times and schedules such a step once (the passes map_model runs: passes.lower_ops, time_tasks, scheduled,
+map_result), then for each new shape:
 
 1. builds the step of a one-block model (the same ops as every block of the real one, 1/L of the graph),
 2. finds the ops whose value changed from the template's (in practice QK^T, the softmax and PV),
-3. lowers and times those once (passes.lower_op with the memo: the tiling search and simulation as in
-   any map) and puts their tasks in the place of that op in every block,
+3. lowers and times those once (passes.lower_op and time_tasks with the memo: the tiling search and
+   simulation as in any map) and puts their tasks in the place of that op in every block,
 4. schedules the whole task list again (schedule.schedule: the NVDLA core, BDMA and host in parallel).
 
 Every step is therefore exact (every task's cycles and place in the schedule, and every figure, as mapping
@@ -40,29 +41,16 @@ from nvdla_mapper.passes import (
     context_of,
     lower_op,
     lower_ops,
+    map_result,
     schedule_tasks,
     scheduled,
-    simulate_tasks,
-    task_durations,
+    time_tasks,
     unnamed,
 )
-from nvdla_mapper.results import (
-    MapResult,
-    TaskResult,
-    bound_total,
-    host_energy_pj,
-    roofline_total,
-    task_bound,
-    task_dram_bytes,
-    task_energy,
-    task_roofline,
-    uj,
-)
+from nvdla_mapper.results import MapResult, PassFigures, TaskResult, pass_figures
 from nvdla_mapper.schedule import Blocks, alike_blocks, blocks_alike
-from nvdla_mapper.workload import Op, info, ops_in_order
-from nvdla_sim.energy.model import Energy, run_energy
-from nvdla_sim.engine.stats import Bound, LayerStats
-from nvdla_sim.system.host import HostModel
+from nvdla_mapper.workload import Op, ops_in_order
+from nvdla_sim.engine.stats import LayerStats
 
 # a builder makes the step's graph of a model for one shape (cache lengths, a serving batch's sequences)
 Builder = Callable[[ModelSpec, Any], nx.DiGraph]
@@ -104,47 +92,6 @@ class _Base:
     blocks: Blocks | None  # the step's blocks as alike tasks (schedule.alike_blocks), or None
 
 
-@dataclasses.dataclass(frozen=True)
-class StepFigures:
-    """What a step reports (generate's StepResult, serve's iteration time): the same figures as its
-    MapResult gives (StepFigures.of; StepTemplate.figures computes them without one)."""
-
-    total_cycles: int
-    dram_bytes: int
-    model_macs: int
-    bound: Bound  # the bound holding the most of the step's time (results.bound_total)
-    roofline_cycles: int
-    core_uj: float  # NVDLA core energy (MapResult.energy)
-    dram_uj: float  # the DRAM's, a system figure
-    hardware_macs: int = 0  # what the MAC array performs (MapResult.macs: tile padding, zero blocks)
-    host_uj: float = 0.0  # the host's energy over its busy time (MapResult.energy)
-
-    @classmethod
-    def of(cls, res: MapResult) -> StepFigures:
-        n = len(res.results)
-        return _figures(res.results, range(n), res.total_cycles, res.model_macs, res.hw, res.precision, res.energy_memo,
-                        res.host_model)  # fmt: skip
-
-
-def _figures(
-    distinct: list[TaskResult], order, total_cycles: int, model_macs: int, hw, precision, memo, host: HostModel
-) -> StepFigures:
-    """A pass's figures from its tasks' results, `order` indexing `distinct` in the tasks' order (alike
-    blocks: the same results again), as MapResult's (every sum made in the tasks' order); `memo` prices
-    each task's energy once (MapResult.energy_memo)."""
-    energy = [task_energy(r, hw, memo) for r in distinct]
-    roof = [task_roofline(r, hw, precision) for r in distinct]
-    bound = [task_bound(r) for r in distinct]
-    dram = [task_dram_bytes(r) for r in distinct]
-    hw_macs = [r.stats.macs * r.task.count if r.stats else 0 for r in distinct]
-    total = Energy.total([e for e in [energy[i] for i in order] if e is not None])
-    return StepFigures(
-        total_cycles, sum([dram[i] for i in order]), model_macs, bound_total([bound[i] for i in order]),
-        roofline_total([roof[i] for i in order]), uj(run_energy(total, hw, total_cycles).core), uj(total.dram),
-        sum([hw_macs[i] for i in order]), uj(host_energy_pj(distinct, order, host, hw)),
-    )  # fmt: skip
-
-
 class StepTemplate:
     """A step of one batch composition, lowered and scheduled once and re-timed per shape (module doc).
     `build(spec, shape)` makes the step's graph; every shape it is given must build the same graph but
@@ -168,12 +115,12 @@ class StepTemplate:
         results = scheduled(tasks, base.deps, per_instance, stats, durations, ctx.hw, ctx.host, blocks=base.blocks)
         return self._result(g1, results, macs, base.dense_weight_bytes)
 
-    def figures(self, shape: Any) -> StepFigures:
-        """StepFigures.of(self.map(shape)) without the MapResult: the blocks' alike tasks are scheduled until
+    def figures(self, shape: Any) -> PassFigures:
+        """self.map(shape).figures() without the MapResult: the blocks' alike tasks are scheduled until
         they repeat (schedule.schedule) and their figures are taken once per task of one block."""
         step = self._retimed(shape)
         if isinstance(step, MapResult):
-            return StepFigures.of(step)
+            return step.figures()
         g1, tasks, per_instance, stats, durations, macs = step
         base, ctx = self.base, self.ctx
         assert base is not None
@@ -199,7 +146,7 @@ class StepTemplate:
             for i in keep
         ]
         total = max([s.end for s in sched], default=0)
-        return _figures(distinct, order, total, macs, ctx.hw, ctx.precision, self.memo.energy, ctx.host)
+        return pass_figures(distinct, order, total, macs, ctx.hw, ctx.precision, self.memo.energy, ctx.host)
 
     def _retimed(self, shape: Any):
         """The step at `shape` as (one-block graph, tasks, cycles per instance, stats, durations, model MACs)
@@ -223,20 +170,14 @@ class StepTemplate:
             new = lower_op(ops1[j], ctx, self.memo)
             if [t.resource for t in new] != [t.resource for t in base.tasks[a:b]]:
                 return self._rebuild(shape, g1, ops1)  # another form: a new piece of the step's cost
-            cyc, st = simulate_tasks(new, hw, host, self.memo)
-            dur = task_durations(new, cyc, st, hw)
+            t = time_tasks(new, hw, host, self.memo)
             for a, b in spans:
-                tasks[a:b], per_instance[a:b], stats[a:b], durations[a:b] = new, cyc, st, dur
+                tasks[a:b], per_instance[a:b], stats[a:b], durations[a:b] = new, t.per_instance, t.stats, t.durations
         macs = base.model_macs + sum((ops1[j].own_macs - base.ops1[j].own_macs) * len(base.spans1[j]) for j in changed)
         return g1, tasks, per_instance, stats, durations, macs
 
     def _result(self, g: nx.DiGraph, results, model_macs: int, dense_weight_bytes: int) -> MapResult:
-        ctx, meta = self.ctx, info(g)
-        return MapResult(
-            meta.name, ctx.hw, ctx.precision, meta.batch, meta.seq or 0,
-            results, weights=ctx.weights, model_macs=model_macs, dense_weight_bytes=dense_weight_bytes,
-            energy_memo=self.memo.energy, host=ctx.host,
-        )  # fmt: skip
+        return map_result(g, self.ctx, results, self.memo, model_macs=model_macs, dense_weight_bytes=dense_weight_bytes)
 
     def _rebuild(self, shape: Any, g1: nx.DiGraph, ops1: list[Op]) -> MapResult:
         """Lower and time the whole step at `shape` and keep it as the template."""
@@ -245,8 +186,8 @@ class StepTemplate:
         g = self.build(self.spec, shape)
         ctx, hw, host = self.ctx, self.ctx.hw, self.ctx.host
         tasks, deps, spans = lower_ops(g, ctx, self.memo)
-        per_instance, stats = simulate_tasks(tasks, hw, host, self.memo)
-        durations = task_durations(tasks, per_instance, stats, hw)
+        timed = time_tasks(tasks, hw, host, self.memo)
+        per_instance, stats, durations = timed.per_instance, timed.stats, timed.durations
         ops = ops_in_order(g)
         index1 = {_alike_key(o): j for j, o in enumerate(ops1)}
         if len(index1) != len(ops1):

@@ -57,7 +57,6 @@ from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_s
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
 from nvdla_mapper.options import KvPlan, MapOptions, Placement
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.results import task_dram_bytes
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.errors import ConfigError, NvdlaError
 from nvdla_sim.files import write_table
@@ -313,7 +312,7 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             model_mac_utilization=round(res.model_mac_utilization, 6),
             peak_macs_per_cycle=hw.peak_macs_per_cycle(prec),
             cbuf_bytes=hw.cbuf_bytes,
-            dram_bytes=sum(task_dram_bytes(r) for r in res.results),
+            dram_bytes=res.figures().dram_bytes,
             host_tasks=host.tasks,
             host_cycles=host.cycles,
             throughput_inferences_per_s=res.throughput,

@@ -12,7 +12,7 @@ from nvdla_mapper.frontends.presets import decode_step_graph, preset
 from nvdla_mapper.lowering.rules import Resource
 from nvdla_mapper.passes import _simulate_cached, map_model
 from nvdla_mapper.search.tiling_search import planned_like_instances, search_plan
-from nvdla_mapper.studies.generate import dram_bytes, generate, kv_bytes_per_token
+from nvdla_mapper.studies.generate import generate, kv_bytes_per_token
 from nvdla_sim import Precision, load_config
 from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError
@@ -72,7 +72,7 @@ def test_steps_are_exact_with_the_per_layer_cache():
         _simulate_cached.cache_clear()
         search_plan.cache_clear()
         step = map_model(decode_step_graph(preset("gpt2"), batch=1, kv_len=16 + t - 1), hw, precision=Precision.INT8)
-        cold.append((step.total_cycles, dram_bytes(step), step.energy().batch_core_uj))
+        cold.append((step.total_cycles, step.figures().dram_bytes, step.energy().batch_core_uj))
     assert [(s.cycles, s.dram_bytes, s.core_energy_uj) for s in cached.steps] == cold
     cycles = [c for c, _, _ in cold]
     assert cycles == sorted(cycles) and cycles[-1] > cycles[0]  # a longer cache costs more
@@ -196,7 +196,7 @@ def test_large_batch_step_reaches_its_roofline(hw_name):
     """Past the crossover, the weight-streaming layers run at their MAC bound, and the whole step stays
     close to its roofline (each layer at the larger of its MAC and DRAM time); the attention against
     each sequence's own cache has one MAC per cached element, so it stays DRAM-bound at any batch."""
-    from nvdla_mapper.studies.generate import roofline_crossover, roofline_cycles
+    from nvdla_mapper.studies.generate import roofline_crossover
     from nvdla_mapper.workload import OpKind, ops_in_order
 
     hw = load_config(hw_name)
@@ -208,7 +208,7 @@ def test_large_batch_step_reaches_its_roofline(hw_name):
     mm = [r for r in step.results if r.stats and r.task.group in ("matmul", "head")]
     mac_bound = sum(r.stats.macs * r.task.count for r in mm) / peak
     assert sum(r.cycles for r in mm) <= 1.10 * mac_bound
-    roof = roofline_cycles(step)
+    roof = step.figures().roofline_cycles
     assert roof <= step.total_cycles <= 1.5 * roof, (step.total_cycles, roof)
     # the attention's own work (model MACs) takes less time than reading the caches it needs
     attn = [r for r in step.results if r.stats and r.task.op.endswith((".qk", ".pv"))]

@@ -13,7 +13,7 @@ from nvdla_mapper.frontends.hf_config import from_hf_config
 from nvdla_mapper.frontends.presets import build_graph, decode_step_graph, preset
 from nvdla_mapper.lowering.rules import Resource
 from nvdla_mapper.passes import map_model, new_memo
-from nvdla_mapper.studies.generate import dram_bytes, fits, generate, kv_bytes_per_token, weight_bytes
+from nvdla_mapper.studies.generate import fits, generate, kv_bytes_per_token, weight_bytes
 from nvdla_mapper.studies.serve import kv_capacity_blocks
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_sim import load_config
@@ -97,8 +97,8 @@ def test_template_steps_equal_full_maps_under_the_what_if(tmp_path):
     for kv in (30, 31, 32, 100):
         step = template.map(kv)
         full = map_model(build(spec, kv), hw, precision=F16, kv_precision=I8, with_baseline=False)
-        assert (step.total_cycles, dram_bytes(step), step.energy()) == (
-            full.total_cycles, dram_bytes(full), full.energy()
+        assert (step.total_cycles, step.figures().dram_bytes, step.energy()) == (
+            full.total_cycles, full.figures().dram_bytes, full.energy()
         )  # fmt: skip
     rope = _tasks(full, "layer0.attn.")
     assert rope["k_rope.cos_add"].task.layer.out_precision is I16  # FP16 processing, then the integer pass

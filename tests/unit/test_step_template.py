@@ -8,9 +8,9 @@ import pytest
 
 from nvdla_mapper.frontends.presets import decode_step_graph, mixed_step_graph, preset
 from nvdla_mapper.passes import map_model, new_memo
-from nvdla_mapper.studies.generate import dram_bytes, generate, phase_bound, roofline_cycles
+from nvdla_mapper.studies.generate import generate
 from nvdla_mapper.studies.serve import SimulatedCosts
-from nvdla_mapper.studies.step_template import StepFigures, StepTemplate, one_block
+from nvdla_mapper.studies.step_template import StepTemplate, one_block
 from nvdla_sim import load_config
 from nvdla_sim.precision import Precision
 
@@ -23,7 +23,7 @@ def _figures(res) -> tuple:
         for r in res.results
     ]
     return (
-        res.total_cycles, dram_bytes(res), res.model_macs, phase_bound(res), roofline_cycles(res),
+        res.total_cycles, res.figures().dram_bytes, res.model_macs, res.figures().bound, res.figures().roofline_cycles,
         res.energy(), res.weight_bytes(), rows,
     )  # fmt: skip
 
@@ -51,7 +51,7 @@ def test_sampled_steps_of_a_long_run_equal_full_maps(small_llama):
         full = _full(spec, hw, decode_step_graph(spec, batch=2, kv_len=step.kv_len))
         en = full.energy()
         assert (step.cycles, step.dram_bytes, step.macs, step.bound, step.roofline_cycles) == (
-            full.total_cycles, dram_bytes(full), full.model_macs, phase_bound(full), roofline_cycles(full)
+            full.total_cycles, full.figures().dram_bytes, full.model_macs, full.figures().bound, full.figures().roofline_cycles
         )  # fmt: skip
         assert (step.core_energy_uj, step.dram_energy_uj) == (en.batch_core_uj, en.batch_dram_uj)
         assert step.hardware_macs == full.macs
@@ -114,7 +114,7 @@ def test_serving_compositions_equal_full_maps():
 
 def test_figures_without_a_map_result_equal_the_map_results(small_llama):
     """StepTemplate.figures (the alike blocks scheduled until they repeat, then shifted; one block's figures
-    counted for every block) equals StepFigures of the step's MapResult, which the tests above hold to
+    counted for every block) equals the figures of the step's MapResult, which the tests above hold to
     full maps: GPT-2 on nv_full, the small LLaMA at batch 2 on nv_full (its host hand-offs differ between
     the first blocks, so those blocks are counted apart), T5's decoder on nv_small, serving's mixed-length
     and chunked-prefill compositions."""
@@ -131,7 +131,7 @@ def test_figures_without_a_map_result_equal_the_map_results(small_llama):
         fast = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8))
         whole = StepTemplate(spec, build, new_memo(hw, precision=Precision.INT8))
         for shape in shapes:
-            assert fast.figures(shape) == StepFigures.of(whole.map(shape)), (spec.name, shape)
+            assert fast.figures(shape) == whole.map(shape).figures(), (spec.name, shape)
         blocks = fast.base.blocks
         assert blocks is not None and blocks.count == layers
         tail = len(fast.base.tasks) - blocks.first - blocks.size * blocks.count
