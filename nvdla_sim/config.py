@@ -261,6 +261,9 @@ class TimingConfig:
 
     launch_cycles: int = 20  # D_OP_ENABLE write -> first DMA read request (SDP/PDP/CDP RDMA)
     conv_launch_cycles: int = 29  # D_OP_ENABLE of CDMA -> its first read request
+    # Rubik's D_OP_ENABLE -> its first read request: 22 on all 30 reshape programs on nv_full's RTL (run.log's
+    # AXI requests; docs/validation.md 5k); Rubik is nv_full's only
+    rubik_launch_cycles: int = 22
     completion_cycles: int = 11  # last output write beat -> rise of the interrupt line
     # interrupt -> op enable of the next layer in the same register group: the driver's interrupt service
     # and register writes (nv_small RTL testbench, nvdla.cpp driver: 265 cycles interrupt to first read)

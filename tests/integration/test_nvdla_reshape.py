@@ -4,15 +4,14 @@ validation/data/nvdla_rtl_reshape_nv_full.json holds what the RTL measured on th
 `own_programs --suite reshape` (deterministic seeds): each passed its CRC check, whose value is the model's,
 so Rubik's three modes in INT8, INT16 and FP16 (odd shapes, padded strides, x strides past 8, lines past 64
 pixels) and BDMA's copies are bit-exact on the RTL. Here the programs are generated again (no RTL, no NVIDIA
-files) and run through the model: each CRC must still be the one the RTL met. Rubik's cycles are recorded as
-they stand, short of the issue's bar (median 2%, p90 5%, worst 15%): the timing read from the RTL's structure
-is 4-34% under the RTL (median 18%), with split and merge's small requests the furthest; a change to either
-side shows here.
+files) and run through the model: each CRC must still be the one the RTL met, and Rubik's cycles are held
+to the issue's bar (median 2%, p90 5%, worst 15%).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from pathlib import Path
 
@@ -48,13 +47,16 @@ def test_model_output_is_the_bytes_the_rtl_wrote(name, programs):
     assert all(c["match"] for c in run.checks), f"{name}: the model's bytes differ from the RTL's"
 
 
-def test_rubiks_cycles_as_they_stand(programs):
-    """Op enable to interrupt, model against RTL, each Rubik program: the model is under the RTL on every one
-    (measured 2026-12-07: 4.1% to 34.4% under, median 18.5%); the gap the timing has to close."""
+def test_rubiks_cycles_within_the_issue_bar(programs):
+    """Op enable to interrupt, model against RTL, each Rubik program, within issue 59's bar (median 2%, p90 5%,
+    worst 15%). Measured 2026-12-07 with the requests' event timing (processors/rubik/timing.py): median
+    0.38%, p90 1.61%, worst 2.34% (the contract 9 x 2 x 40 with y stride 4, 9 cycles short); the timing read
+    from the RTL's structure alone was 4-34% under."""
     err = sorted(
-        run_program(programs / n, HW).operations[0].cycles / r["op_cycles"] - 1
+        abs(run_program(programs / n, HW).operations[0].cycles / r["op_cycles"] - 1)
         for n, r in ROWS.items()
         if r.get("op_cycles")
     )
     assert len(err) == 30
-    assert err[0] > -0.40 and err[-1] < 0.0 and 0.10 < -statistics.median(err) < 0.25
+    assert statistics.median(err) < 0.02 and err[math.ceil(0.9 * len(err)) - 1] < 0.05 and err[-1] < 0.15
+    assert err[-1] < 0.025  # as measured: a change of the timing that loses ground shows here

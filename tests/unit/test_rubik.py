@@ -15,7 +15,7 @@ from nvdla_sim.engine.stats import Unit
 from nvdla_sim.errors import ConfigError, NvdlaError
 from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
-from nvdla_sim.processors import simulate
+from nvdla_sim.processors import fixed_latency, simulate
 from nvdla_sim.processors.registers import ExecState
 from nvdla_sim.processors.rubik import RubikLayer
 from nvdla_sim.processors.rubik.execute import execute_rubik
@@ -163,17 +163,40 @@ def test_registers_round_trip_and_run_as_a_trace_test(tmp_path):
 
 def test_rbk_l0_0s_requests_by_hand():
     """NVIDIA's RBK_L0_0: an INT16 contract of an 8 x 8 x 640 cube, x stride 10, y stride 4, to 80 x 32 x 16.
-    32 output lines (1 surface x 8 lines x 4); reads: per line and tx, one run of 8 atoms (4 beats of nv_full's
-    64-byte interface): 32 x 10 x 4 = 1,280 cycles; writes (x stride past 8): per line and input pixel, runs of
-    8 and 2 atoms, each a command cycle and its beats: 32 x 8 x ((1 + 4) + (1 + 1)) = 1,792 cycles. 81,920
-    bytes each way over nv_full's DRAM (64 bytes a cycle on one channel): 2,560 cycles, which bound it."""
+    32 output lines (1 surface x 8 lines x 4); per line, one run of 8 pixels and the x strides in groups of 8
+    and 2: two buffer slots, 8 + 2 reads of 8 atoms (32 x 10 = 320 reads, 2,560 atoms); writes (x stride past
+    8): per line and input pixel, runs of 8 and 2 atoms (512 writes, 2,560 atoms), each a command and a bubble
+    (2 cycles) and its buffer reads, two atoms an entry: Rubik's write side is busy 32 x 8 x ((2 + 4) + (2 + 1))
+    = 2,304 cycles. 81,920 bytes each way."""
     layer = RubikLayer("rbk", RubikMode.CONTRACT, 8, 8, 640, 16, Precision.INT16, 10, 4)
     reads, writes = layer.transfers()
     assert (len(reads), sum(reads), len(writes), sum(writes)) == (320, 2560, 512, 2560)
+    assert layer.requests()[2] == 64  # slots
     st_ = simulate(layer, FULL)
-    assert st_.units[Unit.RUBIK].busy == 1792
+    assert st_.units[Unit.RUBIK].busy == 2304
     assert st_.traffic.dram_read == st_.traffic.dram_write == 81920
-    assert st_.cycles == 2 * 81920 // 64 and st_.bound.value == "dram"
+
+
+def test_a_single_atom_merge_by_hand():
+    """One INT8 pixel of one plane merged, on nv_full's testbench memory (64-byte beats every other cycle,
+    32 cycles to the data): the read request at 0, its beat in the buffer at 0 + 32 + 1 = 33; the write
+    request starts 2 later (35), its command and bubble (2) and its one buffer read (1) put the whole
+    transaction in MCIF at 38, and the memory's write request follows 18 later: 56. With Rubik's launch (22,
+    measured) and the interrupt 11 after the last write request: 89 cycles, op enable to interrupt."""
+    hw = load_config("nv_full_rtl_tb")
+    layer = RubikLayer("m", RubikMode.MERGE, 1, 1, 1, 1, Precision.INT8)
+    assert simulate(layer, hw).cycles == 56
+    assert sum(fixed_latency(layer, hw)) + 56 == 89
+
+
+def test_reads_behind_a_slow_memory_wait_for_their_credits():
+    """Behind nv_full's 1,200-cycle memory (configs/nv_full.toml), MCIF's 80 read credits bound RBK_L0_0: its
+    1,280 read beats (320 reads of 8 atoms, 4 beats each) go out 80 at a time, each credit back one cycle
+    after its beat (1,200 + 1 cycles on): at least 16 x 1,201 = 19,216 cycles (Little's law). The writes add
+    little beyond."""
+    layer = RubikLayer("rbk", RubikMode.CONTRACT, 8, 8, 640, 16, Precision.INT16, 10, 4)
+    cycles = simulate(layer, FULL).cycles
+    assert 19_216 <= cycles <= 1.05 * 19_216
 
 
 def test_refusals_name_the_register_or_the_build(tmp_path):
@@ -197,18 +220,19 @@ def test_refusals_name_the_register_or_the_build(tmp_path):
 
 def test_split_and_merge_requests_by_hand():
     """A 70 x 2 x 8 cube, lines in pieces of 64 and 6 pixels. INT16 split: reads, per line, 64 and 6 atoms
-    (4 requests, 140 atoms); writes, per plane line (16), 128 bytes as 4 atoms and 12 as one zero-filled atom
-    (32 requests, 80 atoms): on nv_full's 64-byte interface 2 x (32 + 3) = 70 read beats and 16 x (2 + 1) = 48
-    write beats, whole beats over its one DRAM channel at 64 bytes a cycle: (70 + 48) x 64 / 64 = 118 cycles,
-    past the 70 read cycles and 16 x ((1 + 2) + (1 + 1)) = 80 write cycles.
-    INT8 merge: reads, per plane line (16), 64 bytes as 2 atoms and 6 as 1 (32 requests, 48 atoms); writes the
-    cube's 2 lines of 64 and 6 atoms (4 requests, 140 atoms)."""
+    (4 requests, 140 atoms, one buffer slot each); writes, per line and piece, each of the 8 planes' piece:
+    128 bytes as 4 atoms or 12 as one zero-filled atom (32 requests, 80 atoms), the last plane's releasing
+    the slot. On nv_full's 64-byte interface 2 x (32 + 3) = 70 read beats and 16 x (2 + 1) = 48 write beats,
+    over its one DRAM channel at a beat a cycle: 118 busy cycles. Rubik's write side: 16 requests of 4 atoms
+    read two buffer entries (an INT16 piece past 32 pixels), 16 of one atom one: 16 x (2 + 2) + 16 x (2 + 1)
+    = 112 cycles. INT8 merge: reads, per line and piece, each of the 8 planes' piece of 64 or 6 bytes as 2
+    atoms or 1 (32 requests, 48 atoms); writes the cube's 2 lines of 64 and 6 atoms (4 requests, 140 atoms)."""
     split = RubikLayer("s", RubikMode.SPLIT, 70, 2, 8, 8, Precision.INT16)
-    assert split.transfers() == ([64, 6, 64, 6], [4, 1] * 16)
+    assert split.transfers() == ([64, 6, 64, 6], ([4] * 8 + [1] * 8) * 2)
     got = simulate(split, FULL)
-    assert got.units[Unit.RUBIK].busy == 80 and got.cycles == 70 + 48
+    assert got.units[Unit.RUBIK].busy == 112 and got.units[Unit.DRAM].busy == 70 + 48
     merge = RubikLayer("m", RubikMode.MERGE, 70, 2, 8, 8, Precision.INT8)
-    assert merge.transfers() == ([2, 1] * 16, [64, 6, 64, 6])
+    assert merge.transfers() == (([2] * 8 + [1] * 8) * 2, [64, 6, 64, 6])
 
 
 def test_a_contract_the_c_model_and_rtl_would_run_apart_is_refused(tmp_path):
