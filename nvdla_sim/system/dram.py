@@ -1,0 +1,391 @@
+"""A DRAM device and its controller, cycle by cycle (issue 58, item 1): the timing a memory access pattern meets
+in a real DRAM, where the fluid port (memory.py) has one bandwidth and one latency.
+
+The device (DramDevice): channels of ranks of bank groups of banks, each bank with one open row; its JEDEC
+timing parameters in clocks of its bus (tCK). The controller (DramController), one a channel:
+
+* transactions (one burst: the bus width x the burst length) wait in a read queue or a posted-write buffer
+  (their capacity: `transactions`); a read of an address with a write pending is served from the buffer;
+* each cycle one transaction moves to its bank's command queue (`bank_queue` deep) in arrival order, from the
+  write buffer while it drains (full, or more than `drain_low` writes and every command queue empty) and
+  from the read queue otherwise (a read pending on the same address stops the drain);
+* each cycle one command issues: the bank queues in turn (round robin), each offering its first command
+  whose bank is ready (an activate for a closed bank, a precharge for another open row, else the read or
+  write); a precharge only for the queue's first entry and only when no later entry hits the open row or
+  the row has served `row_hit_cap` hits (open page, first-ready first-come first-served);
+* every constraint between commands of JEDEC's tables: activate to read/write (tRCD), to precharge (tRAS), to
+  activate in the bank (tRC) and in others (tRRD_L/S, tFAW), column commands in a bank group and across
+  them (tCCD_L/S), read to write and write to read (tWTR_L/S), across ranks (tRTRS), to precharge (tRTP,
+  tWR), precharge to activate (tRP; tPPD between precharges on LPDDR4), refresh (tRFC), staggered over the
+  ranks every tREFI / ranks;
+* a read's data is back CL + AL + a burst after its command; a write completes when it enters the buffer.
+
+These are the policies of DRAMsim3's controller (umd-memsys/DRAMsim3 with OPEN_PAGE, PER_BANK queues and
+RANK_LEVEL_STAGGERED refresh: its source read as the reference, this code the project's own), the field's
+reference simulator. The model is held to DRAMsim3's measurements on the 22 request streams of
+validation/dram/streams.py (validation/data/dramsim3_streams.json; tests/integration/test_dram_model.py):
+every stream's cycles, mean read latency, activates and refreshes are DRAMsim3's to the cycle.
+Not yet a memory model of the simulator (memory.MODELS): NVDLA's transfers reach it in a later step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RD, WR, ACT, PRE, REF = range(5)  # command types
+
+
+@dataclass(frozen=True)
+class DramDevice:
+    """One channel's devices: geometry, address mapping and JEDEC timing in clocks (tCK)."""
+
+    name: str
+    bus_bits: int  # the channel's data bus (devices per rank x their width)
+    burst_length: int
+    ranks: int
+    bankgroups: int
+    banks_per_group: int
+    rows: int
+    columns: int
+    tck_ns: float
+    CL: int  # read latency (CAS)
+    CWL: int  # write latency
+    tRCD: int
+    tRP: int
+    tRAS: int
+    tRFC: int
+    tREFI: int
+    tRRD_S: int
+    tRRD_L: int
+    tWTR_S: int
+    tWTR_L: int
+    tFAW: int
+    tWR: int
+    tRTP: int
+    tCCD_S: int
+    tCCD_L: int
+    tRTRS: int = 1
+    tPPD: int = 0  # precharge to precharge in other banks (LPDDR4); 0: none
+    AL: int = 0
+    mapping: str = "rochrababgco"  # address fields, most significant first (row, channel, rank, bank, group, column)
+    source: str = ""
+
+    @property
+    def request_bytes(self) -> int:
+        return self.bus_bits // 8 * self.burst_length
+
+    @property
+    def burst_cycles(self) -> int:
+        return self.burst_length // 2  # double data rate
+
+    @property
+    def peak_gbs(self) -> float:
+        return self.request_bytes / (self.burst_cycles * self.tck_ns)
+
+    @property
+    def banks(self) -> int:
+        return self.bankgroups * self.banks_per_group
+
+    def decode(self, addr: int) -> tuple[int, int, int, int]:
+        """(rank, bank index within the rank, row, column) of a byte address."""
+        log2 = lambda n: n.bit_length() - 1  # noqa: E731
+        widths = {"ch": 0, "ra": log2(self.ranks), "bg": log2(self.bankgroups), "ba": log2(self.banks_per_group),
+                  "ro": log2(self.rows), "co": log2(self.columns) - log2(self.burst_length)}  # fmt: skip
+        value, at = addr >> log2(self.request_bytes), {}
+        for field in reversed([self.mapping[i : i + 2] for i in range(0, 12, 2)]):
+            at[field] = value & ((1 << widths[field]) - 1)
+            value >>= widths[field]
+        return at["ra"], at["bg"] * self.banks_per_group + at["ba"], at["ro"], at["co"]
+
+
+# JEDEC speed bins as DRAMsim3's parameter sets state them (configs/LPDDR4_8Gb_x16_2400.ini: JESD209-4
+# LPDDR4-2400, four x16 8 Gb parts on a 64-bit channel, two ranks; configs/DDR4_8Gb_x16_3200.ini: JESD79-4
+# DDR4-3200 x16 8 Gb, likewise); the geometry is validation/dram/streams.py's, checked against those files
+DEVICES = {
+    "LPDDR4-2400": DramDevice(
+        "LPDDR4-2400", 64, 16, 2, 2, 4, 65536, 1024, 0.83, CL=17, CWL=14, tRCD=15, tRP=15, tRAS=32, tRFC=392,
+        tREFI=8660, tRRD_S=8, tRRD_L=8, tWTR_S=8, tWTR_L=16, tFAW=32, tWR=30, tRTP=12, tCCD_S=4, tCCD_L=6,
+        tPPD=2, source="JESD209-4 LPDDR4-2400 (DRAMsim3 configs/LPDDR4_8Gb_x16_2400.ini)",
+    ),
+    "DDR4-3200": DramDevice(
+        "DDR4-3200", 64, 8, 2, 2, 4, 65536, 1024, 0.63, CL=22, CWL=16, tRCD=22, tRP=22, tRAS=52, tRFC=560,
+        tREFI=12480, tRRD_S=9, tRRD_L=11, tWTR_S=4, tWTR_L=12, tFAW=48, tWR=24, tRTP=12, tCCD_S=4, tCCD_L=8,
+        source="JESD79-4 DDR4-3200 (DRAMsim3 configs/DDR4_8Gb_x16_3200.ini)",
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ControllerPolicy:
+    transactions: int = 32  # read queue and write buffer, each
+    bank_queue: int = 8  # commands a bank's queue holds
+    drain_low: int = 8  # writes past which an idle controller drains the buffer
+    row_hit_cap: int = 4  # hits an open row serves before a waiting miss may close it
+
+
+def _timing_tables(d: DramDevice) -> dict[tuple[int, str], tuple[tuple[int, int], ...]]:
+    """For each command and scope (same bank, other banks of its group, other groups of its rank, other
+    ranks, its whole rank), the commands it delays and by how many clocks."""
+    burst, rl, wl = d.burst_cycles, d.AL + d.CL, d.AL + d.CWL
+    read_delay, write_delay = rl + burst, wl + burst
+    one_group = d.bankgroups == 1
+    rtr_l = max(burst, d.tCCD_S if one_group else d.tCCD_L)
+    rtr_s = max(burst, d.tCCD_S)
+    wtr_l = write_delay + (d.tWTR_S if one_group else d.tWTR_L)
+    rtw = rl + burst - wl + d.tRTRS
+    t = {
+        (RD, "bank"): ((RD, rtr_l), (WR, rtw), (PRE, d.AL + d.tRTP)),
+        (RD, "group"): ((RD, rtr_l), (WR, rtw)),
+        (RD, "rank"): ((RD, rtr_s), (WR, rtw)),
+        (RD, "other"): ((RD, burst + d.tRTRS), (WR, read_delay + burst + d.tRTRS - write_delay)),
+        (WR, "bank"): ((RD, wtr_l), (WR, rtr_l), (PRE, wl + burst + d.tWR)),
+        (WR, "group"): ((RD, wtr_l), (WR, rtr_l)),
+        (WR, "rank"): ((RD, write_delay + d.tWTR_S), (WR, rtr_s)),
+        (WR, "other"): ((RD, write_delay + burst + d.tRTRS - read_delay), (WR, burst)),
+        (ACT, "bank"): ((ACT, d.tRAS + d.tRP), (RD, d.tRCD - d.AL), (WR, d.tRCD - d.AL), (PRE, d.tRAS)),
+        (ACT, "group"): ((ACT, d.tRRD_S if one_group else d.tRRD_L),),
+        (ACT, "rank"): ((ACT, d.tRRD_S),),
+        (ACT, "other"): (),
+        (PRE, "bank"): ((ACT, d.tRP), (REF, d.tRP)),
+        (PRE, "group"): ((PRE, d.tPPD),) if d.tPPD else (),
+        (PRE, "rank"): ((PRE, d.tPPD),) if d.tPPD else (),
+        (PRE, "other"): (),
+        (REF, "all"): ((ACT, d.tRFC), (REF, d.tRFC)),
+    }
+    return t
+
+
+@dataclass(frozen=True)
+class RequestTimes:
+    """When each request of a stream was accepted by the controller and completed (clocks)."""
+
+    accepted: tuple[int, ...]
+    done: tuple[int, ...]
+    activates: int
+    refreshes: int
+
+
+class DramController:
+    """One channel's controller and devices, clocked one cycle at a time (module doc)."""
+
+    def __init__(self, device: DramDevice, policy: ControllerPolicy = ControllerPolicy()) -> None:
+        self.d, self.p = device, policy
+        d = device
+        n = d.ranks * d.banks
+        self.open_row = [-1] * n
+        self.hits = [0] * n
+        self.ready = [[0] * 5 for _ in range(n)]  # per bank: earliest clock of each command type
+        self.faw: list[list[int]] = [[] for _ in range(d.ranks)]
+        self.queues: list[list[tuple]] = [[] for _ in range(n)]  # per bank: (type, row, col, addr)
+        self.queue_at = 0
+        self.read_q: list[int] = []  # addresses
+        self.write_b: list[int] = []
+        self.pending_reads: dict[int, list[int]] = {}  # address -> request ids
+        self.pending_writes: set[int] = set()
+        self.draining = 0
+        self.refresh_due: list[int] = []  # ranks waiting for a refresh
+        self.next_refresh_rank = 0
+        self.refresh_interval = d.tREFI // d.ranks
+        self.returns: list[tuple[int, int]] = []  # (clock, request id)
+        self.clk = 0
+        self.activates = self.refreshes = 0
+        self.decoded: dict[int, tuple[int, int, int, int]] = {}
+        t = _timing_tables(d)
+        g = d.banks_per_group
+        # per issuing bank, the (bank, delays) it constrains, per command type
+        self.effects: list[list[tuple[tuple[int, tuple[tuple[int, int], ...]], ...]]] = []
+        for b in range(n):
+            rank, bank = divmod(b, d.banks)
+            per_type = []
+            for c in (RD, WR, ACT, PRE):
+                eff = []
+                for o in range(n):
+                    orank, obank = divmod(o, d.banks)
+                    if o == b:
+                        scope = "bank"
+                    elif orank != rank:
+                        scope = "other"
+                    elif obank // g == bank // g:
+                        scope = "group"
+                    else:
+                        scope = "rank"
+                    if t[(c, scope)]:
+                        eff.append((o, t[(c, scope)]))
+                per_type.append(tuple(eff))
+            per_type.append(tuple((o, t[(REF, "all")]) for o in range(rank * d.banks, (rank + 1) * d.banks)))
+            self.effects.append(per_type)
+
+    # ---- the front: transactions in and out
+    def will_accept(self, write: bool) -> bool:
+        return len(self.write_b if write else self.read_q) < self.p.transactions
+
+    def add(self, rid: int, addr: int, write: bool) -> None:
+        """Take request `rid` (the clock is the controller's next)."""
+        when = self.clk + 1
+        if write:
+            if addr not in self.pending_writes:
+                self.pending_writes.add(addr)
+                self.write_b.append(addr)
+            self.returns.append((when, rid))
+        elif addr in self.pending_writes:
+            self.returns.append((when, rid))
+        else:
+            ids = self.pending_reads.setdefault(addr, [])
+            ids.append(rid)
+            if len(ids) == 1:
+                self.read_q.append(addr)
+
+    def done(self) -> list[int]:
+        """Requests complete by this clock (taken out)."""
+        if not self.returns:
+            return []
+        out = [rid for c, rid in self.returns if c <= self.clk]
+        if out:
+            self.returns = [(c, rid) for c, rid in self.returns if c > self.clk]
+        return out
+
+    # ---- the clock
+    def tick(self) -> None:
+        d, clk = self.d, self.clk
+        if clk and clk % self.refresh_interval == 0:
+            self.refresh_due.append(self.next_refresh_rank)
+            self.next_refresh_rank = (self.next_refresh_rank + 1) % d.ranks
+        cmd = self._refresh_command() if self.refresh_due else None
+        if cmd is None:
+            cmd = self._next_command()
+        if cmd is not None:
+            self._issue(*cmd)
+        self._schedule_transaction()
+        self.clk += 1
+
+    def _addr(self, addr: int) -> tuple[int, int, int, int]:
+        got = self.decoded.get(addr)
+        if got is None:
+            got = self.decoded[addr] = self.d.decode(addr)
+        return got
+
+    def _bank_ready(self, b: int, kind: int, row: int) -> int | None:
+        """The command bank b needs next for a `kind` access to `row`, if it may issue now; else None."""
+        open_row = self.open_row[b]
+        need = ACT if open_row < 0 else kind if open_row == row else PRE
+        if self.clk < self.ready[b][need]:
+            return None
+        if need == ACT:
+            w = self.faw[b // self.d.banks]
+            if len(w) >= 4 and self.clk < w[0]:
+                return None
+        return need
+
+    def _next_command(self):
+        n = len(self.queues)
+        refreshing = set(self.refresh_due[:1])
+        for _ in range(n):
+            self.queue_at = (self.queue_at + 1) % n
+            b = self.queue_at
+            q = self.queues[b]
+            if not q or (b // self.d.banks) in refreshing:
+                continue
+            for i, (kind, row, col, addr) in enumerate(q):
+                need = self._bank_ready(b, kind, row)
+                if need is None:
+                    continue
+                if need == PRE:
+                    if i > 0:  # an earlier entry of this bank's queue goes first
+                        continue
+                    open_row = self.open_row[b]
+                    hit_waiting = any(r == open_row for _, r, _, _ in q[i:])
+                    if hit_waiting and self.hits[b] < self.p.row_hit_cap:
+                        continue
+                elif need == WR and any(k == RD and r == row and c == col for k, r, c, _ in q[:i]):
+                    continue  # a write waits for an earlier read of its place
+                if need in (RD, WR):
+                    del q[i]
+                return (need, b, row, addr)
+        return None
+
+    def _refresh_command(self):
+        """The refresh the oldest due rank waits for: a precharge of an open bank, or the refresh itself."""
+        rank = self.refresh_due[0]
+        first = rank * self.d.banks
+        all_ready = True
+        for b in range(first, first + self.d.banks):
+            if self.open_row[b] >= 0:
+                if self.clk >= self.ready[b][PRE]:
+                    return (PRE, b, -1, -1)
+                all_ready = False
+            elif self.clk < self.ready[b][REF]:
+                all_ready = False
+        return (REF, first, -1, -1) if all_ready else None
+
+    def _issue(self, kind: int, b: int, row: int, addr: int) -> None:
+        clk = self.clk
+        if kind == RD:
+            self.hits[b] += 1
+            when = clk + self.d.AL + self.d.CL + self.d.burst_cycles
+            self.returns.extend((when, rid) for rid in self.pending_reads.pop(addr))
+        elif kind == WR:
+            self.hits[b] += 1
+            self.pending_writes.discard(addr)
+        elif kind == ACT:
+            self.open_row[b], self.hits[b] = row, 0
+            self.activates += 1
+            w = self.faw[b // self.d.banks]
+            if w and clk >= w[0]:
+                w.pop(0)
+            w.append(clk + self.d.tFAW)
+        elif kind == PRE:
+            self.open_row[b], self.hits[b] = -1, 0
+        else:  # REF of the rank
+            self.refresh_due.pop(0)
+            self.refreshes += 1
+        for o, delays in self.effects[b][kind]:
+            r = self.ready[o]
+            for c, delay in delays:
+                if clk + delay > r[c]:
+                    r[c] = clk + delay
+
+    def _schedule_transaction(self) -> None:
+        p = self.p
+        full = len(self.write_b) >= p.transactions
+        if not self.draining and (full or (len(self.write_b) > p.drain_low and not any(self.queues))):
+            self.draining = len(self.write_b)
+        writes = self.draining > 0
+        queue = self.write_b if writes else self.read_q
+        for i, addr in enumerate(queue):
+            rank, bank, row, col = self._addr(addr)
+            b = rank * self.d.banks + bank
+            if len(self.queues[b]) >= p.bank_queue:
+                continue
+            if writes:
+                if addr in self.pending_reads:  # a read waits for this write's place: stop draining
+                    self.draining = 0
+                    return
+                self.draining -= 1
+            self.queues[b].append((WR if writes else RD, row, col, addr))
+            del queue[i]
+            return
+
+
+def run_requests(device: DramDevice, requests: list[tuple[int, int, bool]],
+                 policy: ControllerPolicy = ControllerPolicy()) -> RequestTimes:  # fmt: skip
+    """Offer `requests` (ready clock, byte address, write?) in order, one a clock at most, as a master that
+    waits when the controller cannot take the next one, and time them (RequestTimes)."""
+    ctl = DramController(device, policy)
+    n = len(requests)
+    accepted, done = [0] * n, [0] * n
+    finished = nxt = 0
+    clk = 0
+    limit = (requests[-1][0] if requests else 0) + 1000 * (n + 1000)
+    while finished < n:
+        for rid in ctl.done():
+            done[rid] = clk
+            finished += 1
+        ctl.tick()
+        if nxt < n and requests[nxt][0] <= clk and ctl.will_accept(requests[nxt][2]):
+            ctl.add(nxt, requests[nxt][1], requests[nxt][2])
+            accepted[nxt] = clk
+            nxt += 1
+        clk += 1
+        if clk > limit:
+            raise RuntimeError(f"{device.name}: {n - finished} requests never completed")
+    return RequestTimes(tuple(accepted), tuple(done), ctl.activates, ctl.refreshes)
