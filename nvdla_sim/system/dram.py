@@ -8,7 +8,7 @@ timing parameters in clocks of its bus (tCK). The controller (DramController), o
   (their capacity: `transactions`); a read of an address with a write pending is served from the buffer;
 * each cycle one transaction moves to its bank's command queue (`bank_queue` deep) in arrival order, from the
   write buffer while it drains (full, or more than `drain_low` writes and every command queue empty) and
-  from the read queue otherwise (a read pending on the same address stops the drain);
+  from the read queue otherwise (a read pending on the same address stops the drain, and a read moves);
 * each cycle one command issues: the bank queues in turn (round robin), each offering its first command
   whose bank is ready (an activate for a closed bank, a precharge for another open row, else the read or
   write); a precharge only for the queue's first entry and only when no later entry hits the open row or
@@ -22,9 +22,11 @@ timing parameters in clocks of its bus (tCK). The controller (DramController), o
 
 These are the policies of DRAMsim3's controller (umd-memsys/DRAMsim3 with OPEN_PAGE, PER_BANK queues and
 RANK_LEVEL_STAGGERED refresh: its source read as the reference, this code the project's own), the field's
-reference simulator. The model is held to DRAMsim3's measurements on the 22 request streams of
+reference simulator. The model is held to DRAMsim3's measurements on the 28 request streams of
 validation/dram/streams.py (validation/data/dramsim3_streams.json; tests/integration/test_dram_model.py):
-every stream's cycles, mean read latency, activates and refreshes are DRAMsim3's to the cycle.
+every stream's cycles, mean read latency, activates and refreshes are DRAMsim3's to the cycle. One
+departure, where DRAMsim3 stalls for ever: a read waiting for the place of a full write buffer's first
+write moves to its bank while the drain waits (_move).
 Not yet a memory model of the simulator (memory.MODELS): NVDLA's transfers reach it in a later step.
 """
 
@@ -349,21 +351,28 @@ class DramController:
         full = len(self.write_b) >= p.transactions
         if not self.draining and (full or (len(self.write_b) > p.drain_low and not any(self.queues))):
             self.draining = len(self.write_b)
-        writes = self.draining > 0
-        queue = self.write_b if writes else self.read_q
+        if self.draining and self._move(self.write_b, WR):
+            return
+        self._move(self.read_q, RD)
+
+    def _move(self, queue: list[int], kind: int) -> bool:
+        """Move the first transaction of `queue` whose bank queue has room; False where a write waits for
+        the place of a pending read (the drain stops, and a read moves instead: DRAMsim3 moves none, and
+        stalls for ever when its write buffer is full then; no stream it times meets that)."""
         for i, addr in enumerate(queue):
             rank, bank, row, col = self._addr(addr)
             b = rank * self.d.banks + bank
-            if len(self.queues[b]) >= p.bank_queue:
+            if len(self.queues[b]) >= self.p.bank_queue:
                 continue
-            if writes:
+            if kind == WR:
                 if addr in self.pending_reads:  # a read waits for this write's place: stop draining
                     self.draining = 0
-                    return
+                    return False
                 self.draining -= 1
-            self.queues[b].append((WR if writes else RD, row, col, addr))
+            self.queues[b].append((kind, row, col, addr))
             del queue[i]
-            return
+            return True
+        return True
 
 
 def run_requests(device: DramDevice, requests: list[tuple[int, int, bool]],

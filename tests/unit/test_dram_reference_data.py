@@ -17,7 +17,7 @@ ROWS = {r["name"]: r for r in DOC["rows"]}
 
 
 def test_the_committed_rows_are_todays_streams():
-    """At least 20 streams over two devices (the issue's count), each with the requests streams.py makes."""
+    """At least 20 streams over two devices (the issue's count: 28), each with the requests streams.py makes."""
     assert len(DOC["source_commit"]) == 40 and DOC["date"] and "run_dramsim3" in DOC["command"]
     assert sorted(ROWS) == sorted(s.name for s in STREAMS), "regenerate the data: the streams changed"
     assert len(ROWS) >= 20 and {r["device"] for r in ROWS.values()} == {LPDDR4_2400.name, DDR4_3200.name}
@@ -48,7 +48,7 @@ def test_each_streams_figures_are_consistent(name):
     """Bandwidth is the bytes over the cycles at tCK; the bursts DRAMsim3 put on the bus in that time (its read
     and write commands: a write stream's last writes are still posted in the controller's buffer when the run
     ends) fit the bus's peak; every read waits at least a row hit's CL + the burst (LPDDR4: 17 + 8; DDR4:
-    22 + 4 clocks) from its acceptance on average."""
+    22 + 4 clocks) from its acceptance on average; a read command for each read of its own place."""
     r = ROWS[name]
     assert r["bandwidth_gbs"] == pytest.approx(r["bytes"] / (r["cycles"] * r["tck_ns"]), abs=1e-3)
     bursts = r["dramsim3"]["num_read_cmds"] + r["dramsim3"]["num_write_cmds"]
@@ -58,7 +58,12 @@ def test_each_streams_figures_are_consistent(name):
     if r["reads"]:
         row_hit = 17 + 8 if r["device"].startswith("LPDDR4") else 22 + 4
         assert r["read_latency_cycles"]["mean_from_accept"] >= row_hit
-        assert r["dramsim3"]["num_read_cmds"] == r["reads"]
+        # reads of a place already waiting merge into one read command (the fuzzes repeat places)
+        stream = next(s for s in STREAMS if s.name == name)
+        places = [a for _, a, w in stream.requests() if not w]
+        assert r["dramsim3"]["num_read_cmds"] <= r["reads"]
+        if len(set(places)) == len(places):
+            assert r["dramsim3"]["num_read_cmds"] == r["reads"]
 
 
 def test_what_the_reference_says_of_the_patterns():

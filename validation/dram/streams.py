@@ -105,6 +105,24 @@ def _random(dev: Device, seed: int, n: int, span: int) -> list[Request]:
 
 REGION = 1 << 28  # 256 MB apart: clients' buffers in other rows of every bank
 
+
+def _mixed(dev: Device, seed: int, n: int) -> list[Request]:
+    """A fuzz of the controller's corners: requests 0-6 clocks apart, 30% writes, over 4 rows of every bank
+    and rank (row hits, misses and conflicts, reads and writes interleaved). Reads take columns 0-7 and writes
+    8-15: a read waiting for the place a full write buffer's first write goes to stalls DRAMsim3 for ever
+    (its drain stops at the hazard and its reads wait for the drain), a case the reference cannot time."""
+    rng = random.Random(seed)
+    out, t = [], 0
+    for _ in range(n):
+        t += rng.randrange(7)
+        write = rng.random() < 0.3
+        addr = dev.address(row=rng.randrange(4), bank=rng.randrange(dev.banks_per_group),
+                           bankgroup=rng.randrange(dev.bankgroups), rank=rng.randrange(dev.ranks),
+                           column=rng.randrange(8) + 8 * write)  # fmt: skip
+        out.append((t, addr, write))
+    return out
+
+
 PATTERNS: dict[str, tuple[str, Callable[[Device], list[Request]]]] = {
     "seq_read": ("a weight fetch: one contiguous region, every request ready at once", lambda d: _seq(d, 0, N)),
     "seq_read_half_rate": (
@@ -139,6 +157,9 @@ PATTERNS: dict[str, tuple[str, Callable[[Device], list[Request]]]] = {
         "two masters streaming reads from their own regions, in turn",
         lambda d: _interleave(_seq(d, 0, N // 2), _seq(d, REGION, N // 2)),
     ),
+    "mixed_fuzz_1": ("a fuzz of the controller's corners (seed 1): see _mixed", lambda d: _mixed(d, 1, N)),
+    "mixed_fuzz_2": ("the same, seed 2", lambda d: _mixed(d, 2, N)),
+    "mixed_fuzz_3": ("the same, seed 3", lambda d: _mixed(d, 3, N)),
     "two_masters_read_write": (
         "one master streaming reads, the other streaming writes, in turn",
         lambda d: _interleave(_seq(d, 0, N // 2), _seq(d, REGION, N // 2, write=True)),
