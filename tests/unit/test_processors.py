@@ -40,14 +40,17 @@ def test_each_layer_has_one_processor_and_an_unknown_layer_is_a_one_line_error()
 
 
 def test_a_bdma_copy_by_hand():
-    """1 MiB DRAM to DRAM on nv_full (512-bit DBB port, 1,200-cycle latency, no bandwidth cap): 32,768
-    atoms programmed as lines of 8,192 atoms (256 KiB, CFG_LINE.SIZE's 13 bits) repeated 4 times; read and
-    written over the one port at 64 B a cycle: 2 x 2^20 / 64 = 32,768 cycles, after one latency; its
-    energy is DRAM's alone, 64 pJ a byte read or written (LPDDR4, hwcomponents), none in the core."""
+    """1 MiB DRAM to DRAM on nv_full (512-bit DBB port at 64 B a cycle, 1,200-cycle latency): 32,768 atoms
+    programmed as lines of 8,192 atoms (256 KiB, CFG_LINE.SIZE's 13 bits) repeated 4 times: 16,384 read beats
+    of 64 B. BDMA's 245 read credits come back a cycle after their data (1,201 cycles on), so the reads go
+    out 245 a round trip: the last (beat 16,383 = 66 x 245 + 213) at 66 x 1,201 + 213 = 79,479, its data at
+    80,679; its 256-byte write transaction whole then, 17 cycles on its first write request (80,696) and its
+    four 64-byte blocks one a cycle: the last write request at 80,699; with the launch (20) and the interrupt
+    (11) around it. Its energy is DRAM's alone, 64 pJ a byte read or written (LPDDR4, hwcomponents)."""
     layer = BdmaLayer.of_bytes("copy", 1 << 20)
     assert (layer.line_bytes, layer.lines, layer.surfaces) == (8192 * 32, 4, 1)
     st = simulate(layer, FULL)
-    assert st.cycles == 32_768 and fixed_latency(layer, FULL) == (0, 1_200, 0)
+    assert st.cycles == 80_699 and fixed_latency(layer, FULL) == (20, 0, 11)
     assert (st.traffic.dram_read, st.traffic.dram_write, st.macs) == (1 << 20, 1 << 20, 0)
     e = layer_energy(layer, st, FULL)
     assert e.core == 0.0 and e.dram == pytest.approx(2 * (1 << 20) * 64, rel=0.01)
@@ -55,9 +58,11 @@ def test_a_bdma_copy_by_hand():
 
 def test_a_copy_ending_inside_an_atom_moves_the_whole_atom():
     """ViT-digits' K re-layout per head: 17 keys x 16 INT8 channels = 272 bytes, 8.5 atoms: BDMA moves 9
-    (288 bytes), read and written in int(2 x 288 / 64) = 9 cycles after the 1,200-cycle latency."""
+    (288 bytes) as one line: 5 read beats at 0-4, back at 1,200-1,204; its first transaction (atoms 0-7)
+    whole at 1,203, written at 1,220-1,223; its last (atom 8) whole at 1,204, its write request at 1,221 but
+    the port busy until 1,224: 1,224 cycles."""
     layer = processor_of(BdmaLayer.of_bytes("x", 32)).copy_layer("k", 272)
-    assert layer.bytes == 288 and simulate(layer, FULL).cycles == 9
+    assert layer.bytes == 288 and simulate(layer, FULL).cycles == 1_224
 
 
 def test_bdma_shapes_follow_its_registers():
@@ -96,21 +101,26 @@ def test_a_build_without_bdma_or_sram_refuses_its_copies():
 
 def test_the_mappers_copies_are_bdma_layers_timed_by_their_processor():
     """BERT-base on nv_full re-lays out X and V^T with BDMA: each copy is a BdmaLayer on the BDMA resource,
-    its cycles one latency plus its bytes read and written over the port (the formula the mapper used
-    before BDMA was a processor), its DRAM bytes twice the copy."""
+    timed by its processor (launch, requests, interrupt), its DRAM bytes twice the copy. X (128 x 768 B =
+    98,304 B, 1,536 read beats) by hand: reads 245 a 1,201-cycle round trip, the last (6 x 245 + 65) at
+    6 x 1,201 + 65 = 7,271, back at 8,471, its transaction's writes at 8,488-8,491; + 20 + 11 = 8,522."""
     res = map_model(model_graph("bert-base", seq=128), FULL, precision=Precision.INT8)
     copies = [r for r in res.results if r.task.resource is Resource.BDMA]
     assert copies and all(isinstance(r.task.layer, BdmaLayer) for r in copies)
     for r in copies:
         n = r.task.layer.bytes
-        assert r.cycles_per_instance == 1_200 + int(2 * n / 64)
+        assert r.cycles_per_instance == simulate(r.task.layer, FULL).cycles + 20 + 11
         assert r.to_row()["dram_read"] == r.to_row()["dram_write"] == n * r.task.count
+    x = next(r for r in copies if r.task.name == "layer0.attn.v.x_relayout")
+    assert x.task.layer.bytes == 98_304 and x.cycles_per_instance == 8_522
     assert not [r for r in res.results if isinstance(r.task.layer, BdmaLayer) and r.task.resource is not Resource.BDMA]
-    # the unit table's BDMA row: each copy's bytes read and written at 64 B a cycle, over its instances
+    # the unit table's BDMA row: each copy's cycles from its first read to its last write, over its instances
     busy = res.unit_busy()
-    assert busy["bdma"].busy == sum(2 * r.task.layer.bytes // 64 * r.task.count for r in copies)
+    assert busy["bdma"].busy == sum((r.cycles_per_instance - 31) * r.task.count for r in copies)
     layers = sum(r.stats.units[Unit.DRAM].busy * r.task.count for r in res.results if r.task.resource is Resource.NVDLA)
-    assert busy["dram"].busy == layers + busy["bdma"].busy  # the DRAM's busy time counts the copies too
+    bdma_port = sum(r.stats.units[Unit.DRAM].busy * r.task.count for r in copies)
+    assert bdma_port == sum(2 * r.task.layer.bytes // 64 * r.task.count for r in copies)  # its bytes at 64 B a cycle
+    assert busy["dram"].busy == layers + bdma_port  # the DRAM's busy time counts the copies too
     # without BDMA the same re-layouts are host copies
     small = map_model(model_graph("bert-base", seq=128), SMALL, precision=Precision.INT8)
     assert not [r for r in small.results if r.task.resource is Resource.BDMA]

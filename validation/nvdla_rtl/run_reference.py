@@ -91,7 +91,10 @@ MEMORIES = {
     "fixed_latency": "ours: surplus bubbles are dropped, so the latency returns to 32 once stalled beats are taken",
 }
 
-_OP_ENABLE = "D_OP_ENABLE_0"  # the register whose write of 1 starts a unit's operation
+# the registers whose write of 1 starts an operation: a unit's D_OP_ENABLE, and BDMA's launch of a group of
+# queued transfers (its CFG_OP only queues one)
+_OP_ENABLE = "D_OP_ENABLE_0"
+_STARTS = frozenset({_OP_ENABLE, "CFG_LAUNCH0_0", "CFG_LAUNCH1_0"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.date.today().isoformat(),
         "verilator": subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout.strip(),
         "testbench_memory": testbench_memory(hw, project, args.memory),
-        "cycle_definition": "op_cycles: core clocks from the last D_OP_ENABLE write issued on CSB to the last "
-        "rising edge of the interrupt line; trace_cycles: from the first CSB write to that edge",
+        "cycle_definition": "op_cycles: core clocks from the last D_OP_ENABLE (or BDMA CFG_LAUNCH) write issued on "
+        "CSB to the last rising edge of the interrupt line; trace_cycles: from the first CSB write to that edge",
         "rows": [rows[k] for k in sorted(rows)],
     }
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -323,7 +326,7 @@ def _register_command(c: RegWrite | RegPoll, addr: int, enables: dict[int, str])
     (the same in both testbenches); an op-enable write is noted in `enables`."""
     if isinstance(c, RegPoll):
         return struct.pack("=BIII", 3, addr, 0xFFFFFFFF, c.value)
-    if c.reg == _OP_ENABLE:
+    if c.reg in _STARTS:
         enables[addr] = c.unit
     return struct.pack("=BII", 2, addr, c.value)
 
@@ -388,7 +391,7 @@ def convert_txn(txn: Path) -> tuple[bytes, dict[int, str]]:
         elif verb == "write_reg":
             out += struct.pack("=BII", 2, args[0], args[1])
             unit, reg = txn_register(comment.strip(), txn, no)
-            if reg == _OP_ENABLE and args[1] & 1:
+            if reg in _STARTS and args[1] & 1:
                 enables[args[0]] = unit
         elif verb == "read_reg":
             out += struct.pack("=BIII", 3, args[0], args[1], int(words[3], 16))

@@ -4,16 +4,18 @@ HwConfig.bdma).
 
 Registers: registers.py (a transfer, queued by CFG_OP.EN), execute.py (the byte copy), BdmaRegisters below.
 
-Timing: the copy's bytes over the memory ports it uses, each port at its bandwidth (a DRAM-to-DRAM copy
-reads and writes the same port), after one memory latency for the first read. Not measured on NVIDIA's RTL
-yet (issue 59 measures BDMA on nv_full); its launch and completion are taken as zero, and consecutive copies
-do not hide each other's first read.
+Timing (timing.py): its read beats as MCIF cuts each line at 256-byte boundaries, within BDMA's read credits,
+at the memory port's pace; its write transactions, each whole before its write requests go out; the launch and
+the interrupt around them (timing.launch_cycles, completion_cycles). On nv_full's RTL every read and write
+request of four programs of our own to the cycle, and NVIDIA's BDMA_L0_0 (docs/validation.md 5k). Where the
+copy's places are not known (the mapper's copies) its lines are taken as starting on 256-byte boundaries.
 Energy: the bytes it moves through DRAM (its engine's own datapath, a few buffers, is in the build's
 "other" area and not priced per action).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -26,8 +28,8 @@ from nvdla_sim.errors import ConfigError, ShapeError, TraceError, check_int
 from nvdla_sim.layers import Memory
 from nvdla_sim.processors.bdma.execute import execute_bdma
 from nvdla_sim.processors.bdma.registers import BdmaOp, decode_bdma, write_bdma
+from nvdla_sim.processors.bdma.timing import ALIGNED, BdmaPlaces, request_cycles
 from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
-from nvdla_sim.system.memory import memory_model
 from nvdla_sim.units.lut import LutParams
 
 # Bridge DMA (NVDLA_BDMA.rdl, nv_full): a copy moves lines of 32-byte atoms, CFG_LINE.SIZE + 1 of them a line
@@ -49,6 +51,7 @@ class BdmaLayer:
     surfaces: int = 1
     source: Memory = Memory.DRAM
     destination: Memory = Memory.DRAM
+    places: BdmaPlaces = ALIGNED  # where its lines start modulo 256 bytes (a program's addresses and strides)
 
     def __post_init__(self) -> None:
         top = MAX_BDMA_LINE_ATOMS * BDMA_ATOM_BYTES
@@ -115,7 +118,11 @@ class BdmaRegisters(ViewDefaults):
         return Emitted((), "BDMA_0")  # queued and launched by its CFG_ writes: no op-enable register
 
     def hw_layer(self, op: BdmaOp, name: str) -> BdmaLayer:
-        return BdmaLayer(name, op.line_bytes, op.lines, op.surfaces, op.src_memory, op.dst_memory)
+        places = BdmaPlaces.of(
+            (op.src.addr, op.src.line_stride, op.src.surface_stride),
+            (op.dst.addr, op.dst.line_stride, op.dst.surface_stride),
+        )
+        return BdmaLayer(name, op.line_bytes, op.lines, op.surfaces, op.src_memory, op.dst_memory, places)
 
     def execute(self, op: BdmaOp, st: ExecState, name: str) -> None:
         execute_bdma(op, st)
@@ -151,16 +158,17 @@ class BdmaProcessor:
         steady: SteadyState = STEADY,  # a copy has no steady state to skip: its time is a formula
     ) -> LayerStats:  # fmt: skip
         self._check(layer, hw)
-        # the config's memory model: its ports take the read, then the write (on the memory's shared channel,
-        # as the copy formula always had it: whether BDMA overlaps them on a separate write channel is not
-        # measured)
+        beat = {Memory.DRAM: hw.memory.dram_width_bits // 8, Memory.SRAM: hw.memory.sram_width_bits // 8}
         ports = make_ports(hw)
-        src, dst = ports[layer.source], ports[layer.destination]
-        src.reserve(0.0, layer.bytes)
-        dst.reserve(0.0, layer.bytes)
+        read_port, write_port = ports[layer.source], ports[layer.destination].writes
+        cycles = math.ceil(
+            request_cycles(
+                layer.line_bytes, layer.lines, layer.surfaces, layer.places, read_port, write_port,
+                read_beat=beat[layer.source], write_beat=beat[layer.destination],
+            )
+        )  # fmt: skip
         dram_cycles = int(ports[Memory.DRAM].channel_busy)
         sram_cycles = int(ports[Memory.SRAM].channel_busy) if Memory.SRAM in ports else 0
-        cycles = int(max(src.last_beat, dst.last_beat))
         src, dst = layer.source is Memory.DRAM, layer.destination is Memory.DRAM
         traffic = Traffic(
             dram_read=layer.bytes * src,
@@ -178,14 +186,17 @@ class BdmaProcessor:
             peak_macs_per_cycle=0,
             traffic=traffic,
             units=units,
-            bound=Bound.DRAM,  # memory bandwidth (either port)
-            lower_bound_cycles=cycles,
+            bound=Bound.DRAM,  # the memory's pace and latency (its credits cover the latency they were sized for)
+            lower_bound_cycles=max(dram_cycles, sram_cycles),
             detail=CopyDetail(layer.bytes),
         )
 
     def fixed_latency(self, layer: BdmaLayer, hw: HwConfig) -> tuple[int, int, int]:
-        """No launch or completion measured; the pipeline is the first read's memory latency."""
-        return 0, memory_model(hw).latency(layer.source), 0
+        """Its launch to the first read request and the interrupt after the last write request (timing.
+        launch_cycles, completion_cycles: 20 and 11 on nv_full's RTL, as for the stream processors); the
+        memory's latency is inside the requests' timing (timing.py), so no pipeline."""
+        t = hw.timing
+        return t.launch_cycles, 0, t.completion_cycles
 
     def copy_layer(self, name: str, nbytes: int) -> BdmaLayer:
         """A copy of `nbytes`: BDMA moves whole 32-byte atoms, so a piece that ends inside one moves all of it."""
