@@ -130,10 +130,42 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--task", type=int, help="the DLA task to show (default: the loadable's only one)")
     lo.add_argument("--json", action="store_true", help="print every descriptor field as JSON")
 
+    dr = sub.add_parser(
+        "dram", help="time a stream of DRAM requests on a DRAM device and its controller, cycle by cycle"
+    )
+    dr.add_argument("stream", help="a request stream: one request a line, 'CYCLE ADDRESS R|W' (memory clocks)")
+    dr.add_argument("--device", default="LPDDR4-2400", help="the device set (default LPDDR4-2400; also DDR4-3200)")
+    dr.add_argument("--json", action="store_true", help="print the figures as JSON")
+
     add_mapper(sub, _COMMANDS)  # map, zoo, sweep
     add_rtl(sub, _COMMANDS)  # rtl emit / verify / bench
     show_defaults(ap)
     return ap
+
+
+@_command("dram")
+def _dram(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from nvdla_sim.system.dram import StreamFigures, device, read_requests, run_requests
+
+    dev = device(args.device)
+    requests = read_requests(args.stream, dev)
+    f = StreamFigures.of(dev, requests, run_requests(dev, requests))
+    if args.json:
+        print(json.dumps(dataclasses.asdict(f), indent=1))
+        return 0
+    print(f"{args.stream} on {dev.name} (one channel, {dev.bus_bits}-bit bus, tCK {dev.tck_ns} ns; {dev.source})")
+    print(f"  requests          {f.requests:,} ({f.reads:,} reads, {f.writes:,} writes) of {dev.request_bytes} bytes")
+    print(f"  time              {f.cycles:,} memory clocks = {f.ns:,.1f} ns (to the last request completed)")
+    print(f"  bandwidth         {f.bandwidth_gbs:.2f} GB/s of the bus's {f.peak_gbs:.2f}")
+    if f.reads:
+        print(
+            f"  read latency      mean {f.read_latency_mean:,.1f}, p90 {f.read_latency_p90:,.0f}, "
+            f"max {f.read_latency_max:,} clocks (from the controller taking the request to its data)"
+        )
+    print(f"  commands          {f.activates:,} activates, {f.refreshes:,} refreshes")
+    return 0
 
 
 @_command("loadable")

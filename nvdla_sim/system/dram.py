@@ -32,7 +32,12 @@ Not yet a memory model of the simulator (memory.MODELS): NVDLA's transfers reach
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import dataclass
+from pathlib import Path
+
+from nvdla_sim.errors import ConfigError, TraceError
 
 RD, WR, ACT, PRE, REF = range(5)  # command types
 
@@ -88,6 +93,11 @@ class DramDevice:
     def banks(self) -> int:
         return self.bankgroups * self.banks_per_group
 
+    @property
+    def capacity_bytes(self) -> int:
+        """Bytes the channel addresses: every rank, bank, row and column."""
+        return self.ranks * self.banks * self.rows * self.columns * self.bus_bits // 8
+
     def decode(self, addr: int) -> tuple[int, int, int, int]:
         """(rank, bank index within the rank, row, column) of a byte address."""
         log2 = lambda n: n.bit_length() - 1  # noqa: E731
@@ -115,6 +125,13 @@ DEVICES = {
         source="JESD79-4 DDR4-3200 (DRAMsim3 configs/DDR4_8Gb_x16_3200.ini)",
     ),
 }  # fmt: skip
+
+
+def device(name: str) -> DramDevice:
+    """A device set by name; a one-line error naming the known ones."""
+    if name not in DEVICES:
+        raise ConfigError(f"unknown DRAM device {name!r}; devices: {', '.join(DEVICES)}")
+    return DEVICES[name]
 
 
 @dataclass(frozen=True)
@@ -398,3 +415,73 @@ def run_requests(device: DramDevice, requests: list[tuple[int, int, bool]],
         if clk > limit:
             raise RuntimeError(f"{device.name}: {n - finished} requests never completed")
     return RequestTimes(tuple(accepted), tuple(done), ctl.activates, ctl.refreshes)
+
+
+def read_requests(path: str | Path, dev: DramDevice) -> list[tuple[int, int, bool]]:
+    """A request stream file: one request a line, "CYCLE ADDRESS R|W" (the clock of the memory at which it is
+    ready, a byte address, decimal or 0x-hex, read or write), in order of CYCLE; '#' starts a comment. Each
+    address must lie in the device's channel and start a transaction (a multiple of its bytes)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TraceError(f"{p}: cannot read the request stream ({getattr(e, 'strerror', None) or e})") from None
+    out: list[tuple[int, int, bool]] = []
+    last = 0
+    for no, raw in enumerate(text.splitlines(), 1):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = f"{p}:{no}"
+        if len(words) != 3 or words[2].upper() not in ("R", "W"):
+            raise TraceError(f"{where}: expected 'CYCLE ADDRESS R|W', not {raw.strip()!r}")
+        try:
+            cycle, addr = int(words[0], 0), int(words[1], 0)
+        except ValueError:
+            raise TraceError(
+                f"{where}: CYCLE and ADDRESS must be integers (decimal or 0x-hex), not {raw.strip()!r}"
+            ) from None
+        if cycle < last:
+            raise TraceError(f"{where}: cycle {cycle} is before the previous request's {last}; requests come in order")
+        if not 0 <= addr < dev.capacity_bytes or addr % dev.request_bytes:
+            raise TraceError(
+                f"{where}: address {addr:#x} is not a transaction of {dev.name}'s channel (multiples of "
+                f"{dev.request_bytes} bytes below {dev.capacity_bytes:#x})"
+            )
+        out.append((cycle, addr, words[2].upper() == "W"))
+        last = cycle
+    if not out:
+        raise TraceError(f"{p}: no requests (one a line: CYCLE ADDRESS R|W)")
+    return out
+
+
+@dataclass(frozen=True)
+class StreamFigures:
+    """What a request stream measured on a device: its cycles, bandwidth and read latency."""
+
+    device: str
+    requests: int
+    reads: int
+    writes: int
+    cycles: int  # memory clocks from cycle 0 to the last request completed
+    ns: float
+    bandwidth_gbs: float
+    peak_gbs: float
+    read_latency_mean: float  # clocks from acceptance to the data (0 without reads)
+    read_latency_p90: float
+    read_latency_max: int
+    activates: int
+    refreshes: int
+
+    @classmethod
+    def of(cls, dev: DramDevice, requests: list[tuple[int, int, bool]], times: RequestTimes) -> StreamFigures:
+        cycles = max(times.done) + 1
+        lat = sorted(times.done[i] - times.accepted[i] for i, r in enumerate(requests) if not r[2])
+        reads = len(lat)
+        return cls(
+            dev.name, len(requests), reads, len(requests) - reads, cycles, round(cycles * dev.tck_ns, 3),
+            round(len(requests) * dev.request_bytes / (cycles * dev.tck_ns), 4), round(dev.peak_gbs, 4),
+            round(statistics.fmean(lat), 3) if lat else 0.0,
+            float(lat[min(reads - 1, math.ceil(0.9 * reads) - 1)]) if lat else 0.0, lat[-1] if lat else 0,
+            times.activates, times.refreshes,
+        )  # fmt: skip
