@@ -133,7 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     dr = sub.add_parser(
         "dram", help="time a stream of DRAM requests on a DRAM device and its controller, cycle by cycle"
     )
-    dr.add_argument("stream", help="a request stream: one request a line, 'CYCLE ADDRESS R|W' (memory clocks)")
+    dr.add_argument(
+        "stream",
+        help="a request stream: one request a line, 'CYCLE ADDRESS R|W [MASTER]' (memory clocks); with masters "
+        "named, each one's slowdown against running alone",
+    )
     dr.add_argument("--device", default="LPDDR4-2400", help="the device set (default LPDDR4-2400; also DDR4-3200)")
     dr.add_argument("--json", action="store_true", help="print the figures as JSON")
 
@@ -147,13 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
 def _dram(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from nvdla_sim.system.dram import StreamFigures, device, read_requests, run_requests
+    from nvdla_sim.system.dram import StreamFigures, device, master_figures, read_requests, run_requests
 
     dev = device(args.device)
-    requests = read_requests(args.stream, dev)
-    f = StreamFigures.of(dev, requests, run_requests(dev, requests))
+    stream = read_requests(args.stream, dev)
+    requests = list(stream.requests)
+    times = run_requests(dev, requests)
+    f = StreamFigures.of(dev, requests, times)
+    masters = master_figures(dev, stream, times) if len(stream.master_names) > 1 else []
     if args.json:
-        print(json.dumps(dataclasses.asdict(f), indent=1))
+        doc = dataclasses.asdict(f) | {
+            "masters": [dataclasses.asdict(m) | {"slowdown": round(m.slowdown, 4)} for m in masters]
+        }
+        print(json.dumps(doc, indent=1))
         return 0
     print(f"{args.stream} on {dev.name} (one channel, {dev.bus_bits}-bit bus, tCK {dev.tck_ns} ns; {dev.source})")
     print(f"  requests          {f.requests:,} ({f.reads:,} reads, {f.writes:,} writes) of {dev.request_bytes} bytes")
@@ -165,6 +175,13 @@ def _dram(args: argparse.Namespace) -> int:
             f"max {f.read_latency_max:,} clocks (from the controller taking the request to its data)"
         )
     print(f"  commands          {f.activates:,} activates, {f.refreshes:,} refreshes")
+    if masters:
+        print("  master            requests    GB/s shared / alone    read latency shared / alone   slowdown")
+        for m in masters:
+            print(
+                f"  {m.name:<16}{m.requests:>10,}  {m.shared_gbs:>9.2f} / {m.alone_gbs:<9.2f}"
+                f"  {m.shared_read_latency:>13,.1f} / {m.alone_read_latency:<13,.1f} {m.slowdown:>8.2f}x"
+            )
     return 0
 
 

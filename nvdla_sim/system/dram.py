@@ -417,24 +417,41 @@ def run_requests(device: DramDevice, requests: list[tuple[int, int, bool]],
     return RequestTimes(tuple(accepted), tuple(done), ctl.activates, ctl.refreshes)
 
 
-def read_requests(path: str | Path, dev: DramDevice) -> list[tuple[int, int, bool]]:
-    """A request stream file: one request a line, "CYCLE ADDRESS R|W" (the clock of the memory at which it is
-    ready, a byte address, decimal or 0x-hex, read or write), in order of CYCLE; '#' starts a comment. Each
-    address must lie in the device's channel and start a transaction (a multiple of its bytes)."""
+@dataclass(frozen=True)
+class RequestStream:
+    """Requests (ready clock, byte address, write?) in order, and the master that issued each ("" unnamed)."""
+
+    requests: tuple[tuple[int, int, bool], ...]
+    masters: tuple[str, ...]
+
+    def of_master(self, name: str) -> list[tuple[int, int, bool]]:
+        return [r for r, m in zip(self.requests, self.masters, strict=True) if m == name]
+
+    @property
+    def master_names(self) -> list[str]:
+        return list(dict.fromkeys(self.masters))
+
+
+def read_requests(path: str | Path, dev: DramDevice) -> RequestStream:
+    """A request stream file: one request a line, "CYCLE ADDRESS R|W [MASTER]" (the clock of the memory at which
+    it is ready, a byte address, decimal or 0x-hex, read or write, and optionally the name of the master that
+    issues it), in order of CYCLE; '#' starts a comment. Each address must lie in the device's channel and
+    start a transaction (a multiple of its bytes)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise TraceError(f"{p}: cannot read the request stream ({getattr(e, 'strerror', None) or e})") from None
     out: list[tuple[int, int, bool]] = []
+    masters: list[str] = []
     last = 0
     for no, raw in enumerate(text.splitlines(), 1):
         words = raw.split("#", 1)[0].split()
         if not words:
             continue
         where = f"{p}:{no}"
-        if len(words) != 3 or words[2].upper() not in ("R", "W"):
-            raise TraceError(f"{where}: expected 'CYCLE ADDRESS R|W', not {raw.strip()!r}")
+        if len(words) not in (3, 4) or words[2].upper() not in ("R", "W"):
+            raise TraceError(f"{where}: expected 'CYCLE ADDRESS R|W [MASTER]', not {raw.strip()!r}")
         try:
             cycle, addr = int(words[0], 0), int(words[1], 0)
         except ValueError:
@@ -449,9 +466,54 @@ def read_requests(path: str | Path, dev: DramDevice) -> list[tuple[int, int, boo
                 f"{dev.request_bytes} bytes below {dev.capacity_bytes:#x})"
             )
         out.append((cycle, addr, words[2].upper() == "W"))
+        masters.append(words[3] if len(words) == 4 else "")
         last = cycle
     if not out:
-        raise TraceError(f"{p}: no requests (one a line: CYCLE ADDRESS R|W)")
+        raise TraceError(f"{p}: no requests (one a line: CYCLE ADDRESS R|W [MASTER])")
+    return RequestStream(tuple(out), tuple(masters))
+
+
+@dataclass(frozen=True)
+class MasterFigures:
+    """One master's requests on a shared channel against the same requests alone on it."""
+
+    name: str
+    requests: int
+    shared_cycles: int  # from cycle 0 to its last request completed, beside the others
+    alone_cycles: int  # the same requests alone on the channel
+    shared_gbs: float
+    alone_gbs: float
+    shared_read_latency: float  # mean, clocks from acceptance to the data (0 without reads)
+    alone_read_latency: float
+
+    @property
+    def slowdown(self) -> float:
+        return self.shared_cycles / self.alone_cycles
+
+
+def master_figures(dev: DramDevice, stream: RequestStream, times: RequestTimes) -> list[MasterFigures]:
+    """Each master's figures in `times` (the stream run whole) against its requests run alone."""
+    out = []
+    for name in stream.master_names:
+        ids = [i for i, m in enumerate(stream.masters) if m == name]
+        mine = [stream.requests[i] for i in ids]
+        alone = run_requests(dev, mine)
+        nbytes = len(ids) * dev.request_bytes
+        shared_cycles = max(times.done[i] for i in ids) + 1
+        alone_cycles = max(alone.done) + 1
+
+        def latency(done, accepted, reqs) -> float:
+            lat = [d - a for d, a, r in zip(done, accepted, reqs, strict=True) if not r[2]]
+            return round(statistics.fmean(lat), 3) if lat else 0.0
+
+        out.append(
+            MasterFigures(
+                name, len(ids), shared_cycles, alone_cycles,
+                round(nbytes / (shared_cycles * dev.tck_ns), 4), round(nbytes / (alone_cycles * dev.tck_ns), 4),
+                latency([times.done[i] for i in ids], [times.accepted[i] for i in ids], mine),
+                latency(alone.done, alone.accepted, mine),
+            )
+        )  # fmt: skip
     return out
 
 
