@@ -339,6 +339,9 @@ class HostOp(enum.Enum):
 # The memory models a config can choose ([memory] model; nvdla_sim/system/memory.py)
 MEMORY_MODELS = ("fluid", "refresh")
 
+# The interconnect models a config can choose ([interconnect] model; nvdla_sim/system/interconnect.py)
+INTERCONNECT_MODELS = ("direct", "fabric")
+
 # The host models a config can choose ([host] model; nvdla_sim/system/host.py) and the kinds of host work
 # they price (HostOp there)
 HOST_MODELS = ("roofline", "per_element")
@@ -474,6 +477,33 @@ DRIVER_INTERRUPT_US: dict[str, float] = {"testbench": 0.0, "linux_x86_vm": 21.61
 
 
 @dataclass(frozen=True)
+class InterconnectConfig:
+    """What lies between NVDLA's DRAM interface (DBBIF) and the memory controller, a system part
+    (nvdla_sim/system/interconnect.py): "direct" (the port wired to the controller: every shipped config, as
+    NVIDIA's testbench has it) or "fabric" (a SoC's interconnect: hop_cycles each way added to every read's
+    round trip, and its data path of width_bits at NVDLA's clock capping the rate). A fabric's figures are the
+    system's, not NVDLA's: no default, the config gives them."""
+
+    model: str = "direct"  # INTERCONNECT_MODELS
+    hop_cycles: int | None = None  # fabric: NVDLA clocks from DBBIF to the controller, each way
+    width_bits: int | None = None  # fabric: its data path, bits a cycle of NVDLA's clock
+
+    def __post_init__(self) -> None:
+        if self.model not in INTERCONNECT_MODELS:
+            raise ConfigError(f"interconnect.model {self.model!r} is not one of {', '.join(INTERCONNECT_MODELS)}")
+        given = [n for n in ("hop_cycles", "width_bits") if getattr(self, n) is not None]
+        if self.model == "direct":
+            if given:
+                raise ConfigError(f"interconnect.{given[0]} is the fabric model's; interconnect.model is 'direct'")
+            return
+        for name in ("hop_cycles", "width_bits"):
+            if getattr(self, name) is None:
+                raise ConfigError(f"interconnect.{name} is required by the fabric model (the system's figure)")
+        _check_int("interconnect", "hop_cycles", self.hop_cycles, minimum=0)
+        _check_int("interconnect", "width_bits", self.width_bits, minimum=8, pow2=True)
+
+
+@dataclass(frozen=True)
 class DriverConfig:
     """How the host programs NVDLA and reacts to its interrupts (a system part; issue 57): the CSB address
     map its register logs use, and the costs of a register write, a register read and an interrupt from a
@@ -521,6 +551,7 @@ _SECTIONS: dict[str, type] = {
     "tech": TechConfig,
     "host": HostConfig,
     "driver": DriverConfig,
+    "interconnect": InterconnectConfig,
 }
 
 
@@ -546,6 +577,7 @@ class HwConfig:
     tech: TechConfig = TechConfig()
     host: HostConfig = HostConfig()  # the host CPU beside NVDLA (a system part)
     driver: DriverConfig = DriverConfig()  # how the host programs NVDLA's registers (a system part)
+    interconnect: InterconnectConfig = InterconnectConfig()  # between DBBIF and the memory controller (a system part)
     bdma: bool = False  # bridge DMA present (memory-to-memory copies on the accelerator)
     rubik: bool = False  # Rubik present (the reshape engine: contract, split, merge; spec RUBIK_ENABLE)
     weight_compression: bool = False  # CDMA reads compressed weights (values + WMB + WGS)

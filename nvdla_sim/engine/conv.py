@@ -56,6 +56,7 @@ from nvdla_sim.engine.tiling import (
 )
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, Memory
+from nvdla_sim.system.memory import memory_model
 from nvdla_sim.units import cacc, cdma, cmac, csc, pdp, sdp
 
 
@@ -293,8 +294,9 @@ class _Chain:
                 pixels = rows * s.out_w
                 extra = sdp.operand_read_bytes(layer.sdp, pixels=pixels, channels=kernels, operand_bytes=p.bytes)
                 credit = sdp.operand_stream_cycles(
-                    layer.sdp, hw, pixels=pixels, channels=kernels, operand_bytes=p.bytes, memory=layer.input_memory
-                )
+                    layer.sdp, hw, pixels=pixels, channels=kernels, operand_bytes=p.bytes, memory=layer.input_memory,
+                    latency=memory_model(hw).latency(layer.input_memory),
+                )  # fmt: skip
                 blocks, tail_gap = group_delivery(layer, hw, rows, kernels)
                 made = items_of[rows, kernels] = (
                     blocks,

@@ -26,6 +26,7 @@ from typing import Protocol
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.layers import Memory
+from nvdla_sim.system.interconnect import interconnect
 
 
 @dataclass
@@ -194,9 +195,12 @@ class FluidMemory:
     def from_config(cls, hw: HwConfig) -> FluidMemory:
         m = hw.memory
         sram = hw.sram_bytes_per_cycle if m.has_sram else 0.0
+        path = interconnect(hw)  # between DBBIF and the DRAM's controller: its latency and rate
+        dram_rate = min(hw.dram_bytes_per_cycle, path.bytes_per_cycle())
         return cls(
-            hw.dram_bytes_per_cycle, m.dram_latency_cycles, sram, m.sram_latency_cycles, m.separate_write_channel
-        )
+            dram_rate, m.dram_latency_cycles + path.added_latency(), sram, m.sram_latency_cycles,
+            m.separate_write_channel,
+        )  # fmt: skip
 
     def bytes_per_cycle(self, memory: Memory) -> float:
         return self.dram_bytes_per_cycle if memory is Memory.DRAM else self.sram_bytes_per_cycle
