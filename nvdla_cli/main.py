@@ -175,6 +175,10 @@ def _dram(args: argparse.Namespace) -> int:
             f"max {f.read_latency_max:,} clocks (from the controller taking the request to its data)"
         )
     print(f"  commands          {f.activates:,} activates, {f.refreshes:,} refreshes")
+    print(
+        f"  energy            {f.energy_pj / 1e3:,.1f} nJ, {f.energy_pj_per_byte:.1f} pJ a byte (commands and standby,"
+        " from the device's IDD currents)"
+    )
     if masters:
         print("  master            requests    GB/s shared / alone    read latency shared / alone   slowdown")
         for m in masters:

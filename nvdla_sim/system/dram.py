@@ -76,6 +76,16 @@ class DramDevice:
     AL: int = 0
     mapping: str = "rochrababgco"  # address fields, most significant first (row, channel, rank, bank, group, column)
     source: str = ""
+    # power (IDD currents in mA of one device, its supply in V; the device's datasheet values as the parameter
+    # set gives them): the energy of each command and of every clock a rank stands by (DramEnergy)
+    device_width: int = 16  # bits: bus_bits / device_width devices a rank
+    VDD: float = 1.2
+    IDD0: float = 0.0  # one activate and precharge every tRC
+    IDD2N: float = 0.0  # precharged standby
+    IDD3N: float = 0.0  # active standby
+    IDD4R: float = 0.0  # reading
+    IDD4W: float = 0.0  # writing
+    IDD5AB: float = 0.0  # all-bank refresh
 
     @property
     def request_bytes(self) -> int:
@@ -118,11 +128,13 @@ DEVICES = {
         "LPDDR4-2400", 64, 16, 2, 2, 4, 65536, 1024, 0.83, CL=17, CWL=14, tRCD=15, tRP=15, tRAS=32, tRFC=392,
         tREFI=8660, tRRD_S=8, tRRD_L=8, tWTR_S=8, tWTR_L=16, tFAW=32, tWR=30, tRTP=12, tCCD_S=4, tCCD_L=6,
         tPPD=2, source="JESD209-4 LPDDR4-2400 (DRAMsim3 configs/LPDDR4_8Gb_x16_2400.ini)",
+        IDD0=80, IDD2N=34, IDD3N=47, IDD4R=243, IDD4W=228, IDD5AB=280,
     ),
     "DDR4-3200": DramDevice(
         "DDR4-3200", 64, 8, 2, 2, 4, 65536, 1024, 0.63, CL=22, CWL=16, tRCD=22, tRP=22, tRAS=52, tRFC=560,
         tREFI=12480, tRRD_S=9, tRRD_L=11, tWTR_S=4, tWTR_L=12, tFAW=48, tWR=24, tRTP=12, tCCD_S=4, tCCD_L=8,
         source="JESD79-4 DDR4-3200 (DRAMsim3 configs/DDR4_8Gb_x16_3200.ini)",
+        IDD0=95, IDD2N=37, IDD3N=56, IDD4R=302, IDD4W=278, IDD5AB=280,
     ),
 }  # fmt: skip
 
@@ -182,6 +194,10 @@ class RequestTimes:
     done: tuple[int, ...]
     activates: int
     refreshes: int
+    read_commands: int = 0  # reads of one place waiting together are one command
+    write_commands: int = 0  # writes still in the buffer at the end are not
+    active_cycles: int = 0  # clocks summed over the ranks: some bank's row open
+    idle_cycles: int = 0  # every bank precharged
 
 
 class DramController:
@@ -207,7 +223,8 @@ class DramController:
         self.refresh_interval = d.tREFI // d.ranks
         self.returns: list[tuple[int, int]] = []  # (clock, request id)
         self.clk = 0
-        self.activates = self.refreshes = 0
+        self.activates = self.refreshes = self.read_commands = self.write_commands = 0
+        self.active_cycles = self.idle_cycles = 0
         self.decoded: dict[int, tuple[int, int, int, int]] = {}
         t = _timing_tables(d)
         g = d.banks_per_group
@@ -274,6 +291,12 @@ class DramController:
             cmd = self._next_command()
         if cmd is not None:
             self._issue(*cmd)
+        banks = d.banks
+        for r in range(d.ranks):  # each rank's standby this clock, after the command
+            if any(row >= 0 for row in self.open_row[r * banks : (r + 1) * banks]):
+                self.active_cycles += 1
+            else:
+                self.idle_cycles += 1
         self._schedule_transaction()
         self.clk += 1
 
@@ -339,10 +362,12 @@ class DramController:
     def _issue(self, kind: int, b: int, row: int, addr: int) -> None:
         clk = self.clk
         if kind == RD:
+            self.read_commands += 1
             self.hits[b] += 1
             when = clk + self.d.AL + self.d.CL + self.d.burst_cycles
             self.returns.extend((when, rid) for rid in self.pending_reads.pop(addr))
         elif kind == WR:
+            self.write_commands += 1
             self.hits[b] += 1
             self.pending_writes.discard(addr)
         elif kind == ACT:
@@ -414,7 +439,41 @@ def run_requests(device: DramDevice, requests: list[tuple[int, int, bool]],
         clk += 1
         if clk > limit:
             raise RuntimeError(f"{device.name}: {n - finished} requests never completed")
-    return RequestTimes(tuple(accepted), tuple(done), ctl.activates, ctl.refreshes)
+    return RequestTimes(
+        tuple(accepted), tuple(done), ctl.activates, ctl.refreshes, ctl.read_commands, ctl.write_commands,
+        ctl.active_cycles, ctl.idle_cycles,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DramEnergy:
+    """A stream's DRAM energy in pJ, from its commands and its ranks' standby clocks (the IDD method of
+    Micron's DDR power notes, TN-41-01 / TN-53-01): an activate (with its precharge) VDD x (IDD0 x tRC -
+    IDD3N x tRAS - IDD2N x tRP), a read or write burst VDD x (IDD4R/W - IDD3N) x its clocks, a refresh VDD x
+    (IDD5AB - IDD3N) x tRFC, a clock of standby VDD x IDD3N (a row open) or IDD2N (all precharged); each for
+    every device of the rank, clocks times tCK."""
+
+    activate: float
+    read: float
+    write: float
+    refresh: float
+    background: float
+
+    @property
+    def total(self) -> float:
+        return self.activate + self.read + self.write + self.refresh + self.background
+
+    @classmethod
+    def of(cls, dev: DramDevice, t: RequestTimes) -> DramEnergy:
+        k = dev.VDD * (dev.bus_bits // dev.device_width) * dev.tck_ns  # V x devices x ns: mA x clocks -> pJ
+        burst = dev.burst_cycles
+        return cls(
+            t.activates * k * (dev.IDD0 * (dev.tRAS + dev.tRP) - (dev.IDD3N * dev.tRAS + dev.IDD2N * dev.tRP)),
+            t.read_commands * k * (dev.IDD4R - dev.IDD3N) * burst,
+            t.write_commands * k * (dev.IDD4W - dev.IDD3N) * burst,
+            t.refreshes * k * (dev.IDD5AB - dev.IDD3N) * dev.tRFC,
+            k * (dev.IDD3N * t.active_cycles + dev.IDD2N * t.idle_cycles),
+        )
 
 
 @dataclass(frozen=True)
@@ -534,6 +593,8 @@ class StreamFigures:
     read_latency_max: int
     activates: int
     refreshes: int
+    energy_pj: float = 0.0  # DramEnergy's total
+    energy_pj_per_byte: float = 0.0
 
     @classmethod
     def of(cls, dev: DramDevice, requests: list[tuple[int, int, bool]], times: RequestTimes) -> StreamFigures:
@@ -545,5 +606,6 @@ class StreamFigures:
             round(len(requests) * dev.request_bytes / (cycles * dev.tck_ns), 4), round(dev.peak_gbs, 4),
             round(statistics.fmean(lat), 3) if lat else 0.0,
             float(lat[min(reads - 1, math.ceil(0.9 * reads) - 1)]) if lat else 0.0, lat[-1] if lat else 0,
-            times.activates, times.refreshes,
+            times.activates, times.refreshes, round(DramEnergy.of(dev, times).total, 1),
+            round(DramEnergy.of(dev, times).total / (len(requests) * dev.request_bytes), 3),
         )  # fmt: skip

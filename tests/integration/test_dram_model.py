@@ -82,3 +82,31 @@ def test_a_read_before_a_write_to_its_place_does_not_stall_the_controller():
         requests.append((t, addr, rng.random() < 0.3))
     got = run_requests(dev, requests)
     assert len(got.done) == 2048 and max(got.done) < t + 2048 * (dev.burst_cycles + dev.tRP + dev.tRCD + dev.CL)
+
+
+@pytest.mark.parametrize("stream", STREAMS, ids=lambda s: s.name)
+def test_each_streams_energy_is_dramsim3s(stream):
+    """Energy by command and standby clock (DramEnergy) against DRAMsim3's on the same stream: its counts of
+    read and write commands, and each energy, which DRAMsim3 states in V x mA x clocks (its "pJ" leave out
+    tCK: ours are those times tCK in ns)."""
+    from nvdla_sim.system.dram import DramEnergy
+
+    ref = ROWS[stream.name]["dramsim3"]
+    dev = DEVICE[stream.device.name]
+    got = run_requests(dev, stream.requests())
+    assert (got.read_commands, got.write_commands) == (ref["num_read_cmds"], ref["num_write_cmds"])
+    e = DramEnergy.of(dev, got)
+    for mine, theirs in ((e.activate, "act_energy_pj"), (e.read, "read_energy_pj"), (e.write, "write_energy_pj"),
+                         (e.refresh, "ref_energy_pj"), (e.total, "total_energy_pj")):  # fmt: skip
+        assert mine / dev.tck_ns == pytest.approx(ref[theirs], abs=0.1)
+
+
+def test_a_read_bursts_energy_by_hand():
+    """LPDDR4-2400's read burst: four x16 devices at 1.2 V, (IDD4R - IDD3N) = 243 - 47 mA for 8 clocks of
+    0.83 ns: 1.2 x 4 x 196 x 8 x 0.83 = 6,246.9 pJ for 128 bytes, 48.8 pJ a byte (the project's per-byte
+    LPDDR4 figure, from hwcomponents, is 64 pJ a byte read or written: docs/energy.md)."""
+    from nvdla_sim.system.dram import DramEnergy
+
+    dev = DEVICES["LPDDR4-2400"]
+    got = run_requests(dev, [(0, 0, False)])
+    assert DramEnergy.of(dev, got).read == pytest.approx(1.2 * 4 * 196 * 8 * 0.83)
