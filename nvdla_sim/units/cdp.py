@@ -26,8 +26,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nvdla_sim.config import HwConfig
 from nvdla_sim.precision import Precision, saturate, shift_round
 from nvdla_sim.units.lut import LutParams, LutPath, lut_apply
+
+
+def elements_per_cycle(hw: HwConfig, precision: Precision) -> int:
+    """Input elements CDP takes a cycle: CDP_THROUGHPUT bytes' worth. Its data path carries throughput x 8 bits
+    (nvdla/hw branch nvdlav1, NV_NVDLA_cdp.v:115: cdp_rdma2dp_pd[86:0], 64 data bits on nv_full's
+    CDP_THROUGHPUT_8; NV_NVDLA_CDP_DP_cvtin.v:181-184: four 16-bit convertor lanes; branch nv_small's
+    NV_NVDLA_cdp.v:125: NVDLA_CDP_THROUGHPUT x NVDLA_BPE data bits), so INT16 and FP16 take half as many
+    elements a cycle as INT8, as PDP does (pdp.elements_per_cycle): nv_full's CDP_L0_0 (INT16 LRN) 1,545
+    cycles against the RTL's 1,566 (1,289 at 8 elements a cycle; docs/driver_programs.md)."""
+    return max(1, hw.cdp.throughput // precision.bytes)
+
 
 WINDOWS = (3, 5, 7, 9)
 

@@ -139,8 +139,8 @@ def test_nv_fulls_loadables_run_on_its_rtl_to_the_goldens():
     not being the RTL's), whose md5 is NVIDIA's golden for the single-unit ones. Cycles as they stand
     (measured 2026-12-07): LeNet whole +0.4%, CONV_D +0.1%, PDP +1.1%, SDP_X1 -1.2%, Rubik +2.4% (its
     requests' event timing, fitted on programs of our own, not on this one), BDMA +4.8% (its transfer +2.4%,
-    the rest the driver's CSB accesses and where its status poll fell), CDP -17.7% (INT16 LRN on nv_full,
-    not investigated)."""
+    the rest the driver's CSB accesses and where its status poll fell), CDP -1.3% (INT16 LRN: CDP takes
+    its throughput in bytes, 4 INT16 elements a cycle; -17.7% at 8)."""
     rows = {r["name"]: r for r in NV_FULL["rows"]}
     assert set(rows) == {f"{u}_L0_0" for u in ("BDMA", "CDP", "CONV_D", "NN", "PDP", "RBK", "SDP_X1")}
     assert all(r["status"] == "pass" for r in rows.values())
@@ -149,5 +149,5 @@ def test_nv_fulls_loadables_run_on_its_rtl_to_the_goldens():
             assert r["model_md5"] == ROWS[name]["golden_md5"], name
     err = {n: r["model_cycles"] / r["rtl_cycles"] - 1 for n, r in rows.items()}
     assert all(abs(err[n]) < 0.02 for n in ("CONV_D_L0_0", "NN_L0_0", "PDP_L0_0", "SDP_X1_L0_0")), err
-    assert abs(err["RBK_L0_0"]) < 0.05 and abs(err["BDMA_L0_0"]) < 0.05, err
+    assert abs(err["RBK_L0_0"]) < 0.05 and abs(err["BDMA_L0_0"]) < 0.05 and abs(err["CDP_L0_0"]) < 0.02, err
     assert all(abs(e) < 0.2 for e in err.values()), err

@@ -170,3 +170,22 @@ def test_pdp_takes_throughput_bytes_a_cycle():
     full, small = load_config("nv_full"), load_config("nv_small")
     assert [elements_per_cycle(full, p) for p in (Precision.INT8, Precision.INT16, Precision.FP16)] == [8, 4, 4]
     assert elements_per_cycle(small, Precision.INT8) == 1
+
+
+def test_cdp_takes_throughput_bytes_a_cycle():
+    """CDP_THROUGHPUT counts bytes as PDP's does (nvdlav1 NV_NVDLA_cdp.v:115: 64 data bits on nv_full's
+    CDP_THROUGHPUT_8): 8 INT8, 4 INT16 or FP16 elements a cycle; nv_small's 1. An INT16 LRN over 2,048
+    elements (NVIDIA's CDP_L0_0 shape, 8 x 8 x 32) keeps CDP busy 2,048 / 4 = 512 cycles on nv_full, 256 at INT8."""
+    from nvdla_sim import load_config
+    from nvdla_sim.engine.stats import Unit
+    from nvdla_sim.layers import CdpLayer
+    from nvdla_sim.precision import Precision
+    from nvdla_sim.processors import simulate
+    from nvdla_sim.units.cdp import elements_per_cycle
+
+    full, small = load_config("nv_full"), load_config("nv_small")
+    assert [elements_per_cycle(full, p) for p in (Precision.INT8, Precision.INT16, Precision.FP16)] == [8, 4, 4]
+    assert elements_per_cycle(small, Precision.INT8) == 1
+    busy = {p: simulate(CdpLayer("lrn", 8, 8, 32, p), full, record_events=False).units[Unit.CDP].busy
+            for p in (Precision.INT8, Precision.INT16)}  # fmt: skip
+    assert busy == {Precision.INT8: 256, Precision.INT16: 512}

@@ -17,6 +17,7 @@ from nvdla_sim.processors.cdp.registers import CdpOp, decode_cdp, write_cdp
 from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.processors.sdp import lane_elements
 from nvdla_sim.units import cdma
+from nvdla_sim.units import cdp as cdp_unit
 from nvdla_sim.units.lut import LutParams
 
 
@@ -58,7 +59,7 @@ class CdpProcessor(StreamProcessor):
         """The cube in and the same cube out, at CDP's throughput."""
         hw.check_precision(layer.precision)
         return stream_work(
-            layer, hw, unit=Unit.CDP, bound=Bound.CDP, rate=hw.cdp.throughput,
+            layer, hw, unit=Unit.CDP, bound=Bound.CDP, rate=cdp_unit.elements_per_cycle(hw, layer.precision),
             out_bytes=cdma.feature_bytes(layer.width, layer.height, layer.channels, layer.precision, hw),
             lane_elements=lane_elements(layer.width, layer.height, layer.channels, layer.precision, hw),
         )  # fmt: skip
