@@ -386,7 +386,7 @@ class MapResult:
             "hardware_mac_utilization": round(self.mac_utilization, 6),
             "model_mac_utilization": round(self.model_mac_utilization, 6),
             "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
-            "dram_bytes_per_cycle": self.hw.dram_bytes_per_cycle,
+            "dram_bytes_per_cycle": bounds.port_rates(self.hw)[1],  # the memory model's (its interconnect's too)
             # cycles summed over the tasks of every resource; NVDLA, BDMA and host run at once, so these sums
             # add up to more than total_cycles (resource time, not wall time)
             "cycles_by_group": self.by_group(),
@@ -499,7 +499,7 @@ def task_roofline(r: TaskResult, hw: HwConfig, precision: Precision) -> tuple[st
         prec = r.task.layer.precision if r.task.layer is not None else precision  # KV what-if: mixed
         return engine, r.task.count * bounds.roofline_cycles(r.stats.macs, t.dram_read, t.dram_write, hw, prec)
     if r.stats:
-        return engine, r.task.count * r.stats.traffic.dram_total / hw.dram_bytes_per_cycle
+        return engine, r.task.count * r.stats.traffic.dram_total / bounds.port_rates(hw)[1]
     return engine, r.cycles
 
 

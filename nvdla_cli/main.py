@@ -136,9 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument(
         "stream",
         help="a request stream: one request a line, 'CYCLE ADDRESS R|W [MASTER]' (memory clocks); with masters "
-        "named, each one's slowdown against running alone",
+        "named, each one's slowdown against running alone (the masters share one port, offered in order: a "
+        "master may also wait behind another's request the controller cannot take yet)",
     )
-    dr.add_argument("--device", default="LPDDR4-2400", help="the device set (default LPDDR4-2400; also DDR4-3200)")
+    dr.add_argument(
+        "--device",
+        default="LPDDR4-2400",
+        help="the device set (default LPDDR4-2400; see nvdla_sim.system.dram.DEVICES)",
+    )
     dr.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     add_mapper(sub, _COMMANDS)  # map, zoo, sweep
@@ -159,16 +164,21 @@ def _dram(args: argparse.Namespace) -> int:
     times = run_requests(dev, requests)
     f = StreamFigures.of(dev, requests, times)
     masters = master_figures(dev, stream, times) if len(stream.master_names) > 1 else []
+    e = f.energy
     if args.json:
         doc = dataclasses.asdict(f) | {
-            "masters": [dataclasses.asdict(m) | {"slowdown": round(m.slowdown, 4)} for m in masters]
+            "energy": dataclasses.asdict(e) | {"total": round(e.total, 1)},
+            "masters": [dataclasses.asdict(m) | {"slowdown": round(m.slowdown, 4)} for m in masters],
         }
         print(json.dumps(doc, indent=1))
         return 0
     print(f"{args.stream} on {dev.name} (one channel, {dev.bus_bits}-bit bus, tCK {dev.tck_ns} ns; {dev.source})")
     print(f"  requests          {f.requests:,} ({f.reads:,} reads, {f.writes:,} writes) of {dev.request_bytes} bytes")
     print(f"  time              {f.cycles:,} memory clocks = {f.ns:,.1f} ns (to the last request completed)")
-    print(f"  bandwidth         {f.bandwidth_gbs:.2f} GB/s of the bus's {f.peak_gbs:.2f}")
+    print(
+        f"  bandwidth         requests served {f.served_gbs:.2f} GB/s (a write as the controller buffers it); the "
+        f"bus carried {f.bus_gbs:.2f} of its {f.peak_gbs:.2f}"
+    )
     if f.reads:
         print(
             f"  read latency      mean {f.read_latency_mean:,.1f}, p90 {f.read_latency_p90:,.0f}, "
@@ -176,15 +186,16 @@ def _dram(args: argparse.Namespace) -> int:
         )
     print(f"  commands          {f.activates:,} activates, {f.refreshes:,} refreshes")
     print(
-        f"  energy            {f.energy_pj / 1e3:,.1f} nJ, {f.energy_pj_per_byte:.1f} pJ a byte (commands and standby,"
-        " from the device's IDD currents)"
+        f"  energy            {e.total / 1e3:,.1f} nJ, {f.energy_pj_per_bus_byte:.1f} pJ a byte the bus carried: "
+        f"activates {e.activate / 1e3:,.1f}, reads {e.read / 1e3:,.1f}, writes {e.write / 1e3:,.1f}, "
+        f"refreshes {e.refresh / 1e3:,.1f}, standby {e.background / 1e3:,.1f} nJ (the device's IDD currents)"
     )
     if masters:
-        print("  master            requests    GB/s shared / alone    read latency shared / alone   slowdown")
+        print("  master            requests    GB/s shared / alone    read latency, clocks: shared / alone   slowdown")
         for m in masters:
             print(
                 f"  {m.name:<16}{m.requests:>10,}  {m.shared_gbs:>9.2f} / {m.alone_gbs:<9.2f}"
-                f"  {m.shared_read_latency:>13,.1f} / {m.alone_read_latency:<13,.1f} {m.slowdown:>8.2f}x"
+                f"  {m.shared_read_latency:>22,.1f} / {m.alone_read_latency:<13,.1f} {m.slowdown:>8.2f}x"
             )
     return 0
 

@@ -264,6 +264,9 @@ class TimingConfig:
     # Rubik's D_OP_ENABLE -> its first read request: 22 on all 30 reshape programs on nv_full's RTL (run.log's
     # AXI requests; docs/validation.md 5k); Rubik is nv_full's only
     rubik_launch_cycles: int = 22
+    # BDMA's CFG_LAUNCH0/1 write -> its first read request: 20 on all four BDMA programs on nv_full's RTL (the
+    # testbench's AXI log; docs/validation.md 5k); BDMA is nv_full's only
+    bdma_launch_cycles: int = 20
     completion_cycles: int = 11  # last output write beat -> rise of the interrupt line
     # interrupt -> op enable of the next layer in the same register group: the driver's interrupt service
     # and register writes (nv_small RTL testbench, nvdla.cpp driver: 265 cycles interrupt to first read)

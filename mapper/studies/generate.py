@@ -35,6 +35,7 @@ from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
+from nvdla_sim.engine.bounds import port_rates
 from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.precision import Precision
@@ -180,7 +181,7 @@ class GenerateResult:
 
     def decode_dram_utilization(self) -> float:
         cyc = sum(s.cycles for s in self.steps)
-        return sum(s.dram_bytes for s in self.steps) / (cyc * self.hw.dram_bytes_per_cycle) if cyc else 0.0
+        return sum(s.dram_bytes for s in self.steps) / (cyc * port_rates(self.hw)[1]) if cyc else 0.0
 
     @property
     def ttft_ms(self) -> float:
@@ -246,7 +247,7 @@ class GenerateResult:
             cycles=self.ttft_cycles,
             model_mac_utilization=round(pre.model_macs / (peak * pre.total_cycles), 4),
             hardware_mac_utilization=round(pre.mac_utilization, 4),
-            dram_utilization=round(figures.dram_bytes / (pre.total_cycles * self.hw.dram_bytes_per_cycle), 4),
+            dram_utilization=round(figures.dram_bytes / (pre.total_cycles * port_rates(self.hw)[1]), 4),
             bound=figures.bound,
         )
 
@@ -714,7 +715,7 @@ def _can_fork() -> bool:
 def roofline_crossover(hw: HwConfig, precision: Precision) -> float:
     """The batch at which streaming the weights stops being the limit: a decode step does `batch` MACs per
     weight element, so compute catches up with DRAM when batch / bytes per weight = peak MACs / bytes per cycle."""
-    return hw.peak_macs_per_cycle(precision) * precision.bytes / hw.dram_bytes_per_cycle
+    return hw.peak_macs_per_cycle(precision) * precision.bytes / port_rates(hw)[1]
 
 
 def _weight_layers_compute_share(spec: ModelSpec, hw: HwConfig, precision: Precision, batch: int, kv_len: int) -> float:

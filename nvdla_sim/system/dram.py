@@ -32,7 +32,6 @@ Not yet a memory model of the simulator (memory.MODELS): NVDLA's transfers reach
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,12 +79,12 @@ class DramDevice:
     # set gives them): the energy of each command and of every clock a rank stands by (DramEnergy)
     device_width: int = 16  # bits: bus_bits / device_width devices a rank
     VDD: float = 1.2
-    IDD0: float = 0.0  # one activate and precharge every tRC
-    IDD2N: float = 0.0  # precharged standby
-    IDD3N: float = 0.0  # active standby
-    IDD4R: float = 0.0  # reading
-    IDD4W: float = 0.0  # writing
-    IDD5AB: float = 0.0  # all-bank refresh
+    IDD0: float | None = None  # one activate and precharge every tRC
+    IDD2N: float | None = None  # precharged standby
+    IDD3N: float | None = None  # active standby
+    IDD4R: float | None = None  # reading
+    IDD4W: float | None = None  # writing
+    IDD5AB: float | None = None  # all-bank refresh
 
     @property
     def request_bytes(self) -> int:
@@ -148,10 +147,13 @@ def device(name: str) -> DramDevice:
 
 @dataclass(frozen=True)
 class ControllerPolicy:
-    transactions: int = 32  # read queue and write buffer, each
-    bank_queue: int = 8  # commands a bank's queue holds
-    drain_low: int = 8  # writes past which an idle controller drains the buffer
-    row_hit_cap: int = 4  # hits an open row serves before a waiting miss may close it
+    """The controller's queues and thresholds, as DRAMsim3's parameter sets and controller have them (the
+    reference the model is held to; a real controller's differ and are not published)."""
+
+    transactions: int = 32  # read queue and write buffer, each (DRAMsim3 .ini trans_queue_size)
+    bank_queue: int = 8  # commands a bank's queue holds (cmd_queue_size)
+    drain_low: int = 8  # writes past which an idle controller drains the buffer (controller.cc's `> 8`)
+    row_hit_cap: int = 4  # hits an open row serves before a waiting miss may close it (command_queue.cc's `>= 4`)
 
 
 def _timing_tables(d: DramDevice) -> dict[tuple[int, str], tuple[tuple[int, int], ...]]:
@@ -279,6 +281,28 @@ class DramController:
         if out:
             self.returns = [(c, rid) for c, rid in self.returns if c > self.clk]
         return out
+
+    def idle(self) -> bool:
+        """Nothing queued, pending or returning, and no refresh due: the next clocks only stand by."""
+        return not (self.read_q or self.write_b or self.returns or self.refresh_due or any(self.queues))
+
+    def idle_until(self, clk: int) -> int:
+        """Stand idle up to `clk` (or to the next refresh's clock, which then ticks as usual) at once: each
+        rank's standby clocks counted as its rows stand. Returns the clock reached."""
+        interval = self.refresh_interval
+        if self.clk and self.clk % interval == 0:  # this clock inserts a refresh: it ticks
+            return self.clk
+        target = min(clk, (self.clk // interval + 1) * interval)  # so does the next refresh's clock
+        span = target - self.clk
+        if span > 0:
+            banks = self.d.banks
+            for r in range(self.d.ranks):
+                if any(row >= 0 for row in self.open_row[r * banks : (r + 1) * banks]):
+                    self.active_cycles += span
+                else:
+                    self.idle_cycles += span
+            self.clk = target
+        return self.clk
 
     # ---- the clock
     def tick(self) -> None:
@@ -426,19 +450,22 @@ def run_requests(device: DramDevice, requests: list[tuple[int, int, bool]],
     accepted, done = [0] * n, [0] * n
     finished = nxt = 0
     clk = 0
-    limit = (requests[-1][0] if requests else 0) + 1000 * (n + 1000)
+    busy_until = 0  # past this, with nothing offered, nothing is owed: the controller has no work left
     while finished < n:
         for rid in ctl.done():
             done[rid] = clk
             finished += 1
+        if nxt < n and requests[nxt][0] > clk + 1 and ctl.idle():
+            clk = ctl.idle_until(requests[nxt][0] - 1)  # idle clocks at once, a refresh on the way timed
         ctl.tick()
         if nxt < n and requests[nxt][0] <= clk and ctl.will_accept(requests[nxt][2]):
             ctl.add(nxt, requests[nxt][1], requests[nxt][2])
             accepted[nxt] = clk
             nxt += 1
+            busy_until = clk
         clk += 1
-        if clk > limit:
-            raise RuntimeError(f"{device.name}: {n - finished} requests never completed")
+        if nxt == n and clk > busy_until + 100 * (n + 1000) * (device.tRFC + device.tRAS + device.tRP):
+            raise TraceError(f"{device.name}: {n - finished} of the stream's requests never completed")
     return RequestTimes(
         tuple(accepted), tuple(done), ctl.activates, ctl.refreshes, ctl.read_commands, ctl.write_commands,
         ctl.active_cycles, ctl.idle_cycles,
@@ -465,6 +492,9 @@ class DramEnergy:
 
     @classmethod
     def of(cls, dev: DramDevice, t: RequestTimes) -> DramEnergy:
+        missing = [n for n in ("IDD0", "IDD2N", "IDD3N", "IDD4R", "IDD4W", "IDD5AB") if getattr(dev, n) is None]
+        if missing:
+            raise ConfigError(f"{dev.name}: no power figures ({', '.join(missing)}): its energy cannot be priced")
         k = dev.VDD * (dev.bus_bits // dev.device_width) * dev.tck_ns  # V x devices x ns: mA x clocks -> pJ
         burst = dev.burst_cycles
         return cls(
@@ -517,6 +547,8 @@ def read_requests(path: str | Path, dev: DramDevice) -> RequestStream:
             raise TraceError(
                 f"{where}: CYCLE and ADDRESS must be integers (decimal or 0x-hex), not {raw.strip()!r}"
             ) from None
+        if cycle < 0:
+            raise TraceError(f"{where}: cycle {cycle} is negative; a request is ready at a clock >= 0")
         if cycle < last:
             raise TraceError(f"{where}: cycle {cycle} is before the previous request's {last}; requests come in order")
         if not 0 <= addr < dev.capacity_bytes or addr % dev.request_bytes:
@@ -529,6 +561,9 @@ def read_requests(path: str | Path, dev: DramDevice) -> RequestStream:
         last = cycle
     if not out:
         raise TraceError(f"{p}: no requests (one a line: CYCLE ADDRESS R|W [MASTER])")
+    if "" in masters and any(masters):
+        no = next(i for i, m in enumerate(masters) if not m) + 1
+        raise TraceError(f"{p}: request {no} names no master where others do; name one on every line or on none")
     return RequestStream(tuple(out), tuple(masters))
 
 
@@ -538,7 +573,7 @@ class MasterFigures:
 
     name: str
     requests: int
-    shared_cycles: int  # from cycle 0 to its last request completed, beside the others
+    shared_cycles: int  # from its first request's ready clock to its last request completed, beside the others
     alone_cycles: int  # the same requests alone on the channel
     shared_gbs: float
     alone_gbs: float
@@ -558,8 +593,9 @@ def master_figures(dev: DramDevice, stream: RequestStream, times: RequestTimes) 
         mine = [stream.requests[i] for i in ids]
         alone = run_requests(dev, mine)
         nbytes = len(ids) * dev.request_bytes
-        shared_cycles = max(times.done[i] for i in ids) + 1
-        alone_cycles = max(alone.done) + 1
+        first = mine[0][0]  # from its first request's ready clock
+        shared_cycles = max(times.done[i] for i in ids) + 1 - first
+        alone_cycles = max(alone.done) + 1 - first
 
         def latency(done, accepted, reqs) -> float:
             lat = [d - a for d, a, r in zip(done, accepted, reqs, strict=True) if not r[2]]
@@ -576,9 +612,16 @@ def master_figures(dev: DramDevice, stream: RequestStream, times: RequestTimes) 
     return out
 
 
+def percentile(values: list[int] | list[float], q: float) -> float:
+    """The value at `q` of the sorted values, at rank round(q x (n - 1)) (run_dramsim3's rows use the same)."""
+    s = sorted(values)
+    return float(s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))])
+
+
 @dataclass(frozen=True)
 class StreamFigures:
-    """What a request stream measured on a device: its cycles, bandwidth and read latency."""
+    """What a request stream measured on a device: its time, what its requests were served at and what the
+    bus carried, its read latency, commands and energy."""
 
     device: str
     requests: int
@@ -586,26 +629,30 @@ class StreamFigures:
     writes: int
     cycles: int  # memory clocks from cycle 0 to the last request completed
     ns: float
-    bandwidth_gbs: float
+    # the requests' bytes over the time: a write is served as the controller takes it into its buffer (its
+    # burst may come later, or after the end), a read of a place being written from that buffer
+    served_gbs: float
+    bus_gbs: float  # the bursts the bus carried (read and write commands) over the time
     peak_gbs: float
-    read_latency_mean: float  # clocks from acceptance to the data (0 without reads)
+    read_latency_mean: float  # clocks from the controller taking a read to its data (0 without reads)
     read_latency_p90: float
     read_latency_max: int
     activates: int
     refreshes: int
-    energy_pj: float = 0.0  # DramEnergy's total
-    energy_pj_per_byte: float = 0.0
+    energy: DramEnergy
+    energy_pj_per_bus_byte: float  # over the bytes the bus carried
 
     @classmethod
     def of(cls, dev: DramDevice, requests: list[tuple[int, int, bool]], times: RequestTimes) -> StreamFigures:
         cycles = max(times.done) + 1
-        lat = sorted(times.done[i] - times.accepted[i] for i, r in enumerate(requests) if not r[2])
-        reads = len(lat)
+        lat = [times.done[i] - times.accepted[i] for i, r in enumerate(requests) if not r[2]]
+        bus_bytes = (times.read_commands + times.write_commands) * dev.request_bytes
+        energy = DramEnergy.of(dev, times)
+        ns = cycles * dev.tck_ns
         return cls(
-            dev.name, len(requests), reads, len(requests) - reads, cycles, round(cycles * dev.tck_ns, 3),
-            round(len(requests) * dev.request_bytes / (cycles * dev.tck_ns), 4), round(dev.peak_gbs, 4),
-            round(statistics.fmean(lat), 3) if lat else 0.0,
-            float(lat[min(reads - 1, math.ceil(0.9 * reads) - 1)]) if lat else 0.0, lat[-1] if lat else 0,
-            times.activates, times.refreshes, round(DramEnergy.of(dev, times).total, 1),
-            round(DramEnergy.of(dev, times).total / (len(requests) * dev.request_bytes), 3),
+            dev.name, len(requests), len(lat), len(requests) - len(lat), cycles, round(ns, 3),
+            round(len(requests) * dev.request_bytes / ns, 4), round(bus_bytes / ns, 4), round(dev.peak_gbs, 4),
+            round(statistics.fmean(lat), 3) if lat else 0.0, percentile(lat, 0.9) if lat else 0.0,
+            max(lat, default=0), times.activates, times.refreshes, energy,
+            round(energy.total / bus_bytes, 3) if bus_bytes else 0.0,
         )  # fmt: skip

@@ -316,22 +316,20 @@ def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_byt
 
 
 def operand_stream_cycles(
-    spec: SdpSpec, hw: HwConfig, *, pixels: int, channels: int, operand_bytes: int, memory: Memory,
-    latency: int | None = None,
-) -> float:  # fmt: skip
+    spec: SdpSpec, hw: HwConfig, *, pixels: int, channels: int, operand_bytes: int, memory: Memory, latency: int
+) -> float:
     """Fewest cycles the B/N/E-RDMAs' credits let a pass's operand streams take from `memory`: each RDMA
     reads its own stream with sdp.operand_fifo_beats (the E-RDMA sdp.eltwise_fifo_beats) in flight, in
     requests of the port's longest burst (memory.max_burst_beats; dram.credit_bytes_per_cycle), a credit's round
-    trip the memory's `latency` (the memory model's, the interconnect's path included; default the config's
-    memory latency). Binds only behind a memory slower than the
+    trip the memory's `latency` (the memory model's: system.memory.memory_model(hw).latency(memory), the
+    interconnect's path included). Binds only behind a memory slower than the
     build's PRIMARY_MEMIF_LATENCY (nv_small_256_full's 16 beats of 8 bytes at the testbench's grown
     latency: docs/validation.md 5e)."""
     m = hw.memory
     if memory is Memory.SRAM:
-        beat, own, request_beats = m.sram_width_bits / 8, m.sram_latency_cycles, m.sram_max_burst_beats
+        beat, request_beats = m.sram_width_bits / 8, m.sram_max_burst_beats
     else:
-        beat, own, request_beats = m.dram_width_bits / 8, m.dram_latency_cycles, m.max_burst_beats
-    latency = own if latency is None else latency  # the memory model's, with the interconnect's path
+        beat, request_beats = m.dram_width_bits / 8, m.max_burst_beats
     reuse = hw.timing.rdma_credit_reuse_cycles
     if spec.operand_precision is not None:
         operand_bytes = spec.operand_precision.bytes

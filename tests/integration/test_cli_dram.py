@@ -24,7 +24,14 @@ def test_a_stream_file_times_as_dramsim3_did(name, device, tmp_path, capsys):
     assert main(["dram", str(f), "--device", device, "--json"]) == 0
     got, ref = json.loads(capsys.readouterr().out), ROWS[name]
     assert (got["cycles"], got["requests"], got["writes"]) == (ref["cycles"], ref["requests"], ref["writes"])
-    assert got["bandwidth_gbs"] == pytest.approx(ref["bandwidth_gbs"], abs=1e-3)
+    assert got["served_gbs"] == pytest.approx(ref["bandwidth_gbs"], abs=1e-3)
+    # the bus: its bursts (DRAMsim3's read and write commands) over the time, within its peak
+    bursts = ref["dramsim3"]["num_read_cmds"] + ref["dramsim3"]["num_write_cmds"]
+    assert got["bus_gbs"] == pytest.approx(bursts * ref["request_bytes"] / (ref["cycles"] * ref["tck_ns"]), abs=1e-3)
+    assert got["bus_gbs"] <= got["peak_gbs"]
+    e = got["energy"]
+    assert e["total"] == pytest.approx(ref["dramsim3"]["total_energy_pj"] * ref["tck_ns"], rel=1e-6)
+    assert got["energy_pj_per_bus_byte"] == pytest.approx(e["total"] / (bursts * ref["request_bytes"]), rel=1e-3)
     assert got["read_latency_mean"] == pytest.approx(ref["read_latency_cycles"]["mean_from_accept"], abs=1e-3)
     assert got["activates"] == ref["dramsim3"]["num_act_cmds"]
     assert main(["dram", str(f), "--device", device]) == 0
@@ -46,6 +53,7 @@ def test_a_stream_file_times_as_dramsim3_did(name, device, tmp_path, capsys):
         ),
         ("0 0x200000000 R\n", "LPDDR4-2400", "below 0x200000000"),
         ("# nothing\n", "LPDDR4-2400", "no requests (one a line: CYCLE ADDRESS R|W [MASTER])"),
+        ("0 0x0 R a\n0 0x80 R\n", "LPDDR4-2400", "request 2 names no master where others do"),
     ],
 )
 def test_bad_input_is_one_line(text, device, message, tmp_path, capsys):

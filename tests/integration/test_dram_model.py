@@ -110,3 +110,34 @@ def test_a_read_bursts_energy_by_hand():
     dev = DEVICES["LPDDR4-2400"]
     got = run_requests(dev, [(0, 0, False)])
     assert DramEnergy.of(dev, got).read == pytest.approx(1.2 * 4 * 196 * 8 * 0.83)
+
+
+def test_idle_clocks_pass_at_once_and_exactly():
+    """A read, then another a million clocks later: the controller stands idle in between (refreshing every
+    tREFI / 2 = 4,330 clocks, which closes the open row), so the second read misses as the first did and
+    takes the same 42 clocks (1,000,000 falls 4,100 clocks after a refresh, far from the next); the idle
+    clocks are counted as standby."""
+    dev = DEVICES["LPDDR4-2400"]
+    got = run_requests(dev, [(0, 0, False), (1_000_000, 128, False)])
+    assert got.done == (42, 1_000_042) and got.activates == 2
+    assert got.refreshes == 1_000_000 // (dev.tREFI // 2)
+    assert got.active_cycles + got.idle_cycles == dev.ranks * (1_000_042 + 1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_passing_idle_clocks_at_once_is_the_same_as_ticking_them(seed, monkeypatch):
+    """Sparse random streams (gaps of 0 to 12,480 clocks, some landing on refresh clocks, 30% writes): every
+    figure of the run with the idle clocks passed at once equals the run ticking each one."""
+    import random
+
+    from nvdla_sim.system import dram
+
+    dev = DEVICES["DDR4-3200"]
+    rng = random.Random(seed)
+    t, requests = 0, []
+    for _ in range(40):
+        t += rng.choice([0, 1, 5, 100, 3_000, 6_240, 6_241, 12_480])
+        requests.append((t, rng.randrange(64) * 65_536 + rng.randrange(8) * 64, rng.random() < 0.3))
+    at_once = run_requests(dev, requests)
+    monkeypatch.setattr(dram.DramController, "idle", lambda self: False)
+    assert run_requests(dev, requests) == at_once

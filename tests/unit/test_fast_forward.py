@@ -19,7 +19,7 @@ from nvdla_sim.engine.tile_pipeline import BlockRun, Buffer, Channel, Fetch, Ite
 from nvdla_sim.engine.tiling import LoopOrder, TilePlan
 from nvdla_sim.layers import Memory, SdpLayer
 from nvdla_sim.processors import simulate
-from nvdla_sim.system.memory import MemoryPort
+from nvdla_sim.system.memory import MemoryPort, memory_model
 
 ITEM_BY_ITEM = SteadyState(items=False)  # the reference: no jump over alike items
 EVERY_CHUNK = SteadyState(stream_cut=0)  # streams run chunk by chunk (with their jumps), not cut
@@ -181,7 +181,15 @@ def test_credit_paced_operand_streams_jump_and_agree(monkeypatch):
     cfg = load_config("nv_full")
     spec = SdpSpec(bias=OperandMode.PER_KERNEL)
     layer = ConvLayer("gemv", ConvShape.matmul(1, 768, 8192, row=1), Precision.INT8, sdp=spec)
-    paced = sdp.operand_stream_cycles(spec, cfg, pixels=1, channels=32, operand_bytes=1, memory=Memory.DRAM)
+    paced = sdp.operand_stream_cycles(
+        spec,
+        cfg,
+        pixels=1,
+        channels=32,
+        operand_bytes=1,
+        memory=Memory.DRAM,
+        latency=memory_model(cfg).latency(Memory.DRAM),
+    )
     assert not tp.on_grid(paced) and tp.on_grid(tp.up_to_grid(paced)) and 0 < tp.up_to_grid(paced) - paced < 2**-16
     plan = TilePlan(1, 15, 1, 8192, LoopOrder.DATA_STATIONARY)
     a = simulate_conv(layer, cfg, plan, record_events=False)

@@ -90,3 +90,10 @@ def test_bad_interconnect_sections_are_one_line(tmp_path, body, message):
     with pytest.raises(ConfigError) as e:
         load_config_file(_fabric_toml(tmp_path, body))
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_config_names_every_model_and_no_other():
+    from nvdla_sim.config import INTERCONNECT_MODELS
+    from nvdla_sim.system.interconnect import MODELS
+
+    assert tuple(MODELS) == INTERCONNECT_MODELS

@@ -16,6 +16,7 @@ from nvdla_sim.engine.steady import SteadyState
 from nvdla_sim.errors import ConfigError
 from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 from nvdla_sim.processors import simulate
+from nvdla_sim.system.memory import memory_model
 from nvdla_sim.units import sdp
 from nvdla_sim.units.dram import credit_bytes_per_cycle
 
@@ -40,10 +41,26 @@ def test_residual_stream_cycles_by_hand():
     cycles a round at a latency of 163; its per-kernel bias (128 x 2 bytes through the B-RDMA, 2 rounds)
     is the shorter stream."""
     hw = _with_latency(load_config("nv_small_256_full_rtl_tb"), 163)
-    got = sdp.operand_stream_cycles(RESIDUAL, hw, pixels=64, channels=128, operand_bytes=1, memory=Memory.DRAM)
+    got = sdp.operand_stream_cycles(
+        RESIDUAL,
+        hw,
+        pixels=64,
+        channels=128,
+        operand_bytes=1,
+        memory=Memory.DRAM,
+        latency=memory_model(hw).latency(Memory.DRAM),
+    )
     assert got == pytest.approx(64 * 180)
     bias_only = dataclasses.replace(RESIDUAL, eltwise=OperandMode.NONE)
-    got = sdp.operand_stream_cycles(bias_only, hw, pixels=64, channels=128, operand_bytes=1, memory=Memory.DRAM)
+    got = sdp.operand_stream_cycles(
+        bias_only,
+        hw,
+        pixels=64,
+        channels=128,
+        operand_bytes=1,
+        memory=Memory.DRAM,
+        latency=memory_model(hw).latency(Memory.DRAM),
+    )
     assert got == pytest.approx(256 / 128 * 180)
 
 
@@ -53,10 +70,26 @@ def test_nv_full_erdma_has_half_the_credits_of_its_b_and_n_rdmas():
     hw = load_config("nv_full")
     assert (hw.sdp.operand_fifo_beats, hw.sdp.erdma_fifo_beats) == (160, 80)
     per_element = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
-    got = sdp.operand_stream_cycles(per_element, hw, pixels=128, channels=768, operand_bytes=1, memory=Memory.DRAM)
+    got = sdp.operand_stream_cycles(
+        per_element,
+        hw,
+        pixels=128,
+        channels=768,
+        operand_bytes=1,
+        memory=Memory.DRAM,
+        latency=memory_model(hw).latency(Memory.DRAM),
+    )
     assert got == pytest.approx(128 * 768 / (80 * 64 / 1214))
     as_bias = SdpSpec(bias=OperandMode.PER_ELEMENT)
-    got = sdp.operand_stream_cycles(as_bias, hw, pixels=128, channels=768, operand_bytes=1, memory=Memory.DRAM)
+    got = sdp.operand_stream_cycles(
+        as_bias,
+        hw,
+        pixels=128,
+        channels=768,
+        operand_bytes=1,
+        memory=Memory.DRAM,
+        latency=memory_model(hw).latency(Memory.DRAM),
+    )
     assert got == pytest.approx(128 * 768 / (160 * 64 / 1214))
 
 

@@ -28,10 +28,13 @@ import tempfile
 from pathlib import Path
 
 from nvdla_sim.files import write_json
+from nvdla_sim.system.dram import DEVICES, ControllerPolicy, percentile
 from nvdla_validation.dram.streams import STREAMS, Device, Stream, trace_text
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "data" / "dramsim3_streams.json"
+# the DRAM model's name of each DRAMsim3 device set the streams use
+MODEL_DEVICE = {"LPDDR4_8Gb_x16_2400": "LPDDR4-2400", "DDR4_8Gb_x16_3200": "DDR4-3200"}
 DRIVER = HERE / "dramsim3_driver.cc"
 COUNTS = ("num_act_cmds", "num_pre_cmds", "num_read_row_hits", "num_write_row_hits", "num_ref_cmds",
           "num_read_cmds", "num_write_cmds")  # fmt: skip
@@ -89,7 +92,8 @@ def build(src: Path, folder: Path) -> Path:
 
 
 def check_device(dev: Device, ini: Path) -> None:
-    """The geometry streams.py writes down for `dev` is the one in DRAMsim3's .ini."""
+    """The geometry streams.py writes down for `dev`, and the timing, power and controller policy the DRAM model
+    copies, are those of DRAMsim3's .ini."""
     if not ini.is_file():
         raise Failure(f"{ini}: missing from the checkout (streams.py names DRAMsim3 config {dev.name})")
     c = configparser.ConfigParser(inline_comment_prefixes=(";", "#"))
@@ -108,11 +112,25 @@ def check_device(dev: Device, ini: Path) -> None:
     wrong = {k: (getattr(dev, k), v) for k, v in got.items() if getattr(dev, k) != v}
     if wrong or c.getint("system", "channels") != 1:
         raise Failure(f"{ini}: differs from streams.py's {dev.name} (streams.py, the .ini): {wrong}")
-
-
-def _percentile(values: list[int], q: float) -> float:
-    s = sorted(values)
-    return float(s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))])
+    # the DRAM model's copy of the same device and of the controller's policy (nvdla_sim/system/dram.py)
+    model = DEVICES[MODEL_DEVICE[dev.name]]
+    timing = ("CL", "CWL", "tRCD", "tRP", "tRAS", "tRFC", "tREFI", "tRRD_S", "tRRD_L", "tWTR_S", "tWTR_L", "tFAW",
+              "tWR", "tRTP", "tCCD_S", "tCCD_L", "tRTRS", "AL")  # fmt: skip
+    theirs = {k: c.getint("timing", k) for k in timing} | {"tPPD": c.getint("timing", "tPPD", fallback=0)}
+    theirs |= {k: c.getfloat("power", k) for k in ("VDD", "IDD0", "IDD2N", "IDD3N", "IDD4R", "IDD4W", "IDD5AB")}
+    theirs["device_width"] = width
+    wrong = {k: (getattr(model, k), v) for k, v in theirs.items() if getattr(model, k) != v}
+    policy = ControllerPolicy()
+    system = {
+        "trans_queue_size": (policy.transactions, c.getint("system", "trans_queue_size")),
+        "cmd_queue_size": (policy.bank_queue, c.getint("system", "cmd_queue_size")),
+        "queue_structure": ("PER_BANK", c.get("system", "queue_structure")),
+        "row_buf_policy": ("OPEN_PAGE", c.get("system", "row_buf_policy")),
+        "refresh_policy": ("RANK_LEVEL_STAGGERED", c.get("system", "refresh_policy", fallback="RANK_LEVEL_STAGGERED")),
+    }
+    wrong |= {k: v for k, v in system.items() if v[0] != v[1]}
+    if wrong:
+        raise Failure(f"{ini}: differs from the DRAM model's {model.name} (the model, the .ini): {wrong}")
 
 
 def run_stream(driver: Path, src_copy: Path, stream: Stream) -> dict:
@@ -139,7 +157,7 @@ def run_stream(driver: Path, src_copy: Path, stream: Stream) -> dict:
     }  # fmt: skip
     if reads:
         row["read_latency_cycles"] = {
-            "mean": round(statistics.fmean(reads), 3), "p50": _percentile(reads, 0.5), "p90": _percentile(reads, 0.9),
+            "mean": round(statistics.fmean(reads), 3), "p50": percentile(reads, 0.5), "p90": percentile(reads, 0.9),
             "max": float(max(reads)), "mean_from_accept": round(statistics.fmean(got["read_latency_from_accept"]), 3),
         }  # fmt: skip
     row["dramsim3"] = {k: stats[k] for k in COUNTS} | {f"{k}_pj": round(stats[k], 1) for k in ENERGY}

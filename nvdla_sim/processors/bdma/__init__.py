@@ -6,7 +6,7 @@ Registers: registers.py (a transfer, queued by CFG_OP.EN), execute.py (the byte 
 
 Timing (timing.py): its read beats as MCIF cuts each line at 256-byte boundaries, within BDMA's read credits,
 at the memory port's pace; its write transactions, each whole before its write requests go out; the launch and
-the interrupt around them (timing.launch_cycles, completion_cycles). On nv_full's RTL every read and write
+the interrupt around them (timing.bdma_launch_cycles, completion_cycles). On nv_full's RTL every read and write
 request of four programs of our own to the cycle, and NVIDIA's BDMA_L0_0 (docs/validation.md 5k). Where the
 copy's places are not known (the mapper's copies) its lines are taken as starting on 256-byte boundaries.
 Energy: the bytes it moves through DRAM (its engine's own datapath, a few buffers, is in the build's
@@ -155,7 +155,7 @@ class BdmaProcessor:
 
     def simulate(
         self, layer: BdmaLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool,
-        steady: SteadyState = STEADY,  # a copy has no steady state to skip: its time is a formula
+        steady: SteadyState = STEADY,  # its requests are timed one by one (timing.py): no steady state skipped
     ) -> LayerStats:  # fmt: skip
         self._check(layer, hw)
         beat = {Memory.DRAM: hw.memory.dram_width_bits // 8, Memory.SRAM: hw.memory.sram_width_bits // 8}
@@ -192,11 +192,11 @@ class BdmaProcessor:
         )
 
     def fixed_latency(self, layer: BdmaLayer, hw: HwConfig) -> tuple[int, int, int]:
-        """Its launch to the first read request and the interrupt after the last write request (timing.
-        launch_cycles, completion_cycles: 20 and 11 on nv_full's RTL, as for the stream processors); the
+        """Its launch to the first read request (timing.bdma_launch_cycles: 20 on nv_full's RTL) and the interrupt
+        after the last write request (timing.completion_cycles: 11 there, as for the stream processors); the
         memory's latency is inside the requests' timing (timing.py), so no pipeline."""
         t = hw.timing
-        return t.launch_cycles, 0, t.completion_cycles
+        return t.bdma_launch_cycles, 0, t.completion_cycles
 
     def copy_layer(self, name: str, nbytes: int) -> BdmaLayer:
         """A copy of `nbytes`: BDMA moves whole 32-byte atoms, so a piece that ends inside one moves all of it."""

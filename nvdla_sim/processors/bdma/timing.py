@@ -6,15 +6,16 @@ reproduced to the cycle).
   back; MCIF cuts a request at 256-byte boundaries and issues one memory beat per block it covers (nv_full's
   single-beat reads), at the memory port's pace, within BDMA's READ_CREDITS latency-FIFO credits (a credit
   back when its beat moves on to the store); the data returns the memory's latency later.
-* Packing: MCIF's read egress packs a line's 32-byte atoms densely, two a beat (NV_NVDLA_MCIF_READ_eg.v
-  1051-1089): the store's beat j holds the line's atoms 2j and 2j + 1, in once both have returned.
+* Packing: MCIF's read egress packs a line's 32-byte atoms densely, a DMA beat's worth at a time (two on
+  nv_full's 64-byte DBB; NV_NVDLA_MCIF_READ_eg.v 1051-1089): the store's beat j holds the line's atoms 2j and
+  2j + 1 there, in once both have returned.
 * Writes: the store sends each line as one write request; MCIF cuts it into transactions that end on 256-byte
   boundaries (MCIF_WRITE_IG_bpt.v 539-640) and grants one only once all its data is in (store and forward,
   MCIF_WRITE_IG_arb.v 400); READ_TO_WRITE after the last read beat a transaction needs, one memory write
   request per 64-byte block it covers, at the write port's pace.
 
-Times are from the first read request; the processor adds the launch before it (timing.launch_cycles: 20
-on nv_full's RTL, CFG_LAUNCH0 to the first read) and the interrupt after the last write request
+Times are from the first read request; the processor adds the launch before it (timing.bdma_launch_cycles:
+20 on nv_full's RTL, CFG_LAUNCH0 to the first read) and the interrupt after the last write request
 (timing.completion_cycles: 11 there).
 """
 
@@ -22,10 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nvdla_sim.processors.mcif import ATOM_BYTES, TRANSACTION_BYTES, write_transactions
 from nvdla_sim.system.memory import MemoryPort
 
-ATOM_BYTES = 32
-TRANSACTION_BYTES = 256  # MCIF cuts requests at 256-byte boundaries (MCIF_READ_IG_bpt.v 196, WRITE_IG_bpt.v 539)
 # BDMA's read latency-FIFO credits in MCIF (nvdlav1 NV_NVDLA_MCIF_READ_ig.v: tieoff_lat_fifo_depth 245,
 # checked in MCIF_READ_IG_bpt.v 219-236, 337; returned as the store takes a beat, NV_NVDLA_BDMA_store.v 443)
 READ_CREDITS = 245
@@ -82,14 +82,11 @@ def request_cycles(
     last = 0.0
     for (s, ln), ready in zip(starts, line_atoms, strict=True):
         d = (places.dst_offset + s * places.dst_surface + ln * places.dst_line) % TRANSACTION_BYTES
-        beats = [max(ready[2 * j : 2 * j + 2]) for j in range((atoms + 1) // 2)]  # the store's beats
-        i = 0
-        while i < atoms:
-            at = d + i * ATOM_BYTES
-            end = min(atoms, i + (TRANSACTION_BYTES - at % TRANSACTION_BYTES) // ATOM_BYTES)
-            t = beats[(end - 1) // 2] + READ_TO_WRITE
-            for _ in range(at // write_beat, (d + end * ATOM_BYTES - 1) // write_beat + 1):
+        per = max(1, write_beat // ATOM_BYTES)  # atoms a beat of the store (two on nv_full's 64-byte DBB)
+        beats = [max(ready[per * j : per * j + per]) for j in range(-(-atoms // per))]  # the store's beats
+        for end, n in write_transactions(d, atoms, write_beat):
+            t = beats[(end - 1) // per] + READ_TO_WRITE
+            for _ in range(n):
                 t, _ = write_port.reserve(t, write_beat)
                 last = max(last, t)
-            i = end
     return last

@@ -197,7 +197,7 @@ class RubikProcessor:
 
     def simulate(
         self, layer: RubikLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool,
-        steady: SteadyState = STEADY,  # a reshape has no steady state to skip: its time is a formula
+        steady: SteadyState = STEADY,  # its requests are timed one by one (timing.py): no steady state skipped
     ) -> LayerStats:  # fmt: skip
         if not hw.rubik:
             raise ConfigError(f"{layer.name}: {hw.name} has no Rubik (its config's rubik = false)")

@@ -32,9 +32,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from nvdla_sim.processors.mcif import ATOM_BYTES, write_transactions
 from nvdla_sim.system.memory import MemoryPort
 
-ATOM_BYTES = 32  # Rubik's requests count 32-byte atoms (RBK_ATOM_BYTES)
 # MCIF's read latency-FIFO credits for Rubik's client: a read beat waits for one (nvdlav1
 # vmod/nvdla/nocif/NV_NVDLA_MCIF_READ_ig.v 277, checked in MCIF_READ_IG_bpt.v 209-236, 336-337)
 READ_CREDITS = 80
@@ -48,7 +48,6 @@ WRITE_REQUEST_CYCLES = 2
 SLOT_TO_WRITE = 2
 TRANSACTION_TO_WRITE = 18  # a write transaction whole in MCIF's FIFO to its first write request
 WRITE_LEAD = 16  # write beats the write side may run ahead of the memory's write requests (>= 16 fits alike)
-TRANSACTION_BYTES = 256  # MCIF_WRITE_IG_bpt.v 539-676: transactions end on 256-byte boundaries
 
 
 @dataclass(frozen=True)
@@ -68,13 +67,6 @@ class RubikWrite:
 def beats(atoms: int, beat_bytes: int) -> int:
     """Memory beats of a request of `atoms` starting on a beat."""
     return math.ceil(atoms * ATOM_BYTES / beat_bytes)
-
-
-def _transactions(atoms: int, beat_bytes: int) -> list[tuple[int, int]]:
-    """A write request's MCIF transactions (from its start, ending on 256-byte boundaries): per transaction, the
-    request's atoms up to its end and its beats."""
-    per = TRANSACTION_BYTES // ATOM_BYTES
-    return [(min(a0 + per, atoms), beats(min(per, atoms - a0), beat_bytes)) for a0 in range(0, atoms, per)]
 
 
 def request_cycles(
@@ -136,7 +128,7 @@ def request_cycles(
         side_free = start + WRITE_REQUEST_CYCLES + w.buffer_reads
         for s in w.releases:
             release[s] = start + WRITE_REQUEST_CYCLES - 1 + (w.slots.index(s) + 1) * per_slot
-        for upto, n in _transactions(w.atoms, write_beat):
+        for upto, n in write_transactions(0, w.atoms, write_beat):  # without addresses: from a boundary
             whole = start + WRITE_REQUEST_CYCLES + math.ceil(upto * w.buffer_reads / w.atoms)
             for _ in range(n):
                 first, _ = write_port.reserve(whole + TRANSACTION_TO_WRITE, write_beat)
