@@ -97,3 +97,13 @@ def test_the_config_names_every_model_and_no_other():
     from nvdla_sim.system.interconnect import MODELS
 
     assert tuple(MODELS) == INTERCONNECT_MODELS
+
+
+def test_the_fabrics_rate_reaches_the_mappers_figures(tmp_path):
+    """Behind a 64-bit fabric (8 bytes a clock) the batch at which a decode step's weights stop being the limit
+    is nv_full's INT8 peak (2,048 MACs a clock) x 1 byte a weight over 8 bytes a clock: 256 (32 on the direct
+    port's 64 bytes); the report's DRAM bandwidth is the fabric's."""
+    from nvdla_mapper.studies.generate import roofline_crossover
+
+    narrow = load_config_file(_fabric_toml(tmp_path, 'model = "fabric"\nhop_cycles = 0\nwidth_bits = 64\n'))
+    assert roofline_crossover(narrow, Precision.INT8) == 2048 / 8 and roofline_crossover(FULL, Precision.INT8) == 32
