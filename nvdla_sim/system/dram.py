@@ -107,16 +107,36 @@ class DramDevice:
         """Bytes the channel addresses: every rank, bank, row and column."""
         return self.ranks * self.banks * self.rows * self.columns * self.bus_bits // 8
 
-    def decode(self, addr: int) -> tuple[int, int, int, int]:
-        """(rank, bank index within the rank, row, column) of a byte address."""
+    def _fields(self) -> list[tuple[str, int]]:
+        """The address fields, least significant first, with their widths in bits (above the transaction)."""
         log2 = lambda n: n.bit_length() - 1  # noqa: E731
         widths = {"ch": 0, "ra": log2(self.ranks), "bg": log2(self.bankgroups), "ba": log2(self.banks_per_group),
                   "ro": log2(self.rows), "co": log2(self.columns) - log2(self.burst_length)}  # fmt: skip
-        value, at = addr >> log2(self.request_bytes), {}
-        for field in reversed([self.mapping[i : i + 2] for i in range(0, 12, 2)]):
-            at[field] = value & ((1 << widths[field]) - 1)
-            value >>= widths[field]
+        return [(f, widths[f]) for f in reversed([self.mapping[i : i + 2] for i in range(0, 12, 2)])]
+
+    def decode(self, addr: int) -> tuple[int, int, int, int]:
+        """(rank, bank index within the rank, row, column) of a byte address."""
+        value, at = addr >> (self.request_bytes.bit_length() - 1), {}
+        for field, width in self._fields():
+            at[field] = value & ((1 << width) - 1)
+            value >>= width
         return at["ra"], at["bg"] * self.banks_per_group + at["ba"], at["ro"], at["co"]
+
+    def address(self, *, row: int = 0, bank: int = 0, bankgroup: int = 0, rank: int = 0, column: int = 0) -> int:
+        """The byte address of a transaction at these coordinates (`column` in transactions): decode's inverse."""
+        at = {"ro": row, "ba": bank, "bg": bankgroup, "ra": rank, "co": column, "ch": 0}
+        addr, pos = 0, self.request_bytes.bit_length() - 1
+        for field, width in self._fields():
+            if not 0 <= at[field] < 1 << width:
+                raise ValueError(f"{self.name}: {field} {at[field]} out of range (0..{(1 << width) - 1})")
+            addr |= at[field] << pos
+            pos += width
+        return addr
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row of one bank across the rank's devices."""
+        return self.columns * self.bus_bits // 8
 
 
 # JEDEC speed bins as DRAMsim3's parameter sets state them (configs/LPDDR4_8Gb_x16_2400.ini: JESD209-4

@@ -16,14 +16,14 @@ from nvdla_validation.dram.streams import STREAMS
 
 DOC = json.loads((Path(__file__).resolve().parents[2] / "validation/data/dramsim3_streams.json").read_text())
 ROWS = {r["name"]: r for r in DOC["rows"]}
-DEVICE = {"LPDDR4_8Gb_x16_2400": DEVICES["LPDDR4-2400"], "DDR4_8Gb_x16_3200": DEVICES["DDR4-3200"]}
+DEVICE = {"LPDDR4_8Gb_x16_2400": DEVICES["LPDDR4-2400"], "DDR4_8Gb_x16_3200": DEVICES["DDR4-3200"]}  # by DRAMsim3 name
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=lambda s: s.name)
 def test_each_stream_times_as_dramsim3(stream):
     """Cycles (hence bandwidth), mean read latency from acceptance, activates and refreshes."""
     ref = ROWS[stream.name]
-    dev = DEVICE[stream.device.name]
+    dev = stream.device
     requests = stream.requests()
     got = run_requests(dev, requests)
     cycles = max(got.done) + 1
@@ -35,16 +35,16 @@ def test_each_stream_times_as_dramsim3(stream):
     assert (got.activates, got.refreshes) == (ref["dramsim3"]["num_act_cmds"], ref["dramsim3"]["num_ref_cmds"])
 
 
-def test_the_devices_are_the_streams_devices():
-    """The model's devices have the geometry the streams (and DRAMsim3's .ini, checked by run_dramsim3) have,
-    and decode an address into the fields streams.py encodes it from."""
-    for name, dev in DEVICE.items():
-        s = next(s.device for s in STREAMS if s.device.name == name)
-        assert (dev.bus_bits, dev.burst_length, dev.ranks, dev.bankgroups, dev.banks_per_group, dev.rows,
-                dev.columns, dev.tck_ns, dev.mapping) == (s.bus_bits, s.burst_length, s.ranks, s.bankgroups,
-                s.banks_per_group, s.rows, s.columns, s.tck_ns, s.mapping)  # fmt: skip
-        addr = s.address(row=5, bank=3, bankgroup=1, rank=1, column=7)
+def test_an_address_decodes_into_the_fields_it_was_made_of():
+    """rochrababgco, most significant first: a transaction's address from its row, rank, bank, bank group and
+    column, and back (LPDDR4-2400: 128-byte transactions, 64 of a row, 2 groups of 4 banks, 2 ranks)."""
+    for dev in DEVICE.values():
+        addr = dev.address(row=5, bank=3, bankgroup=1, rank=1, column=7)
         assert dev.decode(addr) == (1, 1 * dev.banks_per_group + 3, 5, 7)
+    lp = DEVICES["LPDDR4-2400"]
+    assert lp.address(column=1) == 128 and lp.address(bankgroup=1) == 128 * 64 and lp.address(row=1) == 1 << 17
+    with pytest.raises(ValueError, match="ra 2 out of range"):
+        lp.address(rank=2)
 
 
 def test_a_single_read_by_hand():
@@ -92,7 +92,7 @@ def test_each_streams_energy_is_dramsim3s(stream):
     from nvdla_sim.system.dram import DramEnergy
 
     ref = ROWS[stream.name]["dramsim3"]
-    dev = DEVICE[stream.device.name]
+    dev = stream.device
     got = run_requests(dev, stream.requests())
     assert (got.read_commands, got.write_commands) == (ref["num_read_cmds"], ref["num_write_cmds"])
     e = DramEnergy.of(dev, got)

@@ -28,13 +28,12 @@ import tempfile
 from pathlib import Path
 
 from nvdla_sim.files import write_json
-from nvdla_sim.system.dram import DEVICES, ControllerPolicy, percentile
-from nvdla_validation.dram.streams import STREAMS, Device, Stream, trace_text
+from nvdla_sim.system.dram import ControllerPolicy, DramDevice, percentile
+from nvdla_validation.dram.streams import DRAMSIM3_CONFIG, STREAMS, Stream, trace_text
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "data" / "dramsim3_streams.json"
-# the DRAM model's name of each DRAMsim3 device set the streams use
-MODEL_DEVICE = {"LPDDR4_8Gb_x16_2400": "LPDDR4-2400", "DDR4_8Gb_x16_3200": "DDR4-3200"}
+
 DRIVER = HERE / "dramsim3_driver.cc"
 COUNTS = ("num_act_cmds", "num_pre_cmds", "num_read_row_hits", "num_write_row_hits", "num_ref_cmds",
           "num_read_cmds", "num_write_cmds")  # fmt: skip
@@ -91,37 +90,32 @@ def build(src: Path, folder: Path) -> Path:
     return driver
 
 
-def check_device(dev: Device, ini: Path) -> None:
-    """The geometry streams.py writes down for `dev`, and the timing, power and controller policy the DRAM model
-    copies, are those of DRAMsim3's .ini."""
+def check_device(dev: DramDevice, ini: Path) -> None:
+    """Every figure the DRAM model holds for `dev` (geometry, mapping, timing, power) and its controller's policy
+    are those of DRAMsim3's .ini."""
     if not ini.is_file():
-        raise Failure(f"{ini}: missing from the checkout (streams.py names DRAMsim3 config {dev.name})")
+        raise Failure(f"{ini}: missing from the checkout (the streams name DRAMsim3 config {ini.stem})")
     c = configparser.ConfigParser(inline_comment_prefixes=(";", "#"))
     c.read(ini)
-    got = {
+    width = c.getint("dram_structure", "device_width")
+    theirs = {
         "bus_bits": c.getint("system", "bus_width"), "burst_length": c.getint("dram_structure", "BL"),
         "columns": c.getint("dram_structure", "columns"), "bankgroups": c.getint("dram_structure", "bankgroups"),
         "banks_per_group": c.getint("dram_structure", "banks_per_group"),
         "rows": c.getint("dram_structure", "rows"), "tck_ns": c.getfloat("timing", "tCK"),
-        "mapping": c.get("system", "address_mapping"),
+        "mapping": c.get("system", "address_mapping"), "device_width": width,
     }  # fmt: skip
-    width = c.getint("dram_structure", "device_width")
-    banks = dev.bankgroups * dev.banks_per_group
-    megs_per_rank = dev.rows * dev.columns * width * banks // 8 // (1 << 20) * (dev.bus_bits // width)
-    got["ranks"] = max(1, c.getint("system", "channel_size") // megs_per_rank)
-    wrong = {k: (getattr(dev, k), v) for k, v in got.items() if getattr(dev, k) != v}
-    if wrong or c.getint("system", "channels") != 1:
-        raise Failure(f"{ini}: differs from streams.py's {dev.name} (streams.py, the .ini): {wrong}")
-    # the DRAM model's copy of the same device and of the controller's policy (nvdla_sim/system/dram.py)
-    model = DEVICES[MODEL_DEVICE[dev.name]]
+    banks = theirs["bankgroups"] * theirs["banks_per_group"]
+    megs_per_rank = theirs["rows"] * theirs["columns"] * width * banks // 8 // (1 << 20) * (theirs["bus_bits"] // width)
+    theirs["ranks"] = max(1, c.getint("system", "channel_size") // megs_per_rank)
     timing = ("CL", "CWL", "tRCD", "tRP", "tRAS", "tRFC", "tREFI", "tRRD_S", "tRRD_L", "tWTR_S", "tWTR_L", "tFAW",
               "tWR", "tRTP", "tCCD_S", "tCCD_L", "tRTRS", "AL")  # fmt: skip
-    theirs = {k: c.getint("timing", k) for k in timing} | {"tPPD": c.getint("timing", "tPPD", fallback=0)}
+    theirs |= {k: c.getint("timing", k) for k in timing} | {"tPPD": c.getint("timing", "tPPD", fallback=0)}
     theirs |= {k: c.getfloat("power", k) for k in ("VDD", "IDD0", "IDD2N", "IDD3N", "IDD4R", "IDD4W", "IDD5AB")}
-    theirs["device_width"] = width
-    wrong = {k: (getattr(model, k), v) for k, v in theirs.items() if getattr(model, k) != v}
+    wrong = {k: (getattr(dev, k), v) for k, v in theirs.items() if getattr(dev, k) != v}
     policy = ControllerPolicy()
     system = {
+        "channels": (1, c.getint("system", "channels")),
         "trans_queue_size": (policy.transactions, c.getint("system", "trans_queue_size")),
         "cmd_queue_size": (policy.bank_queue, c.getint("system", "cmd_queue_size")),
         "queue_structure": ("PER_BANK", c.get("system", "queue_structure")),
@@ -130,11 +124,11 @@ def check_device(dev: Device, ini: Path) -> None:
     }
     wrong |= {k: v for k, v in system.items() if v[0] != v[1]}
     if wrong:
-        raise Failure(f"{ini}: differs from the DRAM model's {model.name} (the model, the .ini): {wrong}")
+        raise Failure(f"{ini}: differs from the DRAM model's {dev.name} (the model, the .ini): {wrong}")
 
 
 def run_stream(driver: Path, src_copy: Path, stream: Stream) -> dict:
-    ini = src_copy / "configs" / f"{stream.device.name}.ini"
+    ini = src_copy / "configs" / f"{stream.dramsim3_config}.ini"
     requests = stream.requests()
     with tempfile.TemporaryDirectory(prefix="dramsim3_") as tmp:
         t = Path(tmp)
@@ -149,7 +143,7 @@ def run_stream(driver: Path, src_copy: Path, stream: Stream) -> dict:
     nbytes = len(requests) * dev.request_bytes
     reads = got["read_latency_from_ready"]
     row = {
-        "name": stream.name, "device": dev.name, "pattern": stream.pattern, "what": stream.what,
+        "name": stream.name, "device": stream.dramsim3_config, "pattern": stream.pattern, "what": stream.what,
         "requests": len(requests), "reads": got["reads"], "writes": got["writes"], "request_bytes": dev.request_bytes,
         "bytes": nbytes, "tck_ns": dev.tck_ns, "cycles": cycles,
         "bandwidth_gbs": round(nbytes / (cycles * dev.tck_ns), 4),
@@ -180,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         if not streams:
             raise Failure(f"--only {args.only!r}: no stream's name contains it; names: {STREAMS[0].name}, ...")
         for dev in {s.device for s in streams}:
-            check_device(dev, folder / "src" / "configs" / f"{dev.name}.ini")
+            check_device(dev, folder / "src" / "configs" / f"{DRAMSIM3_CONFIG[dev.name]}.ini")
         rows = []
         for s in streams:
             rows.append(run_stream(driver, folder / "src", s))

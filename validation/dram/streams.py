@@ -2,9 +2,9 @@
 project's DRAM model to be held to it (issue 58).
 
 A stream is a list of requests (ready cycle, byte address, write?), one DRAM transaction each (a burst: the
-device's bus width x its burst length), in the memory's clock cycles (tCK). The devices are DRAMsim3's own
-parameter sets (configs/<name>.ini of umd-memsys/DRAMsim3): their geometry is written here so that the
-streams can be made without the checkout, and run_dramsim3 checks it against the .ini it runs.
+device's bus width x its burst length), in the memory's clock cycles (tCK). The devices are the DRAM model's
+(nvdla_sim.system.dram.DEVICES), DRAMsim3's own parameter sets (configs/<name>.ini of umd-memsys/DRAMsim3):
+run_dramsim3 checks every figure of each against the .ini it runs.
 
 The patterns are those of NVDLA's DMA clients (docs/modelling.md, "Memory"): a weight fetch streams a
 contiguous region; a feature fetch reads lines of a cube (a line per row of pixels, surfaces apart); an
@@ -18,68 +18,22 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from nvdla_sim.system.dram import DEVICES as DRAM_DEVICES
+from nvdla_sim.system.dram import DramDevice
+
 Request = tuple[int, int, bool]  # (ready cycle, byte address, write)
 
 
-@dataclass(frozen=True)
-class Device:
-    """A DRAM device set as DRAMsim3's config describes it (its [dram_structure], [timing] tCK and [system])."""
-
-    name: str  # DRAMsim3's configs/<name>.ini
-    bus_bits: int
-    burst_length: int
-    columns: int
-    bankgroups: int
-    banks_per_group: int
-    rows: int
-    ranks: int  # DRAMsim3: channel_size / (its devices' size on one rank)
-    tck_ns: float
-    mapping: str = "rochrababgco"  # most significant field first; DRAMsim3's address_mapping
-
-    @property
-    def request_bytes(self) -> int:
-        """One transaction: the bus width x the burst length (DRAMsim3's request_size_bytes)."""
-        return self.bus_bits // 8 * self.burst_length
-
-    @property
-    def burst_cycles(self) -> int:
-        """Cycles a burst holds the data bus (double data rate)."""
-        return self.burst_length // 2
-
-    def _widths(self) -> dict[str, int]:
-        log2 = lambda n: n.bit_length() - 1  # noqa: E731
-        return {
-            "ch": 0, "ra": log2(self.ranks), "bg": log2(self.bankgroups), "ba": log2(self.banks_per_group),
-            "ro": log2(self.rows), "co": log2(self.columns) - log2(self.burst_length),
-        }  # fmt: skip
-
-    def address(self, *, row: int = 0, bank: int = 0, bankgroup: int = 0, rank: int = 0, column: int = 0) -> int:
-        """The byte address of a transaction at these coordinates (`column` in transactions)."""
-        widths, at = self._widths(), {"ro": row, "ba": bank, "bg": bankgroup, "ra": rank, "co": column, "ch": 0}
-        addr, pos = 0, self.request_bytes.bit_length() - 1
-        for field in reversed([self.mapping[i : i + 2] for i in range(0, 12, 2)]):
-            if not 0 <= at[field] < 1 << widths[field]:
-                raise ValueError(f"{self.name}: {field} {at[field]} out of range (0..{(1 << widths[field]) - 1})")
-            addr |= at[field] << pos
-            pos += widths[field]
-        return addr
-
-    @property
-    def row_bytes(self) -> int:
-        """Bytes of one row of one bank: the columns a row holds, in transactions."""
-        return self.request_bytes << self._widths()["co"]
-
-
-# DRAMsim3's configs (umd-memsys/DRAMsim3 configs/*.ini, commit 2981759): x16 parts on a 64-bit bus, one
-# channel of 8 GB (two ranks of four 8 Gb devices)
-LPDDR4_2400 = Device("LPDDR4_8Gb_x16_2400", 64, 16, 1024, 2, 4, 65536, 2, 0.83)
-DDR4_3200 = Device("DDR4_8Gb_x16_3200", 64, 8, 1024, 2, 4, 65536, 2, 0.63)
+# The DRAM model's devices (nvdla_sim.system.dram.DEVICES: DRAMsim3's parameter sets, commit 2981759, x16
+# parts on a 64-bit bus, one channel of 8 GB in two ranks of four 8 Gb devices), by DRAMsim3's configs/<name>.ini
+DRAMSIM3_CONFIG = {"LPDDR4-2400": "LPDDR4_8Gb_x16_2400", "DDR4-3200": "DDR4_8Gb_x16_3200"}
+LPDDR4_2400, DDR4_3200 = DRAM_DEVICES["LPDDR4-2400"], DRAM_DEVICES["DDR4-3200"]
 DEVICES = (LPDDR4_2400, DDR4_3200)
 
 N = 2048  # transactions a stream (a few hundred KB: past the controller's queues and several refreshes)
 
 
-def _seq(dev: Device, start: int, n: int, write: bool = False, every: int = 0) -> list[Request]:
+def _seq(dev: DramDevice, start: int, n: int, write: bool = False, every: int = 0) -> list[Request]:
     return [(i * every, start + i * dev.request_bytes, write) for i in range(n)]
 
 
@@ -92,13 +46,13 @@ def _interleave(first: list[Request], second: list[Request], ratio: int = 1) -> 
     return sorted(out, key=lambda r: r[0])  # stable: equal cycles keep the clients' turn
 
 
-def _lines(dev: Device, start: int, line_bytes: int, stride: int, n: int) -> list[Request]:
+def _lines(dev: DramDevice, start: int, line_bytes: int, stride: int, n: int) -> list[Request]:
     """A feature fetch: lines of `line_bytes` at `stride` apart, n transactions in all."""
     per = line_bytes // dev.request_bytes
     return [(0, start + (i // per) * stride + (i % per) * dev.request_bytes, False) for i in range(n)]
 
 
-def _random(dev: Device, seed: int, n: int, span: int) -> list[Request]:
+def _random(dev: DramDevice, seed: int, n: int, span: int) -> list[Request]:
     rng = random.Random(seed)
     return [(0, rng.randrange(span // dev.request_bytes) * dev.request_bytes, False) for _ in range(n)]
 
@@ -106,7 +60,7 @@ def _random(dev: Device, seed: int, n: int, span: int) -> list[Request]:
 REGION = 1 << 28  # 256 MB apart: clients' buffers in other rows of every bank
 
 
-def _mixed(dev: Device, seed: int, n: int) -> list[Request]:
+def _mixed(dev: DramDevice, seed: int, n: int) -> list[Request]:
     """A fuzz of the controller's corners: requests 0-6 clocks apart, 30% writes, over 4 rows of every bank
     and rank (row hits, misses and conflicts, reads and writes interleaved). Reads take columns 0-7 and writes
     8-15: a read waiting for the place a full write buffer's first write goes to stalls DRAMsim3 for ever
@@ -123,7 +77,7 @@ def _mixed(dev: Device, seed: int, n: int) -> list[Request]:
     return out
 
 
-PATTERNS: dict[str, tuple[str, Callable[[Device], list[Request]]]] = {
+PATTERNS: dict[str, tuple[str, Callable[[DramDevice], list[Request]]]] = {
     "seq_read": ("a weight fetch: one contiguous region, every request ready at once", lambda d: _seq(d, 0, N)),
     "seq_read_half_rate": (
         "the same, a request every other burst time (a client at half the bus's rate)",
@@ -169,16 +123,22 @@ PATTERNS: dict[str, tuple[str, Callable[[Device], list[Request]]]] = {
 
 @dataclass(frozen=True)
 class Stream:
-    name: str  # <pattern>@<device>
-    device: Device
+    name: str  # <pattern>@<DRAMsim3 config>
+    device: DramDevice
     pattern: str
     what: str
+
+    @property
+    def dramsim3_config(self) -> str:
+        return DRAMSIM3_CONFIG[self.device.name]
 
     def requests(self) -> list[Request]:
         return PATTERNS[self.pattern][1](self.device)
 
 
-STREAMS = tuple(Stream(f"{p}@{d.name}", d, p, what) for d in DEVICES for p, (what, _) in PATTERNS.items())
+STREAMS = tuple(
+    Stream(f"{p}@{DRAMSIM3_CONFIG[d.name]}", d, p, what) for d in DEVICES for p, (what, _) in PATTERNS.items()
+)
 
 
 def trace_text(requests: list[Request]) -> str:
