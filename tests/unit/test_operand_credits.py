@@ -27,6 +27,14 @@ def _with_latency(hw, latency: int):
     return dataclasses.replace(hw, memory=dataclasses.replace(hw.memory, dram_latency_cycles=latency))
 
 
+def _dram_stream_cycles(spec: SdpSpec, hw, *, pixels: int, channels: int) -> float:
+    """sdp.operand_stream_cycles of INT8 operands from DRAM, at the memory model's latency."""
+    latency = memory_model(hw).latency(Memory.DRAM)
+    return sdp.operand_stream_cycles(
+        spec, hw, pixels=pixels, channels=channels, operand_bytes=1, memory=Memory.DRAM, latency=latency
+    )
+
+
 def test_credit_rate_by_hand():
     """nv_small_256_full's E-RDMA: 16 beats of 8 bytes, requests of one 32-byte atom (4 beats). At a
     163-cycle latency a credit comes back with the burst's last beat 163 + 3 cycles after its request and
@@ -41,26 +49,10 @@ def test_residual_stream_cycles_by_hand():
     cycles a round at a latency of 163; its per-kernel bias (128 x 2 bytes through the B-RDMA, 2 rounds)
     is the shorter stream."""
     hw = _with_latency(load_config("nv_small_256_full_rtl_tb"), 163)
-    got = sdp.operand_stream_cycles(
-        RESIDUAL,
-        hw,
-        pixels=64,
-        channels=128,
-        operand_bytes=1,
-        memory=Memory.DRAM,
-        latency=memory_model(hw).latency(Memory.DRAM),
-    )
+    got = _dram_stream_cycles(RESIDUAL, hw, pixels=64, channels=128)
     assert got == pytest.approx(64 * 180)
     bias_only = dataclasses.replace(RESIDUAL, eltwise=OperandMode.NONE)
-    got = sdp.operand_stream_cycles(
-        bias_only,
-        hw,
-        pixels=64,
-        channels=128,
-        operand_bytes=1,
-        memory=Memory.DRAM,
-        latency=memory_model(hw).latency(Memory.DRAM),
-    )
+    got = _dram_stream_cycles(bias_only, hw, pixels=64, channels=128)
     assert got == pytest.approx(256 / 128 * 180)
 
 
@@ -70,26 +62,10 @@ def test_nv_full_erdma_has_half_the_credits_of_its_b_and_n_rdmas():
     hw = load_config("nv_full")
     assert (hw.sdp.operand_fifo_beats, hw.sdp.erdma_fifo_beats) == (160, 80)
     per_element = SdpSpec(eltwise=OperandMode.PER_ELEMENT)
-    got = sdp.operand_stream_cycles(
-        per_element,
-        hw,
-        pixels=128,
-        channels=768,
-        operand_bytes=1,
-        memory=Memory.DRAM,
-        latency=memory_model(hw).latency(Memory.DRAM),
-    )
+    got = _dram_stream_cycles(per_element, hw, pixels=128, channels=768)
     assert got == pytest.approx(128 * 768 / (80 * 64 / 1214))
     as_bias = SdpSpec(bias=OperandMode.PER_ELEMENT)
-    got = sdp.operand_stream_cycles(
-        as_bias,
-        hw,
-        pixels=128,
-        channels=768,
-        operand_bytes=1,
-        memory=Memory.DRAM,
-        latency=memory_model(hw).latency(Memory.DRAM),
-    )
+    got = _dram_stream_cycles(as_bias, hw, pixels=128, channels=768)
     assert got == pytest.approx(128 * 768 / (160 * 64 / 1214))
 
 
