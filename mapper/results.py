@@ -17,8 +17,10 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.model import Energy, area, layer_energy, peak_power_mw, run_energy
 from nvdla_sim.engine import bounds
 from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
+from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
 from nvdla_sim.system.host import HostModel, host_model
+from nvdla_sim.system.memory import memory_model
 
 
 @dataclass(frozen=True)
@@ -287,6 +289,9 @@ class MapResult:
     def host_tasks(self) -> list[TaskResult]:
         return [r for r in self.results if r.task.resource is Resource.HOST]
 
+    def memory_model(self) -> dict[str, Any]:
+        return memory_description(self.hw)
+
     def unit_busy(self) -> dict[str, UnitStats]:
         total: dict[Unit, UnitStats] = {}
         for r in self.results:
@@ -387,6 +392,7 @@ class MapResult:
             "model_mac_utilization": round(self.model_mac_utilization, 6),
             "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
             "dram_bytes_per_cycle": bounds.port_rates(self.hw)[1],  # the memory model's (its interconnect's too)
+            "memory": self.memory_model(),
             # cycles summed over the tasks of every resource; NVDLA, BDMA and host run at once, so these sums
             # add up to more than total_cycles (resource time, not wall time)
             "cycles_by_group": self.by_group(),
@@ -562,3 +568,15 @@ def pass_figures(
         roofline_total([roof[i] for i in order]), uj(run_energy(total, hw, total_cycles).core), uj(total.dram),
         sum([hw_macs[i] for i in order]), uj(host_energy_pj(distinct, order, host, hw)),
     )  # fmt: skip
+
+
+def memory_description(hw: HwConfig) -> dict[str, Any]:
+    """What times a run's memory traffic: the config's memory model, its DRAM port (the interconnect's path
+    included) and the interconnect model (report.json, generate.json and serve.json say it)."""
+    m = memory_model(hw)
+    return {
+        "model": hw.memory.model,
+        "dram_bytes_per_cycle": m.bytes_per_cycle(Memory.DRAM),
+        "dram_latency_cycles": m.latency(Memory.DRAM),
+        "interconnect": hw.interconnect.model,
+    }

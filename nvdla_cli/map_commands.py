@@ -616,6 +616,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.options import MapOptions, WeightTreatment
+    from nvdla_mapper.results import memory_description
     from nvdla_mapper.studies.generate import memory_limit
     from nvdla_mapper.studies.serve import (
         Policy,
@@ -679,6 +680,7 @@ def _serve(args: argparse.Namespace) -> int:
     res.clock_mhz = hw.clock_mhz
     arrivals = f"trace {args.trace}" if args.trace is not None else f"poisson {args.rate:g}/s seed {args.seed}"
     res.meta = {"options": options(args), "model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
+                "memory": memory_description(hw),
                 "kv_precision": (kv or prec).value, "kv_plan": args.kv_plan, "arrivals": arrivals,
                 "weights": weights.to_dict(), **({"accuracy": accuracy.to_dict()} if accuracy else {})}  # fmt: skip
     sm = res.summary()
@@ -734,6 +736,7 @@ def _serve_sweep(
     """`nvdla serve --rates ... [--slo-ttft-ms T] [--slo-tpot-ms P]`: one run per rate, the same requests."""
 
     from nvdla_mapper.options import MapOptions
+    from nvdla_mapper.results import memory_description
     from nvdla_mapper.studies.serve import Latency, SimulatedCosts, Slo, poisson_requests, sweep_rates
 
     slo = None
@@ -754,7 +757,7 @@ def _serve_sweep(
             bisect_steps=args.bisect, progress=progress,
         )  # fmt: skip
     d = {"options": options(args), "model": spec.name, "hw": hw.fingerprint, "precision": prec.value,
-         "requests": args.requests, "prompt": args.prompt, "output": args.output, "seed": args.seed,
+         "memory": memory_description(hw), "requests": args.requests, "prompt": args.prompt, "output": args.output, "seed": args.seed,
          "policy": settings.policy.value, "preemption": settings.preemption.value,
          "chunk_tokens": settings.chunk_tokens if settings.policy.value == "chunked-prefill" else None,
          "block_tokens": settings.block_tokens, "max_batch": settings.max_batch, "kv_capacity_blocks": capacity,
@@ -1065,6 +1068,7 @@ def format_summary(res, *, top: int) -> str:
         f"  DRAM energy       {en.dram_uj_per_inference:,.1f} uJ per inference ({dram_per}{en.dram_device},"
         f" every byte moved: hardware layers and {copies_phrase()} copies)",
         f"  host              profile {res.hw.host.profile} ({res.hw.host.model}): {res.hw.host.source}",
+        f"  memory            {_memory_line(res.memory_model())}",
         f"  host energy       {en.host_uj_per_inference:,.1f} uJ per inference (its busy time at"
         f" {en.host_active_power_w:g} W active, [host] active_power_w)",
         f"  area              {en.area_mm2:.3f} mm2 at {en.tech_node_nm:g} nm (docs/energy.md)",
@@ -1126,3 +1130,11 @@ def format_accuracy_lines(acc) -> list[str]:
     if acc.task is not None:  # a trained model: its task accuracy through the datapath
         lines += ["  " + line for line in format_task(acc.task).splitlines()]
     return lines
+
+
+def _memory_line(m: dict) -> str:
+    """What timed the run's memory traffic ([memory] model and [interconnect]: MapResult.memory_model)."""
+    return (
+        f"{m['model']} model: DRAM {m['dram_bytes_per_cycle']:g} B a cycle, {m['dram_latency_cycles']:,} cycles a "
+        f"read; interconnect {m['interconnect']} ([memory] model, [interconnect] model)"
+    )

@@ -30,7 +30,7 @@ from typing import Any
 from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
 from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
-from nvdla_mapper.results import MapResult, PassFigures
+from nvdla_mapper.results import MapResult, PassFigures, memory_description
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_mapper.workload import ops_in_order
@@ -274,6 +274,7 @@ class GenerateResult:
             "model": self.model,
             "hw": self.hw.fingerprint,
             "clock_mhz": self.hw.clock_mhz,
+            "memory": memory_description(self.hw),
             "precision": self.precision.value,
             "batch": self.batch,
             "prompt_tokens": self.prompt,

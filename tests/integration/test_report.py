@@ -147,3 +147,11 @@ def test_generate_report_has_readable_headers_and_rounded_figures(tmp_path):
     assert cells and not [c for c in cells if re.search(r"\d\.\d{4,}", c) or re.fullmatch(r"\d{5,}", c)]
     # KV cache at the end, batch 2: 2 x 12 layers x 768 x (8 + 3 - 1 positions) bytes (INT8), in MiB
     assert f"{2 * 2 * 12 * 768 * 10 / 2**20:,.1f}" in cells
+
+
+def test_the_report_says_what_timed_its_memory(report):
+    """nv_large's config: the fluid model, its DRAM port of 256 bits (32 bytes a clock) at 1,024 clocks a read
+    (PRIMARY_MEMIF_WIDTH_256, _LATENCY_1024: configs/nv_large.toml), no fabric."""
+    d = json.loads((report / "report.json").read_text())
+    want = {"model": "fluid", "dram_bytes_per_cycle": 32, "dram_latency_cycles": 1024, "interconnect": "direct"}
+    assert d["memory"] == want

@@ -107,3 +107,18 @@ def test_the_fabrics_rate_reaches_the_mappers_figures(tmp_path):
 
     narrow = load_config_file(_fabric_toml(tmp_path, 'model = "fabric"\nhop_cycles = 0\nwidth_bits = 64\n'))
     assert roofline_crossover(narrow, Precision.INT8) == 2048 / 8 and roofline_crossover(FULL, Precision.INT8) == 32
+
+
+def test_a_run_states_what_timed_its_memory(tmp_path):
+    """report.json's "memory" (and generate.json's, serve.json's): the memory model, its DRAM port with the
+    interconnect's path (nv_full's 512-bit DBB: 64 bytes a clock, 1,200 clocks; behind the 256-bit fabric of
+    50 hops each way: 32 and 1,300) and the interconnect's model."""
+    from nvdla_mapper.results import memory_description
+
+    assert memory_description(FULL) == {
+        "model": "fluid", "dram_bytes_per_cycle": 64, "dram_latency_cycles": 1200, "interconnect": "direct"
+    }  # fmt: skip
+    fabric = load_config_file(_fabric_toml(tmp_path))
+    assert memory_description(fabric) == {
+        "model": "fluid", "dram_bytes_per_cycle": 32, "dram_latency_cycles": 1300, "interconnect": "fabric"
+    }  # fmt: skip
