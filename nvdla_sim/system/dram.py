@@ -39,6 +39,7 @@ from pathlib import Path
 from nvdla_sim.errors import ConfigError, TraceError
 
 RD, WR, ACT, PRE, REF = range(5)  # command types
+MAPPING_FIELDS = ("ro", "ch", "ra", "ba", "bg", "co")  # an address mapping's fields (DRAMsim3's names)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,31 @@ class DramDevice:
     IDD4R: float | None = None  # reading
     IDD4W: float | None = None  # writing
     IDD5AB: float | None = None  # all-bank refresh
+
+    def __post_init__(self) -> None:
+        fields = [self.mapping[i : i + 2] for i in range(0, len(self.mapping), 2)]
+        if len(self.mapping) != 12 or sorted(fields) != sorted(MAPPING_FIELDS):
+            raise ConfigError(
+                f"{self.name}: mapping {self.mapping!r} must order the six fields {', '.join(MAPPING_FIELDS)} "
+                "(row, channel, rank, bank, bank group, column), each once, most significant first"
+            )
+        for name in ("ranks", "bankgroups", "banks_per_group", "rows", "columns", "burst_length", "bus_bits",
+                     "device_width"):  # fmt: skip
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1 or v & (v - 1):
+                raise ConfigError(f"{self.name}: {name} must be a power of two >= 1, not {v!r}")
+        if self.bus_bits % self.device_width or self.columns < self.burst_length:
+            raise ConfigError(
+                f"{self.name}: bus_bits ({self.bus_bits}) must hold whole devices of device_width "
+                f"({self.device_width}) and columns ({self.columns}) at least one burst ({self.burst_length})"
+            )
+        for name in ("CL", "CWL", "tRCD", "tRP", "tRAS", "tRFC", "tREFI", "tRRD_S", "tRRD_L", "tWTR_S", "tWTR_L",
+                     "tFAW", "tWR", "tRTP", "tCCD_S", "tCCD_L", "tRTRS", "tPPD", "AL"):  # fmt: skip
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ConfigError(f"{self.name}: {name} must be a whole number of clocks >= 0, not {v!r}")
+        if self.tREFI <= 2 * self.tRFC or not (isinstance(self.tck_ns, int | float) and self.tck_ns > 0):
+            raise ConfigError(f"{self.name}: tck_ns must be above 0 and tREFI more than twice tRFC")
 
     @property
     def request_bytes(self) -> int:

@@ -141,3 +141,26 @@ def test_passing_idle_clocks_at_once_is_the_same_as_ticking_them(seed, monkeypat
     at_once = run_requests(dev, requests)
     monkeypatch.setattr(dram.DramController, "idle", lambda self: False)
     assert run_requests(dev, requests) == at_once
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"mapping": "rorabgbaco"}, "mapping 'rorabgbaco' must order the six fields ro, ch, ra, ba, bg, co"),
+        ({"mapping": "rorarabgbaco"}, "must order the six fields"),
+        ({"banks_per_group": 3}, "banks_per_group must be a power of two >= 1, not 3"),
+        ({"bus_bits": 72}, "bus_bits must be a power of two"),
+        ({"tRCD": -1}, "tRCD must be a whole number of clocks >= 0, not -1"),
+        ({"tREFI": 500}, "tREFI more than twice tRFC"),
+    ],
+)
+def test_a_device_with_a_field_out_of_range_is_one_line(change, message):
+    """A device set built by hand: a mapping that is not the six fields once each, a geometry that is not a
+    power of two, a negative constraint, a refresh that leaves no time: a one-line error naming the field."""
+    import dataclasses
+
+    from nvdla_sim.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        dataclasses.replace(DEVICES["LPDDR4-2400"], **change)
+    assert message in str(e.value) and "\n" not in str(e.value)
