@@ -488,6 +488,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.options import MapOptions, WeightTreatment
+    from nvdla_mapper.results import memory_description
     from nvdla_mapper.studies.generate import generate
 
     check_needs(args, _GENERATE_NEEDS)
@@ -562,6 +563,7 @@ def _generate(args: argparse.Namespace) -> int:
             f"  host energy          prefill {en.prefill_host_uj:,.1f} + decode {en.decode_host_uj:,.1f}"
             f" = {en.total_host_uj:,.1f} uJ (its busy time at {en.host_active_power_w:g} W active)"
         )
+        print(f"  memory               {_memory_line(memory_description(r.hw))}")
         if base is not None:
             _print_weight_whatif(r, base)
         if isinstance(kv_base, str):
@@ -697,6 +699,7 @@ def _serve(args: argparse.Namespace) -> int:
     if weights.active:
         print(f"  weights: prune {str(weights.prune) or 'none'}, compression {'on' if weights.compression else 'off'}"
               f"{', 2:4 sparse MACs (what-if)' if weights.sparse_mac else ''}; the KV cache stays dense")  # fmt: skip
+    print(f"  memory   {_memory_line(memory_description(hw))}")
     for k, v in sm.percentiles.items():
         if v:
             print(f"  {k.value:<8} p50 {v.p50:>10,.3f}  p90 {v.p90:>10,.3f}  p99 {v.p99:>10,.3f}")

@@ -122,3 +122,15 @@ def test_a_run_states_what_timed_its_memory(tmp_path):
     assert memory_description(fabric) == {
         "model": "fluid", "dram_bytes_per_cycle": 32, "dram_latency_cycles": 1300, "interconnect": "fabric"
     }  # fmt: skip
+
+
+def test_generate_and_serve_print_what_timed_their_memory(capsys):
+    """The summaries of `nvdla generate` and `nvdla serve` name the memory model and the DRAM port they ran on
+    (nv_full: 512 bits, 64 bytes a clock; 1,200 clocks a read), as `nvdla map` does."""
+    from nvdla_cli.main import main
+
+    line = "fluid model: DRAM 64 B a cycle, 1,200 cycles a read; interconnect direct"
+    assert main(["generate", "gpt2", "--hw", "nv_full", "--prompt", "16", "--new-tokens", "2"]) == 0
+    assert line in capsys.readouterr().out
+    assert main(["serve", "gpt2", "--hw", "nv_full", "--requests", "2", "--prompt", "16", "--output", "2"]) == 0
+    assert line in capsys.readouterr().out
