@@ -289,8 +289,8 @@ class MapResult:
     def host_tasks(self) -> list[TaskResult]:
         return [r for r in self.results if r.task.resource is Resource.HOST]
 
-    def memory_model(self) -> dict[str, Any]:
-        return memory_description(self.hw)
+    def memory_model(self) -> MemoryDescription:
+        return MemoryDescription.of(self.hw)
 
     def unit_busy(self) -> dict[str, UnitStats]:
         total: dict[Unit, UnitStats] = {}
@@ -392,7 +392,7 @@ class MapResult:
             "model_mac_utilization": round(self.model_mac_utilization, 6),
             "peak_macs_per_cycle": self.hw.peak_macs_per_cycle(self.precision),
             "dram_bytes_per_cycle": bounds.port_rates(self.hw)[1],  # the memory model's (its interconnect's too)
-            "memory": self.memory_model(),
+            "memory": dataclasses.asdict(self.memory_model()),
             # cycles summed over the tasks of every resource; NVDLA, BDMA and host run at once, so these sums
             # add up to more than total_cycles (resource time, not wall time)
             "cycles_by_group": self.by_group(),
@@ -570,13 +570,29 @@ def pass_figures(
     )  # fmt: skip
 
 
-def memory_description(hw: HwConfig) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MemoryDescription:
     """What times a run's memory traffic: the config's memory model, its DRAM port (the interconnect's path
-    included) and the interconnect model (report.json, generate.json and serve.json say it)."""
-    m = memory_model(hw)
-    return {
-        "model": hw.memory.model,
-        "dram_bytes_per_cycle": m.bytes_per_cycle(Memory.DRAM),
-        "dram_latency_cycles": m.latency(Memory.DRAM),
-        "interconnect": hw.interconnect.model,
-    }
+    included) and the interconnect model (report.json, generate.json and serve.json say it; the CLI prints
+    `summary`)."""
+
+    model: str
+    dram_bytes_per_cycle: float
+    dram_latency_cycles: int
+    interconnect: str
+
+    @classmethod
+    def of(cls, hw: HwConfig) -> MemoryDescription:
+        m = memory_model(hw)
+        return cls(hw.memory.model, m.bytes_per_cycle(Memory.DRAM), m.latency(Memory.DRAM), hw.interconnect.model)
+
+    def summary(self) -> str:
+        return (
+            f"{self.model} model: DRAM {self.dram_bytes_per_cycle:g} B a cycle, {self.dram_latency_cycles:,} cycles "
+            f"a read; interconnect {self.interconnect} ([memory] model, [interconnect] model)"
+        )
+
+
+def memory_description(hw: HwConfig) -> dict[str, Any]:
+    """MemoryDescription as the result files store it."""
+    return dataclasses.asdict(MemoryDescription.of(hw))

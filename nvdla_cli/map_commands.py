@@ -488,7 +488,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.options import MapOptions, WeightTreatment
-    from nvdla_mapper.results import memory_description
+    from nvdla_mapper.results import MemoryDescription
     from nvdla_mapper.studies.generate import generate
 
     check_needs(args, _GENERATE_NEEDS)
@@ -563,7 +563,7 @@ def _generate(args: argparse.Namespace) -> int:
             f"  host energy          prefill {en.prefill_host_uj:,.1f} + decode {en.decode_host_uj:,.1f}"
             f" = {en.total_host_uj:,.1f} uJ (its busy time at {en.host_active_power_w:g} W active)"
         )
-        print(f"  memory               {_memory_line(memory_description(r.hw))}")
+        print(f"  memory               {MemoryDescription.of(r.hw).summary()}")
         if base is not None:
             _print_weight_whatif(r, base)
         if isinstance(kv_base, str):
@@ -618,7 +618,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from nvdla_mapper.frontends.resolve import resolve_model
     from nvdla_mapper.options import MapOptions, WeightTreatment
-    from nvdla_mapper.results import memory_description
+    from nvdla_mapper.results import MemoryDescription, memory_description
     from nvdla_mapper.studies.generate import memory_limit
     from nvdla_mapper.studies.serve import (
         Policy,
@@ -699,7 +699,7 @@ def _serve(args: argparse.Namespace) -> int:
     if weights.active:
         print(f"  weights: prune {str(weights.prune) or 'none'}, compression {'on' if weights.compression else 'off'}"
               f"{', 2:4 sparse MACs (what-if)' if weights.sparse_mac else ''}; the KV cache stays dense")  # fmt: skip
-    print(f"  memory   {_memory_line(memory_description(hw))}")
+    print(f"  memory   {MemoryDescription.of(hw).summary()}")
     for k, v in sm.percentiles.items():
         if v:
             print(f"  {k.value:<8} p50 {v.p50:>10,.3f}  p90 {v.p90:>10,.3f}  p99 {v.p99:>10,.3f}")
@@ -1071,7 +1071,7 @@ def format_summary(res, *, top: int) -> str:
         f"  DRAM energy       {en.dram_uj_per_inference:,.1f} uJ per inference ({dram_per}{en.dram_device},"
         f" every byte moved: hardware layers and {copies_phrase()} copies)",
         f"  host              profile {res.hw.host.profile} ({res.hw.host.model}): {res.hw.host.source}",
-        f"  memory            {_memory_line(res.memory_model())}",
+        f"  memory            {res.memory_model().summary()}",
         f"  host energy       {en.host_uj_per_inference:,.1f} uJ per inference (its busy time at"
         f" {en.host_active_power_w:g} W active, [host] active_power_w)",
         f"  area              {en.area_mm2:.3f} mm2 at {en.tech_node_nm:g} nm (docs/energy.md)",
@@ -1133,11 +1133,3 @@ def format_accuracy_lines(acc) -> list[str]:
     if acc.task is not None:  # a trained model: its task accuracy through the datapath
         lines += ["  " + line for line in format_task(acc.task).splitlines()]
     return lines
-
-
-def _memory_line(m: dict) -> str:
-    """What timed the run's memory traffic ([memory] model and [interconnect]: MapResult.memory_model)."""
-    return (
-        f"{m['model']} model: DRAM {m['dram_bytes_per_cycle']:g} B a cycle, {m['dram_latency_cycles']:,} cycles a "
-        f"read; interconnect {m['interconnect']} ([memory] model, [interconnect] model)"
-    )

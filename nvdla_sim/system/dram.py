@@ -256,6 +256,7 @@ class DramController:
         d = device
         n = d.ranks * d.banks
         self.open_row = [-1] * n
+        self.open_banks = [0] * d.ranks  # per rank, its banks with a row open
         self.hits = [0] * n
         self.ready = [[0] * 5 for _ in range(n)]  # per bank: earliest clock of each command type
         self.faw: list[list[int]] = [[] for _ in range(d.ranks)]
@@ -341,14 +342,15 @@ class DramController:
         target = min(clk, (self.clk // interval + 1) * interval)  # so does the next refresh's clock
         span = target - self.clk
         if span > 0:
-            banks = self.d.banks
-            for r in range(self.d.ranks):
-                if any(row >= 0 for row in self.open_row[r * banks : (r + 1) * banks]):
-                    self.active_cycles += span
-                else:
-                    self.idle_cycles += span
+            self._stand_by(span)
             self.clk = target
         return self.clk
+
+    def _stand_by(self, clocks: int) -> None:
+        """Count `clocks` of each rank's standby: active where a row of it is open, else precharged."""
+        active = sum(1 for n in self.open_banks if n)
+        self.active_cycles += active * clocks
+        self.idle_cycles += (len(self.open_banks) - active) * clocks
 
     # ---- the clock
     def tick(self) -> None:
@@ -361,12 +363,7 @@ class DramController:
             cmd = self._next_command()
         if cmd is not None:
             self._issue(*cmd)
-        banks = d.banks
-        for r in range(d.ranks):  # each rank's standby this clock, after the command
-            if any(row >= 0 for row in self.open_row[r * banks : (r + 1) * banks]):
-                self.active_cycles += 1
-            else:
-                self.idle_cycles += 1
+        self._stand_by(1)  # each rank's standby this clock, after the command
         self._schedule_transaction()
         self.clk += 1
 
@@ -442,6 +439,7 @@ class DramController:
             self.pending_writes.discard(addr)
         elif kind == ACT:
             self.open_row[b], self.hits[b] = row, 0
+            self.open_banks[b // self.d.banks] += 1
             self.activates += 1
             w = self.faw[b // self.d.banks]
             if w and clk >= w[0]:
@@ -449,6 +447,7 @@ class DramController:
             w.append(clk + self.d.tFAW)
         elif kind == PRE:
             self.open_row[b], self.hits[b] = -1, 0
+            self.open_banks[b // self.d.banks] -= 1
         else:  # REF of the rank
             self.refresh_due.pop(0)
             self.refreshes += 1
@@ -613,6 +612,15 @@ def read_requests(path: str | Path, dev: DramDevice) -> RequestStream:
     return RequestStream(tuple(out), tuple(masters))
 
 
+def read_latencies(done, accepted, requests) -> list[int]:
+    """Each read's clocks from the controller taking it to its data (writes left out)."""
+    return [d - a for d, a, r in zip(done, accepted, requests, strict=True) if not r[2]]
+
+
+def _mean(values: list[int]) -> float:
+    return round(statistics.fmean(values), 3) if values else 0.0
+
+
 @dataclass(frozen=True)
 class MasterFigures:
     """One master's requests on a shared channel against the same requests alone on it."""
@@ -643,16 +651,12 @@ def master_figures(dev: DramDevice, stream: RequestStream, times: RequestTimes) 
         shared_cycles = max(times.done[i] for i in ids) + 1 - first
         alone_cycles = max(alone.done) + 1 - first
 
-        def latency(done, accepted, reqs) -> float:
-            lat = [d - a for d, a, r in zip(done, accepted, reqs, strict=True) if not r[2]]
-            return round(statistics.fmean(lat), 3) if lat else 0.0
-
         out.append(
             MasterFigures(
                 name, len(ids), shared_cycles, alone_cycles,
                 round(nbytes / (shared_cycles * dev.tck_ns), 4), round(nbytes / (alone_cycles * dev.tck_ns), 4),
-                latency([times.done[i] for i in ids], [times.accepted[i] for i in ids], mine),
-                latency(alone.done, alone.accepted, mine),
+                _mean(read_latencies([times.done[i] for i in ids], [times.accepted[i] for i in ids], mine)),
+                _mean(read_latencies(alone.done, alone.accepted, mine)),
             )
         )  # fmt: skip
     return out
@@ -691,14 +695,14 @@ class StreamFigures:
     @classmethod
     def of(cls, dev: DramDevice, requests: list[tuple[int, int, bool]], times: RequestTimes) -> StreamFigures:
         cycles = max(times.done) + 1
-        lat = [times.done[i] - times.accepted[i] for i, r in enumerate(requests) if not r[2]]
+        lat = read_latencies(times.done, times.accepted, requests)
         bus_bytes = (times.read_commands + times.write_commands) * dev.request_bytes
         energy = DramEnergy.of(dev, times)
         ns = cycles * dev.tck_ns
         return cls(
             dev.name, len(requests), len(lat), len(requests) - len(lat), cycles, round(ns, 3),
             round(len(requests) * dev.request_bytes / ns, 4), round(bus_bytes / ns, 4), round(dev.peak_gbs, 4),
-            round(statistics.fmean(lat), 3) if lat else 0.0, percentile(lat, 0.9) if lat else 0.0,
+            _mean(lat), percentile(lat, 0.9) if lat else 0.0,
             max(lat, default=0), times.activates, times.refreshes, energy,
             round(energy.total / bus_bytes, 3) if bus_bytes else 0.0,
         )  # fmt: skip

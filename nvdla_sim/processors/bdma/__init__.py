@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.stats import Activity, Bound, CopyDetail, LayerStats, Traffic, Unit, UnitStats
+from nvdla_sim.engine.stats import Activity, Bound, CopyDetail, LayerStats, Unit, UnitStats
 from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import TilePlan
@@ -29,6 +29,7 @@ from nvdla_sim.layers import Memory
 from nvdla_sim.processors.bdma.execute import execute_bdma
 from nvdla_sim.processors.bdma.registers import BdmaOp, decode_bdma, write_bdma
 from nvdla_sim.processors.bdma.timing import ALIGNED, BdmaPlaces, request_cycles
+from nvdla_sim.processors.mcif import beat_bytes, check_memories, copy_traffic
 from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.units.lut import LutParams
 
@@ -148,34 +149,24 @@ class BdmaProcessor:
     def _check(self, layer: BdmaLayer, hw: HwConfig) -> None:
         if not hw.bdma:
             raise ConfigError(f"{layer.name}: {hw.name} has no BDMA (its config's bdma = false)")
-        if Memory.SRAM in (layer.source, layer.destination) and not hw.memory.has_sram:
-            raise ConfigError(
-                f"{layer.name}: {hw.name} has no on-chip SRAM to copy from or to (memory.sram_width_bits = 0)"
-            )
+        check_memories(layer.name, hw, layer.source, layer.destination)
 
     def simulate(
         self, layer: BdmaLayer, hw: HwConfig, plan: TilePlan | None, *, record_events: bool,
         steady: SteadyState = STEADY,  # its requests are timed one by one (timing.py): no steady state skipped
     ) -> LayerStats:  # fmt: skip
         self._check(layer, hw)
-        beat = {Memory.DRAM: hw.memory.dram_width_bits // 8, Memory.SRAM: hw.memory.sram_width_bits // 8}
         ports = make_ports(hw)
         read_port, write_port = ports[layer.source], ports[layer.destination].writes
         cycles = math.ceil(
             request_cycles(
                 layer.line_bytes, layer.lines, layer.surfaces, layer.places, read_port, write_port,
-                read_beat=beat[layer.source], write_beat=beat[layer.destination],
+                read_beat=beat_bytes(hw, layer.source), write_beat=beat_bytes(hw, layer.destination),
             )
         )  # fmt: skip
         dram_cycles = int(ports[Memory.DRAM].channel_busy)
         sram_cycles = int(ports[Memory.SRAM].channel_busy) if Memory.SRAM in ports else 0
-        src, dst = layer.source is Memory.DRAM, layer.destination is Memory.DRAM
-        traffic = Traffic(
-            dram_read=layer.bytes * src,
-            dram_write=layer.bytes * dst,
-            sram_read=layer.bytes * (not src),
-            sram_write=layer.bytes * (not dst),
-        )
+        traffic = copy_traffic(layer.bytes, layer.bytes, layer.source, layer.destination)
         units = {Unit.BDMA: UnitStats(cycles), Unit.DRAM: UnitStats(dram_cycles)}
         if sram_cycles:
             units[Unit.SRAM] = UnitStats(sram_cycles)

@@ -63,7 +63,6 @@ def request_cycles(
     atoms = line_bytes // ATOM_BYTES
     starts = [(s, ln) for s in range(surfaces) for ln in range(lines)]
     back: list[float] = []  # each read beat's data, returned
-    moved: list[float] = []  # each read beat's credit, back
     ask = 0.0
     line_atoms: list[list[float]] = []  # per line, when each of its atoms is in
     for s, ln in starts:
@@ -73,10 +72,9 @@ def request_cycles(
         for _ in range(first_block, (a + line_bytes - 1) // read_beat + 1):
             k = len(back)
             if k >= READ_CREDITS:
-                ask = max(ask, moved[k - READ_CREDITS])
+                ask = max(ask, back[k - READ_CREDITS] + 1)  # its credit, back as the store takes the beat
             first, ask = read_port.reserve(ask, read_beat)
             back.append(first + read_port.latency)
-            moved.append(back[-1] + 1)
             times.append(back[-1])
         line_atoms.append([times[(a + i * ATOM_BYTES) // read_beat - first_block] for i in range(atoms)])
     last = 0.0

@@ -24,13 +24,14 @@ import math
 from dataclasses import dataclass
 
 from nvdla_sim.config import HwConfig
-from nvdla_sim.engine.stats import Activity, Bound, CopyDetail, LayerStats, Traffic, Unit, UnitStats
+from nvdla_sim.engine.stats import Activity, Bound, CopyDetail, LayerStats, Unit, UnitStats
 from nvdla_sim.engine.steady import STEADY, SteadyState
 from nvdla_sim.engine.tile_pipeline import make_ports
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import ConfigError, ShapeError, TraceError, check_int
 from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
+from nvdla_sim.processors.mcif import beat_bytes, check_memories, copy_traffic
 from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.processors.rubik.execute import execute_rubik
 from nvdla_sim.processors.rubik.registers import RBK_ATOM_BYTES, RubikMode, RubikOp, decode_rubik, write_rubik
@@ -201,11 +202,9 @@ class RubikProcessor:
     ) -> LayerStats:  # fmt: skip
         if not hw.rubik:
             raise ConfigError(f"{layer.name}: {hw.name} has no Rubik (its config's rubik = false)")
-        if Memory.SRAM in (layer.source, layer.destination) and not hw.memory.has_sram:
-            raise ConfigError(f"{layer.name}: {hw.name} has no on-chip SRAM (memory.sram_width_bits = 0)")
-        beat = {Memory.DRAM: hw.memory.dram_width_bits // 8, Memory.SRAM: hw.memory.sram_width_bits // 8}
+        check_memories(layer.name, hw, layer.source, layer.destination)
         reads, writes, slots = layer.requests()
-        rbeat, wbeat = beat[layer.source], beat[layer.destination]
+        rbeat, wbeat = beat_bytes(hw, layer.source), beat_bytes(hw, layer.destination)
         rb, wb = sum(r.atoms for r in reads) * RBK_ATOM_BYTES, sum(w.atoms for w in writes) * RBK_ATOM_BYTES
         # the memory moves whole beats: a request of one 32-byte atom takes a 64-byte beat of nv_full's bus
         ports = make_ports(hw)
@@ -217,8 +216,7 @@ class RubikProcessor:
         busy = sum(WRITE_REQUEST_CYCLES + w.buffer_reads for w in writes)
         port_cycles = int(max(p.channel_busy for p in ports.values()))
         bound = Bound.DRAM if port_cycles >= busy else Bound.RUBIK
-        src, dst = layer.source is Memory.DRAM, layer.destination is Memory.DRAM
-        traffic = Traffic(dram_read=rb * src, dram_write=wb * dst, sram_read=rb * (not src), sram_write=wb * (not dst))
+        traffic = copy_traffic(rb, wb, layer.source, layer.destination)
         units = {
             Unit.RUBIK: UnitStats(busy),
             Unit.DRAM: UnitStats(int(ports[Memory.DRAM].channel_busy)),
