@@ -131,6 +131,15 @@ class WeightTreatment:
 NO_TREATMENT = WeightTreatment()
 
 
+class Granularity(enum.Enum):
+    """The weights' quantization scales: one per tensor, or one per output channel. It decides the
+    requantization's multipliers in SDP: one register value (per tensor), or a per-kernel stream that
+    X2's N-RDMA reads beside the layer (per channel)."""
+
+    PER_TENSOR = "per-tensor"
+    PER_CHANNEL = "per-channel"
+
+
 @dataclass(frozen=True)
 class MapOptions:
     """What a map is asked besides the model and the build: the precision, where the softmax and the norms
@@ -144,9 +153,13 @@ class MapOptions:
     weights: WeightTreatment = NO_TREATMENT
     kv_precision: Precision | None = None
     kv_plan: KvPlan = KvPlan.BUCKET
+    # the quantization recipe's weight scales (--quantize's granularity): a per-channel recipe's
+    # requantization reads its multipliers per kernel (X2's N-RDMA), which the layers' timing counts
+    requant: Granularity = Granularity.PER_TENSOR
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
+        set_(self, "requant", _member(Granularity, self.requant, "granularity"))
         set_(self, "precision", _member(Precision, self.precision, "precision"))
         if self.kv_precision is not None:
             set_(self, "kv_precision", _member(Precision, self.kv_precision, "--kv-precision"))

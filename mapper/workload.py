@@ -55,12 +55,38 @@ class NoAttrs:
     """Kinds without attributes (elementwise add/mul/scale, ReLU, GELU, reshape, gather)."""
 
 
+class MatmulRole(enum.Enum):
+    """What a matmul is in a transformer. The front ends give each matmul op its role (MatmulAttrs.role;
+    QK^T and PV by their kinds: Op.matmul_role) and the reference forward passes each matmul site theirs,
+    so the accuracy study finds the hardware layers the mapper lowers a site to, attributes errors, groups
+    SmoothQuant's factors and picks the activation operands by the role, never by parsing a name."""
+
+    EMBEDDING = "embedding"  # the ViT's patch embedding
+    QUERY = "query"  # the q, k and v projections (they read one LayerNorm output)
+    KEY = "key"
+    VALUE = "value"
+    SCORES = "scores"  # QK^T of one sequence and head: its second operand the keys, an activation
+    CONTEXT = "context"  # PV: its first operand the softmax's probabilities, its second the values
+    OUTPUT = "output"  # the attention's output projection (reads the context)
+    FFN_UP = "ffn_up"  # the FFN's first layer (reads a LayerNorm output; its activation behind it)
+    FFN_GATE = "ffn_gate"  # a gated FFN's linear branch (T5 v1.1, LLaMA: multiplied into the activation)
+    FFN_DOWN = "ffn_down"  # the FFN's second layer (reads the activation)
+    CLASSIFIER = "classifier"  # the ViT's head, on the final LayerNorm's CLS output
+    LM_HEAD = "lm_head"  # the GPT's LM head, tied to the token embedding table
+
+    @property
+    def attention_product(self) -> bool:
+        """QK^T or PV: both operands are activations (on NVDLA the second is read as kernels)."""
+        return self in (MatmulRole.SCORES, MatmulRole.CONTEXT)
+
+
 @dataclass(frozen=True)
 class MatmulAttrs:
     bias: bool = True  # the linear layer adds a bias (SDP's per-kernel operand)
     feeds_context: bool = False  # V of an attention: computed transposed for P V where BDMA can re-layout
     im2col: bool = False  # patch extraction on the host first (a stride past the conv core's field)
     reduction: bool = False  # an ONNX ReduceMean as a matmul by a ones vector: no model weights
+    role: MatmulRole | None = None  # what the matmul is in its transformer block, where the front end knows
 
 
 @dataclass(frozen=True)
@@ -88,6 +114,8 @@ class AttentionAttrs:
     kv_groups: int = 1  # decode: K/V groups of a sequence (the cached kernels the heads are read against)
     cached: bool = False  # decode: K (V^T) read from the cache in weight format
     relative_shift: bool = False  # XLNet's q . k_r scores, shifted relative to the query
+    # PV: V's projection has a bias, which PV's SDP adds where V is computed transposed (lower_context)
+    value_bias: bool = True
 
 
 @dataclass(frozen=True)
@@ -221,6 +249,16 @@ class Op:
         """The op's place within its block (Block.role; a front end names a block's ops under the block's
         name, and Graph.block checks it)."""
         return self.block.role(self.name)
+
+    @property
+    def matmul_role(self) -> MatmulRole | None:
+        """What a matmul op is in its transformer block: QK^T and PV by their kinds, a matmul by the role
+        its front end gave it (None: not known, as for a CNN's or an imported graph's unnamed layers)."""
+        if self.kind is OpKind.ATTN_SCORES:
+            return MatmulRole.SCORES
+        if self.kind is OpKind.ATTN_CONTEXT:
+            return MatmulRole.CONTEXT
+        return self.attrs.role if self.kind is OpKind.MATMUL else None
 
     @property
     def weight_elems(self) -> int:

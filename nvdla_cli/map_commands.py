@@ -506,7 +506,7 @@ def _generate(args: argparse.Namespace) -> int:
     # the run's options, and the two baselines' (each whole, not left to MapOptions.of's defaults): the dense
     # weights at the same caches, the caches at the model's precision under the same weights
     opts = MapOptions(precision=prec, softmax=args.softmax, layernorm=args.layernorm, kv_plan=args.kv_plan,
-                      weights=weights, kv_precision=kv)  # fmt: skip
+                      weights=weights, kv_precision=kv, requant=_requant(args))  # fmt: skip
     dense_opts = dataclasses.replace(opts, weights=WeightTreatment())
     model_kv_opts = dataclasses.replace(opts, kv_precision=None)
     kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, jobs=args.jobs if args.jobs is not None else _cores())
@@ -675,7 +675,11 @@ def _serve(args: argparse.Namespace) -> int:
             print("\n".join(format_accuracy_lines(accuracy)))
         return code
     costs = SimulatedCosts(
-        spec, hw, options=MapOptions(precision=prec, weights=weights, kv_precision=kv, kv_plan=args.kv_plan)
+        spec,
+        hw,
+        options=MapOptions(
+            precision=prec, weights=weights, kv_precision=kv, kv_plan=args.kv_plan, requant=_requant(args)
+        ),
     )
     with TerminalProgress() as progress:
         res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings, progress=progress)
@@ -752,7 +756,11 @@ def _serve_sweep(
         )
 
     costs = SimulatedCosts(
-        spec, hw, options=MapOptions(precision=prec, weights=weights, kv_precision=kv, kv_plan=args.kv_plan)
+        spec,
+        hw,
+        options=MapOptions(
+            precision=prec, weights=weights, kv_precision=kv, kv_plan=args.kv_plan, requant=_requant(args)
+        ),
     )
     with TerminalProgress() as progress:
         sweep = sweep_rates(
@@ -824,6 +832,15 @@ def _trained_dir_and_name(model: str) -> tuple[Path, str]:
     if found is None or not found.submodule_search_locations:
         raise NvdlaError("the shipped trained models are nvdla_validation's data, which is not installed")
     return Path(found.submodule_search_locations[0]) / "data" / "trained", model
+
+
+def _requant(args: argparse.Namespace):
+    """The requantization the layers are timed with: --quantize's weight scales (per channel: a per-kernel
+    multiplier stream in each weighted layer's SDP), per tensor without --quantize."""
+    from nvdla_mapper.options import Granularity
+
+    given = getattr(args, "quantize", None)
+    return Granularity(given) if given else Granularity.PER_TENSOR
 
 
 def _quant_settings(args: argparse.Namespace, granularity: str):
@@ -967,7 +984,9 @@ def _map(args: argparse.Namespace) -> int:
     weights = WeightTreatment(args.prune, args.weight_compression, args.sparse_mac_whatif)
     if args.quantize:  # its settings and files checked before the map
         _check_quant(args, prec)
-    opts = MapOptions(precision=prec, softmax=args.softmax, layernorm=args.layernorm, weights=weights)
+    opts = MapOptions(
+        precision=prec, softmax=args.softmax, layernorm=args.layernorm, weights=weights, requant=_requant(args)
+    )
     if args.layer:  # checked against the lowered model before the (longer) map runs
         check_layer(args.layer, lower_graph(g, LoweringContext(hw, opts))[0], model=info(g).name)
     res = map_model(g, hw, opts)

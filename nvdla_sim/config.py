@@ -292,6 +292,15 @@ class TimingConfig:
     # credit_bytes_per_cycle). Measured on nv_small_256_full's E-RDMA, 14 cycles on all 252 bursts of
     # attn_o and ffn2 (docs/validation.md 5e); not measured on another build.
     rdma_credit_reuse_cycles: int = 14
+    # A later convolution of a chain (ping-pong register groups) with SDP operand streams: SDP's RDMA runs
+    # one layer at a time (NV_NVDLA_SDP_brdma.v op_load = op_en & !layer_process; a per-kernel stream is done
+    # only when SDP has taken the layer's last pixel), so its streams start when the previous layer's are
+    # done, sdp_rdma_handoff_cycles before that layer's last atom leaves CACC; and SDP takes the layer's
+    # first atom sdp_operand_head_cycles after every stream's first sdp.RDMA_UNPACK_BEATS beats are in.
+    # Measured on nv_small's RTL (the trained ViT's chained layers, validation/data/nvdla_rtl_vit_digits.json:
+    # the next layer's first write 75 / 87 / 85 cycles after the previous one's last; docs/validation.md 5i)
+    sdp_rdma_handoff_cycles: int = 12
+    sdp_operand_head_cycles: int = 34
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -6,6 +6,7 @@ functional models take numpy operands separately.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 
@@ -178,6 +179,45 @@ class SdpSpec:
     @property
     def uses_y(self) -> bool:
         return self.eltwise is not OperandMode.NONE or self.lut
+
+    def streams(self) -> SdpStreams:
+        """What the pass reads beside its data and which units it runs: the part of the view its timing and
+        energy depend on (a register operand costs nothing beside a bypassed one)."""
+
+        def streamed(mode: OperandMode) -> OperandMode:
+            return OperandMode.NONE if mode is OperandMode.REG else mode
+
+        return SdpStreams(
+            streamed(self.bias), self.bias_pairs, streamed(self.scale), streamed(self.eltwise),
+            self.eltwise_pairs, self.lut, self.out_precision,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SdpStreams:
+    """An SDP pass's operand streams (B-RDMA: X1's, N-RDMA: X2's, E-RDMA: Y's; each NONE, PER_KERNEL or
+    PER_ELEMENT; pairs: both of a stage's operands per kernel), its LUT and the precision it writes where
+    not the layer's (SdpSpec.streams)."""
+
+    x1: OperandMode
+    x1_pairs: bool
+    x2: OperandMode
+    y: OperandMode
+    y_pairs: bool
+    lut: bool
+    out_precision: Precision | None
+
+    def differences(self, other: SdpStreams) -> list[str]:
+        """`field: self's -> other's` for each field that differs."""
+
+        def shown(v) -> str:
+            return v.value if isinstance(v, enum.Enum) else str(v)
+
+        return [
+            f"{f.name} {shown(getattr(self, f.name))} -> {shown(getattr(other, f.name))}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        ]
 
 
 class PoolMode(enum.Enum):

@@ -205,6 +205,7 @@ def _sdp_parts(
     y_std = acc_std  # the spread reaching Y, counting the X1 operand (std, kept for the programs measured
     # before Y programs existed, counts the accumulator alone)
     x1_relu = spec.relu and spec.scale is not OperandMode.PER_ELEMENT  # else after X2's residual add
+    q = spec.operand_precision or p  # the X stages' per-element operands: INT16 beside INT8 data where set
     if spec.bias is OperandMode.PER_KERNEL:
         addr = alloc.take(2 * k)
         b = rng.integers(-(2**12), 2**12, k).astype("<i2")
@@ -216,23 +217,23 @@ def _sdp_parts(
             SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_KERNEL, 2), AluOp.ADD, None, False, x1_relu
         )
     elif spec.bias is OperandMode.PER_ELEMENT:
-        surf = place(alloc, w, h, k, p, hw)
-        inputs.append((surf.addr, feature_image(_rand(rng, (h, w, k), p), surf, p, hw)))
+        surf = place(alloc, w, h, k, q, hw)
+        inputs.append((surf.addr, feature_image(_rand(rng, (h, w, k), q), surf, q, hw)))
         streams.append(
             SdpStream(
                 Rdma.BRDMA,
                 OperandMode.PER_ELEMENT,
-                p.bytes,
+                q.bytes,
                 surf.addr,
                 surf.line_stride,
                 surf.surface_stride,
                 use=OperandUse.ALU,
             )
         )
-        shift = _acc_shift(acc_std, RANGES[p].std)
-        y_std = math.hypot(acc_std, RANGES[p].std * 2**shift)
+        shift = _acc_shift(acc_std, RANGES[q].std)
+        y_std = math.hypot(acc_std, RANGES[q].std * 2**shift)
         x1 = SdpStageCfg(
-            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, p.bytes),
+            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, q.bytes),
             AluOp.ADD,
             None,
             False,
@@ -264,19 +265,19 @@ def _sdp_parts(
         std = std * 0.75
         y_std = y_std * 0.75
     elif spec.scale is OperandMode.PER_ELEMENT:  # a residual added by X2's ALU (no EW unit: rules._fused_sdp)
-        surf = place(alloc, w, h, k, p, hw)
-        inputs.append((surf.addr, feature_image(_rand(rng, (h, w, k), p), surf, p, hw)))
+        surf = place(alloc, w, h, k, q, hw)
+        inputs.append((surf.addr, feature_image(_rand(rng, (h, w, k), q), surf, q, hw)))
         streams.append(
             SdpStream(
-                Rdma.NRDMA, OperandMode.PER_ELEMENT, p.bytes, surf.addr, surf.line_stride, surf.surface_stride,
+                Rdma.NRDMA, OperandMode.PER_ELEMENT, q.bytes, surf.addr, surf.line_stride, surf.surface_stride,
                 use=OperandUse.ALU,
             )
         )  # fmt: skip
-        shift = _acc_shift(y_std, RANGES[p].std)
-        std = math.hypot(std, RANGES[p].std * 2**shift)
-        y_std = math.hypot(y_std, RANGES[p].std * 2**shift)
+        shift = _acc_shift(y_std, RANGES[q].std)
+        std = math.hypot(std, RANGES[q].std * 2**shift)
+        y_std = math.hypot(y_std, RANGES[q].std * 2**shift)
         x2 = SdpStageCfg(
-            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, p.bytes), AluOp.ADD, None, False,
+            SdpOperand(OperandSource.MEM, 0, shift, OperandMode.PER_ELEMENT, q.bytes), AluOp.ADD, None, False,
             spec.relu,
         )  # fmt: skip
     parts = _SdpParts(x1, x2, tuple(streams), inputs, std)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from nvdla_mapper.workload import Block, Graph, Op, OpKind, Relayout, verify
+from nvdla_mapper.workload import Block, Graph, MatmulRole, Op, OpKind, Relayout, verify
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import MAX_DIM as MAX_CONV_WIDTH
 from nvdla_sim.layers import MAX_STRIDE, ConvShape
@@ -265,7 +265,7 @@ def patch_embed_op(name: str, *, batch: int, image: tuple[int, int], patch: int,
     grid = (w // patch) * (h // patch)
     if patch > MAX_STRIDE:
         return Op(name, OpKind.MATMUL, batch * grid, hidden, k=patch * patch * channels, group="matmul",
-                  attrs={"im2col": True})  # fmt: skip
+                  attrs={"im2col": True, "role": MatmulRole.EMBEDDING})  # fmt: skip
     geo = dict(in_w=w, in_h=h, in_c=channels, out_k=hidden, kernel_w=patch, kernel_h=patch, stride_x=patch,
                stride_y=patch)  # fmt: skip
     attrs = {"conv": ConvShape(**geo), "groups": 1, "image_input": channels <= 4}
@@ -284,7 +284,8 @@ def _head(g: Graph, spec: ModelSpec, src: str, head: str, *, m: int, batch: int)
         if not spec.vocab:
             raise NvdlaError(f"--head lm: {spec.name} has no vocabulary (vision model); use --head cls or none")
         # the vocabulary projection of every position, tied to the token embeddings (no bias)
-        g.add(Op("lm_head", OpKind.MATMUL, m, spec.vocab, k=hidden, group="head", attrs={"bias": False}), src)
+        g.add(Op("lm_head", OpKind.MATMUL, m, spec.vocab, k=hidden, group="head",
+                 attrs={"bias": False, "role": MatmulRole.LM_HEAD}), src)  # fmt: skip
     elif head == "cls":
         x = src
         if spec.family == "swin":  # mean over the final tokens, then the classifier
@@ -294,7 +295,8 @@ def _head(g: Graph, spec: ModelSpec, src: str, head: str, *, m: int, batch: int)
             with g.block("pooler") as p:
                 x = g.add(Op(p, OpKind.MATMUL, batch, hidden, k=hidden, group="head"), x)
                 x = g.add(Op(f"{p}.tanh", OpKind.LUT, batch, hidden, group="head", attrs={"func": "tanh"}), x)
-        g.add(Op("classifier", OpKind.MATMUL, batch, spec.labels, k=hidden, group="head"), x)
+        g.add(Op("classifier", OpKind.MATMUL, batch, spec.labels, k=hidden, group="head",
+                 attrs={"role": MatmulRole.CLASSIFIER}), x)  # fmt: skip
 
 
 def _norm(g: Graph, spec: ModelSpec, name: str, src: str, *, m: int, n: int) -> str:
@@ -319,12 +321,10 @@ def _attention(
     inner = hd * st.heads
     kv_inner = hd * (spec.kv_heads or st.heads)  # grouped-query attention shares K and V across a group
     proj, out_proj = _projection_attrs(spec)
-    q = g.add(Op(f"{p}.q", OpKind.MATMUL, m_q, inner, k=st.hidden, group="matmul", attrs=proj), q_src)
-    k = g.add(Op(f"{p}.k", OpKind.MATMUL, m_kv, kv_inner, k=st.hidden, group="matmul", attrs=proj), kv_src)
-    v = g.add(
-        Op(f"{p}.v", OpKind.MATMUL, m_kv, kv_inner, k=st.hidden, group="matmul", attrs={**proj, "feeds_context": True}),
-        kv_src,
-    )
+    q = _linear(g, f"{p}.q", MatmulRole.QUERY, q_src, m=m_q, n=inner, k=st.hidden, attrs=proj)
+    k = _linear(g, f"{p}.k", MatmulRole.KEY, kv_src, m=m_kv, n=kv_inner, k=st.hidden, attrs=proj)
+    v = _linear(g, f"{p}.v", MatmulRole.VALUE, kv_src, m=m_kv, n=kv_inner, k=st.hidden,
+                attrs={**proj, "feeds_context": True})  # fmt: skip
     if spec.relative == "rotary":  # rotary position embedding of q and k (position-dependent rotation)
         q = g.add(Op(f"{p}.q_rope", OpKind.ROTARY, m_q, inner, group="attention", attrs={"head_dim": hd}), q)
         k = g.add(Op(f"{p}.k_rope", OpKind.ROTARY, m_kv, kv_inner, group="attention", attrs={"head_dim": hd}), k)
@@ -380,14 +380,14 @@ def _attention(
         Op(f"{p}.softmax", OpKind.SOFTMAX, rows, keys, count=count, group="softmax", attrs={"causal": attrs["causal"]}),
         scores,
     )
-    pv_attrs = {"causal": attrs["causal"] and band is None, "kv_share": share}
+    pv_attrs = {"causal": attrs["causal"] and band is None, "kv_share": share, "value_bias": proj.get("bias", True)}
     ctx = g.add(
         Op(f"{p}.pv", OpKind.ATTN_CONTEXT, rows, hd, k=keys, count=count, group="attention", attrs=pv_attrs,
            model_macs=band),
         probs,
         v,
     )  # fmt: skip
-    return g.add(Op(f"{p}.o", OpKind.MATMUL, m_q, st.hidden, k=inner, group="matmul", attrs=out_proj), ctx)
+    return _linear(g, f"{p}.o", MatmulRole.OUTPUT, ctx, m=m_q, n=st.hidden, k=inner, attrs=out_proj)
 
 
 def _projection_attrs(spec: ModelSpec) -> tuple[dict, dict]:
@@ -469,14 +469,14 @@ def _block_ops(
 def _ffn(g: Graph, spec: ModelSpec, st: Stage, p: str, h: str, x: str, *, m: int) -> str:
     """The FFN of a block on `h` with the residual `x` added."""
     ffn = {"bias": False} if spec.family in ("t5", "llama") else {}
-    f1 = g.add(Op(f"{p}.ffn1", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
+    f1 = _linear(g, f"{p}.ffn1", MatmulRole.FFN_UP, h, m=m, n=st.ffn, k=st.hidden, attrs=ffn)
     act_kind = {"gelu": OpKind.GELU, "relu": OpKind.RELU, "silu": OpKind.LUT}[spec.activation]
     act_attrs = {"func": "SiLU"} if spec.activation == "silu" else {}
     act = g.add(Op(f"{p}.act", act_kind, m, st.ffn, group="elementwise", attrs=act_attrs), f1)
     if spec.gated_ffn:  # T5 v1.1 "gated-gelu", LLaMA SwiGLU: act(x W_gate) * (x W_up)
-        lin = g.add(Op(f"{p}.ffn1_gate", OpKind.MATMUL, m, st.ffn, k=st.hidden, group="matmul", attrs=ffn), h)
+        lin = _linear(g, f"{p}.ffn1_gate", MatmulRole.FFN_GATE, h, m=m, n=st.ffn, k=st.hidden, attrs=ffn)
         act = g.add(Op(f"{p}.gate", OpKind.MUL, m, st.ffn, group="elementwise"), act, lin)
-    f2 = g.add(Op(f"{p}.ffn2", OpKind.MATMUL, m, st.hidden, k=st.ffn, group="matmul", attrs=ffn), act)
+    f2 = _linear(g, f"{p}.ffn2", MatmulRole.FFN_DOWN, act, m=m, n=st.hidden, k=st.ffn, attrs=ffn)
     return g.add(Op(f"{p}.res2", OpKind.ADD, m, st.hidden, group="elementwise"), f2, x)
 
 
@@ -574,8 +574,7 @@ def t5_prefill_graph(spec: ModelSpec, *, batch: int, prompt: int) -> nx.DiGraph:
     for i in range(spec.decoder_layers):
         with g.block("dec", i) as block:
             p = f"{block}.xattn"
-            k = g.add(Op(f"{p}.k", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
-            v = g.add(Op(f"{p}.v", OpKind.MATMUL, m, inner, k=st.hidden, group="matmul", attrs=nob), enc)
+            k, v = _key_value(g, p, enc, m=m, n=inner, k=st.hidden, attrs=nob)
             g.add(
                 Op(f"{p}.k_cache", OpKind.TRANSPOSE, m, inner, group="kv_cache", attrs={"relayout": Relayout.K_APPEND}),
                 k,
@@ -585,6 +584,17 @@ def t5_prefill_graph(spec: ModelSpec, *, batch: int, prompt: int) -> nx.DiGraph:
                 v,
             )
     return verify(g.g)
+
+
+def _linear(g: Graph, name: str, role: MatmulRole, *srcs: str, m: int, n: int, k: int, attrs: dict) -> str:
+    """A linear layer of a transformer block: an m x k x n matmul with its role (MatmulAttrs.role)."""
+    return g.add(Op(name, OpKind.MATMUL, m, n, k=k, group="matmul", attrs={**attrs, "role": role}), *srcs)
+
+
+def _key_value(g: Graph, p: str, src: str, *, m: int, n: int, k: int, attrs: dict) -> tuple[str, str]:
+    """The K and V projections `p`.k and `p`.v of `src` (a decode step's, a prefill's cross-attention caches)."""
+    key = _linear(g, f"{p}.k", MatmulRole.KEY, src, m=m, n=n, k=k, attrs=attrs)
+    return key, _linear(g, f"{p}.v", MatmulRole.VALUE, src, m=m, n=n, k=k, attrs=attrs)
 
 
 def _decode_attention(
@@ -604,12 +614,11 @@ def _decode_attention(
     inner, kv_inner = hd * st.heads, hd * (spec.kv_heads or st.heads)
     share = st.heads // (spec.kv_heads or st.heads)
     proj, out_proj = _projection_attrs(spec)
-    q = g.add(Op(f"{p}.q", OpKind.MATMUL, batch, inner, k=st.hidden, group="matmul", attrs=proj), src)
+    q = _linear(g, f"{p}.q", MatmulRole.QUERY, src, m=batch, n=inner, k=st.hidden, attrs=proj)
     if cross:
         k = v = q  # the encoder's K/V caches: nothing to project or append
     else:
-        k = g.add(Op(f"{p}.k", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
-        v = g.add(Op(f"{p}.v", OpKind.MATMUL, batch, kv_inner, k=st.hidden, group="matmul", attrs=proj), src)
+        k, v = _key_value(g, p, src, m=batch, n=kv_inner, k=st.hidden, attrs=proj)
     if spec.relative == "rotary":
         q = g.add(Op(f"{p}.q_rope", OpKind.ROTARY, batch, inner, group="attention", attrs={"head_dim": hd}), q)
         k = g.add(Op(f"{p}.k_rope", OpKind.ROTARY, batch, kv_inner, group="attention", attrs={"head_dim": hd}), k)
@@ -673,4 +682,4 @@ def _decode_attention(
                 v,
             )
         )
-    return g.add(Op(f"{p}.o", OpKind.MATMUL, batch, st.hidden, k=inner, group="matmul", attrs=out_proj), *contexts)
+    return _linear(g, f"{p}.o", MatmulRole.OUTPUT, *contexts, m=batch, n=st.hidden, k=inner, attrs=out_proj)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from nvdla_mapper.numerics import sparsity
-from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
+from nvdla_mapper.options import Granularity, KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.workload import Block, Op, OpKind, Relayout
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.tiling import bytes_per_kernel
@@ -99,6 +99,10 @@ class Task:
     # bucket_keys(keys) keys, and the plan found for it runs at the layer's own length
     plan_at: HwLayer | None = None
     block: Block | None = None  # the model block of its op (workload.Block), for reports and step templates
+    # a hardware layer of its op's own product (a matmul, QK^T, PV, a partial-sum add of a split one): where
+    # it sits, as MatmulPiece's (first row, first output column, first reduction channel); None for the
+    # steps around a product (re-layouts, conversions, a softmax's or a norm's steps, a broadcast)
+    piece: tuple[int, int, int] | None = None
 
     __hash__ = field_hash
 
@@ -437,6 +441,11 @@ def _hw(op: Op, layer: HwLayer, count: int | None = None, note: str = "") -> Tas
     )
 
 
+def _product(op: Op, piece: MatmulPiece, count: int | None = None, note: str = "", *, row: int = 0) -> Task:
+    """A hardware layer of the op's own product (Task.piece), its rows from `row` on (a causal band's)."""
+    return dataclasses.replace(_hw(op, piece.layer, count, note), piece=(row + piece.m0, piece.n0, piece.k0))
+
+
 def _host_task(op: Op, name: str, work: HostWork, *, count: int, note: str) -> Task:
     return Task(name, op.name, "host", Resource.HOST, count, host_work=work, note=note, block=op.block)
 
@@ -477,8 +486,14 @@ def _relayout(
 # ---- per-kind lowerings -----------------------------------------------------------------------------
 
 
-def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMode.NONE) -> SdpSpec:
-    """SDP pass of a linear layer or convolution: bias, optional scale (folded BN), activation, residual."""
+def _fused_sdp(
+    f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMode.NONE, weights: bool = True
+) -> SdpSpec:
+    """SDP pass of a linear layer or convolution: bias, optional scale (folded BN), activation, residual.
+    Under a per-channel recipe (MapOptions.requant) the requantization's multipliers are a per-kernel
+    stream: X2's (numerics.quant.requant_sdp), or X1's pairs beside the bias without the EW unit."""
+    if weights and ctx.options.requant is Granularity.PER_CHANNEL and scale is OperandMode.NONE:
+        scale = OperandMode.PER_KERNEL
     residual_mode = OperandMode.NONE
     pairs = False
     if f.residual:
@@ -487,8 +502,9 @@ def _fused_sdp(f: Fused, ctx: LoweringContext, *, scale: OperandMode = OperandMo
         else:
             # no EW unit: X1 takes the bias and the multipliers (a folded BN's scale, the requantization) as
             # per-kernel pairs to a step a power of two below the residual's, X2's ALU adds the residual
-            # from N-RDMA shifted left (an X operand has a shift, no scale: numerics.quant.residual_sdp)
-            scale, pairs = OperandMode.PER_ELEMENT, True
+            # from N-RDMA shifted left (an X operand has a shift, no scale: numerics.quant.residual_sdp);
+            # one multiplier for every kernel (a per-tensor recipe) is a register value beside the bias
+            scale, pairs = OperandMode.PER_ELEMENT, scale is OperandMode.PER_KERNEL
     lut = f.activation in (OpKind.GELU, OpKind.LUT)
     return SdpSpec(
         bias=OperandMode.PER_KERNEL, bias_pairs=pairs, scale=scale, relu=f.activation is OpKind.RELU, lut=lut,
@@ -550,11 +566,11 @@ def _conv_task(op: Op, ctx: LoweringContext, image_input: bool) -> Task:
 
 def _data_cube_weights(
     name: str, m: int, k: int, n: int, ctx: LoweringContext, spec: SdpSpec
-) -> list[tuple[HwLayer, int]]:
-    """The layers of a matmul whose data cube (m x k) is a weight matrix (V^T = W_v^T X^T), with the weight
+) -> list[tuple[MatmulPiece, int]]:
+    """The pieces of a matmul whose data cube (m x k) is a weight matrix (V^T = W_v^T X^T), with the weight
     bytes each keeps in DRAM: its data cube, counted on the first piece of kernels that reads it."""
     return [
-        (p.layer, p.layer.shape.in_w * p.layer.shape.in_h * p.layer.shape.in_c * ctx.precision.bytes
+        (p, p.layer.shape.in_w * p.layer.shape.in_h * p.layer.shape.in_c * ctx.precision.bytes
          if isinstance(p.layer, ConvLayer) and p.n0 == 0 else 0)
         for p in matmul_pieces(name, m, k, n, ctx, spec)
     ]  # fmt: skip
@@ -573,7 +589,9 @@ def lower_pool(op: Op, ctx: LoweringContext) -> list[Task]:
 
 def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     f = ctx.fused.get(op.name, Fused())
-    spec = _fused_sdp(f, ctx)
+    # a per-channel recipe scales per channel the weights of the layers with a bias (the accuracy study's
+    # _NvdlaRun._operands: a bias-free projection keeps one scale, its multiplier a register value)
+    spec = _fused_sdp(f, ctx, weights=op.weight_elems > 0 and op.attrs.bias)
     if not op.attrs.bias and spec.bias is OperandMode.PER_KERNEL:  # a projection without bias
         spec = dataclasses.replace(spec, bias=OperandMode.NONE)
     tasks = []
@@ -594,10 +612,10 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
             *[
                 # W_v^T is this layer's data cube: still the model's weights in DRAM, dense
                 dataclasses.replace(
-                    _hw(op, layer, 1, note="V^T = W_v^T X^T"), stored_weight_bytes=stored, static_weights=True
+                    _product(op, piece, 1, note="V^T = W_v^T X^T"), stored_weight_bytes=stored, static_weights=True
                 )
-                for layer, stored in _data_cube_weights(
-                    op.name, op.n, op.k, op.m, ctx, SdpSpec(out_precision=spec.out_precision)
+                for piece, stored in _data_cube_weights(
+                    op.name, op.n, op.k, op.m, ctx, _transposed_v_sdp(op, ctx, spec)
                 )
             ],
             *conversion_passes(op, op.n, op.m, ctx),
@@ -610,12 +628,30 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     for piece in matmul_pieces(op.name, op.m, op.k, op.n, ctx, spec):
         layer = piece.layer
         if not isinstance(layer, ConvLayer) or not static:  # partial-sum adds; a ones-vector reduction
-            tasks.append(_hw(op, layer, 1))
+            tasks.append(_product(op, piece, 1))
             continue
         layer = ctx.weighted(layer)
         stored = _stored_weights(layer) if piece.m0 == 0 else 0  # later row pieces reread these kernels
-        tasks.append(dataclasses.replace(_hw(op, layer, 1), stored_weight_bytes=stored, static_weights=True))
+        task = _product(op, dataclasses.replace(piece, layer=layer), 1)
+        tasks.append(dataclasses.replace(task, stored_weight_bytes=stored, static_weights=True))
     return tasks + conversion_passes(op, op.m, op.n, ctx)
+
+
+def _transposed_v_sdp(op: Op, ctx: LoweringContext, spec: SdpSpec) -> SdpSpec:
+    """The SDP of V^T = W_v^T X^T. V's bias is per pixel there: PV adds it (P (V + b) = P V + b, a row of
+    the host's softmax summing to 1) where the host normalises; where SDP's LUT softmax does, PV runs on
+    the unnormalised exps, so V^T's X1 adds it per element (B-RDMA: the bias broadcast over the tokens, in
+    accumulator steps: 16-bit operands, as X1's operand is; numerics.quant._bias_stage)."""
+    if op.attrs.bias and ctx.mode("softmax") is Placement.NVDLA:
+        return SdpSpec(
+            bias=OperandMode.PER_ELEMENT, out_precision=spec.out_precision, operand_precision=Precision.INT16
+        )
+    return SdpSpec(out_precision=spec.out_precision)
+
+
+def value_bias_in_context(ctx: LoweringContext) -> bool:
+    """Whether PV adds V's bias (V computed transposed, the host normalising: _transposed_v_sdp)."""
+    return ctx.copier is not None and ctx.mode("softmax") is not Placement.NVDLA
 
 
 def lower_scores(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
@@ -636,10 +672,10 @@ def lower_scores(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
     kv_count = op.count // op.attrs.kv_share
     tasks = [_relayout(op, f"{op.name}.k_relayout", op.n * op.k * bpe, ctx, kv_count, "K into weight format")]
     bands = causal_bands(op)
-    for i, (_, rows, keys) in enumerate(bands):
+    for i, (first, rows, keys) in enumerate(bands):
         note = "causal: keys past the band's last query skipped" if len(bands) > 1 else ""
         name = _banded(op.name, i, len(bands))
-        tasks += [_hw(op, layer, note=note) for layer in matmul_layers(name, rows, op.k, keys, ctx, spec)]
+        tasks += [_product(op, p, note=note, row=first) for p in matmul_pieces(name, rows, op.k, keys, ctx, spec)]
     if op.attrs.relative_shift:
         tasks.append(  # one hand-off per layer for all heads (the shift is the same strided re-index)
             _host(
@@ -706,12 +742,13 @@ def lower_context(op: Op, ctx: LoweringContext) -> list[Task] | Choice:
     what = "V^T into weight format" + strided
     kv_count = op.count // op.attrs.kv_share
     tasks = [_relayout(op, f"{op.name}.v_relayout", op.k * op.n * bpe, ctx, kv_count, what)]
-    # V's bias, moved here
-    spec = SdpSpec(bias=OperandMode.PER_KERNEL if copier else OperandMode.NONE, out_precision=pv_out)
+    # V's bias, moved here where V is computed transposed and the host normalises (_transposed_v_sdp)
+    bias = OperandMode.PER_KERNEL if value_bias_in_context(ctx) and op.attrs.value_bias else OperandMode.NONE
+    spec = SdpSpec(bias=bias, out_precision=pv_out)
     bands = causal_bands(op)
-    for i, (_, rows, keys) in enumerate(bands):
+    for i, (first, rows, keys) in enumerate(bands):
         name = _banded(op.name, i, len(bands))
-        tasks += [_hw(op, layer) for layer in matmul_layers(name, rows, keys, op.n, ctx, spec)]
+        tasks += [_product(op, p, row=first) for p in matmul_pieces(name, rows, keys, op.n, ctx, spec)]
     return tasks + finish
 
 

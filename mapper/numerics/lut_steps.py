@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -177,13 +177,18 @@ def activated_conv_sdp(
     table: GeluTable,
     *,
     bias: np.ndarray | None,
+    granularity: Granularity = Granularity.PER_CHANNEL,
     out_precision: Precision = Precision.INT8,
 ) -> SdpParams:
     """The SDP behind a convolution with a LUT activation: X1 the bias, X2 the requantization to the
-    table's input steps (per channel), Y the table, the convertor to `out_precision` at `out_scale`
-    (s_x: the accumulator's activation scale, CACC's truncation included)."""
+    table's input steps (per channel, or one register multiplier for weights scaled per tensor), Y the
+    table, the convertor to `out_precision` at `out_scale` (s_x: the accumulator's activation scale, CACC's
+    truncation included)."""
     x = requant_sdp(s_x, s_w, table.pre_scale, bias=bias, granularity=Granularity.PER_CHANNEL)
+    x2 = x.x2
+    if granularity is Granularity.PER_TENSOR:  # one weight scale: every kernel's multiplier is the same
+        x2 = replace(x2, mul_operand=int(np.asarray(x2.mul_operand).reshape(-1)[0]))
     return SdpParams(
-        x1=x.x1, x2=x.x2, y=EwStage(lut=table.lut), cvt=_to_output(table.entry_unit, out_scale),
+        x1=x.x1, x2=x2, y=EwStage(lut=table.lut), cvt=_to_output(table.entry_unit, out_scale),
         out_precision=out_precision,
     )  # fmt: skip

@@ -11,22 +11,17 @@ passing through. The bias (scale s_x * s_w[k]) goes to X1 as a 16-bit operand wi
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from nvdla_mapper.options import Granularity
 from nvdla_sim.precision import Precision
 from nvdla_sim.units.sdp import Convertor, EwStage, SdpParams, Stage
 
 QMAX = {Precision.INT8: 127, Precision.INT16: 32767}
 MULT_BITS = 15  # INT16 operands: magnitude < 2**15
-
-
-class Granularity(enum.Enum):
-    PER_TENSOR = "per-tensor"
-    PER_CHANNEL = "per-channel"
 
 
 ENTROPY_BINS = 2048  # TensorRT's entropy calibrator: a 2,048-bin histogram of |x| ...

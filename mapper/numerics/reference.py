@@ -10,7 +10,6 @@ and their accuracy on the committed evaluation data must reproduce the training 
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,32 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from nvdla_mapper.workload import MatmulRole
 from nvdla_sim.errors import NvdlaError
 
 Weights = dict[str, np.ndarray]
-
-
-class MatmulRole(enum.Enum):
-    """What a matmul is in a transformer: the forward passes name each matmul and give it its role, so the
-    accuracy study attributes errors, groups SmoothQuant's factors and picks the activation operands by
-    the role, never by parsing the name."""
-
-    EMBEDDING = "embedding"  # the ViT's patch embedding
-    QUERY = "query"  # the q, k and v projections (they read one LayerNorm output)
-    KEY = "key"
-    VALUE = "value"
-    SCORES = "scores"  # QK^T of one sequence and head: its second operand the keys, an activation
-    CONTEXT = "context"  # PV: its first operand the softmax's probabilities, its second the values
-    OUTPUT = "output"  # the attention's output projection (reads the context)
-    FFN_UP = "ffn_up"  # the FFN's first layer (reads a LayerNorm output; its activation behind it)
-    FFN_DOWN = "ffn_down"  # the FFN's second layer (reads the activation)
-    CLASSIFIER = "classifier"  # the ViT's head, on the final LayerNorm's CLS output
-    LM_HEAD = "lm_head"  # the GPT's LM head, tied to the token embedding table
-
-    @property
-    def attention_product(self) -> bool:
-        """QK^T or PV: both operands are activations (on NVDLA the second is read as kernels)."""
-        return self in (MatmulRole.SCORES, MatmulRole.CONTEXT)
 
 
 class Site(str):
@@ -121,6 +98,11 @@ class Hooks:
     residual: Residual | None = None
     embedded: Embedded | None = None
     normalized: Normalized | None = None
+    # V's bias added by PV instead of V's projection (P (V + b) = P V + b, the softmax's rows summing to
+    # 1): the mapper's program where it computes V transposed (lowering.rules.lower_matmul), whose
+    # per-channel bias would be per pixel. The V site then runs without its bias, and each head's PV site
+    # takes that head's slice of it
+    value_bias_in_context: bool = False
 
     def activated_run(self) -> Activated:
         return self.activated or (lambda name, a, w, b, act: act(self.matmul(name, a, w, b)))
@@ -131,6 +113,10 @@ class Hooks:
     def products(self) -> Matmul | None:
         """The attention products' matmul; None where it is float (all heads at once, in numpy)."""
         return None if self.matmul is float_matmul else self.matmul
+
+    def moves_bias(self, site: Site) -> bool:
+        """Whether `site` runs without its bias, which PV adds (value_bias_in_context)."""
+        return self.value_bias_in_context and site.role is MatmulRole.VALUE
 
     def stream(self, name: str, x: np.ndarray) -> np.ndarray:
         return self.embedded(name, x) if self.embedded is not None else x
@@ -196,12 +182,16 @@ def _attention(
     mm: Matmul | None = None,
     name: str = "",
     attend: Attend | None = None,
+    v_bias: np.ndarray | None = None,
 ) -> np.ndarray:
     """q, k, v [B, T, H] -> [B, T, H]: per-head scaled dot products, optionally causal; with `mm`, each
     sequence's and head's QK^T and PV through it (`name`.qk, `name`.pv), as NVDLA runs them; with
-    `attend`, each sequence's and head's whole attention through it (`name`)."""
+    `attend`, each sequence's and head's whole attention through it (`name`). `v_bias` [H]: V's bias, added
+    by PV (each head's slice its PV's bias; Hooks.value_bias_in_context)."""
     b, t, h = q.shape
     d = h // heads
+    if v_bias is not None and attend is not None:
+        raise NvdlaError(f"{name}: V's bias moves to PV only where PV runs as a matmul (not a whole attention)")
     split = [a.reshape(b, t, heads, d).transpose(0, 2, 1, 3) for a in (q, k, v)]
     if attend is not None:
         out = np.stack(
@@ -216,11 +206,14 @@ def _attention(
     if causal:
         scores = np.where(causal_mask(t), -np.inf, scores)
     p = softmax(scores)
+    head_bias = [None if v_bias is None else v_bias[j * d : (j + 1) * d] for j in range(heads)]
     if mm is None:
         out = p @ split[2]
+        if v_bias is not None:
+            out = out + np.stack(head_bias)[None, :, None, :]
     else:
-        out = np.stack([np.stack([mm(context_site(name), p[i, j], split[2][i, j].T, None) for j in range(heads)])
-                        for i in range(b)])  # fmt: skip
+        out = np.stack([np.stack([mm(context_site(name), p[i, j], split[2][i, j].T, head_bias[j])
+                                  for j in range(heads)]) for i in range(b)])  # fmt: skip
     return out.transpose(0, 2, 1, 3).reshape(b, t, h)
 
 
@@ -262,7 +255,8 @@ def vit_forward(
         p = f"vit.encoder.layer.{i}."
 
         def lin(site: Site, y: np.ndarray) -> np.ndarray:
-            flat = run(site, y.reshape(-1, y.shape[-1]), w[site + ".weight"], w[site + ".bias"])
+            bias = None if hooks.moves_bias(site) else w[site + ".bias"]
+            flat = run(site, y.reshape(-1, y.shape[-1]), w[site + ".weight"], bias)
             return flat.reshape(*y.shape[:-1], -1)
 
         y = hooks.norm(p + "layernorm_before", x, w[p + "layernorm_before.weight"], w[p + "layernorm_before.bias"], eps)
@@ -270,7 +264,8 @@ def vit_forward(
             lin(Site(f"{p}attention.attention.{m}", role, f"{p}attention.attention"), y)
             for m, role in (("query", MatmulRole.QUERY), ("key", MatmulRole.KEY), ("value", MatmulRole.VALUE))
         )
-        att = _attention(*qkv, heads, False, hooks.products(), f"{p}attention", hooks.attend)
+        v_bias = w[f"{p}attention.attention.value.bias"] if hooks.value_bias_in_context else None
+        att = _attention(*qkv, heads, False, hooks.products(), f"{p}attention", hooks.attend, v_bias)
         name = Site(p + "attention.output.dense", MatmulRole.OUTPUT)
         x = _added(res_run, name, att, w[name + ".weight"], w[name + ".bias"], x)
         y = hooks.norm(p + "layernorm_after", x, w[p + "layernorm_after.weight"], w[p + "layernorm_after.bias"], eps)
@@ -311,11 +306,13 @@ def gpt2_forward(
         bq, bk, bv = np.split(w[p + "attn.c_attn.bias"], 3)
         flat = y.reshape(-1, y.shape[-1])
         roles = (("q", MatmulRole.QUERY, wq, bq), ("k", MatmulRole.KEY, wk, bk), ("v", MatmulRole.VALUE, wv, bv))
+        sites = [(Site(f"{p}attn.c_attn.{n}", role, f"{p}attn.c_attn"), wt, bt) for n, role, wt, bt in roles]
         q, k, v = (
-            run(Site(f"{p}attn.c_attn.{n}", role, f"{p}attn.c_attn"), flat, wt.T, bt).reshape(*y.shape[:-1], -1)
-            for n, role, wt, bt in roles
+            run(site, flat, wt.T, None if hooks.moves_bias(site) else bt).reshape(*y.shape[:-1], -1)
+            for site, wt, bt in sites
         )
-        att = _attention(q, k, v, heads, True, hooks.products(), f"{p}attn", hooks.attend)
+        att = _attention(q, k, v, heads, True, hooks.products(), f"{p}attn", hooks.attend,
+                         bv if hooks.value_bias_in_context else None)  # fmt: skip
         name = Site(p + "attn.c_proj", MatmulRole.OUTPUT)
         x = _added(res_run, name, att, w[name + ".weight"].T, w[name + ".bias"], x)  # Conv1D weights: [in, out]
         y = hooks.norm(p + "ln_2", x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)

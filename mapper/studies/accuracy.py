@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from nvdla_mapper.frontends.presets import ModelSpec
-from nvdla_mapper.lowering.rules import LoweringContext, Placement, matmul_layout
+from nvdla_mapper.lowering.rules import Fused, LoweringContext, Placement, matmul_layout, value_bias_in_context
 from nvdla_mapper.numerics import fp16_steps, layernorm_steps, lut_steps
 from nvdla_mapper.numerics.accuracy_report import (
     SEEDED_CALIBRATION,
@@ -60,14 +60,16 @@ from nvdla_mapper.numerics.reference import (
 )
 from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
 from nvdla_mapper.options import NO_PRUNING, PruneKind, Pruning
+from nvdla_mapper.passes import lower_op
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_mapper.studies.progress import Progress, quiet
+from nvdla_mapper.workload import AttentionAttrs, MatmulAttrs, Op, OpKind
 from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.conv import run_conv
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import NvdlaError, UnsupportedError
 from nvdla_sim.floats import FP16_OVERFLOW
-from nvdla_sim.layers import ConvLayer
+from nvdla_sim.layers import ConvLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.units.sdp import SdpParams, sdp_apply
 
@@ -228,9 +230,10 @@ class _Block:
         self.pruned = {n: prune(w, prune_spec) for n, w in self.dense.items()}
         self.b = {n: (rng.standard_normal(s[0]) * 0.02).astype(np.float32) for n, s in shapes.items()}
 
-    def forward(self, x: np.ndarray, mm, *, dense: bool) -> dict[str, np.ndarray]:
+    def forward(self, x: np.ndarray, mm, *, dense: bool, v_bias_in_pv: bool = False) -> dict[str, np.ndarray]:
         """Run the block with `mm(name, a, w, b)` as the matmul (dense or pruned weights); returns every
-        matmul output by name."""
+        matmul output by name. `v_bias_in_pv`: V runs without its bias, which each head's PV adds
+        (reference.Hooks.value_bias_in_context)."""
         self.w = self.dense if dense else self.pruned
         outs: dict[str, np.ndarray] = {}
 
@@ -239,12 +242,14 @@ class _Block:
             return outs[name]
 
         qkv = (("q", MatmulRole.QUERY), ("k", MatmulRole.KEY), ("v", MatmulRole.VALUE))
-        q, k, v = (run(Site(n, role, "qkv"), x, self.w[n], self.b[n]) for n, role in qkv)
+        moved = {"v"} if v_bias_in_pv else set()
+        q, k, v = (run(Site(n, role, "qkv"), x, self.w[n], None if n in moved else self.b[n]) for n, role in qkv)
         ctx = np.zeros_like(q)
         for hh in range(self.heads):
             sl = slice(hh * self.hd, (hh + 1) * self.hd)
             scores = run(Site(f"qk.h{hh}", MatmulRole.SCORES), q[:, sl], k[:, sl]) / math.sqrt(self.hd)
-            ctx[:, sl] = run(Site(f"pv.h{hh}", MatmulRole.CONTEXT), softmax(scores), v[:, sl].T)
+            pv_bias = self.b["v"][sl] if v_bias_in_pv else None
+            ctx[:, sl] = run(Site(f"pv.h{hh}", MatmulRole.CONTEXT), softmax(scores), v[:, sl].T, pv_bias)
         x1 = layernorm(x + run(Site("o", MatmulRole.OUTPUT), ctx, self.w["o"], self.b["o"]))
         f = gelu_tanh(run(Site("ffn1", MatmulRole.FFN_UP, "ffn1"), x1, self.w["ffn1"], self.b["ffn1"]))
         outs["block_out"] = layernorm(x1 + run(Site("ffn2", MatmulRole.FFN_DOWN), f, self.w["ffn2"], self.b["ffn2"]))
@@ -316,13 +321,17 @@ class Scales:
     norms: dict[str, NormRange] = field(default_factory=dict)
 
 
-def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = True) -> Scales:
+def _calibrated_scales(
+    forward, settings: QuantSettings, *, steps_too: bool = True, v_bias_in_pv: bool = False
+) -> Scales:
     """Per-tensor activation scales of every matmul's input and output, and of the attention products'
     activation operands, by name, from `forward(hooks)` run in float over the calibration data (a name seen
     several times, as attention products of every head and image, is one site), and the LUT steps' scales
     (Scales.steps: the maxima of the float values at those steps). With SmoothQuant, the LayerNorm-fed
     inputs' factors come from their per-channel maxima, and their scales are the smoothed inputs'. Without
-    `steps_too` (a build without SDP's LUT) the softmax and GELU run in float and no step is recorded."""
+    `steps_too` (a build without SDP's LUT) the softmax and GELU run in float and no step is recorded.
+    `v_bias_in_pv`: the forward moves V's bias to PV, as the run's program does (_moves_v_bias); the host
+    then normalises, and the softmax's steps are not recorded."""
     seen: tuple[dict[str, list[np.ndarray]], ...] = ({}, {}, {})
     weights: dict[str, np.ndarray] = {}
     steps: dict[str, float] = {}
@@ -376,8 +385,9 @@ def _calibrated_scales(forward, settings: QuantSettings, *, steps_too: bool = Tr
         norm_out.setdefault(name, []).append(y)
         return y.reshape(x.shape)
 
-    luts = (attend, activated) if steps_too else (None, None)
-    forward(Hooks(record, *luts, residual, embedded, normalized if steps_too else None))
+    luts = (None if v_bias_in_pv else attend, activated) if steps_too else (None, None)
+    forward(Hooks(record, *luts, residual, embedded, normalized if steps_too else None,
+                  value_bias_in_context=v_bias_in_pv))  # fmt: skip
     cal = settings.calibration
     smooth: dict[str, np.ndarray] = {}
     if settings.smooth:  # one factor per input channel and LayerNorm output, over the weights that read it
@@ -473,31 +483,106 @@ class LayerRun:
     truncate: int = 0  # CACC's clip_truncate (INT16 runs)
 
 
+def _moves_v_bias(hw: HwConfig, settings: QuantSettings) -> bool:
+    """Whether the mapper's program adds V's bias in PV for this run (Hooks.value_bias_in_context): what
+    the calibration's forwards must do too, so that V's scale is calibrated on what V's layer writes."""
+    if settings.precision is Precision.FP16:
+        return False
+    return value_bias_in_context(LoweringContext.of(hw=hw, precision=settings.precision, softmax=settings.softmax))
+
+
 def _lut_build(hw: HwConfig) -> bool:
     """Whether `hw` has SDP's LUT and element-wise unit (the mapper's test for its LUT steps)."""
     return LoweringContext.of(hw=hw, precision=Precision.INT8).has_lut
 
 
-def _datapath_matmul(
+def _run_pieces(
     name: str,
     a: np.ndarray,
     w: np.ndarray,
     params: SdpParams | None,
     hw: HwConfig,
     ctx: LoweringContext,
-    truncate: int = 0,
-) -> tuple[np.ndarray, int, LayerRun]:
-    """a [m, k] times w [n, k], codes or FP16 values at ctx's precision, on the bit-exact datapath, laid out
-    and tiled as the mapper does it, CACC truncating `truncate` bits, through SDP `params` (None: the raw
-    accumulator): ([m, n], SDP's saturations, the run as a LayerRun)."""
-    m, kdim = a.shape
+    truncate: int,
+    pieces: tuple[ProductPiece, ...] | None,
+) -> tuple[np.ndarray, int, list[LayerRun]]:
+    """a [m, k] times w [n, k], codes or FP16 values at ctx's precision, on the bit-exact datapath as the
+    mapper's `pieces` (mapper_pieces: each on its rows of a, its kernels of w and its window of the SDP
+    numbers), or as one layer of the study's own (None: laid out as the mapper lays out a matmul, timed as
+    its numbers program it), each tiled by the mapper's search, CACC truncating `truncate` bits, through SDP
+    `params` (None: the raw accumulator): ([m, n], SDP's saturations, the runs as LayerRuns)."""
     p = ctx.precision
-    layer = ConvLayer(name, matmul_layout(m, kdim, w.shape[0], ctx), p)
-    plan = search_plan(layer, hw).plan
-    x3 = a.astype(p.numpy_dtype).reshape(layer.shape.in_h, layer.shape.in_w, kdim)
-    w4 = w.astype(p.numpy_dtype).reshape(w.shape[0], 1, 1, kdim)
-    y, sat = run_conv(layer, x3, w4, hw, plan, sdp_params=params, truncate=truncate)
-    return y.reshape(m, -1), sat, LayerRun(name, layer, plan, x3, w4, params, y, truncate)
+    if pieces is None:
+        spec = params.timing_view(p) if params is not None else SdpSpec()
+        own = ConvLayer(name, matmul_layout(a.shape[0], a.shape[1], w.shape[0], ctx), p, spec)
+        pieces = (ProductPiece(own, 0, 0),)
+    out: np.ndarray | None = None
+    sat, runs = 0, []
+    for piece in pieces:
+        layer, s = piece.layer, piece.layer.shape
+        x, kernels = a[piece.rows], w[piece.columns]
+        if (s.in_w * s.in_h, s.in_c, s.out_k) != (*x.shape, kernels.shape[0]) or layer.precision is not p:
+            raise NvdlaError(
+                f"{name}: the mapper's layer is {s.in_w * s.in_h} x {s.in_c} x {s.out_k} at {layer.precision.value}, "
+                f"the study's piece {x.shape[0]} x {x.shape[1]} x {kernels.shape[0]} at {p.value}"
+            )
+        window = None if params is None else params.window(piece.rows, piece.columns)
+        plan = search_plan(layer, hw).plan
+        x3 = x.astype(p.numpy_dtype).reshape(s.in_h, s.in_w, s.in_c)
+        w4 = kernels.astype(p.numpy_dtype).reshape(s.out_k, 1, 1, s.in_c)
+        y, n = run_conv(layer, x3, w4, hw, plan, sdp_params=window, truncate=truncate)
+        if out is None:
+            out = np.empty((a.shape[0], w.shape[0]), y.dtype)
+        out[piece.rows, piece.columns] = y.reshape(x.shape[0], -1)
+        sat, runs = sat + n, [*runs, LayerRun(name, layer, plan, x3, w4, window, y, truncate)]
+    return out, sat, runs
+
+
+def _study_op(site: Site, m: int, k: int, n: int, *, bias: bool, causal: bool) -> Op:
+    """The op the mapper's front end builds for a matmul site of the reference forward: a linear layer with
+    its role, or one sequence's and head's QK^T (scaled by 1/sqrt(d), as the reference's scores are) or PV."""
+    role = role_of(site)
+    if role is MatmulRole.SCORES:
+        return Op(site, OpKind.ATTN_SCORES, m, n, k=k, attrs=AttentionAttrs(causal=causal, scale=1 / math.sqrt(k)))
+    if role is MatmulRole.CONTEXT:  # `bias`: V's, which PV adds where V is computed transposed
+        return Op(site, OpKind.ATTN_CONTEXT, m, n, k=k, attrs=AttentionAttrs(causal=causal, value_bias=bias))
+    attrs = MatmulAttrs(bias=bias, feeds_context=role is MatmulRole.VALUE, role=role)
+    return Op(site, OpKind.MATMUL, m, n, k=k, attrs=attrs)
+
+
+@dataclass(frozen=True)
+class ProductPiece:
+    """One hardware layer of a product as the mapper lowers it, and the rows and output columns of the
+    product it computes (lowering.rules.Task.piece)."""
+
+    layer: ConvLayer
+    row: int
+    column: int
+
+    @property
+    def rows(self) -> slice:
+        return slice(self.row, self.row + self.layer.shape.in_w * self.layer.shape.in_h)
+
+    @property
+    def columns(self) -> slice:
+        return slice(self.column, self.column + self.layer.shape.out_k)
+
+
+def mapper_pieces(op: Op, fused: Fused, ctx: LoweringContext) -> tuple[ProductPiece, ...]:
+    """The hardware layers the mapper's pipeline lowers `op`'s product to (passes.lower_op under `fused`, what
+    the fusion pass folds into its SDP), each with the rows and columns it computes: not the re-layouts,
+    conversions or a softmax's steps around it. A one-line error where the product has partial sums (a
+    reduction past 8,192 channels) or skips a part (a causal band's masked keys), which the study does not
+    run."""
+    tasks = [t for t in lower_op(op, replace(ctx, fused={op.name: fused})) if t.piece is not None]
+    what = f"{op.name}: the mapper lowers this {op.m} x {op.k} x {op.n} product"
+    if any(not isinstance(t.layer, ConvLayer) or t.piece[2] for t in tasks):
+        raise UnsupportedError(f"{what} with partial sums over its channels; the accuracy study runs whole sums")
+    pieces = tuple(ProductPiece(t.layer, t.piece[0], t.piece[1]) for t in tasks)
+    rows, cols = (op.n, op.m) if op.kind is OpKind.MATMUL and op.attrs.feeds_context and ctx.copier else (op.m, op.n)
+    if sum(p.layer.shape.in_w * p.layer.shape.in_h * p.layer.shape.out_k for p in pieces) != rows * cols:
+        raise UnsupportedError(f"{what} in pieces that leave part of it out (causal bands); the study runs all")
+    return pieces
 
 
 class _NvdlaRun:
@@ -532,7 +617,12 @@ class _NvdlaRun:
             raise NvdlaError(f"{hw.name} has no {p.value} datapath")
         # SmoothQuant's and QAT's runs keep LayerNorm on the host (QuantSettings.layernorm)
         layernorm = Placement.HOST if settings.smooth or settings.learned else settings.layernorm
-        self.ctx = LoweringContext.of(hw=hw, precision=p, softmax=settings.softmax, layernorm=layernorm)
+        self.ctx = LoweringContext.of(
+            hw=hw, precision=p, softmax=settings.softmax, layernorm=layernorm, requant=settings.granularity
+        )
+        # V computed transposed (the mapper's program on a build with BDMA): its bias added by PV where the
+        # host normalises (the forward moves it there), per element by V^T's SDP where SDP's LUT does
+        self.transposed_v = self.ctx.copier is not None
         self.rescale = QMAX[Precision.INT8] / QMAX[p]  # calibrated (INT8) scales to this precision's steps
         self.lut_softmax = self.ctx.mode("softmax") is Placement.NVDLA
         self.lut_gelu = self.ctx.has_lut
@@ -554,7 +644,16 @@ class _NvdlaRun:
             self.residual if stream else None,
             self.embedded if stream else None,
             self.normalized if self.lut_layernorm and self._quantized("layernorm") else None,
+            value_bias_in_context=value_bias_in_context(self.ctx),
         )
+
+    def _pieces(
+        self, site: Site, a: np.ndarray, w: np.ndarray, *, bias: bool, fused: Fused | None = None, causal: bool = False
+    ) -> tuple[ProductPiece, ...]:
+        """The mapper's product layers for `site`, a [m, k] times w [n, k] (its op's shape; V's on a build
+        with BDMA compute V^T), under `fused` (what the fusion pass folds into its SDP: mapper_pieces)."""
+        op = _study_op(site, a.shape[0], a.shape[1], w.shape[0], bias=bias, causal=causal)
+        return mapper_pieces(op, fused or Fused(), self.ctx)
 
     def _quantized(self, part: str) -> bool:
         return not self.settings.only or part in self.settings.only
@@ -574,7 +673,9 @@ class _NvdlaRun:
                 s_x = float(scale_for(cal.amax(a)))
             else:
                 s_x = _static(scales.inputs, name, "input") * self.rescale
-        per_ch = self.settings.granularity is Granularity.PER_CHANNEL and b is not None  # activations: per tensor
+        # weights with a bias per channel where the recipe says so; activations (and the attention products'
+        # second operand, PV's with V's bias moved in) per tensor
+        per_ch = self.settings.granularity is Granularity.PER_CHANNEL and b is not None and not activation_operand(name)
         if activation_operand(name):
             if self.settings.dynamic:
                 s_op = float(scale_for(cal.amax(w)))
@@ -615,17 +716,19 @@ class _NvdlaRun:
         keep: bool = True,
         truncate: int = 0,
         precision: Precision | None = None,
+        pieces: tuple[ProductPiece, ...] | None = None,
     ):
-        """a [m, k] times w [n, k] on the datapath at the run's precision (or `precision`), laid out and tiled
-        as the mapper does it, CACC truncating `truncate` bits, through SDP `params` (None: the raw
-        accumulator): [m, n]; saturations counted, the run recorded (`keep`)."""
+        """a [m, k] times w [n, k] on the datapath at the run's precision (or `precision`) as the mapper's
+        `pieces` (None: a step of the study's own, _run_pieces), tiled by the mapper's search, CACC
+        truncating `truncate` bits, through SDP `params` (None: the raw accumulator): [m, n]; saturations
+        counted, the runs recorded (`keep`)."""
         p = precision or self.precision
         ctx = self.ctx if p is self.precision else self.ctx.at_precision(p)
-        y, sat, run = _datapath_matmul(name, qa, qw, params, self.hw, ctx, truncate)
+        y, sat, runs = _run_pieces(name, qa, qw, params, self.hw, ctx, truncate, pieces)
         if params is not None:
             self._count(name, sat)
             if keep and self.record is not None:
-                self.record.append(run)
+                self.record.extend(runs)
         return y
 
     def _real(self, name: str, qa, qw, s_x: float, s_w: np.ndarray, b) -> np.ndarray:
@@ -636,6 +739,8 @@ class _NvdlaRun:
     def matmul(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
         if not self._quantized(site(name)):
             return float_matmul(name, a, w, b)
+        if role_of(name) is MatmulRole.VALUE and self.transposed_v:
+            return self._transposed_value(name, a, w, b)
         qa, qw, s_x, s_w, per_ch = self._operands(name, a, w, b)
         if self.settings.dynamic:
             s_y = float(scale_for(self.settings.calibration.amax(self._real(name, qa, qw, s_x, s_w, b))))
@@ -646,7 +751,29 @@ class _NvdlaRun:
             s_x * 2**t, s_w, s_y, bias=b,
             granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR, out_precision=self.precision,
         )  # fmt: skip
-        return dequantize(self._conv(name, qa, qw, params, truncate=t), s_y)
+        pieces = self._pieces(name, a, w, bias=b is not None)
+        return dequantize(self._conv(name, qa, qw, params, truncate=t, pieces=pieces), s_y)
+
+    def _transposed_value(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+        """V = a w^T + b as the mapper runs it on a build with BDMA (lowering.rules.lower_matmul): V^T = W_v
+        X^T, the weights the data cube (one scale: a data cube has no per-row scale) and the tokens the
+        kernels, requantized per tensor; its bias per element in V^T's X1 (where SDP's LUT normalises: the
+        forward passes it here), else added by PV (the forward passes none). V, transposed back."""
+        qx, qw, s_x, s_w, _ = self._operands(name, a, w, None)  # per tensor: W's rows are V^T's pixels
+        s_acc = s_x * float(s_w[0])
+        if self.settings.dynamic:
+            real = dequantize(self._conv(name, qx, qw, None), s_acc) + (b if b is not None else 0)
+            s_y = float(scale_for(self.settings.calibration.amax(real)))
+        else:
+            s_y = _static(self.scales.outputs, name, "output") * self.rescale
+        bias = None if b is None else np.broadcast_to(np.asarray(b, np.float64)[:, None], (w.shape[0], a.shape[0]))
+        t = self.truncate(qx, None if bias is None else np.abs(bias).max(axis=0) / s_acc)
+        params = requant_sdp(
+            s_acc * 2**t, np.ones(a.shape[0]), s_y, bias=bias, granularity=Granularity.PER_TENSOR,
+            out_precision=self.precision,
+        )  # fmt: skip
+        pieces = self._pieces(name, a, w, bias=b is not None or value_bias_in_context(self.ctx))
+        return dequantize(self._conv(name, qw, qx, params, truncate=t, pieces=pieces), s_y).T
 
     def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
         """A matmul and its activation in the LUT of its SDP (lut_steps.activated_conv_sdp), written as INT8
@@ -654,7 +781,7 @@ class _NvdlaRun:
         same table."""
         cal, dynamic = self.settings.calibration, self.settings.dynamic
         if self._quantized(site(name)):
-            qa, qw, s_x, s_w, _ = self._operands(name, a, w, b)
+            qa, qw, s_x, s_w, per_ch = self._operands(name, a, w, b)
             real = self._real(name, qa, qw, s_x, s_w, b) if dynamic else None
         else:
             real = float_matmul(name, a, w, b)
@@ -667,8 +794,12 @@ class _NvdlaRun:
         table = lut_steps.gelu_table(act, pre, input_codes=lut_steps.GELU_FINER * (QMAX[p] + 1))
         if self._quantized(site(name)):
             t = self.truncate(qw, self._bias_steps(b, s_x, s_w))
-            params = lut_steps.activated_conv_sdp(s_x * 2**t, s_w, out, table, bias=b, out_precision=p)
-            return dequantize(self._conv(name, qa, qw, params, truncate=t), out)
+            params = lut_steps.activated_conv_sdp(
+                s_x * 2**t, s_w, out, table, bias=b, out_precision=p,
+                granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR,
+            )  # fmt: skip
+            pieces = self._pieces(name, a, w, bias=b is not None, fused=Fused(activation=OpKind.GELU))
+            return dequantize(self._conv(name, qa, qw, params, truncate=t, pieces=pieces), out)
         codes = np.clip(np.round(real / table.pre_scale), -(2**31), 2**31 - 1).astype(np.int64)
         return dequantize(self._sdp(name, codes, lut_steps.table_pass(table, out, out_precision=p)), out)
 
@@ -710,7 +841,8 @@ class _NvdlaRun:
             params = residual_sdp(s_x * 2**t, s_w, s_y, qx, s_r, bias=b, eltwise_unit=self.ctx.has_ew, precision=p)
         except ValueError as e:
             raise UnsupportedError(f"{name}: the fused residual add cannot be programmed: {e}") from None
-        out = self._conv(name, qa, qw, params, truncate=t)
+        pieces = self._pieces(name, a, w, bias=b is not None, fused=Fused(residual=True, residual_input="stream"))
+        out = self._conv(name, qa, qw, params, truncate=t, pieces=pieces)
         self.stream = s_y
         return dequantize(out, s_y)
 
@@ -734,8 +866,10 @@ class _NvdlaRun:
                 else _static(self.scales.outputs, qk, "output")
             )
             params = requant_sdp(s_x, s_w, s_qk, bias=None, granularity=Granularity.PER_TENSOR)
-            params = SdpParams(x1=params.x1, x2=params.x2, y=lut_steps.mask_operand(mask), cvt=params.cvt)
-            scores = self._conv(qk, qa, qw, params, keep=False)
+            if causal:  # the mask added by Y's ALU (E-RDMA), as the mapper's QK^T reads it
+                params = SdpParams(x1=params.x1, x2=params.x2, y=lut_steps.mask_operand(mask), cvt=params.cvt)
+            pieces = self._pieces(qk, q, k, bias=False, causal=causal)
+            scores = self._conv(qk, qa, qw, params, keep=False, pieces=pieces)
         else:
             real = float_matmul(qk, q, k, None)
             s_qk = float(scale_for(cal.amax(real))) if dynamic else _static(self.scales.outputs, qk, "output")
@@ -752,7 +886,9 @@ class _NvdlaRun:
         if not int8_products:  # PV and the normalisation float, on the INT8 exps and 1/sum
             return (dequantize(e, s_exp) @ v) * dequantize(recip, s_rec)
         qa, qw, s_x, s_w, _ = self._operands(pv, dequantize(e, s_exp), v.T, None, s_x=s_exp)
-        unnorm = self._conv(pv, qa, qw, requant_sdp(s_x, s_w, s_un, bias=None, granularity=Granularity.PER_TENSOR))
+        pieces = self._pieces(pv, qa, qw, bias=False, causal=causal)
+        unnorm = self._conv(pv, qa, qw, requant_sdp(s_x, s_w, s_un, bias=None, granularity=Granularity.PER_TENSOR),
+                            pieces=pieces)  # fmt: skip
         ones = np.ones((unnorm.shape[1], 1), np.int8)
         broadcast = self._conv(
             f"{name}.broadcast", recip.astype(np.int8), ones, lut_steps.requant_pass(1, 1), keep=False
@@ -828,8 +964,9 @@ class _Fp16Run:
 
     def hooks(self) -> Hooks:
         return Hooks(
-            self.matmul, None, self.activated if self.ctx.has_lut else None, self.residual, self.embedded, None
-        )
+            self.matmul, None, self.activated if self.ctx.has_lut else None, self.residual, self.embedded, None,
+            value_bias_in_context=value_bias_in_context(self.ctx),
+        )  # fmt: skip
 
     def _count(self, name: str, sat: int) -> None:
         self.sats[name] = self.sats.get(name, 0) + sat
@@ -841,28 +978,47 @@ class _Fp16Run:
         self._count(name, int(np.count_nonzero(np.abs(x) >= FP16_OVERFLOW)))
         return fp16_steps.as_fp16(np.clip(x, -65504, 65504))
 
-    def _conv(self, name: str, a: np.ndarray, w: np.ndarray, params: SdpParams) -> np.ndarray:
-        y, sat, run = _datapath_matmul(name, self._fp16(name, a), self._fp16(name, w), params, self.hw, self.ctx)
+    def _conv(
+        self, name: str, a: np.ndarray, w: np.ndarray, params: SdpParams, pieces: tuple[ProductPiece, ...]
+    ) -> np.ndarray:
+        """a [m, k] times w [n, k] at FP16 as the mapper's `pieces` (_run_pieces)."""
+        y, sat, runs = _run_pieces(name, self._fp16(name, a), self._fp16(name, w), params, self.hw, self.ctx, 0, pieces)
         self._count(name, sat)
         if self.record is not None:
-            self.record.append(run)
+            self.record.extend(runs)
         return y.astype(np.float64)
 
     def _bias(self, name: str, b: np.ndarray | None) -> np.ndarray | None:
         return None if b is None else self._fp16(name, b)
 
+    def _pieces(
+        self, site: Site, a: np.ndarray, w: np.ndarray, *, bias: bool, fused: Fused | None = None
+    ) -> tuple[ProductPiece, ...]:
+        """The mapper's product layers for `site` (_NvdlaRun._pieces)."""
+        op = _study_op(site, a.shape[0], a.shape[1], w.shape[0], bias=bias, causal=False)
+        return mapper_pieces(op, fused or Fused(), self.ctx)
+
     def matmul(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-        return self._conv(name, a, w, fp16_steps.matmul_sdp(bias=self._bias(name, b)))
+        if role_of(name) is MatmulRole.VALUE and self.ctx.copier is not None:
+            # V^T = W_v X^T, as the mapper runs V on a build with BDMA (_NvdlaRun._transposed_value); its
+            # bias per element where the forward leaves it here (PV adds it where the host normalises)
+            bias = None if b is None else np.broadcast_to(self._bias(name, b)[:, None], (w.shape[0], a.shape[0]))
+            pieces = self._pieces(name, a, w, bias=b is not None or value_bias_in_context(self.ctx))
+            return self._conv(name, w, a, fp16_steps.matmul_sdp(bias=bias), pieces).T
+        pieces = self._pieces(name, a, w, bias=b is not None)
+        return self._conv(name, a, w, fp16_steps.matmul_sdp(bias=self._bias(name, b)), pieces)
 
     def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
         params = fp16_steps.matmul_sdp(bias=self._bias(name, b), lut=fp16_steps.gelu_lut(act))
-        return self._conv(name, a, w, params)
+        pieces = self._pieces(name, a, w, bias=b is not None, fused=Fused(activation=OpKind.GELU))
+        return self._conv(name, a, w, params, pieces)
 
     def residual(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
         params = fp16_steps.matmul_sdp(
             bias=self._bias(name, b), residual=self._fp16(name, x), eltwise_unit=self.ctx.has_ew
         )
-        return self._conv(name, a, w, params)
+        pieces = self._pieces(name, a, w, bias=b is not None, fused=Fused(residual=True, residual_input="stream"))
+        return self._conv(name, a, w, params, pieces)
 
     def embedded(self, name: str, x: np.ndarray) -> np.ndarray:
         return self._fp16(name, x).astype(np.float64)
@@ -923,15 +1079,21 @@ def block_accuracy(
     data = calibration_inputs(calib, seq=seq, hidden=st.hidden, samples=samples, rng=rng)
 
     calibration = data[:-1] if len(data) > 1 else data
-    scales = _calibrated_scales(lambda h: [block.forward(x, h.matmul, dense=False) for x in calibration], settings)
+    moved = _moves_v_bias(hw, settings)
+    scales = _calibrated_scales(
+        lambda h: [block.forward(x, h.matmul, dense=False, v_bias_in_pv=moved) for x in calibration],
+        settings,
+        v_bias_in_pv=moved,
+    )
     sats: dict[str, int] = {}
     nvdla_mm = _datapath_hooks(hw, settings, scales, sats).matmul
 
     def int8_mm(name, a, w, b):
         return nvdla_mm(name, a, w, b).astype(np.float32)
 
-    ref = block.forward(data[-1], float_matmul, dense=True)  # the unpruned float32 model
-    got = block.forward(data[-1], int8_mm, dense=False)
+    # the unpruned float32 model (with V's bias where the mapper's program adds it: the "v" rows alike)
+    ref = block.forward(data[-1], float_matmul, dense=True, v_bias_in_pv=moved)
+    got = block.forward(data[-1], int8_mm, dense=False, v_bias_in_pv=moved)
     names = ["q", "k", "v", "qk.h0", "pv.h0", "o", "ffn1", "ffn2", "block_out"]
     return [_errors(n, got[n], ref[n], sats.get(n, 0)) for n in names]
 
@@ -976,6 +1138,7 @@ def vit_accuracy(
         lambda h: vit_forward(iw, calib, heads=heads, patch=patch, hooks=_pruned(h, settings.prune)),
         settings,
         steps_too=_lut_build(hw),
+        v_bias_in_pv=_moves_v_bias(hw, settings),
     )
     sats: dict[str, int] = {}
     int8 = _pruned(_datapath_hooks(hw, settings, scales, sats, record, progress), settings.prune)
@@ -1055,6 +1218,7 @@ def gpt_accuracy(
         lambda h: gpt2_forward(iw, cal, heads=heads, hooks=_pruned(h, settings.prune)),
         settings,
         steps_too=_lut_build(hw),
+        v_bias_in_pv=_moves_v_bias(hw, settings),
     )
     # learned scales (quantization-aware training) cover the matmuls; QAT did not learn the residual
     # stream's, which are calibrated as the recipe says

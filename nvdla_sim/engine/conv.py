@@ -30,6 +30,7 @@ from nvdla_sim.engine.tile_pipeline import (
     Channel,
     Fetch,
     Item,
+    OperandHeads,
     PipelineResult,
     _copy,
     _new,
@@ -227,6 +228,9 @@ class _HwLayerInfo:
     banks: tuple[int, int]  # (data banks, weight banks): a change between layers empties the rings
     input_memory: Memory
     startup: int = 0  # cycles CSC's first package adds before the first compute (csc.startup_cycles)
+    # per SDP operand stream, the beats of its head (sdp.operand_heads): what a later layer's first output
+    # waits for (_run_hardware_layers)
+    operand_heads: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass
@@ -337,7 +341,13 @@ class _Chain:
             weight_keys = [(g0, ("w", g0) if weights_resident else ("w", g0, d)) for g0 in range(k0, k1, kpg)]
             if first + _hardware_layer(plan, d, k, n_data) != current:
                 current = first + _hardware_layer(plan, d, k, n_data)
-                self.info[current] = dataclasses.replace(info, startup=csc.startup_cycles(min(kpg, k1 - k0), kpg))
+                heads = sdp.operand_heads(  # of this hardware layer's SDP cube: its rows, its kernels
+                    layer.sdp, hw, pixels=(r1 - r0) * s.out_w, channels=(k1 - k0) if whole else s.out_k,
+                    operand_bytes=p.bytes, memory=layer.input_memory,
+                )  # fmt: skip
+                self.info[current] = dataclasses.replace(
+                    info, startup=csc.startup_cycles(min(kpg, k1 - k0), kpg), operand_heads=heads
+                )
                 self.last_weights = {}
                 prefetch_left = sdp.operand_prefetch_bytes(hw)
             # what the layer's items are made of: alike layers (the bands of a split layer) differ only in
@@ -810,6 +820,18 @@ def _run_hardware_layers(
         prefetch = prefetch_of(pos)
         if prefetch:
             ports[lay.input_memory].reserve(fetch_from, prefetch)
+        heads = None
+        if lay.operand_heads and prev is not None and info[n - 1].banks == lay.banks:
+            # SDP's RDMA takes this layer's streams once the previous layer's are done (TimingConfig)
+            t_rdma = ends[-1] - fill - hw.timing.sdp_rdma_handoff_cycles
+            if len(ends) >= 2:
+                t_rdma = max(t_rdma, enabled)
+            beat = (hw.memory.sram_width_bits if lay.input_memory is Memory.SRAM else hw.memory.dram_width_bits) / 8
+            port = ports[lay.input_memory]
+            heads = OperandHeads(
+                t_rdma, lay.operand_heads, lay.input_memory, beat / port.bytes_per_cycle,
+                hw.timing.sdp_operand_head_cycles,
+            )  # fmt: skip
         res = run_items(
             group_of(pos),  # built only for the layers run (not those a jump skips)
             renumber=renumber.get(n),
@@ -825,6 +847,7 @@ def _run_hardware_layers(
             keep=keep_of(pos),
             startup=lay.startup,
             steady=steady,
+            operand_heads=heads,
         )
         events += res.events
         # a stripe's delivery block ends with its gap before the next; a layer ends at its last atom
@@ -938,6 +961,8 @@ def run_conv(
     layers compute it alone (the plan's kept weights are the same kernels)."""
     s, p = layer.shape, layer.precision
     check_plan(layer, plan, hw)
+    if sdp_params is not None:  # the numbers must be the ones the layer's timing counts
+        sdp.check_numbers(layer.sdp, sdp_params, p, layer.name)
     if layer.images > 1:
         if data.shape[:1] != (layer.images,):
             raise ValueError(f"data shape {data.shape} must start with the layer's {layer.images} images")

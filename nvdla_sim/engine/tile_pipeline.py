@@ -199,6 +199,37 @@ COUNTERS = (
 )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class OperandHeads:
+    """When a later hardware layer's SDP operand streams start and what SDP waits for before its first
+    output (engine.conv._run_hardware_layers; TimingConfig.sdp_rdma_handoff_cycles): the RDMA's first
+    request at `start`, each stream's head of `beats` beats requested in turn (one request each, round
+    robin, with another reader of the port then in the rotation), a request every `interval` cycles, SDP's
+    first output `then` cycles after the last head beat is in."""
+
+    start: float
+    beats: tuple[int, ...]
+    memory: Memory
+    interval: float
+    then: int
+
+    def ready(self, port: MemoryPort) -> float:
+        """When SDP may take the layer's first atom, the port's bookings so far (the layer's first fetches)
+        deciding whether another reader shares the rotation."""
+        span = sum(self.beats) * self.interval
+        other = any(s < self.start + span and e > self.start for s, e in port.booked_after(self.start))
+        left = list(self.beats)
+        turn = last = 0
+        while any(left):
+            for j in range(len(left)):
+                if left[j]:
+                    left[j] -= 1
+                    last = turn
+                    turn += 1
+            turn += other  # the other reader's request in each round
+        return self.start + last * self.interval + port.latency + self.then
+
+
 def run_items(
     items: Sequence[Item],
     *,
@@ -215,6 +246,7 @@ def run_items(
     startup: float = 0.0,
     renumber: tuple[int, int] | None = None,
     steady: SteadyState = STEADY,
+    operand_heads: OperandHeads | None = None,
 ) -> PipelineResult:
     """Run the items through fetch -> compute -> drain. `fetch_from` / `compute_from` are the earliest
     times the first fetch and the first compute may start (a later hardware layer on shared ports).
@@ -224,7 +256,8 @@ def run_items(
     `startup`: cycles the first compute starts after its operands are in (csc.startup_cycles).
     `renumber` (first, shift): the items run as renumbered(item, first, shift) would (a repeated hardware
     layer: engine.conv._Chain.renumber), their events moved as they are read rather than copied. `steady`:
-    whether (and from how many items) whole periods of a steady state are jumped over (steady.SteadyState)."""
+    whether (and from how many items) whole periods of a steady state are jumped over (steady.SteadyState).
+    `operand_heads`: a later layer's SDP operand streams, which its first output waits for (OperandHeads)."""
     first_moved, shift = renumber if renumber is not None else (0, 0)
     fast_forward = (
         steady.items
@@ -321,6 +354,8 @@ def run_items(
             ring.append(ev)
             if record_events:
                 events.append(Event(fetch_unit, f.label, int(start), math.ceil(arrival[ev])))
+        if operand_heads is not None and idx == 0:  # SDP's first output waits for its operands' heads
+            drain_end = max(drain_end, operand_heads.ready(ports[operand_heads.memory]))
         uses = it.uses
         if shift:
             uses = [e + shift if e >= first_moved else e for e in uses]

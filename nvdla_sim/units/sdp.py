@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from nvdla_sim.units.dram import credit_bytes_per_cycle
 from nvdla_sim.units.lut import LutParams, LutPath, lut_apply
 
 STAGE_BITS = 32
+# Beats of an operand stream SDP's RDMA gathers before SDP gets its first value (NV_NVDLA_SDP_RDMA_unpack.v:
+# is_pack_last at 4 beats)
+RDMA_UNPACK_BEATS = 4
 
 
 class AluOp(enum.Enum):
@@ -109,6 +112,15 @@ class EwStage:
             raise ValueError(f"SDP EW multiplier truncate must be in 0..1023 (10 bits), not {self.mul_truncate}")
 
 
+def operand_mode(operand: np.ndarray | int | None) -> OperandMode:
+    """Where an operand of x[P, K] comes from: NONE (bypassed), REG (one value), PER_KERNEL (one per
+    output channel: shape (K,)) or PER_ELEMENT (shape (P, K), or (H, W, K) for a convolution's output)."""
+    if operand is None:
+        return OperandMode.NONE
+    ndim = np.ndim(operand)
+    return OperandMode.REG if ndim == 0 else OperandMode.PER_KERNEL if ndim == 1 else OperandMode.PER_ELEMENT
+
+
 @dataclass(frozen=True, eq=False)
 class SdpParams:
     """Numbers for one SDP pass."""
@@ -118,6 +130,58 @@ class SdpParams:
     y: EwStage | None = None
     cvt: Convertor = field(default_factory=Convertor)
     out_precision: Precision = Precision.INT8
+
+    def window(self, rows: slice, kernels: slice) -> SdpParams:
+        """The numbers of a piece of the pass: its output rows (pixels) and kernels. Per-kernel operands keep
+        their kernels, per-element ones their rows and kernels; register values and the convertors stay."""
+
+        def cut(v):
+            mode = operand_mode(v)
+            if mode is OperandMode.PER_KERNEL:
+                return np.asarray(v)[kernels]
+            return np.asarray(v)[rows, kernels] if mode is OperandMode.PER_ELEMENT else v
+
+        def stage(st):
+            return None if st is None else replace(st, alu_operand=cut(st.alu_operand), mul_operand=cut(st.mul_operand))
+
+        return replace(self, x1=stage(self.x1), x2=stage(self.x2), y=stage(self.y))
+
+    def timing_view(self, precision: Precision) -> SdpSpec:
+        """The timing view these numbers program on a layer at `precision`: X1's operands are the bias,
+        X2's the scale, Y's the element-wise operand, each stage's the wider source of its two (a
+        per-element stream over a per-kernel one over a register value); a stage's two per-kernel
+        operands are pairs of one stream."""
+
+        def wider(a, b) -> OperandMode:
+            return max(operand_mode(a), operand_mode(b), key=_OPERAND_WIDTH.index)
+
+        def pairs(a, b) -> bool:
+            return operand_mode(a) is operand_mode(b) is OperandMode.PER_KERNEL
+
+        x1, x2, y = self.x1 or Stage(), self.x2 or Stage(), self.y or EwStage()
+        return SdpSpec(
+            bias=wider(x1.alu_operand, x1.mul_operand),
+            bias_pairs=pairs(x1.alu_operand, x1.mul_operand),
+            scale=wider(x2.mul_operand, x2.alu_operand),
+            relu=x1.relu or x2.relu,
+            eltwise=wider(y.alu_operand, y.mul_operand),
+            eltwise_pairs=pairs(y.alu_operand, y.mul_operand),
+            lut=y.lut is not None,
+            out_precision=None if self.out_precision is precision else self.out_precision,
+        )
+
+
+_OPERAND_WIDTH = [OperandMode.NONE, OperandMode.REG, OperandMode.PER_KERNEL, OperandMode.PER_ELEMENT]
+
+
+def check_numbers(spec: SdpSpec, params: SdpParams, precision: Precision, layer: str) -> None:
+    """A one-line error where `params` program other operand streams, units or output than the layer's
+    timing view `spec` (what its cycles and energy count)."""
+    diff = spec.streams().differences(params.timing_view(precision).streams())
+    if diff:
+        raise UnsupportedError(
+            f"layer {layer!r}: its SDP numbers read other streams than its timing view counts ({'; '.join(diff)})"
+        )
 
 
 @dataclass(frozen=True)
@@ -313,6 +377,20 @@ def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_byt
         + _stream_bytes(spec.scale, **size)
         + _stream_bytes(spec.eltwise, **size, pairs=spec.eltwise_pairs)
     )
+
+
+def operand_heads(
+    spec: SdpSpec, hw: HwConfig, *, pixels: int, channels: int, operand_bytes: int, memory: Memory
+) -> tuple[int, ...]:
+    """Per operand stream the pass reads (B, N, E-RDMA), the beats SDP waits for before its first value:
+    RDMA_UNPACK_BEATS, or the whole stream where it is shorter."""
+    if spec.operand_precision is not None:
+        operand_bytes = spec.operand_precision.bytes
+    beat = (hw.memory.sram_width_bits if memory is Memory.SRAM else hw.memory.dram_width_bits) // 8
+    size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
+    streams = ((spec.bias, spec.bias_pairs), (spec.scale, False), (spec.eltwise, spec.eltwise_pairs))
+    sizes = [_stream_bytes(mode, **size, pairs=pairs) for mode, pairs in streams]
+    return tuple(min(RDMA_UNPACK_BEATS, math.ceil(b / beat)) for b in sizes if b)
 
 
 def operand_stream_cycles(

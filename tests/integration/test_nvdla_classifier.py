@@ -95,12 +95,12 @@ def test_per_kernel_sdp_operands_across_kernel_tiles():
 
     hw = load_config(HW)
     rng = np.random.default_rng(7)
-    layer = ConvLayer("pc", ConvShape.matmul(17, 64, 40, row=17), Precision.INT8)
     x = rng.integers(-128, 128, (1, 17, 64)).astype(np.int8)
     w = rng.integers(-128, 128, (40, 1, 1, 64)).astype(np.int8)
     sdp = requant_sdp(
         0.02, rng.uniform(0.001, 0.01, 40), 0.5, bias=rng.normal(0, 2, 40), granularity=Granularity.PER_CHANNEL
     )
+    layer = ConvLayer("pc", ConvShape.matmul(17, 64, 40, row=17), Precision.INT8, sdp.timing_view(Precision.INT8))
     plans = [
         p for p in candidate_plans(layer, hw)
         if p.order is LoopOrder.WEIGHT_STATIONARY and len({kt for kt, _, _ in plan_hardware_layers(layer, p)}) > 1

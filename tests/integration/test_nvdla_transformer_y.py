@@ -73,8 +73,9 @@ def test_committed_provenance_and_every_program_passed_on_the_rtl(suite):
     ln = [f"{prefix}layer0_ln1_{step}" for step in LN_STEPS]
     if suite == "y_unit_full":  # the LayerNorm's steps, run on the RTL, in place of the schematic's
         assert all(n in rows for n in ln) and f"{prefix}layer0_ln1_normalize" not in rows, ln
-        (edit,) = doc["edits"]
+        edit, v_bias = doc["edits"]  # then (2026-12-07) V^T and PV with V's bias in V^T's own SDP
         assert len(edit["replaced_or_added"]) == 18 and len(edit["dropped"]) == 6 and "16-to-8" in edit["why"]
+        assert v_bias["replaced_or_added"] == [f"{prefix}layer0_attn_pv", f"{prefix}layer0_attn_v"]
     else:  # dropped with the edit that says so, and nothing else
         assert not any(n in rows for n in ln)
         (edit,) = doc["edits"]

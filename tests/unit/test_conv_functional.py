@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from nvdla_mapper import candidate_plans
 from nvdla_sim import ConvLayer, ConvShape, Precision, ShapeError, default_plan, load_config, run_conv
+from nvdla_sim.layers import OperandMode, SdpSpec
 from nvdla_sim.precision import saturate, shift_round
 from nvdla_sim.units import cacc, cmac
 from nvdla_sim.units.sdp import Convertor, SdpParams, Stage
@@ -117,7 +118,9 @@ def test_int16_and_fp16_paths(nv_full):
 
 def test_fused_sdp_requantize(nv_full):
     rng = np.random.default_rng(7)
-    layer = ConvLayer("mm", ConvShape.matmul(16, 64, 32), Precision.INT8)
+    layer = ConvLayer(
+        "mm", ConvShape.matmul(16, 64, 32), Precision.INT8, SdpSpec(bias=OperandMode.PER_KERNEL, relu=True)
+    )
     x = rng.integers(-128, 128, size=(1, 16, 64)).astype(np.int8)
     w = rng.integers(-128, 128, size=(32, 1, 1, 64)).astype(np.int8)
     bias = rng.integers(-1000, 1000, size=32)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from nvdla_mapper.lowering.rules import LoweringContext, matmul_layout
@@ -75,10 +75,11 @@ def test_rms_row_by_hand():
     assert run.out.tolist() == [[51, -51, 102, -102]]
 
 
-@pytest.mark.parametrize(
-    ("ratio", "bound"),
-    [(4, 0.0003), (16, 0.0016), (50, 0.005), (100, 0.0055), (225, 0.016), (450, 0.016), (1000, 0.053)],
-)
+# rstd's measured relative error where the calibrated row variances span `ratio` times (the module docstring)
+RSQRT_ERROR = [(4, 0.0003), (16, 0.0016), (50, 0.005), (100, 0.0055), (225, 0.016), (450, 0.016), (1000, 0.053)]
+
+
+@pytest.mark.parametrize(("ratio", "bound"), RSQRT_ERROR)
 def test_rsqrt_table_against_one_over_sqrt(ratio, bound):
     """Over calibrated variances spanning `ratio`, every row sum's rstd (the LUT and its convertor) is
     within `bound` of 1 / sqrt (the figures the module docstring gives)."""
@@ -99,8 +100,10 @@ def test_rsqrt_table_against_one_over_sqrt(ratio, bound):
     seed=st.integers(0, 2**31),
 )
 def test_against_float_layernorm(m, n, rms, seed):
-    """Rows whose variances span at most 4 times, gamma around 1 and beta around 0: every output code
-    is within 0.6 of an INT8 step of float LayerNorm (RMSNorm) of the INT8 input (rounding alone: 0.5)."""
+    """Rows scaled 1 to 2 times, gamma around 1 and beta around 0: every output code is within 0.6 of an
+    INT8 step of float LayerNorm (RMSNorm) of the INT8 input (rounding alone: 0.5), plus rstd's measured
+    relative error (RSQRT_ERROR) at the largest output where the rows' variances span more: a short row's
+    sample variance varies (4 elements: a span past 4 times, seed 412 came to 0.629 steps)."""
     rng = np.random.default_rng(seed)
     x = rng.normal(0, 1, (m, n)) * rng.uniform(1, 2, (m, 1)) + (0 if rms else rng.normal(0, 1, (m, 1)))
     gamma, beta = rng.normal(1, 0.3, n), None if rms else rng.normal(0, 0.2, n)
@@ -110,7 +113,10 @@ def test_against_float_layernorm(m, n, rms, seed):
     s_y = float(scale_for(np.abs(ref).max()))
     rng_ = L.norm_range(qx * s_x, rms=rms)
     run = L.run_layernorm("ln", qx, s_x, gamma, beta, 1e-5, rng_, s_y, conv_ref, sdp_ref, rms=rms)
-    assert np.max(np.abs(run.out - ref / s_y)) <= 0.6
+    span = rng_.var_max / rng_.var_min
+    assume(span <= RSQRT_ERROR[-1][0])
+    rel = next(bound for ratio, bound in RSQRT_ERROR if span <= ratio)
+    assert np.max(np.abs(run.out - ref / s_y)) <= 0.6 + rel * np.max(np.abs(ref / s_y))
 
 
 def test_steps_on_the_datapath_as_the_mapper_tiles_them():
@@ -122,7 +128,7 @@ def test_steps_on_the_datapath_as_the_mapper_tiles_them():
     def conv_hw(name, a, w, params, precision):
         m, k = a.shape
         c = LoweringContext.of(hw=hw, precision=precision, host=ctx.host)
-        layer = ConvLayer(name, matmul_layout(m, k, w.shape[0], c), precision)
+        layer = ConvLayer(name, matmul_layout(m, k, w.shape[0], c), precision, params.timing_view(precision))
         plan = search_plan(layer, hw).plan
         dt = np.int8 if precision is Precision.INT8 else np.int16
         x3 = a.astype(dt).reshape(layer.shape.in_h, layer.shape.in_w, k)

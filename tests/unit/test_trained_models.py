@@ -327,9 +327,10 @@ def test_lut_steps_on_nv_full_are_the_committed_ones():
     in NVDLA's steps as --softmax nvdla and --layernorm nvdla lower them) the ViT's first 100 test images
     and the GPT's first 16 windows, recomputed, are accuracy.json's rows. On all of them (`evaluate.py
     --hw nv_full`): the host-softmax recipes within one image and 0.007 perplexity of nv_small's (GELU in
-    the LUT costs nothing measurable), the LUT softmax 142 / 360 images against 350 (146 with the residual
-    stream float), the GPT's cannot be programmed, and LayerNorm's steps keep the accuracy: 350 images and
-    4.8703 with everything in INT8 (4.8674 with LayerNorm on the host), alone in INT8 349 and 4.8409."""
+    the LUT costs nothing measurable), the LUT softmax 141 / 360 images against 350, the GPT's cannot be
+    programmed, and LayerNorm's steps keep the accuracy: 349 images and 4.8672 with everything in INT8
+    (4.8671 with LayerNorm on the host), alone in INT8 349 and 4.8409 (session 37: V and PV as the mapper
+    runs them, docs/quantization.md)."""
     evaluate = _evaluate_module()
     rows = _rows("vit_digits", "nv_full") + _rows("char_gpt", "nv_full")
     want = {(r["recipe"], r.get("images", r.get("windows"))): r for r in rows}
@@ -337,9 +338,9 @@ def test_lut_steps_on_nv_full_are_the_committed_ones():
     for row in evaluate.evaluate("nv_full", 100, ci) + evaluate.evaluate_gpt("nv_full", 16, 2, 8, ci):
         assert row == want[row["recipe"], row.get("images", row.get("windows"))]
     lut = "static max, per-channel weights; softmax in SDP's LUT (--softmax nvdla)"
-    assert want[lut, 360]["nvdla_correct"] == 142 and want[lut, 360]["float_correct"] == 350
+    assert want[lut, 360]["nvdla_correct"] == 141 and want[lut, 360]["float_correct"] == 350
     steps = "static max, per-channel weights; LayerNorm in NVDLA's steps (--layernorm nvdla)"
-    assert want[steps, 360]["nvdla_correct"] == 350 and want[steps, 369]["nvdla_perplexity"] == 4.8703
+    assert want[steps, 360]["nvdla_correct"] == 349 and want[steps, 369]["nvdla_perplexity"] == 4.8672
     alone = "static max, per-channel weights; LayerNorm in NVDLA's steps, INT8 only in the layernorm"
     assert want[alone, 360]["nvdla_correct"] == 349 and want[alone, 369]["nvdla_perplexity"] == 4.8409
     assert "normalize: cannot be programmed" in want[lut, 369]["error"]
@@ -361,8 +362,9 @@ def test_fp16_on_nv_full_is_the_committed_one():
     SDP's FP32, GELU in the LUT's FP16 mode, the residual stream at FP16; accuracy._Fp16Run): the ViT's
     first 100 test images and the GPT's first 4 windows with one prompt of 4 characters, recomputed, are
     accuracy.json's rows. On all of them (`evaluate.py --hw nv_full --recipe 'FP16: ...'`): the ViT's 350
-    images as float, the GPT's perplexity 4.8317 against float's 4.8320 and its 13,885 correct
-    next characters and 64 greedy characters all float's."""
+    images as float, the GPT's perplexity 4.8317 against float's 4.8320, 13,888 correct next characters
+    against float's 13,885 (V^T with its bias in PV, as the mapper runs V) and 64 greedy characters all
+    float's."""
     evaluate = _evaluate_module()
     (recipe,) = evaluate.FP16_RECIPES
     committed = json.loads((TRAINED / "accuracy.json").read_text())
@@ -380,5 +382,5 @@ def test_fp16_on_nv_full_is_the_committed_one():
         assert row == want[row["model"], row.get("images", row.get("windows"))]
     assert want["vit_digits", 360]["nvdla_correct"] == want["vit_digits", 360]["float_correct"] == 350
     gpt = want["char_gpt", 369]
-    assert gpt["nvdla_perplexity"] == 4.8317 and gpt["nvdla_correct"] == gpt["float_correct"] == 13885
+    assert gpt["nvdla_perplexity"] == 4.8317 and (gpt["nvdla_correct"], gpt["float_correct"]) == (13888, 13885)
     assert gpt["greedy_agree"] == gpt["greedy_tokens"] == 64
