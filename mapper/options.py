@@ -159,7 +159,7 @@ class MapOptions:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "requant", _member(Granularity, self.requant, "granularity"))
+        set_(self, "requant", _member(Granularity, self.requant, "requant (--quantize)"))
         set_(self, "precision", _member(Precision, self.precision, "precision"))
         if self.kv_precision is not None:
             set_(self, "kv_precision", _member(Precision, self.kv_precision, "--kv-precision"))

@@ -114,8 +114,9 @@ class AttentionAttrs:
     kv_groups: int = 1  # decode: K/V groups of a sequence (the cached kernels the heads are read against)
     cached: bool = False  # decode: K (V^T) read from the cache in weight format
     relative_shift: bool = False  # XLNet's q . k_r scores, shifted relative to the query
-    # PV: V's projection has a bias, which PV's SDP adds where V is computed transposed (lower_context)
-    value_bias: bool = True
+    # PV: V's projection has a bias, which PV's SDP adds where V is computed transposed (lower_context); the
+    # front end that marks V feeds_context says so
+    value_bias: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from nvdla_cli.console import TerminalProgress, warn_config
 from nvdla_cli.flags import Needs, check_needs, finite_positive, options
 from nvdla_cli.paths import output_dir, output_file
 from nvdla_mapper.lowering.rules import copies_phrase, resources_phrase
-from nvdla_mapper.options import KvPlan, Placement, PruneKind, Pruning
+from nvdla_mapper.options import Granularity, KvPlan, Placement, PruneKind, Pruning
 from nvdla_sim.config import HOST_PROFILES, load_config
 from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.files import write_json, write_rows, write_table
@@ -834,13 +834,10 @@ def _trained_dir_and_name(model: str) -> tuple[Path, str]:
     return Path(found.submodule_search_locations[0]) / "data" / "trained", model
 
 
-def _requant(args: argparse.Namespace):
+def _requant(args: argparse.Namespace) -> Granularity:
     """The requantization the layers are timed with: --quantize's weight scales (per channel: a per-kernel
     multiplier stream in each weighted layer's SDP), per tensor without --quantize."""
-    from nvdla_mapper.options import Granularity
-
-    given = getattr(args, "quantize", None)
-    return Granularity(given) if given else Granularity.PER_TENSOR
+    return Granularity(args.quantize) if args.quantize else Granularity.PER_TENSOR
 
 
 def _quant_settings(args: argparse.Namespace, granularity: str):

@@ -210,7 +210,7 @@ class SdpStreams:
     def differences(self, other: SdpStreams) -> list[str]:
         """`field: self's -> other's` for each field that differs."""
 
-        def shown(v) -> str:
+        def shown(v: object) -> str:
             return v.value if isinstance(v, enum.Enum) else str(v)
 
         return [

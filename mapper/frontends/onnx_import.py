@@ -164,6 +164,12 @@ class _Importer:
                 self.out.g.nodes[v]["op"] = dataclasses.replace(
                     op, attrs=dataclasses.replace(op.attrs, feeds_context=True)
                 )
+                for pv in self.out.g.successors(v):  # PV adds V's bias where V is computed transposed
+                    pv_op = self.out.g.nodes[pv]["op"]
+                    if pv_op.kind is OpKind.ATTN_CONTEXT:
+                        self.out.g.nodes[pv]["op"] = dataclasses.replace(
+                            pv_op, attrs=dataclasses.replace(pv_op.attrs, value_bias=op.attrs.bias)
+                        )
         if len(self.out.g) == 0:
             raise NvdlaError(f"{self.path}: the ONNX graph has no compute nodes")
         for name, data in self.out.g.nodes(data=True):

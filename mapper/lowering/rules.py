@@ -99,9 +99,11 @@ class Task:
     # bucket_keys(keys) keys, and the plan found for it runs at the layer's own length
     plan_at: HwLayer | None = None
     block: Block | None = None  # the model block of its op (workload.Block), for reports and step templates
-    # a hardware layer of its op's own product (a matmul, QK^T, PV, a partial-sum add of a split one): where
-    # it sits, as MatmulPiece's (first row, first output column, first reduction channel); None for the
-    # steps around a product (re-layouts, conversions, a softmax's or a norm's steps, a broadcast)
+    # a hardware layer of its op's own product (a matmul, QK^T or PV against fresh keys, a partial-sum add of
+    # a split one): where it sits, as MatmulPiece's (first row, first output column, first reduction
+    # channel; of V^T's product where V is computed transposed); None for the steps around a product
+    # (re-layouts, conversions, a softmax's or a norm's steps, a broadcast) and for the decode step's
+    # products against the KV caches (their per-group and heads-as-pixels forms)
     piece: tuple[int, int, int] | None = None
 
     __hash__ = field_hash
@@ -595,11 +597,11 @@ def lower_matmul(op: Op, ctx: LoweringContext) -> list[Task]:
     if not op.attrs.bias and spec.bias is OperandMode.PER_KERNEL:  # a projection without bias
         spec = dataclasses.replace(spec, bias=OperandMode.NONE)
     tasks = []
-    if op.attrs.feeds_context and ctx.copier is not None:
+    if op.attrs.feeds_context and value_transposed(ctx):
         # V for P V: computed transposed, V^T = W_v^T X^T (W_v^T as the data cube, X as the kernels), so
         # that V^T lands in feature format with keys as channels and BDMA's 32-byte strided copy puts it
         # in weight format (an element transpose of V is beyond BDMA). X reaches weight format the same
-        # way. V's bias moves to PV's per-kernel SDP bias (softmax rows sum to 1).
+        # way. V's bias moves to PV's per-kernel SDP bias, or V^T's own (_transposed_v_sdp).
         return [
             _relayout(
                 op,
@@ -649,9 +651,15 @@ def _transposed_v_sdp(op: Op, ctx: LoweringContext, spec: SdpSpec) -> SdpSpec:
     return SdpSpec(out_precision=spec.out_precision)
 
 
+def value_transposed(ctx: LoweringContext) -> bool:
+    """Whether V (an op that feeds_context) is computed transposed, V^T = W_v^T X^T: on a build with a copy
+    engine to put X and V^T into weight format (lower_matmul)."""
+    return ctx.copier is not None
+
+
 def value_bias_in_context(ctx: LoweringContext) -> bool:
     """Whether PV adds V's bias (V computed transposed, the host normalising: _transposed_v_sdp)."""
-    return ctx.copier is not None and ctx.mode("softmax") is not Placement.NVDLA
+    return value_transposed(ctx) and ctx.mode("softmax") is not Placement.NVDLA
 
 
 def lower_scores(op: Op, ctx: LoweringContext) -> list[Task] | Choice:

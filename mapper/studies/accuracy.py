@@ -22,7 +22,14 @@ from pathlib import Path
 import numpy as np
 
 from nvdla_mapper.frontends.presets import ModelSpec
-from nvdla_mapper.lowering.rules import Fused, LoweringContext, Placement, matmul_layout, value_bias_in_context
+from nvdla_mapper.lowering.rules import (
+    Fused,
+    LoweringContext,
+    Placement,
+    matmul_layout,
+    value_bias_in_context,
+    value_transposed,
+)
 from nvdla_mapper.numerics import fp16_steps, layernorm_steps, lut_steps
 from nvdla_mapper.numerics.accuracy_report import (
     SEEDED_CALIBRATION,
@@ -169,6 +176,7 @@ _SITE_OF_ROLE = {
     MatmulRole.SCORES: "attention",
     MatmulRole.CONTEXT: "attention",
     MatmulRole.FFN_UP: "ffn",
+    MatmulRole.FFN_GATE: "ffn",
     MatmulRole.FFN_DOWN: "ffn",
     MatmulRole.CLASSIFIER: "head",
     MatmulRole.LM_HEAD: "head",
@@ -451,13 +459,11 @@ def _pruned(hooks: Hooks, spec: Pruning) -> Hooks:
         return done[name]
 
     act, res = hooks.activated, hooks.residual
-    return Hooks(
-        lambda name, a, w, b: hooks.matmul(name, a, weights(name, w), b),
-        hooks.attend,
-        None if act is None else lambda name, a, w, b, f: act(name, a, weights(name, w), b, f),
-        None if res is None else lambda name, a, w, b, x: res(name, a, weights(name, w), b, x),
-        hooks.embedded,
-        hooks.normalized,
+    return replace(
+        hooks,
+        matmul=lambda name, a, w, b: hooks.matmul(name, a, weights(name, w), b),
+        activated=None if act is None else lambda name, a, w, b, f: act(name, a, weights(name, w), b, f),
+        residual=None if res is None else lambda name, a, w, b, x: res(name, a, weights(name, w), b, x),
     )
 
 
@@ -483,12 +489,34 @@ class LayerRun:
     truncate: int = 0  # CACC's clip_truncate (INT16 runs)
 
 
+def _run_context(hw: HwConfig, settings: QuantSettings) -> LoweringContext:
+    """The lowering context a forward through NVDLA's datapath runs its ops under, as the mapper would map
+    the model with these options: at FP16 the softmax and LayerNorm the host's (_Fp16Run); SmoothQuant's and
+    QAT's runs keep LayerNorm on the host (QuantSettings.layernorm)."""
+    p = settings.precision
+    if p is Precision.FP16:
+        return LoweringContext.of(hw=hw, precision=p)
+    layernorm = Placement.HOST if settings.smooth or settings.learned else settings.layernorm
+    return LoweringContext.of(
+        hw=hw, precision=p, softmax=settings.softmax, layernorm=layernorm, requant=settings.granularity
+    )
+
+
 def _moves_v_bias(hw: HwConfig, settings: QuantSettings) -> bool:
     """Whether the mapper's program adds V's bias in PV for this run (Hooks.value_bias_in_context): what
     the calibration's forwards must do too, so that V's scale is calibrated on what V's layer writes."""
-    if settings.precision is Precision.FP16:
-        return False
-    return value_bias_in_context(LoweringContext.of(hw=hw, precision=settings.precision, softmax=settings.softmax))
+    return value_bias_in_context(_run_context(hw, settings))
+
+
+def _lowered_pieces(
+    site: Site, a: np.ndarray, w: np.ndarray, ctx: LoweringContext, *, bias: bool, fused: Fused | None = None,
+    causal: bool = False,
+) -> tuple[ProductPiece, ...]:  # fmt: skip
+    """The mapper's product layers for `site`, a [m, k] times w [n, k] (its op's shape; V's on a build with
+    BDMA compute V^T), under `fused` (what the fusion pass folds into its SDP: mapper_pieces)."""
+    return mapper_pieces(
+        _study_op(site, a.shape[0], a.shape[1], w.shape[0], bias=bias, causal=causal), fused or Fused(), ctx
+    )
 
 
 def _lut_build(hw: HwConfig) -> bool:
@@ -573,13 +601,15 @@ def mapper_pieces(op: Op, fused: Fused, ctx: LoweringContext) -> tuple[ProductPi
     the fusion pass folds into its SDP), each with the rows and columns it computes: not the re-layouts,
     conversions or a softmax's steps around it. A one-line error where the product has partial sums (a
     reduction past 8,192 channels) or skips a part (a causal band's masked keys), which the study does not
-    run."""
+    run. The study's matmul hook does not know a product is causal (the reference masks after it), so there
+    it asks for the whole product, whose unmasked part has the banded layers' numbers."""
     tasks = [t for t in lower_op(op, replace(ctx, fused={op.name: fused})) if t.piece is not None]
     what = f"{op.name}: the mapper lowers this {op.m} x {op.k} x {op.n} product"
     if any(not isinstance(t.layer, ConvLayer) or t.piece[2] for t in tasks):
         raise UnsupportedError(f"{what} with partial sums over its channels; the accuracy study runs whole sums")
     pieces = tuple(ProductPiece(t.layer, t.piece[0], t.piece[1]) for t in tasks)
-    rows, cols = (op.n, op.m) if op.kind is OpKind.MATMUL and op.attrs.feeds_context and ctx.copier else (op.m, op.n)
+    transposed = op.kind is OpKind.MATMUL and op.attrs.feeds_context and value_transposed(ctx)
+    rows, cols = (op.n, op.m) if transposed else (op.m, op.n)
     if sum(p.layer.shape.in_w * p.layer.shape.in_h * p.layer.shape.out_k for p in pieces) != rows * cols:
         raise UnsupportedError(f"{what} in pieces that leave part of it out (causal bands); the study runs all")
     return pieces
@@ -615,14 +645,10 @@ class _NvdlaRun:
         self.precision = p = settings.precision
         if p not in hw.precisions:
             raise NvdlaError(f"{hw.name} has no {p.value} datapath")
-        # SmoothQuant's and QAT's runs keep LayerNorm on the host (QuantSettings.layernorm)
-        layernorm = Placement.HOST if settings.smooth or settings.learned else settings.layernorm
-        self.ctx = LoweringContext.of(
-            hw=hw, precision=p, softmax=settings.softmax, layernorm=layernorm, requant=settings.granularity
-        )
+        self.ctx = _run_context(hw, settings)
         # V computed transposed (the mapper's program on a build with BDMA): its bias added by PV where the
         # host normalises (the forward moves it there), per element by V^T's SDP where SDP's LUT does
-        self.transposed_v = self.ctx.copier is not None
+        self.transposed_v = value_transposed(self.ctx)
         self.rescale = QMAX[Precision.INT8] / QMAX[p]  # calibrated (INT8) scales to this precision's steps
         self.lut_softmax = self.ctx.mode("softmax") is Placement.NVDLA
         self.lut_gelu = self.ctx.has_lut
@@ -646,14 +672,6 @@ class _NvdlaRun:
             self.normalized if self.lut_layernorm and self._quantized("layernorm") else None,
             value_bias_in_context=value_bias_in_context(self.ctx),
         )
-
-    def _pieces(
-        self, site: Site, a: np.ndarray, w: np.ndarray, *, bias: bool, fused: Fused | None = None, causal: bool = False
-    ) -> tuple[ProductPiece, ...]:
-        """The mapper's product layers for `site`, a [m, k] times w [n, k] (its op's shape; V's on a build
-        with BDMA compute V^T), under `fused` (what the fusion pass folds into its SDP: mapper_pieces)."""
-        op = _study_op(site, a.shape[0], a.shape[1], w.shape[0], bias=bias, causal=causal)
-        return mapper_pieces(op, fused or Fused(), self.ctx)
 
     def _quantized(self, part: str) -> bool:
         return not self.settings.only or part in self.settings.only
@@ -751,7 +769,7 @@ class _NvdlaRun:
             s_x * 2**t, s_w, s_y, bias=b,
             granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR, out_precision=self.precision,
         )  # fmt: skip
-        pieces = self._pieces(name, a, w, bias=b is not None)
+        pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None)
         return dequantize(self._conv(name, qa, qw, params, truncate=t, pieces=pieces), s_y)
 
     def _transposed_value(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -761,8 +779,8 @@ class _NvdlaRun:
         forward passes it here), else added by PV (the forward passes none). V, transposed back."""
         qx, qw, s_x, s_w, _ = self._operands(name, a, w, None)  # per tensor: W's rows are V^T's pixels
         s_acc = s_x * float(s_w[0])
-        if self.settings.dynamic:
-            real = dequantize(self._conv(name, qx, qw, None), s_acc) + (b if b is not None else 0)
+        if self.settings.dynamic:  # V's range from its value (the product's, its bias wherever added)
+            real = self._real(name, qx, qw, s_x, s_w, b)
             s_y = float(scale_for(self.settings.calibration.amax(real)))
         else:
             s_y = _static(self.scales.outputs, name, "output") * self.rescale
@@ -772,7 +790,7 @@ class _NvdlaRun:
             s_acc * 2**t, np.ones(a.shape[0]), s_y, bias=bias, granularity=Granularity.PER_TENSOR,
             out_precision=self.precision,
         )  # fmt: skip
-        pieces = self._pieces(name, a, w, bias=b is not None or value_bias_in_context(self.ctx))
+        pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None or value_bias_in_context(self.ctx))
         return dequantize(self._conv(name, qw, qx, params, truncate=t, pieces=pieces), s_y).T
 
     def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
@@ -798,7 +816,7 @@ class _NvdlaRun:
                 s_x * 2**t, s_w, out, table, bias=b, out_precision=p,
                 granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR,
             )  # fmt: skip
-            pieces = self._pieces(name, a, w, bias=b is not None, fused=Fused(activation=OpKind.GELU))
+            pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None, fused=Fused(activation=OpKind.GELU))
             return dequantize(self._conv(name, qa, qw, params, truncate=t, pieces=pieces), out)
         codes = np.clip(np.round(real / table.pre_scale), -(2**31), 2**31 - 1).astype(np.int64)
         return dequantize(self._sdp(name, codes, lut_steps.table_pass(table, out, out_precision=p)), out)
@@ -841,7 +859,9 @@ class _NvdlaRun:
             params = residual_sdp(s_x * 2**t, s_w, s_y, qx, s_r, bias=b, eltwise_unit=self.ctx.has_ew, precision=p)
         except ValueError as e:
             raise UnsupportedError(f"{name}: the fused residual add cannot be programmed: {e}") from None
-        pieces = self._pieces(name, a, w, bias=b is not None, fused=Fused(residual=True, residual_input="stream"))
+        pieces = _lowered_pieces(
+            name, a, w, self.ctx, bias=b is not None, fused=Fused(residual=True, residual_input="stream")
+        )
         out = self._conv(name, qa, qw, params, truncate=t, pieces=pieces)
         self.stream = s_y
         return dequantize(out, s_y)
@@ -868,7 +888,7 @@ class _NvdlaRun:
             params = requant_sdp(s_x, s_w, s_qk, bias=None, granularity=Granularity.PER_TENSOR)
             if causal:  # the mask added by Y's ALU (E-RDMA), as the mapper's QK^T reads it
                 params = SdpParams(x1=params.x1, x2=params.x2, y=lut_steps.mask_operand(mask), cvt=params.cvt)
-            pieces = self._pieces(qk, q, k, bias=False, causal=causal)
+            pieces = _lowered_pieces(qk, q, k, self.ctx, bias=False, causal=causal)
             scores = self._conv(qk, qa, qw, params, keep=False, pieces=pieces)
         else:
             real = float_matmul(qk, q, k, None)
@@ -886,7 +906,7 @@ class _NvdlaRun:
         if not int8_products:  # PV and the normalisation float, on the INT8 exps and 1/sum
             return (dequantize(e, s_exp) @ v) * dequantize(recip, s_rec)
         qa, qw, s_x, s_w, _ = self._operands(pv, dequantize(e, s_exp), v.T, None, s_x=s_exp)
-        pieces = self._pieces(pv, qa, qw, bias=False, causal=causal)
+        pieces = _lowered_pieces(pv, qa, qw, self.ctx, bias=False, causal=causal)
         unnorm = self._conv(pv, qa, qw, requant_sdp(s_x, s_w, s_un, bias=None, granularity=Granularity.PER_TENSOR),
                             pieces=pieces)  # fmt: skip
         ones = np.ones((unnorm.shape[1], 1), np.int8)
@@ -960,7 +980,7 @@ class _Fp16Run:
         if Precision.FP16 not in hw.precisions:
             raise NvdlaError(f"{hw.name} has no fp16 datapath")
         self.hw, self.sats, self.record = hw, sats, record
-        self.ctx = LoweringContext.of(hw=hw, precision=Precision.FP16)
+        self.ctx = _run_context(hw, QuantSettings(precision=Precision.FP16))
 
     def hooks(self) -> Hooks:
         return Hooks(
@@ -991,33 +1011,28 @@ class _Fp16Run:
     def _bias(self, name: str, b: np.ndarray | None) -> np.ndarray | None:
         return None if b is None else self._fp16(name, b)
 
-    def _pieces(
-        self, site: Site, a: np.ndarray, w: np.ndarray, *, bias: bool, fused: Fused | None = None
-    ) -> tuple[ProductPiece, ...]:
-        """The mapper's product layers for `site` (_NvdlaRun._pieces)."""
-        op = _study_op(site, a.shape[0], a.shape[1], w.shape[0], bias=bias, causal=False)
-        return mapper_pieces(op, fused or Fused(), self.ctx)
-
     def matmul(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-        if role_of(name) is MatmulRole.VALUE and self.ctx.copier is not None:
+        if role_of(name) is MatmulRole.VALUE and value_transposed(self.ctx):
             # V^T = W_v X^T, as the mapper runs V on a build with BDMA (_NvdlaRun._transposed_value); its
             # bias per element where the forward leaves it here (PV adds it where the host normalises)
             bias = None if b is None else np.broadcast_to(self._bias(name, b)[:, None], (w.shape[0], a.shape[0]))
-            pieces = self._pieces(name, a, w, bias=b is not None or value_bias_in_context(self.ctx))
+            pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None or value_bias_in_context(self.ctx))
             return self._conv(name, w, a, fp16_steps.matmul_sdp(bias=bias), pieces).T
-        pieces = self._pieces(name, a, w, bias=b is not None)
+        pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None)
         return self._conv(name, a, w, fp16_steps.matmul_sdp(bias=self._bias(name, b)), pieces)
 
     def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
         params = fp16_steps.matmul_sdp(bias=self._bias(name, b), lut=fp16_steps.gelu_lut(act))
-        pieces = self._pieces(name, a, w, bias=b is not None, fused=Fused(activation=OpKind.GELU))
+        pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None, fused=Fused(activation=OpKind.GELU))
         return self._conv(name, a, w, params, pieces)
 
     def residual(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
         params = fp16_steps.matmul_sdp(
             bias=self._bias(name, b), residual=self._fp16(name, x), eltwise_unit=self.ctx.has_ew
         )
-        pieces = self._pieces(name, a, w, bias=b is not None, fused=Fused(residual=True, residual_input="stream"))
+        pieces = _lowered_pieces(
+            name, a, w, self.ctx, bias=b is not None, fused=Fused(residual=True, residual_input="stream")
+        )
         return self._conv(name, a, w, params, pieces)
 
     def embedded(self, name: str, x: np.ndarray) -> np.ndarray:

@@ -205,13 +205,14 @@ class OperandHeads:
     output (engine.conv._run_hardware_layers; TimingConfig.sdp_rdma_handoff_cycles): the RDMA's first
     request at `start`, each stream's head of `beats` beats requested in turn (one request each, round
     robin, with another reader of the port then in the rotation), a request every `interval` cycles, SDP's
-    first output `then` cycles after the last head beat is in."""
+    first output `then_cycles` after the last head beat is in. Another reader is any booking of the port
+    overlapping the heads' requests (the layer's own first fetches: CDMA's weights)."""
 
     start: float
     beats: tuple[int, ...]
     memory: Memory
     interval: float
-    then: int
+    then_cycles: int
 
     def ready(self, port: MemoryPort) -> float:
         """When SDP may take the layer's first atom, the port's bookings so far (the layer's first fetches)
@@ -227,7 +228,7 @@ class OperandHeads:
                     last = turn
                     turn += 1
             turn += other  # the other reader's request in each round
-        return self.start + last * self.interval + port.latency + self.then
+        return self.start + last * self.interval + port.latency + self.then_cycles
 
 
 def run_items(

@@ -139,7 +139,10 @@ class SdpParams:
             mode = operand_mode(v)
             if mode is OperandMode.PER_KERNEL:
                 return np.asarray(v)[kernels]
-            return np.asarray(v)[rows, kernels] if mode is OperandMode.PER_ELEMENT else v
+            if mode is OperandMode.PER_ELEMENT:  # [P, K], or a convolution's [H', W', K] as its P pixels
+                a = np.asarray(v)
+                return a.reshape(-1, a.shape[-1])[rows, kernels]
+            return v
 
         def stage(st):
             return None if st is None else replace(st, alu_operand=cut(st.alu_operand), mul_operand=cut(st.mul_operand))
@@ -369,13 +372,19 @@ def _stream_bytes(mode: OperandMode, *, pixels: int, channels: int, operand_byte
 def operand_read_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_bytes: int) -> int:
     """Bytes the B/N/E-RDMAs read for one pass over pixels x channels outputs (`operand_bytes` a
     per-element operand unless the spec names its own operand precision)."""
+    return sum(_streams_bytes(spec, pixels=pixels, channels=channels, operand_bytes=operand_bytes))
+
+
+def _streams_bytes(spec: SdpSpec, *, pixels: int, channels: int, operand_bytes: int) -> tuple[int, int, int]:
+    """Bytes the B-, N- and E-RDMA each read for one pass over pixels x channels outputs (`operand_bytes` a
+    per-element operand unless the spec names its own operand precision)."""
     if spec.operand_precision is not None:
         operand_bytes = spec.operand_precision.bytes
     size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
     return (
-        _stream_bytes(spec.bias, **size, pairs=spec.bias_pairs)
-        + _stream_bytes(spec.scale, **size)
-        + _stream_bytes(spec.eltwise, **size, pairs=spec.eltwise_pairs)
+        _stream_bytes(spec.bias, **size, pairs=spec.bias_pairs),
+        _stream_bytes(spec.scale, **size),
+        _stream_bytes(spec.eltwise, **size, pairs=spec.eltwise_pairs),
     )
 
 
@@ -384,12 +393,8 @@ def operand_heads(
 ) -> tuple[int, ...]:
     """Per operand stream the pass reads (B, N, E-RDMA), the beats SDP waits for before its first value:
     RDMA_UNPACK_BEATS, or the whole stream where it is shorter."""
-    if spec.operand_precision is not None:
-        operand_bytes = spec.operand_precision.bytes
     beat = (hw.memory.sram_width_bits if memory is Memory.SRAM else hw.memory.dram_width_bits) // 8
-    size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
-    streams = ((spec.bias, spec.bias_pairs), (spec.scale, False), (spec.eltwise, spec.eltwise_pairs))
-    sizes = [_stream_bytes(mode, **size, pairs=pairs) for mode, pairs in streams]
+    sizes = _streams_bytes(spec, pixels=pixels, channels=channels, operand_bytes=operand_bytes)
     return tuple(min(RDMA_UNPACK_BEATS, math.ceil(b / beat)) for b in sizes if b)
 
 
@@ -409,17 +414,11 @@ def operand_stream_cycles(
     else:
         beat, request_beats = m.dram_width_bits / 8, m.max_burst_beats
     reuse = hw.timing.rdma_credit_reuse_cycles
-    if spec.operand_precision is not None:
-        operand_bytes = spec.operand_precision.bytes
-    size = dict(pixels=pixels, channels=channels, operand_bytes=operand_bytes)
-    streams = (
-        (spec.bias, hw.sdp.operand_fifo_beats, spec.bias_pairs),
-        (spec.scale, hw.sdp.operand_fifo_beats, False),
-        (spec.eltwise, hw.sdp.erdma_fifo_beats, spec.eltwise_pairs),
-    )
+    sizes = _streams_bytes(spec, pixels=pixels, channels=channels, operand_bytes=operand_bytes)
+    credits = (hw.sdp.operand_fifo_beats, hw.sdp.operand_fifo_beats, hw.sdp.erdma_fifo_beats)  # B, N, E-RDMA
     return max(
-        _stream_bytes(mode, **size, pairs=pairs) / credit_bytes_per_cycle(credits, beat, latency, request_beats, reuse)
-        for mode, credits, pairs in streams
+        nbytes / credit_bytes_per_cycle(c, beat, latency, request_beats, reuse)
+        for nbytes, c in zip(sizes, credits, strict=True)
     )
 
 

@@ -46,12 +46,17 @@ def test_an_export_maps_like_its_config(model, exporter):
 
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
 def test_batch_and_sequence_are_bound_at_map_time(exporter):
-    """The exports' batch and sequence dims are symbolic: batch 3 at seq 96 maps as the config path does."""
+    """The exports' batch and sequence dims are symbolic: batch 3 at seq 96 maps as the config path does.
+    But the dynamo export of GPT-2 has no c_attn bias (it folded the zero-initialised bias away: no
+    c_attn.bias initializer, node_Gemm_309 has no C input), so on nv_full, where PV adds V's bias, its 6
+    PV layers a block (2 heads x 3 sequences) read no bias stream and skip SDP's operand hand-off (timing.sdp_rdma_handoff_cycles):
+    2.2% fewer cycles than the config path, whose V has its bias (3% allowed there)."""
     for model, head in MODELS.items():
         rec = agreement(str(DATA / f"{model}_{exporter}.onnx"), str(DATA / f"{model}.config.json"), head=head,
                         batch=3, seq=96)  # fmt: skip
         assert rec["mac_ratio"] == pytest.approx(1, rel=0.02), model
-        assert rec["configs"]["nv_full"]["cycle_ratio"] == pytest.approx(1, rel=0.02), model
+        no_v_bias = model == "gpt2" and exporter == "dynamo"
+        assert rec["configs"]["nv_full"]["cycle_ratio"] == pytest.approx(1, rel=0.03 if no_v_bias else 0.02), model
 
 
 @pytest.mark.parametrize(("model", "exporter"), MASKED)

@@ -117,6 +117,7 @@ def test_attention_becomes_the_preset_layers(tmp_path, mask, where_form, want):
     assert (pv.m, pv.n, pv.k, pv.count) == (S, D, S, HEADS)
     v = next(o for o in ops if o.name == "v_proj")
     assert v.attrs == MatmulAttrs(bias=False, feeds_context=True)  # V^T computed directly, as the preset does
+    assert pv.attrs.value_bias is False  # V has no bias for PV to add
     assert info(wg).fusions["attention"] == 1
 
 

@@ -49,8 +49,10 @@ def test_preset_ops_carry_their_roles():
 
 
 def test_the_studys_layers_are_the_maps():
-    """The trained ViT on nv_full, one image: every matmul the INT8 study records is the layer map_model
-    lowers for that op in block 0 (shape, precision, SDP streams, weight treatment): V as V^T = W_v X^T with
+    """The trained ViT on nv_full, one image: every matmul the INT8 study records is the layer the pipeline's
+    lowering (passes.lower_ops over the preset front end's graph of the model: its fusion, its ops' own
+    attributes) makes for that op in block 0 (shape, precision, SDP streams, weight treatment); and by hand:
+    V as V^T = W_v X^T with
     no bias of its own (PV's SDP adds it, a per-kernel stream), the FFN's first layer with GELU in its LUT,
     the output projection and the FFN's second layer with the residual add in Y (E-RDMA, per element)."""
     from nvdla_mapper.numerics.quant import Calibration
@@ -205,5 +207,24 @@ def test_a_misspelt_granularity_is_one_line():
     from nvdla_sim.errors import NvdlaError
 
     assert MapOptions(requant="per-channel").requant is Granularity.PER_CHANNEL
-    with pytest.raises(NvdlaError, match=r"^granularity 'per-chanel': valid are per-tensor, per-channel$"):
+    with pytest.raises(NvdlaError, match=r"^requant \(--quantize\) 'per-chanel': valid are per-tensor, per-channel$"):
         MapOptions(requant="per-chanel")
+
+
+def test_pruned_and_fp16_runs_move_v_bias_as_the_int8_run_does():
+    """On nv_full (BDMA: V computed transposed, its bias in PV) a pruned INT8 run and an FP16 run take the
+    mapper's V^T layers too: the trained ViT's pruned run on one image and the FP16 block's errors run
+    through run_conv's check (which refuses a V^T given its bias) and give finite figures."""
+    from nvdla_mapper.numerics.quant import Calibration
+    from nvdla_mapper.studies.accuracy import QuantSettings, block_accuracy, vit_accuracy
+
+    d = _trained_dir()
+    w = {k: v.astype(np.float32) for k, v in np.load(d / "vit_digits.npz").items()}
+    test = np.load(d / "digits_test.npz")
+    pruned = QuantSettings(Granularity.PER_CHANNEL, Calibration("max"), prune="2:4")
+    r = vit_accuracy(w, test["images"][:4], test["images"][:1], test["labels"][:1], NV_FULL, pruned, heads=4,
+                     patch=2)  # fmt: skip
+    assert r.images == 1
+    errors = block_accuracy(PRESETS["bert-base"], NV_FULL, QuantSettings(precision=Precision.FP16), seq=16)
+    by_name = {e.name: e for e in errors}
+    assert by_name["v"].cosine > 0.999 and by_name["pv.h0"].cosine > 0.999
