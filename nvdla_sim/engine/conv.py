@@ -59,6 +59,7 @@ from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, Memory
 from nvdla_sim.system.memory import memory_model
 from nvdla_sim.units import cacc, cdma, cmac, csc, pdp, sdp
+from nvdla_sim.units.dram import beat_bytes
 
 
 @lru_cache(maxsize=8192)
@@ -826,10 +827,9 @@ def _run_hardware_layers(
             t_rdma = ends[-1] - fill - hw.timing.sdp_rdma_handoff_cycles
             if len(ends) >= 2:
                 t_rdma = max(t_rdma, enabled)
-            beat = (hw.memory.sram_width_bits if lay.input_memory is Memory.SRAM else hw.memory.dram_width_bits) / 8
             port = ports[lay.input_memory]
             heads = OperandHeads(
-                t_rdma, lay.operand_heads, lay.input_memory, beat / port.bytes_per_cycle,
+                t_rdma, lay.operand_heads, lay.input_memory, beat_bytes(hw, lay.input_memory) / port.bytes_per_cycle,
                 hw.timing.sdp_operand_head_cycles,
             )  # fmt: skip
         res = run_items(

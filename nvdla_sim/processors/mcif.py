@@ -29,11 +29,6 @@ def write_transactions(offset: int, atoms: int, beat_bytes: int) -> list[tuple[i
     return out
 
 
-def beat_bytes(hw: HwConfig, memory: Memory) -> int:
-    """The width in bytes of NVDLA's interface to `memory` (DBBIF for DRAM, SRAMIF for on-chip SRAM)."""
-    return (hw.memory.dram_width_bits if memory is Memory.DRAM else hw.memory.sram_width_bits) // 8
-
-
 def check_memories(name: str, hw: HwConfig, source: Memory, destination: Memory) -> None:
     """A memory-to-memory unit's copy refused in one line where the build lacks the on-chip SRAM it names."""
     if Memory.SRAM in (source, destination) and not hw.memory.has_sram:

@@ -12,6 +12,7 @@ import math
 from nvdla_sim.config import HwConfig
 from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
+from nvdla_sim.units.dram import beat_bytes
 
 WEIGHT_ALIGN_BYTES = 128  # D_WEIGHT_BYTES must be 128-byte aligned (programming_guide.rst)
 
@@ -83,5 +84,4 @@ def feature_ingest_bytes_per_cycle(hw: HwConfig, memory: Memory) -> float:
     if not blocked:
         return 0.0
     entry = hw.cbuf.bank_width_bytes
-    beat = (hw.memory.sram_width_bits if memory is Memory.SRAM else hw.memory.dram_width_bits) // 8
-    return entry / (entry / beat + blocked)
+    return entry / (entry / beat_bytes(hw, memory) + blocked)

@@ -3,6 +3,15 @@ own timing (ports, bandwidth, latency, refresh) is a system part: nvdla_sim/syst
 
 from __future__ import annotations
 
+from nvdla_sim.config import HwConfig
+from nvdla_sim.layers import Memory
+
+
+def beat_bytes(hw: HwConfig, memory: Memory) -> int:
+    """The width in bytes of NVDLA's interface to `memory` (DBBIF for DRAM, SRAMIF for on-chip SRAM): one
+    beat, what a DMA engine's single-beat request moves."""
+    return (hw.memory.dram_width_bits if memory is Memory.DRAM else hw.memory.sram_width_bits) // 8
+
 
 def credit_bytes_per_cycle(
     credits: int, beat_bytes: float, latency: int, request_beats: int, reuse_cycles: int

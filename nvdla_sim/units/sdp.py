@@ -27,7 +27,7 @@ from nvdla_sim.errors import UnsupportedError
 from nvdla_sim.floats import FP16_OVERFLOW, fp32_add, fp32_to_fp16, to_fp32
 from nvdla_sim.layers import Memory, OperandMode, SdpSpec
 from nvdla_sim.precision import Precision, saturate, shift_round
-from nvdla_sim.units.dram import credit_bytes_per_cycle
+from nvdla_sim.units.dram import beat_bytes, credit_bytes_per_cycle
 from nvdla_sim.units.lut import LutParams, LutPath, lut_apply
 
 STAGE_BITS = 32
@@ -393,7 +393,7 @@ def operand_heads(
 ) -> tuple[int, ...]:
     """Per operand stream the pass reads (B, N, E-RDMA), the beats SDP waits for before its first value:
     RDMA_UNPACK_BEATS, or the whole stream where it is shorter."""
-    beat = (hw.memory.sram_width_bits if memory is Memory.SRAM else hw.memory.dram_width_bits) // 8
+    beat = beat_bytes(hw, memory)
     sizes = _streams_bytes(spec, pixels=pixels, channels=channels, operand_bytes=operand_bytes)
     return tuple(min(RDMA_UNPACK_BEATS, math.ceil(b / beat)) for b in sizes if b)
 

@@ -29,8 +29,9 @@ from nvdla_sim.layers import Memory
 from nvdla_sim.processors.bdma.execute import execute_bdma
 from nvdla_sim.processors.bdma.registers import BdmaOp, decode_bdma, write_bdma
 from nvdla_sim.processors.bdma.timing import ALIGNED, BdmaPlaces, request_cycles
-from nvdla_sim.processors.mcif import beat_bytes, check_memories, copy_traffic
+from nvdla_sim.processors.mcif import check_memories, copy_traffic
 from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
+from nvdla_sim.units.dram import beat_bytes
 from nvdla_sim.units.lut import LutParams
 
 # Bridge DMA (NVDLA_BDMA.rdl, nv_full): a copy moves lines of 32-byte atoms, CFG_LINE.SIZE + 1 of them a line

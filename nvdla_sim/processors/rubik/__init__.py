@@ -31,11 +31,12 @@ from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import ConfigError, ShapeError, TraceError, check_int
 from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
-from nvdla_sim.processors.mcif import beat_bytes, check_memories, copy_traffic
+from nvdla_sim.processors.mcif import check_memories, copy_traffic
 from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.processors.rubik.execute import execute_rubik
 from nvdla_sim.processors.rubik.registers import RBK_ATOM_BYTES, RubikMode, RubikOp, decode_rubik, write_rubik
 from nvdla_sim.processors.rubik.timing import WRITE_REQUEST_CYCLES, RubikRead, RubikWrite, request_cycles
+from nvdla_sim.units.dram import beat_bytes
 from nvdla_sim.units.lut import LutParams
 
 MAX_RUBIK_DIM = 8192  # 13-bit size fields (DATAIN_WIDTH/HEIGHT/CHANNEL, DATAOUT_CHANNEL) hold the size - 1
