@@ -67,7 +67,7 @@ from nvdla_mapper.numerics.reference import (
 )
 from nvdla_mapper.numerics.sparsity import prune_2_4, prune_magnitude
 from nvdla_mapper.options import NO_PRUNING, PruneKind, Pruning
-from nvdla_mapper.passes import lower_op
+from nvdla_mapper.passes import PassMemo, context_of, lower_op, new_memo
 from nvdla_mapper.search.tiling_search import search_plan
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.workload import AttentionAttrs, MatmulAttrs, Op, OpKind
@@ -509,14 +509,14 @@ def _moves_v_bias(hw: HwConfig, settings: QuantSettings) -> bool:
 
 
 def _lowered_pieces(
-    site: Site, a: np.ndarray, w: np.ndarray, ctx: LoweringContext, *, bias: bool, fused: Fused | None = None,
+    site: Site, a: np.ndarray, w: np.ndarray, memo: PassMemo, *, bias: bool, fused: Fused | None = None,
     causal: bool = False,
 ) -> tuple[ProductPiece, ...]:  # fmt: skip
     """The mapper's product layers for `site`, a [m, k] times w [n, k] (its op's shape; V's on a build with
-    BDMA compute V^T), under `fused` (what the fusion pass folds into its SDP: mapper_pieces)."""
-    return mapper_pieces(
-        _study_op(site, a.shape[0], a.shape[1], w.shape[0], bias=bias, causal=causal), fused or Fused(), ctx
-    )
+    BDMA compute V^T), under `fused` (what the fusion pass folds into its SDP: mapper_pieces), lowered once
+    per op under the run's memo (every head and sequence of a site is the same op)."""
+    op = _study_op(site, a.shape[0], a.shape[1], w.shape[0], bias=bias, causal=causal)
+    return mapper_pieces(op, fused or Fused(), context_of(memo), memo)
 
 
 def _lut_build(hw: HwConfig) -> bool:
@@ -596,14 +596,14 @@ class ProductPiece:
         return slice(self.column, self.column + self.layer.shape.out_k)
 
 
-def mapper_pieces(op: Op, fused: Fused, ctx: LoweringContext) -> tuple[ProductPiece, ...]:
+def mapper_pieces(op: Op, fused: Fused, ctx: LoweringContext, memo: PassMemo | None = None) -> tuple[ProductPiece, ...]:
     """The hardware layers the mapper's pipeline lowers `op`'s product to (passes.lower_op under `fused`, what
     the fusion pass folds into its SDP), each with the rows and columns it computes: not the re-layouts,
     conversions or a softmax's steps around it. A one-line error where the product has partial sums (a
     reduction past 8,192 channels) or skips a part (a causal band's masked keys), which the study does not
     run. The study's matmul hook does not know a product is causal (the reference masks after it), so there
     it asks for the whole product, whose unmasked part has the banded layers' numbers."""
-    tasks = [t for t in lower_op(op, replace(ctx, fused={op.name: fused})) if t.piece is not None]
+    tasks = [t for t in lower_op(op, replace(ctx, fused={op.name: fused}), memo) if t.piece is not None]
     what = f"{op.name}: the mapper lowers this {op.m} x {op.k} x {op.n} product"
     if any(not isinstance(t.layer, ConvLayer) or t.piece[2] for t in tasks):
         raise UnsupportedError(f"{what} with partial sums over its channels; the accuracy study runs whole sums")
@@ -646,6 +646,7 @@ class _NvdlaRun:
         if p not in hw.precisions:
             raise NvdlaError(f"{hw.name} has no {p.value} datapath")
         self.ctx = _run_context(hw, settings)
+        self.memo = new_memo(hw, self.ctx.options)  # each site's op lowered once (passes.PassMemo)
         # V computed transposed (the mapper's program on a build with BDMA): its bias added by PV where the
         # host normalises (the forward moves it there), per element by V^T's SDP where SDP's LUT does
         self.transposed_v = value_transposed(self.ctx)
@@ -769,7 +770,7 @@ class _NvdlaRun:
             s_x * 2**t, s_w, s_y, bias=b,
             granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR, out_precision=self.precision,
         )  # fmt: skip
-        pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None)
+        pieces = _lowered_pieces(name, a, w, self.memo, bias=b is not None)
         return dequantize(self._conv(name, qa, qw, params, truncate=t, pieces=pieces), s_y)
 
     def _transposed_value(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -790,7 +791,7 @@ class _NvdlaRun:
             s_acc * 2**t, np.ones(a.shape[0]), s_y, bias=bias, granularity=Granularity.PER_TENSOR,
             out_precision=self.precision,
         )  # fmt: skip
-        pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None or value_bias_in_context(self.ctx))
+        pieces = _lowered_pieces(name, a, w, self.memo, bias=b is not None or value_bias_in_context(self.ctx))
         return dequantize(self._conv(name, qw, qx, params, truncate=t, pieces=pieces), s_y).T
 
     def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
@@ -816,7 +817,7 @@ class _NvdlaRun:
                 s_x * 2**t, s_w, out, table, bias=b, out_precision=p,
                 granularity=Granularity.PER_CHANNEL if per_ch else Granularity.PER_TENSOR,
             )  # fmt: skip
-            pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None, fused=Fused(activation=OpKind.GELU))
+            pieces = _lowered_pieces(name, a, w, self.memo, bias=b is not None, fused=Fused(activation=OpKind.GELU))
             return dequantize(self._conv(name, qa, qw, params, truncate=t, pieces=pieces), out)
         codes = np.clip(np.round(real / table.pre_scale), -(2**31), 2**31 - 1).astype(np.int64)
         return dequantize(self._sdp(name, codes, lut_steps.table_pass(table, out, out_precision=p)), out)
@@ -860,7 +861,7 @@ class _NvdlaRun:
         except ValueError as e:
             raise UnsupportedError(f"{name}: the fused residual add cannot be programmed: {e}") from None
         pieces = _lowered_pieces(
-            name, a, w, self.ctx, bias=b is not None, fused=Fused(residual=True, residual_input="stream")
+            name, a, w, self.memo, bias=b is not None, fused=Fused(residual=True, residual_input="stream")
         )
         out = self._conv(name, qa, qw, params, truncate=t, pieces=pieces)
         self.stream = s_y
@@ -888,7 +889,7 @@ class _NvdlaRun:
             params = requant_sdp(s_x, s_w, s_qk, bias=None, granularity=Granularity.PER_TENSOR)
             if causal:  # the mask added by Y's ALU (E-RDMA), as the mapper's QK^T reads it
                 params = SdpParams(x1=params.x1, x2=params.x2, y=lut_steps.mask_operand(mask), cvt=params.cvt)
-            pieces = _lowered_pieces(qk, q, k, self.ctx, bias=False, causal=causal)
+            pieces = _lowered_pieces(qk, q, k, self.memo, bias=False, causal=causal)
             scores = self._conv(qk, qa, qw, params, keep=False, pieces=pieces)
         else:
             real = float_matmul(qk, q, k, None)
@@ -906,7 +907,7 @@ class _NvdlaRun:
         if not int8_products:  # PV and the normalisation float, on the INT8 exps and 1/sum
             return (dequantize(e, s_exp) @ v) * dequantize(recip, s_rec)
         qa, qw, s_x, s_w, _ = self._operands(pv, dequantize(e, s_exp), v.T, None, s_x=s_exp)
-        pieces = _lowered_pieces(pv, qa, qw, self.ctx, bias=False, causal=causal)
+        pieces = _lowered_pieces(pv, qa, qw, self.memo, bias=False, causal=causal)
         unnorm = self._conv(pv, qa, qw, requant_sdp(s_x, s_w, s_un, bias=None, granularity=Granularity.PER_TENSOR),
                             pieces=pieces)  # fmt: skip
         ones = np.ones((unnorm.shape[1], 1), np.int8)
@@ -981,6 +982,7 @@ class _Fp16Run:
             raise NvdlaError(f"{hw.name} has no fp16 datapath")
         self.hw, self.sats, self.record = hw, sats, record
         self.ctx = _run_context(hw, QuantSettings(precision=Precision.FP16))
+        self.memo = new_memo(hw, self.ctx.options)
 
     def hooks(self) -> Hooks:
         return Hooks(
@@ -1016,14 +1018,14 @@ class _Fp16Run:
             # V^T = W_v X^T, as the mapper runs V on a build with BDMA (_NvdlaRun._transposed_value); its
             # bias per element where the forward leaves it here (PV adds it where the host normalises)
             bias = None if b is None else np.broadcast_to(self._bias(name, b)[:, None], (w.shape[0], a.shape[0]))
-            pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None or value_bias_in_context(self.ctx))
+            pieces = _lowered_pieces(name, a, w, self.memo, bias=b is not None or value_bias_in_context(self.ctx))
             return self._conv(name, w, a, fp16_steps.matmul_sdp(bias=bias), pieces).T
-        pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None)
+        pieces = _lowered_pieces(name, a, w, self.memo, bias=b is not None)
         return self._conv(name, a, w, fp16_steps.matmul_sdp(bias=self._bias(name, b)), pieces)
 
     def activated(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, act) -> np.ndarray:
         params = fp16_steps.matmul_sdp(bias=self._bias(name, b), lut=fp16_steps.gelu_lut(act))
-        pieces = _lowered_pieces(name, a, w, self.ctx, bias=b is not None, fused=Fused(activation=OpKind.GELU))
+        pieces = _lowered_pieces(name, a, w, self.memo, bias=b is not None, fused=Fused(activation=OpKind.GELU))
         return self._conv(name, a, w, params, pieces)
 
     def residual(self, name: str, a: np.ndarray, w: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
@@ -1031,7 +1033,7 @@ class _Fp16Run:
             bias=self._bias(name, b), residual=self._fp16(name, x), eltwise_unit=self.ctx.has_ew
         )
         pieces = _lowered_pieces(
-            name, a, w, self.ctx, bias=b is not None, fused=Fused(residual=True, residual_input="stream")
+            name, a, w, self.memo, bias=b is not None, fused=Fused(residual=True, residual_input="stream")
         )
         return self._conv(name, a, w, params, pieces)
 

@@ -293,6 +293,17 @@ class _Chain:
         inputs_of: dict[int, int] = {}
         groups_of: dict[int, int] = {}
 
+        heads_by_cube: dict[tuple[int, int], tuple[int, ...]] = {}
+
+        def heads_of(rows: int, kernels: int) -> tuple[int, ...]:  # of a hardware layer's SDP cube
+            heads = heads_by_cube.get((rows, kernels))
+            if heads is None:
+                heads = heads_by_cube[rows, kernels] = sdp.operand_heads(
+                    layer.sdp, hw, pixels=rows * s.out_w, channels=kernels, operand_bytes=p.bytes,
+                    memory=layer.input_memory,
+                )  # fmt: skip
+            return heads
+
         def per_item(rows: int, kernels: int) -> tuple[tuple[BlockRun, ...], int, int, int, float]:
             made = items_of.get((rows, kernels))
             if made is None:
@@ -342,10 +353,7 @@ class _Chain:
             weight_keys = [(g0, ("w", g0) if weights_resident else ("w", g0, d)) for g0 in range(k0, k1, kpg)]
             if first + _hardware_layer(plan, d, k, n_data) != current:
                 current = first + _hardware_layer(plan, d, k, n_data)
-                heads = sdp.operand_heads(  # of this hardware layer's SDP cube: its rows, its kernels
-                    layer.sdp, hw, pixels=(r1 - r0) * s.out_w, channels=(k1 - k0) if whole else s.out_k,
-                    operand_bytes=p.bytes, memory=layer.input_memory,
-                )  # fmt: skip
+                heads = heads_of(r1 - r0, (k1 - k0) if whole else s.out_k)
                 self.info[current] = dataclasses.replace(
                     info, startup=csc.startup_cycles(min(kpg, k1 - k0), kpg), operand_heads=heads
                 )
@@ -961,8 +969,6 @@ def run_conv(
     layers compute it alone (the plan's kept weights are the same kernels)."""
     s, p = layer.shape, layer.precision
     check_plan(layer, plan, hw)
-    if sdp_params is not None:  # the numbers must be the ones the layer's timing counts
-        sdp.check_numbers(layer.sdp, sdp_params, p, layer.name)
     if layer.images > 1:
         if data.shape[:1] != (layer.images,):
             raise ValueError(f"data shape {data.shape} must start with the layer's {layer.images} images")
@@ -972,6 +978,8 @@ def run_conv(
             for x in data
         ]
         return np.stack([r[0] for r in runs]), sum(r[1] for r in runs)
+    if sdp_params is not None:  # the numbers must be the ones the layer's timing counts (each image's run)
+        sdp.check_numbers(layer.sdp, sdp_params, p, layer.name)
     if data.shape != (s.in_h, s.in_w, s.in_c):
         raise ValueError(f"data shape {data.shape} != (H, W, C) = {(s.in_h, s.in_w, s.in_c)}")
     if weights.shape != (s.out_k, s.kernel_h, s.kernel_w, s.in_c):
