@@ -577,16 +577,24 @@ class MemoryDescription:
     `summary`)."""
 
     model: str
-    dram_bytes_per_cycle: float
+    dram_bytes_per_cycle: float  # the most its DRAM port carries (the dram model: its channels' peak)
     dram_latency_cycles: int
     interconnect: str
+    device: str = ""  # the dram model's: "<device> x <channels>" ("" for the others)
 
     @classmethod
     def of(cls, hw: HwConfig) -> MemoryDescription:
-        m = memory_model(hw)
-        return cls(hw.memory.model, m.bytes_per_cycle(Memory.DRAM), m.latency(Memory.DRAM), hw.interconnect.model)
+        m, mem = memory_model(hw), hw.memory
+        device = f"{mem.device} x {mem.channels}" if mem.model == "dram" else ""
+        return cls(mem.model, m.bytes_per_cycle(Memory.DRAM), m.latency(Memory.DRAM), hw.interconnect.model, device)
 
     def summary(self) -> str:
+        if self.device:
+            return (
+                f"dram model: {self.device} channels, DRAM at most {self.dram_bytes_per_cycle:g} B a cycle (each "
+                f"run at the device's rate for its mix of clients), {self.dram_latency_cycles:,} cycles a lone "
+                f"read; interconnect {self.interconnect} ([memory] model, device, channels; [interconnect] model)"
+            )
         return (
             f"{self.model} model: DRAM {self.dram_bytes_per_cycle:g} B a cycle, {self.dram_latency_cycles:,} cycles "
             f"a read; interconnect {self.interconnect} ([memory] model, [interconnect] model)"

@@ -132,13 +132,15 @@ class MemoryConfig:
     # fit in min(DRAM, 2^address_bits) are refused by `nvdla generate`
     dram_size_gib: float | None = None
     # How the memories are timed (nvdla_sim/system/memory.py; MEMORY_MODELS): "fluid" (each memory one port
-    # at its bandwidth and latency) or "refresh" (the DRAM port also stops for all-bank refreshes)
+    # at its bandwidth and latency), "refresh" (the DRAM port also stops for all-bank refreshes) or "dram"
+    # (the DRAM port at the rate a DRAM device sustains for each run's access mix: system/dram.py)
     model: str = "fluid"
+    device: str | None = None  # dram: the DRAM device set (MEMORY_DEVICES: JEDEC speed bins as DRAMsim3 gives them)
+    channels: int | None = None  # dram: its channels (of the device's bus each; e.g. 4 x 64-bit: 256-bit)
     refresh_interval_ns: float | None = None  # refresh: JEDEC tREFI (LPDDR4 JESD209-4: 3,904 ns; DDR4: 7,800 ns)
     refresh_ns: float | None = None  # refresh: JEDEC tRFCab (LPDDR4 8 Gb a channel: 280 ns; DDR4 8 Gb: 350 ns)
 
     def __post_init__(self) -> None:
-        self._check_model()
         if not isinstance(self.separate_write_channel, bool):
             raise ConfigError(
                 f"memory.separate_write_channel must be true or false, not {self.separate_write_channel!r}"
@@ -169,14 +171,40 @@ class MemoryConfig:
         bw = self.dram_bandwidth_gbs
         if bw is not None and (isinstance(bw, bool) or not isinstance(bw, int | float) or bw <= 0):
             raise ConfigError(f"memory.dram_bandwidth_gbs must be a positive number of GB/s, not {bw!r}")
+        self._check_model()
 
     def _check_model(self) -> None:
         if self.model not in MEMORY_MODELS:
             raise ConfigError(f"memory.model {self.model!r} is not one of {', '.join(MEMORY_MODELS)}")
         given = [n for n in ("refresh_interval_ns", "refresh_ns") if getattr(self, n) is not None]
-        if self.model != "refresh":
-            if given:
-                raise ConfigError(f"memory.{given[0]} is the refresh model's; memory.model is {self.model!r}")
+        if self.model != "refresh" and given:
+            raise ConfigError(f"memory.{given[0]} is the refresh model's; memory.model is {self.model!r}")
+        own = [n for n in ("device", "channels") if getattr(self, n) is not None]
+        if self.model != "dram":
+            if own:
+                raise ConfigError(f"memory.{own[0]} is the dram model's; memory.model is {self.model!r}")
+            if self.model == "fluid":
+                return
+        if self.model == "dram":
+            if self.device not in MEMORY_DEVICES:
+                raise ConfigError(
+                    f"memory.device {self.device!r} is not one of {', '.join(MEMORY_DEVICES)} "
+                    "(memory.model dram needs one)"
+                )
+            ch = self.channels
+            if isinstance(ch, bool) or not isinstance(ch, int) or not 1 <= ch <= 64:
+                raise ConfigError(f"memory.channels must be a whole number of DRAM channels from 1 to 64, not {ch!r}")
+            if self.dram_bandwidth_gbs is not None:
+                raise ConfigError(
+                    "memory.dram_bandwidth_gbs is the fluid port's; under memory.model dram the bandwidth is the "
+                    "device's (memory.device x memory.channels)"
+                )
+            holds = MEMORY_DEVICES[self.device] * ch
+            if self.dram_size_gib is not None and self.dram_size_gib > holds:
+                raise ConfigError(
+                    f"memory.dram_size_gib {self.dram_size_gib:g} is more than memory.channels ({ch}) of "
+                    f"{self.device} hold ({holds:g} GiB)"
+                )
             return
         for name in ("refresh_interval_ns", "refresh_ns"):
             v = getattr(self, name)
@@ -349,7 +377,11 @@ class HostOp(enum.Enum):
 
 
 # The memory models a config can choose ([memory] model; nvdla_sim/system/memory.py)
-MEMORY_MODELS = ("fluid", "refresh")
+MEMORY_MODELS = ("fluid", "refresh", "dram")
+
+# The DRAM devices the dram memory model times ([memory] device; nvdla_sim/system/dram.py DEVICES), with the
+# GiB one channel of each holds (its ranks, banks, rows and columns there: a test holds the two alike)
+MEMORY_DEVICES = {"LPDDR4-2400": 8, "DDR4-3200": 8}
 
 # The interconnect models a config can choose ([interconnect] model; nvdla_sim/system/interconnect.py)
 INTERCONNECT_MODELS = ("direct", "fabric")
@@ -711,6 +743,8 @@ class HwConfig:
         extra = []
         if self.memory.dram_bandwidth_gbs is not None:
             extra.append(f"bw{self.memory.dram_bandwidth_gbs:g}")
+        if self.memory.model == "dram":
+            extra.append(f"{self.memory.device.lower()}x{self.memory.channels}")
         extra.append(f"{self.clock_mhz:g}mhz")
         return base + "_" + "_".join(extra)
 
@@ -762,6 +796,10 @@ class HwConfig:
 
     def with_values(self, **changes: Any) -> HwConfig:
         """Variant with dotted overrides, e.g. with_values(**{"mac.atomic_c": 32, "clock_mhz": 800})."""
+        return config_from_dict(self.changed_dict(changes), source=f"{self.name} (modified)")
+
+    def changed_dict(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """to_dict with dotted overrides (with_values), not yet validated."""
         data = self.to_dict()
         # a host profile's figures are resolved values in to_dict: a new profile (or model) brings its own
         # figures (or table) unless the change gives them
@@ -780,7 +818,7 @@ class HwConfig:
                 data[key] = value
             else:
                 raise ConfigError(f"unknown config field {key!r}")
-        return config_from_dict(data, source=f"{self.name} (modified)")
+        return data
 
 
 def config_from_dict(data: dict[str, Any], *, source: str) -> HwConfig:
@@ -835,7 +873,9 @@ def _build(data: dict[str, Any]) -> HwConfig:
     )
 
 
-def load_config_file(path: str | Path) -> HwConfig:
+def load_config_file(path: str | Path, seen: tuple[Path, ...] = ()) -> HwConfig:
+    """A config file (a TOML of every field, or a `base` and the values it changes: _derived); `seen`: the
+    files that named this one their base."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -847,7 +887,37 @@ def load_config_file(path: str | Path) -> HwConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    if "base" in data:
+        return _derived(data, path, seen)
     return config_from_dict(data, source=str(path))
+
+
+def _derived(data: dict[str, Any], path: Path, seen: tuple[Path, ...]) -> HwConfig:
+    """A config file naming a `base` config (a shipped config's name, or a .toml path relative to the file)
+    and the values it changes: every other top-level key and table field overrides the base's."""
+    name = data.pop("base")
+    registry = builtin_configs()
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{path}: base must name a config ({', '.join(registry)}) or a .toml path, not {name!r}")
+    where = registry.get(name) or path.parent / name
+    if not where.is_file():
+        raise ConfigError(
+            f"{path}: base {name!r} is neither a shipped config ({', '.join(registry)}) nor a file beside it"
+        )
+    if where.resolve() in seen:
+        raise ConfigError(f"{path}: base {name!r} leads back to {where} (a config cannot be its own base)")
+    base = load_config_file(where, (*seen, path.resolve()))
+    changes: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key in _SECTIONS:
+            changes |= {f"{key}.{leaf}": v for leaf, v in value.items()}
+        else:
+            changes[key] = value
+    try:
+        merged = base.changed_dict(changes)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return config_from_dict(merged, source=str(path))
 
 
 def builtin_configs() -> dict[str, Path]:

@@ -59,6 +59,7 @@ from nvdla_sim.engine.tiling import (
 )
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, Memory
+from nvdla_sim.system.memory import memory_model
 from nvdla_sim.units import cbuf, cdma, csc, sdp
 
 # Relative optimality gap of search_plan: stop once no remaining plan can be more than this much faster
@@ -100,8 +101,10 @@ class _PortRate(NamedTuple):
 
 @lru_cache(maxsize=64)
 def _rates(hw: HwConfig) -> dict[Memory, _PortRate]:
-    """Every memory port's latency and rate (make_ports builds stateful calendars; the bounds only read)."""
-    return {m: _PortRate(p.latency, p.bytes_per_cycle) for m, p in make_ports(hw).items()}
+    """Every memory port's latency and rate, the most it carries (the memory model's: a run's port may be slower
+    for its mix of clients, memory.DramMemory; make_ports builds stateful calendars; the bounds only read)."""
+    memory = memory_model(hw)
+    return {m: _PortRate(memory.latency(m), memory.bytes_per_cycle(m)) for m in make_ports(hw)}
 
 
 @dataclass(frozen=True)

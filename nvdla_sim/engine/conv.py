@@ -720,7 +720,7 @@ def _run_hardware_layers(
             for e in items[i].uses:
                 last_layer[e + shift if shift and e >= first else e] = g
     total: PipelineResult | None = None
-    ports = make_ports(hw)
+    ports = make_ports(hw, items)
     offset = 0.0  # end of the previous layer: its last atom, or its last transfer
     events = []
     prev: PipelineResult | None = None

@@ -127,7 +127,7 @@ def simulate_stream(
         """The stream cut to its first `first` chunks and its last one (all of it when first >= chunks - 1)."""
         idx = [*range(min(first, chunks - 1)), chunks - 1]
         items = [item(i, at) for at, i in enumerate(idx)]
-        ports = make_ports(hw)
+        ports = make_ports(hw, items)
         res = run_items(items, capacities={Buffer.RDMA: in_flight, Buffer.ERDMA: in_flight}, ports=ports,
                         fetch_unit=unit, compute_unit=unit, drain_unit=unit, record_events=record_events,
                         steady=steady)  # fmt: skip

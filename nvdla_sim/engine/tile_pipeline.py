@@ -25,6 +25,7 @@ from typing import NamedTuple
 from nvdla_sim.engine.stats import Event, Traffic, Unit
 from nvdla_sim.engine.steady import STEADY, PeriodMemo, SteadyState
 from nvdla_sim.layers import Memory
+from nvdla_sim.system.dram import AccessMix
 from nvdla_sim.system.memory import MemoryPort, memory_model
 
 
@@ -803,6 +804,27 @@ def _share(first: float, last: float, fraction: float) -> float:
     return first + (last - first) * fraction
 
 
-def make_ports(hw) -> dict[Memory, MemoryPort]:
-    """Fresh ports for a run, as the config's memory model makes them (nvdla_sim.system.memory)."""
-    return memory_model(hw).ports()
+def make_ports(hw, items: Sequence[Item] = (), *, mix: AccessMix | None = None) -> dict[Memory, MemoryPort]:
+    """Fresh ports for a run of `items` (or a run of another kind whose DRAM clients are `mix`), as the
+    config's memory model makes them (nvdla_sim.system.memory); a model whose DRAM rate depends on the run's
+    mix of clients is given theirs (items_mix)."""
+    memory = memory_model(hw)
+    if not memory.mixes:
+        return memory.ports()
+    return memory.ports(mix or (items_mix(items) if items else None))
+
+
+def items_mix(items: Sequence[Item]) -> AccessMix:
+    """The DRAM's clients in a run of `items`: each DMA channel's reads, SDP's operand streams and the writes."""
+    reads = dict.fromkeys(_CHANNELS, 0)
+    operands = writes = 0
+    dram = Memory.DRAM
+    for it in items:
+        for f in it.fetches:
+            if f.memory is dram:
+                reads[f.channel] += f.nbytes
+        if it.drain_read_memory is dram:
+            operands += it.drain_reads
+        if it.write_memory is dram:
+            writes += it.write_bytes
+    return AccessMix.of([*reads.values(), operands], writes)

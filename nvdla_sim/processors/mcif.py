@@ -11,6 +11,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.engine.stats import Traffic
 from nvdla_sim.errors import ConfigError
 from nvdla_sim.layers import Memory
+from nvdla_sim.system.dram import AccessMix
 
 ATOM_BYTES = 32
 TRANSACTION_BYTES = 256
@@ -42,3 +43,8 @@ def copy_traffic(read_bytes: int, write_bytes: int, source: Memory, destination:
         dram_read=read_bytes * src, dram_write=write_bytes * dst,
         sram_read=read_bytes * (not src), sram_write=write_bytes * (not dst),
     )  # fmt: skip
+
+
+def copy_mix(traffic: Traffic) -> AccessMix:
+    """The DRAM's clients in a copy (BDMA, Rubik): its read DMA and its write DMA, where they meet the DRAM."""
+    return AccessMix.of([traffic.dram_read], traffic.dram_write)

@@ -33,6 +33,7 @@ Not yet a memory model of the simulator (memory.MODELS): NVDLA's transfers reach
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -706,3 +707,136 @@ class StreamFigures:
             max(lat, default=0), times.activates, times.refreshes, energy,
             round(energy.total / bus_bytes, 3) if bus_bytes else 0.0,
         )  # fmt: skip
+
+
+# --- A run's traffic on the device (the memory model "dram", memory.DramMemory) ---------------------------
+
+MIX_PARTS = 16  # a mix's shares are sixteenths of its bytes: alike runs share one measured figure
+MIX_READ_CLIENTS = 4  # the largest readers (and writers) kept: NVDLA's CDMA data and weights, a stream unit's
+# RDMA and SDP's operands read; several NVDLAs sharing the DRAM each write
+MIX_OFFSET_ROWS = 5  # client k's buffer starts 5k rows past k GiB: in another bank than the others' (an allocation)
+MIX_TRANSACTIONS = 2048  # a mix is measured on this many transactions: about two tREFI on LPDDR4-2400 (0.2 s)
+
+
+@dataclass(frozen=True)
+class MixClient:
+    """One DMA client of a run on the DRAM: reads or writes, and its share of the run's bytes (MIX_PARTS)."""
+
+    write: bool
+    share: int
+
+
+@dataclass(frozen=True)
+class AccessMix:
+    """What a run asks of the DRAM at once: its clients (NVDLA's DMA engines: CDMA's data and weights, a stream
+    unit's RDMA, SDP's operand RDMAs, the write DMA), each walking its own buffer in order, their requests
+    interleaved in proportion to their bytes (NVDLA's MCIF arbitrates its clients request by request)."""
+
+    clients: tuple[MixClient, ...]
+
+    @classmethod
+    def of(cls, reads: Sequence[float], writes: float | Sequence[float]) -> AccessMix:
+        """The mix of clients reading `reads` bytes each and writing `writes` (one write client's bytes, or
+        several clients' writing to buffers of their own), in sixteenths of their total (a client under half
+        a sixteenth left out; the largest MIX_READ_CLIENTS readers and writers kept)."""
+        readers = sorted((b for b in reads if b > 0), reverse=True)[:MIX_READ_CLIENTS]
+        writers = sorted((b for b in ([writes] if isinstance(writes, int | float) else writes) if b > 0),
+                         reverse=True)[:MIX_READ_CLIENTS]  # fmt: skip
+        total = sum(readers) + sum(writers)
+        if total <= 0:
+            return SEQUENTIAL_READ
+        parts = [MixClient(False, round(MIX_PARTS * b / total)) for b in readers]
+        parts += [MixClient(True, round(MIX_PARTS * b / total)) for b in writers]
+        kept = tuple(c for c in parts if c.share > 0)
+        return cls(kept) if kept else SEQUENTIAL_READ
+
+    def requests(self, dev: DramDevice, n: int = MIX_TRANSACTIONS) -> list[tuple[int, int, bool]]:
+        """`n` transactions of the mix, every one ready at once (the device's sustained rate for it): the
+        clients taken by smooth weighted round robin; client k walks its own buffer in order from k GiB plus
+        MIX_OFFSET_ROWS x k rows (buffers allocated apart, each starting in another bank: where they start in
+        one bank, as validation/dram/streams.py's two-master streams do, alike clients meet in it for ever;
+        docs/modelling.md gives the difference)."""
+        weights = [c.share for c in self.clients]
+        total = sum(weights)
+        current = [0] * len(weights)
+        base = [k * ((1 << 30) + MIX_OFFSET_ROWS * dev.row_bytes) for k in range(len(weights))]
+        walked = [0] * len(weights)
+        out = []
+        for _ in range(n):
+            for k, w in enumerate(weights):
+                current[k] += w
+            k = max(range(len(weights)), key=current.__getitem__)
+            current[k] -= total
+            addr = (base[k] + walked[k] * dev.request_bytes) % dev.capacity_bytes
+            walked[k] += 1
+            out.append((0, addr, self.clients[k].write))
+        return out
+
+    def label(self) -> str:
+        """e.g. "R8 R4 W4": each client's direction and sixteenths (parse reads it back)."""
+        return " ".join(f"{'W' if c.write else 'R'}{c.share}" for c in self.clients)
+
+    @classmethod
+    def parse(cls, label: str) -> AccessMix:
+        """The mix a label names ("R8 R4 W4"); a one-line error for a malformed one."""
+        clients = []
+        for word in label.split():
+            kind, share = word[:1].upper(), word[1:]
+            if kind not in ("R", "W") or not share.isdigit() or not 0 < int(share) <= MIX_PARTS:
+                raise ConfigError(
+                    f"access mix {label!r}: {word!r} is not a client (R or W, then its share in sixteenths, 1-16)"
+                )
+            clients.append(MixClient(kind == "W", int(share)))
+        if not clients:
+            raise ConfigError(f"access mix {label!r}: no clients (e.g. 'R8 R4 W4')")
+        return cls(tuple(clients))
+
+
+SEQUENTIAL_READ = AccessMix((MixClient(False, MIX_PARTS),))  # one client streaming reads (a weight fetch)
+
+
+@dataclass(frozen=True)
+class MixFigures:
+    """A mix measured on one channel of a device (the device model, cycle by cycle)."""
+
+    gbs: float  # the bursts the bus carried over the time, a channel (StreamFigures.bus_gbs)
+    efficiency: float  # of the channel's peak
+    energy_pj_per_byte: float  # activates, bursts and refresh over the bytes (standby is the time's: DramMemory)
+
+
+def _mix_figures(dev: DramDevice, mix: AccessMix, policy: ControllerPolicy) -> MixFigures:
+    times = run_requests(dev, mix.requests(dev), policy)
+    cycles = max(times.done) + 1
+    # the bursts the bus carried: the writes still in the buffer at the end are not yet served
+    nbytes = (times.read_commands + times.write_commands) * dev.request_bytes
+    gbs = nbytes / (cycles * dev.tck_ns)
+    e = DramEnergy.of(dev, times) if dev.IDD0 is not None else None
+    per_byte = (e.activate + e.read + e.write + e.refresh) / nbytes if e is not None else 0.0
+    return MixFigures(gbs, gbs / dev.peak_gbs, per_byte)
+
+
+_MIX_MEMO: dict[tuple[DramDevice, AccessMix, ControllerPolicy], MixFigures] = {}
+
+
+def mix_figures(dev: DramDevice, mix: AccessMix, policy: ControllerPolicy = ControllerPolicy()) -> MixFigures:
+    """The device's sustained rate and energy for a mix (measured once a process for each)."""
+    key = (dev, mix, policy)
+    got = _MIX_MEMO.get(key)
+    if got is None:
+        got = _MIX_MEMO[key] = _mix_figures(dev, mix, policy)
+    return got
+
+
+def mixes_measured() -> list[AccessMix]:
+    """The mixes measured in this process so far (every device), in the order first asked."""
+    return list(dict.fromkeys(mix for _, mix, _ in _MIX_MEMO))
+
+
+def forget_mixes() -> None:
+    """Forget the measured mixes (a study that lists a run's own: validation/dram/nvdla_mixes.py)."""
+    _MIX_MEMO.clear()
+
+
+def idle_read_clocks(dev: DramDevice, policy: ControllerPolicy = ControllerPolicy()) -> int:
+    """Clocks from the controller taking a lone read of a precharged bank to its data (activate, CAS, burst)."""
+    return run_requests(dev, [(0, 0, False)], policy).done[0]

@@ -12,6 +12,10 @@ Two models:
 * refresh (RefreshMemory): the fluid port with the DRAM's all-bank refresh: every refresh_interval_ns
   (JEDEC tREFI) the device takes no transfer for refresh_ns (tRFCab). Its refresh windows sit at absolute
   times, so its runs are timed item by item.
+* dram (DramMemory): the DRAM port's rate is what the device model (system/dram.py: banks, rows, refresh,
+  turnarounds, the controller's scheduling, cycle by cycle) sustains for the run's mix of clients (its DMA
+  engines' shares of reads and writes: dram.AccessMix), over the config's `channels` channels of its `device`; its
+  read latency a lone read's on the device. A run asks for its ports with its mix (`ports(mix)`).
 Adding a model is one class here with `from_config` and an entry in MODELS (and its name in
 config.MEMORY_MODELS).
 """
@@ -26,6 +30,7 @@ from typing import Protocol
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.layers import Memory
+from nvdla_sim.system import dram
 from nvdla_sim.system.interconnect import interconnect
 
 
@@ -171,8 +176,9 @@ class MemoryModel(Protocol):
     (for floors, the search's bounds and the DMA queues' sizing)."""
 
     periodic: bool  # its ports' state repeats with the traffic: a run may skip whole periods of alike work
+    mixes: bool  # its DRAM port's rate depends on the run's mix of clients (ports(mix)): a run gives it
 
-    def ports(self) -> dict[Memory, MemoryPort]: ...
+    def ports(self, mix: dram.AccessMix | None = None) -> dict[Memory, MemoryPort]: ...
 
     def bytes_per_cycle(self, memory: Memory) -> float: ...
 
@@ -190,6 +196,7 @@ class FluidMemory:
     separate_write_channel: bool
 
     periodic = True
+    mixes = False
 
     @classmethod
     def from_config(cls, hw: HwConfig) -> FluidMemory:
@@ -211,7 +218,7 @@ class FluidMemory:
     def _port(self, memory: Memory, latency: int) -> MemoryPort:
         return MemoryPort(self.bytes_per_cycle(memory), latency)
 
-    def ports(self) -> dict[Memory, MemoryPort]:
+    def ports(self, mix: dram.AccessMix | None = None) -> dict[Memory, MemoryPort]:
         ports = {Memory.DRAM: self._port(Memory.DRAM, self.dram_latency)}
         if self.sram_bytes_per_cycle:
             ports[Memory.SRAM] = self._port(Memory.SRAM, self.sram_latency)
@@ -249,7 +256,58 @@ class RefreshMemory(FluidMemory):
         )
 
 
-MODELS = {"fluid": FluidMemory, "refresh": RefreshMemory}
+@dataclass(frozen=True)
+class DramMemory:
+    """The DRAM port at the rate the device model sustains for the run's mix (module docstring); reads and
+    writes share it (one bus: the mix's turnarounds are in its rate); SRAM as the fluid model has it."""
+
+    device: dram.DramDevice
+    channels: int  # channels of the device, the run's requests spread over them alike (address interleaving)
+    cycles_per_ns: float  # NVDLA's clock
+    path_bytes_per_cycle: float  # the most DBBIF and the interconnect carry a cycle
+    dram_latency: int  # a lone read of a precharged bank on the device, plus the interconnect's round trip
+    sram_bytes_per_cycle: float
+    sram_latency: int
+
+    periodic = True
+    mixes = True
+
+    @classmethod
+    def from_config(cls, hw: HwConfig) -> DramMemory:
+        m = hw.memory
+        dev = dram.device(m.device)
+        cycles_per_ns = hw.clock_mhz / 1e3
+        path = interconnect(hw)
+        width = m.dram_width_bits / 8  # DBBIF's data path a cycle
+        latency = math.ceil(dram.idle_read_clocks(dev) * dev.tck_ns * cycles_per_ns) + path.added_latency()
+        sram = hw.sram_bytes_per_cycle if m.has_sram else 0.0
+        return cls(dev, m.channels, cycles_per_ns, min(width, path.bytes_per_cycle()), latency, sram,
+                   m.sram_latency_cycles)  # fmt: skip
+
+    def dram_rate(self, mix: dram.AccessMix) -> float:
+        """Bytes a cycle of NVDLA's the device's channels sustain for `mix`, within the path's width."""
+        gbs = dram.mix_figures(self.device, mix).gbs * self.channels
+        return min(self.path_bytes_per_cycle, gbs / self.cycles_per_ns)
+
+    def bytes_per_cycle(self, memory: Memory) -> float:
+        """The most a port carries a cycle: for DRAM its channels' peak (the floors' and bounds' rate: no mix
+        is faster), within the path's width."""
+        if memory is Memory.SRAM:
+            return self.sram_bytes_per_cycle
+        return min(self.path_bytes_per_cycle, self.device.peak_gbs * self.channels / self.cycles_per_ns)
+
+    def latency(self, memory: Memory) -> int:
+        return self.dram_latency if memory is Memory.DRAM else self.sram_latency
+
+    def ports(self, mix: dram.AccessMix | None = None) -> dict[Memory, MemoryPort]:
+        """Fresh ports; the DRAM port at the rate of `mix` (a run's: None, one client streaming reads)."""
+        ports = {Memory.DRAM: MemoryPort(self.dram_rate(mix or dram.SEQUENTIAL_READ), self.dram_latency)}
+        if self.sram_bytes_per_cycle:
+            ports[Memory.SRAM] = MemoryPort(self.sram_bytes_per_cycle, self.sram_latency)
+        return ports
+
+
+MODELS = {"fluid": FluidMemory, "refresh": RefreshMemory, "dram": DramMemory}
 
 
 @lru_cache(maxsize=256)  # pure; every layer's run asks

@@ -153,5 +153,6 @@ def test_the_report_says_what_timed_its_memory(report):
     """nv_large's config: the fluid model, its DRAM port of 256 bits (32 bytes a clock) at 1,024 clocks a read
     (PRIMARY_MEMIF_WIDTH_256, _LATENCY_1024: configs/nv_large.toml), no fabric."""
     d = json.loads((report / "report.json").read_text())
-    want = {"model": "fluid", "dram_bytes_per_cycle": 32, "dram_latency_cycles": 1024, "interconnect": "direct"}
+    want = {"model": "fluid", "dram_bytes_per_cycle": 32, "dram_latency_cycles": 1024, "interconnect": "direct",
+            "device": ""}  # fmt: skip
     assert d["memory"] == want

@@ -116,11 +116,13 @@ def test_a_run_states_what_timed_its_memory(tmp_path):
     from nvdla_mapper.results import memory_description
 
     assert memory_description(FULL) == {
-        "model": "fluid", "dram_bytes_per_cycle": 64, "dram_latency_cycles": 1200, "interconnect": "direct"
+        "model": "fluid", "dram_bytes_per_cycle": 64, "dram_latency_cycles": 1200, "interconnect": "direct",
+        "device": "",
     }  # fmt: skip
     fabric = load_config_file(_fabric_toml(tmp_path))
     assert memory_description(fabric) == {
-        "model": "fluid", "dram_bytes_per_cycle": 32, "dram_latency_cycles": 1300, "interconnect": "fabric"
+        "model": "fluid", "dram_bytes_per_cycle": 32, "dram_latency_cycles": 1300, "interconnect": "fabric",
+        "device": "",
     }  # fmt: skip
 
 

@@ -104,7 +104,7 @@ def test_bdma_asks_the_memory_model(tmp_path):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"memory.model": "ramulator"}, r"memory\.model 'ramulator' is not one of fluid, refresh$"),
+        ({"memory.model": "ramulator"}, r"memory\.model 'ramulator' is not one of fluid, refresh, dram$"),
         ({"memory.model": "refresh"}, r"memory\.model refresh needs memory\.refresh_interval_ns"),
         ({"memory.refresh_ns": 280.0}, r"memory\.refresh_ns is the refresh model's; memory\.model is 'fluid'$"),
         (

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nvdla_sim.system.dram import DEVICES as DRAM_DEVICES
-from nvdla_sim.system.dram import DramDevice
+from nvdla_sim.system.dram import AccessMix, DramDevice
 
 Request = tuple[int, int, bool]  # (ready cycle, byte address, write)
 
@@ -118,6 +118,22 @@ PATTERNS: dict[str, tuple[str, Callable[[DramDevice], list[Request]]]] = {
         "one master streaming reads, the other streaming writes, in turn",
         lambda d: _interleave(_seq(d, 0, N // 2), _seq(d, REGION, N // 2, write=True)),
     ),
+}
+
+
+# The access mixes of NVDLA's runs under the dram memory model (dram.AccessMix: each DMA client's share of a
+# run's bytes in sixteenths, R a reader, W the writer), as `python -m nvdla_validation.dram.nvdla_mixes` lists
+# them for the README job and a GPT-2 decode step on configs/nv_full_lpddr4.toml (2026-12-07); each runs as
+# the model measures it (AccessMix.requests: the clients in weighted turn, each walking its own buffer)
+NVDLA_MIXES = ("R16", "R14 R1 W1", "R11 R4 W2", "R8 W8", "R12 R2 W2", "R4 R4 W8", "R6 R3 W6", "R8 R4 W4",
+               "R6 R6 W3", "R13 R1 R1 W1", "R10 R3 R1 W2", "R14 W1", "R9 R7", "R14 R1", "R11 R5", "R5 R5 W5",
+               "R15 R1", "R15 W1")  # fmt: skip
+PATTERNS |= {
+    "mix_" + label.replace(" ", "_"): (
+        f"NVDLA's DMA clients in a run, {label} (nvdla_mixes.py)",
+        lambda d, label=label: AccessMix.parse(label).requests(d),
+    )
+    for label in NVDLA_MIXES
 }
 
 

@@ -29,7 +29,7 @@ from nvdla_sim.layers import Memory
 from nvdla_sim.processors.bdma.execute import execute_bdma
 from nvdla_sim.processors.bdma.registers import BdmaOp, decode_bdma, write_bdma
 from nvdla_sim.processors.bdma.timing import ALIGNED, BdmaPlaces, request_cycles
-from nvdla_sim.processors.mcif import check_memories, copy_traffic
+from nvdla_sim.processors.mcif import check_memories, copy_mix, copy_traffic
 from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.units.dram import beat_bytes
 from nvdla_sim.units.lut import LutParams
@@ -157,7 +157,8 @@ class BdmaProcessor:
         steady: SteadyState = STEADY,  # its requests are timed one by one (timing.py): no steady state skipped
     ) -> LayerStats:  # fmt: skip
         self._check(layer, hw)
-        ports = make_ports(hw)
+        traffic = copy_traffic(layer.bytes, layer.bytes, layer.source, layer.destination)
+        ports = make_ports(hw, mix=copy_mix(traffic))
         read_port, write_port = ports[layer.source], ports[layer.destination].writes
         cycles = math.ceil(
             request_cycles(
@@ -167,7 +168,6 @@ class BdmaProcessor:
         )  # fmt: skip
         dram_cycles = int(ports[Memory.DRAM].channel_busy)
         sram_cycles = int(ports[Memory.SRAM].channel_busy) if Memory.SRAM in ports else 0
-        traffic = copy_traffic(layer.bytes, layer.bytes, layer.source, layer.destination)
         units = {Unit.BDMA: UnitStats(cycles), Unit.DRAM: UnitStats(dram_cycles)}
         if sram_cycles:
             units[Unit.SRAM] = UnitStats(sram_cycles)

@@ -31,7 +31,7 @@ from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.errors import ConfigError, ShapeError, TraceError, check_int
 from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
-from nvdla_sim.processors.mcif import check_memories, copy_traffic
+from nvdla_sim.processors.mcif import check_memories, copy_mix, copy_traffic
 from nvdla_sim.processors.registers import Emitted, ExecState, RegisterWriter, Snapshots, ViewDefaults
 from nvdla_sim.processors.rubik.execute import execute_rubik
 from nvdla_sim.processors.rubik.registers import RBK_ATOM_BYTES, RubikMode, RubikOp, decode_rubik, write_rubik
@@ -208,7 +208,8 @@ class RubikProcessor:
         rbeat, wbeat = beat_bytes(hw, layer.source), beat_bytes(hw, layer.destination)
         rb, wb = sum(r.atoms for r in reads) * RBK_ATOM_BYTES, sum(w.atoms for w in writes) * RBK_ATOM_BYTES
         # the memory moves whole beats: a request of one 32-byte atom takes a 64-byte beat of nv_full's bus
-        ports = make_ports(hw)
+        traffic = copy_traffic(rb, wb, layer.source, layer.destination)
+        ports = make_ports(hw, mix=copy_mix(traffic))
         read_port, write_port = ports[layer.source], ports[layer.destination].writes
         cycles = math.ceil(
             request_cycles(reads, writes, slots, read_port, write_port, read_beat=rbeat, write_beat=wbeat)
@@ -217,7 +218,6 @@ class RubikProcessor:
         busy = sum(WRITE_REQUEST_CYCLES + w.buffer_reads for w in writes)
         port_cycles = int(max(p.channel_busy for p in ports.values()))
         bound = Bound.DRAM if port_cycles >= busy else Bound.RUBIK
-        traffic = copy_traffic(rb, wb, layer.source, layer.destination)
         units = {
             Unit.RUBIK: UnitStats(busy),
             Unit.DRAM: UnitStats(int(ports[Memory.DRAM].channel_busy)),
