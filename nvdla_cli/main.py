@@ -18,6 +18,7 @@ from nvdla_sim.energy.model import Energy, area, layer_energy, run_energy
 from nvdla_sim.engine.stats import ConvDetail, LayerStats, Unit
 from nvdla_sim.engine.trace import write_trace
 from nvdla_sim.errors import NvdlaError
+from nvdla_sim.files import write_json
 from nvdla_sim.layers import MAX_DIM, ConvLayer, ConvShape, OperandMode, PdpLayer, PoolMode, PoolSpec, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.processors import simulate
@@ -146,10 +147,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dr.add_argument("--json", action="store_true", help="print the figures as JSON")
 
+    sy = sub.add_parser(
+        "system",
+        help="several NVDLA instances on one DRAM: each instance's network mapped alone, then run together on the "
+        "shared memory; each one's slowdown against running alone",
+    )
+    sy.add_argument("file", help="a system TOML: dram = CONFIG and [[instance]] tables (see examples/system_*.toml)")
+    sy.add_argument("--json", default=None, help="also write the figures to this JSON file")
+
     add_mapper(sub, _COMMANDS)  # map, zoo, sweep
     add_rtl(sub, _COMMANDS)  # rtl emit / verify / bench
     show_defaults(ap)
     return ap
+
+
+@_command("system")
+def _system(args: argparse.Namespace) -> int:
+    from nvdla_mapper.studies.system import load_system, run_system
+
+    out = output_file(args.json, "--json") if args.json is not None else None  # checked before the work
+    spec = load_system(args.file)
+    res = run_system(spec)
+    print(f"{res.name}: {len(res.instances)} NVDLA instances on one DRAM ({res.memory.summary()})")
+    print(f"  DRAM at most      {res.peak_gbs:.2f} GB/s, shared max-min fairly at its rate for what they ask together")
+    print("  instance         hw                      workload                           alone ms  shared ms  slowdown"
+          "  DRAM MB  GB/s alone / shared")  # fmt: skip
+    for i in res.instances:
+        d = i.as_dict()
+        print(f"  {i.name:<16} {i.hw:<23} {i.workload:<33} {d['alone_ms']:>9.3f} {d['shared_ms']:>10.3f} "
+              f"{i.slowdown:>8.3f}x {i.dram_bytes / 1e6:>8.1f}  {d['alone_dram_gbs']:.2f} / {d['shared_dram_gbs']:.2f}")  # fmt: skip
+    print(f"  together          {res.makespan_ns / 1e6:.3f} ms until the last instance ends")
+    if out is not None:
+        write_json(out, res.as_dict())
+        print(f"wrote json: {out}")
+    return 0
 
 
 @_command("dram")

@@ -1,0 +1,289 @@
+"""Several NVDLA instances on one DRAM (issue 58, items 3 and 4): a system file names the instances (any mix
+of builds, each with its workload) and the DRAM they share; each instance's run is mapped alone, then the
+runs are timed together on the shared memory (nvdla_sim.system.shared_memory) and each one's slowdown
+against running alone reported (the Xavier/Orin pattern: one engine a network, one DRAM).
+
+A system file (TOML; `nvdla system FILE`, examples/system_*.toml):
+
+    name = "two_resnet50"
+    dram = "nv_full_lpddr4"     # the config whose DRAM ([memory]) the instances share
+    [[instance]]
+    hw = "nv_full_lpddr4"       # a config name or .toml path, on the shared DRAM
+    model = "resnet50"          # what `nvdla map` takes: a preset, a config.json, an .onnx
+    seq = 128                   # optional: the sequence (text models)
+    batch = 1                   # optional
+    precision = "int8"          # optional
+    decode = 128                # optional: a decode step against this many cached positions (generative models)
+    repeat = 1                  # optional: the run this many times back to back
+    name = "dla0"               # optional (default dla<index>)
+
+Each instance is timed alone on its own config, which must be on the shared DRAM: the dram model's device
+and channels, or a fluid port of the shared DRAM's rate (the instance's DBBIF and latency are its own).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph
+from nvdla_mapper.frontends.resolve import model_graph, resolve_model
+from nvdla_mapper.passes import map_model
+from nvdla_mapper.results import MapResult, MemoryDescription, task_dram_bytes
+from nvdla_mapper.workload import ops_in_order
+from nvdla_sim.config import HwConfig, load_config
+from nvdla_sim.errors import ConfigError, NvdlaError
+from nvdla_sim.layers import Memory
+from nvdla_sim.precision import Precision
+from nvdla_sim.system import dram
+from nvdla_sim.system.memory import memory_model
+from nvdla_sim.system.shared_memory import Capacity, Demand, Profile, share
+
+_TOP_KEYS = {"name", "dram", "instance"}
+_INSTANCE_KEYS = {"name", "hw", "model", "seq", "batch", "precision", "decode", "repeat"}
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One NVDLA instance and its workload."""
+
+    name: str
+    hw: HwConfig
+    model: str
+    seq: int | None = None
+    batch: int = 1
+    precision: Precision = Precision.INT8
+    decode: int | None = None  # a decode step against this many cached positions
+    repeat: int = 1
+
+    @property
+    def workload(self) -> str:
+        what = f"{self.model} decode step (kv {self.decode})" if self.decode else self.model
+        if self.seq is not None and not self.decode:
+            what += f" seq {self.seq}"
+        return (
+            what
+            + (f" batch {self.batch}" if self.batch != 1 else "")
+            + (f" x{self.repeat}" if self.repeat != 1 else "")
+        )
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    name: str
+    dram: HwConfig  # the config whose DRAM the instances share
+    instances: tuple[InstanceSpec, ...]
+
+
+@dataclass(frozen=True)
+class InstanceResult:
+    name: str
+    hw: str
+    workload: str
+    alone_ns: float
+    shared_ns: float
+    dram_bytes: int
+    weight_bytes: int  # its model's static weights, its own copy in the shared DRAM
+
+    @property
+    def slowdown(self) -> float:
+        return self.shared_ns / self.alone_ns if self.alone_ns else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "hw": self.hw, "workload": self.workload, "alone_ms": self.alone_ns / 1e6,
+            "shared_ms": self.shared_ns / 1e6, "slowdown": self.slowdown, "dram_bytes": self.dram_bytes,
+            "alone_dram_gbs": self.dram_bytes / self.alone_ns if self.alone_ns else 0.0,
+            "shared_dram_gbs": self.dram_bytes / self.shared_ns if self.shared_ns else 0.0,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SystemResult:
+    name: str
+    memory: MemoryDescription
+    peak_gbs: float  # the shared DRAM's most, bytes a ns
+    instances: tuple[InstanceResult, ...]
+
+    @property
+    def makespan_ns(self) -> float:
+        return max(i.shared_ns for i in self.instances)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "memory": self.memory.__dict__,
+            "dram_peak_gbs": self.peak_gbs,
+            "makespan_ms": self.makespan_ns / 1e6,
+            "instances": [i.as_dict() for i in self.instances],
+            "method": "each instance mapped alone; the runs' DRAM demands shared max-min fairly at the shared "
+            "DRAM's rate for what they ask together (nvdla_sim/system/shared_memory.py)",
+        }
+
+
+def load_system(path: str | Path) -> SystemSpec:
+    """Parse and check a system file; every error is one line naming the file and the key."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise NvdlaError(f"{path}: cannot read the system file ({e.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise NvdlaError(f"{path}: not valid TOML ({e})") from None
+    return system_from_dict(data, source=str(path))
+
+
+def system_from_dict(data: dict[str, Any], *, source: str) -> SystemSpec:
+    def err(msg: str) -> NvdlaError:
+        return NvdlaError(f"{source}: {msg}")
+
+    extra = set(data) - _TOP_KEYS
+    if extra:
+        raise err(f"unknown key(s) {sorted(extra)}; allowed: {sorted(_TOP_KEYS)}")
+    if "dram" not in data:
+        raise err("dram: missing; name the config whose DRAM the instances share (e.g. nv_full_lpddr4)")
+    try:
+        shared = load_config(data["dram"])
+    except ConfigError as e:
+        raise err(f"dram: {e}") from None
+    raw = data.get("instance")
+    if not isinstance(raw, list) or not raw or not all(isinstance(r, dict) for r in raw):
+        raise err("instance: give one [[instance]] table or more (hw and model each)")
+    instances = [_instance(r, k, shared, err) for k, r in enumerate(raw)]
+    names = [i.name for i in instances]
+    if len(set(names)) != len(names):
+        raise err(f"instance names must differ: {names}")
+    return SystemSpec(str(data.get("name", Path(source).stem)), shared, tuple(instances))
+
+
+def _instance(r: dict[str, Any], k: int, shared: HwConfig, err) -> InstanceSpec:
+    where = f"instance {k + 1}"
+    extra = set(r) - _INSTANCE_KEYS
+    if extra:
+        raise err(f"{where}: unknown key(s) {sorted(extra)}; allowed: {sorted(_INSTANCE_KEYS)}")
+    for key in ("hw", "model"):
+        if not isinstance(r.get(key), str) or not r[key]:
+            raise err(f"{where}: {key} is required (a config name or .toml path; a model `nvdla map` takes)")
+    try:
+        hw = load_config(r["hw"])
+    except ConfigError as e:
+        raise err(f"{where}: hw: {e}") from None
+    for key, least in (("batch", 1), ("repeat", 1), ("seq", 1), ("decode", 1)):
+        v = r.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
+            raise err(f"{where}: {key} must be a whole number >= {least}, not {v!r}")
+    try:
+        prec = Precision.parse(str(r.get("precision", "int8")))
+        hw.check_precision(prec)
+    except (ValueError, ConfigError) as e:
+        raise err(f"{where}: precision: {e}") from None
+    mismatch = _off_the_shared_dram(hw, shared)
+    if mismatch:
+        raise err(f"{where}: hw {hw.name}: {mismatch}")
+    if r.get("decode") is not None:
+        if r.get("seq") is not None:
+            raise err(f"{where}: seq and decode: a decode step's length is its cached positions (decode)")
+        try:
+            spec = resolve_model(r["model"])
+            if not isinstance(spec, ModelSpec):
+                raise NvdlaError(f"{r['model']}: a decode step needs a preset or config.json, not an ONNX graph")
+            check_generative(spec)
+        except NvdlaError as e:
+            raise err(f"{where}: decode: {e}") from None
+    return InstanceSpec(str(r.get("name", f"dla{k}")), hw, r["model"], r.get("seq"), r.get("batch", 1), prec,
+                        r.get("decode"), r.get("repeat", 1))  # fmt: skip
+
+
+def _dram_gbs(hw: HwConfig) -> float:
+    """A config's DRAM rate at most, bytes a ns."""
+    return memory_model(hw).bytes_per_cycle(Memory.DRAM) * hw.clock_mhz / 1e3
+
+
+def _off_the_shared_dram(hw: HwConfig, shared: HwConfig) -> str:
+    """Why an instance's config is not on the shared DRAM ("" when it is)."""
+    m, s = hw.memory, shared.memory
+    if s.model == "dram":
+        if (m.model, m.device, m.channels) != (s.model, s.device, s.channels):
+            have = f"{m.device} x {m.channels}" if m.model == "dram" else f"the {m.model} model"
+            return (f"its DRAM ({have}) is not the shared one ({s.device} x {s.channels}: [memory] model, device, "
+                    f"channels of {shared.name})")  # fmt: skip
+        return ""
+    if m.model == "dram" or not math.isclose(_dram_gbs(hw), _dram_gbs(shared), rel_tol=1e-9):
+        return (f"its DRAM ({_dram_gbs(hw):g} GB/s, {m.model} model) is not the shared one ({_dram_gbs(shared):g} "
+                f"GB/s, {s.model} model, {shared.name})")  # fmt: skip
+    return ""
+
+
+def capacity(shared: HwConfig) -> Capacity:
+    """The shared DRAM's rate for what the masters ask together (bytes a ns): the dram model's device rate for
+    their mix (each master's reads one client, its writes another), else the fluid port's rate."""
+    m = shared.memory
+    if m.model != "dram":
+        rate = _dram_gbs(shared)
+        return lambda asks: rate
+    dev = dram.device(m.device)
+    channels = m.channels
+    return lambda asks: (
+        dram.mix_figures(dev, dram.AccessMix.of([r for r, _ in asks], [w for _, w in asks])).gbs * channels
+    )
+
+
+def instance_graph(spec: InstanceSpec) -> nx.DiGraph:
+    """The workload graph an instance runs (a pass, or a decode step against its cached positions)."""
+    if spec.decode:
+        return decode_step_graph(resolve_model(spec.model), batch=spec.batch, kv_len=spec.decode)
+    return model_graph(spec.model, batch=spec.batch, seq=spec.seq)
+
+
+def map_instance(spec: InstanceSpec, g: nx.DiGraph | None = None) -> MapResult:
+    """An instance's run alone (`nvdla map`'s, or a decode step's as `nvdla generate` maps it)."""
+    g = instance_graph(spec) if g is None else g
+    if spec.decode:
+        return map_model(g, spec.hw, precision=spec.precision, batch=spec.batch, seq=spec.decode)
+    return map_model(g, spec.hw, precision=spec.precision)
+
+
+def profile(res: MapResult) -> Profile:
+    """A run's DRAM demand alone over its time, in ns (every hardware layer's and copy's traffic)."""
+    ns = 1e3 / res.hw.clock_mhz
+    demands = [
+        Demand(r.start * ns, r.end * ns, r.stats.traffic.dram_read * r.task.count, r.stats.traffic.dram_write * r.task.count)
+        for r in res.results
+        if r.stats is not None and task_dram_bytes(r)
+    ]  # fmt: skip
+    return Profile.of(demands, res.total_cycles * ns)
+
+
+def run_system(spec: SystemSpec) -> SystemResult:
+    """Map each instance alone, then share the DRAM (module docstring)."""
+    graphs = [instance_graph(i) for i in spec.instances]
+    # each instance keeps its own copy of its model's weights in the shared DRAM (checked before the work)
+    weights = [sum(op.weight_elems for op in ops_in_order(g)) * i.precision.bytes
+               for g, i in zip(graphs, spec.instances, strict=True)]  # fmt: skip
+    holds = spec.dram.memory.dram_size_gib
+    if holds is not None and sum(weights) > holds * 2**30:
+        raise NvdlaError(
+            f"{spec.name}: the instances' weights ({sum(weights) / 2**30:.2f} GiB: "
+            + ", ".join(f"{i.name} {w / 2**30:.2f}" for i, w in zip(spec.instances, weights, strict=True))
+            + f") are more than the shared DRAM holds ({holds:g} GiB, memory.dram_size_gib of {spec.dram.name})"
+        )
+    mapped: dict[tuple, MapResult] = {}  # instances running alike work map it once
+    runs = []
+    for i, g in zip(spec.instances, graphs, strict=True):
+        key = (i.hw, i.model, i.seq, i.batch, i.precision, i.decode)
+        if key not in mapped:
+            mapped[key] = map_instance(i, g)
+        runs.append(mapped[key])
+    profiles = [profile(r).repeated(i.repeat) for r, i in zip(runs, spec.instances, strict=True)]
+    ends = share(profiles, capacity(spec.dram))
+    out = tuple(
+        InstanceResult(i.name, i.hw.name, i.workload, p.length, end,
+                       sum(task_dram_bytes(t) for t in r.results) * i.repeat, w)
+        for i, r, p, end, w in zip(spec.instances, runs, profiles, ends, weights, strict=True)
+    )  # fmt: skip
+    return SystemResult(spec.name, MemoryDescription.of(spec.dram), _dram_gbs(spec.dram), out)

@@ -1,0 +1,108 @@
+"""Several NVDLA instances on one DRAM through `nvdla system` (mapper/studies/system.py): each instance's run
+alone, then together on the shared DRAM; a bad system file is one line naming the file and the key."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+
+from nvdla_cli.main import main
+from nvdla_mapper.studies.system import capacity, load_system, map_instance, profile, run_system, system_from_dict
+from nvdla_sim.errors import NvdlaError
+from nvdla_sim.system.shared_memory import share
+
+TWO_LENETS = """
+name = "two_lenets"
+dram = "nv_full_lpddr4"
+[[instance]]
+hw = "nv_full_lpddr4"
+model = "lenet5"
+[[instance]]
+hw = "nv_full_lpddr4"
+model = "lenet5"
+repeat = 3
+"""
+
+
+def test_two_instances_sharing_a_dram_through_the_cli(tmp_path, capsys):
+    """Alone each runs as `nvdla map` times it (a repeat: three times as long); together neither is faster
+    than alone and no instance takes longer than all the instances' traffic at the shared DRAM's peak on top
+    of its own time alone; the JSON holds what the table prints."""
+    path = tmp_path / "s.toml"
+    path.write_text(TWO_LENETS)
+    assert main(["system", str(path), "--json", str(tmp_path / "o" / "s.json")]) == 0
+    out = capsys.readouterr().out
+    assert "two_lenets: 2 NVDLA instances on one DRAM (dram model: LPDDR4-2400 x 2 channels" in out
+    doc = json.loads((tmp_path / "o" / "s.json").read_text())
+    one, three = doc["instances"]
+    spec = load_system(path)
+    alone = map_instance(spec.instances[0])
+    assert one["alone_ms"] == pytest.approx(alone.latency_ms) and three["alone_ms"] == pytest.approx(
+        3 * one["alone_ms"]
+    )
+    assert one["dram_bytes"] * 3 == three["dram_bytes"]
+    total = one["dram_bytes"] + three["dram_bytes"]
+    for r in (one, three):
+        assert r["alone_ms"] <= r["shared_ms"] <= r["alone_ms"] + total / doc["dram_peak_gbs"] / 1e6
+    assert doc["makespan_ms"] == max(one["shared_ms"], three["shared_ms"])
+
+
+def test_the_runs_are_shared_as_their_profiles_say():
+    """run_system's ends are share()'s on the instances' profiles with the shared DRAM's rate."""
+    spec = load_system_text(TWO_LENETS)
+    res = run_system(spec)
+    p = profile(map_instance(spec.instances[0]))
+    ends = share([p, p.repeated(3)], capacity(spec.dram))
+    assert [i.shared_ns for i in res.instances] == pytest.approx(ends)
+
+
+def load_system_text(text: str):
+    return system_from_dict(tomllib.loads(text), source="s.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('dram = "nv_full_lpddr4"\ncolour = 1\n[[instance]]\nhw = "nv_full"\nmodel = "lenet5"\n',
+         "s.toml: unknown key(s) ['colour']"),
+        ('[[instance]]\nhw = "nv_full"\nmodel = "lenet5"\n', "s.toml: dram: missing; name the config"),
+        ('dram = "nv_mega"\n[[instance]]\nhw = "nv_full"\nmodel = "lenet5"\n',
+         "s.toml: dram: unknown hardware config 'nv_mega'"),
+        ('dram = "nv_full_lpddr4"\n', "s.toml: instance: give one [[instance]] table or more"),
+        ('dram = "nv_full_lpddr4"\n[[instance]]\nmodel = "lenet5"\n', "s.toml: instance 1: hw is required"),
+        ('dram = "nv_full_lpddr4"\n[[instance]]\nhw = "nv_full"\nmodel = "lenet5"\n',
+         "s.toml: instance 1: hw nv_full: its DRAM (the fluid model) is not the shared one (LPDDR4-2400 x 2"),
+        ('dram = "nv_full"\n[[instance]]\nhw = "nv_small"\nmodel = "lenet5"\n',
+         "s.toml: instance 1: hw nv_small: its DRAM (8 GB/s, fluid model) is not the shared one (64 GB/s"),
+        ('dram = "nv_full_lpddr4"\n[[instance]]\nhw = "nv_full_lpddr4"\nmodel = "lenet5"\nrepeat = 0\n',
+         "s.toml: instance 1: repeat must be a whole number >= 1, not 0"),
+        ('dram = "nv_full_lpddr4"\n[[instance]]\nhw = "nv_full_lpddr4"\nmodel = "bert-base"\ndecode = 8\n',
+         "s.toml: instance 1: decode: "),
+        ('dram = "nv_full_lpddr4"\n[[instance]]\nhw = "nv_full_lpddr4"\nmodel = "gpt2"\ndecode = 8\nseq = 8\n',
+         "s.toml: instance 1: seq and decode"),
+        ('dram = "nv_full_lpddr4"\n[[instance]]\nname = "a"\nhw = "nv_full_lpddr4"\nmodel = "lenet5"\n'
+         '[[instance]]\nname = "a"\nhw = "nv_full_lpddr4"\nmodel = "lenet5"\n', "s.toml: instance names must differ"),
+        ('dram = "nv_small_rtl_tb"\n[[instance]]\nhw = "nv_full_lpddr4"\nmodel = "lenet5"\nprecision = "fp16"\n',
+         "s.toml: instance 1: hw nv_full_lpddr4: its DRAM (38.5542 GB/s, dram model) is not the shared one (4 GB/s, "
+         "fluid model, nv_small_rtl_tb)"),
+    ],
+)  # fmt: skip
+def test_a_bad_system_file_is_one_line(text, message):
+    with pytest.raises(NvdlaError) as e:
+        load_system_text(text)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_instances_whose_weights_the_dram_cannot_hold_are_refused(tmp_path):
+    """Four GPT-2-XL decode steps' INT8 weights (about 1.5 GiB each) on a DRAM of 4 GiB: one line naming the
+    instances' weights and the field that sizes the DRAM."""
+    (tmp_path / "small_dram.toml").write_text(
+        'base = "nv_full_lpddr4"\nname = "four_gib"\n[memory]\ndram_size_gib = 4\n'
+    )
+    inst = f'[[instance]]\nhw = "{tmp_path / "small_dram.toml"}"\nmodel = "gpt2-xl"\ndecode = 4\n'
+    spec = load_system_text(f'name = "x"\ndram = "{tmp_path / "small_dram.toml"}"\n' + inst * 4)
+    with pytest.raises(NvdlaError, match=r"x: the instances' weights \(.* GiB: dla0 .*\) are more than the shared "
+                                         r"DRAM holds \(4 GiB, memory.dram_size_gib of four_gib\)"):  # fmt: skip
+        run_system(spec)

@@ -1,0 +1,69 @@
+"""Several masters on one DRAM (nvdla_sim.system.shared_memory): max-min fair shares of the memory's rate,
+each master slowed by what it is not given. Expected ends by hand."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nvdla_sim.system.shared_memory import Demand, Profile, fair_shares, share
+
+
+def _flat(ns: float, nbytes: float, write: float = 0.0) -> Profile:
+    return Profile.of([Demand(0, ns, nbytes, write)], ns)
+
+
+def test_two_streaming_masters_each_get_half():
+    """Two masters streaming 64,000 bytes each in 1,000 ns alone (64 bytes a ns: all the memory's 64) get 32
+    each together: both end at 2,000 ns, twice as long as alone."""
+    assert share([_flat(1000, 64000), _flat(1000, 64000)], lambda asks: 64.0) == [2000, 2000]
+
+
+def test_a_master_asking_less_than_its_share_keeps_its_pace():
+    """One asks 16 bytes a ns (under an equal share of 32) and gets them: it ends at 1,000 ns as alone; the
+    other gets the 48 left, 0.75 of its 64, so by 1,000 ns it is 750 ns into its run, and the last 250 run
+    alone at full speed: 1,250 ns."""
+    assert share([_flat(1000, 16000), _flat(1000, 64000)], lambda asks: 64.0) == pytest.approx([1000, 1250])
+
+
+def test_a_memory_that_keeps_up_slows_nobody_and_a_master_alone_is_never_slowed():
+    assert share([_flat(1000, 20000), _flat(500, 20000, 10000)], lambda asks: 100.0) == [1000, 500]
+    assert share([_flat(1000, 64000 * 5)], lambda asks: 64.0) == [1000]  # alone: its own timing stands
+
+
+def test_the_memorys_rate_follows_what_is_asked():
+    """The capacity function sees each running master's (read, write) asks: a memory that gives 48 bytes a ns
+    when one master writes (its turnarounds) and 64 when both only read."""
+    seen = []
+
+    def rate(asks):
+        seen.append(tuple(asks))
+        return 48.0 if any(w for _, w in asks) else 64.0
+
+    ends = share([_flat(1000, 32000, 32000), _flat(1000, 64000)], rate)
+    # together they ask 64 + 64 of 48: 24 each, speeds 0.375; both end together at 1000 / 0.375
+    assert ends == pytest.approx([1000 / 0.375] * 2) and seen[0] == ((32.0, 32.0), (64.0, 0.0))
+
+
+def test_a_profile_spreads_each_task_over_its_time_and_repeats():
+    p = Profile.of([Demand(0, 10, 100, 0), Demand(5, 15, 0, 50), Demand(15, 15, 7, 0)], 20)
+    assert p.breakpoints == (0, 5, 10, 15, 20)
+    assert p.read_rate == (10, 10, 0, 0) and p.write_rate == (0, 5, 5, 0)
+    twice = p.repeated(2)
+    assert twice.length == 40 and twice.breakpoints[4:6] == (20, 25) and twice.read_rate[4] == 10
+
+
+@settings(max_examples=200, deadline=None)
+@given(asks=st.lists(st.floats(0, 100), min_size=1, max_size=6), cap=st.floats(1, 300))
+def test_fair_shares_are_max_min_fair(asks, cap):
+    """Nobody gets more than asked; all of the memory is given while anyone wants more; whoever gets less than
+    asked gets at least as much as anyone else (max-min fairness)."""
+    got = fair_shares(asks, cap)
+    assert all(g <= a + 1e-9 for g, a in zip(got, asks, strict=True))
+    if sum(asks) > cap:
+        assert sum(got) == pytest.approx(cap)
+        short = [g for g, a in zip(got, asks, strict=True) if g < a - 1e-9]
+        assert all(s >= max(got) - 1e-9 for s in short)
+    else:
+        assert got == asks
