@@ -4,11 +4,12 @@ never leaves a half-written report over a good one, and a reader never sees one 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +47,27 @@ def write_rows(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[
     w.writerow(header)
     w.writerows(rows)
     return write_text(path, buf.getvalue())
+
+
+class DiskCache:
+    """Values computed once and kept between processes in `$XDG_CACHE_HOME/nvdla-sim/<name>.json` (outside
+    any checkout): JSON values by string key, the key naming everything the value depends on (the versions
+    of what computed it). The file is read once a process and rewritten whole after each new value; a cache
+    that cannot be read or written only costs the computing."""
+
+    def __init__(self, name: str) -> None:
+        self.path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nvdla-sim" / f"{name}.json"
+        self._values: dict[str, Any] | None = None
+
+    def get(self, key: str, compute: Callable[[], Any]) -> Any:
+        """The value kept under `key`, computed (and kept) if there is none."""
+        if self._values is None:
+            self._values = {}
+            with contextlib.suppress(OSError, ValueError):
+                self._values = json.loads(self.path.read_text())
+        if key not in self._values:
+            self._values[key] = compute()
+            with contextlib.suppress(OSError):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                write_json(self.path, self._values, indent=None, newline=False)
+        return self._values[key]

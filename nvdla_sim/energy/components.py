@@ -19,20 +19,17 @@ components.json`), so a sweep calls CACTI only for shapes it has not seen.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import logging
-import os
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
-from pathlib import Path
 
 from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError
-from nvdla_sim.files import write_json
+from nvdla_sim.files import DiskCache
 from nvdla_sim.precision import Precision
 
 _PACKAGES = ("hwcomponents", "hwcomponents-cacti", "hwcomponents-library", "hwcomponents-neurosim")
@@ -85,33 +82,22 @@ def versions() -> dict[str, str]:
     return out
 
 
-def _cache_file() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "nvdla-sim" / "components.json"
-
-
-_disk: dict[str, list[float]] | None = None
+_DISK = DiskCache("components")  # each distinct (node, shape), kept between processes
 
 
 def _query(kind: str, node_nm: float, **args: float) -> Cost:
     """One hwcomponents model, through the disk cache."""
-    global _disk
     key = json.dumps([kind, node_nm, sorted(args.items()), versions()])
-    path = _cache_file()
-    if _disk is None:
-        _disk = {}
-        with contextlib.suppress(OSError, ValueError):
-            _disk = json.loads(path.read_text())
-    if key not in _disk:
+
+    def compute() -> list[float]:
         # hwcomponents-cacti leaves its config file open (a ResourceWarning when it is collected)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
-            _disk[key] = list(_compute(kind, node_nm, **args))
+            got = list(_compute(kind, node_nm, **args))
             gc.collect()
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_json(path, _disk, indent=None, newline=False)
-    e, leak, area, w = _disk[key]
+        return got
+
+    e, leak, area, w = _DISK.get(key, compute)
     return Cost(e, leak, area, w)
 
 

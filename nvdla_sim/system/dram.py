@@ -32,12 +32,15 @@ Not yet a memory model of the simulator (memory.MODELS): NVDLA's transfers reach
 
 from __future__ import annotations
 
+import hashlib
+import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from nvdla_sim.errors import ConfigError, TraceError
+from nvdla_sim.files import DiskCache
 
 RD, WR, ACT, PRE, REF = range(5)  # command types
 MAPPING_FIELDS = ("ro", "ch", "ra", "ba", "bg", "co")  # an address mapping's fields (DRAMsim3's names)
@@ -816,14 +819,19 @@ def _mix_figures(dev: DramDevice, mix: AccessMix, policy: ControllerPolicy) -> M
 
 
 _MIX_MEMO: dict[tuple[DramDevice, AccessMix, ControllerPolicy], MixFigures] = {}
+_MIX_DISK = DiskCache("dram_mixes")  # measured once a machine: keyed by this file's text, the device and policy
+_SOURCE = hashlib.sha1(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def mix_figures(dev: DramDevice, mix: AccessMix, policy: ControllerPolicy = ControllerPolicy()) -> MixFigures:
-    """The device's sustained rate and energy for a mix (measured once a process for each)."""
+    """The device's sustained rate and energy for a mix (measured once for each: kept for the process and on
+    disk, the key naming this module's text, the device, the policy and the mix)."""
     key = (dev, mix, policy)
     got = _MIX_MEMO.get(key)
     if got is None:
-        got = _MIX_MEMO[key] = _mix_figures(dev, mix, policy)
+        disk_key = json.dumps([_SOURCE, repr(dev), repr(policy), mix.label(), MIX_TRANSACTIONS])
+        got = MixFigures(*_MIX_DISK.get(disk_key, lambda: list(astuple(_mix_figures(dev, mix, policy)))))
+        _MIX_MEMO[key] = got
     return got
 
 

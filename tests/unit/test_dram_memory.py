@@ -148,3 +148,18 @@ def test_a_config_on_a_base_changes_only_what_it_says(tmp_path):
         ConfigError, match=r"d.toml: base .nv_mega. is neither a shipped config \(.*nv_full, .* nor a file"
     ):
         load_config_file(tmp_path / "d.toml")
+
+
+def test_a_disk_cache_keeps_values_between_processes(tmp_path, monkeypatch):
+    """What a DiskCache computes is kept in $XDG_CACHE_HOME/nvdla-sim/<name>.json and read back by the next
+    process (a new cache object) without computing; a file it cannot read only costs the computing."""
+    from nvdla_sim.files import DiskCache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = []
+    first = DiskCache("t")
+    assert first.get("k", lambda: calls.append(1) or [1.5, 2]) == [1.5, 2]
+    assert first.get("k", lambda: calls.append(1) or 0) == [1.5, 2] and len(calls) == 1
+    assert DiskCache("t").get("k", lambda: calls.append(1) or 0) == [1.5, 2] and len(calls) == 1
+    (tmp_path / "nvdla-sim" / "t.json").write_text("{not json")
+    assert DiskCache("t").get("k", lambda: 7) == 7
