@@ -14,7 +14,7 @@ from nvdla_mapper.lowering.rules import Resource, Task
 from nvdla_mapper.numerics.accuracy_report import AccuracyReport
 from nvdla_mapper.options import WeightTreatment
 from nvdla_sim.config import HwConfig
-from nvdla_sim.energy.model import Energy, area, layer_energy, peak_power_mw, run_energy
+from nvdla_sim.energy.model import Energy, area, dram_priced_as, layer_energy, peak_power_mw, run_energy
 from nvdla_sim.engine import bounds
 from nvdla_sim.engine.stats import Bound, LayerStats, Unit, UnitStats
 from nvdla_sim.layers import Memory
@@ -250,9 +250,9 @@ class MapResult:
         return EnergyReport(
             # the run's: the whole batch of `batch` inferences; per inference: divided by the batch
             batch_core_uj=uj(core),
-            batch_dram_uj=uj(total.dram),
+            batch_dram_uj=uj(run.dram),
             core_uj_per_inference=uj(core / self.batch),
-            dram_uj_per_inference=uj(total.dram / self.batch),
+            dram_uj_per_inference=uj(run.dram / self.batch),
             batch_host_uj=uj(host),
             host_uj_per_inference=uj(host / self.batch),
             host_active_power_w=self.host_model.active_power_w,
@@ -265,7 +265,7 @@ class MapResult:
             area_mm2=round(build.total_um2 * 1e-6, 6),
             area_by_block_mm2={b: round(v * 1e-6, 6) for b, v in build.by_block().items()},
             tech_node_nm=self.hw.tech.node_nm,
-            dram_device=self.hw.tech.dram_device,
+            dram_device=dram_priced_as(self.hw),
             calibrated=True,
             zero_gating_whatif=self._zero_gating(pruned_cmac, core),
         )
@@ -563,9 +563,10 @@ def pass_figures(
     dram = [task_dram_bytes(r) for r in distinct]
     hw_macs = [task_macs(r) for r in distinct]
     total = Energy.total([e for e in [energy[i] for i in order] if e is not None])
+    run = run_energy(total, hw, total_cycles)
     return PassFigures(
         total_cycles, sum([dram[i] for i in order]), model_macs, bound_total([bound[i] for i in order]),
-        roofline_total([roof[i] for i in order]), uj(run_energy(total, hw, total_cycles).core), uj(total.dram),
+        roofline_total([roof[i] for i in order]), uj(run.core), uj(run.dram),
         sum([hw_macs[i] for i in order]), uj(host_energy_pj(distinct, order, host, hw)),
     )  # fmt: skip
 

@@ -14,7 +14,7 @@ from nvdla_cli.map_commands import add_commands as add_mapper
 from nvdla_cli.paths import output_dir, output_file
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import HwConfig, builtin_configs, load_config
-from nvdla_sim.energy.model import Energy, area, layer_energy, run_energy
+from nvdla_sim.energy.model import Energy, area, dram_priced_as, layer_energy, run_energy
 from nvdla_sim.engine.stats import ConvDetail, LayerStats, Unit
 from nvdla_sim.engine.trace import write_trace
 from nvdla_sim.errors import NvdlaError
@@ -453,7 +453,7 @@ def _energy_line(energy: dict, hw) -> str:
     by_unit = ", ".join(f"{u} {v:,.1f}" for u, v in energy["by_unit_nj"].items() if v)
     return (
         f"  energy            {energy['core_nj']:,.1f} nJ in NVDLA ({by_unit}),"
-        f" DRAM {energy['dram_nj']:,.1f} nJ ({hw.tech.dram_device}); docs/energy.md"
+        f" DRAM {energy['dram_nj']:,.1f} nJ ({dram_priced_as(hw)}); docs/energy.md"
     )
 
 
@@ -462,7 +462,7 @@ def _energy_dict(run) -> dict:
         "core_nj": round(run.core * 1e-3, 3),
         "by_unit_nj": {u: round(v * 1e-3, 3) for u, v in run.by_unit().items()},
         "leakage_nj": round(run.leakage * 1e-3, 3),
-        "dram_nj": round(run.units.dram * 1e-3, 3),
+        "dram_nj": round(run.dram * 1e-3, 3),
         "calibrated": True,
     }
 

@@ -16,6 +16,7 @@ from nvdla_cli.paths import output_dir, output_file
 from nvdla_mapper.lowering.rules import copies_phrase, resources_phrase
 from nvdla_mapper.options import Granularity, KvPlan, Placement, PruneKind, Pruning
 from nvdla_sim.config import HOST_PROFILES, load_config
+from nvdla_sim.energy.model import dram_priced_as
 from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.files import write_json, write_rows, write_table
 from nvdla_sim.precision import Precision
@@ -556,7 +557,7 @@ def _generate(args: argparse.Namespace) -> int:
         )
         print(
             f"  DRAM energy          prefill {en.prefill_dram_uj:,.1f} + decode {en.decode_dram_uj:,.1f}"
-            f" = {en.total_dram_uj:,.1f} uJ (every byte moved); area {en.area_mm2:.3f} mm2 at"
+            f" = {en.total_dram_uj:,.1f} uJ ({dram_priced_as(hw)}; every byte moved); area {en.area_mm2:.3f} mm2 at"
             f" {en.tech_node_nm:g} nm (docs/energy.md)"
         )
         print(

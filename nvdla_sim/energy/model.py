@@ -20,7 +20,7 @@ Not modelled (docs/energy.md): clock gating, voltage and frequency scaling, glit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 
 from nvdla_sim.config import HwConfig
@@ -28,6 +28,8 @@ from nvdla_sim.energy.calibration import ALWAYS_ON_FACTOR, DYNAMIC_FACTOR, area_
 from nvdla_sim.energy.components import Cost, components
 from nvdla_sim.engine.stats import Activity, LayerStats
 from nvdla_sim.processors import activity
+from nvdla_sim.system import dram
+from nvdla_sim.system.dram import AccessMix
 
 UNITS = ("cmac", "cbuf", "cacc", "sdp", "pdp", "cdp")
 
@@ -75,8 +77,39 @@ class Energy:
 
 def layer_energy(layer, stats: LayerStats, hw: HwConfig) -> Energy:
     """Dynamic energy of one hardware layer as simulated (`stats`, with its plan for a convolution): its
-    processor's action counts (nvdla_sim.processors) priced by activity_energy."""
-    return activity_energy(activity(layer, stats, hw), hw)
+    processor's action counts (nvdla_sim.processors) priced by activity_energy; under the dram memory model
+    its DRAM traffic priced by the device's commands for the mix it ran at (dram_command_energy)."""
+    a = activity(layer, stats, hw)
+    e = activity_energy(a, hw)
+    if stats.dram_mix is None:
+        return e
+    return replace(e, dram=dram_command_energy(a.dram_read_bytes, a.dram_write_bytes, stats.dram_mix, hw))
+
+
+def dram_command_energy(read_bytes: float, write_bytes: float, mix: AccessMix, hw: HwConfig) -> float:
+    """The dram memory model's DRAM energy of a run's traffic (pJ): the device's read and write bursts and the
+    activates its mix makes (dram.command_energy_pj); standby and refresh are the run's time's
+    (dram_background_pj)."""
+    return dram.command_energy_pj(dram.device(hw.memory.device), read_bytes, write_bytes, mix)
+
+
+def dram_priced_as(hw: HwConfig) -> str:
+    """What prices a run's DRAM energy: the tech's device by the byte (hwcomponents: "LPDDR4"), or the dram
+    memory model's device by its commands and its standby and refresh over the run's time."""
+    m = hw.memory
+    if m.model == "dram":
+        return f"{m.device} x {m.channels}: its commands, standby and refresh"
+    return hw.tech.dram_device
+
+
+def dram_background_pj(hw: HwConfig, cycles: int) -> float:
+    """The DRAM's standby and refresh energy over a run's `cycles` under the dram memory model (every channel's
+    ranks in active standby and refreshing: DramDevice.background_mw); 0 under the others, which price DRAM
+    by the byte."""
+    m = hw.memory
+    if m.model != "dram":
+        return 0.0
+    return dram.device(m.device).background_mw() * m.channels * cycles * 1e3 / hw.clock_mhz
 
 
 def activity_energy(a: Activity, hw: HwConfig) -> Energy:
@@ -196,10 +229,16 @@ class RunEnergy:
     units: Energy
     always_on: float
     leakage: float
+    dram_background: float = 0.0  # the DRAM's standby and refresh over the run's time (the dram model)
 
     @property
     def core(self) -> float:
         return self.units.core + self.always_on + self.leakage
+
+    @property
+    def dram(self) -> float:
+        """The DRAM's energy over the run: its traffic's (per byte, or its commands') and its background's."""
+        return self.units.dram + self.dram_background
 
     def by_unit(self) -> dict[str, float]:
         return {**self.units.by_unit(), "always_on": self.always_on, "leakage": self.leakage}
@@ -208,4 +247,4 @@ class RunEnergy:
 def run_energy(units: Energy, hw: HwConfig, cycles: int) -> RunEnergy:
     """A run's core energy: the units' dynamic energy (layer_energy over its layers) plus the always-on
     power and leakage over its `cycles`."""
-    return RunEnergy(units, always_on_pj(hw, cycles), leakage_pj(hw, cycles))
+    return RunEnergy(units, always_on_pj(hw, cycles), leakage_pj(hw, cycles), dram_background_pj(hw, cycles))

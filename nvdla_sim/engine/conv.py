@@ -39,6 +39,7 @@ from nvdla_sim.engine.tile_pipeline import (
     renumbered,
     run_blocks,
     run_items,
+    run_mix,
     up_to_grid,
 )
 from nvdla_sim.engine.tiling import (
@@ -637,6 +638,7 @@ def _conv_stats(layer: ConvLayer, hw: HwConfig, plan: TilePlan, fp: Footprint, i
         lower_bound_cycles=lower,
         events=tuple(res.events),
         plan=plan,
+        dram_mix=run_mix(hw, items),
         detail=ConvDetail(
             items=len(items),
             refetch_factor=round((traffic.dram_read + traffic.sram_read) / max(reads, 1), 4),

@@ -160,4 +160,5 @@ def simulate_stream(
         lower_bound_cycles=lower,
         events=tuple(res.events),
         detail=StreamDetail(work.elements, rate, chunks, math.ceil(res.first_compute)),
+        dram_mix=ports[Memory.DRAM].mix,
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from nvdla_sim.engine.tiling import TilePlan
 from nvdla_sim.precision import Precision
+from nvdla_sim.system.dram import AccessMix
 
 
 class Unit(enum.Enum):
@@ -224,6 +225,9 @@ class LayerStats:
     events: tuple[Event, ...] = ()
     detail: Detail | None = None  # what the run was made of, by kind of layer
     plan: TilePlan | None = None  # the tile plan a convolution-pipeline layer ran
+    # the DRAM clients' mix its DRAM port ran at (the dram memory model: energy prices its commands); None
+    # where the memory model has one rate for any
+    dram_mix: AccessMix | None = None
 
     @property
     def mac_utilization(self) -> float:
@@ -258,6 +262,8 @@ class LayerStats:
             bound=self.bound if self.cycles >= other.cycles else other.bound,
             lower_bound_cycles=self.lower_bound_cycles + other.lower_bound_cycles,
             events=self.events + tuple(e.shifted(self.cycles) for e in other.events),
+            # alike runs keep their mix; runs of two mixes are priced per byte (one mix cannot stand for both)
+            dram_mix=self.dram_mix if self.dram_mix == other.dram_mix else None,
         )
 
     def to_dict(self) -> dict[str, Any]:

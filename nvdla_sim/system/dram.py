@@ -168,6 +168,42 @@ class DramDevice:
         """Bytes of one row of one bank across the rank's devices."""
         return self.columns * self.bus_bits // 8
 
+    def command_pj(self) -> CommandEnergy:
+        """The energy of each command and of a clock of standby, for a rank's devices (the IDD method of
+        Micron's DDR power notes, TN-41-01 / TN-53-01; DramEnergy)."""
+        missing = [n for n in ("IDD0", "IDD2N", "IDD3N", "IDD4R", "IDD4W", "IDD5AB") if getattr(self, n) is None]
+        if missing:
+            raise ConfigError(f"{self.name}: no power figures ({', '.join(missing)}): its energy cannot be priced")
+        k = self.VDD * (self.bus_bits // self.device_width) * self.tck_ns  # V x devices x ns: mA x clocks -> pJ
+        burst = self.burst_cycles
+        return CommandEnergy(
+            k * (self.IDD0 * (self.tRAS + self.tRP) - (self.IDD3N * self.tRAS + self.IDD2N * self.tRP)),
+            k * (self.IDD4R - self.IDD3N) * burst,
+            k * (self.IDD4W - self.IDD3N) * burst,
+            k * (self.IDD5AB - self.IDD3N) * self.tRFC,
+            k * self.IDD3N,
+            k * self.IDD2N,
+        )
+
+    def background_mw(self) -> float:
+        """A channel's power whatever it serves (mW = pJ a ns): every rank in active standby (an open-page
+        controller leaves a row open: IDD3N) and refreshing every tREFI."""
+        c = self.command_pj()
+        return self.ranks * (c.active_standby + c.refresh / self.tREFI) / self.tck_ns
+
+
+@dataclass(frozen=True)
+class CommandEnergy:
+    """pJ of one command (an activate with its precharge, a read or write burst, a refresh) and of one clock a
+    rank stands by with a row open or all precharged."""
+
+    activate: float
+    read: float
+    write: float
+    refresh: float
+    active_standby: float
+    precharged_standby: float
+
 
 # JEDEC speed bins as DRAMsim3's parameter sets state them (configs/LPDDR4_8Gb_x16_2400.ini: JESD209-4
 # LPDDR4-2400, four x16 8 Gb parts on a 64-bit channel, two ranks; configs/DDR4_8Gb_x16_3200.ini: JESD79-4
@@ -541,17 +577,13 @@ class DramEnergy:
 
     @classmethod
     def of(cls, dev: DramDevice, t: RequestTimes) -> DramEnergy:
-        missing = [n for n in ("IDD0", "IDD2N", "IDD3N", "IDD4R", "IDD4W", "IDD5AB") if getattr(dev, n) is None]
-        if missing:
-            raise ConfigError(f"{dev.name}: no power figures ({', '.join(missing)}): its energy cannot be priced")
-        k = dev.VDD * (dev.bus_bits // dev.device_width) * dev.tck_ns  # V x devices x ns: mA x clocks -> pJ
-        burst = dev.burst_cycles
+        c = dev.command_pj()
         return cls(
-            t.activates * k * (dev.IDD0 * (dev.tRAS + dev.tRP) - (dev.IDD3N * dev.tRAS + dev.IDD2N * dev.tRP)),
-            t.read_commands * k * (dev.IDD4R - dev.IDD3N) * burst,
-            t.write_commands * k * (dev.IDD4W - dev.IDD3N) * burst,
-            t.refreshes * k * (dev.IDD5AB - dev.IDD3N) * dev.tRFC,
-            k * (dev.IDD3N * t.active_cycles + dev.IDD2N * t.idle_cycles),
+            t.activates * c.activate,
+            t.read_commands * c.read,
+            t.write_commands * c.write,
+            t.refreshes * c.refresh,
+            c.active_standby * t.active_cycles + c.precharged_standby * t.idle_cycles,
         )
 
 
@@ -804,7 +836,7 @@ class MixFigures:
 
     gbs: float  # the bursts the bus carried over the time, a channel (StreamFigures.bus_gbs)
     efficiency: float  # of the channel's peak
-    energy_pj_per_byte: float  # activates, bursts and refresh over the bytes (standby is the time's: DramMemory)
+    activates_per_request: float  # rows opened a transaction the bus carried (the mix's row misses)
 
 
 def _mix_figures(dev: DramDevice, mix: AccessMix, policy: ControllerPolicy) -> MixFigures:
@@ -813,9 +845,7 @@ def _mix_figures(dev: DramDevice, mix: AccessMix, policy: ControllerPolicy) -> M
     # the bursts the bus carried: the writes still in the buffer at the end are not yet served
     nbytes = (times.read_commands + times.write_commands) * dev.request_bytes
     gbs = nbytes / (cycles * dev.tck_ns)
-    e = DramEnergy.of(dev, times) if dev.IDD0 is not None else None
-    per_byte = (e.activate + e.read + e.write + e.refresh) / nbytes if e is not None else 0.0
-    return MixFigures(gbs, gbs / dev.peak_gbs, per_byte)
+    return MixFigures(gbs, gbs / dev.peak_gbs, times.activates / (times.read_commands + times.write_commands))
 
 
 _MIX_MEMO: dict[tuple[DramDevice, AccessMix, ControllerPolicy], MixFigures] = {}
@@ -843,6 +873,14 @@ def mixes_measured() -> list[AccessMix]:
 def forget_mixes() -> None:
     """Forget the measured mixes (a study that lists a run's own: validation/dram/nvdla_mixes.py)."""
     _MIX_MEMO.clear()
+
+
+def command_energy_pj(dev: DramDevice, read_bytes: float, write_bytes: float, mix: AccessMix) -> float:
+    """The DRAM commands' energy of a run's traffic (pJ): its read and write bursts, and the rows it opens at
+    its mix's rate of activates a transaction (standby and refresh are the time's: background_mw)."""
+    c = dev.command_pj()
+    reads, writes = read_bytes / dev.request_bytes, write_bytes / dev.request_bytes
+    return reads * c.read + writes * c.write + (reads + writes) * mix_figures(dev, mix).activates_per_request * c.activate
 
 
 def idle_read_clocks(dev: DramDevice, policy: ControllerPolicy = ControllerPolicy()) -> int:

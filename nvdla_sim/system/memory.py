@@ -45,6 +45,7 @@ class MemoryPort:
     busy_cycles: float = 0.0
     bytes_moved: int = 0
     write_port: MemoryPort | None = None  # independent write channel, when the memory has one
+    mix: dram.AccessMix | None = None  # the run's DRAM clients its rate is for (the dram model; None: any)
 
     periodic = True  # its state repeats with the traffic: whole periods of alike work may be skipped (jump)
 
@@ -301,7 +302,8 @@ class DramMemory:
 
     def ports(self, mix: dram.AccessMix | None = None) -> dict[Memory, MemoryPort]:
         """Fresh ports; the DRAM port at the rate of `mix` (a run's: None, one client streaming reads)."""
-        ports = {Memory.DRAM: MemoryPort(self.dram_rate(mix or dram.SEQUENTIAL_READ), self.dram_latency)}
+        mix = mix or dram.SEQUENTIAL_READ
+        ports = {Memory.DRAM: MemoryPort(self.dram_rate(mix), self.dram_latency, mix=mix)}
         if self.sram_bytes_per_cycle:
             ports[Memory.SRAM] = MemoryPort(self.sram_bytes_per_cycle, self.sram_latency)
         return ports

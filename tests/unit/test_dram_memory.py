@@ -163,3 +163,29 @@ def test_a_disk_cache_keeps_values_between_processes(tmp_path, monkeypatch):
     assert DiskCache("t").get("k", lambda: calls.append(1) or 0) == [1.5, 2] and len(calls) == 1
     (tmp_path / "nvdla-sim" / "t.json").write_text("{not json")
     assert DiskCache("t").get("k", lambda: 7) == 7
+
+
+def test_a_dram_bound_pass_is_priced_by_its_commands_and_its_time():
+    """The SDP pass above on one LPDDR4-2400 channel, by hand from the device's IDD currents (DRAMsim3's
+    LPDDR4_8Gb_x16_2400.ini: four x16 devices a rank at 1.2 V, 0.83 ns clocks): each 128-byte read burst
+    1.2 x 4 x 0.83 x (243 - 47) mA x 8 clocks, each write (228 - 47); each activate with its precharge
+    1.2 x 4 x 0.83 x (80 x 47 - (47 x 32 + 34 x 15)) at the rate DRAMsim3 opened rows for the same mix; and
+    over the pass's time, two ranks in active standby (47 mA) refreshing for 392 clocks every 8,660."""
+    from nvdla_sim.energy.model import dram_background_pj, layer_energy
+
+    one = SYSTEM.with_values(**{"memory.channels": 1})
+    layer = SdpLayer("pass", 64, 64, 1024, Precision.INT8, SdpSpec())
+    stats = simulate(layer, one, record_events=False)
+    assert stats.dram_mix == dram.AccessMix.parse("R8 W8")
+    k = 1.2 * 4 * 0.83
+    n = (4 << 20) // 128  # transactions each way
+    row = ROWS[f"mix_R8_W8@{DRAMSIM3_CONFIG['LPDDR4-2400']}"]["dramsim3"]
+    activates = row["num_act_cmds"] / (row["num_read_cmds"] + row["num_write_cmds"])
+    commands = n * k * (243 - 47) * 8 + n * k * (228 - 47) * 8 + 2 * n * activates * k * (80 * 47 - (47 * 32 + 34 * 15))
+    assert layer_energy(layer, stats, one).dram == pytest.approx(commands, rel=1e-9)
+    standby_mw = 2 * (k * 47 + k * (280 - 47) * 392 / 8660) / 0.83
+    assert dram_background_pj(one, stats.cycles) == pytest.approx(standby_mw * stats.cycles, rel=1e-9)  # 1 ns a cycle
+    # under the fluid model the bytes are priced as before (hwcomponents' LPDDR4 per byte), with no standby
+    fluid = load_config("nv_full")
+    assert dram_background_pj(fluid, stats.cycles) == 0
+    assert simulate(layer, fluid, record_events=False).dram_mix is None

@@ -181,6 +181,7 @@ class BdmaProcessor:
             bound=Bound.DRAM,  # the memory's pace and latency (its credits cover the latency they were sized for)
             lower_bound_cycles=max(dram_cycles, sram_cycles),
             detail=CopyDetail(layer.bytes),
+            dram_mix=ports[Memory.DRAM].mix,
         )
 
     def fixed_latency(self, layer: BdmaLayer, hw: HwConfig) -> tuple[int, int, int]:

@@ -232,6 +232,7 @@ class RubikProcessor:
             bound=bound,
             lower_bound_cycles=port_cycles,
             detail=CopyDetail(max(rb, wb)),  # a split's planes or a merge's atoms may be more than it reads
+            dram_mix=ports[Memory.DRAM].mix,
         )
 
     def fixed_latency(self, layer: RubikLayer, hw: HwConfig) -> tuple[int, int, int]:
