@@ -880,7 +880,9 @@ def command_energy_pj(dev: DramDevice, read_bytes: float, write_bytes: float, mi
     its mix's rate of activates a transaction (standby and refresh are the time's: background_mw)."""
     c = dev.command_pj()
     reads, writes = read_bytes / dev.request_bytes, write_bytes / dev.request_bytes
-    return reads * c.read + writes * c.write + (reads + writes) * mix_figures(dev, mix).activates_per_request * c.activate
+    return (
+        reads * c.read + writes * c.write + (reads + writes) * mix_figures(dev, mix).activates_per_request * c.activate
+    )
 
 
 def idle_read_clocks(dev: DramDevice, policy: ControllerPolicy = ControllerPolicy()) -> int:
