@@ -34,9 +34,10 @@ import networkx as nx
 from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph
 from nvdla_mapper.frontends.resolve import model_graph, resolve_model
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.results import MapResult, MemoryDescription, task_dram_bytes
+from nvdla_mapper.results import MapResult, MemoryDescription, task_dram_bytes, uj
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig, load_config
+from nvdla_sim.energy.model import dram_background_pj
 from nvdla_sim.errors import ConfigError, NvdlaError
 from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
@@ -89,6 +90,8 @@ class InstanceResult:
     shared_ns: float
     dram_bytes: int
     weight_bytes: int  # its model's static weights, its own copy in the shared DRAM
+    core_uj: float  # its NVDLA core's energy over its shared time (dynamic, and always-on and leakage)
+    dram_commands_uj: float  # its traffic's DRAM energy (per byte, or by command under the dram model)
 
     @property
     def slowdown(self) -> float:
@@ -100,6 +103,7 @@ class InstanceResult:
             "shared_ms": self.shared_ns / 1e6, "slowdown": self.slowdown, "dram_bytes": self.dram_bytes,
             "alone_dram_gbs": self.dram_bytes / self.alone_ns if self.alone_ns else 0.0,
             "shared_dram_gbs": self.dram_bytes / self.shared_ns if self.shared_ns else 0.0,
+            "core_uj": self.core_uj, "dram_traffic_uj": self.dram_commands_uj,
         }  # fmt: skip
 
 
@@ -109,10 +113,20 @@ class SystemResult:
     memory: MemoryDescription
     peak_gbs: float  # the shared DRAM's most, bytes a ns
     instances: tuple[InstanceResult, ...]
+    dram_background_uj: float  # the shared DRAM's standby and refresh until the last instance ends (dram model)
 
     @property
     def makespan_ns(self) -> float:
         return max(i.shared_ns for i in self.instances)
+
+    @property
+    def dram_uj(self) -> float:
+        return sum(i.dram_commands_uj for i in self.instances) + self.dram_background_uj
+
+    @property
+    def total_uj(self) -> float:
+        """The NVDLA cores' and the DRAM's energy until the last instance ends (the host's apart)."""
+        return sum(i.core_uj for i in self.instances) + self.dram_uj
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +134,12 @@ class SystemResult:
             "memory": self.memory.__dict__,
             "dram_peak_gbs": self.peak_gbs,
             "makespan_ms": self.makespan_ns / 1e6,
+            "energy_uj": {
+                "cores": sum(i.core_uj for i in self.instances),
+                "dram": self.dram_uj,
+                "dram_background": self.dram_background_uj,
+                "total": self.total_uj,
+            },
             "instances": [i.as_dict() for i in self.instances],
             "method": "each instance mapped alone; the runs' DRAM demands shared max-min fairly at the shared "
             "DRAM's rate for what they ask together (nvdla_sim/system/shared_memory.py)",
@@ -283,7 +303,20 @@ def run_system(spec: SystemSpec) -> SystemResult:
     ends = share(profiles, capacity(spec.dram))
     out = tuple(
         InstanceResult(i.name, i.hw.name, i.workload, p.length, end,
-                       sum(task_dram_bytes(t) for t in r.results) * i.repeat, w)
+                       sum(task_dram_bytes(t) for t in r.results) * i.repeat, w, *_energy(r, i.repeat, end / p.length))
         for i, r, p, end, w in zip(spec.instances, runs, profiles, ends, weights, strict=True)
     )  # fmt: skip
-    return SystemResult(spec.name, MemoryDescription.of(spec.dram), _dram_gbs(spec.dram), out)
+    makespan_cycles = max(ends) * spec.dram.clock_mhz / 1e3
+    background = uj(dram_background_pj(spec.dram, makespan_cycles))
+    return SystemResult(spec.name, MemoryDescription.of(spec.dram), _dram_gbs(spec.dram), out, background)
+
+
+def _energy(run: MapResult, repeat: int, slowdown: float) -> tuple[float, float]:
+    """An instance's (core, DRAM traffic) energy in uJ over its shared run: its runs' dynamic energy, their
+    always-on power and leakage over the longer time, and its traffic's DRAM energy without the DRAM's
+    background (the system's, over its whole time)."""
+    en = run.energy()
+    static = en.by_unit_uj["always_on"] + en.by_unit_uj["leakage"]
+    core = (en.batch_core_uj + static * (slowdown - 1)) * repeat
+    traffic = en.batch_dram_uj - uj(dram_background_pj(run.hw, run.total_cycles))
+    return core, traffic * repeat

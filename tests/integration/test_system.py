@@ -106,3 +106,25 @@ def test_instances_whose_weights_the_dram_cannot_hold_are_refused(tmp_path):
     with pytest.raises(NvdlaError, match=r"x: the instances' weights \(.* GiB: dla0 .*\) are more than the shared "
                                          r"DRAM holds \(4 GiB, memory.dram_size_gib of four_gib\)"):  # fmt: skip
         run_system(spec)
+
+
+def test_a_systems_energy_is_its_instances_and_its_drams():
+    """One instance alone: its core and DRAM energy are `nvdla map`'s. Two: each core's dynamic energy as alone
+    with its always-on power and leakage over its longer time; the DRAM's traffic energy the instances' sum,
+    its standby and refresh over the time until the last ends (two LPDDR4-2400 channels' background power,
+    DramDevice.background_mw, by the makespan)."""
+    from nvdla_sim.system.dram import DEVICES
+
+    one = run_system(
+        load_system_text('dram = "nv_full_lpddr4"\n[[instance]]\nhw = "nv_full_lpddr4"\nmodel = "lenet5"\n')
+    )
+    alone = map_instance(load_system_text(TWO_LENETS).instances[0]).energy()
+    (inst,) = one.instances
+    assert inst.slowdown == 1 and inst.core_uj == pytest.approx(alone.batch_core_uj)
+    assert one.dram_uj == pytest.approx(alone.batch_dram_uj, abs=2e-6)
+    two = run_system(load_system_text(TWO_LENETS))
+    static = alone.by_unit_uj["always_on"] + alone.by_unit_uj["leakage"]
+    first = two.instances[0]
+    assert first.core_uj == pytest.approx(alone.batch_core_uj + static * (first.slowdown - 1))
+    assert two.dram_background_uj == pytest.approx(DEVICES["LPDDR4-2400"].background_mw() * 2 * two.makespan_ns * 1e-6)
+    assert two.total_uj == pytest.approx(sum(i.core_uj for i in two.instances) + two.dram_uj)
