@@ -4,7 +4,8 @@ Sweep file (TOML):
 
     name = "bert_space"
     base = "nv_full"                         # config name or .toml path
-    [space]                                  # dotted HwConfig fields (see HwConfig.with_values) or precision
+    [space]                                  # dotted HwConfig fields (see HwConfig.with_values), precision,
+                                             # or instances: that many of the build at once on its DRAM
     "mac.atomic_c" = [32, 64]
     "cbuf.bank_depth" = [256, 512]
     "memory.dram_bandwidth_gbs" = [25.6, 51.2]
@@ -57,6 +58,8 @@ from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_s
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
 from nvdla_mapper.options import KvPlan, MapOptions, Placement
 from nvdla_mapper.passes import map_model
+from nvdla_mapper.results import MapResult
+from nvdla_mapper.studies.system import MAX_INSTANCES, shared_copies
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.errors import ConfigError, NvdlaError
 from nvdla_sim.files import write_table
@@ -88,6 +91,11 @@ METRICS = (
     "peak_core_power_mw",
     "tops_per_w",
     "area_mm2",
+    # several instances of the point's build, each running the workload at once on the build's DRAM ([space]
+    # instances; mapper/studies/system.py): the figures above are then the system's (its time until the last
+    # ends, every instance's work, energy and area); slowdown is an instance's time shared over alone
+    "instances",
+    "slowdown",
 )
 _TOP_KEYS = {"name", "base", "space", "workloads", "options", "rank"}
 _RANK_KEYS = {"objective", "constraints"}
@@ -167,6 +175,7 @@ def point_config(p: dict[str, Any]) -> tuple[HwConfig, Precision]:
     """The configuration and precision a sweep point runs."""
     hw_params = dict(p["hw"])
     prec = Precision.parse(str(hw_params.pop("precision", "int8")))
+    hw_params.pop("instances", None)  # how many of the build, not a field of it
     base = load_config(p["base"])
     return (base.with_values(**hw_params) if hw_params else base), prec
 
@@ -205,6 +214,11 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
                     Precision.parse(str(pv))
                 except ValueError as e:
                     raise err(f"space.precision: {e}") from None
+            continue
+        if k == "instances":
+            if not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_INSTANCES for n in v):
+                raise err(f"space.instances must be whole numbers of NVDLA instances from 1 to {MAX_INSTANCES}, "
+                          f"not {v!r}")  # fmt: skip
             continue
         try:
             hw.with_values(**{k: v[0]})
@@ -299,44 +313,78 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
             # a CNN or a vision model runs its own sequence whatever the sweep's seq axis says
             seq = p["seq"] if fixed_sequence(p["model"]) is None else None
             res = map_model(model_graph(p["model"], batch=p["batch"], seq=seq), hw, options)
-        en, host = res.energy(), res.host_fallback()
-        row.update(
-            status="ok",
-            error="",
-            hw_fingerprint=hw.fingerprint,
-            total_cycles=res.total_cycles,
-            latency_ms=res.latency_ms,
-            hardware_macs=res.macs,
-            model_macs=res.model_macs,
-            hardware_mac_utilization=round(res.mac_utilization, 6),
-            model_mac_utilization=round(res.model_mac_utilization, 6),
-            peak_macs_per_cycle=hw.peak_macs_per_cycle(prec),
-            cbuf_bytes=hw.cbuf_bytes,
-            dram_bytes=res.figures().dram_bytes,
-            host_tasks=host.tasks,
-            host_cycles=host.cycles,
-            throughput_inferences_per_s=res.throughput,
-            core_energy_uj=en.batch_core_uj,
-            dram_energy_uj=en.batch_dram_uj,
-            system_energy_uj=round(en.batch_core_uj + en.batch_dram_uj, 6),
-            core_energy_uj_per_inference=en.core_uj_per_inference,
-            system_energy_uj_per_inference=round((en.batch_core_uj + en.batch_dram_uj) / res.batch, 6),
-            host_energy_uj=en.batch_host_uj,
-            host_energy_uj_per_inference=en.host_uj_per_inference,
-            average_core_power_mw=en.average_core_power_mw,
-            peak_core_power_mw=en.peak_core_power_mw,
-            tops_per_w=en.tops_per_w,
-            area_mm2=en.area_mm2,
-            seq=res.seq,  # the sequence the model ran (a vision model's image tokens, 0 for a CNN)
-            config_digest=config_digest(hw),
-            notes="; ".join(hw.notes),  # values of the point the model did not take as given
-        )
+        row.update(status="ok", error="", hw_fingerprint=hw.fingerprint, seq=res.seq, config_digest=config_digest(hw),
+                   notes="; ".join(hw.notes))  # fmt: skip  # seq: what the model ran (image tokens, 0 for a CNN)
+        copies = p["hw"].get("instances", 1)
+        row.update(_figures(res, hw, prec) if copies == 1 else _system_figures(res, hw, prec, copies))
     except NvdlaError as e:
         row.update(status="error", error=str(e), hw_fingerprint="", config_digest="", notes="",
                    **dict.fromkeys(METRICS, None))  # fmt: skip
     row["model_version"] = model_version()  # as the worker that computed it sees it
     row["wall_s"] = time.perf_counter() - t0
     return row
+
+
+def _figures(res: MapResult, hw: HwConfig, prec: Precision) -> dict[str, Any]:
+    """A point's metrics from its run on one instance."""
+    en, host = res.energy(), res.host_fallback()
+    return dict(
+        total_cycles=res.total_cycles,
+        latency_ms=res.latency_ms,
+        hardware_macs=res.macs,
+        model_macs=res.model_macs,
+        hardware_mac_utilization=round(res.mac_utilization, 6),
+        model_mac_utilization=round(res.model_mac_utilization, 6),
+        peak_macs_per_cycle=hw.peak_macs_per_cycle(prec),
+        cbuf_bytes=hw.cbuf_bytes,
+        dram_bytes=res.figures().dram_bytes,
+        host_tasks=host.tasks,
+        host_cycles=host.cycles,
+        throughput_inferences_per_s=res.throughput,
+        core_energy_uj=en.batch_core_uj,
+        dram_energy_uj=en.batch_dram_uj,
+        system_energy_uj=round(en.batch_core_uj + en.batch_dram_uj, 6),
+        core_energy_uj_per_inference=en.core_uj_per_inference,
+        system_energy_uj_per_inference=round((en.batch_core_uj + en.batch_dram_uj) / res.batch, 6),
+        host_energy_uj=en.batch_host_uj,
+        host_energy_uj_per_inference=en.host_uj_per_inference,
+        average_core_power_mw=en.average_core_power_mw,
+        peak_core_power_mw=en.peak_core_power_mw,
+        tops_per_w=en.tops_per_w,
+        area_mm2=en.area_mm2,
+        instances=1,
+        slowdown=1.0,
+    )
+
+
+def _system_figures(res: MapResult, hw: HwConfig, prec: Precision, copies: int) -> dict[str, Any]:
+    """A point's metrics for `copies` instances of its build each running its workload at once on the build's
+    DRAM (system.shared_copies): the system's time until the last ends, every instance's work, energy and
+    area, an inference each per instance's batch."""
+    one = _figures(res, hw, prec)
+    system = shared_copies(res, copies, res.model)
+    ns = system.makespan_ns
+    cycles = math.ceil(ns * hw.clock_mhz / 1e3)
+    cores = sum(i.core_uj for i in system.instances)
+    inferences = copies * res.batch
+    out = {m: one[m] * copies for m in ("hardware_macs", "model_macs", "peak_macs_per_cycle", "cbuf_bytes",
+                                         "dram_bytes", "host_tasks", "host_cycles", "host_energy_uj", "area_mm2",
+                                         "peak_core_power_mw")}  # fmt: skip
+    peak = out["peak_macs_per_cycle"] * cycles
+    return {**one, **out,
+        "total_cycles": cycles, "latency_ms": ns / 1e6,
+        "hardware_mac_utilization": round(out["hardware_macs"] / peak, 6) if peak else 0.0,
+        "model_mac_utilization": round(out["model_macs"] / peak, 6) if peak else 0.0,
+        "throughput_inferences_per_s": inferences / (ns * 1e-9) if ns else 0.0,
+        "core_energy_uj": round(cores, 6), "dram_energy_uj": round(system.dram_uj, 6),
+        "system_energy_uj": round(system.total_uj, 6),
+        "core_energy_uj_per_inference": round(cores / inferences, 6),
+        "system_energy_uj_per_inference": round(system.total_uj / inferences, 6),
+        "host_energy_uj_per_inference": round(out["host_energy_uj"] / inferences, 6),
+        "average_core_power_mw": round(cores * 1e-6 / (ns * 1e-9) * 1e3, 3) if ns else 0.0,
+        "tops_per_w": round(2 * out["model_macs"] / (cores * 1e-6) / 1e12, 6) if cores else 0.0,
+        "instances": copies, "slowdown": round(max(i.slowdown for i in system.instances), 6),
+    }  # fmt: skip
 
 
 # ---- storage --------------------------------------------------------------------------------------

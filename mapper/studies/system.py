@@ -46,6 +46,7 @@ from nvdla_sim.system.memory import memory_model
 from nvdla_sim.system.shared_memory import Capacity, Demand, Profile, share
 
 _TOP_KEYS = {"name", "dram", "instance"}
+MAX_INSTANCES = 64  # NVDLA instances a system may have (a bound on the study, not on any SoC)
 _INSTANCE_KEYS = {"name", "hw", "model", "seq", "batch", "precision", "decode", "repeat"}
 
 
@@ -174,6 +175,8 @@ def system_from_dict(data: dict[str, Any], *, source: str) -> SystemSpec:
     raw = data.get("instance")
     if not isinstance(raw, list) or not raw or not all(isinstance(r, dict) for r in raw):
         raise err("instance: give one [[instance]] table or more (hw and model each)")
+    if len(raw) > MAX_INSTANCES:
+        raise err(f"instance: {len(raw)} instances; a system has 1 to {MAX_INSTANCES}")
     instances = [_instance(r, k, shared, err) for k, r in enumerate(raw)]
     names = [i.name for i in instances]
     if len(set(names)) != len(names):
@@ -285,13 +288,7 @@ def run_system(spec: SystemSpec) -> SystemResult:
     # each instance keeps its own copy of its model's weights in the shared DRAM (checked before the work)
     weights = [sum(op.weight_elems for op in ops_in_order(g)) * i.precision.bytes
                for g, i in zip(graphs, spec.instances, strict=True)]  # fmt: skip
-    holds = spec.dram.memory.dram_size_gib
-    if holds is not None and sum(weights) > holds * 2**30:
-        raise NvdlaError(
-            f"{spec.name}: the instances' weights ({sum(weights) / 2**30:.2f} GiB: "
-            + ", ".join(f"{i.name} {w / 2**30:.2f}" for i, w in zip(spec.instances, weights, strict=True))
-            + f") are more than the shared DRAM holds ({holds:g} GiB, memory.dram_size_gib of {spec.dram.name})"
-        )
+    check_weights(spec.name, spec.dram, [i.name for i in spec.instances], weights)
     mapped: dict[tuple, MapResult] = {}  # instances running alike work map it once
     runs = []
     for i, g in zip(spec.instances, graphs, strict=True):
@@ -299,16 +296,40 @@ def run_system(spec: SystemSpec) -> SystemResult:
         if key not in mapped:
             mapped[key] = map_instance(i, g)
         runs.append(mapped[key])
-    profiles = [profile(r).repeated(i.repeat) for r, i in zip(runs, spec.instances, strict=True)]
-    ends = share(profiles, capacity(spec.dram))
+    named = [(i.name, i.workload, r, i.repeat, w) for i, r, w in zip(spec.instances, runs, weights, strict=True)]
+    return _shared(spec.name, spec.dram, named)
+
+
+def shared_copies(run: MapResult, copies: int, workload: str) -> SystemResult:
+    """`copies` instances of one build each running `run` at once on the build's DRAM (a sweep's instances)."""
+    weights = run.weight_bytes()[1]
+    names = [f"dla{k}" for k in range(copies)]
+    check_weights(f"{copies} x {run.hw.name}", run.hw, names, [weights] * copies)
+    return _shared(f"{copies} x {run.hw.name}", run.hw, [(n, workload, run, 1, weights) for n in names])
+
+
+def check_weights(name: str, dram_hw: HwConfig, names: list[str], weights: list[int]) -> None:
+    """A one-line error where the instances' copies of their weights are more than the shared DRAM holds."""
+    holds = dram_hw.memory.dram_size_gib
+    if holds is not None and sum(weights) > holds * 2**30:
+        raise NvdlaError(
+            f"{name}: the instances' weights ({sum(weights) / 2**30:.2f} GiB: "
+            + ", ".join(f"{n} {w / 2**30:.2f}" for n, w in zip(names, weights, strict=True))
+            + f") are more than the shared DRAM holds ({holds:g} GiB, memory.dram_size_gib of {dram_hw.name})"
+        )
+
+
+def _shared(name: str, dram_hw: HwConfig, named: list[tuple[str, str, MapResult, int, int]]) -> SystemResult:
+    """The runs (instance name, workload, run alone, repeats, weights) together on `dram_hw`'s DRAM."""
+    profiles = [profile(r).repeated(repeat) for _, _, r, repeat, _ in named]
+    ends = share(profiles, capacity(dram_hw))
     out = tuple(
-        InstanceResult(i.name, i.hw.name, i.workload, p.length, end,
-                       sum(task_dram_bytes(t) for t in r.results) * i.repeat, w, *_energy(r, i.repeat, end / p.length))
-        for i, r, p, end, w in zip(spec.instances, runs, profiles, ends, weights, strict=True)
+        InstanceResult(n, r.hw.name, what, p.length, end, sum(task_dram_bytes(t) for t in r.results) * repeat, w,
+                       *_energy(r, repeat, end / p.length if p.length else 1.0))
+        for (n, what, r, repeat, w), p, end in zip(named, profiles, ends, strict=True)
     )  # fmt: skip
-    makespan_cycles = max(ends) * spec.dram.clock_mhz / 1e3
-    background = uj(dram_background_pj(spec.dram, makespan_cycles))
-    return SystemResult(spec.name, MemoryDescription.of(spec.dram), _dram_gbs(spec.dram), out, background)
+    background = uj(dram_background_pj(dram_hw, max(ends) * dram_hw.clock_mhz / 1e3))
+    return SystemResult(name, MemoryDescription.of(dram_hw), _dram_gbs(dram_hw), out, background)
 
 
 def _energy(run: MapResult, repeat: int, slowdown: float) -> tuple[float, float]:

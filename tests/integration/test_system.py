@@ -128,3 +128,28 @@ def test_a_systems_energy_is_its_instances_and_its_drams():
     assert first.core_uj == pytest.approx(alone.batch_core_uj + static * (first.slowdown - 1))
     assert two.dram_background_uj == pytest.approx(DEVICES["LPDDR4-2400"].background_mw() * 2 * two.makespan_ns * 1e-6)
     assert two.total_uj == pytest.approx(sum(i.core_uj for i in two.instances) + two.dram_uj)
+
+
+def test_a_sweep_over_how_many_instances_of_a_build(tmp_path):
+    """[space] instances: the point's build times that many, each running the workload at once on its DRAM;
+    the row's figures are the system's: its time until the last ends (shared_copies), an inference per
+    instance, every instance's MACs and area; one instance is the plain map's row."""
+    from nvdla_mapper.studies.sweep import run_sweep, sweep_from_dict
+
+    spec = sweep_from_dict({"name": "n", "base": "nv_full_lpddr4", "space": {"instances": [1, 3]},
+                            "workloads": {"models": ["lenet5"]}}, source="n.toml")  # fmt: skip
+    one, three = sorted(run_sweep(spec, tmp_path / "s.sqlite", executor="serial").rows, key=lambda r: r["instances"])
+    alone = map_instance(load_system_text(TWO_LENETS).instances[0])
+    assert (one["instances"], one["slowdown"], one["latency_ms"]) == (1, 1.0, alone.latency_ms)
+    shared = run_system(
+        load_system_text('dram = "nv_full_lpddr4"\n' + '[[instance]]\nhw = "nv_full_lpddr4"\nmodel = "lenet5"\n' * 3)
+    )
+    assert three["latency_ms"] == pytest.approx(shared.makespan_ns / 1e6)
+    assert three["throughput_inferences_per_s"] == pytest.approx(3 / (shared.makespan_ns * 1e-9))
+    assert three["slowdown"] == pytest.approx(max(i.slowdown for i in shared.instances), rel=1e-5)
+    assert three["slowdown"] >= 1
+    assert (three["area_mm2"], three["model_macs"]) == pytest.approx((3 * one["area_mm2"], 3 * one["model_macs"]))
+    assert three["system_energy_uj"] == pytest.approx(shared.total_uj, rel=1e-6)
+    with pytest.raises(NvdlaError, match=r"n.toml: space.instances must be whole numbers of NVDLA instances from 1 "
+                                         r"to 64, not \[0\]"):  # fmt: skip
+        sweep_from_dict({"space": {"instances": [0]}, "workloads": {"models": ["lenet5"]}}, source="n.toml")
