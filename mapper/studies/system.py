@@ -14,8 +14,10 @@ A system file (TOML; `nvdla system FILE`, examples/system_*.toml):
     batch = 1                   # optional
     precision = "int8"          # optional
     decode = 128                # optional: a decode step against this many cached positions (generative models)
-    repeat = 1                  # optional: the run this many times back to back
-    name = "dla0"               # optional (default dla<index>)
+    repeat = 1                  # optional: the run this many times back to back (with stages: the inputs)
+    stages = 1                  # optional: the network split into this many consecutive stages, each on an
+                                # instance of hw, an input passing from stage to stage (a pipeline)
+    name = "dla0"               # optional (default dla<index>; a pipeline's stages dla0.s0, dla0.s1, ...)
 
 Each instance is timed alone on its own config, which must be on the shared DRAM: the dram model's device
 and channels, or a fluid port of the shared DRAM's rate (the instance's DBBIF and latency are its own).
@@ -23,6 +25,7 @@ and channels, or a fluid port of the shared DRAM's rate (the instance's DBBIF an
 
 from __future__ import annotations
 
+import itertools
 import math
 import tomllib
 from dataclasses import dataclass
@@ -34,20 +37,20 @@ import networkx as nx
 from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph
 from nvdla_mapper.frontends.resolve import model_graph, resolve_model
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.results import MapResult, MemoryDescription, task_dram_bytes, uj
+from nvdla_mapper.results import MapResult, MemoryDescription, TaskResult, task_dram_bytes, task_energy, uj
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig, load_config
-from nvdla_sim.energy.model import dram_background_pj
+from nvdla_sim.energy.model import Energy, dram_background_pj, run_energy
 from nvdla_sim.errors import ConfigError, NvdlaError
 from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
 from nvdla_sim.system import dram
 from nvdla_sim.system.memory import memory_model
-from nvdla_sim.system.shared_memory import Capacity, Demand, Profile, share
+from nvdla_sim.system.shared_memory import Capacity, Demand, Master, Profile, share_jobs
 
 _TOP_KEYS = {"name", "dram", "instance"}
 MAX_INSTANCES = 64  # NVDLA instances a system may have (a bound on the study, not on any SoC)
-_INSTANCE_KEYS = {"name", "hw", "model", "seq", "batch", "precision", "decode", "repeat"}
+_INSTANCE_KEYS = {"name", "hw", "model", "seq", "batch", "precision", "decode", "repeat", "stages"}
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ class InstanceSpec:
     batch: int = 1
     precision: Precision = Precision.INT8
     decode: int | None = None  # a decode step against this many cached positions
-    repeat: int = 1
+    repeat: int = 1  # runs back to back (a pipeline: inputs streamed through it)
+    stages: int = 1  # instances of hw a pipeline splits the network over
 
     @property
     def workload(self) -> str:
@@ -73,6 +77,11 @@ class InstanceSpec:
             + (f" batch {self.batch}" if self.batch != 1 else "")
             + (f" x{self.repeat}" if self.repeat != 1 else "")
         )
+
+    @property
+    def instances(self) -> int:
+        """NVDLA instances it takes: its pipeline's stages (1 without)."""
+        return self.stages
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,7 @@ class InstanceResult:
     weight_bytes: int  # its model's static weights, its own copy in the shared DRAM
     core_uj: float  # its NVDLA core's energy over its shared time (dynamic, and always-on and leakage)
     dram_commands_uj: float  # its traffic's DRAM energy (per byte, or by command under the dram model)
+    first_ns: float = 0.0  # when its first run (a pipeline stage: its first input) ended
 
     @property
     def slowdown(self) -> float:
@@ -175,9 +185,11 @@ def system_from_dict(data: dict[str, Any], *, source: str) -> SystemSpec:
     raw = data.get("instance")
     if not isinstance(raw, list) or not raw or not all(isinstance(r, dict) for r in raw):
         raise err("instance: give one [[instance]] table or more (hw and model each)")
-    if len(raw) > MAX_INSTANCES:
-        raise err(f"instance: {len(raw)} instances; a system has 1 to {MAX_INSTANCES}")
     instances = [_instance(r, k, shared, err) for k, r in enumerate(raw)]
+    count = sum(i.instances for i in instances)
+    if count > MAX_INSTANCES:
+        raise err(f"instance: {count} NVDLA instances (each stage of a pipeline one); a system has 1 to "
+                  f"{MAX_INSTANCES}")  # fmt: skip
     names = [i.name for i in instances]
     if len(set(names)) != len(names):
         raise err(f"instance names must differ: {names}")
@@ -196,7 +208,7 @@ def _instance(r: dict[str, Any], k: int, shared: HwConfig, err) -> InstanceSpec:
         hw = load_config(r["hw"])
     except ConfigError as e:
         raise err(f"{where}: hw: {e}") from None
-    for key, least in (("batch", 1), ("repeat", 1), ("seq", 1), ("decode", 1)):
+    for key, least in (("batch", 1), ("repeat", 1), ("seq", 1), ("decode", 1), ("stages", 1)):
         v = r.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
             raise err(f"{where}: {key} must be a whole number >= {least}, not {v!r}")
@@ -219,7 +231,7 @@ def _instance(r: dict[str, Any], k: int, shared: HwConfig, err) -> InstanceSpec:
         except NvdlaError as e:
             raise err(f"{where}: decode: {e}") from None
     return InstanceSpec(str(r.get("name", f"dla{k}")), hw, r["model"], r.get("seq"), r.get("batch", 1), prec,
-                        r.get("decode"), r.get("repeat", 1))  # fmt: skip
+                        r.get("decode"), r.get("repeat", 1), r.get("stages", 1))  # fmt: skip
 
 
 def _dram_gbs(hw: HwConfig) -> float:
@@ -274,12 +286,14 @@ def map_instance(spec: InstanceSpec, g: nx.DiGraph | None = None) -> MapResult:
 def profile(res: MapResult) -> Profile:
     """A run's DRAM demand alone over its time, in ns (every hardware layer's and copy's traffic)."""
     ns = 1e3 / res.hw.clock_mhz
-    demands = [
-        Demand(r.start * ns, r.end * ns, r.stats.traffic.dram_read * r.task.count, r.stats.traffic.dram_write * r.task.count)
-        for r in res.results
-        if r.stats is not None and task_dram_bytes(r)
-    ]  # fmt: skip
+    demands = [_demand(r, 0, ns) for r in res.results if r.stats is not None and task_dram_bytes(r)]
     return Profile.of(demands, res.total_cycles * ns)
+
+
+def _demand(r: TaskResult, origin: int, ns: float) -> Demand:
+    """A task's DRAM traffic over its time, in ns from `origin` (a cycle of its run)."""
+    t, n = r.stats.traffic, r.task.count
+    return Demand((r.start - origin) * ns, (r.end - origin) * ns, t.dram_read * n, t.dram_write * n)
 
 
 def run_system(spec: SystemSpec) -> SystemResult:
@@ -296,8 +310,16 @@ def run_system(spec: SystemSpec) -> SystemResult:
         if key not in mapped:
             mapped[key] = map_instance(i, g)
         runs.append(mapped[key])
-    named = [(i.name, i.workload, r, i.repeat, w) for i, r, w in zip(spec.instances, runs, weights, strict=True)]
-    return _shared(spec.name, spec.dram, named)
+    masters: list[_Master] = []
+    for i, r, w in zip(spec.instances, runs, weights, strict=True):
+        if i.stages == 1:
+            masters.append(_Master(i.name, i.workload, r, r.results, profile(r), i.repeat, w))
+            continue
+        first = len(masters)
+        for s, (tasks, prof) in enumerate(stages(r, i.stages)):
+            masters.append(_Master(f"{i.name}.s{s}", f"{i.workload} stage {s + 1}/{i.stages}", r, tasks, prof,
+                                   i.repeat, w if s == 0 else 0, first + s - 1 if s else None))  # fmt: skip
+    return _shared(spec.name, spec.dram, masters)
 
 
 def shared_copies(run: MapResult, copies: int, workload: str) -> SystemResult:
@@ -305,7 +327,9 @@ def shared_copies(run: MapResult, copies: int, workload: str) -> SystemResult:
     weights = run.weight_bytes()[1]
     names = [f"dla{k}" for k in range(copies)]
     check_weights(f"{copies} x {run.hw.name}", run.hw, names, [weights] * copies)
-    return _shared(f"{copies} x {run.hw.name}", run.hw, [(n, workload, run, 1, weights) for n in names])
+    p = profile(run)
+    return _shared(f"{copies} x {run.hw.name}", run.hw,
+                   [_Master(n, workload, run, run.results, p, 1, weights) for n in names])  # fmt: skip
 
 
 def check_weights(name: str, dram_hw: HwConfig, names: list[str], weights: list[int]) -> None:
@@ -319,25 +343,64 @@ def check_weights(name: str, dram_hw: HwConfig, names: list[str], weights: list[
         )
 
 
-def _shared(name: str, dram_hw: HwConfig, named: list[tuple[str, str, MapResult, int, int]]) -> SystemResult:
-    """The runs (instance name, workload, run alone, repeats, weights) together on `dram_hw`'s DRAM."""
-    profiles = [profile(r).repeated(repeat) for _, _, r, repeat, _ in named]
-    ends = share(profiles, capacity(dram_hw))
-    out = tuple(
-        InstanceResult(n, r.hw.name, what, p.length, end, sum(task_dram_bytes(t) for t in r.results) * repeat, w,
-                       *_energy(r, repeat, end / p.length if p.length else 1.0))
-        for (n, what, r, repeat, w), p, end in zip(named, profiles, ends, strict=True)
-    )  # fmt: skip
-    background = uj(dram_background_pj(dram_hw, max(ends) * dram_hw.clock_mhz / 1e3))
-    return SystemResult(name, MemoryDescription.of(dram_hw), _dram_gbs(dram_hw), out, background)
+def stages(run: MapResult, count: int) -> list[tuple[list[TaskResult], Profile]]:
+    """A run split into `count` consecutive stages of about equal time alone: cut at the task starts nearest
+    k / count of its time, each task in the stage it starts in (its tasks and its profile of DRAM demand, in
+    ns from the stage's start; a stage lasts until its last task ends)."""
+    ns = 1e3 / run.hw.clock_mhz
+    results = sorted(run.results, key=lambda r: r.start)
+    starts = sorted({r.start for r in results})
+    if len(starts) < count:
+        raise NvdlaError(f"{run.model}: {len(starts)} steps cannot make {count} pipeline stages")
+    total = run.total_cycles
+    cuts = [0]
+    for k in range(1, count):
+        later = [t for t in starts if t > cuts[-1]]
+        left = len(later) - (count - k)  # leave a start for each stage after this one
+        cuts.append(min(later[: left + 1], key=lambda t: abs(t - k * total / count)))
+    cuts.append(math.inf)
+    out = []
+    for lo, hi in itertools.pairwise(cuts):
+        tasks = [r for r in results if lo <= r.start < hi]
+        end = max(r.end for r in tasks)
+        demands = [_demand(r, lo, ns) for r in tasks if r.stats is not None and task_dram_bytes(r)]
+        out.append((tasks, Profile.of(demands, (end - lo) * ns)))
+    return out
 
 
-def _energy(run: MapResult, repeat: int, slowdown: float) -> tuple[float, float]:
-    """An instance's (core, DRAM traffic) energy in uJ over its shared run: its runs' dynamic energy, their
-    always-on power and leakage over the longer time, and its traffic's DRAM energy without the DRAM's
-    background (the system's, over its whole time)."""
-    en = run.energy()
-    static = en.by_unit_uj["always_on"] + en.by_unit_uj["leakage"]
-    core = (en.batch_core_uj + static * (slowdown - 1)) * repeat
-    traffic = en.batch_dram_uj - uj(dram_background_pj(run.hw, run.total_cycles))
-    return core, traffic * repeat
+@dataclass(frozen=True)
+class _Master:
+    """One NVDLA instance's part of a system: its tasks of a run, their profile, repeats, weights kept, and the
+    master whose job it waits for (a pipeline's previous stage)."""
+
+    name: str
+    workload: str
+    run: MapResult
+    tasks: list[TaskResult]
+    profile: Profile
+    repeat: int
+    weights: int
+    after: int | None = None
+
+
+def _shared(name: str, dram_hw: HwConfig, masters: list[_Master]) -> SystemResult:
+    """The masters together on `dram_hw`'s DRAM."""
+    jobs = share_jobs([Master((m.profile,) * m.repeat, m.after) for m in masters], capacity(dram_hw))
+    out = []
+    for m, ends in zip(masters, jobs, strict=True):
+        shared = ends[-1]
+        core, traffic = _energy(m.run, m.tasks, m.repeat, shared)
+        nbytes = sum(task_dram_bytes(t) for t in m.tasks) * m.repeat
+        out.append(InstanceResult(m.name, m.run.hw.name, m.workload, m.profile.length * m.repeat, shared, nbytes,
+                                  m.weights, core, traffic, ends[0]))  # fmt: skip
+    background = uj(dram_background_pj(dram_hw, max(e[-1] for e in jobs) * dram_hw.clock_mhz / 1e3))
+    return SystemResult(name, MemoryDescription.of(dram_hw), _dram_gbs(dram_hw), tuple(out), background)
+
+
+def _energy(run: MapResult, tasks: list[TaskResult], repeat: int, shared_ns: float) -> tuple[float, float]:
+    """An instance's (core, DRAM traffic) energy in uJ over its shared time: its tasks' dynamic energy over
+    its repeats, its always-on power and leakage over the time until its last job ends, and its traffic's
+    DRAM energy (per byte, or by command: the DRAM's background is the system's)."""
+    dynamic = Energy.total([e for r in tasks if (e := task_energy(r, run.hw, run.energy_memo)) is not None])
+    dynamic = dynamic.scaled(repeat)
+    return uj(run_energy(dynamic, run.hw, round(shared_ns * run.hw.clock_mhz / 1e3)).core), uj(dynamic.dram)

@@ -99,30 +99,71 @@ def fair_shares(asks: Sequence[float], capacity: float) -> list[float]:
     return out
 
 
+@dataclass(frozen=True)
+class Master:
+    """A master's runs one after another (jobs), job i starting when its job i - 1 has ended and, where
+    `after` names another master, when that master's job i has ended (a pipeline's stage waits for the
+    stage before it to finish the same input)."""
+
+    jobs: tuple[Profile, ...]
+    after: int | None = None
+
+
 def share(profiles: Sequence[Profile], capacity: Capacity) -> list[float]:
-    """When each master ends (ns) sharing the memory from time 0 (module docstring)."""
-    n = len(profiles)
-    at = [0] * n  # each master's interval
-    own = [0.0] * n  # each master's progress through its own time
-    ends = [p.length if len(p.breakpoints) < 2 else -1.0 for p in profiles]
+    """When each master ends (ns) sharing the memory from time 0, each running its one profile."""
+    return [ends[-1] for ends in share_jobs([Master((p,)) for p in profiles], capacity)]
+
+
+def share_jobs(masters: Sequence[Master], capacity: Capacity) -> list[list[float]]:
+    """When each master's jobs end (ns) sharing the memory from time 0 (module docstring); a master waiting
+    for a job of another asks nothing."""
+    n = len(masters)
+    for k, m in enumerate(masters):
+        if m.after is not None and not (0 <= m.after < n and m.after != k and len(masters[m.after].jobs) >= len(m.jobs)):
+            raise ValueError(f"master {k}: after {m.after} must name another master with as many jobs")
+    job = [0] * n  # each master's job under way (or waiting)
+    at = [0] * n  # its interval in that job
+    own = [0.0] * n  # its progress through that job's time
+    ends: list[list[float]] = [[] for _ in range(n)]
     wall = 0.0
+
+    def ready(k: int) -> bool:
+        m = masters[k]
+        return job[k] < len(m.jobs) and (m.after is None or len(ends[m.after]) > job[k])
+
+    def finish_empty_jobs() -> None:  # a job of no time ends as soon as it may start
+        moved = True
+        while moved:
+            moved = False
+            for k in range(n):
+                if ready(k) and masters[k].jobs[job[k]].length <= 0:
+                    ends[k].append(wall)
+                    job[k] += 1
+                    moved = True
+
+    finish_empty_jobs()
     while True:
-        running = [i for i in range(n) if ends[i] < 0]
+        running = [k for k in range(n) if ready(k)]
         if not running:
+            if any(job[k] < len(masters[k].jobs) for k in range(n)):
+                raise ValueError("the masters wait on each other: no job can start")
             return ends
-        asks = [(profiles[i].read_rate[at[i]], profiles[i].write_rate[at[i]]) for i in running]
+        profiles = [masters[k].jobs[job[k]] for k in running]
+        asks = [(p.read_rate[at[k]], p.write_rate[at[k]]) for k, p in zip(running, profiles, strict=True)]
         speed = [1.0] * len(running)
         totals = [r + w for r, w in asks]
         if len(running) > 1 and sum(totals):
             given = fair_shares(totals, capacity(asks))
             speed = [g / t if t else 1.0 for g, t in zip(given, totals, strict=True)]
         # to the next breakpoint of any running master, in wall time
-        step = min((profiles[i].breakpoints[at[i] + 1] - own[i]) / s for i, s in zip(running, speed, strict=True))
+        step = min((p.breakpoints[at[k] + 1] - own[k]) / s for k, p, s in zip(running, profiles, speed, strict=True))
         wall += step
-        for i, s in zip(running, speed, strict=True):
-            own[i] += step * s
-            p = profiles[i]
-            while at[i] + 1 < len(p.breakpoints) and own[i] >= p.breakpoints[at[i] + 1] - _EPS:
-                at[i] += 1
-            if at[i] + 1 >= len(p.breakpoints):
-                ends[i] = wall
+        for k, p, s in zip(running, profiles, speed, strict=True):
+            own[k] += step * s
+            while at[k] + 1 < len(p.breakpoints) and own[k] >= p.breakpoints[at[k] + 1] - _EPS:
+                at[k] += 1
+            if at[k] + 1 >= len(p.breakpoints):  # the job is done: the next one waits for its turn
+                ends[k].append(wall)
+                job[k] += 1
+                at[k], own[k] = 0, 0.0
+        finish_empty_jobs()

@@ -67,3 +67,23 @@ def test_fair_shares_are_max_min_fair(asks, cap):
         assert all(s >= max(got) - 1e-9 for s in short)
     else:
         assert got == asks
+
+
+def test_a_pipeline_of_two_stages_by_hand():
+    """Stage B takes input i after stage A has finished it. Apart (a memory that keeps up): A's 100-ns jobs end
+    at 100, 200, 300 and B's 50-ns jobs 50 after each. Both streaming at the memory's whole rate: A's first
+    input runs alone (100); then A's second and B's first share it, each at half speed (both end at 300), then
+    A's third and B's second (500), and B's last runs alone (600)."""
+    from nvdla_sim.system.shared_memory import Master, share_jobs
+
+    a, b = _flat(100, 6400), _flat(50, 3200)
+    assert share_jobs([Master((a,) * 3), Master((b,) * 3, after=0)], lambda asks: 1e9) == [
+        [100, 200, 300], [150, 250, 350]
+    ]  # fmt: skip
+    full = _flat(100, 6400)  # 64 bytes a ns, all of the memory
+    ends = share_jobs([Master((full,) * 3), Master((full,) * 3, after=0)], lambda asks: 64.0)
+    assert ends == [pytest.approx([100, 300, 500]), pytest.approx([300, 500, 600])]
+    with pytest.raises(ValueError, match="must name another master with as many jobs"):
+        share_jobs([Master((a,) * 3), Master((b,) * 4, after=0)], lambda asks: 64.0)
+    with pytest.raises(ValueError, match="wait on each other"):
+        share_jobs([Master((a,), after=1), Master((b,), after=0)], lambda asks: 64.0)
