@@ -119,7 +119,9 @@ def share_jobs(masters: Sequence[Master], capacity: Capacity) -> list[list[float
     for a job of another asks nothing."""
     n = len(masters)
     for k, m in enumerate(masters):
-        if m.after is not None and not (0 <= m.after < n and m.after != k and len(masters[m.after].jobs) >= len(m.jobs)):
+        if m.after is not None and not (
+            0 <= m.after < n and m.after != k and len(masters[m.after].jobs) >= len(m.jobs)
+        ):
             raise ValueError(f"master {k}: after {m.after} must name another master with as many jobs")
     job = [0] * n  # each master's job under way (or waiting)
     at = [0] * n  # its interval in that job
