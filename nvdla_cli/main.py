@@ -15,6 +15,7 @@ from nvdla_cli.paths import output_dir, output_file
 from nvdla_cli.rtl_commands import add_commands as add_rtl
 from nvdla_sim.config import HwConfig, builtin_configs, load_config
 from nvdla_sim.energy.model import Energy, area, dram_priced_as, layer_energy, run_energy
+from nvdla_sim.engine.bounds import port_rates
 from nvdla_sim.engine.stats import ConvDetail, LayerStats, Unit
 from nvdla_sim.engine.trace import write_trace
 from nvdla_sim.errors import NvdlaError
@@ -310,7 +311,7 @@ def _configs(args: argparse.Namespace) -> int:
                 "peak_macs_per_cycle": {p.value: hw.peak_macs_per_cycle(p) for p in hw.precisions},
                 "cbuf_kib": hw.cbuf_bytes // 1024,
                 "cbuf_banks": hw.cbuf.bank_count,
-                "dram_bytes_per_cycle": hw.dram_bytes_per_cycle,
+                "dram_bytes_per_cycle": port_rates(hw)[1],  # the memory model's most (its device's, its path's)
                 "clock_mhz": hw.clock_mhz,
                 # the components x the area overhead fitted on NVIDIA's table (docs/energy.md)
                 "area_mm2": round(area(hw).total_um2 * 1e-6, 4),

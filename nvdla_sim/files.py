@@ -64,7 +64,8 @@ class DiskCache:
         if self._values is None:
             self._values = {}
             with contextlib.suppress(OSError, ValueError):
-                self._values = json.loads(self.path.read_text())
+                kept = json.loads(self.path.read_text())
+                self._values = kept if isinstance(kept, dict) else {}
         if key not in self._values:
             self._values[key] = compute()
             with contextlib.suppress(OSError):

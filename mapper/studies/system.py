@@ -20,7 +20,8 @@ A system file (TOML; `nvdla system FILE`, examples/system_*.toml):
     name = "dla0"               # optional (default dla<index>; a pipeline's stages dla0.s0, dla0.s1, ...)
 
 Each instance is timed alone on its own config, which must be on the shared DRAM: the dram model's device
-and channels, or a fluid port of the shared DRAM's rate (the instance's DBBIF and latency are its own).
+and channels (its DBBIF and latency its own), or, the fluid model having no DRAM apart from its port, a
+port of the same rate. A pipeline stage's shared time includes its waits for the stage before.
 """
 
 from __future__ import annotations
@@ -261,11 +262,8 @@ def capacity(shared: HwConfig) -> Capacity:
     if m.model != "dram":
         rate = _dram_gbs(shared)
         return lambda asks: rate
-    dev = dram.device(m.device)
-    channels = m.channels
-    return lambda asks: (
-        dram.mix_figures(dev, dram.AccessMix.of([r for r, _ in asks], [w for _, w in asks])).gbs * channels
-    )
+    memory = memory_model(shared)
+    return lambda asks: memory.device_gbs(dram.AccessMix.of([r for r, _ in asks], [w for _, w in asks]))
 
 
 def instance_graph(spec: InstanceSpec) -> nx.DiGraph:
@@ -303,6 +301,11 @@ def run_system(spec: SystemSpec) -> SystemResult:
     weights = [sum(op.weight_elems for op in ops_in_order(g)) * i.precision.bytes
                for g, i in zip(graphs, spec.instances, strict=True)]  # fmt: skip
     check_weights(spec.name, spec.dram, [i.name for i in spec.instances], weights)
+    for i, g in zip(spec.instances, graphs, strict=True):
+        ops = len(ops_in_order(g))
+        if i.stages > ops:
+            raise NvdlaError(f"{spec.name}: instance {i.name}: stages {i.stages} is more than its {ops} ops; a "
+                             f"pipeline stage runs one op at least")  # fmt: skip
     mapped: dict[tuple, MapResult] = {}  # instances running alike work map it once
     runs = []
     for i, g in zip(spec.instances, graphs, strict=True):
@@ -324,7 +327,7 @@ def run_system(spec: SystemSpec) -> SystemResult:
 
 def shared_copies(run: MapResult, copies: int, workload: str) -> SystemResult:
     """`copies` instances of one build each running `run` at once on the build's DRAM (a sweep's instances)."""
-    weights = run.weight_bytes()[1]
+    weights = run.weight_bytes()[0]  # its model's weights, as run_system counts them from the graph
     names = [f"dla{k}" for k in range(copies)]
     check_weights(f"{copies} x {run.hw.name}", run.hw, names, [weights] * copies)
     p = profile(run)
@@ -351,7 +354,7 @@ def stages(run: MapResult, count: int) -> list[tuple[list[TaskResult], Profile]]
     results = sorted(run.results, key=lambda r: r.start)
     starts = sorted({r.start for r in results})
     if len(starts) < count:
-        raise NvdlaError(f"{run.model}: {len(starts)} steps cannot make {count} pipeline stages")
+        raise NvdlaError(f"{run.model}: stages {count} is more than its run's {len(starts)} steps")
     total = run.total_cycles
     cuts = [0]
     for k in range(1, count):

@@ -285,10 +285,13 @@ class DramMemory:
         return cls(dev, m.channels, cycles_per_ns, min(width, path.bytes_per_cycle()), latency, sram,
                    m.sram_latency_cycles)  # fmt: skip
 
+    def device_gbs(self, mix: dram.AccessMix) -> float:
+        """Bytes a ns the device's channels sustain for `mix` (its masters' requests spread over them alike)."""
+        return dram.mix_figures(self.device, mix).gbs * self.channels
+
     def dram_rate(self, mix: dram.AccessMix) -> float:
         """Bytes a cycle of NVDLA's the device's channels sustain for `mix`, within the path's width."""
-        gbs = dram.mix_figures(self.device, mix).gbs * self.channels
-        return min(self.path_bytes_per_cycle, gbs / self.cycles_per_ns)
+        return min(self.path_bytes_per_cycle, self.device_gbs(mix) / self.cycles_per_ns)
 
     def bytes_per_cycle(self, memory: Memory) -> float:
         """The most a port carries a cycle: for DRAM its channels' peak (the floors' and bounds' rate: no mix

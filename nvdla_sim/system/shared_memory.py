@@ -10,6 +10,7 @@ between masters that keep requests queued), and a master given less than it asks
 tasks' compute stretches with their transfers: a task is taken as uniformly memory-paced over its time).
 The memory's rate is a function of what the masters ask together (`capacity`): a constant for a fluid port,
 the DRAM device model's sustained rate for the masters' mix of clients for the dram model (memory.DramMemory).
+A master asking while the others ask nothing runs as it ran alone (its own mix timed it).
 
 What is left out: a master alone is timed on its own ports (its latency and its DBBIF's width are in its
 timeline); sharing changes only its bandwidth, not its read latency (a loaded memory's queueing is in the
@@ -154,8 +155,11 @@ def share_jobs(masters: Sequence[Master], capacity: Capacity) -> list[list[float
         asks = [(p.read_rate[at[k]], p.write_rate[at[k]]) for k, p in zip(running, profiles, strict=True)]
         speed = [1.0] * len(running)
         totals = [r + w for r, w in asks]
-        if len(running) > 1 and sum(totals):
-            given = fair_shares(totals, capacity(asks))
+        if sum(t > 0 for t in totals) > 1:  # a master asking alone runs as it ran alone
+            rate = capacity(asks)
+            if not rate > 0:
+                raise ValueError(f"the memory's rate for {asks} is {rate}: it must be above 0")
+            given = fair_shares(totals, rate)
             speed = [g / t if t else 1.0 for g, t in zip(given, totals, strict=True)]
         # to the next breakpoint of any running master, in wall time
         step = min((p.breakpoints[at[k] + 1] - own[k]) / s for k, p, s in zip(running, profiles, speed, strict=True))

@@ -178,3 +178,10 @@ def test_a_network_split_into_a_pipeline_across_instances():
     with pytest.raises(NvdlaError, match="instance: 65 NVDLA instances .each stage of a pipeline one.; a system "
                                          "has 1 to 64"):  # fmt: skip
         load_system_text(text + "stages = 65\n")
+
+
+def test_more_stages_than_ops_is_refused_before_the_work():
+    spec = load_system_text('name = "p"\ndram = "nv_full_lpddr4"\n[[instance]]\nname = "a"\nhw = "nv_full_lpddr4"\n'
+                            'model = "lenet5"\nstages = 40\n')  # fmt: skip
+    with pytest.raises(NvdlaError, match=r"^p: instance a: stages 40 is more than its \d+ ops; a pipeline stage"):
+        run_system(spec)

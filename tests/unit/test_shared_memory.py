@@ -87,3 +87,12 @@ def test_a_pipeline_of_two_stages_by_hand():
         share_jobs([Master((a,) * 3), Master((b,) * 4, after=0)], lambda asks: 64.0)
     with pytest.raises(ValueError, match="wait on each other"):
         share_jobs([Master((a,), after=1), Master((b,), after=0)], lambda asks: 64.0)
+
+
+def test_a_master_asking_alone_runs_as_alone_whatever_the_rate():
+    """While the other master waits or asks nothing, a master keeps the pace its own run had (its own mix
+    timed it), even where the memory's rate for a shared mix would be lower."""
+    idle_then_busy = Profile.of([Demand(500, 1000, 32000, 0)], 1000)
+    assert share([_flat(500, 64000 * 5 // 10), idle_then_busy], lambda asks: 1.0) == [500, 1000]
+    with pytest.raises(ValueError, match="must be above 0"):
+        share([_flat(10, 100), _flat(10, 100)], lambda asks: 0.0)
