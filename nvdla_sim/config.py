@@ -381,7 +381,7 @@ MEMORY_MODELS = ("fluid", "refresh", "dram")
 
 # The DRAM devices the dram memory model times ([memory] device; nvdla_sim/system/dram.py DEVICES), with the
 # GiB one channel of each holds (its ranks, banks, rows and columns there: a test holds the two alike)
-MEMORY_DEVICES = {"LPDDR4-2400": 8, "DDR4-3200": 8}
+MEMORY_DEVICES = {"LPDDR4-2400": 8, "DDR4-3200": 8, "HBM2-2000": 1}
 
 # The interconnect models a config can choose ([interconnect] model; nvdla_sim/system/interconnect.py)
 INTERCONNECT_MODELS = ("direct", "fabric")

@@ -78,6 +78,8 @@ class DramDevice:
     tRTRS: int = 1
     tPPD: int = 0  # precharge to precharge in other banks (LPDDR4); 0: none
     AL: int = 0
+    tRCDWR: int | None = None  # activate to write where it differs from activate to read (HBM); None: tRCD
+    dual_command: bool = False  # a row command and a column command may issue in one clock (HBM's split bus)
     mapping: str = "rochrababgco"  # address fields, most significant first (row, channel, rank, bank, group, column)
     source: str = ""
     # power (IDD currents in mA of one device, its supply in V; the device's datasheet values as the parameter
@@ -221,6 +223,15 @@ DEVICES = {
         source="JESD79-4 DDR4-3200 (DRAMsim3 configs/DDR4_8Gb_x16_3200.ini)",
         IDD0=95, IDD2N=37, IDD3N=56, IDD4R=302, IDD4W=278, IDD5AB=280,
     ),
+    # one 128-bit channel of an HBM2 stack at 2 Gb/s a pin (32 GB/s); tRTP 5 and tRTRS 2 are what DRAMsim3 runs
+    # (its .ini gives tRTP_L/S, which it does not read, and no tRTRS: its defaults)
+    "HBM2-2000": DramDevice(
+        "HBM2-2000", 128, 4, 1, 4, 4, 32768, 128, 1.0, CL=14, CWL=4, tRCD=14, tRP=14, tRAS=34, tRFC=260,
+        tREFI=3900, tRRD_S=4, tRRD_L=6, tWTR_S=6, tWTR_L=8, tFAW=30, tWR=16, tRTP=5, tCCD_S=1, tCCD_L=2, tRTRS=2,
+        tRCDWR=14, dual_command=True, mapping="rorabgbachco", device_width=128,
+        source="JESD235 HBM2, 2 Gb/s a pin (DRAMsim3 configs/HBM2_8Gb_x128.ini, one of its 8 channels)",
+        IDD0=65, IDD2N=40, IDD3N=55, IDD4R=390, IDD4W=500, IDD5AB=250,
+    ),
 }  # fmt: skip
 
 
@@ -261,7 +272,7 @@ def _timing_tables(d: DramDevice) -> dict[tuple[int, str], tuple[tuple[int, int]
         (WR, "group"): ((RD, wtr_l), (WR, rtr_l)),
         (WR, "rank"): ((RD, write_delay + d.tWTR_S), (WR, rtr_s)),
         (WR, "other"): ((RD, write_delay + burst + d.tRTRS - read_delay), (WR, burst)),
-        (ACT, "bank"): ((ACT, d.tRAS + d.tRP), (RD, d.tRCD - d.AL), (WR, d.tRCD - d.AL), (PRE, d.tRAS)),
+        (ACT, "bank"): ((ACT, d.tRAS + d.tRP), (RD, d.tRCD - d.AL), (WR, (d.tRCDWR or d.tRCD) - d.AL), (PRE, d.tRAS)),
         (ACT, "group"): ((ACT, d.tRRD_S if one_group else d.tRRD_L),),
         (ACT, "rank"): ((ACT, d.tRRD_S),),
         (ACT, "other"): (),
@@ -403,6 +414,10 @@ class DramController:
             cmd = self._next_command()
         if cmd is not None:
             self._issue(*cmd)
+            if self.d.dual_command:  # HBM: a second command of the other kind (row or column) in the clock
+                second = self._next_command()
+                if second is not None and (second[0] in (RD, WR)) != (cmd[0] in (RD, WR)):
+                    self._issue(*second)
         self._stand_by(1)  # each rank's standby this clock, after the command
         self._schedule_transaction()
         self.clk += 1
@@ -787,14 +802,16 @@ class AccessMix:
 
     def requests(self, dev: DramDevice, n: int = MIX_TRANSACTIONS) -> list[tuple[int, int, bool]]:
         """`n` transactions of the mix, every one ready at once (the device's sustained rate for it): the
-        clients taken by smooth weighted round robin; client k walks its own buffer in order from k GiB plus
-        MIX_OFFSET_ROWS x k rows (buffers allocated apart, each starting in another bank: where they start in
-        one bank, as validation/dram/streams.py's two-master streams do, alike clients meet in it for ever;
+        clients taken by smooth weighted round robin; client k walks its own buffer in order from k regions
+        plus MIX_OFFSET_ROWS x k rows (a region: 1 GiB, or an eighth of a smaller channel, so that no two
+        buffers meet; buffers allocated apart, each starting in another bank: where they start in one bank, as
+        validation/dram/streams.py's two-master streams do, alike clients meet in it for ever;
         docs/modelling.md gives the difference)."""
         weights = [c.share for c in self.clients]
         total = sum(weights)
         current = [0] * len(weights)
-        base = [k * ((1 << 30) + MIX_OFFSET_ROWS * dev.row_bytes) for k in range(len(weights))]
+        region = min(1 << 30, dev.capacity_bytes // (2 * MIX_READ_CLIENTS))
+        base = [k * (region + MIX_OFFSET_ROWS * dev.row_bytes) for k in range(len(weights))]
         walked = [0] * len(weights)
         out = []
         for _ in range(n):

@@ -16,7 +16,8 @@ from nvdla_validation.dram.streams import STREAMS
 
 DOC = json.loads((Path(__file__).resolve().parents[2] / "validation/data/dramsim3_streams.json").read_text())
 ROWS = {r["name"]: r for r in DOC["rows"]}
-DEVICE = {"LPDDR4_8Gb_x16_2400": DEVICES["LPDDR4-2400"], "DDR4_8Gb_x16_3200": DEVICES["DDR4-3200"]}  # by DRAMsim3 name
+DEVICE = {"LPDDR4_8Gb_x16_2400": DEVICES["LPDDR4-2400"], "DDR4_8Gb_x16_3200": DEVICES["DDR4-3200"],
+          "HBM2_8Gb_x128_1ch": DEVICES["HBM2-2000"]}  # by DRAMsim3 name  # fmt: skip
 
 
 @pytest.mark.parametrize("stream", STREAMS, ids=lambda s: s.name)
@@ -53,6 +54,22 @@ def test_a_single_read_by_hand():
     read of seq_read)."""
     got = run_requests(DEVICES["LPDDR4-2400"], [(0, 0, False)])
     assert got.done == (42,) and got.activates == 1
+
+
+def test_an_hbm2_read_and_its_row_and_column_commands_in_one_clock():
+    """HBM2-2000 (1 ns clocks). One read: taken at 1, activated at 2, read tRCDRD = 14 later (16), its data
+    CL + a burst = 14 + 2 later: 32. Two reads of two banks of one group: the second activate tRRD_L = 6 after
+    the first (8), its read 14 later (22), its data at 38. A sequential stream: with a row command and a column
+    command in one clock (DRAMsim3's hbm_dual_cmd) it takes DRAMsim3's 4,437 clocks (seq_read's row); one
+    command a clock, the activates take turns with the reads and it is longer."""
+    import dataclasses
+
+    hbm = DEVICES["HBM2-2000"]
+    assert run_requests(hbm, [(0, 0, False)]).done == (32,)
+    assert run_requests(hbm, [(0, 0, False), (0, hbm.address(bank=1), False)]).done == (32, 38)
+    stream = next(s for s in STREAMS if s.name == "seq_read@HBM2_8Gb_x128_1ch").requests()
+    assert max(run_requests(hbm, stream).done) + 1 == ROWS["seq_read@HBM2_8Gb_x128_1ch"]["cycles"] == 4437
+    assert max(run_requests(dataclasses.replace(hbm, dual_command=False), stream).done) + 1 > 4437
 
 
 def test_a_device_with_one_bank_group_uses_the_short_timings():

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from nvdla_sim.files import write_json
 from nvdla_sim.system.dram import ControllerPolicy, DramDevice, percentile
-from nvdla_validation.dram.streams import DRAMSIM3_CONFIG, STREAMS, Stream, trace_text
+from nvdla_validation.dram.streams import DRAMSIM3_CONFIG, ONE_CHANNEL_OF, STREAMS, Stream, trace_text
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "data" / "dramsim3_streams.json"
@@ -90,6 +90,19 @@ def build(src: Path, folder: Path) -> Path:
     return driver
 
 
+def write_one_channel_configs(configs: Path) -> None:
+    """Beside DRAMsim3's .ini files, one channel of each multi-channel part (streams.ONE_CHANNEL_OF): its
+    .ini with `channels = 1`, every other value as DRAMsim3 ships it."""
+    for derived, original in ONE_CHANNEL_OF.items():
+        ini = configparser.ConfigParser(inline_comment_prefixes=(";", "#"))
+        ini.optionxform = str  # keep DRAMsim3's key case
+        if not ini.read(configs / f"{original}.ini"):
+            raise Failure(f"{configs / original}.ini: missing from the checkout (its one channel is {derived})")
+        ini.set("system", "channels", "1")
+        with open(configs / f"{derived}.ini", "w") as f:
+            ini.write(f)
+
+
 def check_device(dev: DramDevice, ini: Path) -> None:
     """Every figure the DRAM model holds for `dev` (geometry, mapping, timing, power) and its controller's policy
     are those of DRAMsim3's .ini."""
@@ -105,12 +118,20 @@ def check_device(dev: DramDevice, ini: Path) -> None:
         "rows": c.getint("dram_structure", "rows"), "tck_ns": c.getfloat("timing", "tCK"),
         "mapping": c.get("system", "address_mapping"), "device_width": width,
     }  # fmt: skip
+    # what DRAMsim3 runs where its .ini is silent (configuration.cc's defaults); HBM's activate to read and to
+    # write are tRCDRD and tRCDWR, its columns twice the .ini's (a column of device_width x 2: prefetch)
+    hbm = c.get("dram_structure", "protocol").startswith("HBM")
+    if hbm:
+        theirs["columns"] *= 2
     banks = theirs["bankgroups"] * theirs["banks_per_group"]
     megs_per_rank = theirs["rows"] * theirs["columns"] * width * banks // 8 // (1 << 20) * (theirs["bus_bits"] // width)
     theirs["ranks"] = max(1, c.getint("system", "channel_size") // megs_per_rank)
+    defaults = {"tRTRS": 2, "tRTP": 5, "AL": 0, "tPPD": 0}
     timing = ("CL", "CWL", "tRCD", "tRP", "tRAS", "tRFC", "tREFI", "tRRD_S", "tRRD_L", "tWTR_S", "tWTR_L", "tFAW",
-              "tWR", "tRTP", "tCCD_S", "tCCD_L", "tRTRS", "AL")  # fmt: skip
-    theirs |= {k: c.getint("timing", k) for k in timing} | {"tPPD": c.getint("timing", "tPPD", fallback=0)}
+              "tWR", "tRTP", "tCCD_S", "tCCD_L", "tRTRS", "AL", "tPPD")  # fmt: skip
+    theirs |= {k: c.getint("timing", "tRCDRD" if hbm and k == "tRCD" else k, fallback=defaults.get(k)) for k in timing}
+    if hbm:
+        theirs |= {"tRCDWR": c.getint("timing", "tRCDWR"), "dual_command": True}
     theirs |= {k: c.getfloat("power", k) for k in ("VDD", "IDD0", "IDD2N", "IDD3N", "IDD4R", "IDD4W", "IDD5AB")}
     wrong = {k: (getattr(dev, k), v) for k, v in theirs.items() if getattr(dev, k) != v}
     policy = ControllerPolicy()
@@ -173,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         streams = [s for s in STREAMS if args.only is None or args.only in s.name]
         if not streams:
             raise Failure(f"--only {args.only!r}: no stream's name contains it; names: {STREAMS[0].name}, ...")
+        write_one_channel_configs(folder / "src" / "configs")
         for dev in {s.device for s in streams}:
             check_device(dev, folder / "src" / "configs" / f"{DRAMSIM3_CONFIG[dev.name]}.ini")
         rows = []

@@ -26,9 +26,14 @@ Request = tuple[int, int, bool]  # (ready cycle, byte address, write)
 
 # The DRAM model's devices (nvdla_sim.system.dram.DEVICES: DRAMsim3's parameter sets, commit 2981759, x16
 # parts on a 64-bit bus, one channel of 8 GB in two ranks of four 8 Gb devices), by DRAMsim3's configs/<name>.ini
-DRAMSIM3_CONFIG = {"LPDDR4-2400": "LPDDR4_8Gb_x16_2400", "DDR4-3200": "DDR4_8Gb_x16_3200"}
+# HBM2: DRAMsim3's HBM2_8Gb_x128.ini with one channel of its eight (run_dramsim3 writes it as
+# HBM2_8Gb_x128_1ch.ini: `channels = 1`, its other values as they are), the DRAM model timing one channel
+DRAMSIM3_CONFIG = {"LPDDR4-2400": "LPDDR4_8Gb_x16_2400", "DDR4-3200": "DDR4_8Gb_x16_3200",
+                   "HBM2-2000": "HBM2_8Gb_x128_1ch"}  # fmt: skip
+ONE_CHANNEL_OF = {"HBM2_8Gb_x128_1ch": "HBM2_8Gb_x128"}  # a derived .ini: the DRAMsim3 .ini it is one channel of
 LPDDR4_2400, DDR4_3200 = DRAM_DEVICES["LPDDR4-2400"], DRAM_DEVICES["DDR4-3200"]
-DEVICES = (LPDDR4_2400, DDR4_3200)
+HBM2_2000 = DRAM_DEVICES["HBM2-2000"]
+DEVICES = (LPDDR4_2400, DDR4_3200, HBM2_2000)
 
 N = 2048  # transactions a stream (a few hundred KB: past the controller's queues and several refreshes)
 
