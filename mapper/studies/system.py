@@ -282,16 +282,24 @@ def map_instance(spec: InstanceSpec, g: nx.DiGraph | None = None) -> MapResult:
 
 
 def profile(res: MapResult) -> Profile:
-    """A run's DRAM demand alone over its time, in ns (every hardware layer's and copy's traffic)."""
+    """A run's DRAM demand alone over its time, in ns (every hardware layer's, copy's and host task's traffic)."""
     ns = 1e3 / res.hw.clock_mhz
-    demands = [_demand(r, 0, ns) for r in res.results if r.stats is not None and task_dram_bytes(r)]
+    demands = [d for r in res.results if (d := _demand(r, 0, ns)) is not None]
     return Profile.of(demands, res.total_cycles * ns)
 
 
-def _demand(r: TaskResult, origin: int, ns: float) -> Demand:
-    """A task's DRAM traffic over its time, in ns from `origin` (a cycle of its run)."""
-    t, n = r.stats.traffic, r.task.count
-    return Demand((r.start - origin) * ns, (r.end - origin) * ns, t.dram_read * n, t.dram_write * n)
+def _demand(r: TaskResult, origin: int, ns: float) -> Demand | None:
+    """A task's DRAM traffic over its time, in ns from `origin` (a cycle of its run): a hardware layer's or
+    copy's, or a host task's (the bytes its work reads and writes, HostWork.nbytes, taken as half read and
+    half written: the host's data is in the same DRAM); None for a task that moves none."""
+    n, start, end = r.task.count, (r.start - origin) * ns, (r.end - origin) * ns
+    if r.stats is not None and task_dram_bytes(r):
+        t = r.stats.traffic
+        return Demand(start, end, t.dram_read * n, t.dram_write * n)
+    work = r.task.host_work
+    if r.stats is None and work is not None and work.nbytes:
+        return Demand(start, end, work.nbytes * n / 2, work.nbytes * n / 2)
+    return None
 
 
 def run_system(spec: SystemSpec) -> SystemResult:
@@ -366,7 +374,7 @@ def stages(run: MapResult, count: int) -> list[tuple[list[TaskResult], Profile]]
     for lo, hi in itertools.pairwise(cuts):
         tasks = [r for r in results if lo <= r.start < hi]
         end = max(r.end for r in tasks)
-        demands = [_demand(r, lo, ns) for r in tasks if r.stats is not None and task_dram_bytes(r)]
+        demands = [d for r in tasks if (d := _demand(r, lo, ns)) is not None]
         out.append((tasks, Profile.of(demands, (end - lo) * ns)))
     return out
 

@@ -185,3 +185,19 @@ def test_more_stages_than_ops_is_refused_before_the_work():
                             'model = "lenet5"\nstages = 40\n')  # fmt: skip
     with pytest.raises(NvdlaError, match=r"^p: instance a: stages 40 is more than its \d+ ops; a pipeline stage"):
         run_system(spec)
+
+
+def test_an_instances_profile_holds_its_host_tasks_traffic():
+    """The DRAM demand of a run: every hardware layer's and copy's bytes, and each host task's work's bytes
+    (HostWork.nbytes: the host's data is in the same DRAM), each over its time: the profile's rates over its
+    intervals add up to them."""
+    spec = load_system_text(
+        'dram = "nv_full_lpddr4"\n[[instance]]\nhw = "nv_full_lpddr4"\nmodel = "gpt2"\ndecode = 16\n'
+    )
+    run = map_instance(spec.instances[0])
+    host = sum(r.task.host_work.nbytes * r.task.count for r in run.results if r.stats is None and r.task.host_work)
+    assert host > 0
+    p = profile(run)
+    spans = [b - a for a, b in zip(p.breakpoints, p.breakpoints[1:], strict=False)]
+    carried = sum((r + w) * s for r, w, s in zip(p.read_rate, p.write_rate, spans, strict=True))
+    assert carried == pytest.approx(sum(task_dram_bytes(r) for r in run.results) + host, rel=1e-9)
