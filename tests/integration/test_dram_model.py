@@ -38,10 +38,14 @@ def test_each_stream_times_as_dramsim3(stream):
 
 def test_an_address_decodes_into_the_fields_it_was_made_of():
     """rochrababgco, most significant first: a transaction's address from its row, rank, bank, bank group and
-    column, and back (LPDDR4-2400: 128-byte transactions, 64 of a row, 2 groups of 4 banks, 2 ranks)."""
+    column, and back (LPDDR4-2400: 128-byte transactions, 64 of a row, 2 groups of 4 banks, 2 ranks; HBM2's
+    rorabgbachco and one rank)."""
     for dev in DEVICE.values():
-        addr = dev.address(row=5, bank=3, bankgroup=1, rank=1, column=7)
-        assert dev.decode(addr) == (1, 1 * dev.banks_per_group + 3, 5, 7)
+        rank = dev.ranks - 1
+        addr = dev.address(row=5, bank=3, bankgroup=1, rank=rank, column=7)
+        assert dev.decode(addr) == (rank, 1 * dev.banks_per_group + 3, 5, 7)
+    hbm = DEVICES["HBM2-2000"]  # its column above nothing, then the bank, then the bank group (64-byte transactions)
+    assert hbm.address(column=1) == 64 and hbm.address(bank=1) == 64 * 32 and hbm.address(bankgroup=1) == 64 * 32 * 4
     lp = DEVICES["LPDDR4-2400"]
     assert lp.address(column=1) == 128 and lp.address(bankgroup=1) == 128 * 64 and lp.address(row=1) == 1 << 17
     with pytest.raises(ValueError, match="ra 2 out of range"):
