@@ -103,6 +103,9 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--softmax", choices=PLACEMENTS, default="auto")
     ge.add_argument("--layernorm", choices=PLACEMENTS, default="auto",
                     help="where LayerNorm runs: auto (the host, on every build), host, or nvdla (its steps, numerics.layernorm_steps: a what-if for INT8 layers on a build with the LUT and INT16; SDP cannot write their INT8 output from INT16)")  # fmt: skip
+    ge.add_argument("--tp", type=int, default=1,
+                    help="tensor parallel: the model split by heads and FFN columns over this many instances of the "
+                         "build, in step, each on its own DRAM port, the partial sums added by SDP passes (default 1)")  # fmt: skip
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
     ge.add_argument("--jobs", type=int, default=None,
                     help="processes the decode steps are shared out to (default: this machine's cores; "
@@ -510,7 +513,8 @@ def _generate(args: argparse.Namespace) -> int:
                       weights=weights, kv_precision=kv, requant=_requant(args))  # fmt: skip
     dense_opts = dataclasses.replace(opts, weights=WeightTreatment())
     model_kv_opts = dataclasses.replace(opts, kv_precision=None)
-    kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, jobs=args.jobs if args.jobs is not None else _cores())
+    kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, jobs=args.jobs if args.jobs is not None else _cores(),
+              tensor_parallel=args.tp)  # fmt: skip
     with TerminalProgress() as progress:
         kw["progress"] = progress
         results = [generate(spec, hw, batch=b, options=opts, **kw) for b in batches]
@@ -543,6 +547,8 @@ def _generate(args: argparse.Namespace) -> int:
                 f"  decode vs roofline   {dec.over_roofline:.2f}x the roofline (each layer at the larger of its MAC and DRAM time)"
             )
         print(f"  KV cache at the end  {r.kv_cache_bytes:,} bytes")
+        if r.tensor_parallel > 1:
+            print(f"  tensor parallel      {_tensor_parallel(spec, r)}")
         per_token = (
             f" + decode {en.decode_core_uj:,.1f} = {en.total_core_uj:,.1f} uJ in NVDLA"
             f" ({en.decode_core_uj_per_token:,.1f} uJ per generated token, the mean over the steps;"
@@ -1003,6 +1009,21 @@ def _map(args: argparse.Namespace) -> int:
         for kind, p in paths.items():
             print(f"wrote {kind}: {p}", file=sys.stderr)
     return 0
+
+
+def _tensor_parallel(spec, r) -> str:
+    """What a tensor-parallel run's figures are: its shards and its reductions a step."""
+    from nvdla_mapper.studies.parallel import reduction
+
+    n, full, shard = r.tensor_parallel, spec.stages[0], r.spec.stages[0]
+    red = reduction(r.hw, r.batch, full.hidden, n, r.precision)
+    blocks = sum(st.layers for st in spec.stages)
+    return (
+        f"{n} instances of {r.hw.name} in step, each a 1/{n} shard (heads {shard.heads} of {full.heads}, FFN "
+        f"{shard.ffn:,} of {full.ffn:,}, vocabulary {r.spec.vocab:,} of {spec.vocab:,}) on its own DRAM port; after "
+        f"each of a step's {2 * blocks} row-parallel layers {red.passes} SDP passes add the others' partial sums "
+        f"({red.cycles:,} cycles); every figure here is one instance's"
+    )
 
 
 def _at_model_precision(spec, hw, batch: int, options, kw: dict):

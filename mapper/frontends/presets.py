@@ -8,6 +8,7 @@ Shapes of the presets come from the models' papers / reference configs.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections import Counter
@@ -557,6 +558,38 @@ def check_generative(spec: ModelSpec) -> None:
             f"{spec.name}: generation is modelled for decoder models (gpt2, llama family) and T5; "
             f"{spec.family} is an encoder"
         )
+
+
+MAX_SHARDS = 64  # tensor-parallel shards (NVDLA instances) a model may be split over
+
+
+def tensor_shard(spec: ModelSpec, shards: int) -> ModelSpec:
+    """One of `shards` tensor-parallel shards of a decoder (Megatron-LM's split, Shoeybi et al. 2019): each
+    holds heads / shards attention heads (and KV heads), FFN columns and LM-head columns (the vocabulary);
+    the hidden width, the norms and the embedding rows stay whole. Its row-parallel layers (the attention's
+    output projection, the FFN's down projection) then give partial sums of the hidden vector, which the
+    shards add (studies/parallel.py). A one-line error where a count does not divide."""
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+        raise NvdlaError(f"--tp {shards!r}: tensor-parallel shards must be a whole number from 1 to {MAX_SHARDS}")
+    if shards == 1:
+        return spec
+    if spec.family not in ("gpt2", "llama"):
+        raise NvdlaError(f"--tp {shards}: {spec.name} ({spec.family}) is not a decoder; tensor parallel splits gpt2 "
+                         "and llama families")  # fmt: skip
+    stages = []
+    for st in spec.stages:
+        kv = spec.kv_heads or st.heads
+        for name, count in (("num_attention_heads", st.heads), ("num_key_value_heads", kv),
+                            ("intermediate_size", st.ffn)):  # fmt: skip
+            if count % shards:
+                raise NvdlaError(f"--tp {shards}: {spec.name}'s {name} {count} does not split into {shards} shards")
+        stages.append(dataclasses.replace(st, heads=st.heads // shards, ffn=st.ffn // shards))
+    first = spec.stages[0]
+    return dataclasses.replace(
+        spec, name=f"{spec.name} (1/{shards} shard)", stages=tuple(stages),
+        kv_heads=spec.kv_heads // shards if spec.kv_heads else 0,
+        head_dim=spec.head_dim or first.hidden // first.heads, vocab=math.ceil(spec.vocab / shards),
+    )  # fmt: skip
 
 
 def t5_prefill_graph(spec: ModelSpec, *, batch: int, prompt: int) -> nx.DiGraph:

@@ -27,10 +27,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from nvdla_mapper.frontends.presets import ModelSpec, build_graph, check_generative, decode_step_graph, t5_prefill_graph
+from nvdla_mapper.frontends.presets import (
+    ModelSpec,
+    build_graph,
+    check_generative,
+    decode_step_graph,
+    t5_prefill_graph,
+    tensor_shard,
+)
 from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.results import MapResult, PassFigures, memory_description
+from nvdla_mapper.studies.parallel import partial_precision, reduction
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_mapper.workload import ops_in_order
@@ -149,9 +157,14 @@ class GenerateResult:
     prefill: MapResult
     steps: list[StepResult] = field(default_factory=list)  # tokens 2..T
     kv_bytes_per_token: int = 0  # K and V of one position of one sequence, all layers
-    first_step_cycles: int = 0  # T5: the decoder step that yields the first token (after the encoder)
-    first_step_energy_uj: tuple[float, float, float] = (0.0, 0.0, 0.0)  # T5: that step's (core, DRAM, host) energy
-    first_step_macs: int = 0  # T5: that step's model MACs
+    # work before the first token beside the prefill's graph: T5's decoder step that yields it (after the
+    # encoder); a tensor-parallel shard's prefill reductions (studies/parallel.py)
+    first_step_cycles: int = 0
+    first_step_energy_uj: tuple[float, float, float] = (0.0, 0.0, 0.0)  # its (core, DRAM, host) energy
+    first_step_macs: int = 0  # its model MACs
+    # instances the model is split over by heads and FFN columns (studies/parallel.py): the figures are one
+    # instance's (all run in step; the system's energy is this many times)
+    tensor_parallel: int = 1
     weights: WeightTreatment = field(default_factory=WeightTreatment)  # pruning / compression what-if
     kv_precision: Precision | None = None  # the KV caches' precision (what-if); None: the model's
     spec: ModelSpec | None = field(default=None, repr=False)  # the model (for what its memory holds)
@@ -273,6 +286,7 @@ class GenerateResult:
         return {
             "model": self.model,
             "hw": self.hw.fingerprint,
+            "tensor_parallel": self.tensor_parallel,  # instances in step, each a shard: the figures are one's
             "clock_mhz": self.hw.clock_mhz,
             "memory": memory_description(self.hw),
             "precision": self.precision.value,
@@ -443,6 +457,7 @@ def generate(
     kv_plan: KvPlan | str | None = None,
     jobs: int = 1,
     progress: Progress = quiet,
+    tensor_parallel: int = 1,
 ) -> GenerateResult:
     """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
     Every pass runs under `options` (MapOptions; the keywords precision, softmax, layernorm, weights,
@@ -452,7 +467,16 @@ def generate(
     the attention against them, at that precision (passes.map_model). `kv_plan` (options.KvPlan): where
     the attention against the caches is planned, at each length's bucket or at every length. `jobs`:
     processes the decode steps are shared out to (_steps; the same figures as one). `progress` hears of
-    the prefill and of every decode step as it is timed, in whichever process."""
+    the prefill and of every decode step as it is timed, in whichever process. `tensor_parallel`: the
+    model split over that many instances of `hw` by heads and FFN columns (presets.tensor_shard): one shard
+    generates, each of its passes with its reductions (_with_reductions); the figures are an instance's."""
+    if tensor_parallel != 1:
+        shard = tensor_shard(spec, tensor_parallel)
+        partial_precision(hw)  # a build that cannot carry the partials is refused before the work
+        res = generate(shard, hw, prompt=prompt, new_tokens=new_tokens, batch=batch, options=options,
+                       precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
+                       kv_precision=kv_precision, kv_plan=kv_plan, jobs=jobs, progress=progress)  # fmt: skip
+        return _with_reductions(res, spec, tensor_parallel)
     for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch), ("--jobs", jobs)):
         check_int(v, name)
     if spec.max_positions and prompt + new_tokens > spec.max_positions:
@@ -711,6 +735,29 @@ def _can_fork() -> bool:
         and not multiprocessing.current_process().daemon
         and threading.active_count() == 1
     )
+
+
+def _with_reductions(res: GenerateResult, spec: ModelSpec, shards: int) -> GenerateResult:
+    """A shard's generation with its row-parallel layers' reductions (parallel.reduction), two a block: the
+    prefill's at its tokens before the first token, each step's at its batch's (figures an instance's)."""
+    hidden, blocks = spec.stages[0].hidden, sum(st.layers for st in spec.stages)
+    per_pass = 2 * blocks  # the attention's output projection and the FFN's down projection, each block
+    prefill = reduction(res.hw, res.batch * res.prompt, hidden, shards, res.precision)
+    step = reduction(res.hw, res.batch, hidden, shards, res.precision)
+    steps = [
+        dataclasses.replace(
+            s, cycles=s.cycles + per_pass * step.cycles, dram_bytes=s.dram_bytes + per_pass * step.dram_bytes,
+            core_energy_uj=s.core_energy_uj + per_pass * step.core_uj,
+            dram_energy_uj=s.dram_energy_uj + per_pass * step.dram_uj,
+        )
+        for s in res.steps
+    ]  # fmt: skip
+    core, dram, host = res.first_step_energy_uj
+    return dataclasses.replace(
+        res, model=spec.name, steps=steps, tensor_parallel=shards,  # its spec the shard's: what an instance holds
+        first_step_cycles=res.first_step_cycles + per_pass * prefill.cycles,
+        first_step_energy_uj=(core + per_pass * prefill.core_uj, dram + per_pass * prefill.dram_uj, host),
+    )  # fmt: skip
 
 
 def roofline_crossover(hw: HwConfig, precision: Precision) -> float:

@@ -1,0 +1,89 @@
+"""A decoder split over NVDLA instances by heads and FFN columns (`nvdla generate --tp N`; presets.tensor_shard,
+studies/parallel.py): the shard by hand from the model's config, the reductions' bytes by hand, and a run's
+steps as the shard's steps with its reductions after each row-parallel layer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nvdla_cli.main import main
+from nvdla_mapper.frontends.hf_config import from_hf_config
+from nvdla_mapper.frontends.presets import PRESETS, decode_step_graph, tensor_shard
+from nvdla_mapper.passes import map_model
+from nvdla_mapper.studies.generate import generate
+from nvdla_mapper.studies.parallel import reduction
+from nvdla_sim import NvdlaError, Precision, load_config
+
+FULL = load_config("nv_full")
+LLAMA_GQA = {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
+             "intermediate_size": 5632, "num_hidden_layers": 2, "vocab_size": 32000,
+             "max_position_embeddings": 2048}  # fmt: skip
+
+
+def _llama(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA_GQA))
+    return from_hf_config(path)
+
+
+def test_a_shard_holds_its_share_of_heads_columns_and_vocabulary(tmp_path):
+    """GPT-2 over 4: 12 heads -> 3 of head width 64 (768 / 12, kept), 3,072 FFN columns -> 768, the 50,257-word
+    LM head -> 12,565 columns (rounded up); the hidden width stays 768. A LLaMA with 4 KV heads over 4: 1 each."""
+    shard = tensor_shard(PRESETS["gpt2"], 4)
+    (st,) = shard.stages
+    assert (st.hidden, st.heads, st.ffn, shard.head_dim, shard.vocab) == (768, 3, 768, 64, 12565)
+    llama = tensor_shard(_llama(tmp_path), 4)
+    assert (llama.stages[0].heads, llama.kv_heads, llama.stages[0].ffn, llama.head_dim) == (8, 1, 1408, 64)
+    assert tensor_shard(PRESETS["gpt2"], 1) is PRESETS["gpt2"]
+    with pytest.raises(NvdlaError, match="num_key_value_heads 4 does not split into 8 shards"):
+        tensor_shard(_llama(tmp_path), 8)
+    with pytest.raises(NvdlaError, match=r"bert-base \(bert\) is not a decoder"):
+        tensor_shard(PRESETS["bert-base"], 2)
+
+
+def test_a_reductions_traffic_by_hand():
+    """[1, 768] over 4 instances: 3 SDP passes, each reading the running sum and a partial (INT16: 1,536 bytes
+    each) and writing the sum, the last at INT8 (768 bytes): 6 x 1,536 + 2 x 1,536 + 768 = 13,056 bytes."""
+    red = reduction(FULL, 1, 768, 4, Precision.INT8)
+    assert (red.passes, red.dram_bytes) == (3, 6 * 1536 + 2 * 1536 + 768)
+    assert reduction(FULL, 1, 768, 1, Precision.INT8).cycles == 0
+    with pytest.raises(NvdlaError, match="nv_small has no INT16 or FP16"):
+        reduction(load_config("nv_small"), 1, 768, 2, Precision.INT8)
+
+
+def test_a_tensor_parallel_run_is_its_shards_with_the_reductions():
+    """Each decode step: the shard's step and, after each of its 24 row-parallel layers (two a block), the
+    step's reduction; the first token: the shard's prefill and its 24 reductions over the prompt's tokens."""
+    kw = dict(prompt=16, new_tokens=3)
+    tp = generate(PRESETS["gpt2"], FULL, tensor_parallel=4, **kw)
+    shard = generate(tensor_shard(PRESETS["gpt2"], 4), FULL, **kw)
+    step, prompt = reduction(FULL, 1, 768, 4, Precision.INT8), reduction(FULL, 16, 768, 4, Precision.INT8)
+    assert [s.cycles for s in tp.steps] == [s.cycles + 24 * step.cycles for s in shard.steps]
+    assert tp.ttft_cycles == shard.ttft_cycles + 24 * prompt.cycles
+    assert tp.steps[0].dram_bytes == shard.steps[0].dram_bytes + 24 * step.dram_bytes
+    assert (tp.model, tp.tensor_parallel) == ("gpt2", 4)
+    # the exact path: the shard's decode step mapped whole at the step's cache length, plus its reductions
+    last = tp.steps[-1]
+    whole = map_model(decode_step_graph(tensor_shard(PRESETS["gpt2"], 4), batch=1, kv_len=last.kv_len), FULL,
+                      precision=Precision.INT8, batch=1, seq=last.kv_len)  # fmt: skip
+    assert last.cycles == whole.total_cycles + 24 * step.cycles
+    assert (
+        generate(PRESETS["gpt2"], FULL, tensor_parallel=1, **kw).total_cycles
+        == generate(PRESETS["gpt2"], FULL, **kw).total_cycles
+    )
+
+
+def test_generate_tp_through_the_cli(tmp_path, capsys):
+    assert main(["generate", "gpt2", "--hw", "nv_full", "--prompt", "8", "--new-tokens", "2", "--tp", "2",
+                 "--jobs", "1", "--report", str(tmp_path)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert (
+        "tensor parallel      2 instances of nv_full in step, each a 1/2 shard (heads 6 of 12, FFN 1,536 of 3,072"
+        in out
+    )
+    (d,) = json.loads((tmp_path / "generate.json").read_text())
+    assert d["tensor_parallel"] == 2
+    assert main(["generate", "gpt2", "--hw", "nv_full", "--tp", "5"]) == 2
+    assert "gpt2's num_attention_heads 12 does not split into 5 shards" in capsys.readouterr().err
