@@ -130,6 +130,9 @@ def add_commands(sub, registry: dict) -> None:
     se.add_argument("--seed", type=int, default=0, help="seed of the Poisson arrivals")
     se.add_argument("--block-tokens", type=int, default=16, help="KV positions per cache block")
     se.add_argument("--max-batch", type=int, default=32, help="requests running at once")
+    se.add_argument("--replicas", type=int, default=1,
+                    help="instances of the build serving the requests, each with the whole model, its own KV cache "
+                         "and DRAM port, the requests dealt round robin in order of arrival (default 1)")  # fmt: skip
     se.add_argument("--policy", choices=["fcfs-prefill-first", "chunked-prefill"], default="fcfs-prefill-first",
                     help="whole prompts first, then a decode step (vLLM's default); or every iteration all decodes "
                          "and prompt chunks up to --chunk-tokens (Sarathi-Serve)")  # fmt: skip
@@ -641,6 +644,8 @@ def _serve(args: argparse.Namespace) -> int:
     check_needs(args, _SERVE_NEEDS)
     finite_positive("--rate", args.rate)
     rates = _rates(args.rates) if args.rates is not None else None
+    if rates is not None and args.replicas != 1:
+        raise NvdlaError("--replicas with --rates: sweep the rates on one instance, or serve one rate on replicas")
     for flag in ("slo_ttft_ms", "slo_tpot_ms"):
         finite_positive(f"--{flag.replace('_', '-')}", getattr(args, flag))
     out = output_dir(args.report, "--report") if args.report is not None else None
@@ -688,6 +693,8 @@ def _serve(args: argparse.Namespace) -> int:
             precision=prec, weights=weights, kv_precision=kv, kv_plan=args.kv_plan, requant=_requant(args)
         ),
     )
+    if args.replicas != 1:
+        return _serve_replicas(args, requests, costs, capacity, settings, spec, hw, prec, out)
     with TerminalProgress() as progress:
         res = simulate_serving(requests, costs, capacity_blocks=capacity, settings=settings, progress=progress)
     res.clock_mhz = hw.clock_mhz
@@ -729,6 +736,45 @@ def _serve(args: argparse.Namespace) -> int:
         write_table(out / "requests.csv", list(rows[0]), rows)
         page = write_serve_html(d, timeline, {k.value: v for k, v in res.latencies_ms().items()}, out)
         print(f"wrote {out / 'serve.json'}, {out / 'requests.csv'} and {page}", file=sys.stderr)
+    return 0
+
+
+def _serve_replicas(args, requests, costs, capacity, settings, spec, hw, prec, out) -> int:
+    """`nvdla serve --replicas N`: each replica's latency percentiles and throughput, and all of them together."""
+    from nvdla_mapper.results import memory_description
+    from nvdla_mapper.studies.serve import replicas_percentiles, serve_replicas
+
+    with TerminalProgress() as progress:
+        results = serve_replicas(requests, costs, args.replicas, capacity_blocks=capacity, settings=settings,
+                                 progress=progress)  # fmt: skip
+    for r in results:
+        r.clock_mhz = hw.clock_mhz
+    print(f"{spec.name} on {args.replicas} x {hw.fingerprint} ({prec.value}): {len(requests)} requests dealt round robin, "
+          f"{settings.policy.value}, each replica a KV cache of {capacity:,} blocks and its own DRAM port")  # fmt: skip
+    rows = []
+    for k, r in enumerate(results):
+        sm = r.summary()
+        cells = "  ".join(f"{lat.value} p50/p90/p99 {v.p50:,.3f} / {v.p90:,.3f} / {v.p99:,.3f}"
+                          for lat, v in sm.percentiles.items() if v)  # fmt: skip
+        print(f"  replica {k + 1:<3} {sm.requests:>6,} requests  {cells}  {sm.output_tokens_per_s:,.1f} tokens/s")
+        rows.append({"replica": k + 1, **r.to_dict()})
+    together = replicas_percentiles(results)
+    cells = "  ".join(f"{lat.value} p50/p90/p99 {v.p50:,.3f} / {v.p90:,.3f} / {v.p99:,.3f}"
+                      for lat, v in together.items() if v)  # fmt: skip
+    done = [q for r in results for q in r.requests]  # first arrival to last finish over every replica
+    seconds = (max(q.finish_cycle for q in done) - min(q.request.arrival_cycle for q in done)) / hw.clock_mhz / 1e6
+    tokens = sum(q.request.output for q in done)
+    print(f"  all         {len(requests):>6,} requests  {cells}  {tokens / seconds if seconds else 0:,.1f} tokens/s")
+    if out is not None:
+        doc = {
+            "model": spec.name,
+            "hw": hw.fingerprint,
+            "memory": memory_description(hw),
+            "replicas": rows,
+            "percentiles": {k.value: None if v is None else dataclasses.asdict(v) for k, v in together.items()},
+        }
+        write_json(out / "serve.json", doc)
+        print(f"wrote {out / 'serve.json'}", file=sys.stderr)
     return 0
 
 

@@ -425,6 +425,45 @@ def simulate_serving(
     return ServeResult([q.done[r.id] for r in requests], iterations, capacity_blocks, s)
 
 
+MAX_REPLICAS = 64  # instances a serving run may spread its requests over
+
+
+def serve_replicas(
+    requests: list[Request], costs: StepCosts, replicas: int, *, capacity_blocks: int,
+    settings: ServeSettings | None = None, progress: Progress = quiet,
+) -> list[ServeResult]:  # fmt: skip
+    """The requests served by `replicas` instances of one build, each with the whole model, its own KV cache
+    of `capacity_blocks` and its own DRAM port: request i in order of arrival to replica i mod `replicas`
+    (round robin, as a load balancer that does not look at the replicas' queues), each replica's run as
+    simulate_serving's (one `costs` for all: a step's cost is timed once)."""
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or not 1 <= replicas <= MAX_REPLICAS:
+        raise NvdlaError(f"--replicas {replicas!r}: a whole number of instances from 1 to {MAX_REPLICAS}")
+    ordered = sorted(requests, key=lambda r: (r.arrival_cycle, r.id))
+    shares = [ordered[k::replicas] for k in range(replicas)]
+    if any(not share for share in shares):
+        raise NvdlaError(f"--replicas {replicas}: more replicas than the {len(requests)} requests")
+    return [
+        simulate_serving(
+            share,
+            costs,
+            capacity_blocks=capacity_blocks,
+            settings=settings,
+            progress=progress,
+            what=f"requests served (replica {k + 1} of {replicas})",
+        )
+        for k, share in enumerate(shares)
+    ]
+
+
+def replicas_percentiles(results: list[ServeResult]) -> dict[Latency, Percentiles | None]:
+    """Latency percentiles over every replica's requests together."""
+    out: dict[Latency, list[float]] = {k: [] for k in Latency}
+    for res in results:
+        for k, v in res.latencies_ms().items():
+            out[k] += v
+    return {k: Percentiles.of(v) for k, v in out.items()}
+
+
 @dataclass(frozen=True)
 class Percentiles:
     """p50, p90 and p99 of a latency over the requests (ms)."""
