@@ -586,8 +586,9 @@ class MemoryDescription:
     @classmethod
     def of(cls, hw: HwConfig) -> MemoryDescription:
         m, mem = memory_model(hw), hw.memory
-        device = f"{mem.device} x {mem.channels}" if mem.model == "dram" else ""
-        return cls(mem.model, m.bytes_per_cycle(Memory.DRAM), m.latency(Memory.DRAM), hw.interconnect.model, device)
+        return cls(
+            mem.model, m.bytes_per_cycle(Memory.DRAM), m.latency(Memory.DRAM), hw.interconnect.model, mem.device_label
+        )
 
     def summary(self) -> str:
         if self.device:

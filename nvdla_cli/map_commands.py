@@ -754,17 +754,15 @@ def _serve_replicas(args, requests, costs, capacity, settings, spec, hw, prec, o
     rows = []
     for k, r in enumerate(results):
         sm = r.summary()
-        cells = "  ".join(f"{lat.value} p50/p90/p99 {v.p50:,.3f} / {v.p90:,.3f} / {v.p99:,.3f}"
-                          for lat, v in sm.percentiles.items() if v)  # fmt: skip
-        print(f"  replica {k + 1:<3} {sm.requests:>6,} requests  {cells}  {sm.output_tokens_per_s:,.1f} tokens/s")
+        print(f"  replica {k + 1:<3} {sm.requests:>6,} requests  {_cells(sm.percentiles)}  "
+              f"{sm.output_tokens_per_s:,.1f} tokens/s")  # fmt: skip
         rows.append({"replica": k + 1, **r.to_dict()})
     together = replicas_percentiles(results)
-    cells = "  ".join(f"{lat.value} p50/p90/p99 {v.p50:,.3f} / {v.p90:,.3f} / {v.p99:,.3f}"
-                      for lat, v in together.items() if v)  # fmt: skip
     done = [q for r in results for q in r.requests]  # first arrival to last finish over every replica
     seconds = (max(q.finish_cycle for q in done) - min(q.request.arrival_cycle for q in done)) / hw.clock_mhz / 1e6
     tokens = sum(q.request.output for q in done)
-    print(f"  all         {len(requests):>6,} requests  {cells}  {tokens / seconds if seconds else 0:,.1f} tokens/s")
+    print(f"  all         {len(requests):>6,} requests  {_cells(together)}  "
+          f"{tokens / seconds if seconds else 0:,.1f} tokens/s")  # fmt: skip
     if out is not None:
         doc = {
             "model": spec.name,
@@ -776,6 +774,13 @@ def _serve_replicas(args, requests, costs, capacity, settings, spec, hw, prec, o
         write_json(out / "serve.json", doc)
         print(f"wrote {out / 'serve.json'}", file=sys.stderr)
     return 0
+
+
+def _cells(percentiles) -> str:
+    """Each latency's p50 / p90 / p99 on one line (the kinds some request has)."""
+    return "  ".join(
+        f"{lat.value} p50/p90/p99 {v.p50:,.3f} / {v.p90:,.3f} / {v.p99:,.3f}" for lat, v in percentiles.items() if v
+    )
 
 
 def _rates(text: str) -> list[float]:
@@ -1059,10 +1064,7 @@ def _map(args: argparse.Namespace) -> int:
 
 def _tensor_parallel(spec, r) -> str:
     """What a tensor-parallel run's figures are: its shards and its reductions a step."""
-    from nvdla_mapper.studies.parallel import reduction
-
-    n, full, shard = r.tensor_parallel, spec.stages[0], r.spec.stages[0]
-    red = reduction(r.hw, r.batch, full.hidden, n, r.precision)
+    n, full, shard, red = r.tensor_parallel, spec.stages[0], r.spec.stages[0], r.step_reduction
     blocks = sum(st.layers for st in spec.stages)
     return (
         f"{n} instances of {r.hw.name} in step, each a 1/{n} shard (heads {shard.heads} of {full.heads}, FFN "

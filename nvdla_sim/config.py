@@ -222,6 +222,11 @@ class MemoryConfig:
     def has_sram(self) -> bool:
         return self.sram_width_bits > 0
 
+    @property
+    def device_label(self) -> str:
+        """The dram model's DRAM as runs name it ("LPDDR4-2400 x 2"); "" under the other models."""
+        return f"{self.device} x {self.channels}" if self.model == "dram" else ""
+
 
 @dataclass(frozen=True)
 class SdpConfig:

@@ -38,7 +38,7 @@ from nvdla_mapper.frontends.presets import (
 from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.results import MapResult, PassFigures, memory_description
-from nvdla_mapper.studies.parallel import partial_precision, reduction
+from nvdla_mapper.studies.parallel import Reduction, partial_precision, reduction
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_mapper.workload import ops_in_order
@@ -165,6 +165,7 @@ class GenerateResult:
     # instances the model is split over by heads and FFN columns (studies/parallel.py): the figures are one
     # instance's (all run in step; the system's energy is this many times)
     tensor_parallel: int = 1
+    step_reduction: Reduction | None = None  # tensor parallel: a step's reduction after each row-parallel layer
     weights: WeightTreatment = field(default_factory=WeightTreatment)  # pruning / compression what-if
     kv_precision: Precision | None = None  # the KV caches' precision (what-if); None: the model's
     spec: ModelSpec | None = field(default=None, repr=False)  # the model (for what its memory holds)
@@ -754,7 +755,7 @@ def _with_reductions(res: GenerateResult, spec: ModelSpec, shards: int) -> Gener
     ]  # fmt: skip
     core, dram, host = res.first_step_energy_uj
     return dataclasses.replace(
-        res, model=spec.name, steps=steps, tensor_parallel=shards,  # its spec the shard's: what an instance holds
+        res, model=spec.name, steps=steps, tensor_parallel=shards, step_reduction=step,  # its spec the shard's: what an instance holds
         first_step_cycles=res.first_step_cycles + per_pass * prefill.cycles,
         first_step_energy_uj=(core + per_pass * prefill.core_uj, dram + per_pass * prefill.dram_uj, host),
     )  # fmt: skip

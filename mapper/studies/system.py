@@ -243,13 +243,13 @@ def _dram_gbs(hw: HwConfig) -> float:
 def _off_the_shared_dram(hw: HwConfig, shared: HwConfig) -> str:
     """Why an instance's config is not on the shared DRAM ("" when it is)."""
     m, s = hw.memory, shared.memory
-    if s.model == "dram":
-        if (m.model, m.device, m.channels) != (s.model, s.device, s.channels):
-            have = f"{m.device} x {m.channels}" if m.model == "dram" else f"the {m.model} model"
-            return (f"its DRAM ({have}) is not the shared one ({s.device} x {s.channels}: [memory] model, device, "
+    if s.device_label:  # a DRAM device apart from the instances' ports
+        if (m.model, m.device_label) != (s.model, s.device_label):
+            have = m.device_label or f"the {m.model} model"
+            return (f"its DRAM ({have}) is not the shared one ({s.device_label}: [memory] model, device, "
                     f"channels of {shared.name})")  # fmt: skip
         return ""
-    if m.model == "dram" or not math.isclose(_dram_gbs(hw), _dram_gbs(shared), rel_tol=1e-9):
+    if m.device_label or not math.isclose(_dram_gbs(hw), _dram_gbs(shared), rel_tol=1e-9):
         return (f"its DRAM ({_dram_gbs(hw):g} GB/s, {m.model} model) is not the shared one ({_dram_gbs(shared):g} "
                 f"GB/s, {s.model} model, {shared.name})")  # fmt: skip
     return ""
@@ -258,12 +258,8 @@ def _off_the_shared_dram(hw: HwConfig, shared: HwConfig) -> str:
 def capacity(shared: HwConfig) -> Capacity:
     """The shared DRAM's rate for what the masters ask together (bytes a ns): the dram model's device rate for
     their mix (each master's reads one client, its writes another), else the fluid port's rate."""
-    m = shared.memory
-    if m.model != "dram":
-        rate = _dram_gbs(shared)
-        return lambda asks: rate
     memory = memory_model(shared)
-    return lambda asks: memory.device_gbs(dram.AccessMix.of([r for r, _ in asks], [w for _, w in asks]))
+    return lambda asks: memory.dram_gbs(dram.AccessMix.of([r for r, _ in asks], [w for _, w in asks]))
 
 
 def instance_graph(spec: InstanceSpec) -> nx.DiGraph:
@@ -305,14 +301,13 @@ def _demand(r: TaskResult, origin: int, ns: float) -> Demand | None:
 def run_system(spec: SystemSpec) -> SystemResult:
     """Map each instance alone, then share the DRAM (module docstring)."""
     graphs = [instance_graph(i) for i in spec.instances]
+    ops = [ops_in_order(g) for g in graphs]
     # each instance keeps its own copy of its model's weights in the shared DRAM (checked before the work)
-    weights = [sum(op.weight_elems for op in ops_in_order(g)) * i.precision.bytes
-               for g, i in zip(graphs, spec.instances, strict=True)]  # fmt: skip
+    weights = [sum(op.weight_elems for op in o) * i.precision.bytes for o, i in zip(ops, spec.instances, strict=True)]
     check_weights(spec.name, spec.dram, [i.name for i in spec.instances], weights)
-    for i, g in zip(spec.instances, graphs, strict=True):
-        ops = len(ops_in_order(g))
-        if i.stages > ops:
-            raise NvdlaError(f"{spec.name}: instance {i.name}: stages {i.stages} is more than its {ops} ops; a "
+    for i, o in zip(spec.instances, ops, strict=True):
+        if i.stages > len(o):
+            raise NvdlaError(f"{spec.name}: instance {i.name}: stages {i.stages} is more than its {len(o)} ops; a "
                              f"pipeline stage runs one op at least")  # fmt: skip
     mapped: dict[tuple, MapResult] = {}  # instances running alike work map it once
     runs = []

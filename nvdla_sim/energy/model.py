@@ -30,6 +30,7 @@ from nvdla_sim.engine.stats import Activity, LayerStats
 from nvdla_sim.processors import activity
 from nvdla_sim.system import dram
 from nvdla_sim.system.dram import AccessMix
+from nvdla_sim.system.memory import memory_model
 
 UNITS = ("cmac", "cbuf", "cacc", "sdp", "pdp", "cdp")
 
@@ -96,20 +97,15 @@ def dram_command_energy(read_bytes: float, write_bytes: float, mix: AccessMix, h
 def dram_priced_as(hw: HwConfig) -> str:
     """What prices a run's DRAM energy: the tech's device by the byte (hwcomponents: "LPDDR4"), or the dram
     memory model's device by its commands and its standby and refresh over the run's time."""
-    m = hw.memory
-    if m.model == "dram":
-        return f"{m.device} x {m.channels}: its commands, standby and refresh"
-    return hw.tech.dram_device
+    label = hw.memory.device_label
+    return f"{label}: its commands, standby and refresh" if label else hw.tech.dram_device
 
 
 def dram_background_pj(hw: HwConfig, cycles: int) -> float:
-    """The DRAM's standby and refresh energy over a run's `cycles` under the dram memory model (every channel's
-    ranks in active standby and refreshing: DramDevice.background_mw); 0 under the others, which price DRAM
-    by the byte."""
-    m = hw.memory
-    if m.model != "dram":
-        return 0.0
-    return dram.device(m.device).background_mw() * m.channels * cycles * 1e3 / hw.clock_mhz
+    """The DRAM's standby and refresh energy over a run's `cycles`: the memory model's background power
+    (the dram model's channels' ranks in active standby and refreshing; 0 under the models that price DRAM by
+    the byte) over their time."""
+    return memory_model(hw).background_mw() * cycles * 1e3 / hw.clock_mhz
 
 
 def activity_energy(a: Activity, hw: HwConfig) -> Energy:

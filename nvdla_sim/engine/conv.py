@@ -15,6 +15,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from functools import cache, lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,7 +40,6 @@ from nvdla_sim.engine.tile_pipeline import (
     renumbered,
     run_blocks,
     run_items,
-    run_mix,
     up_to_grid,
 )
 from nvdla_sim.engine.tiling import (
@@ -58,6 +58,7 @@ from nvdla_sim.engine.tiling import (
 )
 from nvdla_sim.errors import ShapeError
 from nvdla_sim.layers import ConvLayer, Memory
+from nvdla_sim.system.dram import AccessMix
 from nvdla_sim.system.memory import memory_model
 from nvdla_sim.units import cacc, cdma, cmac, csc, pdp, sdp
 from nvdla_sim.units.dram import beat_bytes
@@ -603,8 +604,9 @@ def simulate_instances(layer: ConvLayer, hw: HwConfig, plan: TilePlan, count: in
 
 def _conv_stats(layer: ConvLayer, hw: HwConfig, plan: TilePlan, fp: Footprint, items, item_extra, run) -> LayerStats:
     """A layer's figures from its run under `plan`: its items and their SDP operand bytes as built
-    (_Chain), and the runner's (result, busy cycles per memory port, hardware layer ends)."""
-    res, dram_busy, layer_ends = run
+    (_Chain), and the runner's (result, its ports' use, hardware layer ends)."""
+    res, use, layer_ends = run
+    dram_busy = use.busy
     rate = drain_rate(layer, hw)
     p = layer.precision
     extra_reads = sum(item_extra)
@@ -638,7 +640,7 @@ def _conv_stats(layer: ConvLayer, hw: HwConfig, plan: TilePlan, fp: Footprint, i
         lower_bound_cycles=lower,
         events=tuple(res.events),
         plan=plan,
-        dram_mix=run_mix(hw, items),
+        dram_mix=use.dram_mix,
         detail=ConvDetail(
             items=len(items),
             refetch_factor=round((traffic.dram_read + traffic.sram_read) / max(reads, 1), 4),
@@ -872,14 +874,20 @@ def _run_hardware_layers(
             total = dataclasses.replace(total, **{c: getattr(total, c) + getattr(res, c) for c in COUNTERS})
         pos += 1
         if first_run is not None and pos == first_layers:
-            first_run.append((dataclasses.replace(total, end=offset, events=list(events)), _busy(ports), tuple(ends)))
+            first_run.append(
+                (dataclasses.replace(total, end=offset, events=list(events)), _port_use(ports), tuple(ends))
+            )
     assert total is not None
-    return dataclasses.replace(total, end=offset, events=events), _busy(ports), tuple(ends)
+    return dataclasses.replace(total, end=offset, events=events), _port_use(ports), tuple(ends)
 
 
-def _busy(ports) -> dict[Memory, float]:
-    """Each memory port's busy cycles so far (its busier channel)."""
-    return {mem: port.channel_busy for mem, port in ports.items()}
+class _PortUse(NamedTuple):
+    busy: dict[Memory, float]  # each memory port's busy cycles so far (its busier channel)
+    dram_mix: AccessMix | None  # the DRAM clients' mix its DRAM port runs at (the dram memory model; else None)
+
+
+def _port_use(ports) -> _PortUse:
+    return _PortUse({mem: port.channel_busy for mem, port in ports.items()}, ports[Memory.DRAM].mix)
 
 
 def _moved(first: int, shift: int):

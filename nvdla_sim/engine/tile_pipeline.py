@@ -808,10 +808,10 @@ def make_ports(hw, items: Sequence[Item] = (), *, mix: AccessMix | None = None) 
     """Fresh ports for a run of `items` (or a run of another kind whose DRAM clients are `mix`), as the
     config's memory model makes them (nvdla_sim.system.memory); a model whose DRAM rate depends on the run's
     mix of clients is given theirs (items_mix)."""
-    return memory_model(hw).ports(run_mix(hw, items, mix=mix))
+    return memory_model(hw).ports(_run_mix(hw, items, mix=mix))
 
 
-def run_mix(hw, items: Sequence[Item] = (), *, mix: AccessMix | None = None) -> AccessMix | None:
+def _run_mix(hw, items: Sequence[Item] = (), *, mix: AccessMix | None = None) -> AccessMix | None:
     """The DRAM clients' mix a run's ports are made for (`mix`, else its items'), where the memory model's
     rate depends on it (None where it does not, or where the run gives neither)."""
     if not memory_model(hw).mixes:

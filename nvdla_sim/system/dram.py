@@ -27,7 +27,8 @@ validation/dram/streams.py (validation/data/dramsim3_streams.json; tests/integra
 every stream's cycles, mean read latency, activates and refreshes are DRAMsim3's to the cycle. One
 departure, where DRAMsim3 stalls for ever: a read waiting for the place of a full write buffer's first
 write moves to its bank while the drain waits (_move).
-Not yet a memory model of the simulator (memory.MODELS): NVDLA's transfers reach it in a later step.
+The memory model "dram" (memory.DramMemory) prices each run's DRAM port at the rate this model sustains for
+the run's mix of clients (AccessMix, mix_figures, at the end of this module).
 """
 
 from __future__ import annotations
@@ -764,7 +765,7 @@ class StreamFigures:
 MIX_PARTS = 16  # a mix's shares are sixteenths of its bytes: alike runs share one measured figure
 MIX_READ_CLIENTS = 4  # the largest readers (and writers) kept: NVDLA's CDMA data and weights, a stream unit's
 # RDMA and SDP's operands read; several NVDLAs sharing the DRAM each write
-MIX_OFFSET_ROWS = 5  # client k's buffer starts 5k rows past k GiB: in another bank than the others' (an allocation)
+MIX_OFFSET_ROWS = 5  # client k's buffer starts 5k rows past k regions: in another bank than the others' (an allocation)
 MIX_TRANSACTIONS = 2048  # a mix is measured on this many transactions: about two tREFI on LPDDR4-2400 (0.2 s)
 
 
@@ -871,7 +872,7 @@ _SOURCE = hashlib.sha1(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def mix_figures(dev: DramDevice, mix: AccessMix, policy: ControllerPolicy = ControllerPolicy()) -> MixFigures:
-    """The device's sustained rate and energy for a mix (measured once for each: kept for the process and on
+    """The device's sustained rate and activates for a mix (measured once for each: kept for the process and on
     disk, the key naming this module's text, the device, the policy and the mix)."""
     key = (dev, mix, policy)
     got = _MIX_MEMO.get(key)

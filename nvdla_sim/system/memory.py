@@ -185,6 +185,10 @@ class MemoryModel(Protocol):
 
     def latency(self, memory: Memory) -> int: ...
 
+    def dram_gbs(self, mix: dram.AccessMix | None = None) -> float: ...  # bytes a ns the DRAM gives `mix`
+
+    def background_mw(self) -> float: ...  # the DRAM's power whatever it serves (0: priced by the byte)
+
 
 @dataclass(frozen=True)
 class FluidMemory:
@@ -195,6 +199,7 @@ class FluidMemory:
     sram_bytes_per_cycle: float  # 0: no SRAM
     sram_latency: int
     separate_write_channel: bool
+    cycles_per_ns: float = 1.0  # NVDLA's clock
 
     periodic = True
     mixes = False
@@ -207,11 +212,18 @@ class FluidMemory:
         dram_rate = min(hw.dram_bytes_per_cycle, path.bytes_per_cycle())
         return cls(
             dram_rate, m.dram_latency_cycles + path.added_latency(), sram, m.sram_latency_cycles,
-            m.separate_write_channel,
+            m.separate_write_channel, hw.clock_mhz / 1e3,
         )  # fmt: skip
 
     def bytes_per_cycle(self, memory: Memory) -> float:
         return self.dram_bytes_per_cycle if memory is Memory.DRAM else self.sram_bytes_per_cycle
+
+    def dram_gbs(self, mix: dram.AccessMix | None = None) -> float:
+        """The port's rate in bytes a ns, whatever asks (the fluid model's DRAM is its port)."""
+        return self.dram_bytes_per_cycle * self.cycles_per_ns
+
+    def background_mw(self) -> float:
+        return 0.0  # its DRAM priced by the byte (tech.dram_device)
 
     def latency(self, memory: Memory) -> int:
         return self.dram_latency if memory is Memory.DRAM else self.sram_latency
@@ -285,13 +297,18 @@ class DramMemory:
         return cls(dev, m.channels, cycles_per_ns, min(width, path.bytes_per_cycle()), latency, sram,
                    m.sram_latency_cycles)  # fmt: skip
 
-    def device_gbs(self, mix: dram.AccessMix) -> float:
-        """Bytes a ns the device's channels sustain for `mix` (its masters' requests spread over them alike)."""
-        return dram.mix_figures(self.device, mix).gbs * self.channels
+    def dram_gbs(self, mix: dram.AccessMix | None = None) -> float:
+        """Bytes a ns the device's channels sustain for `mix` (None: one client streaming reads; the requests
+        spread over the channels alike), whatever path a master has to it."""
+        return dram.mix_figures(self.device, mix or dram.SEQUENTIAL_READ).gbs * self.channels
+
+    def background_mw(self) -> float:
+        """Every channel's ranks in active standby and refreshing (DramDevice.background_mw)."""
+        return self.device.background_mw() * self.channels
 
     def dram_rate(self, mix: dram.AccessMix) -> float:
         """Bytes a cycle of NVDLA's the device's channels sustain for `mix`, within the path's width."""
-        return min(self.path_bytes_per_cycle, self.device_gbs(mix) / self.cycles_per_ns)
+        return min(self.path_bytes_per_cycle, self.dram_gbs(mix) / self.cycles_per_ns)
 
     def bytes_per_cycle(self, memory: Memory) -> float:
         """The most a port carries a cycle: for DRAM its channels' peak (the floors' and bounds' rate: no mix
