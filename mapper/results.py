@@ -21,6 +21,7 @@ from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
 from nvdla_sim.system.host import HostModel, host_model
 from nvdla_sim.system.memory import memory_model
+from nvdla_sim.system.shared_memory import Demand, Profile
 
 
 @dataclass(frozen=True)
@@ -493,6 +494,28 @@ def task_macs(r: TaskResult) -> int:
 def task_dram_bytes(r: TaskResult) -> int:
     """DRAM bytes a task moves over its instances: a hardware layer's traffic (a copy's read and write)."""
     return r.stats.traffic.dram_total * r.task.count if r.stats else 0
+
+
+def task_demand(task: Task, stats: LayerStats | None, start: int, end: int, origin: int, ns: float) -> Demand | None:
+    """A task's DRAM traffic over its time (its start and end cycles), in ns from `origin` (a cycle of its run):
+    a hardware layer's or copy's over its instances, or a host task's (the bytes its work reads and writes,
+    HostWork.nbytes, taken as half read and half written: the host's data is in the same DRAM); None for a
+    task that moves none."""
+    n, a, b = task.count, (start - origin) * ns, (end - origin) * ns
+    if stats is not None and stats.traffic.dram_total:
+        return Demand(a, b, stats.traffic.dram_read * n, stats.traffic.dram_write * n)
+    work = task.host_work
+    if stats is None and work is not None and work.nbytes:
+        return Demand(a, b, work.nbytes * n / 2, work.nbytes * n / 2)
+    return None
+
+
+def demand_profile(run: MapResult) -> Profile:
+    """A run's DRAM demand alone over its time, in ns (every hardware layer's, copy's and host task's traffic:
+    task_demand): what a master asks of a memory it shares (nvdla_sim.system.shared_memory)."""
+    ns = 1e3 / run.hw.clock_mhz
+    demands = [d for r in run.results if (d := task_demand(r.task, r.stats, r.start, r.end, 0, ns)) is not None]
+    return Profile.of(demands, run.total_cycles * ns)
 
 
 def task_roofline(r: TaskResult, hw: HwConfig, precision: Precision) -> tuple[str, float]:

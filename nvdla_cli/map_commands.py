@@ -105,7 +105,10 @@ def add_commands(sub, registry: dict) -> None:
                     help="where LayerNorm runs: auto (the host, on every build), host, or nvdla (its steps, numerics.layernorm_steps: a what-if for INT8 layers on a build with the LUT and INT16; SDP cannot write their INT8 output from INT16)")  # fmt: skip
     ge.add_argument("--tp", type=int, default=1,
                     help="tensor parallel: the model split by heads and FFN columns over this many instances of the "
-                         "build, in step, each on its own DRAM port, the partial sums added by SDP passes (default 1)")  # fmt: skip
+                         "build, in step, the partial sums added by SDP passes (default 1)")  # fmt: skip
+    ge.add_argument("--tp-dram", choices=["own", "shared"], default="own",
+                    help="with --tp: each instance on a DRAM port of its own, or all on the build's one DRAM, "
+                         "sharing its rate (default own)")  # fmt: skip
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
     ge.add_argument("--jobs", type=int, default=None,
                     help="processes the decode steps are shared out to (default: this machine's cores; "
@@ -517,7 +520,7 @@ def _generate(args: argparse.Namespace) -> int:
     dense_opts = dataclasses.replace(opts, weights=WeightTreatment())
     model_kv_opts = dataclasses.replace(opts, kv_precision=None)
     kw = dict(prompt=args.prompt, new_tokens=args.new_tokens, jobs=args.jobs if args.jobs is not None else _cores(),
-              tensor_parallel=args.tp)  # fmt: skip
+              tensor_parallel=args.tp, tp_dram=args.tp_dram)  # fmt: skip
     with TerminalProgress() as progress:
         kw["progress"] = progress
         results = [generate(spec, hw, batch=b, options=opts, **kw) for b in batches]
@@ -1066,11 +1069,14 @@ def _tensor_parallel(spec, r) -> str:
     """What a tensor-parallel run's figures are: its shards and its reductions a step."""
     n, full, shard, red = r.tensor_parallel, spec.stages[0], r.spec.stages[0], r.step_reduction
     blocks = sum(st.layers for st in spec.stages)
+    shared = r.tp_dram.value == "shared"
+    where = f"all on {r.hw.name}'s one DRAM, sharing its rate" if shared else "each on its own DRAM port"
+    alone = f", {red.cycles:,} alone" if shared and r.step_reduction_cycles != red.cycles else ""
     return (
         f"{n} instances of {r.hw.name} in step, each a 1/{n} shard (heads {shard.heads} of {full.heads}, FFN "
-        f"{shard.ffn:,} of {full.ffn:,}, vocabulary {r.spec.vocab:,} of {spec.vocab:,}) on its own DRAM port; after "
+        f"{shard.ffn:,} of {full.ffn:,}, vocabulary {r.spec.vocab:,} of {spec.vocab:,}), {where}; after "
         f"each of a step's {2 * blocks} row-parallel layers {red.passes} SDP passes add the others' partial sums "
-        f"({red.cycles:,} cycles); every figure here is one instance's"
+        f"({r.step_reduction_cycles:,} cycles{alone}); every figure here is one instance's"
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import gc
 import itertools
 import multiprocessing
@@ -24,6 +25,7 @@ import sys
 import threading
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,17 +39,19 @@ from nvdla_mapper.frontends.presets import (
 )
 from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
-from nvdla_mapper.results import MapResult, PassFigures, memory_description
-from nvdla_mapper.studies.parallel import Reduction, partial_precision, reduction
+from nvdla_mapper.results import MapResult, PassFigures, demand_profile, memory_description
+from nvdla_mapper.studies.parallel import Reduction, TpDram, alike_cycles, partial_precision, reduction
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
+from nvdla_sim.energy.model import Energy, dram_background_pj, run_energy
 from nvdla_sim.engine.bounds import port_rates
 from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.precision import Precision
 from nvdla_sim.system.host import HostModel
+from nvdla_sim.system.shared_memory import Profile
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,8 @@ class GenerateResult:
     # instance's (all run in step; the system's energy is this many times)
     tensor_parallel: int = 1
     step_reduction: Reduction | None = None  # tensor parallel: a step's reduction after each row-parallel layer
+    tp_dram: TpDram = TpDram.OWN  # tensor parallel: the instances' DRAM, each its own port or one shared
+    step_reduction_cycles: int = 0  # tensor parallel: a step's reduction as it ran (on a shared DRAM: slowed)
     weights: WeightTreatment = field(default_factory=WeightTreatment)  # pruning / compression what-if
     kv_precision: Precision | None = None  # the KV caches' precision (what-if); None: the model's
     spec: ModelSpec | None = field(default=None, repr=False)  # the model (for what its memory holds)
@@ -288,6 +294,7 @@ class GenerateResult:
             "model": self.model,
             "hw": self.hw.fingerprint,
             "tensor_parallel": self.tensor_parallel,  # instances in step, each a shard: the figures are one's
+            "tp_dram": self.tp_dram.value,  # their DRAM: a port each ("own") or hw's one ("shared")
             "clock_mhz": self.hw.clock_mhz,
             "memory": memory_description(self.hw),
             "precision": self.precision.value,
@@ -459,6 +466,7 @@ def generate(
     jobs: int = 1,
     progress: Progress = quiet,
     tensor_parallel: int = 1,
+    tp_dram: TpDram | str = TpDram.OWN,
 ) -> GenerateResult:
     """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
     Every pass runs under `options` (MapOptions; the keywords precision, softmax, layernorm, weights,
@@ -470,14 +478,50 @@ def generate(
     processes the decode steps are shared out to (_steps; the same figures as one). `progress` hears of
     the prefill and of every decode step as it is timed, in whichever process. `tensor_parallel`: the
     model split over that many instances of `hw` by heads and FFN columns (presets.tensor_shard): one shard
-    generates, each of its passes with its reductions (_with_reductions); the figures are an instance's."""
-    if tensor_parallel != 1:
-        shard = tensor_shard(spec, tensor_parallel)
-        partial_precision(hw)  # a build that cannot carry the partials is refused before the work
-        res = generate(shard, hw, prompt=prompt, new_tokens=new_tokens, batch=batch, options=options,
-                       precision=precision, host=host, softmax=softmax, layernorm=layernorm, weights=weights,
-                       kv_precision=kv_precision, kv_plan=kv_plan, jobs=jobs, progress=progress)  # fmt: skip
-        return _with_reductions(res, spec, tensor_parallel)
+    generates, each of its passes with its reductions (_with_reductions); the figures are an instance's.
+    `tp_dram` (parallel.TpDram): each instance on a DRAM port of its own, or all on hw's one DRAM (every
+    pass and reduction then takes what the instances' traffic together takes: parallel.alike_cycles)."""
+    kw = dict(
+        prompt=prompt, new_tokens=new_tokens, batch=batch, options=options, precision=precision, host=host,
+        softmax=softmax, layernorm=layernorm, weights=weights, kv_precision=kv_precision, kv_plan=kv_plan, jobs=jobs,
+        progress=progress,
+    )  # fmt: skip
+    try:
+        tp_dram = TpDram(tp_dram)
+    except ValueError:
+        raise NvdlaError(f"--tp-dram {tp_dram!r}: one of {', '.join(d.value for d in TpDram)}") from None
+    if tensor_parallel == 1:
+        if tp_dram is TpDram.SHARED:
+            raise NvdlaError("--tp-dram shared: one instance (--tp 1) shares its DRAM with nobody; give --tp N")
+        return _generate(spec, hw, **kw)
+    shard = tensor_shard(spec, tensor_parallel)
+    partial_precision(hw)  # a build that cannot carry the partials is refused before the work
+    alike = tensor_parallel if tp_dram is TpDram.SHARED else 1
+    res = _generate(shard, hw, alike=alike, **kw)
+    return _with_reductions(res, spec, tensor_parallel, alike)
+
+
+def _generate(
+    spec: ModelSpec,
+    hw: HwConfig,
+    *,
+    prompt: int,
+    new_tokens: int,
+    batch: int,
+    options: MapOptions | None,
+    precision: Precision | None,
+    host: HostModel | None,
+    softmax: Placement | str | None,
+    layernorm: Placement | str | None,
+    weights: WeightTreatment | None,
+    kv_precision: Precision | None,
+    kv_plan: KvPlan | str | None,
+    jobs: int,
+    progress: Progress,
+    alike: int = 1,
+) -> GenerateResult:
+    """generate() of one model on one instance, or (`alike` > 1) of a shard on each of that many alike
+    instances in step on hw's one DRAM (each pass at the time their traffic together takes: _shared)."""
     for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch), ("--jobs", jobs)):
         check_int(v, name)
     if spec.max_positions and prompt + new_tokens > spec.max_positions:
@@ -531,8 +575,9 @@ def generate(
             first_step = template.map(kv_lens[0])  # a whole MapResult once: the step's static weights
             step_weight_bytes = first_step.weight_bytes()
             step_done(1)
-            later = _steps(template, kv_lens[1:], jobs, step_done)
-            steps = [_step_result(kv_lens[0], first_step.figures()), *later]
+            later = _steps(functools.partial(_step, template, hw=hw, alike=alike), kv_lens[1:], jobs, step_done)
+            head = _step_result(kv_lens[0], first_step.figures())
+            steps = [_on_shared_dram(head, demand_profile(first_step), hw, alike) if alike > 1 else head, *later]
         if prefill_run:
             prefill = prefill_run.result("the prefill")
             step_done(1)
@@ -550,12 +595,39 @@ def generate(
         res.first_step_cycles = first_step.cycles
         res.first_step_energy_uj = (first_step.core_energy_uj, first_step.dram_energy_uj, first_step.host_energy_uj)
         res.first_step_macs = first_step.macs
+    if alike > 1:  # the prefill's wait for the other instances' traffic comes before the first token too
+        cycles, core, dram = _alike_time(prefill.total_cycles, demand_profile(prefill), hw, alike)
+        c, d, h = res.first_step_energy_uj
+        res.first_step_cycles += cycles - prefill.total_cycles
+        res.first_step_energy_uj = (c + core, d + dram, h)
     return res
 
 
-def _step(template: StepTemplate, kv_len: int) -> StepResult:
-    """A decode step's figures at `kv_len` cached tokens."""
-    return _step_result(kv_len, template.figures(kv_len))
+def _step(template: StepTemplate, kv_len: int, *, hw: HwConfig, alike: int = 1) -> StepResult:
+    """A decode step's figures at `kv_len` cached tokens (on each of `alike` instances sharing hw's DRAM)."""
+    if alike == 1:
+        return _step_result(kv_len, template.figures(kv_len))
+    figures, profile = template.figures_and_profile(kv_len)
+    return _on_shared_dram(_step_result(kv_len, figures), profile, hw, alike)
+
+
+def _on_shared_dram(step: StepResult, profile: Profile, hw: HwConfig, alike: int) -> StepResult:
+    """A step as each of `alike` instances running it in step on hw's one DRAM runs it (_alike_time)."""
+    cycles, core, dram = _alike_time(step.cycles, profile, hw, alike)
+    return dataclasses.replace(
+        step, cycles=cycles, core_energy_uj=step.core_energy_uj + core, dram_energy_uj=step.dram_energy_uj + dram
+    )
+
+
+def _alike_time(cycles: int, profile: Profile, hw: HwConfig, alike: int) -> tuple[int, float, float]:
+    """A pass of `cycles` alone (its DRAM demand `profile`) on each of `alike` instances in step on hw's one
+    DRAM: (its cycles together, parallel.alike_cycles; the energy its wait adds to an instance's core, its
+    always-on power and leakage; and to its DRAM: the one DRAM's background over the time together, each
+    instance's share, in place of its own DRAM's over its time alone), uJ."""
+    together = max(cycles, alike_cycles(profile, hw, alike))
+    core = run_energy(Energy(), hw, together - cycles).core
+    dram = dram_background_pj(hw, together) / alike - dram_background_pj(hw, cycles)
+    return together, core * 1e-6, dram * 1e-6
 
 
 def _step_result(kv_len: int, f: PassFigures) -> StepResult:
@@ -573,6 +645,8 @@ def _step_result(kv_len: int, f: PassFigures) -> StepResult:
     )
 
 
+StepTimer = Callable[[int], StepResult]  # a decode step's figures at a cache length (_step)
+
 # Fewest decode steps a process is given: fewer cost more in starting it than they save
 MIN_STEPS_PER_JOB = 32
 
@@ -583,8 +657,8 @@ def _forks(steps: int, jobs: int) -> bool:
     return jobs > 1 and steps >= 2 * MIN_STEPS_PER_JOB and _can_fork()
 
 
-def _steps(template: StepTemplate, kv_lens: list[int], jobs: int, done=lambda n: None) -> list[StepResult]:
-    """The decode steps at `kv_lens`, in order. With `jobs` > 1 they are cut into that many runs of
+def _steps(step: StepTimer, kv_lens: list[int], jobs: int, done=lambda n: None) -> list[StepResult]:
+    """The decode steps at `kv_lens` (each `step(kv_len)`: _step of the run's template), in order. With `jobs` > 1 they are cut into that many runs of
     consecutive lengths of about equal work (a step's attention grows with its keys: each step weighs
     its length plus the whole step's length-free share, taken as the first length); each run but the
     first has its first step timed here (its length bucket's searches made once, inherited) and the rest
@@ -593,7 +667,7 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int, done=lambda n:
     process where forking is unsafe (_can_fork). Any process's error ends the run with every other process
     stopped. `done(n)` hears of every n steps timed (a forked process's as it reports them)."""
     if not _forks(len(kv_lens), jobs):
-        return _run_steps(template, kv_lens, done)
+        return _run_steps(step, kv_lens, done)
     jobs = min(jobs, len(kv_lens) // MIN_STEPS_PER_JOB)
     weights = list(itertools.accumulate(k + kv_lens[0] for k in kv_lens))
     cuts = [bisect.bisect_left(weights, weights[-1] * j / jobs) for j in range(1, jobs)]
@@ -602,18 +676,18 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int, done=lambda n:
     # (options.KvPlan) are then made once, in this process, and every process inherits them, rather than
     # each process making them again (TinyLlama 2,048 + 2,048 on nv_full: all 2,047 later steps share
     # the 4,096-key bucket)
-    firsts = _run_steps(template, [run[0] for run in runs[1:]], done)
+    firsts = _run_steps(step, [run[0] for run in runs[1:]], done)
     children: list[tuple[_Forked, list[int]]] = []
     try:
         for run in runs[1:]:
-            children.append((_Forked(_timed, template, run[1:], report=True), run))
+            children.append((_Forked(_timed, step, run[1:], report=True), run))
 
         def here(n: int) -> None:  # this process's steps, and what the others have reported meanwhile
             done(n)
             for child, _ in children:
                 child.poll(done)
 
-        out = _run_steps(template, runs[0], here)
+        out = _run_steps(step, runs[0], here)
         for first, (child, run) in zip(firsts, children, strict=True):
             out.append(first)
             out.extend(child.result(f"the decode steps at {run[1]}..{run[-1]} cached tokens", done))
@@ -627,16 +701,16 @@ def _steps(template: StepTemplate, kv_lens: list[int], jobs: int, done=lambda n:
 REPORT_EVERY = 8
 
 
-def _timed(template: StepTemplate, kv_lens: list[int], done=lambda n: None) -> list[StepResult]:
+def _timed(step: StepTimer, kv_lens: list[int], done=lambda n: None) -> list[StepResult]:
     """A forked process's steps (_steps): _run_steps."""
-    return _run_steps(template, kv_lens, done)
+    return _run_steps(step, kv_lens, done)
 
 
-def _run_steps(template: StepTemplate, kv_lens: list[int], done=lambda n: None) -> list[StepResult]:
+def _run_steps(step: StepTimer, kv_lens: list[int], done=lambda n: None) -> list[StepResult]:
     """The steps at `kv_lens`, in order; `done(n)` every REPORT_EVERY steps and at the end."""
     out = []
     for i, k in enumerate(kv_lens, 1):
-        out.append(_step(template, k))
+        out.append(step(k))
         if i % REPORT_EVERY == 0 or i == len(kv_lens):
             done(REPORT_EVERY if i % REPORT_EVERY == 0 else i % REPORT_EVERY)
     return out
@@ -738,26 +812,37 @@ def _can_fork() -> bool:
     )
 
 
-def _with_reductions(res: GenerateResult, spec: ModelSpec, shards: int) -> GenerateResult:
+def _with_reductions(res: GenerateResult, spec: ModelSpec, shards: int, alike: int = 1) -> GenerateResult:
     """A shard's generation with its row-parallel layers' reductions (parallel.reduction), two a block: the
-    prefill's at its tokens before the first token, each step's at its batch's (figures an instance's)."""
+    prefill's at its tokens before the first token, each step's at its batch's (figures an instance's); with
+    `alike` > 1 the instances share hw's one DRAM (each reduction at the time their traffic together takes:
+    _alike_time)."""
     hidden, blocks = spec.stages[0].hidden, sum(st.layers for st in spec.stages)
     per_pass = 2 * blocks  # the attention's output projection and the FFN's down projection, each block
-    prefill = reduction(res.hw, res.batch * res.prompt, hidden, shards, res.precision)
-    step = reduction(res.hw, res.batch, hidden, shards, res.precision)
+    hw = res.hw
+
+    def timed(r: Reduction) -> tuple[int, float, float]:  # (cycles, core uJ, DRAM uJ) of one reduction
+        if alike == 1:
+            return r.cycles, r.core_uj, r.dram_uj
+        cycles, core, dram = _alike_time(r.cycles, r.profile, hw, alike)
+        return cycles, r.core_uj + core, r.dram_uj + dram
+
+    prefill = timed(reduction(hw, res.batch * res.prompt, hidden, shards, res.precision))
+    step_reduction = reduction(hw, res.batch, hidden, shards, res.precision)
+    step = timed(step_reduction)
     steps = [
         dataclasses.replace(
-            s, cycles=s.cycles + per_pass * step.cycles, dram_bytes=s.dram_bytes + per_pass * step.dram_bytes,
-            core_energy_uj=s.core_energy_uj + per_pass * step.core_uj,
-            dram_energy_uj=s.dram_energy_uj + per_pass * step.dram_uj,
+            s, cycles=s.cycles + per_pass * step[0], dram_bytes=s.dram_bytes + per_pass * step_reduction.dram_bytes,
+            core_energy_uj=s.core_energy_uj + per_pass * step[1], dram_energy_uj=s.dram_energy_uj + per_pass * step[2],
         )
         for s in res.steps
     ]  # fmt: skip
     core, dram, host = res.first_step_energy_uj
     return dataclasses.replace(
-        res, model=spec.name, steps=steps, tensor_parallel=shards, step_reduction=step,  # its spec the shard's: what an instance holds
-        first_step_cycles=res.first_step_cycles + per_pass * prefill.cycles,
-        first_step_energy_uj=(core + per_pass * prefill.core_uj, dram + per_pass * prefill.dram_uj, host),
+        res, model=spec.name, steps=steps, tensor_parallel=shards, step_reduction=step_reduction,  # its spec the shard's: what an instance holds
+        tp_dram=TpDram.SHARED if alike > 1 else TpDram.OWN, step_reduction_cycles=step[0],
+        first_step_cycles=res.first_step_cycles + per_pass * prefill[0],
+        first_step_energy_uj=(core + per_pass * prefill[1], dram + per_pass * prefill[2], host),
     )  # fmt: skip
 
 

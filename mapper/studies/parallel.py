@@ -6,23 +6,36 @@ columns over N; Megatron-LM's split), in step with the others. A shard's row-par
 attention's output projection and the FFN's down projection, two a block) give partial sums of the hidden
 vector; each instance writes its partial at INT16 (FP16 on a build whose CMAC has no INT16), then adds the
 other N - 1 instances' from the memory, one SDP pass each (X1's ALU with a per-element operand read by its
-RDMA; the last pass writes the layer's precision): Reduction, simulated on the build. The instances' DRAM
-ports are their own (a memory with a port per instance: an HBM stack's channels, or a chip's own DRAM); one
-DRAM shared by all is `nvdla system`'s (mapper/studies/system.py). Left out: the interrupt and launch that
-order the instances around each reduction, and the partials' second byte in the projections' own writes.
+RDMA; the last pass writes the layer's precision): Reduction, simulated on the build. Where the instances'
+DRAM is (TpDram): each its own port (a memory with a port per instance: an HBM stack's channels, or a chip's
+own DRAM), or all on the build's one DRAM (alike_cycles: the shards ask alike and in step, so every stretch
+of a pass takes the longer of its time alone and the N instances' bytes at the memory's rate for them;
+shared_memory.alike). Left out: the interrupt and launch that order the instances around each reduction,
+and the partials' second byte in the projections' own writes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
+import math
 from dataclasses import dataclass
 
+from nvdla_mapper.studies.system import capacity
 from nvdla_sim.config import HwConfig
 from nvdla_sim.energy.model import Energy, layer_energy, run_energy
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import MAX_DIM, OperandMode, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.processors import simulate
+from nvdla_sim.system.shared_memory import Demand, Profile, alike
+
+
+class TpDram(enum.Enum):
+    """Where a tensor-parallel run's instances keep their data."""
+
+    OWN = "own"  # each instance on a DRAM port of its own (HBM channels, a chip each)
+    SHARED = "shared"  # all on the build's one DRAM, sharing its rate (alike_cycles)
 
 
 @dataclass(frozen=True)
@@ -35,9 +48,16 @@ class Reduction:
     dram_bytes: int
     core_uj: float  # its NVDLA core's energy over its cycles
     dram_uj: float
+    profile: Profile  # its passes' DRAM demand, back to back, in ns
 
 
-NO_REDUCTION = Reduction(0, 0, 0, 0.0, 0.0)
+NO_REDUCTION = Reduction(0, 0, 0, 0.0, 0.0, Profile((0.0,), (), ()))
+
+
+def alike_cycles(profile: Profile, hw: HwConfig, instances: int) -> int:
+    """Cycles a pass whose DRAM demand alone is `profile` (ns) takes on each of `instances` alike instances of
+    `hw` running it in step on hw's one DRAM (shared_memory.alike, at system.capacity's rate for them)."""
+    return math.ceil(alike(profile, instances, capacity(hw)) * hw.clock_mhz / 1e3 - 1e-6)
 
 
 def partial_precision(hw: HwConfig) -> Precision:
@@ -62,9 +82,14 @@ def reduction(hw: HwConfig, tokens: int, hidden: int, shards: int, precision: Pr
     middle = SdpLayer("tp.reduce", tokens, 1, hidden, partial, add)
     last = SdpLayer("tp.reduce.last", tokens, 1, hidden, partial, dataclasses.replace(add, out_precision=precision))
     layers = [middle] * (shards - 2) + [last]
-    stats = [simulate(layer, hw, record_events=False) for layer in layers]
+    timed = {layer: simulate(layer, hw, record_events=False) for layer in dict.fromkeys(layers)}  # middles alike
+    stats = [timed[layer] for layer in layers]
     cycles = sum(s.cycles for s in stats)
     dynamic = Energy.total([layer_energy(layer, s, hw) for layer, s in zip(layers, stats, strict=True)])
     run = run_energy(dynamic, hw, cycles)
+    ns, at, demands = 1e3 / hw.clock_mhz, 0, []
+    for s in stats:
+        demands.append(Demand(at * ns, (at + s.cycles) * ns, s.traffic.dram_read, s.traffic.dram_write))
+        at += s.cycles
     return Reduction(len(layers), cycles, sum(s.traffic.dram_total for s in stats), run.core * 1e-6,
-                     run.dram * 1e-6)  # fmt: skip
+                     run.dram * 1e-6, Profile.of(demands, cycles * ns))  # fmt: skip

@@ -47,10 +47,11 @@ from nvdla_mapper.passes import (
     time_tasks,
     unnamed,
 )
-from nvdla_mapper.results import MapResult, PassFigures, TaskResult, pass_figures
+from nvdla_mapper.results import MapResult, PassFigures, TaskResult, demand_profile, pass_figures, task_demand
 from nvdla_mapper.schedule import Blocks, alike_blocks, blocks_alike
 from nvdla_mapper.workload import Op, ops_in_order
 from nvdla_sim.engine.stats import LayerStats
+from nvdla_sim.system.shared_memory import Profile
 
 # a builder makes the step's graph of a model for one shape (cache lengths, a serving batch's sequences)
 Builder = Callable[[ModelSpec, Any], nx.DiGraph]
@@ -118,9 +119,19 @@ class StepTemplate:
     def figures(self, shape: Any) -> PassFigures:
         """self.map(shape).figures() without the MapResult: the blocks' alike tasks are scheduled until
         they repeat (schedule.schedule) and their figures are taken once per task of one block."""
+        return self._figures(shape, profile=False)[0]
+
+    def figures_and_profile(self, shape: Any) -> tuple[PassFigures, Profile]:
+        """figures(shape) and the step's DRAM demand over its time (results.demand_profile of
+        self.map(shape), from every task's place in the schedule)."""
+        figures, profile = self._figures(shape, profile=True)
+        assert profile is not None
+        return figures, profile
+
+    def _figures(self, shape: Any, *, profile: bool) -> tuple[PassFigures, Profile | None]:
         step = self._retimed(shape)
         if isinstance(step, MapResult):
-            return step.figures()
+            return step.figures(), demand_profile(step) if profile else None
         g1, tasks, per_instance, stats, durations, macs = step
         base, ctx = self.base, self.ctx
         assert base is not None
@@ -146,7 +157,13 @@ class StepTemplate:
             for i in keep
         ]
         total = max([s.end for s in sched], default=0)
-        return pass_figures(distinct, order, total, macs, ctx.hw, ctx.precision, self.memo.energy, ctx.host)
+        figures = pass_figures(distinct, order, total, macs, ctx.hw, ctx.precision, self.memo.energy, ctx.host)
+        if not profile:
+            return figures, None
+        ns = 1e3 / ctx.hw.clock_mhz
+        demands = [d for t, st, s in zip(tasks, stats, sched, strict=True)
+                   if (d := task_demand(t, st, s.start, s.end, 0, ns)) is not None]  # fmt: skip
+        return figures, Profile.of(demands, total * ns)
 
     def _retimed(self, shape: Any):
         """The step at `shape` as (one-block graph, tasks, cycles per instance, stats, durations, model MACs)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,16 @@ import networkx as nx
 from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph
 from nvdla_mapper.frontends.resolve import model_graph, resolve_model
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.results import MapResult, MemoryDescription, TaskResult, task_dram_bytes, task_energy, uj
+from nvdla_mapper.results import (
+    MapResult,
+    MemoryDescription,
+    TaskResult,
+    demand_profile,
+    task_demand,
+    task_dram_bytes,
+    task_energy,
+    uj,
+)
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.energy.model import Energy, dram_background_pj, run_energy
@@ -47,7 +57,7 @@ from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
 from nvdla_sim.system import dram
 from nvdla_sim.system.memory import memory_model
-from nvdla_sim.system.shared_memory import Capacity, Demand, Master, Profile, share_jobs
+from nvdla_sim.system.shared_memory import Capacity, Master, Profile, share_jobs
 
 _TOP_KEYS = {"name", "dram", "instance"}
 MAX_INSTANCES = 64  # NVDLA instances a system may have (a bound on the study, not on any SoC)
@@ -259,7 +269,18 @@ def capacity(shared: HwConfig) -> Capacity:
     """The shared DRAM's rate for what the masters ask together (bytes a ns): the dram model's device rate for
     their mix (each master's reads one client, its writes another), else the fluid port's rate."""
     memory = memory_model(shared)
-    return lambda asks: memory.dram_gbs(dram.AccessMix.of([r for r, _ in asks], [w for _, w in asks]))
+    if not memory.mixes:  # one rate whatever is asked
+        rate = memory.dram_gbs()
+        return lambda asks: rate
+    seen: dict[tuple, float] = {}  # a run's stretches ask a few distinct mixes many times (a model's alike blocks)
+
+    def given(asks: Sequence[tuple[float, float]]) -> float:
+        key = tuple(asks)
+        if key not in seen:
+            seen[key] = memory.dram_gbs(dram.AccessMix.of([r for r, _ in asks], [w for _, w in asks]))
+        return seen[key]
+
+    return given
 
 
 def instance_graph(spec: InstanceSpec) -> nx.DiGraph:
@@ -275,27 +296,6 @@ def map_instance(spec: InstanceSpec, g: nx.DiGraph | None = None) -> MapResult:
     if spec.decode:
         return map_model(g, spec.hw, precision=spec.precision, batch=spec.batch, seq=spec.decode)
     return map_model(g, spec.hw, precision=spec.precision)
-
-
-def profile(res: MapResult) -> Profile:
-    """A run's DRAM demand alone over its time, in ns (every hardware layer's, copy's and host task's traffic)."""
-    ns = 1e3 / res.hw.clock_mhz
-    demands = [d for r in res.results if (d := _demand(r, 0, ns)) is not None]
-    return Profile.of(demands, res.total_cycles * ns)
-
-
-def _demand(r: TaskResult, origin: int, ns: float) -> Demand | None:
-    """A task's DRAM traffic over its time, in ns from `origin` (a cycle of its run): a hardware layer's or
-    copy's, or a host task's (the bytes its work reads and writes, HostWork.nbytes, taken as half read and
-    half written: the host's data is in the same DRAM); None for a task that moves none."""
-    n, start, end = r.task.count, (r.start - origin) * ns, (r.end - origin) * ns
-    if r.stats is not None and task_dram_bytes(r):
-        t = r.stats.traffic
-        return Demand(start, end, t.dram_read * n, t.dram_write * n)
-    work = r.task.host_work
-    if r.stats is None and work is not None and work.nbytes:
-        return Demand(start, end, work.nbytes * n / 2, work.nbytes * n / 2)
-    return None
 
 
 def run_system(spec: SystemSpec) -> SystemResult:
@@ -319,7 +319,7 @@ def run_system(spec: SystemSpec) -> SystemResult:
     masters: list[_Master] = []
     for i, r, w in zip(spec.instances, runs, weights, strict=True):
         if i.stages == 1:
-            masters.append(_Master(i.name, i.workload, r, r.results, profile(r), i.repeat, w))
+            masters.append(_Master(i.name, i.workload, r, r.results, demand_profile(r), i.repeat, w))
             continue
         first = len(masters)
         for s, (tasks, prof) in enumerate(stages(r, i.stages)):
@@ -333,7 +333,7 @@ def shared_copies(run: MapResult, copies: int, workload: str) -> SystemResult:
     weights = run.weight_bytes()[0]  # its model's weights, as run_system counts them from the graph
     names = [f"dla{k}" for k in range(copies)]
     check_weights(f"{copies} x {run.hw.name}", run.hw, names, [weights] * copies)
-    p = profile(run)
+    p = demand_profile(run)
     return _shared(f"{copies} x {run.hw.name}", run.hw,
                    [_Master(n, workload, run, run.results, p, 1, weights) for n in names])  # fmt: skip
 
@@ -369,7 +369,7 @@ def stages(run: MapResult, count: int) -> list[tuple[list[TaskResult], Profile]]
     for lo, hi in itertools.pairwise(cuts):
         tasks = [r for r in results if lo <= r.start < hi]
         end = max(r.end for r in tasks)
-        demands = [d for r in tasks if (d := _demand(r, lo, ns)) is not None]
+        demands = [d for r in tasks if (d := task_demand(r.task, r.stats, r.start, r.end, lo, ns)) is not None]
         out.append((tasks, Profile.of(demands, (end - lo) * ns)))
     return out
 

@@ -115,6 +115,29 @@ def share(profiles: Sequence[Profile], capacity: Capacity) -> list[float]:
     return [ends[-1] for ends in share_jobs([Master((p,)) for p in profiles], capacity)]
 
 
+def alike(profile: Profile, masters: int, capacity: Capacity) -> float:
+    """When `masters` alike masters end (ns), each running `profile` from time 0 in step (a model's shards on
+    instances of one build: tensor parallel on a shared DRAM): what share() gives for alike profiles, in
+    closed form. Between two breakpoints they all ask the same, so each gets an equal share and they stay in
+    step: an interval takes max(its time alone, masters x its bytes / the memory's rate for them together).
+    One master runs as it ran alone."""
+    if masters < 1:
+        raise ValueError(f"masters must be >= 1, not {masters}")
+    if masters == 1:
+        return profile.length
+    total = 0.0
+    points = profile.breakpoints
+    for i, (r, w) in enumerate(zip(profile.read_rate, profile.write_rate, strict=True)):
+        span = points[i + 1] - points[i]
+        if r + w:
+            rate = capacity([(r, w)] * masters)
+            if not rate > 0:
+                raise ValueError(f"the memory's rate for {masters} x {(r, w)} is {rate}: it must be above 0")
+            span = max(span, span * masters * (r + w) / rate)
+        total += span
+    return total
+
+
 def share_jobs(masters: Sequence[Master], capacity: Capacity) -> list[list[float]]:
     """When each master's jobs end (ns) sharing the memory from time 0 (module docstring); a master waiting
     for a job of another asks nothing."""

@@ -9,8 +9,8 @@ import tomllib
 import pytest
 
 from nvdla_cli.main import main
-from nvdla_mapper.results import task_dram_bytes
-from nvdla_mapper.studies.system import capacity, load_system, map_instance, profile, run_system, system_from_dict
+from nvdla_mapper.results import demand_profile, task_dram_bytes
+from nvdla_mapper.studies.system import capacity, load_system, map_instance, run_system, system_from_dict
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.system.shared_memory import share
 
@@ -54,7 +54,7 @@ def test_the_runs_are_shared_as_their_profiles_say():
     """run_system's ends are share()'s on the instances' profiles with the shared DRAM's rate."""
     spec = load_system_text(TWO_LENETS)
     res = run_system(spec)
-    p = profile(map_instance(spec.instances[0]))
+    p = demand_profile(map_instance(spec.instances[0]))
     ends = share([p, p.repeated(3)], capacity(spec.dram))
     assert [i.shared_ns for i in res.instances] == pytest.approx(ends)
 
@@ -197,7 +197,7 @@ def test_an_instances_profile_holds_its_host_tasks_traffic():
     run = map_instance(spec.instances[0])
     host = sum(r.task.host_work.nbytes * r.task.count for r in run.results if r.stats is None and r.task.host_work)
     assert host > 0
-    p = profile(run)
+    p = demand_profile(run)
     spans = [b - a for a, b in zip(p.breakpoints, p.breakpoints[1:], strict=False)]
     carried = sum((r + w) * s for r, w, s in zip(p.read_rate, p.write_rate, spans, strict=True))
     assert carried == pytest.approx(sum(task_dram_bytes(r) for r in run.results) + host, rel=1e-9)

@@ -15,6 +15,7 @@ from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.generate import generate
 from nvdla_mapper.studies.parallel import reduction
 from nvdla_sim import NvdlaError, Precision, load_config
+from nvdla_sim.layers import Memory
 
 FULL = load_config("nv_full")
 LLAMA_GQA = {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
@@ -87,3 +88,64 @@ def test_generate_tp_through_the_cli(tmp_path, capsys):
     assert d["tensor_parallel"] == 2
     assert main(["generate", "gpt2", "--hw", "nv_full", "--tp", "5"]) == 2
     assert "gpt2's num_attention_heads 12 does not split into 5 shards" in capsys.readouterr().err
+
+
+def test_a_steps_demand_from_the_template_is_the_whole_maps():
+    """The step template's DRAM demand profile (every task where the schedule put it) is the one of the
+    step's graph mapped whole at the same cache length."""
+    from nvdla_mapper.options import MapOptions
+    from nvdla_mapper.passes import new_memo
+    from nvdla_mapper.results import demand_profile
+    from nvdla_mapper.studies.step_template import StepTemplate
+
+    spec = tensor_shard(PRESETS["gpt2"], 2)
+    template = StepTemplate(spec, lambda s, k: decode_step_graph(s, batch=1, kv_len=k), new_memo(FULL, MapOptions()))
+    template.map(40)
+    figures, profile = template.figures_and_profile(57)
+    whole = map_model(decode_step_graph(spec, batch=1, kv_len=57), FULL, precision=Precision.INT8, batch=1, seq=57)
+    assert figures.total_cycles == whole.total_cycles
+    assert profile == demand_profile(whole)
+
+
+def test_tensor_parallel_on_one_shared_dram():
+    """Four shards in step on nv_full_lpddr4's one DRAM: each step is what shared_memory.alike gives four alike
+    masters for the shard's step mapped whole (its demand profile), plus its reductions likewise; never less
+    than the step alone nor than four steps' DRAM bytes at the memory's peak (plain arithmetic)."""
+    from nvdla_mapper.results import demand_profile
+    from nvdla_mapper.studies.parallel import alike_cycles
+    from nvdla_sim.system.memory import memory_model
+
+    hw = load_config("nv_full_lpddr4")
+    kw = dict(prompt=16, new_tokens=3, jobs=1)
+    own = generate(PRESETS["gpt2"], hw, tensor_parallel=4, **kw)
+    shared = generate(PRESETS["gpt2"], hw, tensor_parallel=4, tp_dram="shared", **kw)
+    last = shared.steps[-1]
+    spec = tensor_shard(PRESETS["gpt2"], 4)
+    whole = map_model(decode_step_graph(spec, batch=1, kv_len=last.kv_len), hw, precision=Precision.INT8, batch=1,
+                      seq=last.kv_len)  # fmt: skip
+    step = reduction(hw, 1, 768, 4, Precision.INT8)
+    expect = alike_cycles(demand_profile(whole), hw, 4) + 24 * alike_cycles(step.profile, hw, 4)
+    assert last.cycles == expect
+    peak = memory_model(hw).bytes_per_cycle(Memory.DRAM)
+    for o, s in zip(own.steps, shared.steps, strict=True):
+        assert s.cycles >= max(o.cycles, 4 * o.dram_bytes / peak)
+        assert s.dram_bytes == o.dram_bytes
+    assert shared.ttft_cycles > own.ttft_cycles
+    assert (shared.to_dict()["tp_dram"], own.to_dict()["tp_dram"]) == ("shared", "own")
+    with pytest.raises(NvdlaError, match="--tp-dram shared: one instance"):
+        generate(PRESETS["gpt2"], hw, tp_dram="shared", **kw)
+    with pytest.raises(NvdlaError, match="--tp-dram 'both': one of own, shared"):
+        generate(PRESETS["gpt2"], hw, tensor_parallel=2, tp_dram="both", **kw)
+
+
+def test_generate_tp_on_a_shared_dram_through_the_cli(tmp_path, capsys):
+    assert main(["generate", "gpt2", "--hw", "nv_full", "--prompt", "8", "--new-tokens", "2", "--tp", "2",
+                 "--tp-dram", "shared", "--jobs", "1", "--report", str(tmp_path)]) == 0  # fmt: skip
+    assert (
+        "(heads 6 of 12, FFN 1,536 of 3,072, vocabulary 25,129 of 50,257), all on nv_full's one DRAM, sharing its"
+        in (capsys.readouterr().out)
+    )
+    (d,) = json.loads((tmp_path / "generate.json").read_text())
+    assert (d["tensor_parallel"], d["tp_dram"]) == (2, "shared")
+    assert main(["generate", "gpt2", "--tp-dram", "shared"]) == 2
+    assert "--tp-dram shared: one instance (--tp 1) shares its DRAM with nobody" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nvdla_sim.system.shared_memory import Demand, Profile, fair_shares, share
+from nvdla_sim.system.shared_memory import Demand, Profile, alike, fair_shares, share
 
 
 def _flat(ns: float, nbytes: float, write: float = 0.0) -> Profile:
@@ -96,3 +96,35 @@ def test_a_master_asking_alone_runs_as_alone_whatever_the_rate():
     assert share([_flat(500, 64000 * 5 // 10), idle_then_busy], lambda asks: 1.0) == [500, 1000]
     with pytest.raises(ValueError, match="must be above 0"):
         share([_flat(10, 100), _flat(10, 100)], lambda asks: 0.0)
+
+
+def test_alike_masters_in_step_by_hand():
+    """Four alike masters, each 1,000 ns alone: 200 ns asking nothing, 500 ns streaming 32 bytes a ns read
+    and 16 written, 300 ns asking 8 a ns. On a 64-byte-a-ns memory the stream's four x 48 take three times
+    its 500 ns (1,500), the last stretch's four x 8 = 32 fit (300): 200 + 1,500 + 300 = 2,000 ns. One master
+    runs as alone."""
+    p = Profile.of([Demand(200, 700, 32 * 500, 16 * 500), Demand(700, 1000, 4 * 300, 4 * 300)], 1000)
+    assert alike(p, 4, lambda asks: 64.0) == pytest.approx(2000)
+    assert alike(p, 1, lambda asks: 1.0) == 1000
+    with pytest.raises(ValueError, match="must be above 0"):
+        alike(p, 2, lambda asks: 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 90), st.integers(1, 40), st.integers(0, 5000), st.integers(0, 3000)),
+             min_size=1, max_size=6),
+    st.integers(1, 6),
+    st.sampled_from([16.0, 64.0, 200.0]),
+)  # fmt: skip
+def test_alike_is_what_share_gives_alike_masters(tasks, masters, rate):
+    """The closed form against the general max-min sharing of `masters` copies of one profile, with a memory
+    whose rate depends on what is asked (less when anyone writes)."""
+    p = Profile.of([Demand(s, s + d, r, w) for s, d, r, w in tasks], 130)
+
+    def capacity(asks):
+        return rate * (0.75 if any(w for _, w in asks) else 1.0)
+
+    ends = share([p] * masters, capacity)
+    assert alike(p, masters, capacity) == pytest.approx(ends[0], rel=1e-9)
+    assert ends == pytest.approx([ends[0]] * masters, rel=1e-9)
