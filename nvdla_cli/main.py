@@ -177,7 +177,8 @@ def _system(args: argparse.Namespace) -> int:
         d = i.as_dict()
         print(f"  {i.name:<16} {i.hw:<23} {i.workload:<33} {d['alone_ms']:>9.3f} {d['shared_ms']:>10.3f} "
               f"{i.slowdown:>8.3f}x {i.dram_bytes / 1e6:>8.1f}  {d['alone_dram_gbs']:.2f} / {d['shared_dram_gbs']:.2f}")  # fmt: skip
-    print(f"  together          {res.makespan_ns / 1e6:.3f} ms until the last instance ends")
+    print(f"  together          {res.makespan_ns / 1e6:.3f} ms until the last instance ends; NVDLA silicon "
+          f"{res.area_mm2:.3f} mm2 (" + ", ".join(f"{i.name} {i.area_mm2:.3f}" for i in res.instances) + ")")  # fmt: skip
     print(f"  energy            {res.total_uj:,.1f} uJ: NVDLA cores {sum(i.core_uj for i in res.instances):,.1f} "
           f"(" + ", ".join(f"{i.name} {i.core_uj:,.1f}" for i in res.instances) + f"), DRAM {res.dram_uj:,.1f} "
           f"({dram_priced_as(spec.dram)}; standby and refresh {res.dram_background_uj:,.1f})")  # fmt: skip

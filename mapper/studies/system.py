@@ -51,7 +51,7 @@ from nvdla_mapper.results import (
 )
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig, load_config
-from nvdla_sim.energy.model import Energy, dram_background_pj, run_energy
+from nvdla_sim.energy.model import Energy, area, dram_background_pj, run_energy
 from nvdla_sim.errors import ConfigError, NvdlaError
 from nvdla_sim.layers import Memory
 from nvdla_sim.precision import Precision
@@ -114,6 +114,7 @@ class InstanceResult:
     core_uj: float  # its NVDLA core's energy over its shared time (dynamic, and always-on and leakage)
     dram_commands_uj: float  # its traffic's DRAM energy (per byte, or by command under the dram model)
     first_ns: float = 0.0  # when its first run (a pipeline stage: its first input) ended
+    area_mm2: float = 0.0  # its build's silicon (energy.model.area, as `nvdla map` gives it)
 
     @property
     def slowdown(self) -> float:
@@ -125,7 +126,7 @@ class InstanceResult:
             "shared_ms": self.shared_ns / 1e6, "slowdown": self.slowdown, "dram_bytes": self.dram_bytes,
             "alone_dram_gbs": self.dram_bytes / self.alone_ns if self.alone_ns else 0.0,
             "shared_dram_gbs": self.dram_bytes / self.shared_ns if self.shared_ns else 0.0,
-            "core_uj": self.core_uj, "dram_traffic_uj": self.dram_commands_uj,
+            "core_uj": self.core_uj, "dram_traffic_uj": self.dram_commands_uj, "area_mm2": self.area_mm2,
         }  # fmt: skip
 
 
@@ -150,12 +151,18 @@ class SystemResult:
         """The NVDLA cores' and the DRAM's energy until the last instance ends (the host's apart)."""
         return sum(i.core_uj for i in self.instances) + self.dram_uj
 
+    @property
+    def area_mm2(self) -> float:
+        """The NVDLA instances' silicon together (the DRAM, host and interconnect apart)."""
+        return sum(i.area_mm2 for i in self.instances)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "memory": self.memory.__dict__,
             "dram_peak_gbs": self.peak_gbs,
             "makespan_ms": self.makespan_ns / 1e6,
+            "area_mm2": self.area_mm2,
             "energy_uj": {
                 "cores": sum(i.core_uj for i in self.instances),
                 "dram": self.dram_uj,
@@ -398,7 +405,7 @@ def _shared(name: str, dram_hw: HwConfig, masters: list[_Master]) -> SystemResul
         core, traffic = _energy(m.run, m.tasks, m.repeat, shared)
         nbytes = sum(task_dram_bytes(t) for t in m.tasks) * m.repeat
         out.append(InstanceResult(m.name, m.run.hw.name, m.workload, m.profile.length * m.repeat, shared, nbytes,
-                                  m.weights, core, traffic, ends[0]))  # fmt: skip
+                                  m.weights, core, traffic, ends[0], round(area(m.run.hw).total_um2 * 1e-6, 6)))  # fmt: skip
     background = uj(dram_background_pj(dram_hw, max(e[-1] for e in jobs) * dram_hw.clock_mhz / 1e3))
     return SystemResult(name, MemoryDescription.of(dram_hw), _dram_gbs(dram_hw), tuple(out), background)
 

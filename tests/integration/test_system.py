@@ -48,6 +48,9 @@ def test_two_instances_sharing_a_dram_through_the_cli(tmp_path, capsys):
     for r in (one, three):
         assert r["alone_ms"] <= r["shared_ms"] <= r["alone_ms"] + total / doc["dram_peak_gbs"] / 1e6
     assert doc["makespan_ms"] == max(one["shared_ms"], three["shared_ms"])
+    # the silicon: two nv_full builds, 4.869 mm2 each at 16 nm (docs/energy.md's calibrated figure)
+    assert (one["area_mm2"], doc["area_mm2"]) == (pytest.approx(4.869, abs=5e-4), pytest.approx(2 * 4.869, abs=1e-3))
+    assert "NVDLA silicon 9.738 mm2 (" in out
 
 
 def test_the_runs_are_shared_as_their_profiles_say():
