@@ -612,7 +612,6 @@ class _FastForward:
         self._sigs: dict[int, tuple | None] = {}
         self._run_last: dict[int, int] = {}
         self.seen = PeriodMemo(_MAX_PERIOD)  # state after an item of the run -> (item, core_free, counters, booking)
-        self.glimpsed: set[tuple] = set()  # glimpses (_glimpse) of the states after the run's items so far
         self.last = -1  # the item the last state is of
 
     def sig(self, i: int) -> tuple | None:
@@ -681,20 +680,9 @@ class _FastForward:
     ):
         """After item idx, where may_repeat(idx): the jump the run can make from here, or None."""
         sig = self.sig(idx)
-        if self.last != idx - 1:
+        if self.seen and self.last != idx - 1:
             self.seen.clear()
-            self.glimpsed.clear()
         self.last = idx
-        # a state is built (its every booked interval) only where its glimpse came before: a state that comes
-        # back p items later has its glimpse come back too, so the period is found one period later than
-        # from whole states, at the cost of a glimpse where no state comes back (a run whose ports hold
-        # transfers booked before it: the prefetched kernel groups of a decode step's QK^T)
-        glimpse = self._glimpse(sig, core_free, drain_end, end, channel_free, credit_free)
-        if glimpse not in self.glimpsed:
-            if len(self.glimpsed) >= _MAX_PERIOD:
-                self.glimpsed.clear()
-            self.glimpsed.add(glimpse)
-            return None
         found = self._state(
             sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat, credit_free
         )
@@ -723,20 +711,6 @@ class _FastForward:
         if not all(on_grid(v * periods) for v in (*inc[3:], *(b for b, _ in port_inc))):
             return None
         return _Jump(periods, p, shift, inc, port_inc, horizon)
-
-    def _glimpse(self, sig, core_free, drain_end, end, channel_free, credit_free) -> tuple:
-        """A function of the state after an item (_state's) that costs a few lookups: equal states have
-        equal glimpses. Its times relative to core_free and, per port, how many booked intervals end after the
-        horizon and when the last of them ends."""
-        t = core_free
-        channels = sorted({f[1] for f in sig[0]}, key=str)
-        horizon = min([t, *(channel_free[c] for c in channels)])
-        ports = []
-        for port in self.ports:
-            n, *last = port.glimpse_after(horizon)
-            ports.append((n, last[0] - t) if n else (0,))
-        credit = credit_free - t if sig[7] else None
-        return (drain_end - t, end - t, horizon - t, *(channel_free[c] - t for c in channels), credit, *ports)
 
     def _state(
         self, sig, core_free, drain_end, end, channel_free, per_buffer, released, arrival, first_beat, credit_free

@@ -112,12 +112,6 @@ class MemoryPort:
         i = bisect.bisect_right(self._ends, t)
         return list(zip(self._starts[i:], self._ends[i:], strict=True))
 
-    def glimpse_after(self, t: float) -> tuple:
-        """(how many booked intervals end after `t`, when the last of them ends), or (0,): a glance at
-        booked_after(t) without building it."""
-        n = len(self._ends) - bisect.bisect_right(self._ends, t)
-        return (n, self._ends[-1]) if n else (0,)
-
     def jump(self, t: float, by: float, *, busy: float, nbytes: int) -> None:
         """Stand for transfers of `nbytes` and `busy` cycles booked in a stretch skipped after `t` (a steady
         state repeating itself, tile_pipeline._FastForward): the intervals ending after `t` move `by` later,
