@@ -16,7 +16,11 @@ A system file (TOML; `nvdla system FILE`, examples/system_*.toml):
     decode = 128                # optional: a decode step against this many cached positions (generative models)
     repeat = 1                  # optional: the run this many times back to back (with stages: the inputs)
     stages = 1                  # optional: the network split into this many consecutive stages, each on an
-                                # instance of hw, an input passing from stage to stage (a pipeline)
+                                # instance of hw, an input passing from stage to stage (a pipeline); a decode
+                                # step's repeats are tokens: a token enters the first stage once the one
+                                # before it has left the last (pipeline-parallel decoding)
+    micro_batches = 1           # optional, decode with stages: groups of `batch` sequences in flight, their
+                                # tokens in turn (repeat: every group's tokens together)
     name = "dla0"               # optional (default dla<index>; a pipeline's stages dla0.s0, dla0.s1, ...)
 
 Each instance is timed alone on its own config, which must be on the shared DRAM: the dram model's device
@@ -61,7 +65,7 @@ from nvdla_sim.system.shared_memory import Capacity, Master, Profile, share_jobs
 
 _TOP_KEYS = {"name", "dram", "instance"}
 MAX_INSTANCES = 64  # NVDLA instances a system may have (a bound on the study, not on any SoC)
-_INSTANCE_KEYS = {"name", "hw", "model", "seq", "batch", "precision", "decode", "repeat", "stages"}
+_INSTANCE_KEYS = {"name", "hw", "model", "seq", "batch", "precision", "decode", "repeat", "stages", "micro_batches"}
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,11 @@ class InstanceSpec:
     batch: int = 1
     precision: Precision = Precision.INT8
     decode: int | None = None  # a decode step against this many cached positions
-    repeat: int = 1  # runs back to back (a pipeline: inputs streamed through it)
+    repeat: int = 1  # runs back to back (a pipeline: inputs streamed through it; a decode step's: tokens)
     stages: int = 1  # instances of hw a pipeline splits the network over
+    # a decoder split into stages: groups of `batch` sequences in flight, each group's next token entering
+    # the first stage once its previous token has left the last (the repeats are the groups' tokens in turn)
+    micro_batches: int = 1
 
     @property
     def workload(self) -> str:
@@ -87,6 +94,7 @@ class InstanceSpec:
             what
             + (f" batch {self.batch}" if self.batch != 1 else "")
             + (f" x{self.repeat}" if self.repeat != 1 else "")
+            + (f" ({self.micro_batches} micro-batches)" if self.micro_batches != 1 else "")
         )
 
     @property
@@ -226,7 +234,7 @@ def _instance(r: dict[str, Any], k: int, shared: HwConfig, err) -> InstanceSpec:
         hw = load_config(r["hw"])
     except ConfigError as e:
         raise err(f"{where}: hw: {e}") from None
-    for key, least in (("batch", 1), ("repeat", 1), ("seq", 1), ("decode", 1), ("stages", 1)):
+    for key, least in (("batch", 1), ("repeat", 1), ("seq", 1), ("decode", 1), ("stages", 1), ("micro_batches", 1)):
         v = r.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
             raise err(f"{where}: {key} must be a whole number >= {least}, not {v!r}")
@@ -238,6 +246,10 @@ def _instance(r: dict[str, Any], k: int, shared: HwConfig, err) -> InstanceSpec:
     mismatch = _off_the_shared_dram(hw, shared)
     if mismatch:
         raise err(f"{where}: hw {hw.name}: {mismatch}")
+    micro = r.get("micro_batches", 1)
+    if micro != 1 and (r.get("decode") is None or r.get("stages", 1) == 1 or micro > r.get("repeat", 1)):
+        raise err(f"{where}: micro_batches {micro}: groups of sequences in flight through a decoder's stages; give "
+                  f"decode, stages > 1 and repeat >= micro_batches (the groups' tokens in turn)")  # fmt: skip
     if r.get("decode") is not None:
         if r.get("seq") is not None:
             raise err(f"{where}: seq and decode: a decode step's length is its cached positions (decode)")
@@ -249,7 +261,7 @@ def _instance(r: dict[str, Any], k: int, shared: HwConfig, err) -> InstanceSpec:
         except NvdlaError as e:
             raise err(f"{where}: decode: {e}") from None
     return InstanceSpec(str(r.get("name", f"dla{k}")), hw, r["model"], r.get("seq"), r.get("batch", 1), prec,
-                        r.get("decode"), r.get("repeat", 1), r.get("stages", 1))  # fmt: skip
+                        r.get("decode"), r.get("repeat", 1), r.get("stages", 1), micro)  # fmt: skip
 
 
 def _dram_gbs(hw: HwConfig) -> float:
@@ -328,10 +340,13 @@ def run_system(spec: SystemSpec) -> SystemResult:
         if i.stages == 1:
             masters.append(_Master(i.name, i.workload, r, r.results, demand_profile(r), i.repeat, w))
             continue
-        first = len(masters)
+        first, last = len(masters), len(masters) + i.stages - 1
         for s, (tasks, prof) in enumerate(stages(r, i.stages)):
+            # a stage takes an input once the stage before has finished it; a decoder's first stage takes a
+            # group's next token once the last stage has finished its previous one (micro_batches in flight)
+            waits = ((first + s - 1, 0),) if s else ((last, i.micro_batches),) if i.decode else ()
             masters.append(_Master(f"{i.name}.s{s}", f"{i.workload} stage {s + 1}/{i.stages}", r, tasks, prof,
-                                   i.repeat, w if s == 0 else 0, first + s - 1 if s else None))  # fmt: skip
+                                   i.repeat, w if s == 0 else 0, waits))  # fmt: skip
     return _shared(spec.name, spec.dram, masters)
 
 
@@ -384,7 +399,7 @@ def stages(run: MapResult, count: int) -> list[tuple[list[TaskResult], Profile]]
 @dataclass(frozen=True)
 class _Master:
     """One NVDLA instance's part of a system: its tasks of a run, their profile, repeats, weights kept, and the
-    master whose job it waits for (a pipeline's previous stage)."""
+    masters whose jobs it waits for (a pipeline's previous stage; a decoder's first stage its last)."""
 
     name: str
     workload: str
@@ -393,12 +408,12 @@ class _Master:
     profile: Profile
     repeat: int
     weights: int
-    after: int | None = None
+    waits: tuple[tuple[int, int], ...] = ()  # (master, lag): its job i waits for that master's job i - lag
 
 
 def _shared(name: str, dram_hw: HwConfig, masters: list[_Master]) -> SystemResult:
     """The masters together on `dram_hw`'s DRAM."""
-    jobs = share_jobs([Master((m.profile,) * m.repeat, m.after) for m in masters], capacity(dram_hw))
+    jobs = share_jobs([Master((m.profile,) * m.repeat, m.waits) for m in masters], capacity(dram_hw))
     out = []
     for m, ends in zip(masters, jobs, strict=True):
         shared = ends[-1]

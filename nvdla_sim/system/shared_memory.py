@@ -102,12 +102,14 @@ def fair_shares(asks: Sequence[float], capacity: float) -> list[float]:
 
 @dataclass(frozen=True)
 class Master:
-    """A master's runs one after another (jobs), job i starting when its job i - 1 has ended and, where
-    `after` names another master, when that master's job i has ended (a pipeline's stage waits for the
-    stage before it to finish the same input)."""
+    """A master's runs one after another (jobs), job i starting when its job i - 1 has ended and, for each
+    (other, lag) of `waits`, when master `other`'s job i - lag has ended (nothing to wait for where
+    i - lag < 0): a pipeline's stage waits for the stage before it to finish the same input (lag 0); a
+    decoder's first stage waits for its last to finish the same sequences' previous token (lag: the
+    micro-batches in flight)."""
 
     jobs: tuple[Profile, ...]
-    after: int | None = None
+    waits: tuple[tuple[int, int], ...] = ()
 
 
 def share(profiles: Sequence[Profile], capacity: Capacity) -> list[float]:
@@ -143,10 +145,10 @@ def share_jobs(masters: Sequence[Master], capacity: Capacity) -> list[list[float
     for a job of another asks nothing."""
     n = len(masters)
     for k, m in enumerate(masters):
-        if m.after is not None and not (
-            0 <= m.after < n and m.after != k and len(masters[m.after].jobs) >= len(m.jobs)
-        ):
-            raise ValueError(f"master {k}: after {m.after} must name another master with as many jobs")
+        for other, lag in m.waits:
+            if not (0 <= other < n and other != k and lag >= 0 and len(masters[other].jobs) >= len(m.jobs) - lag):
+                raise ValueError(f"master {k}: waits ({other}, {lag}) must name another master with its jobs "
+                                 f"up to {len(m.jobs) - lag} and a lag >= 0")  # fmt: skip
     job = [0] * n  # each master's job under way (or waiting)
     at = [0] * n  # its interval in that job
     own = [0.0] * n  # its progress through that job's time
@@ -154,8 +156,8 @@ def share_jobs(masters: Sequence[Master], capacity: Capacity) -> list[list[float
     wall = 0.0
 
     def ready(k: int) -> bool:
-        m = masters[k]
-        return job[k] < len(m.jobs) and (m.after is None or len(ends[m.after]) > job[k])
+        m, i = masters[k], job[k]
+        return i < len(m.jobs) and all(len(ends[other]) > i - lag for other, lag in m.waits)
 
     def finish_empty_jobs() -> None:  # a job of no time ends as soon as it may start
         moved = True

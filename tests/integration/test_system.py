@@ -183,6 +183,31 @@ def test_a_network_split_into_a_pipeline_across_instances():
         load_system_text(text + "stages = 65\n")
 
 
+def test_a_decoder_split_into_stages_decodes_token_after_token():
+    """A decode step split over two instances (pipeline-parallel decoding), three tokens of one group of
+    sequences: a token enters the first stage once the one before has left the last, so the stages take turns
+    (never at once: no sharing) and the last stage ends after 3 x (both stages' times alone), by hand. Two
+    groups in flight (micro_batches 2, four tokens: two a group) overlap the stages: sooner than the same four
+    tokens one at a time, never sooner than the busier stage's four jobs alone."""
+    from nvdla_mapper.studies.system import stages
+
+    text = 'dram = "nv_full_lpddr4"\n[[instance]]\nname = "d"\nhw = "nv_full_lpddr4"\nmodel = "gpt2"\ndecode = 32\n'
+    spec = load_system_text(text + "stages = 2\nrepeat = 3\n")
+    (a, pa), (b, pb) = stages(map_instance(spec.instances[0]), 2)
+    res = run_system(spec)
+    assert [i.shared_ns for i in res.instances] == pytest.approx(
+        [2 * (pa.length + pb.length) + pa.length, 3 * (pa.length + pb.length)]
+    )
+    one_at_a_time = run_system(load_system_text(text + "stages = 2\nrepeat = 4\n")).makespan_ns
+    two = run_system(load_system_text(text + "stages = 2\nrepeat = 4\nmicro_batches = 2\n"))
+    assert 4 * max(pa.length, pb.length) <= two.makespan_ns < one_at_a_time
+    assert two.instances[0].workload == "gpt2 decode step (kv 32) x4 (2 micro-batches) stage 1/2"
+    for extra in ("micro_batches = 2\n", "stages = 2\nmicro_batches = 2\n"):
+        with pytest.raises(NvdlaError, match="instance 1: micro_batches 2: groups of sequences in flight through a "
+                                             "decoder's stages; give decode, stages > 1 and repeat >= micro_batches"):  # fmt: skip
+            load_system_text(text + extra)
+
+
 def test_more_stages_than_ops_is_refused_before_the_work():
     spec = load_system_text('name = "p"\ndram = "nv_full_lpddr4"\n[[instance]]\nname = "a"\nhw = "nv_full_lpddr4"\n'
                             'model = "lenet5"\nstages = 40\n')  # fmt: skip

@@ -77,16 +77,16 @@ def test_a_pipeline_of_two_stages_by_hand():
     from nvdla_sim.system.shared_memory import Master, share_jobs
 
     a, b = _flat(100, 6400), _flat(50, 3200)
-    assert share_jobs([Master((a,) * 3), Master((b,) * 3, after=0)], lambda asks: 1e9) == [
+    assert share_jobs([Master((a,) * 3), Master((b,) * 3, waits=((0, 0),))], lambda asks: 1e9) == [
         [100, 200, 300], [150, 250, 350]
     ]  # fmt: skip
     full = _flat(100, 6400)  # 64 bytes a ns, all of the memory
-    ends = share_jobs([Master((full,) * 3), Master((full,) * 3, after=0)], lambda asks: 64.0)
+    ends = share_jobs([Master((full,) * 3), Master((full,) * 3, waits=((0, 0),))], lambda asks: 64.0)
     assert ends == [pytest.approx([100, 300, 500]), pytest.approx([300, 500, 600])]
-    with pytest.raises(ValueError, match="must name another master with as many jobs"):
-        share_jobs([Master((a,) * 3), Master((b,) * 4, after=0)], lambda asks: 64.0)
+    with pytest.raises(ValueError, match=r"waits \(0, 0\) must name another master with its jobs up to 4"):
+        share_jobs([Master((a,) * 3), Master((b,) * 4, waits=((0, 0),))], lambda asks: 64.0)
     with pytest.raises(ValueError, match="wait on each other"):
-        share_jobs([Master((a,), after=1), Master((b,), after=0)], lambda asks: 64.0)
+        share_jobs([Master((a,), waits=((1, 0),)), Master((b,), waits=((0, 0),))], lambda asks: 64.0)
 
 
 def test_a_master_asking_alone_runs_as_alone_whatever_the_rate():
@@ -128,3 +128,17 @@ def test_alike_is_what_share_gives_alike_masters(tasks, masters, rate):
     ends = share([p] * masters, capacity)
     assert alike(p, masters, capacity) == pytest.approx(ends[0], rel=1e-9)
     assert ends == pytest.approx([ends[0]] * masters, rel=1e-9)
+
+
+def test_a_decoder_split_in_two_stages_by_hand():
+    """Two stages of a decoder (50 ns each alone, apart), three tokens: stage 2 takes a token after stage 1,
+    stage 1 the next token only after stage 2 has finished the one before (lag 1): one token at a time,
+    100 ns each, the stages taking turns. With two micro-batches in flight (lag 2, six jobs) the stages
+    overlap: stage 1 ends its jobs at 50, 100, 150, ...; stage 2 one stage later."""
+    from nvdla_sim.system.shared_memory import Master, share_jobs
+
+    half = _flat(50, 100)
+    one = share_jobs([Master((half,) * 3, waits=((1, 1),)), Master((half,) * 3, waits=((0, 0),))], lambda asks: 1e9)
+    assert one == [[50, 150, 250], [100, 200, 300]]
+    two = share_jobs([Master((half,) * 6, waits=((1, 2),)), Master((half,) * 6, waits=((0, 0),))], lambda asks: 1e9)
+    assert two == [[50, 100, 150, 200, 250, 300], [100, 150, 200, 250, 300, 350]]
