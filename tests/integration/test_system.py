@@ -229,3 +229,13 @@ def test_an_instances_profile_holds_its_host_tasks_traffic():
     spans = [b - a for a, b in zip(p.breakpoints, p.breakpoints[1:], strict=False)]
     carried = sum((r + w) * s for r, w, s in zip(p.read_rate, p.write_rate, spans, strict=True))
     assert carried == pytest.approx(sum(task_dram_bytes(r) for r in run.results) + host, rel=1e-9)
+
+
+def test_the_example_system_files_load():
+    """Every examples/system_*.toml parses and passes the checks made before the work."""
+    from pathlib import Path
+
+    files = sorted((Path(__file__).parents[2] / "examples").glob("system_*.toml"))
+    assert len(files) >= 3
+    for path in files:
+        assert load_system(path).instances
