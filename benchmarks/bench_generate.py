@@ -86,8 +86,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="processes the decode steps are shared out to")
     ap.add_argument("--llama2-7b", nargs=2, type=int, metavar=("PROMPT", "NEW"), help="time LLaMA-2-7B instead")
     ap.add_argument("--tp", type=int, default=1, help="with --llama2-7b: instances the model is split over")
-    ap.add_argument("--tp-dram", default="own", help="with --llama2-7b --tp: own or shared")
+    ap.add_argument("--tp-dram", default="own", choices=["own", "shared"], help="with --llama2-7b --tp")
     args = ap.parse_args()
+    if not args.llama2_7b and (args.tp != 1 or args.tp_dram != "own"):
+        ap.error("--tp and --tp-dram go with --llama2-7b")
     if args.llama2_7b:
         kv = Precision.parse(args.kv_precision) if args.kv_precision else None
         decoder(*args.llama2_7b, Precision.parse(args.precision), kv, args.kv_plan, args.jobs, config=LLAMA2_7B,

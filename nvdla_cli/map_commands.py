@@ -223,7 +223,11 @@ _MAP_NEEDS = [
     *_WEIGHT_NEEDS,
     Needs("layer", lambda a: a.emit_program is not None, "chooses the layer --emit-program writes; give --emit-program DIR too"),
 ]  # fmt: skip
-_GENERATE_NEEDS = [*_QUANT_NEEDS, *_WEIGHT_NEEDS]
+_GENERATE_NEEDS = [
+    *_QUANT_NEEDS,
+    *_WEIGHT_NEEDS,
+    Needs("tp_dram", lambda a: a.tp != 1, "says where tensor-parallel instances keep their data: give --tp N (N > 1)"),
+]  # fmt: skip
 
 
 def _arrivals_given(a: argparse.Namespace) -> bool:

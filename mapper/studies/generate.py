@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import gc
 import itertools
+import math
 import multiprocessing
 import statistics
 import sys
@@ -164,6 +165,9 @@ class GenerateResult:
     # work before the first token beside the prefill's graph: T5's decoder step that yields it (after the
     # encoder); a tensor-parallel shard's prefill reductions (studies/parallel.py)
     first_step_cycles: int = 0
+    # tensor parallel on one shared DRAM: the prefill pass's wait for the other instances' traffic (its time
+    # together less its time alone; in TTFT)
+    prefill_wait_cycles: int = 0
     first_step_energy_uj: tuple[float, float, float] = (0.0, 0.0, 0.0)  # its (core, DRAM, host) energy
     first_step_macs: int = 0  # its model MACs
     # instances the model is split over by heads and FFN columns (studies/parallel.py): the figures are one
@@ -171,6 +175,9 @@ class GenerateResult:
     tensor_parallel: int = 1
     step_reduction: Reduction | None = None  # tensor parallel: a step's reduction after each row-parallel layer
     tp_dram: TpDram = TpDram.OWN  # tensor parallel: the instances' DRAM, each its own port or one shared
+    # the model whose weights and caches the memory holds, where not `spec` (the whole model, when the
+    # shards share one DRAM)
+    memory_spec: ModelSpec | None = field(default=None, repr=False)
     step_reduction_cycles: int = 0  # tensor parallel: a step's reduction as it ran (on a shared DRAM: slowed)
     weights: WeightTreatment = field(default_factory=WeightTreatment)  # pruning / compression what-if
     kv_precision: Precision | None = None  # the KV caches' precision (what-if); None: the model's
@@ -180,7 +187,13 @@ class GenerateResult:
 
     @property
     def ttft_cycles(self) -> int:
-        return self.prefill.total_cycles + self.first_step_cycles
+        return self.prefill.total_cycles + self.prefill_wait_cycles + self.first_step_cycles
+
+    @property
+    def dram_sharers(self) -> int:
+        """The instances whose traffic one DRAM carries alongside this one's (tensor parallel on one
+        shared DRAM: all of them; else 1)."""
+        return self.tensor_parallel if self.tp_dram is TpDram.SHARED else 1
 
     @property
     def total_cycles(self) -> int:
@@ -200,8 +213,10 @@ class GenerateResult:
         return self.kv_bytes_per_token * self.batch * (self.prompt + self.new_tokens)
 
     def decode_dram_utilization(self) -> float:
+        """The DRAM's busy share over the decode steps: every instance's bytes it carries over its rate."""
         cyc = sum(s.cycles for s in self.steps)
-        return sum(s.dram_bytes for s in self.steps) / (cyc * port_rates(self.hw)[1]) if cyc else 0.0
+        moved = sum(s.dram_bytes for s in self.steps) * self.dram_sharers
+        return moved / (cyc * port_rates(self.hw)[1]) if cyc else 0.0
 
     @property
     def ttft_ms(self) -> float:
@@ -248,10 +263,11 @@ class GenerateResult:
 
     def fits(self) -> MemoryFit | None:
         """What the memory holds beside the weights at the run's KV precision (None without the model)."""
-        if self.spec is None:
+        spec = self.memory_spec or self.spec
+        if spec is None:
             return None
         return fits(
-            self.spec,
+            spec,
             self.hw,
             self.precision,
             kv_precision=self.kv_precision,
@@ -260,15 +276,19 @@ class GenerateResult:
         )
 
     def prefill_figures(self) -> PhaseFigures:
+        """The prefill pass's figures over its time (with its wait for the other instances' traffic on a shared
+        DRAM: then bound by the DRAM, whose busy share counts every instance's bytes)."""
         peak = self.hw.peak_macs_per_cycle(self.precision)
         pre = self.prefill
         figures = pre.figures()
+        cycles = pre.total_cycles + self.prefill_wait_cycles
+        moved = figures.dram_bytes * self.dram_sharers
         return PhaseFigures(
             cycles=self.ttft_cycles,
-            model_mac_utilization=round(pre.model_macs / (peak * pre.total_cycles), 4),
-            hardware_mac_utilization=round(pre.mac_utilization, 4),
-            dram_utilization=round(figures.dram_bytes / (pre.total_cycles * port_rates(self.hw)[1]), 4),
-            bound=figures.bound,
+            model_mac_utilization=round(pre.model_macs / (peak * cycles), 4),
+            hardware_mac_utilization=round(pre.macs / (peak * cycles), 4),
+            dram_utilization=round(moved / (cycles * port_rates(self.hw)[1]), 4),
+            bound=Bound.DRAM if self.prefill_wait_cycles else figures.bound,
         )
 
     def decode_figures(self) -> DecodeFigures:
@@ -496,9 +516,10 @@ def generate(
         return _generate(spec, hw, **kw)
     shard = tensor_shard(spec, tensor_parallel)
     partial_precision(hw)  # a build that cannot carry the partials is refused before the work
-    alike = tensor_parallel if tp_dram is TpDram.SHARED else 1
-    res = _generate(shard, hw, alike=alike, **kw)
-    return _with_reductions(res, spec, tensor_parallel, alike)
+    shared = tp_dram is TpDram.SHARED
+    # on one DRAM it holds every shard's weights and caches: the whole model's (checked before the work)
+    res = _generate(shard, hw, alike=tensor_parallel if shared else 1, memory_spec=spec if shared else None, **kw)
+    return _with_reductions(res, spec, tensor_parallel, tensor_parallel if shared else 1)
 
 
 def _generate(
@@ -519,9 +540,11 @@ def _generate(
     jobs: int,
     progress: Progress,
     alike: int = 1,
+    memory_spec: ModelSpec | None = None,
 ) -> GenerateResult:
     """generate() of one model on one instance, or (`alike` > 1) of a shard on each of that many alike
-    instances in step on hw's one DRAM (each pass at the time their traffic together takes: _shared)."""
+    instances in step on hw's one DRAM (each pass at the time their traffic together takes: _alike_time),
+    `memory_spec` the model whose weights and caches that DRAM holds (the whole one)."""
     for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch), ("--jobs", jobs)):
         check_int(v, name)
     if spec.max_positions and prompt + new_tokens > spec.max_positions:
@@ -538,7 +561,8 @@ def _generate(
     hw.check_precision(precision)
     if kv_precision is not None:
         hw.check_precision(kv_precision)
-    check_fits(spec, hw, precision, batch=batch, positions=prompt + new_tokens, kv_precision=kv_precision)
+    for held in (spec, memory_spec) if memory_spec is not None else (spec,):
+        check_fits(held, hw, precision, batch=batch, positions=prompt + new_tokens, kv_precision=kv_precision)
     kw = dict(options=options, batch=batch, host=host, with_baseline=False)
     t5 = bool(spec.decoder_layers)
     first = 0 if t5 else 1  # T5's first token comes from a decoder step over its start token
@@ -588,6 +612,7 @@ def _generate(
     res = GenerateResult(
         spec.name, hw, precision, batch, prompt, new_tokens, prefill, steps, weights=options.weights,
         kv_precision=kv_precision, spec=spec, kv_plan=options.kv_plan, step_weight_bytes=step_weight_bytes,
+        memory_spec=memory_spec,
     )  # fmt: skip
     res.kv_bytes_per_token = kv_bytes_per_token(spec, kv_precision or precision)
     if t5:  # TTFT covers the encoder and the first decoder step
@@ -598,7 +623,7 @@ def _generate(
     if alike > 1:  # the prefill's wait for the other instances' traffic comes before the first token too
         cycles, core, dram = _alike_time(prefill.total_cycles, demand_profile(prefill), hw, alike)
         c, d, h = res.first_step_energy_uj
-        res.first_step_cycles += cycles - prefill.total_cycles
+        res.prefill_wait_cycles = cycles - prefill.total_cycles
         res.first_step_energy_uj = (c + core, d + dram, h)
     return res
 
@@ -612,11 +637,15 @@ def _step(template: StepTemplate, kv_len: int, *, hw: HwConfig, alike: int = 1) 
 
 
 def _on_shared_dram(step: StepResult, profile: Profile, hw: HwConfig, alike: int) -> StepResult:
-    """A step as each of `alike` instances running it in step on hw's one DRAM runs it (_alike_time)."""
+    """A step as each of `alike` instances running it in step on hw's one DRAM runs it (_alike_time): bound by
+    the DRAM where it waits for it, its roofline no lower than all the instances' bytes at its peak."""
     cycles, core, dram = _alike_time(step.cycles, profile, hw, alike)
+    # its roofline: no sooner than every instance's bytes at the DRAM's peak; the wait is the DRAM's
+    floor = math.ceil(alike * step.dram_bytes / port_rates(hw)[1])
     return dataclasses.replace(
-        step, cycles=cycles, core_energy_uj=step.core_energy_uj + core, dram_energy_uj=step.dram_energy_uj + dram
-    )
+        step, cycles=cycles, core_energy_uj=step.core_energy_uj + core, dram_energy_uj=step.dram_energy_uj + dram,
+        roofline_cycles=max(step.roofline_cycles, floor), bound=Bound.DRAM if cycles > step.cycles else step.bound,
+    )  # fmt: skip
 
 
 def _alike_time(cycles: int, profile: Profile, hw: HwConfig, alike: int) -> tuple[int, float, float]:

@@ -25,7 +25,8 @@ A system file (TOML; `nvdla system FILE`, examples/system_*.toml):
 
 Each instance is timed alone on its own config, which must be on the shared DRAM: the dram model's device
 and channels (its DBBIF and latency its own), or, the fluid model having no DRAM apart from its port, a
-port of the same rate. A pipeline stage's shared time includes its waits for the stage before.
+port of the same rate. A pipeline stage's shared time includes its waits for the stage before (a decoder's
+first stage: for the last), so its slowdown is its time in the system over its own work alone.
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ class SystemResult:
     @property
     def area_mm2(self) -> float:
         """The NVDLA instances' silicon together (the DRAM, host and interconnect apart)."""
-        return sum(i.area_mm2 for i in self.instances)
+        return round(sum(i.area_mm2 for i in self.instances), 6)
 
     def as_dict(self) -> dict[str, Any]:
         return {

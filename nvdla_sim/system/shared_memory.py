@@ -149,6 +149,19 @@ def share_jobs(masters: Sequence[Master], capacity: Capacity) -> list[list[float
             if not (0 <= other < n and other != k and lag >= 0 and len(masters[other].jobs) >= len(m.jobs) - lag):
                 raise ValueError(f"master {k}: waits ({other}, {lag}) must name another master with its jobs "
                                  f"up to {len(m.jobs) - lag} and a lag >= 0")  # fmt: skip
+    same_job = {k: [o for o, lag in m.waits if lag == 0] for k, m in enumerate(masters)}
+    for k in range(n):  # masters waiting, around a loop, each for the next one's same job: none can start
+        path, seen = [k], {k}
+        while path:
+            nxt = [o for o in same_job[path[-1]] if o == k or o not in seen]
+            if not nxt:
+                path.pop()
+                continue
+            if nxt[0] == k:
+                raise ValueError(f"masters {' -> '.join(map(str, [*path, k]))} wait for each other's same job: none "
+                                 "can start")  # fmt: skip
+            seen.add(nxt[0])
+            path.append(nxt[0])
     job = [0] * n  # each master's job under way (or waiting)
     at = [0] * n  # its interval in that job
     own = [0.0] * n  # its progress through that job's time

@@ -10,7 +10,7 @@ import pytest
 
 from nvdla_cli.main import main
 from nvdla_mapper.frontends.hf_config import from_hf_config
-from nvdla_mapper.frontends.presets import PRESETS, decode_step_graph, tensor_shard
+from nvdla_mapper.frontends.presets import PRESETS, build_graph, decode_step_graph, tensor_shard
 from nvdla_mapper.passes import map_model
 from nvdla_mapper.studies.generate import generate
 from nvdla_mapper.studies.parallel import reduction
@@ -102,6 +102,7 @@ def test_a_steps_demand_from_the_template_is_the_whole_maps():
     template = StepTemplate(spec, lambda s, k: decode_step_graph(s, batch=1, kv_len=k), new_memo(FULL, MapOptions()))
     template.map(40)
     figures, profile = template.figures_and_profile(57)
+    assert template.rebuilds == 0  # re-timed from the template, not mapped whole again
     whole = map_model(decode_step_graph(spec, batch=1, kv_len=57), FULL, precision=Precision.INT8, batch=1, seq=57)
     assert figures.total_cycles == whole.total_cycles
     assert profile == demand_profile(whole)
@@ -130,7 +131,22 @@ def test_tensor_parallel_on_one_shared_dram():
     for o, s in zip(own.steps, shared.steps, strict=True):
         assert s.cycles >= max(o.cycles, 4 * o.dram_bytes / peak)
         assert s.dram_bytes == o.dram_bytes
+    # the first token: the shard's prefill, then its 24 reductions over the prompt, each as four take it
+    prefill = map_model(build_graph(spec, batch=1, seq=16, head="lm_last"), hw, precision=Precision.INT8, seq=16,
+                        with_baseline=False)  # fmt: skip
+    prompt = reduction(hw, 16, 768, 4, Precision.INT8)
+    assert shared.ttft_cycles == max(prefill.total_cycles, alike_cycles(demand_profile(prefill), hw, 4)) + 24 * max(
+        prompt.cycles, alike_cycles(prompt.profile, hw, 4)
+    )
     assert shared.ttft_cycles > own.ttft_cycles
+    # energy: the wait costs each instance its always-on power and leakage; the one DRAM's standby and refresh
+    # (its background power, IDD-priced: tests/unit/test_dram_memory.py) over the time together is shared by four
+    uj_per_cycle = memory_model(hw).background_mw() * 1e-3 / (hw.clock_mhz * 1e6) * 1e6
+    o, s = own.steps[-1], shared.steps[-1]
+    assert s.dram_energy_uj == pytest.approx(o.dram_energy_uj + uj_per_cycle * (s.cycles / 4 - o.cycles), rel=1e-9)
+    assert s.core_energy_uj > o.core_energy_uj
+    # bound by the DRAM it waits for; its roofline no lower than four instances' bytes of the pass at its peak
+    assert s.bound.value == "dram" and s.roofline_cycles >= 4 * (o.dram_bytes - 24 * step.dram_bytes) / peak
     assert (shared.to_dict()["tp_dram"], own.to_dict()["tp_dram"]) == ("shared", "own")
     with pytest.raises(NvdlaError, match="--tp-dram shared: one instance"):
         generate(PRESETS["gpt2"], hw, tp_dram="shared", **kw)
@@ -148,4 +164,6 @@ def test_generate_tp_on_a_shared_dram_through_the_cli(tmp_path, capsys):
     (d,) = json.loads((tmp_path / "generate.json").read_text())
     assert (d["tensor_parallel"], d["tp_dram"]) == (2, "shared")
     assert main(["generate", "gpt2", "--tp-dram", "shared"]) == 2
-    assert "--tp-dram shared: one instance (--tp 1) shares its DRAM with nobody" in capsys.readouterr().err
+    assert "--tp-dram says where tensor-parallel instances keep their data: give --tp N (N > 1)" in (
+        capsys.readouterr().err
+    )

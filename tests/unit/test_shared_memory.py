@@ -85,8 +85,12 @@ def test_a_pipeline_of_two_stages_by_hand():
     assert ends == [pytest.approx([100, 300, 500]), pytest.approx([300, 500, 600])]
     with pytest.raises(ValueError, match=r"waits \(0, 0\) must name another master with its jobs up to 4"):
         share_jobs([Master((a,) * 3), Master((b,) * 4, waits=((0, 0),))], lambda asks: 64.0)
-    with pytest.raises(ValueError, match="wait on each other"):
+    with pytest.raises(ValueError, match=r"masters 0 -> 1 -> 0 wait for each other's same job: none can start"):
         share_jobs([Master((a,), waits=((1, 0),)), Master((b,), waits=((0, 0),))], lambda asks: 64.0)
+    with pytest.raises(ValueError, match=r"masters 1 -> 2 -> 1 wait for each other's same job"):
+        share_jobs(
+            [Master((a,)), Master((a,), waits=((2, 0),)), Master((b,), waits=((0, 0), (1, 0)))], lambda asks: 1.0
+        )
 
 
 def test_a_master_asking_alone_runs_as_alone_whatever_the_rate():
