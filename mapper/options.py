@@ -36,6 +36,14 @@ class Placement(Option):
     HOST = "host"
 
 
+class InstanceDram(Option):
+    """Where several NVDLA instances of a run keep their data (--tp-dram, --replicas-dram): each on a DRAM
+    port of its own (HBM channels, a chip each), or all on the build's one DRAM, sharing its rate."""
+
+    OWN = "own"
+    SHARED = "shared"
+
+
 class KvPlan(Option):
     """Where attention against a KV cache is planned (--kv-plan; lowering.rules has the measurements):
     BUCKET, its lowering and tiling chosen once at the power of two at or above its keys and run at every

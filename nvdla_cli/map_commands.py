@@ -14,7 +14,7 @@ from nvdla_cli.console import TerminalProgress, warn_config
 from nvdla_cli.flags import Needs, check_needs, finite_positive, options
 from nvdla_cli.paths import output_dir, output_file
 from nvdla_mapper.lowering.rules import copies_phrase, resources_phrase
-from nvdla_mapper.options import Granularity, KvPlan, Placement, PruneKind, Pruning
+from nvdla_mapper.options import Granularity, InstanceDram, KvPlan, Placement, PruneKind, Pruning
 from nvdla_sim.config import HOST_PROFILES, load_config
 from nvdla_sim.energy.model import dram_priced_as
 from nvdla_sim.errors import NvdlaError, check_int
@@ -106,7 +106,7 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--tp", type=int, default=1,
                     help="tensor parallel: the model split by heads and FFN columns over this many instances of the "
                          "build, in step, the partial sums added by SDP passes (default 1)")  # fmt: skip
-    ge.add_argument("--tp-dram", choices=["own", "shared"], default="own",
+    ge.add_argument("--tp-dram", choices=InstanceDram.values(), default="own",
                     help="with --tp: each instance on a DRAM port of its own, or all on the build's one DRAM, "
                          "sharing its rate (default own)")  # fmt: skip
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
@@ -136,6 +136,9 @@ def add_commands(sub, registry: dict) -> None:
     se.add_argument("--replicas", type=int, default=1,
                     help="instances of the build serving the requests, each with the whole model, its own KV cache "
                          "and DRAM port, the requests dealt round robin in order of arrival (default 1)")  # fmt: skip
+    se.add_argument("--replicas-dram", choices=InstanceDram.values(), default="own",
+                    help="with --replicas: each replica on a DRAM port of its own, or all on the build's one DRAM, "
+                         "their loops advancing together (default own)")  # fmt: skip
     se.add_argument("--policy", choices=["fcfs-prefill-first", "chunked-prefill"], default="fcfs-prefill-first",
                     help="whole prompts first, then a decode step (vLLM's default); or every iteration all decodes "
                          "and prompt chunks up to --chunk-tokens (Sarathi-Serve)")  # fmt: skip
@@ -241,6 +244,7 @@ def _slo_given(a: argparse.Namespace) -> bool:
 _SERVE_NEEDS = [
     *_QUANT_NEEDS,
     *_WEIGHT_NEEDS,
+    Needs("replicas_dram", lambda a: a.replicas != 1, "says where the replicas keep their data: give --replicas N"),
     Needs("chunk_tokens", lambda a: a.policy == "chunked-prefill",
           "sizes the iterations of --policy chunked-prefill; the default policy prefills whole prompts"),
     *(Needs(f, _arrivals_given, "describes the Poisson arrivals; --trace gives the requests (arrival_s, prompt, output)")
@@ -699,6 +703,7 @@ def _serve(args: argparse.Namespace) -> int:
         options=MapOptions(
             precision=prec, weights=weights, kv_precision=kv, kv_plan=args.kv_plan, requant=_requant(args)
         ),
+        traffic=args.replicas_dram == "shared",  # each iteration's DRAM bytes, for the one DRAM's shares
     )
     if args.replicas != 1:
         return _serve_replicas(args, requests, costs, capacity, settings, spec, hw, prec, out)
@@ -750,14 +755,17 @@ def _serve_replicas(args, requests, costs, capacity, settings, spec, hw, prec, o
     """`nvdla serve --replicas N`: each replica's latency percentiles and throughput, and all of them together."""
     from nvdla_mapper.results import memory_description
     from nvdla_mapper.studies.serve import replicas_percentiles, serve_replicas
+    from nvdla_mapper.studies.system import capacity as dram_capacity
 
+    shared = args.replicas_dram == "shared"
     with TerminalProgress() as progress:
         results = serve_replicas(requests, costs, args.replicas, capacity_blocks=capacity, settings=settings,
-                                 progress=progress)  # fmt: skip
+                                 progress=progress, shared=dram_capacity(hw) if shared else None)  # fmt: skip
     for r in results:
         r.clock_mhz = hw.clock_mhz
+    where = f"all on {hw.name}'s one DRAM, sharing its rate" if shared else "its own DRAM port"
     print(f"{spec.name} on {args.replicas} x {hw.fingerprint} ({prec.value}): {len(requests)} requests dealt round robin, "
-          f"{settings.policy.value}, each replica a KV cache of {capacity:,} blocks and its own DRAM port")  # fmt: skip
+          f"{settings.policy.value}, each replica a KV cache of {capacity:,} blocks and {where}")  # fmt: skip
     rows = []
     for k, r in enumerate(results):
         sm = r.summary()
@@ -775,6 +783,7 @@ def _serve_replicas(args, requests, costs, capacity, settings, spec, hw, prec, o
             "model": spec.name,
             "hw": hw.fingerprint,
             "memory": memory_description(hw),
+            "replicas_dram": args.replicas_dram,  # each replica's own DRAM port ("own"), or the build's one ("shared")
             "replicas": rows,
             "percentiles": {k.value: None if v is None else dataclasses.asdict(v) for k, v in together.items()},
         }

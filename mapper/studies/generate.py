@@ -38,10 +38,10 @@ from nvdla_mapper.frontends.presets import (
     t5_prefill_graph,
     tensor_shard,
 )
-from nvdla_mapper.options import KvPlan, MapOptions, Placement, WeightTreatment
+from nvdla_mapper.options import InstanceDram, KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.results import MapResult, PassFigures, demand_profile, memory_description
-from nvdla_mapper.studies.parallel import Reduction, TpDram, alike_cycles, partial_precision, reduction
+from nvdla_mapper.studies.parallel import Reduction, alike_cycles, partial_precision, reduction
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_mapper.workload import ops_in_order
@@ -174,7 +174,7 @@ class GenerateResult:
     # instance's (all run in step; the system's energy is this many times)
     tensor_parallel: int = 1
     step_reduction: Reduction | None = None  # tensor parallel: a step's reduction after each row-parallel layer
-    tp_dram: TpDram = TpDram.OWN  # tensor parallel: the instances' DRAM, each its own port or one shared
+    tp_dram: InstanceDram = InstanceDram.OWN  # tensor parallel: the instances' DRAM, each its own port or one shared
     # the model whose weights and caches the memory holds, where not `spec` (the whole model, when the
     # shards share one DRAM)
     memory_spec: ModelSpec | None = field(default=None, repr=False)
@@ -193,7 +193,7 @@ class GenerateResult:
     def dram_sharers(self) -> int:
         """The instances whose traffic one DRAM carries alongside this one's (tensor parallel on one
         shared DRAM: all of them; else 1)."""
-        return self.tensor_parallel if self.tp_dram is TpDram.SHARED else 1
+        return self.tensor_parallel if self.tp_dram is InstanceDram.SHARED else 1
 
     @property
     def total_cycles(self) -> int:
@@ -486,7 +486,7 @@ def generate(
     jobs: int = 1,
     progress: Progress = quiet,
     tensor_parallel: int = 1,
-    tp_dram: TpDram | str = TpDram.OWN,
+    tp_dram: InstanceDram | str = InstanceDram.OWN,
 ) -> GenerateResult:
     """Prefill `prompt` tokens, then generate `new_tokens` (the first from the prefill) per sequence.
     Every pass runs under `options` (MapOptions; the keywords precision, softmax, layernorm, weights,
@@ -499,24 +499,21 @@ def generate(
     the prefill and of every decode step as it is timed, in whichever process. `tensor_parallel`: the
     model split over that many instances of `hw` by heads and FFN columns (presets.tensor_shard): one shard
     generates, each of its passes with its reductions (_with_reductions); the figures are an instance's.
-    `tp_dram` (parallel.TpDram): each instance on a DRAM port of its own, or all on hw's one DRAM (every
+    `tp_dram` (options.InstanceDram): each instance on a DRAM port of its own, or all on hw's one DRAM (every
     pass and reduction then takes what the instances' traffic together takes: parallel.alike_cycles)."""
     kw = dict(
         prompt=prompt, new_tokens=new_tokens, batch=batch, options=options, precision=precision, host=host,
         softmax=softmax, layernorm=layernorm, weights=weights, kv_precision=kv_precision, kv_plan=kv_plan, jobs=jobs,
         progress=progress,
     )  # fmt: skip
-    try:
-        tp_dram = TpDram(tp_dram)
-    except ValueError:
-        raise NvdlaError(f"--tp-dram {tp_dram!r}: one of {', '.join(d.value for d in TpDram)}") from None
+    tp_dram = InstanceDram.parse(tp_dram, "--tp-dram")
     if tensor_parallel == 1:
-        if tp_dram is TpDram.SHARED:
+        if tp_dram is InstanceDram.SHARED:
             raise NvdlaError("--tp-dram shared: one instance (--tp 1) shares its DRAM with nobody; give --tp N")
         return _generate(spec, hw, **kw)
     shard = tensor_shard(spec, tensor_parallel)
     partial_precision(hw)  # a build that cannot carry the partials is refused before the work
-    shared = tp_dram is TpDram.SHARED
+    shared = tp_dram is InstanceDram.SHARED
     # on one DRAM it holds every shard's weights and caches: the whole model's (checked before the work)
     res = _generate(shard, hw, alike=tensor_parallel if shared else 1, memory_spec=spec if shared else None, **kw)
     return _with_reductions(res, spec, tensor_parallel, tensor_parallel if shared else 1)
@@ -869,7 +866,7 @@ def _with_reductions(res: GenerateResult, spec: ModelSpec, shards: int, alike: i
     core, dram, host = res.first_step_energy_uj
     return dataclasses.replace(
         res, model=spec.name, steps=steps, tensor_parallel=shards, step_reduction=step_reduction,  # its spec the shard's: what an instance holds
-        tp_dram=TpDram.SHARED if alike > 1 else TpDram.OWN, step_reduction_cycles=step[0],
+        tp_dram=InstanceDram.SHARED if alike > 1 else InstanceDram.OWN, step_reduction_cycles=step[0],
         first_step_cycles=res.first_step_cycles + per_pass * prefill[0],
         first_step_energy_uj=(core + per_pass * prefill[1], dram + per_pass * prefill[2], host),
     )  # fmt: skip

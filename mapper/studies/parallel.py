@@ -7,7 +7,7 @@ attention's output projection and the FFN's down projection, two a block) give p
 vector; each instance writes its partial at INT16 (FP16 on a build whose CMAC has no INT16), then adds the
 other N - 1 instances' from the memory, one SDP pass each (X1's ALU with a per-element operand read by its
 RDMA; the last pass writes the layer's precision): Reduction, simulated on the build. Where the instances'
-DRAM is (TpDram): each its own port (a memory with a port per instance: an HBM stack's channels, or a chip's
+DRAM is (options.InstanceDram): each its own port (a memory with a port per instance: an HBM stack's channels, or a chip's
 own DRAM), or all on the build's one DRAM (alike_cycles: the shards ask alike and in step, so every stretch
 of a pass takes the longer of its time alone and the N instances' bytes at the memory's rate for them;
 shared_memory.alike). Left out: the interrupt and launch that order the instances around each reduction,
@@ -17,7 +17,6 @@ and the partials' second byte in the projections' own writes.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 from dataclasses import dataclass
 
@@ -29,13 +28,6 @@ from nvdla_sim.layers import MAX_DIM, OperandMode, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
 from nvdla_sim.processors import simulate
 from nvdla_sim.system.shared_memory import Demand, Profile, alike
-
-
-class TpDram(enum.Enum):
-    """Where a tensor-parallel run's instances keep their data."""
-
-    OWN = "own"  # each instance on a DRAM port of its own (HBM channels, a chip each)
-    SHARED = "shared"  # all on the build's one DRAM, sharing its rate (alike_cycles)
 
 
 @dataclass(frozen=True)

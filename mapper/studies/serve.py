@@ -51,6 +51,7 @@ from nvdla_mapper.frontends.presets import (
 )
 from nvdla_mapper.options import KvPlan, MapOptions, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
+from nvdla_mapper.results import demand_profile
 from nvdla_mapper.studies.generate import kv_bytes_per_token, kv_room
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
@@ -58,6 +59,7 @@ from nvdla_sim.config import HwConfig
 from nvdla_sim.errors import NvdlaError, check_int
 from nvdla_sim.precision import Precision
 from nvdla_sim.system.host import HostOp, HostWork, host_model
+from nvdla_sim.system.shared_memory import Capacity, speeds
 
 
 class Policy(enum.Enum):
@@ -393,36 +395,78 @@ def simulate_serving(
     what: str = "requests served",
 ) -> ServeResult:
     """Run the requests through the scheduler (module docstring) and return every iteration and request;
-    `progress` hears of every request finished, as `what`. One event loop: arrivals join the queue, the
-    policy (POLICIES) runs an iteration, the clock moves to its end (or to the next arrival when nothing
-    can run)."""
-    s = settings or ServeSettings()
-    b = s.block_tokens
-    for r in requests:
-        need = blocks_for(r.prompt + r.output - 1, b)  # the last token's K/V is never written
-        if need > capacity_blocks:
-            raise NvdlaError(
-                f"request {r.id} ({r.prompt} prompt + {r.output} output tokens) needs {need} KV blocks of {b} "
-                f"positions alone; the cache holds {capacity_blocks}: {need - capacity_blocks} too many"
-            )
-    q = _Queue(
-        deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id))), _Pool(capacity_blocks, b), costs, s,
-        lambda n: progress(what, n, len(requests)),
-    )  # fmt: skip
-    policy = POLICIES[s.policy]
-    iterations: list[Iteration] = []
-    t = 0
-    while q.pending or q.waiting or q.running:
-        q.arrive(t)
-        it = policy(q, t)
-        if it is None:
-            if q.pending:  # idle until the next arrival
-                t = q.pending[0].arrival_cycle
-            continue
-        iterations.append(it)
-        t = it.end
+    `progress` hears of every request finished, as `what`. One event loop (_Server): arrivals join the
+    queue, the policy (POLICIES) runs an iteration, the clock moves to its end (or to the next arrival when
+    nothing can run)."""
+    server = _Server(requests, costs, capacity_blocks, settings or ServeSettings(), progress, what)
+    while server.busy:
+        it = server.next_iteration()
+        if it is not None:
+            server.ended(it, it.end)
+    return server.result()
+
+
+class _Server:
+    """One instance's serving loop: its queue under the policy, its clock (cycles), its iterations. A
+    request that could never fit alone is refused here, before the run."""
+
+    def __init__(self, requests: list[Request], costs: StepCosts, capacity_blocks: int, s: ServeSettings,
+                 progress: Progress, what: str) -> None:  # fmt: skip
+        b = s.block_tokens
+        for r in requests:
+            need = blocks_for(r.prompt + r.output - 1, b)  # the last token's K/V is never written
+            if need > capacity_blocks:
+                raise NvdlaError(
+                    f"request {r.id} ({r.prompt} prompt + {r.output} output tokens) needs {need} KV blocks of {b} "
+                    f"positions alone; the cache holds {capacity_blocks}: {need - capacity_blocks} too many"
+                )
+        self.requests, self.capacity_blocks, self.settings = requests, capacity_blocks, s
+        self.q = _Queue(
+            deque(sorted(requests, key=lambda r: (r.arrival_cycle, r.id))), _Pool(capacity_blocks, b), costs, s,
+            lambda n: progress(what, n, len(requests)),
+        )  # fmt: skip
+        self.policy = POLICIES[s.policy]
+        self.iterations: list[Iteration] = []
+        self.t = 0  # its clock: when it may start its next iteration
+
+    @property
+    def busy(self) -> bool:
+        """Whether requests are still to arrive, waiting or running."""
+        q = self.q
+        return bool(q.pending or q.waiting or q.running)
+
+    def next_iteration(self) -> Iteration | None:
+        """At its clock, the arrivals so far join the queue and the policy plans and runs an iteration (its
+        end as alone); None when nothing can run until the next arrival (the clock moves to it)."""
+        q = self.q
+        q.arrive(self.t)
+        it = self.policy(q, self.t)
+        if it is None and q.pending:
+            self.t = q.pending[0].arrival_cycle
+        return it
+
+    def ended(self, it: Iteration, end: int) -> None:
+        """Iteration `it` ended at `end` (later than alone where a shared memory slowed it: the first tokens
+        and the finishes it made move with it); the clock moves there."""
+        q = self.q
+        if end != it.end:
+            old = it.end  # no earlier iteration ended this late: a time equal to it is this one's
+            for x in q.running:
+                if x.first_token == old:
+                    x.first_token = end
+            for rid in it.requests:
+                r = q.done.get(rid)
+                if r is not None and r.finish_cycle == old:
+                    first = end if r.first_token_cycle == old else r.first_token_cycle
+                    q.done[rid] = dataclasses.replace(r, first_token_cycle=first, finish_cycle=end)
+            it = dataclasses.replace(it, end=end)
+        self.iterations.append(it)
+        self.t = end
         q.pool.check(q.running)
-    return ServeResult([q.done[r.id] for r in requests], iterations, capacity_blocks, s)
+
+    def result(self) -> ServeResult:
+        return ServeResult([self.q.done[r.id] for r in self.requests], self.iterations, self.capacity_blocks,
+                           self.settings)  # fmt: skip
 
 
 MAX_REPLICAS = 64  # instances a serving run may spread its requests over
@@ -430,18 +474,31 @@ MAX_REPLICAS = 64  # instances a serving run may spread its requests over
 
 def serve_replicas(
     requests: list[Request], costs: StepCosts, replicas: int, *, capacity_blocks: int,
-    settings: ServeSettings | None = None, progress: Progress = quiet,
+    settings: ServeSettings | None = None, progress: Progress = quiet, shared: Capacity | None = None,
 ) -> list[ServeResult]:  # fmt: skip
-    """The requests served by `replicas` instances of one build, each with the whole model, its own KV cache
-    of `capacity_blocks` and its own DRAM port: request i in order of arrival to replica i mod `replicas`
-    (round robin, as a load balancer that does not look at the replicas' queues), each replica's run as
-    simulate_serving's (one `costs` for all: a step's cost is timed once)."""
+    """The requests served by `replicas` instances of one build, each with the whole model and its own KV cache
+    of `capacity_blocks`: request i in order of arrival to replica i mod `replicas` (round robin, as a load
+    balancer that does not look at the replicas' queues), each replica's loop as simulate_serving's (one
+    `costs` for all: a step's cost is timed once). Each on a DRAM port of its own; or, with `shared` (the
+    one DRAM's rate for what its masters ask: system.capacity), all on one DRAM, their loops advancing
+    together (_serve_together; `costs` must count its traffic: SimulatedCosts(traffic=True))."""
     if isinstance(replicas, bool) or not isinstance(replicas, int) or not 1 <= replicas <= MAX_REPLICAS:
         raise NvdlaError(f"--replicas {replicas!r}: a whole number of instances from 1 to {MAX_REPLICAS}")
     ordered = sorted(requests, key=lambda r: (r.arrival_cycle, r.id))
     shares = [ordered[k::replicas] for k in range(replicas)]
     if any(not share for share in shares):
         raise NvdlaError(f"--replicas {replicas}: more replicas than the {len(requests)} requests")
+    if shared is not None:
+        if getattr(costs, "traffic", None) is None:
+            raise NvdlaError("replicas on one shared DRAM: the step costs must count their DRAM traffic "
+                             "(SimulatedCosts(..., traffic=True))")  # fmt: skip
+        s = settings or ServeSettings()
+        servers = [
+            _Server(share, costs, capacity_blocks, s, progress, f"requests served (replica {k + 1} of {replicas})")
+            for k, share in enumerate(shares)
+        ]
+        _serve_together(servers, costs, shared, costs.hw.clock_mhz)
+        return [server.result() for server in servers]
     return [
         simulate_serving(
             share,
@@ -453,6 +510,50 @@ def serve_replicas(
         )
         for k, share in enumerate(shares)
     ]
+
+
+def _serve_together(servers: list[_Server], costs, capacity: Capacity, clock_mhz: float) -> None:
+    """The servers' loops advancing together on one DRAM: each iteration is planned at its server's clock as
+    alone (its cycles and its DRAM bytes, `costs.traffic`'s growth over its planning), then runs through its
+    time alone at the speed the memory gives it (shared_memory.speeds: max-min fair shares of the memory's
+    rate for what the running iterations ask together, each asking its bytes evenly over its time alone; an
+    iteration asking while the others ask nothing runs as alone); it ends when it has run its time alone
+    (at the cycle it reaches it, rounded up), and its server plans its next at that end, or waits for its
+    next arrival. Exact as an event loop of the fluid sharing; what it leaves out is share_jobs's."""
+    ns = 1e3 / clock_mhz
+    running: dict[int, list] = {}  # server -> [iteration, cycles alone, (read, write) bytes a ns, cycles run]
+    wall = 0.0  # cycles
+
+    def plan(k: int) -> None:
+        server = servers[k]
+        while server.busy and server.t <= wall:
+            read, written = costs.traffic
+            it = server.next_iteration()
+            if it is None:
+                continue  # its clock moved to the next arrival
+            alone = it.end - it.start
+            now_read, now_written = costs.traffic
+            ask = ((now_read - read) / (alone * ns), (now_written - written) / (alone * ns)) if alone else (0.0, 0.0)
+            running[k] = [it, alone, ask, 0.0]
+            return
+
+    for k in range(len(servers)):
+        plan(k)
+    while running or any(s.busy for s in servers):
+        keys = sorted(running)
+        speed = dict(zip(keys, speeds([running[k][2] for k in keys], capacity), strict=True))
+        waits = [s.t - wall for k, s in enumerate(servers) if k not in running and s.busy]  # idle until an arrival
+        step = min([(running[k][1] - running[k][3]) / speed[k] for k in keys] + waits)
+        wall += step
+        for k in keys:
+            entry = running[k]
+            entry[3] += step * speed[k]
+            if entry[3] >= entry[1] - 1e-6:  # run its time alone: it ends at this cycle (rounded up)
+                del running[k]
+                servers[k].ended(entry[0], max(entry[0].end, math.ceil(wall - 1e-6)))
+        for k in range(len(servers)):
+            if k not in running:
+                plan(k)
 
 
 def replicas_percentiles(results: list[ServeResult]) -> dict[Latency, Percentiles | None]:
@@ -620,6 +721,7 @@ class SimulatedCosts:
         options: MapOptions | None = None,
         kv_precision: Precision | None = None,
         kv_plan: KvPlan | str | None = None,
+        traffic: bool = False,
     ) -> None:
         check_generative(spec)
         if spec.decoder_layers:
@@ -632,10 +734,16 @@ class SimulatedCosts:
         self.weights, self.kv_plan = self.options.weights, self.options.kv_plan
         self.host = host_model(hw.host)
         self.memo = new_memo(hw, self.options)
-        self._prefill: dict[int, int] = {}
-        self._decode: dict[tuple[int, ...], int] = {}
-        self._mixed: dict[tuple, int] = {}
+        # each part's (cycles, DRAM read bytes, written bytes) by its key (the bytes: with `traffic`)
+        self._prefill: dict[int, tuple[int, float, float]] = {}
+        self._decode: dict[tuple[int, ...], tuple[int, float, float]] = {}
+        self._mixed: dict[tuple, tuple[int, float, float]] = {}
         self._templates: dict[tuple, StepTemplate] = {}
+        # with `traffic`: the DRAM bytes (read, written) of every part asked for so far, each part's demand
+        # profile's (results.demand_profile: its layers', copies' and host tasks' traffic); an iteration's
+        # are what its parts add (serve_replicas on one shared DRAM)
+        self.with_traffic = traffic
+        self.traffic: tuple[float, float] | None = (0.0, 0.0) if traffic else None
 
     @property
     def mapped(self) -> tuple[int, int]:
@@ -645,19 +753,30 @@ class SimulatedCosts:
     def prefill(self, tokens: int) -> int:
         if tokens not in self._prefill:
             g = build_graph(self.spec, batch=1, seq=tokens, head="lm_last")
-            self._prefill[tokens] = self._map(g)
-        return self._prefill[tokens]
+            run = map_model(g, self.hw, self.options, with_baseline=False, memo=self.memo)
+            self._prefill[tokens] = (run.total_cycles, *(demand_profile(run).nbytes() if self.with_traffic else (0, 0)))
+        return self._asked(self._prefill[tokens])
 
-    def _map(self, g) -> int:
-        return map_model(
-            g, self.hw, self.options, with_baseline=False, memo=self.memo,
-        ).total_cycles  # fmt: skip
+    def _asked(self, part: tuple[int, float, float]) -> int:
+        """A part's cycles, its bytes added to the traffic asked for."""
+        cycles, read, written = part
+        if self.traffic is not None:
+            self.traffic = (self.traffic[0] + read, self.traffic[1] + written)
+        return cycles
+
+    def _timed(self, template: StepTemplate, shape) -> tuple[int, float, float]:
+        """A step template's iteration at `shape`: (cycles, read bytes, written bytes)."""
+        if not self.with_traffic:
+            return template.figures(shape).total_cycles, 0.0, 0.0
+        figures, profile = template.figures_and_profile(shape)
+        return (figures.total_cycles, *profile.nbytes())
 
     def swap(self, positions: int) -> int:
         """One sequence's KV cache copied between NVDLA's memory and the host's by the host CPU (the config's
         host model: a copy, every byte read and written, plus one hand-off)."""
         nbytes = positions * kv_bytes_per_token(self.spec, self.kv_precision or self.precision)
-        return self.host.cycles(HostWork(HostOp.COPY, 0, 2 * nbytes), self.hw.clock_mhz)
+        cycles = self.host.cycles(HostWork(HostOp.COPY, 0, 2 * nbytes), self.hw.clock_mhz)
+        return self._asked((cycles, nbytes, nbytes) if self.with_traffic else (cycles, 0.0, 0.0))
 
     def mixed(self, seqs: tuple[tuple[int, int], ...], emitting: int) -> int:
         key = (tuple(sorted(seqs)), emitting)
@@ -667,19 +786,16 @@ class SimulatedCosts:
             groups = sorted(Counter(key[0]).items())
             composition = ("mixed", tuple((k, n) for (_, n), k in groups), emitting)
             template = self._template(composition, lambda s, q: mixed_step_graph(s, q, emitting=emitting))
-            self._mixed[key] = template.figures(key[0]).total_cycles
-        return self._mixed[key]
+            self._mixed[key] = self._timed(template, key[0])
+        return self._asked(self._mixed[key])
 
     def decode(self, kv_lens: tuple[int, ...]) -> int:
         key = tuple(sorted(kv_lens))
         if key not in self._decode:  # one template per composition: how many sequences share each length
             composition = ("decode", tuple(k for _, k in sorted(Counter(key).items())))
-            self._decode[key] = (
-                self._template(composition, lambda s, lens: decode_step_graph(s, batch=len(lens), kv_len=lens))
-                .figures(key)
-                .total_cycles
-            )
-        return self._decode[key]
+            template = self._template(composition, lambda s, lens: decode_step_graph(s, batch=len(lens), kv_len=lens))
+            self._decode[key] = self._timed(template, key)
+        return self._asked(self._decode[key])
 
     def _template(self, composition: tuple, build) -> StepTemplate:
         """The step template of an iteration's batch composition (step_template: lowered and scheduled once,

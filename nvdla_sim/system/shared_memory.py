@@ -21,6 +21,7 @@ in the gaps of another master's are counted as contending.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -68,6 +69,12 @@ class Profile:
     def length(self) -> float:
         return self.breakpoints[-1]
 
+    def nbytes(self) -> tuple[float, float]:
+        """(read, write) bytes over its length."""
+        spans = [b - a for a, b in itertools.pairwise(self.breakpoints)]
+        return (sum(r * d for r, d in zip(self.read_rate, spans, strict=True)),
+                sum(w * d for w, d in zip(self.write_rate, spans, strict=True)))  # fmt: skip
+
     def repeated(self, times: int) -> Profile:
         """The run `times` over, back to back."""
         n = self.length
@@ -98,6 +105,19 @@ def fair_shares(asks: Sequence[float], capacity: float) -> list[float]:
             out[j] = equal
         break
     return out
+
+
+def speeds(asks: Sequence[tuple[float, float]], capacity: Capacity) -> list[float]:
+    """How fast each master runs through its own time (1: as alone) while asking (read, write) bytes a ns:
+    max-min fair shares of the memory's rate for what they ask together, each slowed by what it is not
+    given; a master asking while the others ask nothing runs as it ran alone (its own mix timed it)."""
+    totals = [r + w for r, w in asks]
+    if sum(t > 0 for t in totals) <= 1:
+        return [1.0] * len(asks)
+    rate = capacity(asks)
+    if not rate > 0:
+        raise ValueError(f"the memory's rate for {list(asks)} is {rate}: it must be above 0")
+    return [g / t if t else 1.0 for g, t in zip(fair_shares(totals, rate), totals, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -191,14 +211,7 @@ def share_jobs(masters: Sequence[Master], capacity: Capacity) -> list[list[float
             return ends
         profiles = [masters[k].jobs[job[k]] for k in running]
         asks = [(p.read_rate[at[k]], p.write_rate[at[k]]) for k, p in zip(running, profiles, strict=True)]
-        speed = [1.0] * len(running)
-        totals = [r + w for r, w in asks]
-        if sum(t > 0 for t in totals) > 1:  # a master asking alone runs as it ran alone
-            rate = capacity(asks)
-            if not rate > 0:
-                raise ValueError(f"the memory's rate for {asks} is {rate}: it must be above 0")
-            given = fair_shares(totals, rate)
-            speed = [g / t if t else 1.0 for g, t in zip(given, totals, strict=True)]
+        speed = speeds(asks, capacity)
         # to the next breakpoint of any running master, in wall time
         step = min((p.breakpoints[at[k] + 1] - own[k]) / s for k, p, s in zip(running, profiles, speed, strict=True))
         wall += step

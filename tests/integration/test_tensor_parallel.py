@@ -150,7 +150,7 @@ def test_tensor_parallel_on_one_shared_dram():
     assert (shared.to_dict()["tp_dram"], own.to_dict()["tp_dram"]) == ("shared", "own")
     with pytest.raises(NvdlaError, match="--tp-dram shared: one instance"):
         generate(PRESETS["gpt2"], hw, tp_dram="shared", **kw)
-    with pytest.raises(NvdlaError, match="--tp-dram 'both': one of own, shared"):
+    with pytest.raises(NvdlaError, match="--tp-dram 'both': valid are own, shared"):
         generate(PRESETS["gpt2"], hw, tensor_parallel=2, tp_dram="both", **kw)
 
 
