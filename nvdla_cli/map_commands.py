@@ -134,8 +134,8 @@ def add_commands(sub, registry: dict) -> None:
     se.add_argument("--block-tokens", type=int, default=16, help="KV positions per cache block")
     se.add_argument("--max-batch", type=int, default=32, help="requests running at once")
     se.add_argument("--replicas", type=int, default=1,
-                    help="instances of the build serving the requests, each with the whole model, its own KV cache "
-                         "and DRAM port, the requests dealt round robin in order of arrival (default 1)")  # fmt: skip
+                    help="instances of the build serving the requests, each with the whole model and its own KV "
+                         "cache, the requests dealt round robin in order of arrival (default 1)")  # fmt: skip
     se.add_argument("--replicas-dram", choices=InstanceDram.values(), default="own",
                     help="with --replicas: each replica on a DRAM port of its own, or all on the build's one DRAM, "
                          "their loops advancing together (default own)")  # fmt: skip
@@ -690,7 +690,9 @@ def _serve(args: argparse.Namespace) -> int:
             raise NvdlaError(
                 f"request {r.id}: {r.prompt} prompt + {r.output} output tokens; {spec.name} has {spec.max_positions} positions"
             )
-    capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens, kv_precision=kv)
+    # replicas on one DRAM each hold a copy of the weights and a share of the room beside them
+    sharing = args.replicas if args.replicas_dram == "shared" else 1
+    capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens, kv_precision=kv, sharing=sharing)
     accuracy = _accuracy(args, hw, prec, seq=args.prompt) if args.quantize else None
     if rates is not None:
         code = _serve_sweep(args, rates, spec, hw, prec, settings, capacity, weights, out, kv=kv, accuracy=accuracy)

@@ -449,7 +449,7 @@ class _Server:
         """Iteration `it` ended at `end` (later than alone where a shared memory slowed it: the first tokens
         and the finishes it made move with it); the clock moves there."""
         q = self.q
-        if end != it.end:
+        if end != it.end and it.end > it.start:
             old = it.end  # no earlier iteration ended this late: a time equal to it is this one's
             for x in q.running:
                 if x.first_token == old:
@@ -517,11 +517,20 @@ def _serve_together(servers: list[_Server], costs, capacity: Capacity, clock_mhz
     alone (its cycles and its DRAM bytes, `costs.traffic`'s growth over its planning), then runs through its
     time alone at the speed the memory gives it (shared_memory.speeds: max-min fair shares of the memory's
     rate for what the running iterations ask together, each asking its bytes evenly over its time alone; an
-    iteration asking while the others ask nothing runs as alone); it ends when it has run its time alone
-    (at the cycle it reaches it, rounded up), and its server plans its next at that end, or waits for its
-    next arrival. Exact as an event loop of the fluid sharing; what it leaves out is share_jobs's."""
+    iteration asking while the others ask nothing runs as alone); it ends when it has run its time alone,
+    its alone end moved by the time it lost (rounded up to a cycle; exactly none where it ran at full speed
+    throughout, whatever the clock), and its server plans its next at that end, or waits for its next
+    arrival. An event loop of the fluid sharing; what it leaves out is share_jobs's."""
     ns = 1e3 / clock_mhz
-    running: dict[int, list] = {}  # server -> [iteration, cycles alone, (read, write) bytes a ns, cycles run]
+
+    @dataclasses.dataclass
+    class Run:  # an iteration under way
+        it: Iteration
+        left: float  # cycles of its time alone still to run
+        ask: tuple[float, float]  # (read, written) bytes a ns it asks, its bytes over its time alone
+        lost: float = 0.0  # cycles it has lost to the others so far
+
+    running: dict[int, Run] = {}
     wall = 0.0  # cycles
 
     def plan(k: int) -> None:
@@ -534,23 +543,26 @@ def _serve_together(servers: list[_Server], costs, capacity: Capacity, clock_mhz
             alone = it.end - it.start
             now_read, now_written = costs.traffic
             ask = ((now_read - read) / (alone * ns), (now_written - written) / (alone * ns)) if alone else (0.0, 0.0)
-            running[k] = [it, alone, ask, 0.0]
+            running[k] = Run(it, float(alone), ask)
             return
 
     for k in range(len(servers)):
         plan(k)
     while running or any(s.busy for s in servers):
         keys = sorted(running)
-        speed = dict(zip(keys, speeds([running[k][2] for k in keys], capacity), strict=True))
-        waits = [s.t - wall for k, s in enumerate(servers) if k not in running and s.busy]  # idle until an arrival
-        step = min([(running[k][1] - running[k][3]) / speed[k] for k in keys] + waits)
-        wall += step
+        speed = dict(zip(keys, speeds([running[k].ask for k in keys], capacity), strict=True))
+        # the next event: an iteration running out its time alone, or an idle server's next arrival
+        events = [(running[k].left / speed[k], 0, k) for k in keys]
+        events += [(s.t - wall, 1, k) for k, s in enumerate(servers) if k not in running and s.busy]
+        step, kind, first = min(events)
+        wall = float(servers[first].t) if kind else wall + step  # an arrival's clock exactly
         for k in keys:
-            entry = running[k]
-            entry[3] += step * speed[k]
-            if entry[3] >= entry[1] - 1e-6:  # run its time alone: it ends at this cycle (rounded up)
+            run = running[k]
+            run.left -= step * speed[k]
+            run.lost += step * (1.0 - speed[k])  # exactly 0.0 while it runs at full speed
+            if (kind == 0 and k == first) or run.left <= 1e-9 * (run.it.end - run.it.start):
                 del running[k]
-                servers[k].ended(entry[0], max(entry[0].end, math.ceil(wall - 1e-6)))
+                servers[k].ended(run.it, run.it.end + math.ceil(run.lost - 1e-6))
         for k in range(len(servers)):
             if k not in running:
                 plan(k)
@@ -688,18 +700,24 @@ class ServeResult:
 
 
 def kv_capacity_blocks(
-    spec: ModelSpec, hw: HwConfig, precision: Precision, block_tokens: int, *, kv_precision: Precision | None = None
-) -> int:
+    spec: ModelSpec, hw: HwConfig, precision: Precision, block_tokens: int, *, kv_precision: Precision | None = None,
+    sharing: int = 1,
+) -> int:  # fmt: skip
     """KV blocks that fit beside the model's weights in the memory NVDLA can address (generate.memory_limit),
-    each of `block_tokens` positions at the caches' precision (`kv_precision`, else the model's)."""
+    each of `block_tokens` positions at the caches' precision (`kv_precision`, else the model's); with
+    `sharing` replicas on that one memory, each replica's: the room beside their `sharing` copies of the
+    weights, split evenly."""
     room, limit, what = kv_room(spec, hw, precision)
+    weights = limit - room
     per_block = kv_bytes_per_token(spec, kv_precision or precision) * block_tokens
-    if room < per_block:
+    room = limit - sharing * weights
+    if room < sharing * per_block:
+        copies = f"{sharing} copies of " if sharing > 1 else ""
         raise NvdlaError(
-            f"{spec.name}'s weights ({(limit - room) / 2**30:.2f} GiB, {precision.value}) leave no "
-            f"room for one KV block in {what}"
+            f"{copies}{spec.name}'s weights ({sharing * weights / 2**30:.2f} GiB, {precision.value}) leave no "
+            f"room for {'a KV block each' if sharing > 1 else 'one KV block'} in {what}"
         )
-    return room // per_block
+    return room // sharing // per_block
 
 
 class SimulatedCosts:

@@ -297,6 +297,8 @@ def capacity(shared: HwConfig) -> Capacity:
     def given(asks: Sequence[tuple[float, float]]) -> float:
         key = tuple(asks)
         if key not in seen:
+            if len(seen) >= 4096:  # asks that vary without end (serving's iterations) keep the last few
+                seen.clear()
             seen[key] = memory.dram_gbs(dram.AccessMix.of([r for r, _ in asks], [w for _, w in asks]))
         return seen[key]
 

@@ -1,6 +1,7 @@
 """`nvdla serve --replicas N` (studies/serve.serve_replicas): the requests dealt round robin in order of arrival
-to N instances of the build, each with the whole model, its own KV cache and DRAM port; by hand: requests that
-arrive together, one a replica, each start at once, as a lone request does."""
+to N instances of the build, each with the whole model and its own KV cache, on DRAM ports of their own or on
+one shared DRAM (--replicas-dram shared); by hand: requests that arrive together, one a replica, each start at
+once, as a lone request does; on one DRAM, replicas streaming at its whole rate each take twice as long."""
 
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ class Streaming:
     def __init__(self) -> None:
         self.traffic = (0.0, 0.0)
 
-    def _part(self, cycles: int) -> int:
-        self.traffic = (self.traffic[0] + 64 * cycles, self.traffic[1])
+    def _part(self, cycles: int, per_cycle: int = 64) -> int:
+        self.traffic = (self.traffic[0] + per_cycle * cycles, self.traffic[1])
         return cycles
 
     def prefill(self, tokens: int) -> int:
@@ -128,3 +129,53 @@ def test_serve_replicas_on_one_dram_through_the_cli(tmp_path, capsys):
     assert doc["replicas_dram"] == "shared" and [r["requests"] for r in doc["replicas"]] == [2, 2]
     assert main(["serve", "gpt2", "--replicas-dram", "shared"]) == 2
     assert "--replicas-dram says where the replicas keep their data: give --replicas N" in capsys.readouterr().err
+
+
+def test_replicas_on_one_dram_split_its_room():
+    """On nv_full_lpddr4's 8 GiB each of four replicas holds a copy of GPT-2's weights, and the room beside the
+    four copies is split four ways into blocks of 16 positions (2 x 12 layers x 768 bytes a position at INT8:
+    294,912 bytes a block), by hand; GPT-J-6B's four copies (over 5 GiB each) do not fit."""
+    from nvdla_mapper.studies.generate import weight_bytes
+    from nvdla_mapper.studies.serve import kv_capacity_blocks
+
+    hw = load_config("nv_full_lpddr4")
+    w = weight_bytes(PRESETS["gpt2"], Precision.INT8)
+    block = 2 * 12 * 768 * 16
+    assert kv_capacity_blocks(PRESETS["gpt2"], hw, Precision.INT8, 16) == (8 * 2**30 - w) // block
+    assert kv_capacity_blocks(PRESETS["gpt2"], hw, Precision.INT8, 16, sharing=4) == (8 * 2**30 - 4 * w) // 4 // block
+    with pytest.raises(NvdlaError, match=r"^4 copies of gptj-6b-size's weights \(2\d\.\d\d GiB, int8\) leave no room"):
+        kv_capacity_blocks(PRESETS["gptj-6b-size"], hw, Precision.INT8, 16, sharing=4)
+
+
+class ThreeKinds(Streaming):
+    """Parts by the request (its prompt, its cache): prompt 4 and caches under 100 positions stream 64 bytes a
+    cycle, prompt 105 and caches under 200 50 bytes, prompt 208 and longer caches 1 byte; odd cycle counts."""
+
+    def prefill(self, tokens: int) -> int:
+        return self._part(997, 64) if tokens == 4 else self._part(1009, 50) if tokens == 105 else self._part(1013, 1)
+
+    def decode(self, kv_lens) -> int:
+        m = max(kv_lens)
+        return self._part(7 + m % 3, 64) if m < 100 else self._part(11 + m % 5, 50) if m < 200 else self._part(29, 1)
+
+
+def test_a_replica_never_slowed_keeps_its_ends_late_in_a_run():
+    """Far into a run (arrivals past 10^11 cycles, where a float of the clock has steps of 1/64 cycle) and on a
+    memory whose shares are not whole fractions (40.3 bytes a ns): two heavy replicas share what the light one
+    leaves, while the light one, asking 1 byte a ns, is never slowed and keeps every end it has alone, to the
+    cycle (a clock summed in floats drifted 251 of its ends by up to 8 cycles); a request whose one token comes from its prefill (output 1) finishes where its slowed prefill ends,
+    by hand."""
+    from nvdla_mapper.studies.serve import ServeSettings
+
+    base = 10**11
+    kw = dict(capacity_blocks=1000, settings=ServeSettings(block_tokens=4))
+    reqs = [Request(0, base, 4, 90), Request(1, base, 105, 90), Request(2, base, 208, 300)]
+    shared = serve_replicas(reqs, ThreeKinds(), 3, shared=lambda asks: 40.3, **kw)
+    own = serve_replicas(reqs, ThreeKinds(), 3, **kw)
+    assert shared[2].iterations == own[2].iterations and shared[2].requests == own[2].requests
+    assert shared[0].requests[0].finish_cycle > own[0].requests[0].finish_cycle
+    # two prefills at once on 100 bytes a ns (each asks 64): 50 each, 100 cycles alone take 128
+    settings = ServeSettings(block_tokens=4)
+    one = serve_replicas([Request(0, base, 4, 1), Request(1, base, 4, 1)], Streaming(), 2, capacity_blocks=100,
+                         settings=settings, shared=lambda asks: 100.0)  # fmt: skip
+    assert [(r.requests[0].first_token_cycle, r.requests[0].finish_cycle) for r in one] == [(base + 128,) * 2] * 2
