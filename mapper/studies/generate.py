@@ -41,12 +41,11 @@ from nvdla_mapper.frontends.presets import (
 from nvdla_mapper.options import InstanceDram, KvPlan, MapOptions, Placement, WeightTreatment
 from nvdla_mapper.passes import map_model, new_memo
 from nvdla_mapper.results import MapResult, PassFigures, demand_profile, memory_description
-from nvdla_mapper.studies.parallel import Reduction, alike_cycles, partial_precision, reduction
+from nvdla_mapper.studies.parallel import Reduction, alike_time, partial_precision, reduction, row_parallel_layers
 from nvdla_mapper.studies.progress import Progress, quiet
 from nvdla_mapper.studies.step_template import StepTemplate
 from nvdla_mapper.workload import ops_in_order
 from nvdla_sim.config import HwConfig
-from nvdla_sim.energy.model import Energy, dram_background_pj, run_energy
 from nvdla_sim.engine.bounds import port_rates
 from nvdla_sim.engine.stats import Bound
 from nvdla_sim.errors import NvdlaError, check_int
@@ -540,7 +539,7 @@ def _generate(
     memory_spec: ModelSpec | None = None,
 ) -> GenerateResult:
     """generate() of one model on one instance, or (`alike` > 1) of a shard on each of that many alike
-    instances in step on hw's one DRAM (each pass at the time their traffic together takes: _alike_time),
+    instances in step on hw's one DRAM (each pass at the time their traffic together takes: parallel.alike_time),
     `memory_spec` the model whose weights and caches that DRAM holds (the whole one)."""
     for name, v in (("--prompt", prompt), ("--new-tokens", new_tokens), ("--batch", batch), ("--jobs", jobs)):
         check_int(v, name)
@@ -618,7 +617,7 @@ def _generate(
         res.first_step_energy_uj = (first_step.core_energy_uj, first_step.dram_energy_uj, first_step.host_energy_uj)
         res.first_step_macs = first_step.macs
     if alike > 1:  # the prefill's wait for the other instances' traffic comes before the first token too
-        cycles, core, dram = _alike_time(prefill.total_cycles, demand_profile(prefill), hw, alike)
+        cycles, core, dram = alike_time(prefill.total_cycles, demand_profile(prefill), hw, alike)
         c, d, h = res.first_step_energy_uj
         res.prefill_wait_cycles = cycles - prefill.total_cycles
         res.first_step_energy_uj = (c + core, d + dram, h)
@@ -634,26 +633,15 @@ def _step(template: StepTemplate, kv_len: int, *, hw: HwConfig, alike: int = 1) 
 
 
 def _on_shared_dram(step: StepResult, profile: Profile, hw: HwConfig, alike: int) -> StepResult:
-    """A step as each of `alike` instances running it in step on hw's one DRAM runs it (_alike_time): bound by
+    """A step as each of `alike` instances running it in step on hw's one DRAM runs it (parallel.alike_time): bound by
     the DRAM where it waits for it, its roofline no lower than all the instances' bytes at its peak."""
-    cycles, core, dram = _alike_time(step.cycles, profile, hw, alike)
+    cycles, core, dram = alike_time(step.cycles, profile, hw, alike)
     # its roofline: no sooner than every instance's bytes at the DRAM's peak; the wait is the DRAM's
     floor = math.ceil(alike * step.dram_bytes / port_rates(hw)[1])
     return dataclasses.replace(
         step, cycles=cycles, core_energy_uj=step.core_energy_uj + core, dram_energy_uj=step.dram_energy_uj + dram,
         roofline_cycles=max(step.roofline_cycles, floor), bound=Bound.DRAM if cycles > step.cycles else step.bound,
     )  # fmt: skip
-
-
-def _alike_time(cycles: int, profile: Profile, hw: HwConfig, alike: int) -> tuple[int, float, float]:
-    """A pass of `cycles` alone (its DRAM demand `profile`) on each of `alike` instances in step on hw's one
-    DRAM: (its cycles together, parallel.alike_cycles; the energy its wait adds to an instance's core, its
-    always-on power and leakage; and to its DRAM: the one DRAM's background over the time together, each
-    instance's share, in place of its own DRAM's over its time alone), uJ."""
-    together = max(cycles, alike_cycles(profile, hw, alike))
-    core = run_energy(Energy(), hw, together - cycles).core
-    dram = dram_background_pj(hw, together) / alike - dram_background_pj(hw, cycles)
-    return together, core * 1e-6, dram * 1e-6
 
 
 def _step_result(kv_len: int, f: PassFigures) -> StepResult:
@@ -842,15 +830,14 @@ def _with_reductions(res: GenerateResult, spec: ModelSpec, shards: int, alike: i
     """A shard's generation with its row-parallel layers' reductions (parallel.reduction), two a block: the
     prefill's at its tokens before the first token, each step's at its batch's (figures an instance's); with
     `alike` > 1 the instances share hw's one DRAM (each reduction at the time their traffic together takes:
-    _alike_time)."""
-    hidden, blocks = spec.stages[0].hidden, sum(st.layers for st in spec.stages)
-    per_pass = 2 * blocks  # the attention's output projection and the FFN's down projection, each block
+    parallel.alike_time)."""
+    hidden, per_pass = spec.stages[0].hidden, row_parallel_layers(spec)
     hw = res.hw
 
     def timed(r: Reduction) -> tuple[int, float, float]:  # (cycles, core uJ, DRAM uJ) of one reduction
         if alike == 1:
             return r.cycles, r.core_uj, r.dram_uj
-        cycles, core, dram = _alike_time(r.cycles, r.profile, hw, alike)
+        cycles, core, dram = alike_time(r.cycles, r.profile, hw, alike)
         return cycles, r.core_uj + core, r.dram_uj + dram
 
     prefill = timed(reduction(hw, res.batch * res.prompt, hidden, shards, res.precision))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from nvdla_mapper.studies.system import capacity
 from nvdla_sim.config import HwConfig
-from nvdla_sim.energy.model import Energy, layer_energy, run_energy
+from nvdla_sim.energy.model import Energy, dram_background_pj, layer_energy, run_energy
 from nvdla_sim.errors import NvdlaError
 from nvdla_sim.layers import MAX_DIM, OperandMode, SdpLayer, SdpSpec
 from nvdla_sim.precision import Precision
@@ -44,6 +44,23 @@ class Reduction:
 
 
 NO_REDUCTION = Reduction(0, 0, 0, 0.0, 0.0, Profile((0.0,), (), ()))
+
+
+def row_parallel_layers(spec) -> int:
+    """A decoder pass's row-parallel layers (each followed by a reduction): the attention's output projection
+    and the FFN's down projection, in every block."""
+    return 2 * sum(st.layers for st in spec.stages)
+
+
+def alike_time(cycles: int, profile: Profile, hw: HwConfig, alike: int) -> tuple[int, float, float]:
+    """A pass of `cycles` alone (its DRAM demand `profile`) on each of `alike` instances in step on hw's one
+    DRAM: (its cycles together, alike_cycles; the energy its wait adds to an instance's core, its always-on
+    power and leakage; and to its DRAM: the one DRAM's background over the time together, each instance's
+    share, in place of its own DRAM's over its time alone), uJ."""
+    together = max(cycles, alike_cycles(profile, hw, alike))
+    core = run_energy(Energy(), hw, together - cycles).core
+    dram = dram_background_pj(hw, together) / alike - dram_background_pj(hw, cycles)
+    return together, core * 1e-6, dram * 1e-6
 
 
 def alike_cycles(profile: Profile, hw: HwConfig, instances: int) -> int:

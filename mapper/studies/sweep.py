@@ -5,7 +5,9 @@ Sweep file (TOML):
     name = "bert_space"
     base = "nv_full"                         # config name or .toml path
     [space]                                  # dotted HwConfig fields (see HwConfig.with_values), precision,
-                                             # or instances: that many of the build at once on its DRAM
+                                             # instances: that many of the build at once on its DRAM, or
+                                             # tensor_parallel (decode): the model split by heads and FFN
+                                             # columns over that many of the build, in step
     "mac.atomic_c" = [32, 64]
     "cbuf.bank_depth" = [256, 512]
     "memory.dram_bandwidth_gbs" = [25.6, 51.2]
@@ -17,8 +19,10 @@ Sweep file (TOML):
     batch = [1]
     phase = ["prefill", "decode"]            # optional (default prefill: the forward pass `nvdla map` runs);
                                              # decode: one token-by-token step with a KV cache
-    [options]                                # optional: softmax / layernorm placement, and where decode
-    softmax = "auto"                         # attention is planned (kv_plan = "bucket" or "length")
+    [options]                                # optional: softmax / layernorm placement, where decode
+    softmax = "auto"                         # attention is planned (kv_plan = "bucket" or "length"), and
+                                             # where tensor-parallel instances keep their data
+                                             # (tp_dram = "own" ports or the build's one "shared" DRAM)
     [rank]                                   # optional: the best point by an objective, within constraints
     objective = "core_energy_uj"             # a sweep metric (METRICS)
     constraints = ["latency_ms<=20", "area_mm2<=2"]
@@ -54,11 +58,12 @@ from pathlib import Path
 from typing import Any
 
 from nvdla_mapper.frontends.cnn import CNN_PRESETS
-from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph
+from nvdla_mapper.frontends.presets import ModelSpec, check_generative, decode_step_graph, tensor_shard
 from nvdla_mapper.frontends.resolve import fixed_sequence, model_graph, resolve_model
-from nvdla_mapper.options import KvPlan, MapOptions, Placement
+from nvdla_mapper.options import InstanceDram, KvPlan, MapOptions, Placement
 from nvdla_mapper.passes import map_model
-from nvdla_mapper.results import MapResult
+from nvdla_mapper.results import MapResult, demand_profile
+from nvdla_mapper.studies.parallel import alike_time, reduction, row_parallel_layers
 from nvdla_mapper.studies.system import MAX_INSTANCES, shared_copies
 from nvdla_sim.config import HwConfig, load_config
 from nvdla_sim.errors import ConfigError, NvdlaError
@@ -96,12 +101,17 @@ METRICS = (
     # ends, every instance's work, energy and area); slowdown is an instance's time shared over alone
     "instances",
     "slowdown",
+    # the model split over `tensor_parallel` instances of the build by heads and FFN columns, in step
+    # ([space] tensor_parallel, decode points; studies/parallel.py): the figures above are then the system's
+    # (a step with its reductions, every instance's work, energy and area; slowdown: on one shared DRAM, the
+    # step over its time with a DRAM port each)
+    "tensor_parallel",
 )
 _TOP_KEYS = {"name", "base", "space", "workloads", "options", "rank"}
 _RANK_KEYS = {"objective", "constraints"}
 _WORKLOAD_KEYS = {"models", "seq", "batch", "phase"}
 PHASES = ("prefill", "decode")
-_OPTION_KEYS = {"softmax", "layernorm", "kv_plan"}
+_OPTION_KEYS = {"softmax", "layernorm", "kv_plan", "tp_dram"}
 
 
 @dataclass(frozen=True)
@@ -148,7 +158,8 @@ def point_id(p: dict[str, Any]) -> str:
 # program export and the studies only present or reuse those figures, so editing them keeps old rows.
 _MODEL_ROOMS = ("nvdla_sim", "nvdla_mapper")
 _NOT_MODEL = ("reports", "export", "studies")
-_MODEL_STUDIES = ("studies/system.py",)  # a study a row's figures come from (the instances axis)
+# a study a row's figures come from (the instances and tensor_parallel axes)
+_MODEL_STUDIES = ("studies/system.py", "studies/parallel.py")
 
 
 @functools.cache
@@ -177,6 +188,7 @@ def point_config(p: dict[str, Any]) -> tuple[HwConfig, Precision]:
     hw_params = dict(p["hw"])
     prec = Precision.parse(str(hw_params.pop("precision", "int8")))
     hw_params.pop("instances", None)  # how many of the build, not a field of it
+    hw_params.pop("tensor_parallel", None)
     base = load_config(p["base"])
     return (base.with_values(**hw_params) if hw_params else base), prec
 
@@ -216,9 +228,9 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
                 except ValueError as e:
                     raise err(f"space.precision: {e}") from None
             continue
-        if k == "instances":
+        if k in ("instances", "tensor_parallel"):
             if not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_INSTANCES for n in v):
-                raise err(f"space.instances must be whole numbers of NVDLA instances from 1 to {MAX_INSTANCES}, "
+                raise err(f"space.{k} must be whole numbers of NVDLA instances from 1 to {MAX_INSTANCES}, "
                           f"not {v!r}")  # fmt: skip
             continue
         try:
@@ -254,10 +266,17 @@ def sweep_from_dict(data: dict[str, Any], *, source: str = "sweep") -> SweepSpec
                 check_generative(src)
             except NvdlaError as e:
                 raise err(f"workloads.phase decode: {e}") from None
+    if max(space.get("tensor_parallel", [1])) > 1:
+        if phases != ["decode"]:
+            raise err(f"space.tensor_parallel splits a decode step over instances: give workloads.phase = "
+                      f"[\"decode\"], not {phases!r}")  # fmt: skip
+        if max(space.get("instances", [1])) > 1:
+            raise err("space.tensor_parallel and space.instances: one model split over instances, or copies of "
+                      "it at once; not both in one sweep")  # fmt: skip
     options = data.get("options", {})
     _check_keys(options, _OPTION_KEYS, " in [options]", err)
     for k, v in options.items():
-        valid = tuple((KvPlan if k == "kv_plan" else Placement).values())
+        valid = tuple((KvPlan if k == "kv_plan" else InstanceDram if k == "tp_dram" else Placement).values())
         if v not in valid:
             raise err(f"options.{k} must be {', '.join(valid[:-1])} or {valid[-1]}, not {v!r}")
     rank_table = data.get("rank", {})
@@ -304,10 +323,12 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
         opts = p.get("options", {})
         options = MapOptions(precision=prec, softmax=opts.get("softmax", "auto"),
                              layernorm=opts.get("layernorm", "auto"), kv_plan=opts.get("kv_plan", "bucket"))  # fmt: skip
+        shards = p["hw"].get("tensor_parallel", 1)
         if p.get("phase", "prefill") == "decode":  # one step: every sequence has seq cached tokens, adds one
             spec = resolve_model(p["model"])
+            shard = tensor_shard(spec, shards)
             g = decode_step_graph(
-                spec, batch=p["batch"], kv_len=p["seq"], cross_len=p["seq"] if spec.decoder_layers else 0
+                shard, batch=p["batch"], kv_len=p["seq"], cross_len=p["seq"] if spec.decoder_layers else 0
             )
             res = map_model(g, hw, options, seq=p["seq"], batch=p["batch"])
         else:
@@ -317,7 +338,11 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
         row.update(status="ok", error="", hw_fingerprint=hw.fingerprint, seq=res.seq, config_digest=config_digest(hw),
                    notes="; ".join(hw.notes))  # fmt: skip  # seq: what the model ran (image tokens, 0 for a CNN)
         copies = p["hw"].get("instances", 1)
-        row.update(_figures(res, hw, prec) if copies == 1 else _system_figures(res, hw, prec, copies))
+        if shards > 1:
+            shared = opts.get("tp_dram", "own") == InstanceDram.SHARED.value
+            row.update(_tensor_parallel_figures(res, spec, hw, prec, shards, shared))
+        else:
+            row.update(_figures(res, hw, prec) if copies == 1 else _system_figures(res, hw, prec, copies))
     except NvdlaError as e:
         row.update(status="error", error=str(e), hw_fingerprint="", config_digest="", notes="",
                    **dict.fromkeys(METRICS, None))  # fmt: skip
@@ -355,6 +380,7 @@ def _figures(res: MapResult, hw: HwConfig, prec: Precision) -> dict[str, Any]:
         area_mm2=en.area_mm2,
         instances=1,
         slowdown=1.0,
+        tensor_parallel=1,
     )
 
 
@@ -385,6 +411,50 @@ def _system_figures(res: MapResult, hw: HwConfig, prec: Precision, copies: int) 
         "average_core_power_mw": round(cores * 1e-6 / (ns * 1e-9) * 1e3, 3) if ns else 0.0,
         "tops_per_w": round(2 * out["model_macs"] / (cores * 1e-6) / 1e12, 6) if cores else 0.0,
         "instances": copies, "slowdown": round(max(i.slowdown for i in system.instances), 6),
+    }  # fmt: skip
+
+
+def _tensor_parallel_figures(
+    res: MapResult, spec: ModelSpec, hw: HwConfig, prec: Precision, shards: int, shared: bool
+) -> dict[str, Any]:
+    """A decode point's metrics for the model split over `shards` instances of its build (`res`: a shard's
+    step alone): the step with a reduction after each row-parallel layer (parallel.reduction), on DRAM ports
+    of their own or, `shared`, on the build's one DRAM (parallel.alike_time), every instance's work, energy
+    and area."""
+    one = _figures(res, hw, prec)
+    red = reduction(hw, res.batch, spec.stages[0].hidden, shards, prec)
+    passes = row_parallel_layers(spec)
+    alike = shards if shared else 1
+    step, step_core, step_dram = (
+        alike_time(res.total_cycles, demand_profile(res), hw, alike) if shared else (res.total_cycles, 0.0, 0.0)
+    )
+    red_cycles, red_core, red_dram = (
+        alike_time(red.cycles, red.profile, hw, alike) if shared else (red.cycles, 0.0, 0.0)
+    )
+    cycles = step + passes * red_cycles
+    own = res.total_cycles + passes * red.cycles
+    core = one["core_energy_uj"] + step_core + passes * (red.core_uj + red_core)  # an instance's
+    dram = one["dram_energy_uj"] + step_dram + passes * (red.dram_uj + red_dram)
+    ms = cycles / hw.clock_mhz / 1e3
+    out = {m: one[m] * shards for m in ("hardware_macs", "model_macs", "peak_macs_per_cycle", "cbuf_bytes",
+                                         "host_tasks", "host_cycles", "host_energy_uj", "area_mm2",
+                                         "peak_core_power_mw")}  # fmt: skip
+    peak = out["peak_macs_per_cycle"] * cycles
+    cores, system = shards * core, shards * (core + dram)
+    return {**one, **out,
+        "total_cycles": cycles, "latency_ms": ms,
+        "dram_bytes": shards * (one["dram_bytes"] + passes * red.dram_bytes),
+        "hardware_mac_utilization": round(out["hardware_macs"] / peak, 6) if peak else 0.0,
+        "model_mac_utilization": round(out["model_macs"] / peak, 6) if peak else 0.0,
+        "throughput_inferences_per_s": res.batch / (ms * 1e-3) if ms else 0.0,
+        "core_energy_uj": round(cores, 6), "dram_energy_uj": round(shards * dram, 6),
+        "system_energy_uj": round(system, 6),
+        "core_energy_uj_per_inference": round(cores / res.batch, 6),
+        "system_energy_uj_per_inference": round(system / res.batch, 6),
+        "host_energy_uj_per_inference": round(out["host_energy_uj"] / res.batch, 6),
+        "average_core_power_mw": round(cores * 1e-6 / (ms * 1e-3) * 1e3, 3) if ms else 0.0,
+        "tops_per_w": round(2 * out["model_macs"] / (cores * 1e-6) / 1e12, 6) if cores else 0.0,
+        "instances": shards, "slowdown": round(cycles / own, 6), "tensor_parallel": shards,
     }  # fmt: skip
 
 

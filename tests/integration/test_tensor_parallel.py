@@ -167,3 +167,34 @@ def test_generate_tp_on_a_shared_dram_through_the_cli(tmp_path, capsys):
     assert "--tp-dram says where tensor-parallel instances keep their data: give --tp N (N > 1)" in (
         capsys.readouterr().err
     )
+
+
+def test_a_sweep_over_tensor_parallel_instances(tmp_path):
+    """[space] tensor_parallel on decode points: a point's step is `nvdla generate --tp N`'s first decode step at
+    the same cached tokens (the shard's step mapped whole, its reductions after each row-parallel layer), on
+    ports of their own or one shared DRAM; its energy and area every instance's, its MACs N shards' (the
+    model's own: the shards split its MACs)."""
+    from nvdla_mapper.studies.sweep import run_sweep, sweep_from_dict
+
+    hw = load_config("nv_full_lpddr4")
+    rows = {}
+    for dram in ("own", "shared"):
+        spec = sweep_from_dict({"name": dram, "base": "nv_full_lpddr4", "space": {"tensor_parallel": [1, 4]},
+                                "workloads": {"models": ["gpt2"], "seq": [16], "phase": ["decode"]},
+                                "options": {"tp_dram": dram}}, source="t.toml")  # fmt: skip
+        got = run_sweep(spec, tmp_path / f"{dram}.sqlite", executor="serial").rows
+        rows[dram] = {r["tensor_parallel"]: r for r in got}
+        gen = generate(PRESETS["gpt2"], hw, prompt=16, new_tokens=2, tensor_parallel=4, tp_dram=dram, jobs=1)
+        assert rows[dram][4]["total_cycles"] == gen.steps[0].cycles
+        assert rows[dram][4]["dram_bytes"] == 4 * gen.steps[0].dram_bytes
+        assert rows[dram][4]["core_energy_uj"] == pytest.approx(4 * gen.steps[0].core_energy_uj, rel=1e-9)
+    one, four = rows["own"][1], rows["own"][4]
+    assert (four["area_mm2"], four["instances"]) == (pytest.approx(4 * one["area_mm2"]), 4)
+    assert four["model_macs"] >= one["model_macs"]  # the LM head's columns rounded up to the shards
+    assert rows["shared"][4]["total_cycles"] >= four["total_cycles"] and four["slowdown"] == 1.0
+    assert rows["shared"][4]["slowdown"] == pytest.approx(rows["shared"][4]["total_cycles"] / four["total_cycles"])
+    with pytest.raises(NvdlaError, match=r"t.toml: space.tensor_parallel splits a decode step over instances"):
+        sweep_from_dict({"space": {"tensor_parallel": [2]}, "workloads": {"models": ["gpt2"]}}, source="t.toml")
+    with pytest.raises(NvdlaError, match=r"options.tp_dram must be own or shared, not 'both'"):
+        sweep_from_dict({"space": {"tensor_parallel": [2]}, "workloads": {"models": ["gpt2"], "phase": ["decode"]},
+                         "options": {"tp_dram": "both"}}, source="t.toml")  # fmt: skip
