@@ -136,7 +136,8 @@ def test_local_and_dask_executors_agree(sweep_file, tmp_path):
     spec = load_sweep(sweep_file)
     local = _strip(run_sweep(spec, tmp_path / "local.sqlite", executor="local", workers=2))
     with (
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        # the scheduler's HTTP server (its /metrics) on a free port: another cluster on this machine may hold 8787
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
         Client(cluster) as client,
     ):
         dask_rows = _strip(run_sweep(spec, tmp_path / "dask.sqlite", executor="dask", scheduler=client))
