@@ -106,9 +106,7 @@ def add_commands(sub, registry: dict) -> None:
     ge.add_argument("--tp", type=int, default=1,
                     help="tensor parallel: the model split by heads and FFN columns over this many instances of the "
                          "build, in step, the partial sums added by SDP passes (default 1)")  # fmt: skip
-    ge.add_argument("--tp-dram", choices=InstanceDram.values(), default="own",
-                    help="with --tp: each instance on a DRAM port of its own, or all on the build's one DRAM, "
-                         "sharing its rate (default own)")  # fmt: skip
+    _instance_dram_flag(ge, "--tp-dram", "--tp", "instance", "sharing its rate")
     ge.add_argument("--report", help="directory for report.html, generate.json and tokens.csv")
     ge.add_argument("--jobs", type=int, default=None,
                     help="processes the decode steps are shared out to (default: this machine's cores; "
@@ -136,9 +134,7 @@ def add_commands(sub, registry: dict) -> None:
     se.add_argument("--replicas", type=int, default=1,
                     help="instances of the build serving the requests, each with the whole model and its own KV "
                          "cache, the requests dealt round robin in order of arrival (default 1)")  # fmt: skip
-    se.add_argument("--replicas-dram", choices=InstanceDram.values(), default="own",
-                    help="with --replicas: each replica on a DRAM port of its own, or all on the build's one DRAM, "
-                         "their loops advancing together (default own)")  # fmt: skip
+    _instance_dram_flag(se, "--replicas-dram", "--replicas", "replica", "their loops advancing together")
     se.add_argument("--policy", choices=["fcfs-prefill-first", "chunked-prefill"], default="fcfs-prefill-first",
                     help="whole prompts first, then a decode step (vLLM's default); or every iteration all decodes "
                          "and prompt chunks up to --chunk-tokens (Sarathi-Serve)")  # fmt: skip
@@ -494,6 +490,13 @@ def _print_weight_whatif(r, dense) -> None:
         )
 
 
+def _instance_dram_flag(parser, flag: str, count_flag: str, instance: str, together: str) -> None:
+    """The flag that says where the instances `count_flag` sets keep their data (options.InstanceDram)."""
+    parser.add_argument(flag, choices=InstanceDram.values(), default=InstanceDram.OWN.value,
+                        help=f"with {count_flag}: each {instance} on a DRAM port of its own, or all on the build's "
+                             f"one DRAM, {together} (default own)")  # fmt: skip
+
+
 def _cores() -> int:
     """The cores this process may run on."""
     try:
@@ -691,7 +694,8 @@ def _serve(args: argparse.Namespace) -> int:
                 f"request {r.id}: {r.prompt} prompt + {r.output} output tokens; {spec.name} has {spec.max_positions} positions"
             )
     # replicas on one DRAM each hold a copy of the weights and a share of the room beside them
-    sharing = args.replicas if args.replicas_dram == "shared" else 1
+    shared = InstanceDram.parse(args.replicas_dram, "--replicas-dram") is InstanceDram.SHARED
+    sharing = args.replicas if shared else 1
     capacity = kv_capacity_blocks(spec, hw, prec, settings.block_tokens, kv_precision=kv, sharing=sharing)
     accuracy = _accuracy(args, hw, prec, seq=args.prompt) if args.quantize else None
     if rates is not None:
@@ -705,7 +709,7 @@ def _serve(args: argparse.Namespace) -> int:
         options=MapOptions(
             precision=prec, weights=weights, kv_precision=kv, kv_plan=args.kv_plan, requant=_requant(args)
         ),
-        traffic=args.replicas_dram == "shared",  # each iteration's DRAM bytes, for the one DRAM's shares
+        traffic=shared,  # each iteration's DRAM bytes, for the one DRAM's shares
     )
     if args.replicas != 1:
         return _serve_replicas(args, requests, costs, capacity, settings, spec, hw, prec, out)
@@ -759,7 +763,7 @@ def _serve_replicas(args, requests, costs, capacity, settings, spec, hw, prec, o
     from nvdla_mapper.studies.serve import replicas_percentiles, serve_replicas
     from nvdla_mapper.studies.system import capacity as dram_capacity
 
-    shared = args.replicas_dram == "shared"
+    shared = InstanceDram.parse(args.replicas_dram, "--replicas-dram") is InstanceDram.SHARED
     with TerminalProgress() as progress:
         results = serve_replicas(requests, costs, args.replicas, capacity_blocks=capacity, settings=settings,
                                  progress=progress, shared=dram_capacity(hw) if shared else None)  # fmt: skip
@@ -1084,7 +1088,7 @@ def _tensor_parallel(spec, r) -> str:
     """What a tensor-parallel run's figures are: its shards and its reductions a step."""
     n, full, shard, red = r.tensor_parallel, spec.stages[0], r.spec.stages[0], r.step_reduction
     blocks = sum(st.layers for st in spec.stages)
-    shared = r.tp_dram.value == "shared"
+    shared = r.tp_dram is InstanceDram.SHARED
     where = f"all on {r.hw.name}'s one DRAM, sharing its rate" if shared else "each on its own DRAM port"
     alone = f", {red.cycles:,} alone" if shared and r.step_reduction_cycles != red.cycles else ""
     return (

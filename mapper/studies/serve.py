@@ -760,7 +760,6 @@ class SimulatedCosts:
         # with `traffic`: the DRAM bytes (read, written) of every part asked for so far, each part's demand
         # profile's (results.demand_profile: its layers', copies' and host tasks' traffic); an iteration's
         # are what its parts add (serve_replicas on one shared DRAM)
-        self.with_traffic = traffic
         self.traffic: tuple[float, float] | None = (0.0, 0.0) if traffic else None
 
     @property
@@ -772,7 +771,10 @@ class SimulatedCosts:
         if tokens not in self._prefill:
             g = build_graph(self.spec, batch=1, seq=tokens, head="lm_last")
             run = map_model(g, self.hw, self.options, with_baseline=False, memo=self.memo)
-            self._prefill[tokens] = (run.total_cycles, *(demand_profile(run).nbytes() if self.with_traffic else (0, 0)))
+            self._prefill[tokens] = (
+                run.total_cycles,
+                *(demand_profile(run).nbytes() if self.traffic is not None else (0, 0)),
+            )
         return self._asked(self._prefill[tokens])
 
     def _asked(self, part: tuple[int, float, float]) -> int:
@@ -784,7 +786,7 @@ class SimulatedCosts:
 
     def _timed(self, template: StepTemplate, shape) -> tuple[int, float, float]:
         """A step template's iteration at `shape`: (cycles, read bytes, written bytes)."""
-        if not self.with_traffic:
+        if self.traffic is None:
             return template.figures(shape).total_cycles, 0.0, 0.0
         figures, profile = template.figures_and_profile(shape)
         return (figures.total_cycles, *profile.nbytes())
@@ -794,7 +796,7 @@ class SimulatedCosts:
         host model: a copy, every byte read and written, plus one hand-off)."""
         nbytes = positions * kv_bytes_per_token(self.spec, self.kv_precision or self.precision)
         cycles = self.host.cycles(HostWork(HostOp.COPY, 0, 2 * nbytes), self.hw.clock_mhz)
-        return self._asked((cycles, nbytes, nbytes) if self.with_traffic else (cycles, 0.0, 0.0))
+        return self._asked((cycles, nbytes, nbytes) if self.traffic is not None else (cycles, 0.0, 0.0))
 
     def mixed(self, seqs: tuple[tuple[int, int], ...], emitting: int) -> int:
         key = (tuple(sorted(seqs)), emitting)

@@ -339,7 +339,7 @@ def evaluate_point(p: dict[str, Any]) -> dict[str, Any]:
                    notes="; ".join(hw.notes))  # fmt: skip  # seq: what the model ran (image tokens, 0 for a CNN)
         copies = p["hw"].get("instances", 1)
         if shards > 1:
-            shared = opts.get("tp_dram", "own") == InstanceDram.SHARED.value
+            shared = InstanceDram.parse(opts.get("tp_dram", "own"), "options.tp_dram") is InstanceDram.SHARED
             row.update(_tensor_parallel_figures(res, spec, hw, prec, shards, shared))
         else:
             row.update(_figures(res, hw, prec) if copies == 1 else _system_figures(res, hw, prec, copies))
@@ -391,27 +391,11 @@ def _system_figures(res: MapResult, hw: HwConfig, prec: Precision, copies: int) 
     one = _figures(res, hw, prec)
     system = shared_copies(res, copies, res.model)
     ns = system.makespan_ns
-    cycles = math.ceil(ns * hw.clock_mhz / 1e3)
     cores = sum(i.core_uj for i in system.instances)
-    inferences = copies * res.batch
-    out = {m: one[m] * copies for m in ("hardware_macs", "model_macs", "peak_macs_per_cycle", "cbuf_bytes",
-                                         "dram_bytes", "host_tasks", "host_cycles", "host_energy_uj", "area_mm2",
-                                         "peak_core_power_mw")}  # fmt: skip
-    peak = out["peak_macs_per_cycle"] * cycles
-    return {**one, **out,
-        "total_cycles": cycles, "latency_ms": ns / 1e6,
-        "hardware_mac_utilization": round(out["hardware_macs"] / peak, 6) if peak else 0.0,
-        "model_mac_utilization": round(out["model_macs"] / peak, 6) if peak else 0.0,
-        "throughput_inferences_per_s": inferences / (ns * 1e-9) if ns else 0.0,
-        "core_energy_uj": round(cores, 6), "dram_energy_uj": round(system.dram_uj, 6),
-        "system_energy_uj": round(system.total_uj, 6),
-        "core_energy_uj_per_inference": round(cores / inferences, 6),
-        "system_energy_uj_per_inference": round(system.total_uj / inferences, 6),
-        "host_energy_uj_per_inference": round(out["host_energy_uj"] / inferences, 6),
-        "average_core_power_mw": round(cores * 1e-6 / (ns * 1e-9) * 1e3, 3) if ns else 0.0,
-        "tops_per_w": round(2 * out["model_macs"] / (cores * 1e-6) / 1e12, 6) if cores else 0.0,
-        "instances": copies, "slowdown": round(max(i.slowdown for i in system.instances), 6),
-    }  # fmt: skip
+    cycles = math.ceil(ns * hw.clock_mhz / 1e3)
+    return _system_row(one, copies, cycles, ns, cores, system.dram_uj, system.total_uj, copies * res.batch,
+                       one["dram_bytes"] * copies,
+                       slowdown=round(max(i.slowdown for i in system.instances), 6))  # fmt: skip
 
 
 def _tensor_parallel_figures(
@@ -435,26 +419,34 @@ def _tensor_parallel_figures(
     own = res.total_cycles + passes * red.cycles
     core = one["core_energy_uj"] + step_core + passes * (red.core_uj + red_core)  # an instance's
     dram = one["dram_energy_uj"] + step_dram + passes * (red.dram_uj + red_dram)
-    ms = cycles / hw.clock_mhz / 1e3
-    out = {m: one[m] * shards for m in ("hardware_macs", "model_macs", "peak_macs_per_cycle", "cbuf_bytes",
-                                         "host_tasks", "host_cycles", "host_energy_uj", "area_mm2",
-                                         "peak_core_power_mw")}  # fmt: skip
+    return _system_row(one, shards, cycles, cycles * 1e3 / hw.clock_mhz, shards * core, shards * dram,
+                       shards * (core + dram), res.batch, shards * (one["dram_bytes"] + passes * red.dram_bytes),
+                       slowdown=round(cycles / own, 6), tensor_parallel=shards)  # fmt: skip
+
+
+def _system_row(
+    one: dict[str, Any], count: int, cycles: int, ns: float, cores: float, dram: float, system: float,
+    inferences: int, dram_bytes: int, **extra: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """A row for `count` instances of a build from one instance's (`one`, _figures): the system's time
+    (`cycles`, and `ns` as the throughput and power take it), every instance's work and area, their core,
+    DRAM and system energy (uJ), over `inferences`."""
+    out = {m: one[m] * count for m in ("hardware_macs", "model_macs", "peak_macs_per_cycle", "cbuf_bytes",
+                                        "host_tasks", "host_cycles", "host_energy_uj", "area_mm2",
+                                        "peak_core_power_mw")}  # fmt: skip
     peak = out["peak_macs_per_cycle"] * cycles
-    cores, system = shards * core, shards * (core + dram)
     return {**one, **out,
-        "total_cycles": cycles, "latency_ms": ms,
-        "dram_bytes": shards * (one["dram_bytes"] + passes * red.dram_bytes),
+        "total_cycles": cycles, "latency_ms": ns / 1e6, "dram_bytes": dram_bytes,
         "hardware_mac_utilization": round(out["hardware_macs"] / peak, 6) if peak else 0.0,
         "model_mac_utilization": round(out["model_macs"] / peak, 6) if peak else 0.0,
-        "throughput_inferences_per_s": res.batch / (ms * 1e-3) if ms else 0.0,
-        "core_energy_uj": round(cores, 6), "dram_energy_uj": round(shards * dram, 6),
-        "system_energy_uj": round(system, 6),
-        "core_energy_uj_per_inference": round(cores / res.batch, 6),
-        "system_energy_uj_per_inference": round(system / res.batch, 6),
-        "host_energy_uj_per_inference": round(out["host_energy_uj"] / res.batch, 6),
-        "average_core_power_mw": round(cores * 1e-6 / (ms * 1e-3) * 1e3, 3) if ms else 0.0,
+        "throughput_inferences_per_s": inferences / (ns * 1e-9) if ns else 0.0,
+        "core_energy_uj": round(cores, 6), "dram_energy_uj": round(dram, 6), "system_energy_uj": round(system, 6),
+        "core_energy_uj_per_inference": round(cores / inferences, 6),
+        "system_energy_uj_per_inference": round(system / inferences, 6),
+        "host_energy_uj_per_inference": round(out["host_energy_uj"] / inferences, 6),
+        "average_core_power_mw": round(cores * 1e-6 / (ns * 1e-9) * 1e3, 3) if ns else 0.0,
         "tops_per_w": round(2 * out["model_macs"] / (cores * 1e-6) / 1e12, 6) if cores else 0.0,
-        "instances": shards, "slowdown": round(cycles / own, 6), "tensor_parallel": shards,
+        "instances": count, **extra,
     }  # fmt: skip
 
 
